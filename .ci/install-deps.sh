@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages veltair's test suite needs:
+#   libonnx-testdata     ONNX's backend node tests (shape inference is checked against them)
+#   python3-torch        PyTorch 1.13 for /usr/bin/python3: exports models with torch.onnx
+#   python3-torchvision  standard vision architectures for those exports
+# Idempotent and fast when everything is present: dpkg is asked first, and apt-get (with its
+# `update`) only runs for what is missing.
+set -euo pipefail
+
+readonly PACKAGES=(libonnx-testdata python3-torch python3-torchvision)
+
+is_installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
+}
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  is_installed "$pkg" || missing+=("$pkg")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo_cmd=(sudo)
+  else
+    echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,36 @@
+/**
+ * `veltair` entry point: builds the commander program from one file per command, runs it, and
+ * turns every error into one clear line and an exit code (0 ok, 1 user/input error, 2 internal).
+ */
+import { Command, CommanderError } from 'commander';
+import { reportError } from './output.js';
+import { VERSION } from '../version.js';
+
+export type CommandRegistrar = (program: Command) => void;
+
+const registrars: CommandRegistrar[] = [];
+
+export function buildProgram(): Command {
+  const program = new Command('veltair')
+    .description('Compile ONNX models into Pareto kernel families for multi-tenant CPU inference')
+    .version(VERSION)
+    .option('--verbose', 'print stacks with errors')
+    .exitOverride()
+    .showHelpAfterError();
+  for (const register of registrars) register(program);
+  return program;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv]);
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // --help / --version exit through here with code 0; usage errors are user errors.
+      return e.exitCode === 0 ? 0 : 1;
+    }
+    return reportError(e, argv.includes('--verbose'));
+  }
+}
