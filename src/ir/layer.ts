@@ -15,7 +15,9 @@ export type Activation =
   | { readonly fn: 'hard_swish' }
   | { readonly fn: 'silu' }
   | { readonly fn: 'tanh' }
-  | { readonly fn: 'gelu' };
+  | { readonly fn: 'gelu' }
+  /** GELU's tanh approximation (PyTorch approximate='tanh', HF gelu_new): a different function. */
+  | { readonly fn: 'gelu_tanh' };
 
 /**
  * Epilogue steps run in order on each output element of a tunable layer, after the reduction.
@@ -37,7 +39,10 @@ export interface Layer {
   readonly name: string;
   /** conv2d | dense | batch_matmul | the lower-case ONNX op (maxpool, softmax, layernorm, gelu…). */
   readonly op: string;
-  /** Activation values read (constants excluded), in the op's argument order. */
+  /**
+   * Activation values read (constants excluded), in the op's argument order, followed by the
+   * operands of epilogue steps (residual_add / channel_mul values) in step order.
+   */
   readonly inputs: readonly string[];
   readonly outputs: readonly string[];
   readonly inputShapes: readonly (readonly number[])[];

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 
 export type EpilogueKind = 'bias' | 'relu' | 'clip' | 'leaky_relu' | 'sigmoid' | 'hard_sigmoid'
-  | 'hard_swish' | 'silu' | 'tanh' | 'gelu' | 'residual_add' | 'channel_mul';
+  | 'hard_swish' | 'silu' | 'tanh' | 'gelu' | 'gelu_tanh' | 'residual_add' | 'channel_mul';
 
 export interface Conv2dWorkload {
   readonly op: 'conv2d';
