@@ -162,6 +162,27 @@ test('x·sigmoid(x) after a conv is fused as SiLU', () => {
   assert.deepEqual(g.layers[0]!.workload?.epilogue, ['silu']);
 });
 
+for (const [label, alpha, fused] of [['1/6 (PyTorch HardSwish)', 1 / 6, true], ['0.2 (not HardSwish)', 0.2, false]] as const) {
+  test(`x·HardSigmoid(x) with alpha ${label} after a conv ${fused ? 'fuses as hard_swish' : 'stays a separate gate'}`, () => {
+    const m = fixture({
+      inputs: { x: S }, outputs: ['out'],
+      constants: { w: tensor([4, 4, 1, 1]) },
+      nodes: [
+        { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S },
+        { op: 'HardSigmoid', inputs: ['y'], outputs: 'g', shape: S, attrs: { alpha: { float: alpha }, beta: { float: 0.5 } } },
+        { op: 'Mul', inputs: ['y', 'g'], outputs: 'out', shape: S },
+      ],
+    });
+    const g = lowerToLayers(m);
+    if (fused) {
+      assert.equal(g.layers.length, 1);
+      assert.deepEqual(g.layers[0]!.workload?.epilogue, ['hard_swish']);
+    } else {
+      assert.deepEqual(g.layers.map((l) => l.op), ['conv2d', 'hardsigmoid', 'mul']);
+    }
+  });
+}
+
 test('no fusion across a value that something else reads or that is a graph output', () => {
   const nodes: FixtureNode[] = [
     { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S },

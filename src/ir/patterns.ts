@@ -5,6 +5,7 @@
  *  - GELU, erf form: x · 0.5 · (1 + Erf(x/√2)) in the three association orders exporters emit  ⇒
  *    veltair.Gelu(x); tanh form: 0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³)))  ⇒  veltair.GeluTanh(x)
  *  - SiLU / Swish: x · Sigmoid(x)  ⇒  veltair.Silu(x)
+ *  - HardSwish as PyTorch exports it below opset 14: x · HardSigmoid(x, α=1/6, β=0.5)  ⇒  HardSwish(x)
  * A pattern only matches when every constant is the exact one of the formula (to float32 rounding)
  * and no value inside it is read from outside: a near miss stays as ordinary layers.
  */
@@ -211,6 +212,19 @@ const matchSilu: Matcher = (g, ix, sigmoid) => {
   return { nodes: [sigmoid, mul], replacement: () => synthNode(mul.name, 'Silu', [x], [out(mul)], {}, VELTAIR_DOMAIN) };
 };
 
+// ---------------------------------------------------------------- HardSwish
+
+const matchHardSwish: Matcher = (g, ix, gate) => {
+  if (!isOp(gate, 'HardSigmoid')) return undefined;
+  const alpha = gate.attributes.get('alpha');
+  const beta = gate.attributes.get('beta');
+  if (alpha?.kind !== 'float' || beta?.kind !== 'float' || !near(alpha.value, 1 / 6) || !near(beta.value, 0.5)) return undefined;
+  const x = gate.inputs[0] ?? '';
+  const mul = soleConsumer(g, ix, out(gate));
+  if (!isOp(mul, 'Mul') || otherOperand(mul, out(gate)) !== x) return undefined;
+  return { nodes: [gate, mul], replacement: () => synthNode(mul.name, 'HardSwish', [x], [out(mul)], {}) };
+};
+
 /** Apply one matcher everywhere (non-overlapping matches), then re-index for the next. */
 function applyMatcher(g: WorkGraph, matcher: Matcher): void {
   const ix = indexGraph(g);
@@ -227,5 +241,5 @@ function applyMatcher(g: WorkGraph, matcher: Matcher): void {
 }
 
 export function recognisePatterns(g: WorkGraph): void {
-  for (const matcher of [matchLayerNorm, matchGeluErf, matchGeluTanh, matchSilu]) applyMatcher(g, matcher);
+  for (const matcher of [matchLayerNorm, matchGeluErf, matchGeluTanh, matchSilu, matchHardSwish]) applyMatcher(g, matcher);
 }
