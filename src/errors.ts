@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'SYMBOLIC_DIM'
   | 'SHAPE_MISMATCH'
   | 'DIM_OVERFLOW'
+  | 'DYNAMIC_SHAPE'
   | 'EXTERNAL_DATA'
   | 'BAD_ATTRIBUTE'
   | 'BAD_ARGUMENT'

@@ -1,0 +1,47 @@
+/** MatMul (numpy semantics: 1-D promotion, batched broadcast) and Gemm (transA/transB). */
+import { attrInt } from '../attributes.js';
+import { broadcastShapes, formatShape } from '../shapes.js';
+import { input, hasInput, shapeError, type OpDef } from './context.js';
+
+const matmul: OpDef = {
+  infer: (ctx) => {
+    const a = input(ctx, 0);
+    const b = input(ctx, 1);
+    if (a.shape.length === 0 || b.shape.length === 0) throw shapeError(ctx, 'MatMul inputs must have rank ≥ 1');
+    const as = a.shape.length === 1 ? [1, a.shape[0]!] : [...a.shape];
+    const bs = b.shape.length === 1 ? [b.shape[0]!, 1] : [...b.shape];
+    const k = as[as.length - 1]!;
+    if (k !== bs[bs.length - 2]) {
+      throw shapeError(ctx, `inner dimensions differ: ${formatShape(a.shape)} × ${formatShape(b.shape)}`);
+    }
+    const batch = broadcastShapes([as.slice(0, -2), bs.slice(0, -2)]);
+    if (batch === undefined) throw shapeError(ctx, `batch dimensions of ${formatShape(a.shape)} and ${formatShape(b.shape)} cannot be broadcast`);
+    const shape = [...batch];
+    if (a.shape.length > 1) shape.push(as[as.length - 2]!);
+    if (b.shape.length > 1) shape.push(bs[bs.length - 1]!);
+    return [{ dtype: a.dtype, shape }];
+  },
+};
+
+const gemm: OpDef = {
+  infer: (ctx) => {
+    const a = input(ctx, 0);
+    const b = input(ctx, 1);
+    if (a.shape.length !== 2 || b.shape.length !== 2) {
+      throw shapeError(ctx, `Gemm needs 2-D inputs, got ${formatShape(a.shape)} and ${formatShape(b.shape)}`);
+    }
+    const [m, ka] = attrInt(ctx.node, 'transA', 0) ? [a.shape[1]!, a.shape[0]!] : [a.shape[0]!, a.shape[1]!];
+    const [kb, n] = attrInt(ctx.node, 'transB', 0) ? [b.shape[1]!, b.shape[0]!] : [b.shape[0]!, b.shape[1]!];
+    if (ka !== kb) throw shapeError(ctx, `inner dimensions differ: A ${formatShape(a.shape)} and B ${formatShape(b.shape)} (transA/transB applied)`);
+    if (hasInput(ctx, 2)) {
+      const c = input(ctx, 2);
+      const out = broadcastShapes([c.shape, [m, n]]);
+      if (out === undefined || out.length !== 2 || out[0] !== m || out[1] !== n) {
+        throw shapeError(ctx, `C shape ${formatShape(c.shape)} does not broadcast to [${m}, ${n}]`);
+      }
+    }
+    return [{ dtype: a.dtype, shape: [m, n] }];
+  },
+};
+
+export const matmulOps: Readonly<Record<string, OpDef>> = { MatMul: matmul, Gemm: gemm };
