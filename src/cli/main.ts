@@ -5,10 +5,13 @@
 import { Command, CommanderError } from 'commander';
 import { reportError } from './output.js';
 import { VERSION } from '../version.js';
+import { registerInspectCommand } from './inspect.js';
+import { registerZooCommand } from './zoo.js';
+import { registerNoiseCommand } from './noise.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
-const registrars: CommandRegistrar[] = [];
+const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand];
 
 export function buildProgram(): Command {
   const program = new Command('veltair')
