@@ -6,6 +6,8 @@
 export type ErrorCode =
   | 'FILE_NOT_FOUND'
   | 'FILE_UNREADABLE'
+  | 'FILE_UNWRITABLE'
+  | 'DB_LOCKED'
   | 'NOT_ONNX'
   | 'UNSUPPORTED_OPS'
   | 'MISSING_INPUT'

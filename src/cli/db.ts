@@ -1,0 +1,159 @@
+/**
+ * `veltair db stats|merge|export|prune` over tuning records (src/db/). Every subcommand takes
+ * `--db DIR` (default: the user cache's tuning-db) and `--json`; corrupt lines are skipped with one
+ * warning line on stderr and never change the exit code.
+ */
+import { randomBytes } from 'node:crypto';
+import { rename, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Command } from 'commander';
+import { userError } from '../errors.js';
+import { databaseStats, mergeDatabases, pruneDatabase, type DatabaseStats, type PruneResult } from '../db/operations.js';
+import { exportRecords, type ExportFormat } from '../db/export.js';
+import { defaultDatabaseDir, unwritable } from '../db/store.js';
+import { FINGERPRINT_PATTERN, targetFingerprint } from '../db/target-fingerprint.js';
+import { detectTarget } from '../space/target.js';
+import { formatTable, note, printJson, printLine } from './output.js';
+
+interface DbFlags { db?: string; json?: boolean }
+interface ExportFlags extends DbFlags { format?: string; output?: string; target?: string; workload?: string }
+interface PruneFlags extends DbFlags { keep?: string; dropFailed?: boolean; dropOtherTargets?: boolean; target?: string }
+
+const warn = (message: string) => note(`warning: ${message}`);
+const dbPath = (f: DbFlags) => f.db ?? defaultDatabaseDir();
+
+/** This machine's fingerprint, or undefined when it cannot be told (e.g. no C compiler). */
+async function currentFingerprint(): Promise<string | undefined> {
+  try {
+    return targetFingerprint(await detectTarget());
+  } catch {
+    return undefined;
+  }
+}
+
+/** `--target FP|current` → a fingerprint. */
+async function resolveTarget(text: string): Promise<string> {
+  if (text === 'current') return targetFingerprint(await detectTarget());
+  if (!new RegExp(FINGERPRINT_PATTERN).test(text)) {
+    throw userError('BAD_ARGUMENT', `--target ${JSON.stringify(text)} is not a target fingerprint`,
+      'use `current` or a fingerprint like t1-0123456789abcdef (see `veltair db stats`)');
+  }
+  return text;
+}
+
+function statsText(s: DatabaseStats, current: string | undefined): string {
+  const statuses = Object.entries(s.byStatus).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+  const head = [
+    `tuning database ${s.path} (${s.files} file${s.files === 1 ? '' : 's'})`,
+    `records    ${s.records} unique (${s.duplicates} duplicate line${s.duplicates === 1 ? '' : 's'}, ${s.corrupt} corrupt skipped)`,
+    `workloads  ${s.workloads}`,
+    `status     ${statuses}`,
+  ].join('\n');
+  if (s.targetDetails.length === 0) return head;
+  const rows = [['target', 'records', 'cpu', 'cores', 'compiler'],
+    ...s.targetDetails.map((t) => [t.target + (t.target === current ? ' *' : ''), String(t.records), t.cpuModel, String(t.cores), t.cc])];
+  const footer = current ? `\n* this machine (${current})` : '';
+  return `${head}\n\n${formatTable(rows, new Set([1, 3]))}${footer}`;
+}
+
+function pruneText(r: PruneResult): string {
+  const d = r.dropped;
+  return `pruned ${r.path}: ${r.before} lines → ${r.kept} records (dropped ${d.corrupt} corrupt, ${d.duplicates} duplicate, `
+    + `${d.failed} failed, ${d.otherTargets} other-target, ${d.beyondKeep} beyond --keep)`;
+}
+
+/** Write a file via temp + rename in its directory, so a reader never sees half an export. */
+async function writeOutput(path: string, text: string): Promise<void> {
+  const temp = join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    await writeFile(temp, text, { flag: 'wx' });
+    await rename(temp, path);
+  } catch (e) {
+    await unlink(temp).catch(() => undefined);
+    const err = unwritable(path, e);
+    throw err === e ? userError('FILE_UNWRITABLE', `cannot write ${path}: ${(e as Error).message}`, 'choose another -o path') : err;
+  }
+}
+
+function parseKeep(text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1) {
+    throw userError('BAD_ARGUMENT', `--keep ${JSON.stringify(text)} is not a positive integer`, 'e.g. --keep 20 keeps the 20 fastest records per workload and level');
+  }
+  return Number(text);
+}
+
+function parseFormat(text: string): ExportFormat {
+  if (text !== 'csv' && text !== 'jsonl') {
+    throw userError('BAD_ARGUMENT', `--format ${JSON.stringify(text)} is not csv or jsonl`, 'use --format csv or --format jsonl');
+  }
+  return text;
+}
+
+async function statsAction(f: DbFlags): Promise<void> {
+  const stats = await databaseStats(dbPath(f), { onWarning: warn });
+  const current = await currentFingerprint();
+  if (f.json) printJson({ ...stats, currentTarget: current ?? null });
+  else printLine(statsText(stats, current));
+}
+
+async function mergeAction(sources: string[], f: DbFlags & { output?: string }): Promise<void> {
+  if (!f.output) throw userError('BAD_ARGUMENT', 'veltair db merge needs -o DEST', 'e.g. veltair db merge shard-a shard-b -o merged-db');
+  const r = await mergeDatabases(sources, f.output, { onWarning: warn });
+  if (f.json) printJson(r);
+  else printLine(`merged ${r.filesRead} file${r.filesRead === 1 ? '' : 's'} into ${r.dest}: ${r.records} records (${r.duplicates} duplicates dropped, ${r.corrupt} corrupt lines skipped)`);
+}
+
+async function exportAction(f: ExportFlags): Promise<void> {
+  const format = parseFormat(f.format ?? 'jsonl');
+  if (f.json && !f.output) {
+    throw userError('BAD_ARGUMENT', 'export --json needs -o FILE (stdout carries the JSON summary)', 'add -o records.csv, or drop --json to stream the records to stdout');
+  }
+  const target = f.target === undefined ? undefined : await resolveTarget(f.target);
+  const r = await exportRecords(dbPath(f), { format, target, workload: f.workload, onWarning: warn });
+  if (!f.output) { process.stdout.write(r.text); return; }
+  await writeOutput(f.output, r.text);
+  if (f.json) printJson({ file: f.output, format, records: r.records });
+  else printLine(`exported ${r.records} records to ${f.output} (${format})`);
+}
+
+async function pruneAction(f: PruneFlags): Promise<void> {
+  const keepPerWorkload = f.keep === undefined ? undefined : parseKeep(f.keep);
+  const target = f.dropOtherTargets ? await resolveTarget(f.target ?? 'current') : undefined;
+  const r = await pruneDatabase(dbPath(f), { keepPerWorkload, dropFailed: f.dropFailed, dropOtherTargets: f.dropOtherTargets, target, onWarning: warn });
+  if (f.json) printJson(r);
+  else printLine(pruneText(r));
+}
+
+export function registerDbCommand(program: Command): void {
+  const db = program.command('db').description('inspect and maintain tuning records (JSON Lines databases)');
+  const dbOption = `database directory (default ${defaultDatabaseDir()})`;
+  db.command('stats')
+    .description('records, duplicates, corrupt lines, workloads, targets and statuses')
+    .option('--db <dir>', dbOption)
+    .option('--json', 'machine-readable output on stdout, nothing else there')
+    .action(statsAction);
+  db.command('merge')
+    .description('merge databases or records files into one, dropping duplicates (CI: join shards)')
+    .argument('<sources...>', 'database directories or .jsonl files')
+    .option('-o, --output <dir>', 'destination database directory (created if missing; its records are kept)')
+    .option('--json', 'machine-readable output on stdout, nothing else there')
+    .action(mergeAction);
+  db.command('export')
+    .description('write records as JSON Lines or CSV (one row per measured candidate, every repeat kept)')
+    .option('--db <dir>', dbOption)
+    .option('--format <fmt>', 'csv or jsonl (default jsonl)')
+    .option('-o, --output <file>', 'output file (default: stdout)')
+    .option('--target <fp>', 'only records for this target fingerprint, or `current` for this machine')
+    .option('--workload <key>', 'only records for this workload key')
+    .option('--json', 'with -o: a JSON summary on stdout')
+    .action(exportAction);
+  db.command('prune')
+    .description('rewrite the database atomically without corrupt lines, duplicates and what the options drop')
+    .option('--db <dir>', dbOption)
+    .option('--keep <n>', 'per target and workload, keep the N fastest ok records at each interference level')
+    .option('--drop-failed', 'drop records of candidates that crashed, timed out, failed to compile or were wrong')
+    .option('--drop-other-targets', 'drop records measured on other machines (see --target)')
+    .option('--target <fp>', 'with --drop-other-targets: the fingerprint to keep (default: this machine)')
+    .option('--json', 'machine-readable output on stdout, nothing else there')
+    .action(pruneAction);
+}

@@ -1,0 +1,253 @@
+/**
+ * The tuning database on disk: a directory of JSON Lines files (`records.jsonl`, and
+ * `shard-<i>-of-<n>.jsonl` written by sharded CI jobs), one record per line, append-only.
+ *
+ * Concurrency and crash safety rest on three things:
+ *  1. Each append is ONE write(2) of complete lines to a file opened with O_APPEND. On Linux local
+ *     filesystems (ext4, xfs, btrfs, tmpfs, overlayfs) such a write is serialised under the inode
+ *     lock, so lines of two writers never interleave, whatever their length. NFS and other network
+ *     filesystems give no such guarantee: keep the database on a local disk.
+ *  2. kill -9 can at worst leave a torn last line. Readers skip and count it; the next writer sees
+ *     the file does not end in '\n' and starts its write with one, so the torn fragment stays a
+ *     line of its own and the new record is intact.
+ *  3. Writers share the directory lock (lock.ts): appends hold it for one write, prune and merge
+ *     for their whole rewrite, which goes to a temp file that is fsynced and renamed over
+ *     `records.jsonl` — a reader sees the old or the new file, never half of one.
+ * Nothing is ever rewritten in place.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { internalError, userError } from '../errors.js';
+import { cacheDir, repoRoot } from '../measure/native-tool.js';
+import type { Target } from '../space/target.js';
+import { withLock, type LockOptions } from './lock.js';
+import { preferRecord, recordId, recordLine, type TuningRecord } from './record.js';
+import { scanDatabase, scanDatabases, type ScanOptions, type ScanResult, type WarningSink } from './scan.js';
+import { targetFingerprint } from './target-fingerprint.js';
+
+export const RECORDS_FILE = 'records.jsonl';
+
+/** The records file a `--shard i/n` job appends to (i is 0-based). */
+export function shardFileName(index: number, count: number): string {
+  if (!Number.isInteger(index) || !Number.isInteger(count) || index < 0 || index >= count) {
+    throw internalError(`bad shard ${index}/${count}`);
+  }
+  return `shard-${index}-of-${count}.jsonl`;
+}
+
+/** `$VELTAIR_CACHE_DIR`, else `$XDG_CACHE_HOME/veltair`, else `~/.cache/veltair` — plus `/tuning-db`. */
+export function defaultDatabaseDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(cacheDir(env), 'tuning-db');
+}
+
+/** The read-only records shipped in the package's `tuning-db/` (found from this file, not the cwd). */
+export function shippedDatabaseDir(): string {
+  return join(repoRoot(), 'tuning-db');
+}
+
+/** Turn a filesystem error on a destination into one clear user error. */
+export function unwritable(path: string, e: unknown): Error {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST' || code === 'ENOENT' || code === 'EISDIR') {
+    return userError('FILE_UNWRITABLE', `cannot write the tuning database at ${path} (${code})`,
+      'choose a directory you can write to (--db DIR / -o DIR), or fix its permissions');
+  }
+  return e as Error;
+}
+
+async function ensureDir(dir: string): Promise<void> {
+  const existing = await stat(dir).catch(() => undefined);
+  if (existing && !existing.isDirectory()) {
+    throw userError('BAD_ARGUMENT', `${dir} is a file, not a tuning database directory`,
+      'writes (append, merge -o, prune) need a directory; merge the file into one: veltair db merge FILE -o DIR');
+  }
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (e) {
+    throw unwritable(dir, e);
+  }
+}
+
+export interface AppendOptions extends LockOptions {
+  /** Records file inside the directory (default records.jsonl), e.g. shardFileName(i, n). */
+  readonly file?: string;
+}
+
+/** Append records as complete lines in one write (see the header for why that is safe). */
+export async function appendRecords(dir: string, records: readonly TuningRecord[], o: AppendOptions = {}): Promise<void> {
+  if (records.length === 0) return;
+  const file = o.file ?? RECORDS_FILE;
+  if (!/^[\w.-]+\.jsonl$/.test(file) || file.startsWith('.')) throw internalError(`bad records file name ${JSON.stringify(file)}`);
+  const text = records.map(recordLine).join('');
+  await ensureDir(dir);
+  await withLock(dir, async () => {
+    const path = join(dir, file);
+    let fh;
+    try {
+      fh = await open(path, 'a+');
+    } catch (e) {
+      throw unwritable(path, e);
+    }
+    try {
+      const { size } = await fh.stat();
+      let torn = false;
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await fh.read(last, 0, 1, size - 1);
+        torn = last[0] !== 0x0a;
+      }
+      const bytes = Buffer.from(torn ? '\n' + text : text, 'utf8');
+      let written = 0;
+      // One write in practice; a short write (disk full) is finished rather than left torn.
+      while (written < bytes.length) {
+        const { bytesWritten } = await fh.write(bytes, written, bytes.length - written, null);
+        if (bytesWritten <= 0) throw internalError(`short write to ${path}`);
+        written += bytesWritten;
+      }
+    } catch (e) {
+      throw unwritable(path, e);
+    } finally {
+      await fh.close();
+    }
+  }, o);
+}
+
+/** Records in a deterministic order: by workload, then target, then id. */
+function sortedRecords(records: Iterable<[string, TuningRecord]>): TuningRecord[] {
+  return [...records].sort(([ia, a], [ib, b]) =>
+    a.workload.localeCompare(b.workload) || a.target.localeCompare(b.target) || ia.localeCompare(ib)).map(([, r]) => r);
+}
+
+/** Write `records` to `path` via a fsynced temp file in the same directory and a rename. */
+export async function writeRecordsAtomically(path: string, records: Iterable<[string, TuningRecord]>): Promise<number> {
+  const dir = dirname(path);
+  const temp = join(dir, `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const list = sortedRecords(records);
+  try {
+    const fh = await open(temp, 'wx');
+    try {
+      await fh.writeFile(list.map(recordLine).join(''), 'utf8');
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(temp, path);
+  } catch (e) {
+    await unlink(temp).catch(() => undefined);
+    throw unwritable(path, e);
+  }
+  const dirHandle = await open(dir, 'r').catch(() => undefined);
+  await dirHandle?.sync().catch(() => undefined);
+  await dirHandle?.close();
+  return list.length;
+}
+
+export interface RewriteResult { readonly scan: ScanResult; readonly written: number; readonly removedFiles: readonly string[] }
+
+/**
+ * Replace a database directory's content by `keep(scan)` in one `records.jsonl`, under the lock:
+ * read everything (plus `extraSources`), write + rename the new file, then remove the other
+ * files it folded in. A crash before the removals leaves duplicates, which readers drop.
+ */
+export async function rewriteDatabase(dir: string, keep: (scan: ScanResult) => Iterable<[string, TuningRecord]>,
+  o: { extraSources?: readonly string[]; onWarning?: WarningSink; allowMissing?: boolean } & LockOptions = {}): Promise<RewriteResult> {
+  await ensureDir(dir);
+  return withLock(dir, async () => {
+    const scan = await scanDatabases([dir, ...(o.extraSources ?? [])], { onWarning: o.onWarning, allowMissing: o.allowMissing });
+    const target = resolve(dir, RECORDS_FILE);
+    const written = await writeRecordsAtomically(target, keep(scan));
+    const folded = scan.files.filter((f) => dirname(f) === resolve(dir) && f !== target);
+    for (const f of folded) await unlink(f).catch(() => undefined);
+    return { scan, written, removedFiles: folded };
+  }, o);
+}
+
+/** What an open database knows about itself. */
+export interface DatabaseIndexStats {
+  /** Unique records for this target (user + shipped), all statuses. */
+  readonly records: number;
+  readonly ok: number;
+  readonly workloads: number;
+  /** Of `records`, how many came only from the shipped layer. */
+  readonly shipped: number;
+  readonly otherTargets: number;
+  readonly corrupt: number;
+  readonly duplicates: number;
+}
+
+export interface TuningDatabase {
+  readonly dir: string;
+  readonly target: string;
+  /** This target's ok records for a workload. */
+  lookup(workloadKey: string): TuningRecord[];
+  /** This target's records for a workload, failures included. */
+  records(workloadKey: string): TuningRecord[];
+  /** Already measured on this target (any status)? */
+  has(id: string): boolean;
+  /** Append to the user layer (never the shipped one) and index the records. */
+  append(records: readonly TuningRecord[], o?: AppendOptions): Promise<void>;
+  stats(): DatabaseIndexStats;
+}
+
+export interface OpenOptions {
+  /** The machine records must be for: a Target or its fingerprint. Other targets' records are counted, never returned. */
+  readonly target: Target | string;
+  /** Read-only layer merged in (default: the package's tuning-db/); false for none. */
+  readonly shipped?: string | false;
+  readonly onWarning?: WarningSink;
+  /** Default true: a database that does not exist yet opens empty and is created on first append. */
+  readonly allowMissing?: boolean;
+}
+
+/** Open a database for one target: the user directory plus the shipped read-only layer. */
+export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningDatabase> {
+  const fingerprint = typeof o.target === 'string' ? o.target : targetFingerprint(o.target);
+  const scanOptions: ScanOptions = { onWarning: o.onWarning, allowMissing: o.allowMissing ?? true };
+  const user = await scanDatabase(dir, scanOptions);
+  const shippedDir = o.shipped === undefined ? shippedDatabaseDir() : o.shipped;
+  const shipped = shippedDir && resolve(shippedDir) !== resolve(dir)
+    ? await scanDatabase(shippedDir, { onWarning: o.onWarning, allowMissing: true }) : undefined;
+
+  const byId = new Map<string, TuningRecord>();
+  const byWorkload = new Map<string, TuningRecord[]>();
+  const fromShipped = new Set<string>();
+  let otherTargets = 0;
+  const index = (id: string, r: TuningRecord, isShipped: boolean) => {
+    if (r.target !== fingerprint) { otherTargets++; return; }
+    const list = byWorkload.get(r.workload) ?? [];
+    const seen = byId.get(id);
+    const kept = seen ? preferRecord(seen, r) : r;
+    if (seen === kept) return;
+    if (seen) list.splice(list.indexOf(seen), 1);
+    list.push(kept);
+    byWorkload.set(r.workload, list);
+    byId.set(id, kept);
+    if (isShipped) fromShipped.add(id); else fromShipped.delete(id);
+  };
+  for (const [id, r] of user.records) index(id, r, false);
+  for (const [id, r] of shipped?.records ?? []) index(id, r, true);
+
+  return {
+    dir,
+    target: fingerprint,
+    lookup: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok'),
+    records: (key) => [...(byWorkload.get(key) ?? [])],
+    has: (id) => byId.has(id),
+    async append(records, ao) {
+      const foreign = records.find((r) => r.target !== fingerprint);
+      if (foreign) throw internalError(`record for target ${foreign.target} appended to a database opened for ${fingerprint}`);
+      await appendRecords(dir, records, ao);
+      for (const r of records) index(recordId(r), r, false);
+    },
+    stats: () => ({
+      records: byId.size,
+      ok: [...byId.values()].filter((r) => r.status === 'ok').length,
+      workloads: byWorkload.size,
+      shipped: fromShipped.size,
+      otherTargets,
+      corrupt: user.corrupt + (shipped?.corrupt ?? 0),
+      duplicates: user.duplicates + (shipped?.duplicates ?? 0),
+    }),
+  };
+}
