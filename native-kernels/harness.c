@@ -1,0 +1,237 @@
+/*
+ * veltair measurement harness: runs in a child process, one or more jobs serially.
+ *   harness [--cores 0,1] [--min-time-ms 100] [--min-repeats 3] [--max-repeats 1000] [--flush 0|1]
+ *           [--seed N] [--handshake] --job SO SYMBOL THREADS [--job …]
+ * Per job: prints {"job":i,"event":"ready"}; with --handshake waits for one line on stdin (the
+ * caller starts/stops interference around it); loads the candidate, packs seeded random operands,
+ * checks the output against the reference (tolerance below), then times: one warm-up call, then
+ * repeats until --min-time-ms and --min-repeats are both reached. Without --flush a repeat runs
+ * the kernel `number` times (number chosen so a repeat lasts ≥ 1 ms) and reports the per-call
+ * time; with --flush every call is timed alone after clflush of the packed weights and input.
+ * Prints {"job":i,"event":"result","status":"ok"|"wrong"|"crash",…} on one line, flushed.
+ * Tolerance: |out - ref| ≤ 1e-5 · sqrt(K) · max(1, max|ref|) element-wise (K = reduction length),
+ * compared in the blocked layout so padded channels must be exactly zero too.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <immintrin.h>
+#include "veltair_kernel.h"
+#include "reference.h"
+
+typedef struct { const char* so; const char* sym; int threads; } job_t;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static float* falloc(size_t n) {
+  size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
+  float* p = aligned_alloc(64, bytes ? bytes : 64);
+  if (!p) { fprintf(stderr, "out of memory (%zu floats)\n", n); exit(3); }
+  memset(p, 0, bytes ? bytes : 64);
+  return p;
+}
+
+static uint64_t rng_state;
+static float urand(void) { /* xorshift64*, uniform in [-1, 1) */
+  rng_state ^= rng_state >> 12; rng_state ^= rng_state << 25; rng_state ^= rng_state >> 27;
+  return (float)((rng_state * 2685821657736338717ULL) >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
+}
+static void fill(float* p, size_t n) { for (size_t i = 0; i < n; ++i) p[i] = urand(); }
+
+static void flush_lines(const void* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_clflush((const char*)p + off);
+  _mm_mfence();
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Runtime values for the parameterised epilogue steps, chosen to exercise both sides of each. */
+static void epilogue_params(const vt_desc* d, float* p) {
+  int k = 0;
+  for (int s = 0; s < d->n_epi; ++s) {
+    if (d->epi[s] == VT_EPI_CLIP) { p[k++] = -0.25f; p[k++] = 0.5f; }
+    else if (d->epi[s] == VT_EPI_LEAKY_RELU) p[k++] = 0.1f;
+    else if (d->epi[s] == VT_EPI_HARD_SIGMOID) { p[k++] = 0.2f; p[k++] = 0.5f; }
+  }
+}
+
+/* Natural [groups][C] → blocked [groups][Cpad] (bias: groups = 1; gates: one row per batch entry). */
+static void pad_rows(const float* src, float* dst, size_t rows, size_t c, size_t cpad) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < cpad; ++j) dst[r * cpad + j] = j < c ? src[r * c + j] : 0.0f;
+}
+
+/*
+ * Natural operands and the reference output of the last workload seen, kept across jobs: a batch
+ * usually measures many schedules of one workload, and the naive reference is the slow part.
+ */
+typedef struct {
+  int key[64];
+  int nkey;
+  uint64_t seed;
+  float *in, *w, *bias, *res, *gate, *ref;
+  double ref_ms;
+} operands_t;
+
+static int workload_key(const vt_desc* d, int* k) {
+  int n = 0;
+  const int fields[] = {d->op, d->n, d->cin, d->h, d->w, d->cout, d->kh, d->kw, d->stride_h, d->stride_w, d->pad_t,
+    d->pad_l, d->pad_b, d->pad_r, d->dil_h, d->dil_w, d->groups, d->oh, d->ow, d->batch, d->m, d->k, d->nn,
+    d->trans_b, d->n_epi};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i) k[n++] = fields[i];
+  for (int i = 0; i < d->n_epi && i < VT_MAX_EPI; ++i) k[n++] = d->epi[i];
+  return n;
+}
+
+static const operands_t* operands_for(const vt_desc* d, uint64_t seed) {
+  static operands_t c;
+  int key[64];
+  const int n = workload_key(d, key);
+  if (c.ref && c.nkey == n && c.seed == seed && !memcmp(c.key, key, sizeof(int) * (size_t)n)) return &c;
+  free(c.in); free(c.w); free(c.bias); free(c.res); free(c.gate); free(c.ref);
+  memcpy(c.key, key, sizeof key);
+  c.nkey = n;
+  c.seed = seed;
+  rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  const size_t nin = vt_ref_input_floats(d), nw = vt_ref_weight_floats(d), nout = vt_ref_output_floats(d);
+  const size_t nch = vt_ref_out_channels(d), ngate = vt_ref_chanmul_floats(d);
+  c.in = falloc(nin); c.w = falloc(nw); c.bias = falloc(nch); c.res = falloc(nout); c.gate = falloc(ngate);
+  c.ref = falloc(nout);
+  fill(c.in, nin); fill(c.w, nw); fill(c.bias, nch); fill(c.res, nout); fill(c.gate, ngate);
+  float params[2 * VT_MAX_EPI];
+  epilogue_params(d, params);
+  const double t0 = now_ms();
+  vt_reference(d, c.in, c.w, c.bias, c.res, c.gate, params, c.ref);
+  c.ref_ms = now_ms() - t0;
+  return &c;
+}
+
+static void* sym_of(void* h, const char* sym, const char* suffix) {
+  char name[128];
+  snprintf(name, sizeof name, "%s%s", sym, suffix);
+  return dlsym(h, name);
+}
+
+static void run_job(int idx, const job_t* j, double min_ms, int min_rep, int max_rep, int flush, uint64_t seed) {
+  void* h = dlopen(j->so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) { printf("{\"job\":%d,\"event\":\"result\",\"status\":\"crash\",\"message\":\"dlopen failed\"}\n", idx); fflush(stdout); return; }
+  vt_desc_fn desc_fn = (vt_desc_fn)sym_of(h, j->sym, "_desc");
+  vt_pack_fn pin = (vt_pack_fn)sym_of(h, j->sym, "_pack_input"), pw = (vt_pack_fn)sym_of(h, j->sym, "_pack_weight");
+  vt_pack_fn pout = (vt_pack_fn)sym_of(h, j->sym, "_pack_output");
+  vt_run_fn run = (vt_run_fn)sym_of(h, j->sym, "_run");
+  if (!desc_fn || !pin || !pw || !pout || !run || desc_fn()->abi_version != VT_ABI_VERSION) {
+    printf("{\"job\":%d,\"event\":\"result\",\"status\":\"crash\",\"message\":\"symbol missing or ABI mismatch\"}\n", idx);
+    fflush(stdout); return;
+  }
+  const vt_desc* d = desc_fn();
+  const operands_t* o = operands_for(d, seed);
+  const size_t nch = vt_ref_out_channels(d), ngate = vt_ref_chanmul_floats(d);
+  float params[2 * VT_MAX_EPI];
+  epilogue_params(d, params);
+  const float *in = o->in, *w = o->w, *bias = o->bias, *res = o->res, *gate = o->gate, *ref = o->ref;
+  const double ref_ms = o->ref_ms;
+
+  float *bin = falloc(d->input_floats), *bw = falloc(d->weight_floats), *bout = falloc(d->output_floats);
+  float *bres = falloc(d->output_floats), *bref = falloc(d->output_floats);
+  float *bbias = falloc(d->bias_floats), *bgate = falloc(d->chanmul_floats);
+  pin(in, bin); pw(w, bw); pout(res, bres); pout(ref, bref);
+  pad_rows(bias, bbias, 1, nch, d->bias_floats);
+  pad_rows(gate, bgate, ngate / nch, nch, d->bias_floats);
+  for (size_t i = 0; i < d->output_floats; ++i) bout[i] = NAN;
+
+  run(bin, bw, bbias, bres, bgate, params, bout, j->threads);
+  double max_ref = 1.0, max_err = 0.0;
+  for (size_t i = 0; i < d->output_floats; ++i) if (fabs(bref[i]) > max_ref) max_ref = fabs(bref[i]);
+  const double tol = 1e-5 * sqrt((double)vt_ref_reduction_length(d)) * max_ref;
+  int ok = 1;
+  for (size_t i = 0; i < d->output_floats; ++i) {
+    double e = fabs((double)bout[i] - (double)bref[i]);
+    if (!(e <= tol)) { ok = 0; if (isnan(e)) { max_err = INFINITY; break; } }
+    if (e > max_err) max_err = e;
+  }
+  if (!ok) {
+    printf("{\"job\":%d,\"event\":\"result\",\"status\":\"wrong\",\"maxAbsErr\":%g,\"tolerance\":%g}\n", idx, max_err, tol);
+    fflush(stdout);
+  } else {
+    run(bin, bw, bbias, bres, bgate, params, bout, j->threads); /* warm-up */
+    double one = now_ms();
+    run(bin, bw, bbias, bres, bgate, params, bout, j->threads);
+    one = now_ms() - one;
+    int number = flush || one >= 1.0 ? 1 : (int)ceil(1.0 / (one > 1e-6 ? one : 1e-6));
+    double* reps = malloc(sizeof(double) * (size_t)max_rep);
+    int n = 0;
+    double total = 0;
+    while (n < max_rep && (n < min_rep || total < min_ms)) {
+      if (flush) { flush_lines(bw, d->weight_floats * 4); flush_lines(bin, d->input_floats * 4); }
+      double s = now_ms();
+      for (int k = 0; k < number; ++k) run(bin, bw, bbias, bres, bgate, params, bout, j->threads);
+      double e = now_ms() - s;
+      total += e;
+      reps[n++] = e / number;
+    }
+    double* sorted = malloc(sizeof(double) * (size_t)n);
+    memcpy(sorted, reps, sizeof(double) * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    printf("{\"job\":%d,\"event\":\"result\",\"status\":\"ok\",\"medianMs\":%.6g,\"number\":%d,\"maxAbsErr\":%g,"
+           "\"tolerance\":%g,\"referenceMs\":%.4g,\"repeatsMs\":[", idx, median, number, max_err, tol, ref_ms);
+    for (int k = 0; k < n; ++k) printf("%s%.6g", k ? "," : "", reps[k]);
+    printf("]}\n");
+    fflush(stdout);
+    free(reps); free(sorted);
+  }
+  free(bin); free(bw); free(bout); free(bres); free(bref); free(bbias); free(bgate);
+}
+
+static void pin_cores(const char* list) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  char* copy = strdup(list);
+  for (char* tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) CPU_SET(atoi(tok), &set);
+  free(copy);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) perror("sched_setaffinity");
+}
+
+int main(int argc, char** argv) {
+  double min_ms = 100;
+  int min_rep = 3, max_rep = 1000, flush = 0, handshake = 0, njobs = 0;
+  uint64_t seed = 1;
+  job_t* jobs = calloc((size_t)argc, sizeof(job_t));
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--cores") && i + 1 < argc) pin_cores(argv[++i]);
+    else if (!strcmp(argv[i], "--min-time-ms") && i + 1 < argc) min_ms = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--min-repeats") && i + 1 < argc) min_rep = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--max-repeats") && i + 1 < argc) max_rep = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--flush") && i + 1 < argc) flush = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--handshake")) handshake = 1;
+    else if (!strcmp(argv[i], "--job") && i + 3 < argc) {
+      jobs[njobs].so = argv[i + 1]; jobs[njobs].sym = argv[i + 2]; jobs[njobs].threads = atoi(argv[i + 3]);
+      ++njobs; i += 3;
+    } else { fprintf(stderr, "harness: bad argument %s\n", argv[i]); return 2; }
+  }
+  if (max_rep < min_rep) max_rep = min_rep;
+  for (int i = 0; i < njobs; ++i) {
+    printf("{\"job\":%d,\"event\":\"ready\"}\n", i);
+    fflush(stdout);
+    if (handshake) {
+      char line[64];
+      if (!fgets(line, sizeof line, stdin)) return 0;
+    }
+    run_job(i, &jobs[i], min_ms, min_rep, max_rep, flush, seed);
+  }
+  return 0;
+}

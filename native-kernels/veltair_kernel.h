@@ -1,0 +1,74 @@
+/*
+ * veltair kernel ABI: what every generated candidate exports, and what the harness and the runtime
+ * call. One candidate = one (workload, schedule) = one symbol prefix `vt_k<16 hex>` chosen by the
+ * compiler (never a model-supplied name). Several candidates may live in one shared object.
+ *
+ * Layouts (V = the candidate's vector width, `desc->vec`; Xpad = X rounded up to a multiple of V):
+ *   conv2d   input   [N][Cin_pad/V][H][W][V]      (NCHW[V]c, no spatial halo)
+ *            output  [N][Cout_pad/V][OH][OW][V]   (NCHW[V]c); residual uses the output layout
+ *            weight  packed per schedule (opaque; only <sym>_pack_weight writes it) from OIHW
+ *   dense    input   [M][Kpad]   output [M][Npad]   weight packed from [K][N]
+ *   batch_matmul  A [B][M][Kpad]   B [B][K][Npad] (transB: [B][N][Kpad])   output [B][M][Npad]
+ *            (B is an activation: <sym>_pack_weight only re-lays it out; a real caller feeds it
+ *            straight from the producing layer)
+ * Invariant: the padded channels/columns of every activation a kernel writes are exactly zero, so
+ * a consumer may reduce over them. bias is Cout_pad (Npad) floats, zero-padded. channel_mul gates
+ * are [N][Cout_pad] for conv, [Npad] for dense, [B][Npad] for batch_matmul.
+ *
+ * Epilogue: the steps in desc->epi run in order on each output element after the full reduction.
+ * epi_params is the concatenation of the runtime parameters of the parameterised steps, in step
+ * order: clip (min, max), leaky_relu (alpha), hard_sigmoid (alpha, beta); every other step takes none.
+ * gelu is the exact erf form, gelu_tanh its tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))); hard_swish is x * clip(x/6 + 1/2, 0, 1) (ONNX HardSwish).
+ *
+ * Threading: <sym>_run uses OpenMP with exactly `nthreads` threads over the schedule's chunks;
+ * pinning is the caller's business (the harness pins; the runtime pins its pool).
+ */
+#ifndef VELTAIR_KERNEL_H
+#define VELTAIR_KERNEL_H
+#include <stddef.h>
+
+#define VT_ABI_VERSION 1
+
+enum vt_op { VT_OP_CONV2D = 0, VT_OP_DENSE = 1, VT_OP_BATCH_MATMUL = 2 };
+
+enum vt_epi {
+  VT_EPI_BIAS = 0, VT_EPI_RELU, VT_EPI_CLIP, VT_EPI_LEAKY_RELU, VT_EPI_SIGMOID, VT_EPI_HARD_SIGMOID,
+  VT_EPI_HARD_SWISH, VT_EPI_SILU, VT_EPI_TANH, VT_EPI_GELU, VT_EPI_RESIDUAL_ADD, VT_EPI_CHANNEL_MUL, VT_EPI_GELU_TANH
+};
+
+#define VT_MAX_EPI 8
+
+/* The workload a symbol computes, so a shared object describes itself (harness, runtime verify). */
+typedef struct vt_desc {
+  int abi_version;
+  int op;                 /* enum vt_op */
+  int vec;                /* V of the blocked layouts above */
+  /* conv2d */
+  int n, cin, h, w, cout, kh, kw, stride_h, stride_w;
+  int pad_t, pad_l, pad_b, pad_r, dil_h, dil_w, groups, oh, ow;
+  /* dense / batch_matmul (dense: batch = 1) */
+  int batch, m, k, nn, trans_b;
+  int n_epi;
+  int epi[VT_MAX_EPI];    /* enum vt_epi, in order */
+  int n_epi_params;
+  size_t input_floats, weight_floats, output_floats, bias_floats, chanmul_floats;
+} vt_desc;
+
+/*
+ * Exported per candidate, with <sym> the candidate's symbol:
+ *   const vt_desc* <sym>_desc(void);
+ *   void <sym>_pack_input(const float* natural, float* blocked);    NCHW / [M][K] / A  -> layout above
+ *   void <sym>_pack_weight(const float* natural, float* packed);    OIHW / [K][N] / B  -> packed
+ *   void <sym>_pack_output(const float* natural, float* blocked);   residual NCHW/[M][N] -> out layout
+ *   void <sym>_unpack_output(const float* blocked, float* natural);
+ *   void <sym>_run(const float* in, const float* w, const float* bias, const float* residual,
+ *                  const float* chanmul, const float* epi_params, float* out, int nthreads);
+ * Pointers not needed by the workload's epilogue may be NULL. The pack functions are layout
+ * transforms done once (weights) or by the caller's data flow (activations); they are not timed.
+ */
+typedef const vt_desc* (*vt_desc_fn)(void);
+typedef void (*vt_pack_fn)(const float*, float*);
+typedef void (*vt_run_fn)(const float*, const float*, const float*, const float*, const float*,
+                          const float*, float*, int);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * The one place generated kernels get their vector operations from. Each vector width V has a
+ * family of primitives prefixed vt<V>_ (vt16_: AVX-512 zmm, vt8_: AVX2 ymm, vt1_: plain float), so
+ * candidates of different widths can share a translation unit. Generated code only ever calls
+ * these; which families exist depends on the compiler's target flags (-march).
+ * The activation math (exp, sigmoid, tanh, erf, gelu …) is written once, in vt_math.inc, over the
+ * primitives and instantiated per width.
+ */
+#ifndef VT_SIMD_H
+#define VT_SIMD_H
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+/* ---- scalar: V = 1 ---- */
+typedef float vt1_t;
+static inline vt1_t vt1_load(const float* p) { return *p; }
+static inline void vt1_store(float* p, vt1_t x) { *p = x; }
+static inline vt1_t vt1_set1(float x) { return x; }
+static inline vt1_t vt1_zero(void) { return 0.0f; }
+static inline vt1_t vt1_fma(vt1_t a, vt1_t b, vt1_t c) { return __builtin_fmaf(a, b, c); }
+static inline vt1_t vt1_add(vt1_t a, vt1_t b) { return a + b; }
+static inline vt1_t vt1_sub(vt1_t a, vt1_t b) { return a - b; }
+static inline vt1_t vt1_mul(vt1_t a, vt1_t b) { return a * b; }
+static inline vt1_t vt1_div(vt1_t a, vt1_t b) { return a / b; }
+static inline vt1_t vt1_max(vt1_t a, vt1_t b) { return a > b ? a : b; }
+static inline vt1_t vt1_min(vt1_t a, vt1_t b) { return a < b ? a : b; }
+static inline vt1_t vt1_round(vt1_t x) { return nearbyintf(x); }
+static inline vt1_t vt1_pow2i(vt1_t n) { return ldexpf(1.0f, (int)n); }
+static inline vt1_t vt1_copysign(vt1_t mag, vt1_t sgn) { return copysignf(mag, sgn); }
+static inline vt1_t vt1_keep(vt1_t x, int lanes) { return lanes > 0 ? x : 0.0f; }
+
+/* ---- AVX2: V = 8 ---- */
+#if defined(__AVX2__) && defined(__FMA__)
+typedef __m256 vt8_t;
+static inline vt8_t vt8_load(const float* p) { return _mm256_loadu_ps(p); }
+static inline void vt8_store(float* p, vt8_t x) { _mm256_storeu_ps(p, x); }
+static inline vt8_t vt8_set1(float x) { return _mm256_set1_ps(x); }
+static inline vt8_t vt8_zero(void) { return _mm256_setzero_ps(); }
+static inline vt8_t vt8_fma(vt8_t a, vt8_t b, vt8_t c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vt8_t vt8_add(vt8_t a, vt8_t b) { return _mm256_add_ps(a, b); }
+static inline vt8_t vt8_sub(vt8_t a, vt8_t b) { return _mm256_sub_ps(a, b); }
+static inline vt8_t vt8_mul(vt8_t a, vt8_t b) { return _mm256_mul_ps(a, b); }
+static inline vt8_t vt8_div(vt8_t a, vt8_t b) { return _mm256_div_ps(a, b); }
+static inline vt8_t vt8_max(vt8_t a, vt8_t b) { return _mm256_max_ps(a, b); }
+static inline vt8_t vt8_min(vt8_t a, vt8_t b) { return _mm256_min_ps(a, b); }
+static inline vt8_t vt8_round(vt8_t x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vt8_t vt8_pow2i(vt8_t n) {
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_castsi256_ps(e);
+}
+static inline vt8_t vt8_copysign(vt8_t mag, vt8_t sgn) {
+  const vt8_t sign = _mm256_set1_ps(-0.0f);
+  return _mm256_or_ps(_mm256_andnot_ps(sign, mag), _mm256_and_ps(sign, sgn));
+}
+static inline vt8_t vt8_keep(vt8_t x, int lanes) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), idx);
+  return _mm256_and_ps(x, _mm256_castsi256_ps(m));
+}
+#endif
+
+/* ---- AVX-512: V = 16 ---- */
+#if defined(__AVX512F__)
+typedef __m512 vt16_t;
+static inline vt16_t vt16_load(const float* p) { return _mm512_loadu_ps(p); }
+static inline void vt16_store(float* p, vt16_t x) { _mm512_storeu_ps(p, x); }
+static inline vt16_t vt16_set1(float x) { return _mm512_set1_ps(x); }
+static inline vt16_t vt16_zero(void) { return _mm512_setzero_ps(); }
+static inline vt16_t vt16_fma(vt16_t a, vt16_t b, vt16_t c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vt16_t vt16_add(vt16_t a, vt16_t b) { return _mm512_add_ps(a, b); }
+static inline vt16_t vt16_sub(vt16_t a, vt16_t b) { return _mm512_sub_ps(a, b); }
+static inline vt16_t vt16_mul(vt16_t a, vt16_t b) { return _mm512_mul_ps(a, b); }
+static inline vt16_t vt16_div(vt16_t a, vt16_t b) { return _mm512_div_ps(a, b); }
+static inline vt16_t vt16_max(vt16_t a, vt16_t b) { return _mm512_max_ps(a, b); }
+static inline vt16_t vt16_min(vt16_t a, vt16_t b) { return _mm512_min_ps(a, b); }
+static inline vt16_t vt16_round(vt16_t x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vt16_t vt16_pow2i(vt16_t n) { return _mm512_scalef_ps(_mm512_set1_ps(1.0f), n); }
+static inline vt16_t vt16_copysign(vt16_t mag, vt16_t sgn) {
+  const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+  __m512i r = _mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(sgn), sign, 0xD8); /* bitwise sign ? sgn : mag */
+  return _mm512_castsi512_ps(r);
+}
+static inline vt16_t vt16_keep(vt16_t x, int lanes) {
+  return _mm512_maskz_mov_ps((__mmask16)((1u << lanes) - 1u), x);
+}
+#endif
+
+#define VT_P vt1
+#include "vt_math.inc"
+#undef VT_P
+#if defined(__AVX2__) && defined(__FMA__)
+#define VT_P vt8
+#include "vt_math.inc"
+#undef VT_P
+#endif
+#if defined(__AVX512F__)
+#define VT_P vt16
+#include "vt_math.inc"
+#undef VT_P
+#endif
+
+#endif

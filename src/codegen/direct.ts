@@ -1,0 +1,177 @@
+/**
+ * The direct problem's run function: the schedule's tile loops around the microkernels.
+ * One OpenMP loop runs over all cache tiles (batch × group × oc tiles × row tiles × column tiles,
+ * ordered by the parallel axis) with schedule(static), so each thread gets a contiguous range of
+ * tiles; inside a tile the reduction passes (ic tiles) are outermost, then oc groups / rows /
+ * column blocks in the schedule's loop order. batch_matmul with transposed B packs the tile's B
+ * panels into a per-thread buffer first (that packing is part of the timed work).
+ */
+import type { DirectProblem } from '../space/problem.js';
+import { tileCounts, type Schedule } from '../space/schedule.js';
+import type { EpilogueKind } from '../ir/workload.js';
+import { emitMicrokernel, tapOffset, type MicrokernelSpec } from './microkernel.js';
+
+/** What special-block detection needs of a problem (direct or depthwise). */
+export interface ColumnGeometry {
+  readonly cols: number; readonly kw: number; readonly sw: number; readonly padL: number;
+  readonly dw: number; readonly inW: number; readonly in: { readonly pix: number };
+}
+
+export interface DirectLayout {
+  /**
+   * Floats of packed weight per (group, oc group) slot; 0 for batch_matmul B. A slot holds
+   * [ic block][kh][kw][lane][regOc vectors][V] where the last ic block keeps only its real lanes.
+   */
+  readonly slot: number;
+  readonly weightFloats: number;
+}
+
+export function directWeightLayout(p: DirectProblem, s: Schedule): DirectLayout {
+  const c = tileCounts(p, s);
+  const slot = ((c.icBlocks - 1) * p.vec + p.icLanesLast) * p.kh * p.kw * s.regOc * p.vec;
+  return { slot, weightFloats: p.weights === 'packed' ? p.groups * c.ocGroups * slot : 0 };
+}
+
+/** Column blocks handled by a special (compile-time column) kernel: padding taps or a short last block. */
+export function specialBlocks(p: ColumnGeometry, regCols: number): { blk: number; ow0: number; width: number }[] {
+  const out = [];
+  const blocks = Math.ceil(p.cols / regCols);
+  for (let blk = 0; blk < blocks; blk++) {
+    const ow0 = blk * regCols, width = Math.min(regCols, p.cols - ow0);
+    let clean = width === regCols;
+    for (let j = 0; clean && j < width; j++) {
+      for (let kw = 0; kw < p.kw; kw++) if (tapOffset(p, ow0 + j, kw) === undefined) clean = false;
+    }
+    if (!clean) out.push({ blk, ow0, width });
+  }
+  return out;
+}
+
+function variantSuffix(ocb: number) { return `q${ocb}`; }
+
+export function emitDirect(sym: string, p: DirectProblem, s: Schedule, steps: readonly EpilogueKind[], epilogue: string): string {
+  const c = tileCounts(p, s);
+  const layout = directWeightLayout(p, s);
+  const tailOcb = p.ocVecs - (c.ocGroups - 1) * s.regOc;
+  const variants = [...new Set([s.regOc, tailOcb])];
+  const transposed = p.weights === 'b_transposed';
+  const kpad = c.icBlocks * p.vec;
+  const nPad = p.ocVecs * p.vec;
+  const wstepOf = (ocb: number) => (p.weights === 'packed' ? ocb * p.vec : p.weights === 'b_rows' ? nPad : s.regOc * p.vec);
+  const specials = specialBlocks(p, s.regCols);
+  const parts: string[] = [];
+  for (const ocb of variants) {
+    const wstep = wstepOf(ocb);
+    const base: Omit<MicrokernelSpec, 'name'> = {
+      p, s, ocb, wstep, wBlock: p.kh * p.kw * p.vec * wstep, epilogue, steps,
+    };
+    const sfx = variantSuffix(ocb);
+    const interiorUsed = specials.length < c.colBlocks;
+    if (interiorUsed) parts.push(emitMicrokernel({ ...base, name: `${sym}_ukr_${sfx}` }));
+    for (const sp of specials) parts.push(emitMicrokernel({ ...base, name: `${sym}_ukr_${sfx}_b${sp.blk}`, special: sp }));
+    const call = (name: string) => `${name}(ip, wp, op, nfull, tail, ih0, iw0, kh0, kh1, first, last, lastq, bias, res, gate, prm)`;
+    parts.push([
+      `static inline void ${sym}_block_${sfx}(int blk, const float* ip, const float* wp, float* op, int nfull, int tail, `
+        + 'int ih0, int kh0, int kh1, int first, int last, int lastq, const float* bias, const float* res, const float* gate, const float* prm) {',
+      `  int iw0 = blk * ${s.regCols * p.sw} - ${p.padL};`,
+      `  op += (long)blk * ${s.regCols * p.out.pix};`,
+      `  if (res) res += (long)blk * ${s.regCols * p.out.pix};`,
+      '  switch (blk) {',
+      ...specials.map((sp) => `    case ${sp.blk}: ${call(`${sym}_ukr_${sfx}_b${sp.blk}`)}; return;`),
+      interiorUsed ? `    default: ${call(`${sym}_ukr_${sfx}`)}; return;` : '    default: (void)iw0; return;',
+      '  }',
+      '}',
+    ].join('\n'));
+  }
+  parts.push(emitRun(sym, p, s, layout, tailOcb, kpad, nPad, transposed));
+  return parts.join('\n\n');
+}
+
+function decodeTile(s: Schedule, c: ReturnType<typeof tileCounts>, groups: number): string[] {
+  const order = s.parallelAxis === 'oc'
+    ? [['colT', c.colTiles], ['rowT', c.rowTiles], ['ocT', c.ocTiles], ['g', groups]] as const
+    : [['ocT', c.ocTiles], ['g', groups], ['colT', c.colTiles], ['rowT', c.rowTiles]] as const;
+  const lines = ['long rest = t;'];
+  for (const [name, n] of order) lines.push(`const int ${name} = (int)(rest % ${n}); rest /= ${n};`);
+  lines.push('const int b = (int)rest;');
+  return lines;
+}
+
+function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayout, tailOcb: number,
+  kpad: number, nPad: number, transposed: boolean): string {
+  const c = tileCounts(p, s);
+  const panelQ = kpad * s.regOc * p.vec;
+  const lastBlockPartial = p.icLanesLast < p.vec;
+  const realN = (p.ocVecs - 1) * p.vec + p.ocLanesLast;
+  const wBase = p.weights === 'packed'
+    ? `w + (long)(g * ${c.ocGroups} + q) * ${layout.slot} + (long)icb0 * ${p.kh * p.kw * p.vec} * (q == ${c.ocGroups - 1} ? ${tailOcb * p.vec} : ${s.regOc * p.vec})`
+    : p.weights === 'b_rows'
+      ? `w + (long)b * ${p.reduction * nPad} + (long)icb0 * ${p.vec * nPad} + (long)q * ${s.regOc * p.vec}`
+      : `panel + (long)(q - q0) * ${panelQ} + (long)icb0 * ${p.vec * s.regOc * p.vec}`;
+  const call = (sfx: string) => `${sym}_block_${sfx}(blk, ip, wq, oq, nfull, tail, ih0, kh0, kh1, first, last, lastq, `
+    + 'bq, rq, gq, prm)';
+  const dispatch = tailOcb === s.regOc
+    ? [`${call(variantSuffix(s.regOc))};`]
+    : [`if (q == ${c.ocGroups - 1}) ${call(variantSuffix(tailOcb))}; else ${call(variantSuffix(s.regOc))};`];
+  const rowSetup = [
+    `const int ih0 = r * ${p.sh} - ${p.padT};`,
+    `int kh0 = ih0 < 0 ? (-ih0 + ${p.dh - 1}) / ${p.dh} : 0;`,
+    `int kh1 = ${p.inH - 1} - ih0 < 0 ? 0 : (${p.inH - 1} - ih0) / ${p.dh} + 1;`,
+    `if (kh1 > ${p.kh}) kh1 = ${p.kh};`,
+  ];
+  const qSetup = [
+    `const float* wq = ${wBase};`,
+    `const long chan = (long)(g * ${p.ocVecs} + q * ${s.regOc}) * ${p.vec};`,
+    `float* oq = out + (long)b * ${p.out.batch} + (long)g * ${p.out.group} + (long)q * ${s.regOc * p.out.block} + (long)r * ${p.out.row};`,
+    `const float* bq = bias ? bias + chan : 0;`,
+    `const float* rq = res ? res + (oq - out) : 0;`,
+    `const float* gq = gate ? gate + (long)b * ${p.gateBatch} + chan : 0;`,
+    `const int lastq = q == ${c.ocGroups - 1};`,
+  ];
+  const loops = s.loopOrder === 'oc_outer'
+    ? ['for (int q = q0; q < q1; ++q)', 'for (int r = r0; r < r1; ++r) {', ...rowSetup, 'for (int blk = k0; blk < k1; ++blk) {', ...qSetup]
+    : ['for (int r = r0; r < r1; ++r) {', ...rowSetup, 'for (int blk = k0; blk < k1; ++blk)', 'for (int q = q0; q < q1; ++q) {', ...qSetup];
+  const packPanels = transposed ? [
+    `for (int q = q0; q < q1; ++q) {`,
+    `  float* pq = panel + (long)(q - q0) * ${panelQ};`,
+    `  for (int i = 0; i < ${s.regOc * p.vec}; ++i) {`,
+    `    const int n = q * ${s.regOc * p.vec} + i;`,
+    `    if (n < ${realN}) {`,
+    `      const float* src = w + ((long)b * ${realN} + n) * ${kpad};`,
+    `      for (int k = 0; k < ${p.reduction}; ++k) pq[(long)k * ${s.regOc * p.vec} + i] = src[k];`,
+    '    }',
+    `    else { for (int k = 0; k < ${p.reduction}; ++k) pq[(long)k * ${s.regOc * p.vec} + i] = 0.0f; }`,
+    '  }',
+    '}',
+  ] : [];
+  return [
+    `void ${sym}_run(const float* in, const float* w, const float* bias, const float* res, const float* gate, const float* prm, float* out, int nthreads) {`,
+    `  #pragma omp parallel num_threads(nthreads)`,
+    '  {',
+    transposed ? `    float* panel = (float*)aligned_alloc(64, ${Math.ceil((s.tileOc * panelQ * 4) / 64) * 64});` : '',
+    `    #pragma omp for schedule(static)`,
+    `    for (long t = 0; t < ${c.chunks}; ++t) {`,
+    ...decodeTile(s, c, p.groups).map((x) => '      ' + x),
+    `      const int q0 = ocT * ${s.tileOc}, q1 = q0 + ${s.tileOc} < ${c.ocGroups} ? q0 + ${s.tileOc} : ${c.ocGroups};`,
+    `      const int r0 = rowT * ${s.tileRows}, r1 = r0 + ${s.tileRows} < ${p.rows} ? r0 + ${s.tileRows} : ${p.rows};`,
+    `      const int k0 = colT * ${s.tileCols}, k1 = k0 + ${s.tileCols} < ${c.colBlocks} ? k0 + ${s.tileCols} : ${c.colBlocks};`,
+    ...packPanels.map((x) => '      ' + x),
+    `      for (int it = 0; it < ${c.icTiles}; ++it) {`,
+    `        const int icb0 = it * ${s.tileIc};`,
+    `        const int nb = icb0 + ${s.tileIc} < ${c.icBlocks} ? ${s.tileIc} : ${c.icBlocks} - icb0;`,
+    lastBlockPartial
+      ? `        const int tail = icb0 + nb == ${c.icBlocks}; const int nfull = nb - tail;`
+      : '        const int tail = 0; const int nfull = nb;',
+    '        const int first = it == 0, last = it == ' + (c.icTiles - 1) + ';',
+    `        const float* ip = in + (long)b * ${p.in.batch} + (long)g * ${p.in.group} + (long)icb0 * ${p.in.block};`,
+    ...loops.map((x) => '        ' + x),
+    ...dispatch.map((x) => '          ' + x),
+    '        }',
+    '        }',
+    '      }',
+    '    }',
+    transposed ? '    free(panel);' : '',
+    '  }',
+    '}',
+  ].join('\n');
+}

@@ -1,0 +1,55 @@
+/**
+ * C source for one candidate: a self-contained translation unit exporting the ABI of
+ * native-kernels/veltair_kernel.h under a symbol derived from the content (workload, schedule,
+ * codegen version) — never from anything a model named.
+ */
+import { createHash } from 'node:crypto';
+import { canonicalForm, type WorkloadShape } from '../ir/workload.js';
+import { internalError } from '../errors.js';
+import type { Candidate } from '../space/candidate.js';
+import { problemOf } from '../space/problem.js';
+import type { Schedule } from '../space/schedule.js';
+import { emitDepthwise } from './depthwise.js';
+import { emitDirect } from './direct.js';
+import { emitEpilogue } from './epilogue.js';
+import { emitDescriptor, emitLayout } from './layout.js';
+
+/** Bump when generated code changes meaning: it is part of every symbol, so stale objects never match. */
+export const CODEGEN_VERSION = 1;
+
+export interface KernelSource {
+  readonly symbol: string;
+  readonly source: string;
+}
+
+export function kernelSymbol(w: WorkloadShape, s: Schedule): string {
+  const h = createHash('sha256').update(`${CODEGEN_VERSION}\0${canonicalForm(w)}\0${JSON.stringify(s)}`).digest('hex');
+  return `vt_k${h.slice(0, 16)}`;
+}
+
+export function generateKernel(c: Candidate): KernelSource {
+  const { workload: w, schedule: s } = c;
+  const symbol = kernelSymbol(w, s);
+  if (!/^vt_k[0-9a-f]{16}$/.test(symbol)) throw internalError(`bad kernel symbol ${symbol}`);
+  const p = problemOf(w, s.vec);
+  const epilogue = `${symbol}_epi`;
+  const body = p.kind === 'depthwise'
+    ? emitDepthwise(symbol, p, s, w.epilogue, epilogue)
+    : emitDirect(symbol, p, s, w.epilogue, epilogue);
+  const source = [
+    `/* veltair candidate ${symbol}: generated, do not edit. schedule ${JSON.stringify(s)} */`,
+    '#include <stdlib.h>',
+    '#include "veltair_kernel.h"',
+    '#include "vt_simd.h"',
+    '',
+    emitEpilogue(epilogue, s.vec, w.epilogue),
+    '',
+    body,
+    '',
+    emitLayout(symbol, w, p, s),
+    '',
+    emitDescriptor(symbol, w, p, s),
+    '',
+  ].join('\n');
+  return { symbol, source };
+}

@@ -1,0 +1,182 @@
+/**
+ * The builder: turns generated kernel sources into shared objects, through a content-addressed
+ * cache so nothing compiles twice.
+ *  - Each candidate's translation unit becomes one object file keyed by sha256 of its source, the
+ *    kernel headers, the flags, `cc --version` and the CPU identity (-march=native).
+ *  - Missing objects are compiled in batches (one `cc -c a.c b.c …` per batch), batches in
+ *    parallel up to the core count. A failing batch is retried one candidate at a time, so one bad
+ *    candidate is a recorded compile_error and its neighbours still build.
+ *  - The requested candidates are linked, in groups, into shared objects keyed by their objects'
+ *    hashes (many symbols per .so; linking is cheap and cached too).
+ * Every cache entry is written under a temp name and renamed into place.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { VeltairError, userError } from '../errors.js';
+import { KERNEL_CFLAGS } from '../space/target.js';
+import { cacheDir, compilerVersion, repoRoot, toolHash } from './native-tool.js';
+
+export interface KernelUnit {
+  readonly symbol: string;
+  readonly source: string;
+}
+
+export type BuildOutcome =
+  | { readonly status: 'ok'; readonly symbol: string; readonly soPath: string }
+  | { readonly status: 'compile_error'; readonly symbol: string; readonly message: string };
+
+export interface BuildOptions {
+  readonly cacheDir?: string;
+  /** Concurrent compiler processes (default: the core count). */
+  readonly jobs?: number;
+  /** Candidates per compiler call and per shared object (default 8). */
+  readonly batchSize?: number;
+  readonly cflags?: readonly string[];
+}
+
+export const KERNEL_HEADERS = ['veltair_kernel.h', 'vt_simd.h', 'vt_math.inc'] as const;
+
+export function nativeDir(): string {
+  return join(repoRoot(), 'native-kernels');
+}
+
+export function compilerCommand(env: NodeJS.ProcessEnv = process.env): string {
+  return env['CC'] && /^[\w./+-]+$/.test(env['CC']) ? env['CC'] : 'cc';
+}
+
+function noCompiler(cc: string): VeltairError {
+  return userError('NO_COMPILER', `C compiler ${JSON.stringify(cc)} was not found`,
+    'install gcc (e.g. `apt-get install gcc`) or point the CC environment variable at a C compiler');
+}
+
+/** `cc --version`, with a missing compiler reported as NO_COMPILER. */
+export async function ccVersion(cc = compilerCommand()): Promise<string> {
+  try {
+    return await compilerVersion(cc);
+  } catch (e) {
+    if (e instanceof VeltairError) throw e;
+    if ((e as { code?: string }).code === 'ENOENT') throw noCompiler(cc);
+    throw e;
+  }
+}
+
+let headerDigest: Promise<string> | undefined;
+export function headersHash(): Promise<string> {
+  headerDigest ??= Promise.all(KERNEL_HEADERS.map((h) => readFile(join(nativeDir(), h), 'utf8')))
+    .then((texts) => createHash('sha256').update(texts.join('\0')).digest('hex'));
+  return headerDigest;
+}
+
+/** Run tasks with at most `limit` in flight. */
+export async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return out;
+}
+
+export function chunk<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+async function atomicMove(from: string, to: string): Promise<void> {
+  const temp = `${to}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  await rename(from, temp).catch(async () => {
+    await writeFile(temp, await readFile(from));
+  });
+  await rename(temp, to);
+}
+
+interface Compiled { key: string; error?: string }
+
+/** Compile units in one compiler call; on failure, one at a time to isolate the bad ones. */
+async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc: string, flags: readonly string[],
+  objDir: string): Promise<Map<string, Compiled>> {
+  const result = new Map<string, Compiled>();
+  const work = await mkdtemp(join(tmpdir(), 'veltair-cc-'));
+  try {
+    await Promise.all(units.map((u) => writeFile(join(work, `${u.symbol}.c`), u.source)));
+    const args = [...flags, '-I', nativeDir(), '-c', ...units.map((u) => `${u.symbol}.c`)];
+    try {
+      await execa(cc, args, { cwd: work });
+    } catch (e) {
+      if ((e as { code?: string }).code === 'ENOENT') throw noCompiler(cc);
+      if (units.length > 1) {
+        for (const u of units) for (const [k, v] of await compileBatch([u], cc, flags, objDir)) result.set(k, v);
+        return result;
+      }
+      const stderr = String((e as { stderr?: string }).stderr ?? e);
+      result.set(units[0]!.symbol, { key: units[0]!.key, error: stderr.split('\n').filter(Boolean).slice(0, 6).join('\n') });
+      return result;
+    }
+    for (const u of units) {
+      await atomicMove(join(work, `${u.symbol}.o`), join(objDir, `${u.key}.o`));
+      result.set(u.symbol, { key: u.key });
+    }
+    return result;
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function link(keys: readonly string[], cc: string, objDir: string, libDir: string): Promise<string> {
+  const name = createHash('sha256').update([...keys].sort().join('\n')).digest('hex').slice(0, 32);
+  const so = join(libDir, `k-${name}.so`);
+  if (existsSync(so)) return so;
+  const temp = `${so}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await execa(cc, ['-shared', '-fopenmp', '-o', temp, ...keys.map((k) => join(objDir, `${k}.o`)), '-lm']);
+    await rename(temp, so);
+  } catch (e) {
+    await rm(temp, { force: true });
+    throw e;
+  }
+  return so;
+}
+
+/** Build every unit (deduplicated by symbol); the result has one outcome per distinct symbol, in input order. */
+export async function buildKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<BuildOutcome[]> {
+  const cc = compilerCommand();
+  const flags = options.cflags ?? KERNEL_CFLAGS;
+  const [version, headers] = await Promise.all([ccVersion(cc), headersHash()]);
+  const root = options.cacheDir ?? cacheDir();
+  const objDir = join(root, 'objects'), libDir = join(root, 'lib');
+  await Promise.all([mkdir(objDir, { recursive: true }), mkdir(libDir, { recursive: true })]);
+  const unique = [...new Map(units.map((u) => [u.symbol, u])).values()];
+  const keyed = unique.map((u) => ({ ...u, key: toolHash(`${u.source}\0${headers}`, flags, version).slice(0, 40) }));
+  const missing = keyed.filter((u) => !existsSync(join(objDir, `${u.key}.o`)));
+  const batchSize = Math.max(1, options.batchSize ?? 8);
+  const jobs = options.jobs ?? availableParallelism();
+  const compiled = new Map<string, Compiled>();
+  for (const m of await pool(chunk(missing, batchSize), jobs, (b) => compileBatch(b, cc, flags, objDir))) {
+    for (const [k, v] of m) compiled.set(k, v);
+  }
+  const failed = new Map([...compiled].filter(([, v]) => v.error !== undefined).map(([k, v]) => [k, v.error!]));
+  const good = keyed.filter((u) => !failed.has(u.symbol));
+  const libs = await pool(chunk(good, batchSize), jobs, async (group) => {
+    try {
+      return { group, so: await link(group.map((u) => u.key), cc, objDir, libDir) };
+    } catch (e) {
+      const stderr = String((e as { stderr?: string }).stderr ?? e);
+      for (const u of group) failed.set(u.symbol, `link failed: ${stderr.split('\n').slice(0, 4).join('\n')}`);
+      return { group: [], so: '' };
+    }
+  });
+  const soOf = new Map<string, string>();
+  for (const { group, so } of libs) for (const u of group) soOf.set(u.symbol, so);
+  return keyed.map((u): BuildOutcome => (failed.has(u.symbol)
+    ? { status: 'compile_error', symbol: u.symbol, message: failed.get(u.symbol)! }
+    : { status: 'ok', symbol: u.symbol, soPath: soOf.get(u.symbol)! }));
+}

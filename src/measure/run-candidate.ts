@@ -1,0 +1,183 @@
+/**
+ * The runner: measures compiled candidates in a child process running the native harness
+ * (native-kernels/harness.c), so a crash, a hang or a wrong answer is a recorded failure and the
+ * caller goes on. One child measures a list of jobs serially; for each job it announces "ready"
+ * and waits for a "go" line, which is where the caller's beforeJob hook runs (e.g. to start an
+ * interference level) — so a tuner can interleave quiet and noisy measurements of the same
+ * candidates (A@0, A@2, B@0, B@2, …) without a process start per measurement. A per-job watchdog
+ * kills a hung child; a crash loses only the job in flight: a new child takes the rest.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { execa } from 'execa';
+import { VeltairError } from '../errors.js';
+import { ccVersion, compilerCommand, headersHash, nativeDir } from './build.js';
+import { cacheDir, toolHash } from './native-tool.js';
+
+export type MeasureStatus = 'ok' | 'wrong' | 'crash' | 'timeout' | 'compile_error';
+
+export interface Measurement {
+  readonly status: MeasureStatus;
+  /** Median per-call latency over the repeats (ok only). */
+  readonly medianMs?: number;
+  /** Every repeat's per-call latency, in the order taken. */
+  readonly repeatsMs: readonly number[];
+  /** Kernel calls per timed repeat (1 with a cache flush). */
+  readonly number?: number;
+  readonly maxAbsErr?: number;
+  readonly tolerance?: number;
+  readonly message?: string;
+}
+
+export interface MeasureJob {
+  readonly soPath: string;
+  readonly symbol: string;
+  readonly threads: number;
+}
+
+export interface MeasureOptions {
+  /** Cores the harness pins itself (and its OpenMP threads) to; default all. */
+  readonly cores?: readonly number[];
+  /** Keep repeating until this much kernel time is measured (default 100 ms). */
+  readonly minTimeMs?: number;
+  readonly minRepeats?: number;
+  readonly maxRepeats?: number;
+  /** Per-job limit, verification included (default 60 s). */
+  readonly timeoutMs?: number;
+  /** clflush packed weights and input before every timed call. */
+  readonly flushCache?: boolean;
+  readonly seed?: number;
+  readonly cacheDir?: string;
+  /** Runs before job `index` starts (awaited) and after it ends. */
+  readonly beforeJob?: (index: number) => Promise<void> | void;
+  readonly afterJob?: (index: number, m: Measurement) => Promise<void> | void;
+}
+
+const HARNESS_FLAGS = ['-O2', '-march=native', '-std=gnu11'];
+const HARNESS_SOURCES = ['harness.c', 'reference.c'];
+
+const harnessPaths = new Map<string, Promise<string>>();
+
+/** The harness binary, compiled once per (sources, headers, flags, compiler, CPU) into the cache. */
+export async function ensureHarness(dir = cacheDir()): Promise<string> {
+  const known = harnessPaths.get(dir);
+  if (known && existsSync(await known.catch(() => ''))) return known;
+  const building = (async () => {
+    const cc = compilerCommand();
+    const [version, headers, ...sources] = await Promise.all([ccVersion(cc), headersHash(),
+      ...HARNESS_SOURCES.map((f) => readFile(join(nativeDir(), f), 'utf8'))]);
+    const key = toolHash(`${sources.join('\0')}\0${headers}`, HARNESS_FLAGS, version).slice(0, 16);
+    const bin = join(dir, 'tools', `harness-${key}`);
+    if (existsSync(bin)) return bin;
+    await mkdir(join(dir, 'tools'), { recursive: true });
+    const temp = `${bin}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    try {
+      await execa(cc, [...HARNESS_FLAGS, '-I', nativeDir(), '-o', temp,
+        ...HARNESS_SOURCES.map((f) => join(nativeDir(), f)), '-ldl', '-lm']);
+      await rename(temp, bin);
+    } catch (e) {
+      await rm(temp, { force: true });
+      harnessPaths.delete(dir);
+      const stderr = String((e as { stderr?: string }).stderr ?? e);
+      throw new VeltairError('COMPILE_FAILED', `compiling the measurement harness failed: ${stderr.split('\n')[0]}`,
+        'this is a veltair bug if your C compiler works', 2);
+    }
+    return bin;
+  })();
+  harnessPaths.set(dir, building);
+  return building;
+}
+
+function ompEnv(cores: readonly number[]): Record<string, string> {
+  return {
+    OMP_PLACES: cores.map((c) => `{${c}}`).join(','),
+    OMP_PROC_BIND: 'close',
+    OMP_DYNAMIC: 'false',
+  };
+}
+
+interface HarnessLine { job: number; event: 'ready' | 'result'; status?: MeasureStatus; [k: string]: unknown }
+
+function toMeasurement(l: HarnessLine): Measurement {
+  return {
+    status: l.status ?? 'crash',
+    ...(typeof l['medianMs'] === 'number' ? { medianMs: l['medianMs'] } : {}),
+    repeatsMs: Array.isArray(l['repeatsMs']) ? (l['repeatsMs'] as number[]) : [],
+    ...(typeof l['number'] === 'number' ? { number: l['number'] } : {}),
+    ...(typeof l['maxAbsErr'] === 'number' ? { maxAbsErr: l['maxAbsErr'] } : {}),
+    ...(typeof l['tolerance'] === 'number' ? { tolerance: l['tolerance'] } : {}),
+    ...(typeof l['message'] === 'string' ? { message: l['message'] } : {}),
+  };
+}
+
+/** One child over `jobs`; returns the measurements it finished (a crash/timeout ends it early). */
+async function runChild(bin: string, jobs: readonly MeasureJob[], indices: readonly number[], o: MeasureOptions,
+  done: Map<number, Measurement>): Promise<void> {
+  const cores = o.cores ?? Array.from({ length: availableParallelism() }, (_, i) => i);
+  const args = ['--cores', cores.join(','), '--min-time-ms', String(o.minTimeMs ?? 100),
+    '--min-repeats', String(o.minRepeats ?? 3), '--max-repeats', String(o.maxRepeats ?? 1000),
+    '--flush', o.flushCache ? '1' : '0', '--seed', String(o.seed ?? 1), '--handshake'];
+  for (const i of indices) args.push('--job', jobs[i]!.soPath, jobs[i]!.symbol, String(jobs[i]!.threads));
+  const child = execa(bin, args, { env: ompEnv(cores), stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false });
+  let current: number | undefined;
+  let timedOut = false;
+  let watchdog: NodeJS.Timeout | undefined;
+  const stderr: string[] = [];
+  child.stderr?.on('data', (d: Buffer) => { if (stderr.length < 20) stderr.push(d.toString()); });
+  const lines = createInterface({ input: child.stdout! });
+  for await (const text of lines) {
+    let line: HarnessLine;
+    try { line = JSON.parse(text) as HarnessLine; } catch { continue; }
+    const index = indices[line.job];
+    if (index === undefined) continue;
+    if (line.event === 'ready') {
+      current = index;
+      await o.beforeJob?.(index);
+      watchdog = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, o.timeoutMs ?? 60_000);
+      child.stdin?.write('go\n');
+    } else {
+      clearTimeout(watchdog);
+      const m = toMeasurement(line);
+      done.set(index, m);
+      current = undefined;
+      await o.afterJob?.(index, m);
+    }
+  }
+  const result = await child;
+  clearTimeout(watchdog);
+  if (current !== undefined && !done.has(current)) {
+    const why = timedOut ? `no result within ${o.timeoutMs ?? 60_000} ms` : `harness died (${result.signal ?? `exit ${result.exitCode}`})`;
+    const m: Measurement = { status: timedOut ? 'timeout' : 'crash', repeatsMs: [], message: `${why} ${stderr.join('').slice(0, 200)}`.trim() };
+    done.set(current, m);
+    await o.afterJob?.(current, m);
+  } else if (result.exitCode !== 0 && indices.every((i) => !done.has(i))) {
+    throw new VeltairError('INTERNAL', `measurement harness failed: ${stderr.join('').slice(0, 300)}`, 'this is a veltair bug', 2);
+  }
+}
+
+/** Measure jobs serially, in order; one Measurement per job, failures included. */
+export async function measureJobs(jobs: readonly MeasureJob[], o: MeasureOptions = {}): Promise<Measurement[]> {
+  const bin = await ensureHarness(o.cacheDir ?? cacheDir());
+  const done = new Map<number, Measurement>();
+  let pending = jobs.map((_, i) => i);
+  while (pending.length > 0) {
+    const before = done.size;
+    await runChild(bin, jobs, pending, o, done);
+    pending = pending.filter((i) => !done.has(i));
+    if (done.size === before) {
+      // the child died before starting anything: record the first job as crashed so we always progress
+      done.set(pending[0]!, { status: 'crash', repeatsMs: [], message: 'harness exited before the job started' });
+      pending = pending.slice(1);
+    }
+  }
+  return jobs.map((_, i) => done.get(i)!);
+}
+
+/** A stable id for a job list, for logs. */
+export function jobsDigest(jobs: readonly MeasureJob[]): string {
+  return createHash('sha256').update(JSON.stringify(jobs)).digest('hex').slice(0, 12);
+}

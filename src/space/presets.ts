@@ -1,0 +1,78 @@
+/**
+ * Named points of the schedule space: the two ends of the locality–parallelism trade-off and a
+ * balanced default. The tuner seeds its search with them; the trade-off evidence measures them.
+ */
+import type { WorkloadShape } from '../ir/workload.js';
+import { scheduleFeatures } from './features.js';
+import { problemOf } from './problem.js';
+import { makeSchedule, registerTiles, repair, tileCounts, widthsFor, type Schedule } from './schedule.js';
+import type { Target } from './target.js';
+
+/**
+ * Whole-layer tiles around the best register tile that still allows `minChunks` parallel chunks
+ * (small layers need smaller register tiles to give every thread work).
+ */
+function base(w: WorkloadShape, t: Target, threads: number, minChunks = 1): Schedule {
+  const vec = widthsFor(w, t)[0]!;
+  const p = problemOf(w, vec);
+  const tiles = registerTiles(p, t);
+  const most = (r: { regOc: number; regCols: number }) => tileCounts(p, makeSchedule({ vec, ...r, tileIc: 1, tileOc: 1,
+    tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads })).chunks;
+  const reg = tiles.find((r) => most(r) >= minChunks) ?? tiles.reduce((a, b) => (most(b) > most(a) ? b : a));
+  const draft = makeSchedule({ vec, ...reg, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1,
+    loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: Math.min(vec, 4), threads });
+  const c = tileCounts(p, draft);
+  return repair({ ...draft, tileIc: c.icBlocks, tileOc: c.ocGroups, tileRows: p.rows, tileCols: c.colBlocks }, w, t);
+}
+
+/** Halve the largest splittable tile dimension (oc first: weights dominate most layers). */
+function split(s: Schedule): Schedule | undefined {
+  if (s.tileOc > 1) return { ...s, tileOc: Math.ceil(s.tileOc / 2) };
+  if (s.tileRows > 1) return { ...s, tileRows: Math.ceil(s.tileRows / 2) };
+  if (s.tileCols > 1) return { ...s, tileCols: Math.ceil(s.tileCols / 2) };
+  return undefined;
+}
+
+/**
+ * Locality-greedy: whole reductions, tiles as large as L2 allows, only as many chunks as threads
+ * (each thread streams one big tile: maximal reuse from its cache, nothing left to rebalance).
+ */
+export function localityGreedy(w: WorkloadShape, t: Target, threads = t.cores): Schedule {
+  let s = base(w, t, threads);
+  const p = problemOf(w, s.vec);
+  for (;;) {
+    const f = scheduleFeatures(w, s);
+    if (f.parallelChunks >= threads && f.footprintBytes.l2 <= t.caches.l2) break;
+    const next = split(s);
+    if (!next) break;
+    s = next;
+  }
+  return repair({ ...s, parallelAxis: tileCounts(p, s).ocTiles >= threads ? 'oc' : 'spatial' }, w, t);
+}
+
+/**
+ * Parallelism-heavy: one register oc group and one row of register blocks per chunk, reductions
+ * split so a tile stays in a quarter of L2, all cores: many small chunks, a small footprint.
+ */
+export function parallelHeavy(w: WorkloadShape, t: Target, threads = t.cores): Schedule {
+  const s = base(w, t, threads, 4 * threads);
+  let heavy = repair({ ...s, tileOc: 1, tileRows: 1, tileCols: Math.min(s.tileCols, 2), parallelAxis: 'spatial',
+    loopOrder: 'spatial_outer' }, w, t);
+  while (heavy.tileIc > 1 && scheduleFeatures(w, heavy).footprintBytes.l2 > t.caches.l2 / 4) {
+    heavy = { ...heavy, tileIc: Math.ceil(heavy.tileIc / 2) };
+  }
+  return heavy;
+}
+
+/** A balanced starting point: best register tile, L2-sized tiles, ≥ 4 chunks per thread. */
+export function defaultSchedule(w: WorkloadShape, t: Target, threads = t.cores): Schedule {
+  let s = base(w, t, threads);
+  for (;;) {
+    const f = scheduleFeatures(w, s);
+    if (f.parallelChunks >= 4 * threads && f.footprintBytes.l2 <= t.caches.l2 / 2) break;
+    const next = split(s);
+    if (!next) break;
+    s = next;
+  }
+  return repair(s, w, t);
+}

@@ -1,0 +1,134 @@
+/**
+ * A workload seen as a loop problem over blocked layouts, for one vector width V. The schedule
+ * space, the features and codegen all read the same canonical form, so they cannot disagree about
+ * what "a row", "a column block" or "an input-channel block" is.
+ *
+ * Every tunable op becomes one of two problems:
+ *  - direct: out[b][g][oc-vector][row][col] = Σ over (ic block, kh, kw, lane) of
+ *            broadcast(input element) × weight vector. Regular conv2d, grouped conv (channels per
+ *            group a multiple of V), 1×1 convs, dense and batch_matmul all share it; they differ
+ *            only in strides. A 1×1 / stride 1 / unpadded conv is flattened to one row of OH·OW
+ *            columns; dense and batch_matmul are one row of M columns (matrix rows).
+ *  - depthwise: channels in the vector (groups = cin = cout), a spatial register tile, no
+ *            cross-channel reduction.
+ * Strides are in floats, in the layouts documented in native-kernels/veltair_kernel.h.
+ */
+import type { WorkloadShape } from '../ir/workload.js';
+
+export interface Strides {
+  readonly pix: number;   // next column (input: next column at stride 1)
+  readonly row: number;   // next row
+  readonly block: number; // next channel block (input: ic block, output: oc vector)
+  readonly group: number; // next conv group
+  readonly batch: number; // next image / matrix
+}
+
+interface Geometry {
+  readonly vec: 16 | 8 | 1;
+  readonly batch: number;
+  readonly rows: number;
+  readonly cols: number;
+  readonly kh: number;
+  readonly kw: number;
+  readonly sh: number;
+  readonly sw: number;
+  readonly dh: number;
+  readonly dw: number;
+  readonly padT: number;
+  readonly padL: number;
+  readonly inH: number;
+  readonly inW: number;
+  readonly in: Strides;
+  readonly out: Strides;
+  /** channel_mul gate stride between batch entries (0: one gate vector for all rows). */
+  readonly gateBatch: number;
+  readonly macs: number;
+}
+
+export interface DirectProblem extends Geometry {
+  readonly kind: 'direct';
+  readonly groups: number;
+  /** Output vectors per group, and the real lanes of the last one (< vec when channels are padded). */
+  readonly ocVecs: number;
+  readonly ocLanesLast: number;
+  /** Reduction blocks (V input channels each) per group, and the real lanes of the last one. */
+  readonly icBlocks: number;
+  readonly icLanesLast: number;
+  /** Where weight vectors come from: packed by us, batch_matmul B rows, or transposed B (packed per tile). */
+  readonly weights: 'packed' | 'b_rows' | 'b_transposed';
+  /** Reduction length K of one output element. */
+  readonly reduction: number;
+}
+
+export interface DepthwiseProblem extends Geometry {
+  readonly kind: 'depthwise';
+  readonly chanVecs: number;
+  readonly chanLanesLast: number;
+  readonly reduction: number;
+}
+
+export type Problem = DirectProblem | DepthwiseProblem;
+
+const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
+export const roundUp = (a: number, b: number) => ceilDiv(a, b) * b;
+const lanesLast = (c: number, v: number) => c - (ceilDiv(c, v) - 1) * v;
+
+export function isDepthwise(w: WorkloadShape): boolean {
+  return w.op === 'conv2d' && w.groups > 1 && w.groups === w.cin && w.cout === w.cin;
+}
+
+/** Widths whose blocked layout the workload can use: grouped convs need whole groups per block. */
+export function widthFits(w: WorkloadShape, vec: number): boolean {
+  if (w.op !== 'conv2d' || w.groups === 1 || isDepthwise(w)) return true;
+  return (w.cin / w.groups) % vec === 0 && (w.cout / w.groups) % vec === 0;
+}
+
+export function problemOf(w: WorkloadShape, vec: 16 | 8 | 1): Problem {
+  if (w.op === 'conv2d') return convProblem(w, vec);
+  const { m, k, n } = w;
+  const batch = w.op === 'batch_matmul' ? w.batch : 1;
+  const kp = roundUp(k, vec), np = roundUp(n, vec);
+  return {
+    kind: 'direct', vec, batch, rows: 1, cols: m, kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, padT: 0, padL: 0,
+    inH: 1, inW: m,
+    in: { pix: kp, row: 0, block: vec, group: 0, batch: m * kp },
+    out: { pix: np, row: 0, block: vec, group: 0, batch: m * np },
+    gateBatch: w.op === 'batch_matmul' ? np : 0,
+    macs: batch * m * k * n,
+    groups: 1, ocVecs: ceilDiv(n, vec), ocLanesLast: lanesLast(n, vec),
+    icBlocks: ceilDiv(k, vec), icLanesLast: lanesLast(k, vec),
+    weights: w.op === 'dense' ? 'packed' : (w.transB ? 'b_transposed' : 'b_rows'),
+    reduction: k,
+  };
+}
+
+function convProblem(w: Extract<WorkloadShape, { op: 'conv2d' }>, vec: 16 | 8 | 1): Problem {
+  const cinB = ceilDiv(w.cin, vec), coutB = ceilDiv(w.cout, vec);
+  const flat = w.kh === 1 && w.kw === 1 && w.strideH === 1 && w.strideW === 1 && w.pads.every((p) => p === 0);
+  const inH = flat ? 1 : w.h, inW = flat ? w.h * w.w : w.w;
+  const rows = flat ? 1 : w.oh, cols = flat ? w.oh * w.ow : w.ow;
+  const inPlane = w.h * w.w * vec, outPlane = w.oh * w.ow * vec;
+  const geometry = {
+    vec, batch: w.n, rows, cols, kh: w.kh, kw: w.kw, sh: w.strideH, sw: w.strideW,
+    dh: w.dilationH, dw: w.dilationW, padT: w.pads[0], padL: w.pads[1], inH, inW,
+    gateBatch: coutB * vec,
+    macs: w.n * w.cout * w.oh * w.ow * (w.cin / w.groups) * w.kh * w.kw,
+  };
+  if (isDepthwise(w)) {
+    return {
+      kind: 'depthwise', ...geometry,
+      in: { pix: vec, row: inW * vec, block: inPlane, group: 0, batch: cinB * inPlane },
+      out: { pix: vec, row: cols * vec, block: outPlane, group: 0, batch: coutB * outPlane },
+      chanVecs: cinB, chanLanesLast: lanesLast(w.cin, vec), reduction: w.kh * w.kw,
+    };
+  }
+  const cing = w.cin / w.groups, coutg = w.cout / w.groups;
+  const icBlocks = ceilDiv(cing, vec), ocVecs = ceilDiv(coutg, vec);
+  return {
+    kind: 'direct', ...geometry,
+    in: { pix: vec, row: inW * vec, block: inPlane, group: icBlocks * inPlane, batch: cinB * inPlane },
+    out: { pix: vec, row: cols * vec, block: outPlane, group: ocVecs * outPlane, batch: coutB * outPlane },
+    groups: w.groups, ocVecs, ocLanesLast: lanesLast(coutg, vec), icBlocks, icLanesLast: lanesLast(cing, vec),
+    weights: 'packed', reduction: cing * w.kh * w.kw,
+  };
+}

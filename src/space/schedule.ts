@@ -1,0 +1,240 @@
+/**
+ * The schedule space: one point = one way to run a workload's loop problem (see problem.ts).
+ *
+ * Knobs (all ops; for dense/batch_matmul read "oc" as N columns, "cols" as M rows, "ic" as K):
+ *  - vec        blocked layout width V (NCHW[V]c): 16 = AVX-512, 8 = AVX2, 1 = scalar.
+ *  - regOc      register tile: output-channel vectors held in registers (depthwise: always 1).
+ *  - regCols    register tile: output columns (ow pixels / matrix rows) per microkernel call.
+ *               Accumulators = regOc × regCols; with regOc weight vectors and one broadcast they
+ *               must fit the vector register file (32 zmm on AVX-512, 16 ymm on AVX2).
+ *  - tileIc     cache tile: input-channel blocks per reduction pass (< all: the reduction is split,
+ *               partial sums go through the output buffer, the epilogue runs on the last pass).
+ *  - tileOc     cache tile: register oc groups (depthwise: channel vectors) per tile.
+ *  - tileRows   cache tile: output rows per tile.
+ *  - tileCols   cache tile: register column blocks per tile.
+ *    The four tiles are the LOCALITY knob: their working set (features.footprintBytes.l2) ranges
+ *    from a few KB (L1-sized) to the whole layer (L2/L3-sized).
+ *  - loopOrder  inside a tile: 'oc_outer' keeps one oc group's weights hot across the tile's rows;
+ *               'spatial_outer' keeps an input patch hot across the oc groups.
+ *  - parallelAxis  tiles form one parallel loop split statically into contiguous chunks per
+ *               thread; 'oc' puts oc tiles outermost (threads own disjoint weights), 'spatial'
+ *               puts rows/cols outermost (threads share weights, own disjoint input rows).
+ *  - unroll     unroll of the reduction-lane loop (≤ V).
+ *  - threads    OpenMP threads. Together with the tile sizes (which fix the chunk count,
+ *               features.parallelChunks) this is the PARALLELISM knob.
+ * The two ends: localityGreedy() (full reductions, tiles grown to L2, as few chunks as threads)
+ * and parallelHeavy() (smallest tiles, one register block per chunk, all cores).
+ */
+import type { WorkloadShape } from '../ir/workload.js';
+import { problemOf, widthFits, type Problem } from './problem.js';
+import type { Rng } from './rng.js';
+import { vectorRegisters, vectorWidths, type Target } from './target.js';
+
+export type LoopOrder = 'oc_outer' | 'spatial_outer';
+export type ParallelAxis = 'oc' | 'spatial';
+
+export interface Schedule {
+  readonly vec: 16 | 8 | 1;
+  readonly regOc: number;
+  readonly regCols: number;
+  readonly tileIc: number;
+  readonly tileOc: number;
+  readonly tileRows: number;
+  readonly tileCols: number;
+  readonly loopOrder: LoopOrder;
+  readonly parallelAxis: ParallelAxis;
+  readonly unroll: number;
+  readonly threads: number;
+}
+
+/** Builds a Schedule with the canonical field order (records and hashes depend on it). */
+export function makeSchedule(s: Schedule): Schedule {
+  return {
+    vec: s.vec, regOc: s.regOc, regCols: s.regCols, tileIc: s.tileIc, tileOc: s.tileOc,
+    tileRows: s.tileRows, tileCols: s.tileCols, loopOrder: s.loopOrder, parallelAxis: s.parallelAxis,
+    unroll: s.unroll, threads: s.threads,
+  };
+}
+
+const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
+
+/** Loop trip counts a schedule implies for a problem. */
+export interface TileCounts {
+  readonly ocGroups: number;   // register oc groups per conv group (depthwise: channel vectors)
+  readonly colBlocks: number;  // register column blocks per row
+  readonly icBlocks: number;   // reduction blocks (1 for depthwise)
+  readonly ocTiles: number;
+  readonly rowTiles: number;
+  readonly colTiles: number;
+  readonly icTiles: number;
+  readonly chunks: number;     // iterations of the parallel loop
+}
+
+export function tileCounts(p: Problem, s: Schedule): TileCounts {
+  const ocGroups = p.kind === 'direct' ? ceilDiv(p.ocVecs, s.regOc) : p.chanVecs;
+  const groups = p.kind === 'direct' ? p.groups : 1;
+  const icBlocks = p.kind === 'direct' ? p.icBlocks : 1;
+  const colBlocks = ceilDiv(p.cols, s.regCols);
+  const ocTiles = ceilDiv(ocGroups, s.tileOc), rowTiles = ceilDiv(p.rows, s.tileRows);
+  const colTiles = ceilDiv(colBlocks, s.tileCols), icTiles = ceilDiv(icBlocks, s.tileIc);
+  return { ocGroups, colBlocks, icBlocks, ocTiles, rowTiles, colTiles, icTiles,
+    chunks: p.batch * groups * ocTiles * rowTiles * colTiles };
+}
+
+/** Most statements one unrolled reduction step may expand to (keeps the hot loop in the I-cache). */
+export const MAX_UNROLLED_FMAS = 2048;
+
+/** Why a schedule is not valid for this workload on this target, or undefined when it is. */
+export function whyInvalid(s: Schedule, w: WorkloadShape, t: Target): string | undefined {
+  if (!vectorWidths(t).includes(s.vec)) return `vector width ${s.vec} not supported by the target`;
+  if (!widthFits(w, s.vec)) return `channels per group are not a multiple of ${s.vec}`;
+  const p = problemOf(w, s.vec);
+  const ints = [s.regOc, s.regCols, s.tileIc, s.tileOc, s.tileRows, s.tileCols, s.unroll, s.threads];
+  if (!ints.every((x) => Number.isInteger(x) && x >= 1)) return 'knobs must be positive integers';
+  if (s.loopOrder !== 'oc_outer' && s.loopOrder !== 'spatial_outer') return 'bad loopOrder';
+  if (s.parallelAxis !== 'oc' && s.parallelAxis !== 'spatial') return 'bad parallelAxis';
+  const regs = vectorRegisters(t);
+  if (p.kind === 'depthwise') {
+    if (s.regOc !== 1 || s.tileIc !== 1 || s.unroll !== 1) return 'depthwise uses regOc = tileIc = unroll = 1';
+    if (s.regCols + 2 > regs) return 'register tile does not fit the register file';
+  } else {
+    if (s.regOc > p.ocVecs) return 'regOc exceeds the output vectors';
+    if (s.regOc * s.regCols + s.regOc + 1 > regs) return 'register tile does not fit the register file';
+    if (s.unroll > s.vec) return 'unroll exceeds the vector width';
+    if (p.kw * s.unroll * s.regOc * s.regCols > MAX_UNROLLED_FMAS) return 'unrolled body too large';
+  }
+  const c = tileCounts(p, s);
+  if (s.regCols > p.cols) return 'regCols exceeds the output columns';
+  if (s.tileIc > c.icBlocks || s.tileOc > c.ocGroups || s.tileRows > p.rows || s.tileCols > c.colBlocks) {
+    return 'a cache tile exceeds its dimension';
+  }
+  if (s.threads > t.cores) return `threads exceed the target's ${t.cores} cores`;
+  return undefined;
+}
+
+export function isValid(s: Schedule, w: WorkloadShape, t: Target): boolean {
+  return whyInvalid(s, w, t) === undefined;
+}
+
+/** Register tiles (regOc, regCols) that fit, best first: more accumulators, then more oc vectors. */
+export function registerTiles(p: Problem, t: Target): { regOc: number; regCols: number }[] {
+  const regs = vectorRegisters(t);
+  if (p.kind === 'depthwise') {
+    // a block of w pixels keeps max(w, 8) FMA slots busy at best (8 chains cover FMA latency × ports);
+    // among equally efficient widths, ~16 measured best (wider blocks gained nothing on Zen 5)
+    const most = Math.min(p.cols, regs - 2);
+    const score = (w: number) => {
+      const full = Math.floor(p.cols / w), tail = p.cols - full * w;
+      return p.cols / (full * Math.max(w, 8) + (tail ? Math.max(tail, 8) : 0)) + Math.min(w, 16) / 1000 - Math.max(0, w - 16) / 2000;
+    };
+    return Array.from({ length: most }, (_, i) => most - i).sort((a, b) => score(b) - score(a))
+      .map((regCols) => ({ regOc: 1, regCols }));
+  }
+  const tiles: { regOc: number; regCols: number; score: number }[] = [];
+  for (let oc = 1; oc <= Math.min(p.ocVecs, 8); oc++) {
+    const maxCols = Math.min(p.cols, Math.floor((regs - 1 - oc) / oc));
+    for (let cols = 1; cols <= maxCols; cols++) {
+      if (p.kw * oc * cols > MAX_UNROLLED_FMAS) continue;
+      // useful work per microkernel call, discounted for padded tails in both directions
+      const ocUse = p.ocVecs / (Math.ceil(p.ocVecs / oc) * oc);
+      const colUse = p.cols / (Math.ceil(p.cols / cols) * cols);
+      const loadsPerFma = (oc + cols) / (oc * cols);
+      tiles.push({ regOc: oc, regCols: cols, score: oc * cols * ocUse * colUse / (1 + loadsPerFma) });
+    }
+  }
+  return tiles.sort((a, b) => b.score - a.score || b.regOc - a.regOc).map(({ regOc, regCols }) => ({ regOc, regCols }));
+}
+
+/** 1, 2, 4, … below n, plus n itself. */
+export function powersUpTo(n: number): number[] {
+  const out: number[] = [];
+  for (let x = 1; x < n; x *= 2) out.push(x);
+  out.push(n);
+  return out;
+}
+
+/** Clamp every knob into its legal range for this workload (used after sampling and mutation). */
+export function repair(s: Schedule, w: WorkloadShape, t: Target): Schedule {
+  const widths = vectorWidths(t).filter((v) => widthFits(w, v));
+  const vec = widths.includes(s.vec) ? s.vec : widths[0]!;
+  const p = problemOf(w, vec);
+  const tiles = registerTiles(p, t);
+  const fits = tiles.find((r) => r.regOc === s.regOc && r.regCols === s.regCols)
+    ?? tiles.find((r) => r.regOc <= s.regOc && r.regCols <= s.regCols) ?? tiles[0]!;
+  const draft = { ...s, vec, regOc: fits.regOc, regCols: fits.regCols };
+  const c = tileCounts(p, draft);
+  const clamp = (x: number, hi: number) => Math.max(1, Math.min(hi, Math.round(x)));
+  const depthwise = p.kind === 'depthwise';
+  let unroll = depthwise ? 1 : clamp(s.unroll, vec);
+  while (!depthwise && p.kw * unroll * fits.regOc * fits.regCols > MAX_UNROLLED_FMAS) unroll = Math.max(1, unroll >> 1);
+  return makeSchedule({
+    ...draft,
+    tileIc: depthwise ? 1 : clamp(s.tileIc, c.icBlocks),
+    tileOc: clamp(s.tileOc, c.ocGroups),
+    tileRows: clamp(s.tileRows, p.rows),
+    tileCols: clamp(s.tileCols, c.colBlocks),
+    unroll,
+    threads: clamp(s.threads, t.cores),
+  });
+}
+
+/** Valid vector widths for a workload, widest first. */
+export function widthsFor(w: WorkloadShape, t: Target): (16 | 8 | 1)[] {
+  return vectorWidths(t).filter((v) => widthFits(w, v));
+}
+
+/** One random schedule; biased toward the widest vector and the better register tiles. */
+export function sampleSchedule(w: WorkloadShape, t: Target, rng: Rng): Schedule {
+  const widths = widthsFor(w, t);
+  const vec = rng.next() < 0.75 ? widths[0]! : rng.pick(widths);
+  const p = problemOf(w, vec);
+  const tiles = registerTiles(p, t);
+  const reg = tiles[Math.floor(tiles.length * rng.next() ** 3)]!;
+  const c = tileCounts(p, makeSchedule({ vec, ...reg, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1,
+    loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1 }));
+  const unrolls = powersUpTo(vec).filter((u) => u <= vec);
+  return repair(makeSchedule({
+    vec, ...reg,
+    tileIc: rng.next() < 0.5 ? c.icBlocks : rng.pick(powersUpTo(c.icBlocks)),
+    tileOc: rng.pick(powersUpTo(c.ocGroups)),
+    tileRows: rng.pick(powersUpTo(p.rows)),
+    tileCols: rng.pick(powersUpTo(c.colBlocks)),
+    loopOrder: rng.pick(['oc_outer', 'spatial_outer'] as const),
+    parallelAxis: rng.pick(['oc', 'spatial'] as const),
+    unroll: rng.pick(unrolls),
+    threads: rng.int(1, t.cores),
+  }), w, t);
+}
+
+/** n distinct random schedules (fewer if the space is smaller than n). */
+export function sampleSchedules(w: WorkloadShape, t: Target, n: number, rng: Rng): Schedule[] {
+  const seen = new Map<string, Schedule>();
+  for (let attempt = 0; attempt < n * 20 && seen.size < n; attempt++) {
+    const s = sampleSchedule(w, t, rng);
+    seen.set(JSON.stringify(s), s);
+  }
+  return [...seen.values()];
+}
+
+type Knob = keyof Schedule;
+const KNOBS: readonly Knob[] = ['vec', 'regOc', 'regCols', 'tileIc', 'tileOc', 'tileRows', 'tileCols',
+  'loopOrder', 'parallelAxis', 'unroll', 'threads'];
+
+/** One knob moved: numeric knobs halve/double or step by one, enums flip; the result is repaired. */
+export function mutate(s: Schedule, w: WorkloadShape, t: Target, rng: Rng): Schedule {
+  for (let attempt = 0; attempt < 16; attempt++) {
+    const knob = rng.pick(KNOBS);
+    let next: Schedule;
+    if (knob === 'vec') next = { ...s, vec: rng.pick(widthsFor(w, t)) };
+    else if (knob === 'loopOrder') next = { ...s, loopOrder: s.loopOrder === 'oc_outer' ? 'spatial_outer' : 'oc_outer' };
+    else if (knob === 'parallelAxis') next = { ...s, parallelAxis: s.parallelAxis === 'oc' ? 'spatial' : 'oc' };
+    else {
+      const x = s[knob];
+      const moves = [x * 2, Math.floor(x / 2), x + 1, x - 1];
+      next = { ...s, [knob]: rng.pick(moves) };
+    }
+    const fixed = repair(next, w, t);
+    if (JSON.stringify(fixed) !== JSON.stringify(s)) return fixed;
+  }
+  return sampleSchedule(w, t, rng);
+}

@@ -1,0 +1,114 @@
+/**
+ * Builder and runner: content-addressed object cache (nothing compiles twice), compile errors
+ * isolated to their candidate, a missing compiler reported as NO_COMPILER, and every failure mode
+ * of a candidate (wrong answer, crash, hang) recorded while its neighbours are still measured.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WorkloadShape } from '../src/ir/workload.js';
+import { generateKernel, type KernelSource } from '../src/codegen/kernel.js';
+import { makeCandidate } from '../src/space/candidate.js';
+import { defaultSchedule, parallelHeavy } from '../src/space/presets.js';
+import { detectTarget } from '../src/space/target.js';
+import { buildKernels } from '../src/measure/build.js';
+import { measureJobs, type MeasureJob } from '../src/measure/run-candidate.js';
+import { isVeltairError } from '../src/errors.js';
+
+const W: WorkloadShape = { op: 'conv2d', dtype: 'float32', n: 1, cin: 16, h: 8, w: 8, cout: 16, kh: 3, kw: 3, strideH: 1,
+  strideW: 1, pads: [1, 1, 1, 1], dilationH: 1, dilationW: 1, groups: 1, oh: 8, ow: 8, epilogue: ['bias', 'relu'] };
+
+async function kernels(): Promise<KernelSource[]> {
+  const t = await detectTarget();
+  return [defaultSchedule(W, t, 1), parallelHeavy(W, t)].map((s) => generateKernel(makeCandidate(W, s, t)));
+}
+
+/** A copy of a kernel under a new symbol, with its source edited. */
+function variant(k: KernelSource, tag: string, edit: (src: string, sym: string) => string): KernelSource {
+  const symbol = `vt_k${tag.padEnd(16, '0')}`;
+  return { symbol, source: edit(k.source.split(k.symbol).join(symbol), symbol) };
+}
+
+const withTempCache = async (fn: (dir: string) => Promise<void>) => {
+  const dir = await mkdtemp(join(tmpdir(), 'veltair-test-build-'));
+  try { await fn(dir); } finally { await rm(dir, { recursive: true, force: true }); }
+};
+
+test('objects are cached by content: a second build compiles nothing', { timeout: 300_000 }, () => withTempCache(async (dir) => {
+  const [a, b] = await kernels();
+  const first = await buildKernels([a!], { cacheDir: dir });
+  assert.equal(first[0]!.status, 'ok');
+  const objects = await readdir(join(dir, 'objects'));
+  assert.equal(objects.length, 1);
+  const mtime = (await stat(join(dir, 'objects', objects[0]!))).mtimeMs;
+  const again = await buildKernels([a!, b!], { cacheDir: dir });
+  assert.deepEqual(again.map((r) => r.status), ['ok', 'ok']);
+  assert.equal((await readdir(join(dir, 'objects'))).length, 2, 'only the new candidate was compiled');
+  assert.equal((await stat(join(dir, 'objects', objects[0]!))).mtimeMs, mtime);
+  assert.ok(!(await readdir(join(dir, 'objects'))).some((f) => f.includes('.tmp-')), 'no temp files left');
+  const third = await buildKernels([a!, b!], { cacheDir: dir });
+  assert.deepEqual(third.map((r) => r.status === 'ok' && r.soPath), again.map((r) => r.status === 'ok' && r.soPath));
+}));
+
+test('a candidate that does not compile is isolated from its batch', { timeout: 300_000 }, () => withTempCache(async (dir) => {
+  const [a] = await kernels();
+  const broken = variant(a!, 'bad', (src) => src + '\nthis is not C;\n');
+  const out = await buildKernels([a!, broken], { cacheDir: dir });
+  assert.equal(out[0]!.status, 'ok');
+  assert.equal(out[1]!.status, 'compile_error');
+  assert.match(out[1]!.status === 'compile_error' ? out[1]!.message : '', /error/);
+}));
+
+test('no C compiler is a NO_COMPILER user error with an install hint', async () => {
+  const saved = process.env['CC'];
+  process.env['CC'] = '/nonexistent/veltair-cc';
+  try {
+    const [a] = await kernels();
+    await assert.rejects(buildKernels([a!], { cacheDir: join(tmpdir(), 'veltair-unused') }), (e: unknown) =>
+      isVeltairError(e) && e.code === 'NO_COMPILER' && /apt-get install gcc/.test(e.hint));
+  } finally {
+    if (saved === undefined) delete process.env['CC']; else process.env['CC'] = saved;
+  }
+});
+
+test('wrong, crashing and hanging candidates are recorded; the others are measured', { timeout: 300_000 }, () => withTempCache(async (dir) => {
+  const [a, b] = await kernels();
+  const vec = makeCandidate(W, defaultSchedule(W, await detectTarget(), 1), await detectTarget()).schedule.vec;
+  const wrong = variant(a!, 'wrong', (src) => src.replace('  return x;\n', `  return vt${vec}_add(x, vt${vec}_set1(0.01f));\n`));
+  const crash = variant(a!, 'crash', (src, sym) => src.replace(new RegExp(`(void ${sym}_run\\([^)]*\\) \\{)`), '$1 *(volatile int*)0 = 1;'));
+  const hang = variant(a!, 'hang', (src, sym) => src.replace(new RegExp(`(void ${sym}_run\\([^)]*\\) \\{)`), '$1 for (;;) __asm__ volatile("");'));
+  const built = await buildKernels([a!, wrong, crash, b!, hang, a!], { cacheDir: dir });
+  assert.ok(built.every((r) => r.status === 'ok'));
+  const so = new Map(built.map((r) => [r.symbol, r.status === 'ok' ? r.soPath : '']));
+  const job = (k: KernelSource): MeasureJob => ({ soPath: so.get(k.symbol)!, symbol: k.symbol, threads: 1 });
+  const events: string[] = [];
+  const jobs = [job(a!), job(wrong), job(crash), job(b!), job(hang), job(a!)];
+  const res = await measureJobs(jobs, {
+    cacheDir: dir, cores: [0], minTimeMs: 5, minRepeats: 3, timeoutMs: 4000,
+    beforeJob: (i) => { events.push(`start ${i}`); },
+    afterJob: (i, m) => { events.push(`end ${i} ${m.status}`); },
+  });
+  assert.deepEqual(res.map((m) => m.status), ['ok', 'wrong', 'crash', 'ok', 'timeout', 'ok']);
+  assert.deepEqual(events, ['start 0', 'end 0 ok', 'start 1', 'end 1 wrong', 'start 2', 'end 2 crash', 'start 3', 'end 3 ok',
+    'start 4', 'end 4 timeout', 'start 5', 'end 5 ok']);
+  for (const m of [res[0]!, res[3]!, res[5]!]) {
+    assert.ok(m.repeatsMs.length >= 3);
+    assert.ok(m.medianMs! > 0 && m.maxAbsErr! <= m.tolerance!);
+  }
+  assert.ok(res[1]!.maxAbsErr! > res[1]!.tolerance!);
+}));
+
+test('with a cache flush every call is timed alone, and the minimum repeat count holds', { timeout: 300_000 }, () => withTempCache(async (dir) => {
+  const [a] = await kernels();
+  const [built] = await buildKernels([a!], { cacheDir: dir });
+  assert.equal(built!.status, 'ok');
+  const job = { soPath: built!.status === 'ok' ? built!.soPath : '', symbol: a!.symbol, threads: 1 };
+  const [flushed, plain] = await measureJobs([job, job], { cacheDir: dir, cores: [0], minTimeMs: 0, minRepeats: 7 });
+  assert.equal(flushed!.status, 'ok');
+  assert.equal(plain!.repeatsMs.length, 7);
+  const [f] = await measureJobs([job], { cacheDir: dir, cores: [0], minTimeMs: 0, minRepeats: 5, flushCache: true });
+  assert.equal(f!.number, 1);
+  assert.equal(f!.repeatsMs.length, 5);
+}));
