@@ -1,0 +1,160 @@
+/**
+ * The search policy for one workload, one pass: seeds first (the three presets at every thread
+ * count considered, then a few random samples), then evolutionary batches: mutate the fittest
+ * measured candidates, rank the proposals with the cost model, and fill each slot with the next
+ * best-ranked proposal — or, with probability ε, with a fresh random sample.
+ *
+ * Fitness is per-level aware: fitness(c) = min over levels L of latency_L(c) / best_L, i.e. how
+ * close c comes to the best seen at the level where it shines. Every level's winner has fitness 1,
+ * so the quiet winner and the heavy-noise winner both breed: the search widens the whole frontier
+ * rather than polishing only the quiet end.
+ *
+ * Deterministic: proposals depend only on the seed and the sequence of observed results (a rerun
+ * against the same database replays the same trials as database hits).
+ */
+import type { Workload } from '../ir/workload.js';
+import type { MeasureStatus } from '../measure/run-candidate.js';
+import type { ScheduleFeatures } from '../space/features.js';
+import { scheduleFeatures } from '../space/features.js';
+import { defaultSchedule, localityGreedy, parallelHeavy } from '../space/presets.js';
+import { seededRng, type Rng } from '../space/rng.js';
+import { isValid, makeSchedule, mutate, repair, sampleSchedule, type Schedule } from '../space/schedule.js';
+import type { Target } from '../space/target.js';
+import { fitLatencyModel, type Observation } from './cost-model.js';
+
+/** One visited candidate: measured now or found in the database. */
+export interface TrialResult {
+  readonly id: string;
+  readonly schedule: Schedule;
+  readonly features: ScheduleFeatures;
+  readonly symbol: string;
+  readonly status: MeasureStatus;
+  /** level → median latency (ms), ok levels only. */
+  readonly medianMs: Readonly<Record<string, number>>;
+  /** level → every repeat (ms). */
+  readonly repeatsMs: Readonly<Record<string, readonly number[]>>;
+  /** Requested levels this candidate could not be measured at (no core left for a co-runner). */
+  readonly unavailableLevels: readonly number[];
+  readonly fromDb: boolean;
+  readonly error?: string;
+}
+
+export interface SearchOptions {
+  readonly levels: readonly number[];
+  /** Thread counts candidates may use; every schedule's threads is snapped to one of them. */
+  readonly threads: readonly number[];
+  /** Levels a schedule with `threads` threads can be measured at (from the core plan). */
+  readonly levelsFor: (threads: number) => readonly number[];
+  readonly seed: number;
+  readonly epsilon?: number;
+  readonly randomSeeds?: number;
+  readonly population?: number;
+}
+
+export interface TaskSearch {
+  readonly workload: Workload;
+  /** Up to n new distinct valid schedules (fewer, even none, when the space runs dry). */
+  propose(n: number): Schedule[];
+  observe(r: TrialResult): void;
+  readonly visited: readonly TrialResult[];
+  /** Best median per level over ok visited candidates. */
+  bestMs(): Record<string, number>;
+}
+
+export const scheduleKey = (s: Schedule) => JSON.stringify(makeSchedule(s));
+
+export function fitnessOf(medianMs: Readonly<Record<string, number>>, best: Readonly<Record<string, number>>): number {
+  let f = Infinity;
+  for (const [l, ms] of Object.entries(medianMs)) if (best[l]) f = Math.min(f, ms / best[l]!);
+  return f;
+}
+
+export function createTaskSearch(workload: Workload, target: Target, o: SearchOptions): TaskSearch {
+  const rng: Rng = seededRng((o.seed ^ hash32(workload.key)) >>> 0);
+  const epsilon = o.epsilon ?? 0.2;
+  const threadOptions = [...new Set(o.threads)].sort((a, b) => a - b);
+  const visited: TrialResult[] = [];
+  const seen = new Set<string>();
+  const best: Record<string, number> = {};
+
+  const snap = (s: Schedule): Schedule => {
+    const t = threadOptions.reduce((a, b) => (Math.abs(b - s.threads) < Math.abs(a - s.threads) ? b : a));
+    return repair({ ...s, threads: t }, workload, target);
+  };
+  const usable = (s: Schedule) => isValid(s, workload, target) && o.levelsFor(s.threads).length > 0;
+
+  const seeds: Schedule[] = [];
+  for (const t of threadOptions) {
+    for (const make of [localityGreedy, parallelHeavy, defaultSchedule]) seeds.push(make(workload, target, t));
+  }
+  const random = (): Schedule => snap({ ...sampleSchedule(workload, target, rng), threads: rng.pick(threadOptions) });
+  for (let i = 0; i < (o.randomSeeds ?? 4); i++) seeds.push(random());
+
+  const fresh = (s: Schedule, taken: Set<string>) => usable(s) && !seen.has(scheduleKey(s)) && !taken.has(scheduleKey(s));
+
+  function evolve(n: number, taken: Set<string>): Schedule[] {
+    const ok = visited.filter((r) => r.status === 'ok');
+    if (ok.length === 0) return [];
+    const parents = [...ok].sort((a, b) => fitnessOf(a.medianMs, best) - fitnessOf(b.medianMs, best) || (a.id < b.id ? -1 : 1))
+      .slice(0, o.population ?? 8);
+    const pool = new Map<string, Schedule>();
+    for (let i = 0; i < n * 16 && pool.size < n * 8; i++) {
+      let child = snap(mutate(rng.pick(parents).schedule, workload, target, rng));
+      if (rng.next() < 0.3) child = snap(mutate(child, workload, target, rng));
+      if (fresh(child, taken)) pool.set(scheduleKey(child), child);
+    }
+    const obs: Observation[] = ok.flatMap((r) => Object.entries(r.medianMs).map(([l, ms]) =>
+      ({ features: r.features, schedule: r.schedule, level: Number(l), medianMs: ms })));
+    const model = fitLatencyModel(obs, o.levels);
+    const ranked = [...pool.values()].map((s) => {
+      if (!model) return { s, score: 0 };
+      const f = scheduleFeatures(workload, s);
+      const predicted = Object.fromEntries(o.levelsFor(s.threads).map((l) => [String(l), model.predictMs(f, s, l)]));
+      return { s, score: fitnessOf(predicted, best) };
+    });
+    // without a model, keep the mutation order (already random); with one, best predicted first
+    if (model) ranked.sort((a, b) => a.score - b.score || (scheduleKey(a.s) < scheduleKey(b.s) ? -1 : 1));
+    return ranked.map((x) => x.s);
+  }
+
+  return {
+    workload,
+    visited,
+    bestMs: () => ({ ...best }),
+    propose(n) {
+      const out: Schedule[] = [];
+      const taken = new Set<string>();
+      const take = (s: Schedule) => { out.push(s); taken.add(scheduleKey(s)); };
+      while (out.length < n && seeds.length > 0) {
+        const s = seeds.shift()!;
+        if (fresh(s, taken)) take(s);
+      }
+      if (out.length >= n) return out;
+      const ranked = evolve(n - out.length, taken);
+      let next = 0;
+      for (let attempts = 0; out.length < n && attempts < n * 40; attempts++) {
+        if (rng.next() < epsilon || next >= ranked.length) {
+          const s = random();
+          if (fresh(s, taken)) take(s);
+        } else {
+          const s = ranked[next++]!;
+          if (fresh(s, taken)) take(s);
+        }
+      }
+      return out;
+    },
+    observe(r) {
+      if (seen.has(scheduleKey(r.schedule))) return;
+      seen.add(scheduleKey(r.schedule));
+      visited.push(r);
+      if (r.status !== 'ok') return;
+      for (const [l, ms] of Object.entries(r.medianMs)) best[l] = Math.min(best[l] ?? Infinity, ms);
+    },
+  };
+}
+
+function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}

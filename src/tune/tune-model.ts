@@ -1,0 +1,257 @@
+/**
+ * tuneWorkloads: the single tuning pass over a model's workloads. Budget = trials × workloads,
+ * spread by the task scheduler; each batch goes through the task's search and evaluateBatch
+ * (database hits count as trials, so a rerun against the same database replays the same trials
+ * and measures nothing). Afterwards every workload's family is selected from all of its ok
+ * records in the database for this target and the thread counts considered, and — when asked —
+ * each kept version is profiled at the other thread counts at level 0 (what the runtime needs to
+ * pick a version for a given number of free cores).
+ */
+import { createHash } from 'node:crypto';
+import { kernelSymbol } from '../codegen/kernel.js';
+import { recordId, medianMs, levelsOf } from '../db/record.js';
+import type { TuningDatabase } from '../db/store.js';
+import { shardFileName } from '../db/store.js';
+import { targetFingerprint } from '../db/target-fingerprint.js';
+import { userError } from '../errors.js';
+import type { Workload } from '../ir/workload.js';
+import type { NoiseSettings } from '../measure/noise.js';
+import { repair, isValid } from '../space/schedule.js';
+import { detectTarget, type Target } from '../space/target.js';
+import { evaluateBatch } from './evaluate.js';
+import { selectFamily, type Family, type FamilyCandidate } from './family.js';
+import { measurableLevels, openLevelBank, planCores, type LevelBank } from './levels.js';
+import { pickTask, taskCost, type TaskProgress } from './scheduler.js';
+import { createTaskSearch, type TaskSearch, type TrialResult } from './search.js';
+
+export interface WorkloadUse {
+  readonly workload: Workload;
+  /** How many layers of the model(s) compute this workload. */
+  readonly count: number;
+}
+
+export interface Shard { readonly index: number; readonly count: number }
+
+export interface TuneProgress {
+  readonly workload: string;
+  readonly taskIndex: number;
+  readonly tasks: number;
+  /** Trials this workload has had so far. */
+  readonly taskTrials: number;
+  readonly trialsDone: number;
+  readonly budget: number;
+  readonly measured: number;
+  readonly dbHits: number;
+  readonly seconds: number;
+}
+
+export interface TuneOptions {
+  readonly trials: number;
+  readonly db: TuningDatabase;
+  readonly levels?: readonly number[];
+  readonly maxVersions?: number;
+  /** Thread counts candidates may use (default: all cores but one, or 1 on a 1-core machine). */
+  readonly threads?: readonly number[];
+  readonly seed?: number;
+  readonly shard?: Shard;
+  readonly target?: Target;
+  readonly onProgress?: (p: TuneProgress) => void;
+  readonly cacheDir?: string;
+  readonly minTimeMs?: number;
+  readonly timeoutMs?: number;
+  /** Trials per scheduler step (default min(8, trials)). */
+  readonly batchSize?: number;
+  readonly epsilon?: number;
+  /** Family worst-regret slack (fraction) within which fewer versions win; default 0.03. */
+  readonly regretTolerance?: number;
+  /** Thread counts to profile kept versions at (level 0); [] or undefined: none. */
+  readonly profileThreads?: readonly number[];
+  /** Override co-runner settings per level (tests). */
+  readonly noiseSettingsFor?: (level: number) => NoiseSettings | undefined;
+}
+
+export interface WorkloadFamily extends Family {
+  readonly key: string;
+  readonly occurrences: number;
+  /** Trials this pass gave the workload (measured + database hits). */
+  readonly trials: number;
+  /** Per kept version (same order): threads → level-0 median latency (ms), where measured. */
+  readonly threadProfiles: readonly Readonly<Record<string, number>>[];
+}
+
+export interface LevelRegret { readonly meanPercent: number; readonly maxPercent: number }
+
+export interface TuneResult {
+  readonly families: Map<string, WorkloadFamily>;
+  readonly measured: number;
+  readonly dbHits: number;
+  /** Of `measured`, the thread-count profiling measurements. */
+  readonly profileMeasured: number;
+  readonly seconds: number;
+  /** Versions kept → number of layers (occurrence-weighted) with that many. */
+  readonly versionsHistogram: Record<string, number>;
+  /** Versions kept → number of unique workloads with that many. */
+  readonly workloadVersionsHistogram: Record<string, number>;
+  readonly perLevelRegret: Record<string, LevelRegret>;
+  readonly levels: readonly number[];
+  readonly threads: readonly number[];
+  /** What each noisy level's co-runner did, when one was started. */
+  readonly noise: Record<string, { readonly cores: readonly number[]; readonly settings: NoiseSettings }>;
+}
+
+/** Deterministic shard of a workload key: sha256(key) mod count. */
+export function shardOf(key: string, count: number): number {
+  return Number(BigInt(`0x${createHash('sha256').update(key).digest('hex').slice(0, 12)}`) % BigInt(count));
+}
+
+function checkOptions(o: TuneOptions, target: Target): { levels: number[]; threads: number[] } {
+  if (!Number.isInteger(o.trials) || o.trials < 1) {
+    throw userError('BAD_ARGUMENT', `--trials ${o.trials} is not a positive integer`, 'give at least 1 trial per workload, e.g. --trials 64');
+  }
+  const levels = [...new Set(o.levels ?? [0, 1, 2, 3, 4])].sort((a, b) => a - b);
+  if (levels.length === 0 || levels.some((l) => !Number.isInteger(l) || l < 0 || l > 4)) {
+    throw userError('BAD_ARGUMENT', `--levels ${JSON.stringify(o.levels)} must be interference levels from 0 to 4`, 'e.g. --levels 0,1,2,3,4');
+  }
+  const threads = [...new Set(o.threads ?? [Math.max(1, target.cores - 1)])].sort((a, b) => a - b);
+  if (threads.length === 0 || threads.some((t) => !Number.isInteger(t) || t < 1 || t > target.cores)) {
+    throw userError('BAD_ARGUMENT', `--threads ${JSON.stringify(o.threads)} must be thread counts from 1 to ${target.cores}`, `e.g. --threads ${Math.max(1, target.cores - 1)}`);
+  }
+  if (o.maxVersions !== undefined && (!Number.isInteger(o.maxVersions) || o.maxVersions < 1)) {
+    throw userError('BAD_ARGUMENT', `--max-versions ${o.maxVersions} is not a positive integer`, 'e.g. --max-versions 5');
+  }
+  if (o.shard && !(Number.isInteger(o.shard.count) && o.shard.count >= 1 && Number.isInteger(o.shard.index) && o.shard.index >= 0 && o.shard.index < o.shard.count)) {
+    throw userError('BAD_ARGUMENT', `--shard ${o.shard.index}/${o.shard.count} is not a shard i/n with 0 ≤ i < n`, 'e.g. --shard 0/4');
+  }
+  return { levels, threads };
+}
+
+/** Merge duplicate workloads (summing counts), order by key, keep this shard's part. */
+export function tasksOf(uses: readonly WorkloadUse[], shard?: Shard): WorkloadUse[] {
+  const byKey = new Map<string, WorkloadUse>();
+  for (const u of uses) {
+    const seen = byKey.get(u.workload.key);
+    byKey.set(u.workload.key, { workload: u.workload, count: (seen?.count ?? 0) + u.count });
+  }
+  return [...byKey.values()].sort((a, b) => (a.workload.key < b.workload.key ? -1 : 1))
+    .filter((u) => !shard || shardOf(u.workload.key, shard.count) === shard.index);
+}
+
+export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions): Promise<TuneResult> {
+  const started = Date.now();
+  const target = o.target ?? await detectTarget();
+  const { levels, threads } = checkOptions(o, target);
+  const plan = planCores(threads);
+  const levelsFor = (t: number) => measurableLevels(plan, t, levels);
+  if (threads.every((t) => levelsFor(t).length === 0)) {
+    throw userError('BAD_ARGUMENT', `no thread count in ${threads.join(',')} leaves a core free for the co-runner of levels ${levels.join(',')}`,
+      'add level 0 to --levels or give a smaller --threads');
+  }
+  const tasks = tasksOf(uses, o.shard);
+  const fingerprint = targetFingerprint(target);
+  const recordsFile = o.shard ? shardFileName(o.shard.index, o.shard.count) : undefined;
+  let bankPromise: Promise<LevelBank | undefined> | undefined;
+  const bank = () => (bankPromise ??= levels.some((l) => l !== 0) && plan.noiseCores.length > 0
+    ? openLevelBank({ levels, plan, ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}), ...(o.noiseSettingsFor ? { settingsFor: o.noiseSettingsFor } : {}) })
+    : Promise.resolve(undefined));
+
+  let measured = 0, dbHits = 0, done = 0, profileMeasured = 0;
+  const budget = o.trials * tasks.length;
+  const searches: TaskSearch[] = tasks.map((t) => createTaskSearch(t.workload, target, {
+    levels, threads, levelsFor, seed: o.seed ?? 1, ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
+  }));
+  const progress: (TaskProgress & { history: number[]; exhausted: boolean })[] = tasks.map((t) => ({ weight: t.count, history: [], exhausted: false }));
+  const batch = Math.max(1, o.batchSize ?? Math.min(8, o.trials));
+  const ctxBase = {
+    target, fingerprint, db: o.db, levels, levelsFor, bank,
+    ...(recordsFile ? { recordsFile } : {}),
+    ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}),
+    ...(o.minTimeMs !== undefined ? { minTimeMs: o.minTimeMs } : {}),
+    ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+  };
+  const count = (r: TrialResult) => { if (r.fromDb) dbHits++; else measured++; };
+
+  try {
+    while (done < budget) {
+      const i = pickTask(progress);
+      if (i === undefined) break;
+      const search = searches[i]!;
+      const schedules = search.propose(Math.min(batch, budget - done));
+      if (schedules.length === 0) { progress[i]!.exhausted = true; continue; }
+      const results = await evaluateBatch(tasks[i]!.workload, schedules, {
+        ...ctxBase,
+        onTrial: (r) => {
+          count(r);
+          done++;
+          o.onProgress?.({ workload: tasks[i]!.workload.key, taskIndex: i, tasks: tasks.length, taskTrials: search.visited.length + 1,
+            trialsDone: done, budget, measured, dbHits, seconds: (Date.now() - started) / 1000 });
+        },
+      });
+      for (const r of results) {
+        search.observe(r);
+        progress[i]!.history.push(taskCost(search.bestMs()));
+      }
+    }
+
+    const families = new Map<string, WorkloadFamily>();
+    for (const [i, t] of tasks.entries()) {
+      const fam = familyOf(t, o, levels, threads);
+      const profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [], { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+      families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials: searches[i]!.visited.length, threadProfiles: profiles });
+    }
+    const runners = bankPromise ? await bankPromise : undefined;
+    return {
+      families, measured, dbHits, profileMeasured, seconds: (Date.now() - started) / 1000,
+      versionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, t.count])),
+      workloadVersionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, 1])),
+      perLevelRegret: regretSummary([...families.values()], levels),
+      levels, threads,
+      noise: Object.fromEntries([...(runners?.runners ?? new Map())].map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }])),
+    };
+  } finally {
+    const b = bankPromise ? await bankPromise.catch(() => undefined) : undefined;
+    await b?.close();
+  }
+}
+
+/** The family from every ok record of this workload in the database (this target, threads considered). */
+function familyOf(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family {
+  const cands: FamilyCandidate[] = o.db.lookup(t.workload.key).filter((r) => threads.includes(r.threads)).map((r) => ({
+    id: recordId(r), schedule: r.schedule, features: r.features, symbol: kernelSymbol(t.workload, r.schedule),
+    latencyMs: Object.fromEntries(levelsOf(r).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(r, l)!])),
+  }));
+  return selectFamily(cands, { maxVersions: o.maxVersions ?? 5, tolerance: o.regretTolerance ?? 0.03 });
+}
+
+/** Level-0 latency of each kept version at each requested thread count (measured or from the database). */
+async function profileVersions(w: Workload, versions: readonly FamilyCandidate[], counts: readonly number[],
+  ctx: Parameters<typeof evaluateBatch>[2]): Promise<Record<string, number>[]> {
+  const profiles = versions.map((v) => ({ [String(v.schedule.threads)]: v.latencyMs['0'] } as Record<string, number | undefined>));
+  if (counts.length === 0 || versions.length === 0) return profiles.map(clean);
+  const variants = versions.flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
+    .filter((x) => isValid(x.s, w, ctx.target) && x.s.threads !== versions[x.vi]!.schedule.threads);
+  const unique = [...new Map(variants.map((x) => [JSON.stringify(x.s), x.s])).values()];
+  const quiet = { ...ctx, levels: [0], levelsFor: () => [0] };
+  const results = unique.length > 0 ? await evaluateBatch(w, unique, quiet) : [];
+  const byKey = new Map(results.map((r, i) => [JSON.stringify(unique[i]), r]));
+  for (const x of variants) {
+    const ms = byKey.get(JSON.stringify(x.s))?.medianMs['0'];
+    if (ms !== undefined) profiles[x.vi]![String(x.s.threads)] = ms;
+  }
+  return profiles.map(clean);
+}
+
+const clean = (p: Record<string, number | undefined>) =>
+  Object.fromEntries(Object.entries(p).filter((e): e is [string, number] => e[1] !== undefined));
+
+function histogram(pairs: readonly (readonly [number, number])[]): Record<string, number> {
+  const h: Record<string, number> = {};
+  for (const [k, n] of pairs) h[String(k)] = (h[String(k)] ?? 0) + n;
+  return h;
+}
+
+function regretSummary(fams: readonly Family[], levels: readonly number[]): Record<string, LevelRegret> {
+  return Object.fromEntries(levels.map((l) => {
+    const xs = fams.map((f) => f.regretPercent[String(l)]).filter((x): x is number => x !== undefined && Number.isFinite(x));
+    return [String(l), { meanPercent: xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : 0, maxPercent: xs.length ? Math.max(...xs) : 0 }];
+  }));
+}
