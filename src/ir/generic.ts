@@ -137,10 +137,12 @@ export function lowerGeneric(g: WorkGraph, n: OnnxNode, position: number, opset:
     else params[name] = constant;
   });
   if (view) attrs.shape = [...outShape];
-  if (n.opType === 'Softmax' && n.domain === '' && attrs.axis === undefined) {
-    // Before opset 13 Softmax flattened to 2-D at `axis` (default 1); same result only on the last axis.
-    attrs.axis = opset >= 13 ? -1 : 1;
-    if (opset < 13 && inRank - 1 !== 1) attrs.coerce2d = 1;
+  if ((n.opType === 'Softmax' || n.opType === 'LogSoftmax') && n.domain === '') {
+    // Before opset 13 these flattened the input to 2-D at `axis` (default 1): the same result as a
+    // per-axis softmax only when that axis is the last one, whether the axis was given or not.
+    if (attrs.axis === undefined) attrs.axis = opset >= 13 ? -1 : 1;
+    const axis = attrs.axis as number;
+    if (opset < 13 && (axis < 0 ? axis + inRank : axis) !== inRank - 1) attrs.coerce2d = 1;
   }
   if (n.opType === 'Transpose' && attrs.perm === undefined) attrs.perm = [...Array(inRank).keys()].reverse();
   if (n.opType === 'MaxPool' || n.opType === 'AveragePool' || n.opType === 'LpPool') poolAttrs(g, n, attrs);
