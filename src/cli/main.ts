@@ -8,10 +8,12 @@ import { VERSION } from '../version.js';
 import { registerInspectCommand } from './inspect.js';
 import { registerZooCommand } from './zoo.js';
 import { registerNoiseCommand } from './noise.js';
+import { registerDbCommand } from './db.js';
+import { registerBenchLayersCommand } from './bench-layers.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
-const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand];
+const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand];
 
 export function buildProgram(): Command {
   const program = new Command('veltair')
