@@ -10,10 +10,11 @@ import { registerZooCommand } from './zoo.js';
 import { registerNoiseCommand } from './noise.js';
 import { registerDbCommand } from './db.js';
 import { registerBenchLayersCommand } from './bench-layers.js';
+import { registerCompileCommand } from './compile.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
-const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand];
+const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand];
 
 export function buildProgram(): Command {
   const program = new Command('veltair')

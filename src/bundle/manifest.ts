@@ -1,0 +1,131 @@
+/**
+ * manifest.json: the bundle's table of contents and the runtime's contract. Everything the runtime
+ * needs to execute the model lives here or in a file the manifest names (with its sha256); nothing
+ * in it depends on when or where the bundle was built (no timestamps, no absolute paths), so a
+ * compile from a complete tuning database reproduces the same bytes.
+ */
+import type { Schedule } from '../space/schedule.js';
+import type { ScheduleFeatures } from '../space/features.js';
+import type { Target } from '../space/target.js';
+import type { DType } from '../onnx/model.js';
+import type { WorkloadShape } from '../ir/workload.js';
+import type { Activation } from '../ir/layer.js';
+import type { GraphPlan } from './plan.js';
+
+/** semver of the bundle format. Bump the major on any change an older reader would misread. */
+export const BUNDLE_FORMAT_VERSION = '1.0.0';
+export const BUNDLE_FORMAT_MAJOR = 1;
+
+/** Fixed file names inside a bundle (never derived from the model). */
+export const BUNDLE_FILES = {
+  manifest: 'manifest.json',
+  kernels: 'kernels/kernels.so',
+  kernelsSource: 'kernels/kernels.c',
+  packedWeights: 'weights/packed.bin',
+  params: 'weights/params.bin',
+} as const;
+
+/** Where a blob lives: a file listed in `files`, a byte range in it. Offsets are 64-byte aligned. */
+export interface BlobRef {
+  readonly file: string;
+  readonly offset: number;
+  readonly length: number;
+  readonly sha256: string;
+}
+
+/** A raw constant (layer norm gamma, bias, constant operand) in weights/params.bin, natural layout. */
+export interface ParamRef extends BlobRef {
+  readonly dtype: DType;
+  readonly dims: readonly number[];
+}
+
+export interface ManifestVersion {
+  /** Tuning record id of the measured candidate. */
+  readonly id: string;
+  /** C symbol prefix in kernels.so (`vt_k` + 16 hex). */
+  readonly symbol: string;
+  readonly schedule: Schedule;
+  readonly threads: number;
+  readonly features: ScheduleFeatures;
+  /** Interference level → median latency (ms) measured at the schedule's thread count. */
+  readonly latencyMs: Readonly<Record<string, number>>;
+  /** Thread count → level-0 median latency (ms), where measured. */
+  readonly latencyByThreadsMs: Readonly<Record<string, number>>;
+  /** Usable in the graph plan (its vector width is the layer's layout width). */
+  readonly inPlan: boolean;
+  /** The layer's weight packed by `<symbol>_pack_weight` (absent: no constant weight, or not in the plan). */
+  readonly packedWeight?: BlobRef;
+}
+
+export type ManifestEpilogueStep =
+  | { readonly kind: 'bias' }
+  | { readonly kind: 'activation'; readonly activation: Activation }
+  | { readonly kind: 'residual_add'; readonly value: number }
+  | { readonly kind: 'channel_mul'; readonly value: number };
+
+export interface ManifestFamily {
+  readonly regretPercent: Readonly<Record<string, number>>;
+  readonly bestMs: Readonly<Record<string, number>>;
+  readonly candidates: number;
+  readonly dominated: number;
+}
+
+export interface ManifestLayer {
+  readonly index: number;
+  /** The ONNX node name (model-supplied; display only, never a path or a symbol). */
+  readonly name: string;
+  readonly op: string;
+  readonly tunable: boolean;
+  readonly workload: string | null;
+  readonly workloadSpec?: WorkloadShape;
+  /** Value ids (graphPlan.values) as their writer produced them; a step may read a reordered copy. */
+  readonly inputs: readonly number[];
+  readonly outputs: readonly number[];
+  readonly inputShapes: readonly (readonly number[])[];
+  readonly outputShape: readonly number[];
+  readonly dtype: DType;
+  readonly attrs: Readonly<Record<string, number | string | readonly number[]>>;
+  readonly epilogue: readonly ManifestEpilogueStep[];
+  /** The ABI's epi_params: clip (min, max), leaky_relu (alpha), hard_sigmoid (alpha, beta), in step order. */
+  readonly epilogueParams: readonly number[];
+  readonly params: Readonly<Record<string, ParamRef>>;
+  readonly versions: readonly ManifestVersion[];
+  readonly family?: ManifestFamily;
+}
+
+export interface ManifestTensorInfo { readonly name: string; readonly dtype: DType; readonly shape: readonly number[] }
+
+export interface Manifest {
+  readonly formatVersion: string;
+  readonly compilerVersion: { readonly veltair: string; readonly codegen: number; readonly kernelAbi: number };
+  readonly model: {
+    readonly path: string;
+    readonly sha256: string;
+    readonly opset: number;
+    readonly inputs: readonly ManifestTensorInfo[];
+    readonly outputs: readonly ManifestTensorInfo[];
+  };
+  readonly target: {
+    readonly fingerprint: string;
+    readonly spec: Target;
+    /** CPU instruction-set flags (as /proc/cpuinfo names them) the -march=native kernels may use. */
+    readonly requiredIsa: readonly string[];
+  };
+  readonly options: {
+    readonly trials: number;
+    readonly levels: readonly number[];
+    readonly maxVersions: number;
+    readonly threads: readonly number[];
+    readonly profileThreads: readonly number[];
+    readonly seed: number;
+  };
+  readonly layers: readonly ManifestLayer[];
+  readonly graphPlan: GraphPlan;
+  /** Every other file of the bundle: relative path → sha256 and size. */
+  readonly files: Readonly<Record<string, { readonly sha256: string; readonly bytes: number }>>;
+}
+
+/** The manifest's bytes: 2-space JSON with a final newline (fields are built in a fixed order). */
+export function manifestText(m: Manifest): string {
+  return JSON.stringify(m, null, 2) + '\n';
+}

@@ -1,0 +1,215 @@
+/**
+ * `veltair compile MODEL.onnx -o OUT [--trials N] [--levels 0,1,2,3,4] [--max-versions 5]
+ *  [--threads N] [--db DIR] [--shard i/n] [--input-shape …] [--seed N] [--force] [--json]`
+ * load → lower → tune the unique workloads (one pass, every level) → families → bundle.
+ * Every argument and the output location are checked, and a C compiler is found, before the
+ * first candidate is measured. With --shard only that shard's workloads are tuned into the
+ * database (its own records file) and no bundle is written.
+ */
+import type { Command } from 'commander';
+import { resolve } from 'node:path';
+import { buildBundleFiles, type BuiltBundle } from '../bundle/build.js';
+import { checkOutput, prepareOutput, writeBundleAtomically } from '../bundle/write.js';
+import { openDatabase, defaultDatabaseDir, shardFileName } from '../db/store.js';
+import { userError } from '../errors.js';
+import { lowerToLayers, summarise } from '../ir/lower.js';
+import { ccVersion } from '../measure/build.js';
+import { loadModel } from '../onnx/load.js';
+import { powersUpTo } from '../space/schedule.js';
+import { detectTarget } from '../space/target.js';
+import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TuneResult } from '../tune/tune-model.js';
+import { collectInputShape } from './inspect.js';
+import { note, printJson, printLine, progressBar } from './output.js';
+
+/** Trials per unique workload when --trials is not given (a budget choice, not a measured optimum). */
+export const DEFAULT_TRIALS = 32;
+export const MAX_VERSIONS_LIMIT = 5;
+
+interface CompileFlags {
+  output?: string;
+  trials?: string;
+  levels?: string;
+  maxVersions?: string;
+  threads?: string;
+  profileThreads?: string;
+  db?: string;
+  shard?: string;
+  seed?: string;
+  inputShape: Map<string, readonly number[]>;
+  force?: boolean;
+  json?: boolean;
+}
+
+export interface CompileSummary {
+  readonly bundle: string | null;
+  readonly layers: number;
+  readonly tunableLayers: number;
+  readonly versionsHistogram: Record<string, number>;
+  readonly measured: number;
+  readonly dbHits: number;
+  readonly tuningSeconds: number;
+  readonly perLevelRegret: Record<string, LevelRegret>;
+}
+
+const badArgument = (flag: string, text: string, why: string, hint: string) =>
+  userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} ${why}`, hint);
+
+export function parsePositiveInt(flag: string, text: string, max = Number.MAX_SAFE_INTEGER): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || Number(text) > max) {
+    throw badArgument(flag, text, max === Number.MAX_SAFE_INTEGER ? 'is not a positive integer' : `is not an integer from 1 to ${max}`,
+      flag === '--trials' ? 'give at least 1 trial per workload, e.g. --trials 32' : `e.g. ${flag} ${Math.min(max, 4)}`);
+  }
+  return Number(text);
+}
+
+export function parseLevels(text: string): number[] {
+  const parts = text.split(',').map((s) => s.trim());
+  if (parts.length === 0 || parts.some((p) => !/^[0-4]$/.test(p))) {
+    throw badArgument('--levels', text, 'must be a comma-separated list of interference levels 0 to 4', 'e.g. --levels 0,1,2,3,4 or --levels 0');
+  }
+  return [...new Set(parts.map(Number))].sort((a, b) => a - b);
+}
+
+export function parseShard(text: string): Shard {
+  const m = /^(\d+)\/(\d+)$/.exec(text.trim());
+  const index = m ? Number(m[1]) : NaN, count = m ? Number(m[2]) : NaN;
+  if (!m || count < 1 || index >= count) {
+    throw badArgument('--shard', text, 'is not a shard i/n with 0 ≤ i < n', 'shards count from 0: --shard 0/4 … --shard 3/4');
+  }
+  return { index, count };
+}
+
+export function parseThreadList(flag: string, text: string): number[] {
+  const parts = text.split(',').map((s) => s.trim());
+  if (parts.some((p) => !/^\d+$/.test(p) || Number(p) < 1)) {
+    throw badArgument(flag, text, 'must be thread counts (positive integers, comma-separated)', `e.g. ${flag} 1 or ${flag} 1,2`);
+  }
+  return [...new Set(parts.map(Number))].sort((a, b) => a - b);
+}
+
+export function parseSeed(text: string): number {
+  if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(Number(text))) {
+    throw badArgument('--seed', text, 'is not an integer', 'e.g. --seed 1');
+  }
+  return Number(text);
+}
+
+interface CompileArgs {
+  readonly trials: number;
+  readonly levels: number[];
+  readonly maxVersions: number;
+  readonly threads: number[] | undefined;
+  readonly profileThreads: number[] | 'auto';
+  readonly seed: number;
+  readonly shard: Shard | undefined;
+}
+
+function parseArgs(f: CompileFlags): CompileArgs {
+  const profile = f.profileThreads ?? 'auto';
+  return {
+    trials: f.trials === undefined ? DEFAULT_TRIALS : parsePositiveInt('--trials', f.trials),
+    levels: f.levels === undefined ? [0, 1, 2, 3, 4] : parseLevels(f.levels),
+    maxVersions: f.maxVersions === undefined ? MAX_VERSIONS_LIMIT : parsePositiveInt('--max-versions', f.maxVersions, MAX_VERSIONS_LIMIT),
+    threads: f.threads === undefined ? undefined : parseThreadList('--threads', f.threads),
+    profileThreads: profile === 'auto' ? 'auto' : profile === 'none' ? [] : parseThreadList('--profile-threads', profile),
+    seed: f.seed === undefined ? 1 : parseSeed(f.seed),
+    shard: f.shard === undefined ? undefined : parseShard(f.shard),
+  };
+}
+
+const fmtRegret = (r: Record<string, LevelRegret>) =>
+  Object.entries(r).map(([l, x]) => `level ${l}: mean ${x.meanPercent.toFixed(1)}% max ${x.maxPercent.toFixed(1)}%`).join(' | ') || '-';
+const fmtHistogram = (h: Record<string, number>) =>
+  Object.entries(h).sort(([a], [b]) => Number(a) - Number(b)).map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
+const fmtBytes = (b: number) => (b >= 1024 ** 2 ? `${(b / 1024 ** 2).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
+
+function summaryText(s: CompileSummary, tune: TuneResult, built: BuiltBundle | undefined, uniqueWorkloads: number, shard: Shard | undefined, dbDir: string): string {
+  const lines = [
+    built ? `bundle     ${s.bundle} (${fmtBytes(built.bytes)})` : `shard ${shard!.index}/${shard!.count}: tuned ${tune.families.size} of ${uniqueWorkloads} workloads into ${dbDir} (${shardFileName(shard!.index, shard!.count)}); no bundle written`,
+    `layers     ${s.layers} (${s.tunableLayers} tunable, ${uniqueWorkloads} unique workloads)`,
+    `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured, ${s.dbHits} from the database`,
+    `versions   ${fmtHistogram(s.versionsHistogram)}`,
+    `regret     ${fmtRegret(s.perLevelRegret)}`,
+  ];
+  if (!built) lines.push('next: veltair db merge SHARD_DBS… -o DB, then veltair compile MODEL -o OUT --db DB (measures nothing)');
+  return lines.join('\n');
+}
+
+async function compileAction(modelPath: string, f: CompileFlags): Promise<void> {
+  const args = parseArgs(f);
+  if (!args.shard && !f.output) throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
+  if (!args.shard) await checkOutput(f.output!, f.force === true);
+  await ccVersion();
+
+  const inferred = await loadModel(modelPath, { inputShapes: f.inputShape });
+  const graph = lowerToLayers(inferred);
+  const totals = summarise(graph);
+  const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
+  if (uses.length === 0) {
+    throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`, 'veltair compiles models with convolutions or matrix multiplications');
+  }
+  const target = await detectTarget();
+  const dbDir = f.db ?? defaultDatabaseDir();
+  const db = await openDatabase(dbDir, { target, onWarning: (m) => note(`warning: ${m}`) });
+  const profileThreads = args.profileThreads === 'auto' ? powersUpTo(target.cores) : args.profileThreads.filter((t) => t <= target.cores);
+
+  const bar = progressBar(f.json === true);
+  let started = false;
+  let tune: TuneResult;
+  try {
+    tune = await tuneWorkloads(uses, {
+      trials: args.trials, levels: args.levels, maxVersions: args.maxVersions, seed: args.seed, db,
+      ...(args.threads ? { threads: args.threads } : {}),
+      ...(args.shard ? { shard: args.shard } : {}),
+      profileThreads,
+      onProgress: (p) => {
+        if (!started) { bar.start(p.budget, 'tuning'); started = true; }
+        bar.update(p.trialsDone, `workload ${p.taskIndex + 1}/${p.tasks} (${p.taskTrials} trials)`);
+      },
+    });
+  } finally {
+    bar.stop();
+  }
+
+  let built: BuiltBundle | undefined;
+  if (!args.shard) {
+    const staging = await prepareOutput(f.output!, f.force === true);
+    built = await writeBundleAtomically(staging, (dir) => buildBundleFiles(dir, {
+      modelPath, model: inferred, graph, families: tune.families, target,
+      options: { trials: args.trials, levels: [...tune.levels], maxVersions: args.maxVersions, threads: [...tune.threads], profileThreads, seed: args.seed },
+    }));
+    for (const n of built.notes) note(`note: ${n}`);
+  }
+  const summary: CompileSummary = {
+    bundle: built ? resolve(f.output!) : null,
+    layers: totals.layers,
+    tunableLayers: totals.tunableLayers,
+    versionsHistogram: tune.versionsHistogram,
+    measured: tune.measured,
+    dbHits: tune.dbHits,
+    tuningSeconds: Math.round(tune.seconds * 1000) / 1000,
+    perLevelRegret: tune.perLevelRegret,
+  };
+  if (f.json) printJson(summary);
+  else printLine(summaryText(summary, tune, built, tasksOf(uses).length, args.shard, dbDir));
+}
+
+export function registerCompileCommand(program: Command): void {
+  program
+    .command('compile')
+    .description('tune every layer once at every interference level and write a bundle of Pareto kernel families')
+    .argument('<model>', 'path to an .onnx file')
+    .option('-o, --output <dir>', 'bundle directory to write (not needed with --shard)')
+    .option('--trials <n>', `measured candidates per unique workload (default ${DEFAULT_TRIALS})`)
+    .option('--levels <list>', 'interference levels to measure every candidate at (default 0,1,2,3,4)')
+    .option('--max-versions <n>', `versions kept per layer, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
+    .option('--threads <list>', 'thread counts candidates may use, e.g. 1 or 1,2 (default: all cores but one)')
+    .option('--profile-threads <list>', 'thread counts to profile kept versions at (level 0): a list, none, or auto (1, 2, 4 … cores; default)')
+    .option('--db <dir>', `tuning database directory (default ${defaultDatabaseDir()})`)
+    .option('--shard <i/n>', 'tune only shard i of n of the workloads into the database; write no bundle')
+    .option('--seed <n>', 'search seed (default 1)')
+    .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable)', collectInputShape, new Map<string, readonly number[]>())
+    .option('--force', 'replace an existing bundle at -o')
+    .option('--json', 'machine-readable summary on stdout, nothing else there')
+    .action(compileAction);
+}
