@@ -1,0 +1,251 @@
+/*
+ * The N-API addon: veltair's only bridge between TypeScript and the native runtime.
+ *
+ * Why a hand-written C N-API addon (and not node-gyp or an FFI library): it is compiled with the
+ * same `cc` that builds every kernel, on first use, into the content-addressed cache (no build step
+ * at install, no new npm dependency, no second toolchain); and the hot loop is native, so JS
+ * crosses into C once per inference — the per-call cost of any binding mechanism is irrelevant,
+ * only the per-step dispatch inside executor.c matters.
+ *
+ * Exports (all synchronous; an executor is used from one JS thread at a time):
+ *   create(blob: Float64Array, kernelsPath: string|null, symbols: string[], params: TypedArray[])
+ *        -> handle (params are copied into 64-byte-aligned buffers once)
+ *   info(handle) -> { steps, inputBytes: number[], outputBytes: number[] }
+ *   run(handle, inputs: TypedArray[], outputs: TypedArray[])   copies in, runs, copies out
+ *   setVersion(handle, step, version), setThreads(handle, step, threads)
+ *   setProfiling(handle, on), stepTimes(handle) -> Float64Array (ns per step, last profiled run)
+ *   close(handle)
+ * Errors are thrown as Error with `code`: VT_KERNELS (dlopen/dlsym/kernel mismatch), VT_PLAN
+ * (malformed plan), VT_ARGUMENT (wrong call), VT_RUN (a step failed at run time).
+ */
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vt_rt.h"
+
+typedef struct { vt_exec* e; } handle_t;
+
+#define CHECK(call) do { if ((call) != napi_ok) { napi_throw_error(env, "VT_ARGUMENT", "veltair runtime: N-API call failed: " #call); return NULL; } } while (0)
+
+static napi_value throw_code(napi_env env, const char* code, const char* msg) {
+  napi_throw_error(env, code, msg);
+  return NULL;
+}
+
+static void finalize(napi_env env, void* data, void* hint) {
+  (void)env; (void)hint;
+  handle_t* h = data;
+  vt_exec_destroy(h->e);
+  free(h);
+}
+
+static handle_t* get_handle(napi_env env, napi_value v) {
+  void* data = NULL;
+  if (napi_get_value_external(env, v, &data) != napi_ok || !data) { napi_throw_error(env, "VT_ARGUMENT", "not a veltair executor handle"); return NULL; }
+  handle_t* h = data;
+  if (!h->e) { napi_throw_error(env, "VT_ARGUMENT", "this veltair executor was closed"); return NULL; }
+  return h;
+}
+
+static size_t elem_size(napi_typedarray_type t) {
+  switch (t) {
+    case napi_int8_array: case napi_uint8_array: case napi_uint8_clamped_array: return 1;
+    case napi_int16_array: case napi_uint16_array: return 2;
+    case napi_int32_array: case napi_uint32_array: case napi_float32_array: return 4;
+    default: return 8;
+  }
+}
+
+/* A typed array's bytes; false (with a pending exception) if v is not one. */
+static int view(napi_env env, napi_value v, void** data, size_t* bytes) {
+  bool is = false;
+  napi_typedarray_type type;
+  size_t length;
+  napi_value ab;
+  size_t offset;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is) { napi_throw_error(env, "VT_ARGUMENT", "expected a typed array"); return 0; }
+  if (napi_get_typedarray_info(env, v, &type, &length, data, &ab, &offset) != napi_ok) { napi_throw_error(env, "VT_ARGUMENT", "cannot read a typed array"); return 0; }
+  *bytes = length * elem_size(type);
+  return 1;
+}
+
+static napi_value create(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 4) return throw_code(env, "VT_ARGUMENT", "create(blob, kernelsPath, symbols, params) takes 4 arguments");
+  void* blob; size_t blob_bytes;
+  if (!view(env, argv[0], &blob, &blob_bytes)) return NULL;
+  napi_valuetype t;
+  CHECK(napi_typeof(env, argv[1], &t));
+  char path[4096] = { 0 };
+  int has_path = t == napi_string;
+  if (has_path) {
+    size_t len;
+    CHECK(napi_get_value_string_utf8(env, argv[1], path, sizeof path, &len));
+    if (len >= sizeof path - 1) return throw_code(env, "VT_ARGUMENT", "kernels path is too long");
+  }
+  uint32_t n_sym = 0, n_par = 0;
+  CHECK(napi_get_array_length(env, argv[2], &n_sym));
+  CHECK(napi_get_array_length(env, argv[3], &n_par));
+  char** syms = calloc(n_sym + 1, sizeof(char*));
+  vt_param* params = calloc(n_par + 1, sizeof(vt_param));
+  napi_value r = NULL;
+  int ok = syms && params;
+  for (uint32_t i = 0; ok && i < n_sym; i++) {
+    napi_value s;
+    size_t len;
+    syms[i] = calloc(128, 1);
+    ok = syms[i] && napi_get_element(env, argv[2], i, &s) == napi_ok
+      && napi_get_value_string_utf8(env, s, syms[i], 128, &len) == napi_ok && len < 100;
+  }
+  if (!ok) { napi_throw_error(env, "VT_ARGUMENT", "symbols must be short strings"); goto done; }
+  for (uint32_t i = 0; i < n_par; i++) {
+    napi_value p;
+    void* data; size_t bytes;
+    if (napi_get_element(env, argv[3], i, &p) != napi_ok || !view(env, p, &data, &bytes)) { ok = 0; break; }
+    params[i].data = vt_aligned_copy(data, bytes);
+    params[i].bytes = bytes;
+    if (!params[i].data) { napi_throw_error(env, "VT_ARGUMENT", "out of memory copying the weights"); ok = 0; break; }
+  }
+  if (!ok) { for (uint32_t i = 0; i < n_par; i++) free(params[i].data); free(params); params = NULL; goto done; }
+  {
+    char err[VT_ERR_LEN] = { 0 };
+    vt_exec* e = vt_exec_create(blob, blob_bytes / sizeof(double), has_path ? path : NULL, (const char* const*)syms,
+                                (int)n_sym, params, (int)n_par, err);
+    params = NULL; /* owned by the executor now, even on failure */
+    if (!e) {
+      int kernel = strstr(err, "kernel") != NULL;
+      napi_throw_error(env, kernel ? "VT_KERNELS" : "VT_PLAN", err);
+      goto done;
+    }
+    handle_t* h = calloc(1, sizeof *h);
+    h->e = e;
+    if (napi_create_external(env, h, finalize, NULL, &r) != napi_ok) { vt_exec_destroy(e); free(h); r = NULL; }
+  }
+done:
+  if (syms) for (uint32_t i = 0; i < n_sym; i++) free(syms[i]);
+  free(syms);
+  free(params);
+  return r;
+}
+
+static napi_value number_array(napi_env env, int n, size_t (*get)(const vt_exec*, int), const vt_exec* e) {
+  napi_value a, x;
+  napi_create_array_with_length(env, (size_t)n, &a);
+  for (int i = 0; i < n; i++) { napi_create_double(env, (double)get(e, i), &x); napi_set_element(env, a, (uint32_t)i, x); }
+  return a;
+}
+
+static napi_value info_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], o, x;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
+  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "info(handle)");
+  CHECK(napi_create_object(env, &o));
+  napi_create_int32(env, vt_exec_n_steps(h->e), &x);
+  napi_set_named_property(env, o, "steps", x);
+  napi_set_named_property(env, o, "inputBytes", number_array(env, vt_exec_n_inputs(h->e), vt_exec_input_bytes, h->e));
+  napi_set_named_property(env, o, "outputBytes", number_array(env, vt_exec_n_outputs(h->e), vt_exec_output_bytes, h->e));
+  return o;
+}
+
+static napi_value run(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) return throw_code(env, "VT_ARGUMENT", "run(handle, inputs, outputs) takes 3 arguments");
+  handle_t* h = get_handle(env, argv[0]);
+  if (!h) return NULL;
+  uint32_t ni, no;
+  CHECK(napi_get_array_length(env, argv[1], &ni));
+  CHECK(napi_get_array_length(env, argv[2], &no));
+  if ((int)ni != vt_exec_n_inputs(h->e) || (int)no != vt_exec_n_outputs(h->e)) return throw_code(env, "VT_ARGUMENT", "run: wrong number of inputs or outputs");
+  for (uint32_t i = 0; i < ni; i++) {
+    napi_value v; void* d; size_t b;
+    CHECK(napi_get_element(env, argv[1], i, &v));
+    if (!view(env, v, &d, &b)) return NULL;
+    if (b != vt_exec_input_bytes(h->e, (int)i)) return throw_code(env, "VT_ARGUMENT", "run: an input has the wrong byte size");
+    memcpy(vt_exec_input_ptr(h->e, (int)i), d, b);
+  }
+  if (vt_exec_run(h->e)) return throw_code(env, "VT_RUN", vt_exec_error(h->e));
+  for (uint32_t i = 0; i < no; i++) {
+    napi_value v; void* d; size_t b;
+    CHECK(napi_get_element(env, argv[2], i, &v));
+    if (!view(env, v, &d, &b)) return NULL;
+    if (b != vt_exec_output_bytes(h->e, (int)i)) return throw_code(env, "VT_ARGUMENT", "run: an output buffer has the wrong byte size");
+    memcpy(d, vt_exec_output_ptr(h->e, (int)i), b);
+  }
+  return NULL;
+}
+
+static napi_value set_int(napi_env env, napi_callback_info info, int (*setter)(vt_exec*, int, int)) {
+  size_t argc = 3;
+  napi_value argv[3];
+  int32_t a = 0, b = 0;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) return throw_code(env, "VT_ARGUMENT", "expected (handle, step, value)");
+  handle_t* h = get_handle(env, argv[0]);
+  if (!h) return NULL;
+  if (napi_get_value_int32(env, argv[1], &a) != napi_ok || napi_get_value_int32(env, argv[2], &b) != napi_ok) return throw_code(env, "VT_ARGUMENT", "step and value must be integers");
+  if (setter(h->e, a, b)) return throw_code(env, "VT_ARGUMENT", vt_exec_error(h->e));
+  return NULL;
+}
+
+static napi_value set_version(napi_env env, napi_callback_info info) { return set_int(env, info, vt_exec_set_version); }
+static napi_value set_threads(napi_env env, napi_callback_info info) { return set_int(env, info, vt_exec_set_threads); }
+
+static napi_value set_profiling(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  bool on = false;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
+  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "setProfiling(handle, on)");
+  if (argc > 1) napi_get_value_bool(env, argv[1], &on);
+  vt_exec_set_profiling(h->e, on);
+  return NULL;
+}
+
+static napi_value step_times(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], ab, arr;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
+  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "stepTimes(handle)");
+  int n = vt_exec_n_steps(h->e);
+  void* data;
+  CHECK(napi_create_arraybuffer(env, (size_t)n * sizeof(double), &data, &ab));
+  if (n) memcpy(data, vt_exec_step_ns(h->e), (size_t)n * sizeof(double));
+  CHECK(napi_create_typedarray(env, napi_float64_array, (size_t)n, ab, 0, &arr));
+  return arr;
+}
+
+static napi_value close_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  void* data = NULL;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1 || napi_get_value_external(env, argv[0], &data) != napi_ok || !data) return throw_code(env, "VT_ARGUMENT", "close(handle)");
+  handle_t* h = data;
+  vt_exec_destroy(h->e);
+  h->e = NULL;
+  return NULL;
+}
+
+NAPI_MODULE_INIT() {
+  napi_property_descriptor props[] = {
+    { "create", NULL, create, NULL, NULL, NULL, napi_default, NULL },
+    { "info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "run", NULL, run, NULL, NULL, NULL, napi_default, NULL },
+    { "setVersion", NULL, set_version, NULL, NULL, NULL, napi_default, NULL },
+    { "setThreads", NULL, set_threads, NULL, NULL, NULL, napi_default, NULL },
+    { "setProfiling", NULL, set_profiling, NULL, NULL, NULL, napi_default, NULL },
+    { "stepTimes", NULL, step_times, NULL, NULL, NULL, napi_default, NULL },
+    { "close", NULL, close_fn, NULL, NULL, NULL, napi_default, NULL },
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}

@@ -1,0 +1,289 @@
+/*
+ * The executor: decodes the plan blob once, owns the arena and the params, dlopens the bundle's
+ * kernels.so and resolves every version's <sym>_run, then runs the steps in order.
+ *
+ * Plan blob (Float64 words; integers are exact below 2^53):
+ *   header   MAGIC, FORMAT, n_steps, arena_bytes, n_inputs, n_outputs
+ *   inputs   (arena offset, bytes) x n_inputs      outputs  (arena offset, bytes) x n_outputs
+ *   steps    op, threads, n_in, n_out, n_ints, n_floats, n_versions,
+ *            in refs x n_in, out refs x n_out, ints x n_ints, floats x n_floats,
+ *            (symbol index, weight ref) x n_versions
+ * A ref is an arena byte offset (>= 0), -1 (none: NULL) or -(2 + i) for params[i].
+ * VT_RT_KERNEL steps: in = [x, bias, residual, chanmul, epi_params], out = [y],
+ *   ints = [x bytes, y bytes, weight-activation bytes (0: packed param), n epi params]; the
+ *   descriptor of every version is checked against them, so a kernel built for another
+ *   workload is refused at load instead of reading past a buffer.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "vt_rt.h"
+
+#define VT_PLAN_MAGIC 0x7674
+#define VT_PLAN_FORMAT 1
+
+struct vt_exec {
+  void* so;
+  unsigned char* arena;
+  size_t arena_bytes;
+  vt_param* params;
+  int n_params;
+  int n_steps, n_inputs, n_outputs;
+  vt_step* steps;
+  size_t* io_offsets;      /* inputs then outputs */
+  size_t* io_bytes;
+  /* one pool for every step's pointer/int/float/version arrays: freed at once */
+  void** ptrs;
+  int64_t* ints;
+  double* floats;
+  vt_version* versions;
+  int profiling;
+  double* step_ns;
+  char err[VT_ERR_LEN];
+};
+
+static const vt_op_fn OPS[VT_RT_OP_COUNT] = {
+  [VT_RT_KERNEL] = NULL, [VT_RT_COPY] = vt_op_copy, [VT_RT_REORDER] = vt_op_reorder, [VT_RT_POOL] = vt_op_pool,
+  [VT_RT_GLOBAL_POOL] = vt_op_global_pool, [VT_RT_UNARY] = vt_op_unary, [VT_RT_BINARY] = vt_op_binary,
+  [VT_RT_BINARY_CHANNEL] = vt_op_binary_channel, [VT_RT_WHERE] = vt_op_where, [VT_RT_SOFTMAX] = vt_op_softmax,
+  [VT_RT_LAYERNORM] = vt_op_layernorm, [VT_RT_CHANNEL_AFFINE] = vt_op_channel_affine,
+  [VT_RT_STRIDED_COPY] = vt_op_strided_copy, [VT_RT_GATHER] = vt_op_gather, [VT_RT_REDUCE] = vt_op_reduce,
+  [VT_RT_CAST] = vt_op_cast,
+};
+
+void* vt_aligned_copy(const void* src, size_t bytes) {
+  if (bytes > ((size_t)1 << 48)) return NULL;
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) return NULL;
+  if (bytes) memcpy(p, src, bytes);
+  if (rounded > bytes) memset((char*)p + bytes, 0, rounded - bytes);
+  return p;
+}
+
+/* Blob reader with bounds checks: a malformed blob is an error message, never a wild read. */
+typedef struct { const double* w; size_t n, at; int bad; } reader;
+static double next(reader* r) {
+  if (r->at >= r->n) { r->bad = 1; return 0; }
+  return r->w[r->at++];
+}
+static int64_t next_int(reader* r) {
+  double d = next(r);
+  if (d != (double)(int64_t)d) { r->bad = 1; return 0; }
+  return (int64_t)d;
+}
+
+static void* resolve(vt_exec* e, int64_t ref, int* ok) {
+  if (ref == -1) return NULL;
+  if (ref >= 0) {
+    if ((size_t)ref > e->arena_bytes) { *ok = 0; return NULL; }
+    return e->arena + ref;
+  }
+  int64_t p = -ref - 2;
+  if (p >= e->n_params) { *ok = 0; return NULL; }
+  return e->params[p].data;
+}
+
+void vt_exec_destroy(vt_exec* e) {
+  if (!e) return;
+  for (int i = 0; i < e->n_params; i++) free(e->params[i].data);
+  free(e->params);
+  free(e->arena);
+  free(e->steps); free(e->io_offsets); free(e->io_bytes);
+  free(e->ptrs); free(e->ints); free(e->floats); free(e->versions); free(e->step_ns);
+  if (e->so) dlclose(e->so);
+  free(e);
+}
+
+static vt_exec* fail(vt_exec* e, char* err, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, VT_ERR_LEN, fmt, ap);
+  va_end(ap);
+  vt_exec_destroy(e);
+  return NULL;
+}
+
+/* First pass: sizes of the pools. */
+static int measure(reader r, int n_steps, size_t* ptrs, size_t* ints, size_t* floats, size_t* versions) {
+  for (int s = 0; s < n_steps; s++) {
+    next(&r); next(&r);
+    int64_t ni = next_int(&r), no = next_int(&r), nn = next_int(&r), nf = next_int(&r), nv = next_int(&r);
+    if (r.bad || ni < 0 || no < 0 || nn < 0 || nf < 0 || nv < 0) return 0;
+    *ptrs += (size_t)(ni + no); *ints += (size_t)nn; *floats += (size_t)nf; *versions += (size_t)nv;
+    r.at += (size_t)(ni + no + nn + nf + 2 * nv);
+    if (r.at > r.n) return 0;
+  }
+  return 1;
+}
+
+static const vt_desc* version_desc(vt_exec* e, const char* sym, vt_run_fn* run) {
+  char name[128];
+  snprintf(name, sizeof name, "%s_run", sym);
+  *run = (vt_run_fn)dlsym(e->so, name);
+  snprintf(name, sizeof name, "%s_desc", sym);
+  vt_desc_fn d = (vt_desc_fn)dlsym(e->so, name);
+  return (*run && d) ? d() : NULL;
+}
+
+static int check_kernel(vt_exec* e, vt_step* st, int s, const char* sym, const vt_desc* d) {
+  const int64_t* k = st->ints;
+  const char* why = NULL;
+  if (d->abi_version != VT_ABI_VERSION) why = "kernel ABI version";
+  else if ((int64_t)d->input_floats * 4 != k[0]) why = "input size";
+  else if ((int64_t)d->output_floats * 4 != k[1]) why = "output size";
+  else if (k[2] != 0 && (int64_t)d->weight_floats * 4 != k[2]) why = "weight activation size";
+  else if (d->n_epi_params != k[3]) why = "epilogue parameter count";
+  if (!why) return 1;
+  snprintf(e->err, VT_ERR_LEN, "kernel %s for step %d does not match the plan (%s): built for another workload", sym, s, why);
+  return 0;
+}
+
+vt_exec* vt_exec_create(const double* blob, size_t words, const char* kernels_path, const char* const* symbols,
+                        int n_symbols, vt_param* params, int n_params, char* err) {
+  vt_exec* e = calloc(1, sizeof *e);
+  if (!e) { for (int i = 0; i < n_params; i++) free(params[i].data); free(params); snprintf(err, VT_ERR_LEN, "out of memory"); return NULL; }
+  e->params = params; e->n_params = n_params;
+  reader r = { blob, words, 0, 0 };
+  if (next_int(&r) != VT_PLAN_MAGIC || next_int(&r) != VT_PLAN_FORMAT) return fail(e, err, "plan blob has the wrong magic/format");
+  e->n_steps = (int)next_int(&r);
+  int64_t arena = next_int(&r);
+  e->n_inputs = (int)next_int(&r); e->n_outputs = (int)next_int(&r);
+  if (r.bad || e->n_steps < 0 || arena < 0 || e->n_inputs < 0 || e->n_outputs < 0) return fail(e, err, "plan blob header is malformed");
+  e->arena_bytes = (size_t)arena;
+  size_t rounded = (e->arena_bytes + 63) / 64 * 64;
+  e->arena = aligned_alloc(64, rounded ? rounded : 64);
+  if (!e->arena) return fail(e, err, "cannot allocate the activation arena (%ld bytes)", (long)arena);
+  memset(e->arena, 0, rounded ? rounded : 64);
+  int nio = e->n_inputs + e->n_outputs;
+  e->io_offsets = calloc((size_t)nio + 1, sizeof(size_t));
+  e->io_bytes = calloc((size_t)nio + 1, sizeof(size_t));
+  for (int i = 0; i < nio; i++) {
+    int64_t off = next_int(&r), bytes = next_int(&r);
+    if (r.bad || off < 0 || bytes < 0 || (size_t)(off + bytes) > e->arena_bytes) return fail(e, err, "plan %s %d lies outside the arena", i < e->n_inputs ? "input" : "output", i < e->n_inputs ? i : i - e->n_inputs);
+    e->io_offsets[i] = (size_t)off; e->io_bytes[i] = (size_t)bytes;
+  }
+  size_t np = 0, nn = 0, nf = 0, nv = 0;
+  if (!measure(r, e->n_steps, &np, &nn, &nf, &nv)) return fail(e, err, "plan blob steps are malformed");
+  e->steps = calloc((size_t)e->n_steps + 1, sizeof(vt_step));
+  e->ptrs = calloc(np + 1, sizeof(void*));
+  e->ints = calloc(nn + 1, sizeof(int64_t));
+  e->floats = calloc(nf + 1, sizeof(double));
+  e->versions = calloc(nv + 1, sizeof(vt_version));
+  e->step_ns = calloc((size_t)e->n_steps + 1, sizeof(double));
+  if (!e->steps || !e->ptrs || !e->ints || !e->floats || !e->versions || !e->step_ns) return fail(e, err, "out of memory");
+  if (nv > 0) {
+    if (!kernels_path) return fail(e, err, "the plan has tunable steps but no kernels library was given");
+    e->so = dlopen(kernels_path, RTLD_NOW | RTLD_LOCAL);
+    if (!e->so) return fail(e, err, "cannot load kernels library: %s", dlerror());
+  }
+  size_t ip = 0, in = 0, ifl = 0, iv = 0;
+  for (int s = 0; s < e->n_steps; s++) {
+    vt_step* st = &e->steps[s];
+    st->op = (int)next_int(&r); st->threads = (int)next_int(&r);
+    st->n_in = (int)next_int(&r); st->n_out = (int)next_int(&r); st->n_ints = (int)next_int(&r);
+    st->n_floats = (int)next_int(&r); st->n_versions = (int)next_int(&r);
+    if (st->op < 0 || st->op >= VT_RT_OP_COUNT) return fail(e, err, "plan step %d has unknown op %d", s, st->op);
+    if (st->threads < 1) st->threads = 1;
+    st->fn = OPS[st->op];
+    st->err = e->err;
+    st->in = e->ptrs + ip; ip += (size_t)st->n_in;
+    st->out = e->ptrs + ip; ip += (size_t)st->n_out;
+    int ok = 1;
+    for (int i = 0; i < st->n_in; i++) st->in[i] = resolve(e, next_int(&r), &ok);
+    for (int i = 0; i < st->n_out; i++) st->out[i] = resolve(e, next_int(&r), &ok);
+    if (!ok) return fail(e, err, "plan step %d refers to a buffer that does not exist", s);
+    int64_t* ints = e->ints + in; in += (size_t)st->n_ints;
+    for (int i = 0; i < st->n_ints; i++) ints[i] = next_int(&r);
+    st->ints = ints;
+    double* fl = e->floats + ifl; ifl += (size_t)st->n_floats;
+    for (int i = 0; i < st->n_floats; i++) fl[i] = next(&r);
+    st->floats = fl;
+    st->versions = e->versions + iv; iv += (size_t)st->n_versions;
+    if (st->op == VT_RT_KERNEL && (st->n_versions < 1 || st->n_in != 5 || st->n_out != 1 || st->n_ints != 4)) {
+      return fail(e, err, "plan step %d is a kernel step without versions or with the wrong arity", s);
+    }
+    for (int v = 0; v < st->n_versions; v++) {
+      int64_t sym = next_int(&r), wref = next_int(&r);
+      if (sym < 0 || sym >= n_symbols) return fail(e, err, "plan step %d names symbol %ld, which is not in the symbol table", s, (long)sym);
+      const vt_desc* d = version_desc(e, symbols[sym], &st->versions[v].run);
+      if (!d) return fail(e, err, "kernels library has no %s_run/%s_desc (step %d)", symbols[sym], symbols[sym], s);
+      if (!check_kernel(e, st, s, symbols[sym], d)) { snprintf(err, VT_ERR_LEN, "%s", e->err); vt_exec_destroy(e); return NULL; }
+      st->versions[v].weight = resolve(e, wref, &ok);
+      if (!ok) return fail(e, err, "plan step %d version weight refers to a buffer that does not exist", s);
+    }
+    if (r.bad) return fail(e, err, "plan blob is truncated at step %d", s);
+  }
+  if (r.at != r.n) return fail(e, err, "plan blob has %ld trailing words", (long)(r.n - r.at));
+  return e;
+}
+
+int vt_exec_n_inputs(const vt_exec* e) { return e->n_inputs; }
+int vt_exec_n_outputs(const vt_exec* e) { return e->n_outputs; }
+int vt_exec_n_steps(const vt_exec* e) { return e->n_steps; }
+size_t vt_exec_input_bytes(const vt_exec* e, int i) { return e->io_bytes[i]; }
+size_t vt_exec_output_bytes(const vt_exec* e, int i) { return e->io_bytes[e->n_inputs + i]; }
+void* vt_exec_input_ptr(vt_exec* e, int i) { return e->arena + e->io_offsets[i]; }
+const void* vt_exec_output_ptr(const vt_exec* e, int i) { return e->arena + e->io_offsets[e->n_inputs + i]; }
+const char* vt_exec_error(const vt_exec* e) { return e->err; }
+void vt_exec_set_profiling(vt_exec* e, int on) { e->profiling = on; }
+const double* vt_exec_step_ns(const vt_exec* e) { return e->step_ns; }
+int vt_exec_step_versions(const vt_exec* e, int step) {
+  return step >= 0 && step < e->n_steps ? e->steps[step].n_versions : -1;
+}
+
+int vt_exec_set_version(vt_exec* e, int step, int version) {
+  if (step < 0 || step >= e->n_steps) { snprintf(e->err, VT_ERR_LEN, "step %d does not exist (the plan has %d)", step, e->n_steps); return 1; }
+  vt_step* st = &e->steps[step];
+  if (version < 0 || version >= st->n_versions) {
+    snprintf(e->err, VT_ERR_LEN, "step %d has %d versions; version %d does not exist", step, st->n_versions, version);
+    return 1;
+  }
+  st->version = version;
+  return 0;
+}
+
+int vt_exec_set_threads(vt_exec* e, int step, int threads) {
+  if (step < 0 || step >= e->n_steps) { snprintf(e->err, VT_ERR_LEN, "step %d does not exist (the plan has %d)", step, e->n_steps); return 1; }
+  if (threads < 1 || threads > 4096) { snprintf(e->err, VT_ERR_LEN, "thread count %d for step %d is not in 1..4096", threads, step); return 1; }
+  e->steps[step].threads = threads;
+  return 0;
+}
+
+static inline int run_step(const vt_step* st) {
+  if (st->op == VT_RT_KERNEL) {
+    const vt_version* v = &st->versions[st->version];
+    v->run((const float*)st->in[0], v->weight, (const float*)st->in[1], (const float*)st->in[2],
+           (const float*)st->in[3], (const float*)st->in[4], (float*)st->out[0], st->threads);
+    return 0;
+  }
+  return st->fn(st);
+}
+
+static inline double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+int vt_exec_run(vt_exec* e) {
+  const vt_step* st = e->steps;
+  const int n = e->n_steps;
+  if (!e->profiling) {
+    for (int s = 0; s < n; s++) {
+      if (run_step(&st[s])) return 1;
+    }
+    return 0;
+  }
+  for (int s = 0; s < n; s++) {
+    double t0 = now_ns();
+    int rc = run_step(&st[s]);
+    e->step_ns[s] = now_ns() - t0;
+    if (rc) return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,129 @@
+/*
+ * Normalisations.
+ * SOFTMAX ints [outer, D, inner, log]: softmax (log=1: log-softmax) over D of an [outer][D][inner]
+ *   view, max-subtracted (numerically stable). ONNX axis semantics (opset >= 13: one axis; older
+ *   opsets' flatten-to-2-D: D = product of the trailing dims, inner = 1) are the translator's job.
+ * LAYERNORM ints [outer, D], floats [epsilon]; in [x, gamma | NULL, beta | NULL] with gamma/beta
+ *   of D floats (the translator materialises broadcast scales): y = (x - mean) / sqrt(var + eps).
+ * CHANNEL_AFFINE ints [N, C, HW, V]; in [x, a, b] of ceil(C/V)*V floats (zero-padded):
+ *   y = x * a[c] + b[c] on NCHW[V]c (V = 1: plain NCHW). Inference BatchNormalization folded by the
+ *   translator: a = scale / sqrt(var + eps), b = B - mean * a.
+ */
+#include <math.h>
+#include "vt_rt.h"
+#include "../vt_simd.h"
+
+typedef struct { const float* in; float* out; long d, inner; int log; } sm_ctx;
+
+static void softmax_rows(const void* p, long b, long e) {
+  const sm_ctx* k = p;
+  const long d = k->d;
+  for (long r = b; r < e; r++) {
+    const float* x = k->in + r * d;
+    float* y = k->out + r * d;
+    float m = -INFINITY;
+    for (long i = 0; i < d; i++) m = x[i] > m ? x[i] : m;
+    float sum = 0.0f;
+    long i = 0;
+#if defined(__AVX512F__)
+    vt16_t acc = vt16_zero(), mv = vt16_set1(m);
+    for (; i + 16 <= d; i += 16) {
+      vt16_t v = vt16_sub(vt16_load(x + i), mv);
+      if (k->log) acc = vt16_add(acc, vt16_exp(v));
+      else { vt16_t ex = vt16_exp(v); vt16_store(y + i, ex); acc = vt16_add(acc, ex); }
+    }
+    sum = _mm512_reduce_add_ps(acc);
+#endif
+    for (; i < d; i++) {
+      float ex = vt1_exp(x[i] - m);
+      if (!k->log) y[i] = ex;
+      sum += ex;
+    }
+    if (k->log) {
+      float ls = logf(sum);
+      for (long j = 0; j < d; j++) y[j] = x[j] - m - ls;
+    } else {
+      float inv = 1.0f / sum;
+      for (long j = 0; j < d; j++) y[j] *= inv;
+    }
+  }
+}
+
+/* inner > 1: reduce along a strided axis, one (outer, inner) column at a time. */
+static void softmax_columns(const void* p, long b, long e) {
+  const sm_ctx* k = p;
+  for (long t = b; t < e; t++) {
+    long o = t / k->inner, q = t % k->inner;
+    const float* x = k->in + o * k->d * k->inner + q;
+    float* y = k->out + o * k->d * k->inner + q;
+    float m = -INFINITY, sum = 0.0f;
+    for (long i = 0; i < k->d; i++) m = x[i * k->inner] > m ? x[i * k->inner] : m;
+    for (long i = 0; i < k->d; i++) sum += vt1_exp(x[i * k->inner] - m);
+    float ls = logf(sum), inv = 1.0f / sum;
+    for (long i = 0; i < k->d; i++) {
+      float v = x[i * k->inner] - m;
+      y[i * k->inner] = k->log ? v - ls : vt1_exp(v) * inv;
+    }
+  }
+}
+
+int vt_op_softmax(const vt_step* s) {
+  const int64_t* k = s->ints;
+  sm_ctx c = { s->in[0], s->out[0], k[1], k[2], (int)k[3] };
+  if (c.inner == 1) vt_parallel(k[0], s->threads, 1 + 4096 / (c.d + 1), softmax_rows, &c);
+  else vt_parallel(k[0] * c.inner, s->threads, 64, softmax_columns, &c);
+  return 0;
+}
+
+typedef struct { const float* in; float* out; const float* g; const float* b; long d; float eps; } ln_ctx;
+
+static void ln_rows(const void* p, long b, long e) {
+  const ln_ctx* k = p;
+  const long d = k->d;
+  for (long r = b; r < e; r++) {
+    const float* x = k->in + r * d;
+    float* y = k->out + r * d;
+    double sum = 0.0;
+    for (long i = 0; i < d; i++) sum += x[i];
+    float mean = (float)(sum / (double)d);
+    double sq = 0.0;
+    for (long i = 0; i < d; i++) { float t = x[i] - mean; sq += (double)t * t; }
+    float inv = 1.0f / sqrtf((float)(sq / (double)d) + k->eps);
+    for (long i = 0; i < d; i++) {
+      float v = (x[i] - mean) * inv;
+      if (k->g) v *= k->g[i];
+      if (k->b) v += k->b[i];
+      y[i] = v;
+    }
+  }
+}
+
+int vt_op_layernorm(const vt_step* s) {
+  const int64_t* k = s->ints;
+  ln_ctx c = { s->in[0], s->out[0], s->in[1], s->in[2], k[1], (float)s->floats[0] };
+  vt_parallel(k[0], s->threads, 1 + 4096 / (c.d + 1), ln_rows, &c);
+  return 0;
+}
+
+typedef struct { const float* in; float* out; const float* a; const float* b; long cb, hw, v; } af_ctx;
+
+static void affine_planes(const void* p, long b, long e) {
+  const af_ctx* k = p;
+  for (long t = b; t < e; t++) {
+    long cb = t % k->cb;
+    const float* a = k->a + cb * k->v;
+    const float* bb = k->b + cb * k->v;
+    const float* x = k->in + t * k->hw * k->v;
+    float* y = k->out + t * k->hw * k->v;
+    for (long q = 0; q < k->hw; q++)
+      for (long l = 0; l < k->v; l++) y[q * k->v + l] = x[q * k->v + l] * a[l] + bb[l];
+  }
+}
+
+int vt_op_channel_affine(const vt_step* s) {
+  const int64_t* k = s->ints;
+  long v = k[3], cb = (k[1] + v - 1) / v;
+  af_ctx c = { s->in[0], s->out[0], s->in[1], s->in[2], cb, k[2], v };
+  vt_parallel(k[0] * cb, s->threads, 1 + 4096 / (c.hw * v + 1), affine_planes, &c);
+  return 0;
+}

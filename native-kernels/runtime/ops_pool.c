@@ -1,0 +1,102 @@
+/*
+ * Pooling on NCHW[V]c (V = 1 is plain NCHW: the same loops with one lane).
+ * POOL ints [kind (0 max, 1 average), N, C, H, W, OH, OW, V, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw,
+ *            count_include_pad]
+ *   Output size comes from the plan (so ceil_mode is already in OH/OW). Average divisor follows ONNX
+ *   Runtime: with count_include_pad the taps inside the padded extent [-pt, H+pb) count, otherwise
+ *   only taps inside the input. Padded lanes stay zero: max/mean over zeros.
+ * GLOBAL_POOL ints [kind, N, C, HW, V]: out [N][ceil(C/V)][V].
+ */
+#include <float.h>
+#include <stdio.h>
+#include "vt_rt.h"
+
+#define MAXV 16
+
+typedef struct {
+  const float* in; float* out; long kind, n, c, h, w, oh, ow, v, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, cip, cb;
+} pool_ctx;
+
+static void pool_rows(const void* p, long b, long e) {
+  const pool_ctx* k = p;
+  const long v = k->v;
+  for (long t = b; t < e; t++) {
+    long oy = t % k->oh, plane = t / k->oh;
+    const float* src = k->in + plane * k->h * k->w * v;
+    float* dst = k->out + (plane * k->oh + oy) * k->ow * v;
+    long y0 = oy * k->sh - k->pt;
+    long ky0 = 0, ky1 = k->kh, rows_counted = 0;
+    while (ky0 < k->kh && y0 + ky0 * k->dh < 0) ky0++;
+    while (ky1 > ky0 && y0 + (ky1 - 1) * k->dh >= k->h) ky1--;
+    for (long ky = 0; ky < k->kh; ky++) { long y = y0 + ky * k->dh; if (y >= -k->pt && y < k->h + k->pb) rows_counted++; }
+    for (long ox = 0; ox < k->ow; ox++) {
+      long x0 = ox * k->sw - k->pl;
+      long kx0 = 0, kx1 = k->kw, cols_counted = 0;
+      while (kx0 < k->kw && x0 + kx0 * k->dw < 0) kx0++;
+      while (kx1 > kx0 && x0 + (kx1 - 1) * k->dw >= k->w) kx1--;
+      for (long kx = 0; kx < k->kw; kx++) { long x = x0 + kx * k->dw; if (x >= -k->pl && x < k->w + k->pr) cols_counted++; }
+      float acc[MAXV];
+      float* o = dst + ox * v;
+      if (k->kind == 0) {
+        for (long l = 0; l < v; l++) acc[l] = -FLT_MAX;
+        for (long ky = ky0; ky < ky1; ky++) {
+          const float* row = src + (y0 + ky * k->dh) * k->w * v;
+          for (long kx = kx0; kx < kx1; kx++) {
+            const float* px = row + (x0 + kx * k->dw) * v;
+            for (long l = 0; l < v; l++) acc[l] = px[l] > acc[l] ? px[l] : acc[l];
+          }
+        }
+        for (long l = 0; l < v; l++) o[l] = acc[l];
+      } else {
+        for (long l = 0; l < v; l++) acc[l] = 0.0f;
+        for (long ky = ky0; ky < ky1; ky++) {
+          const float* row = src + (y0 + ky * k->dh) * k->w * v;
+          for (long kx = kx0; kx < kx1; kx++) {
+            const float* px = row + (x0 + kx * k->dw) * v;
+            for (long l = 0; l < v; l++) acc[l] += px[l];
+          }
+        }
+        long taps = k->cip ? rows_counted * cols_counted : (ky1 - ky0) * (kx1 - kx0);
+        float inv = taps > 0 ? 1.0f / (float)taps : 0.0f;
+        for (long l = 0; l < v; l++) o[l] = acc[l] * inv;
+      }
+    }
+  }
+}
+
+int vt_op_pool(const vt_step* s) {
+  const int64_t* k = s->ints;
+  pool_ctx c = { s->in[0], s->out[0], k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9], k[10], k[11],
+                 k[12], k[13], k[14], k[15], k[16], k[17], k[18], 0 };
+  if (c.v < 1 || c.v > MAXV) { snprintf(s->err, VT_ERR_LEN, "pool: vector width %ld is not supported", c.v); return 1; }
+  c.cb = (c.c + c.v - 1) / c.v;
+  vt_parallel(c.n * c.cb * c.oh, s->threads, 8, pool_rows, &c);
+  return 0;
+}
+
+typedef struct { const float* in; float* out; long kind, hw, v; } gp_ctx;
+
+static void global_planes(const void* p, long b, long e) {
+  const gp_ctx* k = p;
+  for (long t = b; t < e; t++) {
+    const float* src = k->in + t * k->hw * k->v;
+    float acc[MAXV];
+    for (long l = 0; l < k->v; l++) acc[l] = k->kind == 0 ? -FLT_MAX : 0.0f;
+    for (long q = 0; q < k->hw; q++) {
+      const float* px = src + q * k->v;
+      if (k->kind == 0) for (long l = 0; l < k->v; l++) acc[l] = px[l] > acc[l] ? px[l] : acc[l];
+      else for (long l = 0; l < k->v; l++) acc[l] += px[l];
+    }
+    float scale = k->kind == 0 ? 1.0f : 1.0f / (float)k->hw;
+    for (long l = 0; l < k->v; l++) k->out[t * k->v + l] = acc[l] * scale;
+  }
+}
+
+int vt_op_global_pool(const vt_step* s) {
+  const int64_t* k = s->ints;
+  gp_ctx c = { s->in[0], s->out[0], k[0], k[3], k[4] };
+  if (c.v < 1 || c.v > MAXV) { snprintf(s->err, VT_ERR_LEN, "global pool: vector width %ld is not supported", c.v); return 1; }
+  long planes = k[1] * ((k[2] + c.v - 1) / c.v);
+  vt_parallel(planes, s->threads, 16, global_planes, &c);
+  return 0;
+}

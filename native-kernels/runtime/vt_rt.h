@@ -1,0 +1,119 @@
+/*
+ * veltair runtime core: the op library and the executor share this header.
+ *
+ * A plan is a flat array of steps. Every pointer a step touches (arena slots, constant params) is
+ * resolved ONCE when the executor is created — the arena is one fixed allocation — so running a
+ * step is: load the struct, call through one function pointer. No allocation, no lookup, no
+ * shape arithmetic beyond what the op itself needs (that is precomputed into `ints` by the
+ * TypeScript translator, src/runtime/native-plan.ts).
+ *
+ * Op codes and the meaning of each op's ints/floats are the contract with that translator; they
+ * are listed in src/runtime/ops.ts and must stay in sync with the enum below.
+ */
+#ifndef VT_RT_H
+#define VT_RT_H
+#include <stddef.h>
+#include <stdint.h>
+#include "../veltair_kernel.h"
+
+enum vt_rt_op {
+  VT_RT_KERNEL = 0,        /* tunable layer: <sym>_run of the selected version */
+  VT_RT_COPY = 1,          /* ints [bytes] */
+  VT_RT_REORDER = 2,       /* layout change, see ops_reorder.c */
+  VT_RT_POOL = 3,          /* max/average pool, NCHW[V]c (V=1: plain NCHW) */
+  VT_RT_GLOBAL_POOL = 4,   /* global average/max pool */
+  VT_RT_UNARY = 5,         /* elementwise activation / math */
+  VT_RT_BINARY = 6,        /* broadcasting binary, general strides */
+  VT_RT_BINARY_CHANNEL = 7,/* NCHW[V]c op per-channel gate [N|1][Cpad] */
+  VT_RT_WHERE = 8,
+  VT_RT_SOFTMAX = 9,
+  VT_RT_LAYERNORM = 10,
+  VT_RT_CHANNEL_AFFINE = 11, /* inference batchnorm: x * a[c] + b[c] */
+  VT_RT_STRIDED_COPY = 12, /* transpose, slice, split, concat, expand, pad (with fill) */
+  VT_RT_GATHER = 13,
+  VT_RT_REDUCE = 14,
+  VT_RT_CAST = 15,
+  VT_RT_OP_COUNT = 16
+};
+
+/* Element kinds for cast / fill (also the translator's dtype codes). */
+enum vt_kind { VT_F32 = 0, VT_F64 = 1, VT_I32 = 2, VT_I64 = 3, VT_I8 = 4, VT_U8 = 5, VT_BOOL = 6, VT_I16 = 7, VT_U16 = 8 };
+
+typedef struct vt_version {
+  vt_run_fn run;
+  const float* weight;     /* packed weight (param) or an activation (batch_matmul B) */
+} vt_version;
+
+typedef struct vt_step vt_step;
+/* 0 on success; otherwise writes a message into s->err (VT_ERR_LEN bytes) and returns nonzero. */
+typedef int (*vt_op_fn)(const vt_step* s);
+
+#define VT_ERR_LEN 512
+
+struct vt_step {
+  vt_op_fn fn;
+  int op;
+  int threads;
+  int n_in, n_out, n_ints, n_floats;
+  void** in;               /* resolved: arena + offset, param pointer, or NULL */
+  void** out;
+  const int64_t* ints;
+  const double* floats;
+  /* VT_RT_KERNEL only */
+  int n_versions, version;
+  vt_version* versions;
+  char* err;               /* the executor's message buffer */
+};
+
+/* Parallel range helper: f(ctx, begin, end) over [0, n), on up to `threads` OpenMP threads, and
+ * serially (no OpenMP region at all) when threads <= 1 or n <= grain: tiny steps never pay for
+ * waking the pool. */
+typedef void (*vt_range_fn)(const void* ctx, long begin, long end);
+void vt_parallel(long n, int threads, long grain, vt_range_fn f, const void* ctx);
+
+/* Zero the padded lanes (channels C..Cpad-1) of an NCHW[V]c tensor: keeps the ABI invariant after
+ * an elementwise op whose f(0) != 0. */
+void vt_zero_pad_lanes(float* x, long n, long c, long hw, long v);
+
+int vt_op_copy(const vt_step* s);
+int vt_op_reorder(const vt_step* s);
+int vt_op_pool(const vt_step* s);
+int vt_op_global_pool(const vt_step* s);
+int vt_op_unary(const vt_step* s);
+int vt_op_binary(const vt_step* s);
+int vt_op_binary_channel(const vt_step* s);
+int vt_op_where(const vt_step* s);
+int vt_op_softmax(const vt_step* s);
+int vt_op_layernorm(const vt_step* s);
+int vt_op_channel_affine(const vt_step* s);
+int vt_op_strided_copy(const vt_step* s);
+int vt_op_gather(const vt_step* s);
+int vt_op_reduce(const vt_step* s);
+int vt_op_cast(const vt_step* s);
+
+/* Executor (executor.c). The blob format is documented there and in src/runtime/native-plan.ts. */
+typedef struct vt_exec vt_exec;
+typedef struct vt_param { void* data; size_t bytes; } vt_param;
+
+/* Takes ownership of params[i].data (64-byte aligned, from vt_aligned_copy) even on failure. */
+vt_exec* vt_exec_create(const double* blob, size_t words, const char* kernels_path, const char* const* symbols,
+                        int n_symbols, vt_param* params, int n_params, char* err);
+void vt_exec_destroy(vt_exec* e);
+int vt_exec_n_inputs(const vt_exec* e);
+int vt_exec_n_outputs(const vt_exec* e);
+int vt_exec_n_steps(const vt_exec* e);
+size_t vt_exec_input_bytes(const vt_exec* e, int i);
+size_t vt_exec_output_bytes(const vt_exec* e, int i);
+void* vt_exec_input_ptr(vt_exec* e, int i);
+const void* vt_exec_output_ptr(const vt_exec* e, int i);
+/* Runs every step in order; 0 or nonzero with the message in vt_exec_error(e). */
+int vt_exec_run(vt_exec* e);
+const char* vt_exec_error(const vt_exec* e);
+int vt_exec_set_version(vt_exec* e, int step, int version);
+int vt_exec_set_threads(vt_exec* e, int step, int threads);
+int vt_exec_step_versions(const vt_exec* e, int step);
+void vt_exec_set_profiling(vt_exec* e, int on);
+const double* vt_exec_step_ns(const vt_exec* e);
+void* vt_aligned_copy(const void* src, size_t bytes);
+
+#endif

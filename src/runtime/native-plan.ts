@@ -1,0 +1,90 @@
+/**
+ * The plan the native executor runs: a flat list of steps over one activation arena and a table of
+ * constant buffers, encoded into one Float64Array (the blob format is documented at the top of
+ * native-kernels/runtime/executor.c). Built from a bundle's graphPlan by translate.ts; tests build
+ * small ones directly.
+ */
+import type { DType } from '../onnx/model.js';
+import { internalError } from '../errors.js';
+import type { OpCode } from './ops.js';
+
+/** Where a step operand lives: an arena byte offset (>= 0), NONE, or a param (see paramRef). */
+export type Ref = number;
+export const NONE: Ref = -1;
+export const paramRef = (index: number): Ref => -(2 + index);
+export const arenaRef = (offset: number): Ref => {
+  if (!Number.isSafeInteger(offset) || offset < 0) throw internalError(`arena offset ${offset} is not a byte offset`);
+  return offset;
+};
+
+export interface NativeVersion {
+  /** Index into NativePlan.symbols. */
+  readonly symbol: number;
+  /** The version's weight: its packed weight param, or an arena value (batch_matmul B). */
+  readonly weight: Ref;
+}
+
+export interface NativeStep {
+  readonly op: OpCode;
+  readonly threads: number;
+  readonly inputs: readonly Ref[];
+  readonly outputs: readonly Ref[];
+  readonly ints: readonly number[];
+  readonly floats: readonly number[];
+  readonly versions?: readonly NativeVersion[];
+  /** For messages and profiles: which plan step / layer this is. */
+  readonly label: string;
+}
+
+export interface NativeTensor {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly offset: number;
+  readonly bytes: number;
+}
+
+export interface NativePlan {
+  readonly arenaBytes: number;
+  readonly inputs: readonly NativeTensor[];
+  readonly outputs: readonly NativeTensor[];
+  readonly steps: readonly NativeStep[];
+  /** Kernel symbol prefixes (`vt_k` + 16 hex), each checked before it reaches dlsym. */
+  readonly symbols: readonly string[];
+  /** Constant buffers, copied once into 64-byte-aligned native memory. */
+  readonly params: readonly ArrayBufferView[];
+}
+
+const PLAN_MAGIC = 0x7674;
+const PLAN_FORMAT = 1;
+export const SYMBOL_PATTERN = /^vt_k[0-9a-f]{16}$/;
+
+function checkStep(s: NativeStep, i: number, arenaBytes: number, params: number, symbols: number): void {
+  const refOk = (r: Ref) => Number.isSafeInteger(r) && (r === NONE || (r >= 0 && r <= arenaBytes) || (r <= -2 && -r - 2 < params));
+  if (![...s.inputs, ...s.outputs, ...(s.versions ?? []).map((v) => v.weight)].every(refOk)) {
+    throw internalError(`native plan step ${i} (${s.label}) refers to a buffer outside the arena or param table`);
+  }
+  if (!s.ints.every(Number.isSafeInteger)) throw internalError(`native plan step ${i} (${s.label}) has a non-integer int`);
+  if ((s.versions ?? []).some((v) => !Number.isInteger(v.symbol) || v.symbol < 0 || v.symbol >= symbols)) {
+    throw internalError(`native plan step ${i} (${s.label}) names a symbol that is not in the table`);
+  }
+  if (!Number.isInteger(s.threads) || s.threads < 1) throw internalError(`native plan step ${i} (${s.label}) has ${s.threads} threads`);
+}
+
+/** The blob the addon decodes once at create(). */
+export function encodePlan(plan: NativePlan): Float64Array {
+  for (const sym of plan.symbols) if (!SYMBOL_PATTERN.test(sym)) throw internalError(`kernel symbol ${JSON.stringify(sym.slice(0, 40))} is not a veltair symbol`);
+  const words: number[] = [PLAN_MAGIC, PLAN_FORMAT, plan.steps.length, plan.arenaBytes, plan.inputs.length, plan.outputs.length];
+  for (const t of [...plan.inputs, ...plan.outputs]) {
+    if (t.offset < 0 || t.offset + t.bytes > plan.arenaBytes) throw internalError(`graph tensor ${JSON.stringify(t.name)} lies outside the arena`);
+    words.push(t.offset, t.bytes);
+  }
+  plan.steps.forEach((s, i) => {
+    checkStep(s, i, plan.arenaBytes, plan.params.length, plan.symbols.length);
+    const versions = s.versions ?? [];
+    words.push(s.op, s.threads, s.inputs.length, s.outputs.length, s.ints.length, s.floats.length, versions.length,
+      ...s.inputs, ...s.outputs, ...s.ints, ...s.floats);
+    for (const v of versions) words.push(v.symbol, v.weight);
+  });
+  return Float64Array.from(words);
+}

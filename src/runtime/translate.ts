@@ -1,0 +1,192 @@
+/**
+ * graphPlan → NativePlan: a thin, explicit translation, one plan step at a time.
+ *
+ *  graphPlan                         NativePlan
+ *  ---------------------------------------------------------------------------------------------
+ *  arenaBytes                        arenaBytes (one 64-byte-aligned native allocation)
+ *  values[id].offset                 the arena ref of every operand of that value
+ *  inputs / outputs {name, value}    inputs / outputs {name, dtype, shape, offset, bytes}
+ *  step op 'reorder' from→to         REORDER (layout kinds natural/blocked/rows + V, logical dims)
+ *  step op 'layer', inPlace          nothing (the view shares its input's bytes)
+ *  step op 'layer', tunable          KERNEL: in [x, bias, residual, chanmul, epi_params], out [y],
+ *                                    one version per step.versions id: (symbol, packed weight param
+ *                                    | B's arena ref for batch_matmul)
+ *  step op 'layer', other            the op's lowering (lower-compute.ts, lower-movement.ts),
+ *                                    operands in ONNX argument order with constants as params
+ *  layer params                      params (copied once into aligned native memory)
+ *
+ * `stepOfPlan[i]` is the native step of plan step i (-1 where none), so callers choose versions
+ * and threads in plan-step terms.
+ */
+import { internalError, quoteForMessage } from '../errors.js';
+import type { GraphPlan, PlanStep, PlanValue } from '../bundle/plan.js';
+import { layoutElements, parseLayout, type Layout } from '../bundle/layout.js';
+import { LAYOUT_KIND, OP } from './ops.js';
+import { arenaRef, NONE, paramRef, type NativePlan, type NativeStep, type Ref, SYMBOL_PATTERN } from './native-plan.js';
+import { product, roundUp } from './geometry.js';
+import { unsupported, type Operand, type OpContext } from './lower-context.js';
+import { COMPUTE_LOWERINGS } from './lower-compute.js';
+import { MOVEMENT_LOWERINGS } from './lower-movement.js';
+import { paramFloats, type ParamData, type RuntimeLayer } from './runtime-layer.js';
+
+const LOWERINGS = { ...COMPUTE_LOWERINGS, ...MOVEMENT_LOWERINGS };
+
+/** ONNX argument names per op (src/ir/generic.ts names constant operands by them). */
+const OPERAND_NAMES: Readonly<Record<string, readonly string[]>> = {
+  batchnormalization: ['X', 'scale', 'B', 'input_mean', 'input_var'],
+  layernormalization: ['X', 'Scale', 'B'],
+  gather: ['data', 'indices'],
+  where: ['condition', 'X', 'Y'],
+  prelu: ['X', 'slope'],
+};
+
+export interface TranslatedPlan {
+  readonly plan: NativePlan;
+  readonly stepOfPlan: readonly number[];
+  /** Per native step: the plan step it came from. */
+  readonly planOfStep: readonly number[];
+}
+
+export interface TranslateOptions {
+  /** Threads every step starts with (default 1; the runtime sets them per layer block). */
+  readonly threads?: number;
+}
+
+/** The NCHW[V]c / rows geometry REORDER needs: [from kind, from V, to kind, to V, N, C, HW, rows, cols]. */
+function reorderInts(v: PlanValue, from: Layout, to: Layout): number[] {
+  const kind = (l: Layout) => { const p = parseLayout(l); return [LAYOUT_KIND[p.kind], p.vec]; };
+  const s = v.shape;
+  const [n = 1, c = 1, ...spatial] = s.length === 4 ? s : [1, 1];
+  const blockedUsed = [from, to].some((l) => parseLayout(l).kind === 'blocked');
+  if (blockedUsed && s.length !== 4) throw internalError(`reorder of ${quoteForMessage(v.name)}: blocked layout of a rank-${s.length} value`);
+  return [...kind(from), ...kind(to), n, c, product(spatial), product(s.slice(0, -1)), s[s.length - 1] ?? 1];
+}
+
+export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], options: TranslateOptions = {}): TranslatedPlan {
+  const threads = options.threads ?? 1;
+  const values = new Map(plan.values.map((v) => [v.id, v]));
+  const layerOf = new Map(layers.map((l) => [l.index, l]));
+  const params: ArrayBufferView[] = [];
+  const paramIds = new Map<object, Ref>();
+  const addParam = (data: ArrayBufferView): Ref => {
+    let r = paramIds.get(data);
+    if (r === undefined) { r = paramRef(params.length); params.push(data); paramIds.set(data, r); }
+    return r;
+  };
+  const symbols: string[] = [];
+  const symbolIndex = (sym: string): number => {
+    if (!SYMBOL_PATTERN.test(sym)) throw internalError(`version symbol ${quoteForMessage(sym)} is not a veltair kernel symbol`);
+    let i = symbols.indexOf(sym);
+    if (i < 0) { i = symbols.length; symbols.push(sym); }
+    return i;
+  };
+  const value = (id: number): PlanValue => {
+    const v = values.get(id);
+    if (v === undefined) throw internalError(`graph plan refers to value ${id}, which it does not define`);
+    if (v.offset + v.bytes > plan.arenaBytes) throw internalError(`value ${id} lies outside the arena`);
+    return v;
+  };
+  const operand = (id: number): Operand => {
+    const v = value(id);
+    return { ref: arenaRef(v.offset), shape: v.shape, dtype: v.dtype, layout: v.layout };
+  };
+  const steps: NativeStep[] = [];
+  const stepOfPlan: number[] = [];
+  const planOfStep: number[] = [];
+  const push = (s: Omit<NativeStep, 'threads' | 'label' | 'floats'> & { floats?: readonly number[] }, p: PlanStep, label: string) => {
+    stepOfPlan[p.index] = steps.length;
+    planOfStep.push(p.index);
+    steps.push({ ...s, threads, floats: s.floats ?? [], label });
+  };
+
+  for (const p of plan.steps) {
+    stepOfPlan[p.index] = -1;
+    if (p.op === 'reorder') {
+      const v = value(p.inputs[0]);
+      push({ op: OP.REORDER, inputs: [operand(p.inputs[0]).ref], outputs: [operand(p.outputs[0]).ref], ints: reorderInts(v, p.from, p.to), floats: [] },
+        p, `reorder ${p.from}→${p.to}`);
+      continue;
+    }
+    if (p.inPlace) continue;
+    const layer = layerOf.get(p.layer);
+    if (layer === undefined) throw internalError(`plan step ${p.index} runs layer ${p.layer}, which the bundle does not describe`);
+    const label = `layer ${layer.index} ${layer.op}`;
+    if (layer.tunable) {
+      push(kernelStep(layer, p, operand, addParam, symbolIndex), p, label);
+      continue;
+    }
+    const lowering = LOWERINGS[layer.op];
+    const ctx: OpContext = {
+      layer, layout: p.layout, ins: operands(layer, p.inputs.map(operand), addParam), outs: p.outputs.map(operand), addParam,
+    };
+    if (lowering === undefined) unsupported(ctx, 'no native op of this name');
+    push(lowering(ctx), p, label);
+  }
+  const tensor = (t: { name: string; value: number }) => {
+    const v = value(t.value);
+    return { name: t.name, dtype: v.dtype, shape: v.shape, offset: v.offset, bytes: v.bytes };
+  };
+  return {
+    plan: { arenaBytes: plan.arenaBytes, inputs: plan.inputs.map(tensor), outputs: plan.outputs.map(tensor), steps, symbols, params },
+    stepOfPlan, planOfStep,
+  };
+}
+
+/** Operands in ONNX argument order: activations from the step, constants (by argument name) as params. */
+function operands(layer: RuntimeLayer, acts: readonly Operand[], addParam: (d: ArrayBufferView) => Ref): Operand[] {
+  const names = Object.keys(layer.params);
+  if (names.length === 0) return [...acts];
+  const total = acts.length + names.length;
+  const order = OPERAND_NAMES[layer.op] ?? (total === 2 ? ['A', 'B'] : Array.from({ length: total }, (_, i) => `input${i}`));
+  const out: Operand[] = [];
+  let next = 0;
+  for (const name of order) {
+    const p = layer.params[name];
+    if (p !== undefined) out.push(paramOperand(p, addParam));
+    else if (next < acts.length) out.push(acts[next++]!);
+    if (out.length === total) break;
+  }
+  while (next < acts.length) out.push(acts[next++]!);
+  return out;
+}
+
+function paramOperand(p: ParamData, addParam: (d: ArrayBufferView) => Ref): Operand {
+  return { ref: addParam(p.bytes), shape: p.dims, dtype: p.dtype, layout: 'nchw', param: p };
+}
+
+function kernelStep(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, operand: (id: number) => Operand,
+  addParam: (d: ArrayBufferView) => Ref, symbolIndex: (s: string) => number): Omit<NativeStep, 'threads' | 'label'> {
+  const vec = parseLayout(p.layout).vec;
+  const bmm = layer.op === 'batch_matmul';
+  const args = bmm ? 2 : 1;
+  const x = operand(p.inputs[0]!), y = operand(p.outputs[0]!);
+  const wAct = bmm ? operand(p.inputs[1]!) : undefined;
+  const extras = layer.epilogue.filter((k) => k === 'residual_add' || k === 'channel_mul');
+  const extraRef = (kind: string) => {
+    const i = extras.indexOf(kind as typeof extras[number]);
+    return i < 0 ? NONE : operand(p.inputs[args + i]!).ref;
+  };
+  let bias: Ref = NONE;
+  if (layer.epilogue.includes('bias')) {
+    const b = layer.params['bias'];
+    if (!b) throw internalError(`layer ${layer.index} has a bias epilogue but no bias param`);
+    const natural = paramFloats(b);
+    const padded = new Float32Array(roundUp(natural.length, vec));
+    padded.set(natural);
+    bias = addParam(padded);
+  }
+  const epi = layer.epilogueParams.length > 0 ? addParam(Float32Array.from(layer.epilogueParams)) : NONE;
+  const byId = new Map(layer.versions.map((v) => [v.id, v]));
+  const versions = (p.versions ?? []).map((id) => {
+    const v = byId.get(id);
+    if (!v) throw internalError(`plan step ${p.index} uses version ${id.slice(0, 12)}, which layer ${layer.index} does not list`);
+    if (!bmm && !v.packedWeight) throw internalError(`layer ${layer.index} version ${id.slice(0, 12)} has no packed weight`);
+    return { symbol: symbolIndex(v.symbol), weight: bmm ? wAct!.ref : addParam(v.packedWeight!) };
+  });
+  if (versions.length === 0) throw internalError(`plan step ${p.index} (layer ${layer.index}) has no usable version`);
+  const bytesOf = (o: Operand) => layoutElements(o.shape, o.layout) * 4;
+  return {
+    op: OP.KERNEL, inputs: [x.ref, bias, extraRef('residual_add'), extraRef('channel_mul'), epi], outputs: [y.ref],
+    ints: [bytesOf(x), bytesOf(y), wAct ? bytesOf(wAct) : 0, layer.epilogueParams.length], floats: [], versions,
+  };
+}

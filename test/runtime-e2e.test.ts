@@ -1,0 +1,118 @@
+/**
+ * End to end through real generated kernels: Conv(+bias+ReLU) → MaxPool → GlobalAveragePool →
+ * Flatten → Gemm → Softmax, planned by the bundle planner (blocked NCHW16c conv chain, reorders to
+ * natural and to rows16 for the dense kernel), translated, run natively and compared with ONNX
+ * Runtime on the same ONNX model. Each tunable layer gets two versions (locality-greedy and
+ * parallel-heavy schedules) and switching between them must not change the result. Also: the
+ * executor's load-time refusals (missing library, missing symbol, a kernel built for another
+ * workload) and run-time input errors are VeltairErrors with clear messages.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { buildGraphPlan, type LayerChoice } from '../src/bundle/plan.js';
+import { packWeights } from '../src/bundle/packer.js';
+import { generateKernel } from '../src/codegen/kernel.js';
+import { buildKernels } from '../src/measure/build.js';
+import { makeCandidate } from '../src/space/candidate.js';
+import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
+import { detectTarget } from '../src/space/target.js';
+import { VeltairError } from '../src/errors.js';
+import { fromIrLayer, type RuntimeVersion } from '../src/runtime/runtime-layer.js';
+import { translatePlan } from '../src/runtime/translate.js';
+import { createExecutor } from '../src/runtime/native-bridge.js';
+import { OP } from '../src/runtime/ops.js';
+import { assertClose, graphOf, seeded } from './runtime-harness.js';
+import type { Tensor } from '../src/onnx/model.js';
+import type { ModelSpec } from '../src/onnx/encode.js';
+
+const t = (dims: number[], seed: number, scale = 0.3): Tensor => ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, -scale, scale) });
+
+const MODEL: ModelSpec = {
+  inputs: [{ name: 'x', dtype: 'float32' as const, shape: [2, 3, 15, 13] }],
+  outputs: [{ name: 'y', dtype: 'float32' as const, shape: [2, 10] }],
+  initializers: [['w', t([20, 3, 3, 3], 1)], ['b', t([20], 2)], ['fw', t([10, 20], 3, 1)], ['fb', t([10], 4)]] as [string, Tensor][],
+  nodes: [
+    { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['c'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
+    { op: 'Relu', inputs: ['c'], outputs: ['r'] },
+    { op: 'MaxPool', inputs: ['r'], outputs: ['p'], attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] } },
+    { op: 'GlobalAveragePool', inputs: ['p'], outputs: ['g'] },
+    { op: 'Flatten', inputs: ['g'], outputs: ['f'] },
+    { op: 'Gemm', inputs: ['f', 'fw', 'fb'], outputs: ['d'], attrs: { transB: 1 } },
+    { op: 'Softmax', inputs: ['d'], outputs: ['y'], attrs: { axis: 1 } },
+  ],
+};
+
+async function prepare() {
+  const target = await detectTarget();
+  const { bytes, graph } = graphOf(MODEL);
+  const cache = await mkdtemp(join(tmpdir(), 'veltair-rt-e2e-'));
+  const tunable = graph.layers.filter((l) => l.tunable);
+  assert.deepEqual(tunable.map((l) => l.op), ['conv2d', 'dense']);
+  const schedules = tunable.map((l) => [localityGreedy(l.workload!, target, 1), parallelHeavy(l.workload!, target, 2)]);
+  const units = tunable.map((l, i) => schedules[i]!.map((s) => generateKernel(makeCandidate(l.workload!, s, target))));
+  const built = await buildKernels(units.flat(), { cacheDir: cache, batchSize: 8 });
+  assert.ok(built.every((b) => b.status === 'ok'), JSON.stringify(built));
+  const so = (built[0] as { soPath: string }).soPath;
+  assert.ok(built.every((b) => (b as { soPath: string }).soPath === so), 'all kernels in one shared object');
+  const jobs = tunable.flatMap((l, i) => units[i]!.map((u) => ({ symbol: u.symbol, weight: l.params['weight']!.data as Float32Array })));
+  const packed: Uint8Array[] = [];
+  await packWeights(so, jobs, cache, (i, b) => { packed[i] = b; }, cache);
+  const vec = schedules[0]![0]!.vec;
+  assert.ok(schedules.flat().every((s) => s.vec === vec), 'one vector width for the whole plan');
+  const choices = new Map<number, LayerChoice>();
+  const versions = new Map<number, RuntimeVersion[]>();
+  let k = 0;
+  tunable.forEach((l, i) => {
+    const vs = units[i]!.map((u) => ({ id: u.symbol, symbol: u.symbol, packedWeight: packed[k++]! }));
+    versions.set(l.index, vs);
+    choices.set(l.index, { vec, versions: vs.map((v) => v.id) });
+  });
+  const plan = buildGraphPlan(graph, choices, vec);
+  const layers = graph.layers.map((l) => fromIrLayer(l, versions.get(l.index) ?? []));
+  return { bytes, graph, plan, layers, so, cache, units, vec };
+}
+
+test('a conv → pool → dense → softmax plan with generated kernels matches ONNX Runtime, in every version', { timeout: 240_000 }, async () => {
+  const p = await prepare();
+  try {
+    const steps = p.plan.steps.map((s) => (s.op === 'reorder' ? `reorder ${s.from}→${s.to}` : `${p.graph.layers[s.layer]!.op}@${s.layout}`));
+    assert.ok(steps.some((s) => s.startsWith('maxpool@nchw') && s !== 'maxpool@nchw'), `maxpool runs blocked: ${steps.join(', ')}`);
+    const { plan, stepOfPlan } = translatePlan(p.plan, p.layers, { threads: 2 });
+    const exec = await createExecutor(plan, p.so);
+    const x = seeded(2 * 3 * 15 * 13, 11, -1, 1);
+    const session = await ort.InferenceSession.create(p.bytes, { intraOpNumThreads: 1 });
+    const ref = (await session.run({ x: new ort.Tensor('float32', x, [2, 3, 15, 13]) }))['y']!.data as Float32Array;
+    const kernelSteps = plan.steps.map((s, i) => (s.op === OP.KERNEL ? i : -1)).filter((i) => i >= 0);
+    assert.equal(kernelSteps.length, 2);
+    for (const combo of [[0, 0], [1, 1], [0, 1], [1, 0]]) {
+      kernelSteps.forEach((s, i) => exec.setVersion(s, combo[i]!));
+      const y = exec.run([x])[0] as Float32Array;
+      assertClose(y, ref, `versions ${combo}`, 1e-3, 1e-5);
+    }
+    exec.setAllThreads(1);
+    assertClose(exec.run([x])[0]!, ref, 'one thread', 1e-3, 1e-5);
+    assert.ok(stepOfPlan.filter((s) => s >= 0).length === plan.steps.length);
+    assert.throws(() => exec.setVersion(kernelSteps[0]!, 2), (e: unknown) => e instanceof VeltairError && /version 2 does not exist/.test(e.message));
+    assert.throws(() => exec.run([new Float32Array(5)]), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_INPUT' && /expected float32 \[2, 3, 15, 13\]/.test(e.message));
+    exec.setProfiling(true);
+    exec.run([x]);
+    const ns = exec.stepTimesNs();
+    assert.equal(ns.length, plan.steps.length);
+    assert.ok(ns.every((v) => v > 0));
+    exec.close();
+    assert.throws(() => exec.run([x]), /closed/);
+
+    // Load-time refusals.
+    await assert.rejects(createExecutor(plan, join(p.cache, 'missing.so')), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /cannot load kernels library/.test(e.message));
+    const bogus = { ...plan, symbols: plan.symbols.map((s, i) => (i === 0 ? 'vt_k0000000000000000' : s)) };
+    await assert.rejects(createExecutor(bogus, p.so), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /no vt_k0000000000000000_run/.test(e.message));
+    const swapped = { ...plan, steps: plan.steps.map((s) => (s.versions ? { ...s, versions: s.versions.map((v) => ({ ...v, symbol: (v.symbol + 2) % 4 })) } : s)) };
+    await assert.rejects(createExecutor(swapped, p.so), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /does not match the plan/.test(e.message));
+  } finally {
+    await rm(p.cache, { recursive: true, force: true });
+  }
+});
