@@ -125,6 +125,34 @@ static void* sym_of(void* h, const char* sym, const char* suffix) {
   return dlsym(h, name);
 }
 
+static size_t round_up(size_t x, size_t v) { return (x + v - 1) / v * v; }
+
+/*
+ * The sizes a descriptor must state for the output/bias layouts the ABI fixes, and the least it may
+ * state for input and weight (their layouts may vary by schedule). A kernel built against another
+ * vt_desc layout fails this instead of sending the harness through garbage sizes (SIGSEGV).
+ */
+static const char* desc_mismatch(const vt_desc* d) {
+  if (d->op < VT_OP_CONV2D || d->op > VT_OP_BATCH_MATMUL) return "bad op";
+  if (d->vec != 1 && d->vec != 8 && d->vec != 16) return "bad vec";
+  if (d->n_epi < 0 || d->n_epi > VT_MAX_EPI) return "bad n_epi";
+  const size_t v = (size_t)d->vec;
+  size_t out, bias;
+  if (d->op == VT_OP_CONV2D) {
+    if (d->n < 1 || d->cin < 1 || d->cout < 1 || d->groups < 1 || d->oh < 1 || d->ow < 1) return "bad conv dims";
+    bias = round_up((size_t)d->cout, v);
+    out = (size_t)d->n * bias * d->oh * d->ow;
+  } else {
+    const size_t b = d->op == VT_OP_DENSE ? 1 : (size_t)d->batch;
+    if (b < 1 || d->m < 1 || d->k < 1 || d->nn < 1) return "bad matmul dims";
+    bias = round_up((size_t)d->nn, v);
+    out = b * d->m * bias;
+  }
+  if (d->output_floats != out || d->bias_floats != bias) return "output/bias sizes disagree with the ABI layout";
+  if (d->input_floats < vt_ref_input_floats(d) || d->weight_floats < vt_ref_weight_floats(d)) return "input/weight sizes too small";
+  return 0;
+}
+
 static void run_job(int idx, const job_t* j, double min_ms, int min_rep, int max_rep, int flush, uint64_t seed) {
   void* h = dlopen(j->so, RTLD_NOW | RTLD_LOCAL);
   if (!h) { printf("{\"job\":%d,\"event\":\"result\",\"status\":\"crash\",\"message\":\"dlopen failed\"}\n", idx); fflush(stdout); return; }
@@ -137,6 +165,12 @@ static void run_job(int idx, const job_t* j, double min_ms, int min_rep, int max
     fflush(stdout); return;
   }
   const vt_desc* d = desc_fn();
+  const char* bad = desc_mismatch(d);
+  if (bad) {
+    printf("{\"job\":%d,\"event\":\"result\",\"status\":\"crash\",\"message\":\"descriptor inconsistent (%s): "
+           "kernel built against other headers?\"}\n", idx, bad);
+    fflush(stdout); return;
+  }
   const operands_t* o = operands_for(d, seed);
   const size_t nch = vt_ref_out_channels(d), ngate = vt_ref_chanmul_floats(d);
   float params[2 * VT_MAX_EPI];

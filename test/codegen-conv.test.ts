@@ -56,6 +56,15 @@ const SHAPES: ConvSpec[] = [
   { cin: 10, h: 13, w: 14, cout: 21, k: [3, 3], s: [2, 2], pads: [2, 2, 2, 2], d: [2, 2], epi: ['bias', 'relu'] },
   { cin: 64, h: 1, w: 1, cout: 16, k: [1, 1], epi: ['bias', 'relu'] },
   { cin: 1, h: 12, w: 10, cout: 17, k: [3, 3], pads: [1, 1, 1, 1], epi: ['bias'] },
+  // small-cin convs read plain NCHW input (problem.ts smallCinInput): stems, odd widths, 1×1 (flat), dilation
+  { cin: 3, h: 30, w: 27, cout: 64, k: [7, 7], s: [2, 2], pads: [3, 3, 3, 3], epi: ['bias', 'relu'] },
+  { cin: 1, h: 17, w: 23, cout: 32, k: [7, 7], s: [2, 2], pads: [3, 3, 3, 3], epi: ['bias'] },
+  { cin: 4, h: 15, w: 13, cout: 24, k: [7, 7], s: [2, 2], pads: [3, 2, 1, 3], epi: ['relu'] },
+  { n: 2, cin: 3, h: 11, w: 14, cout: 32, k: [3, 3], pads: [1, 1, 1, 1], epi: ['bias', 'clip'] },
+  { cin: 4, h: 16, w: 15, cout: 16, k: [3, 3], s: [2, 2], pads: [1, 1, 1, 1], epi: ['bias', 'residual_add'] },
+  { cin: 3, h: 9, w: 10, cout: 40, k: [3, 3], s: [2, 2], pads: [0, 0, 1, 1], epi: ['bias', 'channel_mul'] },
+  { cin: 2, h: 7, w: 9, cout: 20, k: [1, 1], epi: ['bias'] },
+  { cin: 3, h: 13, w: 12, cout: 16, k: [3, 3], pads: [2, 2, 2, 2], d: [2, 2], epi: ['bias'] },
 ];
 
 test('generated conv kernels match the reference across the shape sweep', { timeout: 600_000 }, async () => {

@@ -144,8 +144,10 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
     '  }',
     '}',
   ] : [];
+  const compact = p.inputLayout === 'nchw' ? compactInput(p) : undefined;
   return [
-    `void ${sym}_run(const float* in, const float* w, const float* bias, const float* res, const float* gate, const float* prm, float* out, int nthreads) {`,
+    `void ${sym}_run(const float* ${compact ? 'in_blocked' : 'in'}, const float* w, const float* bias, const float* res, const float* gate, const float* prm, float* out, int nthreads) {`,
+    ...(compact?.head ?? []),
     `  #pragma omp parallel num_threads(nthreads)`,
     '  {',
     transposed ? `    float* panel = (float*)aligned_alloc(64, ${Math.ceil((s.tileOc * panelQ * 4) / 64) * 64});` : '',
@@ -172,6 +174,31 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
     '    }',
     transposed ? '    free(panel);' : '',
     '  }',
+    ...(compact?.tail ?? []),
     '}',
   ].join('\n');
+}
+
+/**
+ * Small-cin convs (problem.ts smallCinInput) run on plain NCHW input, but the ABI still hands them
+ * NCHW[V]c (the graph plan feeds every conv blocked): the run function first gathers the real
+ * channels into a dense NCHW copy (timed with the kernel; ~V/cin times less data for the
+ * reduction to walk than the blocked input it came from), then runs the tiles on that copy.
+ */
+function compactInput(p: DirectProblem): { head: string[]; tail: string[] } {
+  const cin = p.icLanesLast, plane = p.inH * p.inW, v = p.vec;
+  const floats = p.batch * cin * plane;
+  return {
+    head: [
+      `  float* in = (float*)aligned_alloc(64, ${Math.ceil((floats * 4) / 64) * 64});`,
+      '  if (!in) abort(); /* no way to report failure through the ABI; never return garbage */',
+      `  #pragma omp parallel for num_threads(nthreads) schedule(static)`,
+      `  for (long i = 0; i < ${p.batch * cin}; ++i) {`,
+      `    const float* src = in_blocked + (i / ${cin}) * ${plane * v} + (i % ${cin});`,
+      `    float* dst = in + i * ${plane};`,
+      `    for (long x = 0; x < ${plane}; ++x) dst[x] = src[x * ${v}];`,
+      '  }',
+    ],
+    tail: ['  free(in);'],
+  };
 }

@@ -15,7 +15,7 @@ import { emitEpilogue } from './epilogue.js';
 import { emitDescriptor, emitLayout } from './layout.js';
 
 /** Bump when generated code changes meaning: it is part of every symbol, so stale objects never match. */
-export const CODEGEN_VERSION = 1;
+export const CODEGEN_VERSION = 2;
 
 export interface KernelSource {
   readonly symbol: string;

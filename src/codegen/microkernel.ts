@@ -65,9 +65,11 @@ function reductionBlock(k: MicrokernelSpec, lanes: number, icb: string): string[
   // first layer does not stride over 13 zero lanes per tap); B rows are indexed by k directly
   const laneStride = p.weights === 'packed' ? lanes : p.vec;
   const width = k.special?.width ?? k.s.regCols;
+  // reduction lane l = input channel: adjacent floats when blocked, a whole plane apart in NCHW input
+  const lane = p.in.lane === 1 ? 'l' : `l * ${p.in.lane}`;
   const body: string[] = [];
   if (!k.special) {
-    const cols = Array.from({ length: width }, (_, j) => ({ j, addr: `ipk[l + ${j * p.sw * p.in.pix}]` }));
+    const cols = Array.from({ length: width }, (_, j) => ({ j, addr: `ipk[${lane} + ${j * p.sw * p.in.pix}]` }));
     body.push(
       `#pragma GCC unroll ${p.kw}`,
       `for (int kw = 0; kw < ${p.kw}; ++kw) {`,
@@ -80,7 +82,7 @@ function reductionBlock(k: MicrokernelSpec, lanes: number, icb: string): string[
       const cols = [];
       for (let j = 0; j < width; j++) {
         const off = tapOffset(p, k.special.ow0 + j, kw);
-        if (off !== undefined) cols.push({ j, addr: `ipr[l + ${off}]` });
+        if (off !== undefined) cols.push({ j, addr: `ipr[${lane} + ${off}]` });
       }
       if (cols.length === 0) continue;
       body.push(`{ /* kw = ${kw} */`, ...laneLoop(k, lanes, `wpr + ${kw * laneStride * k.wstep}`, cols).map((x) => '  ' + x), '}');
@@ -125,9 +127,13 @@ export function emitMicrokernel(k: MicrokernelSpec): string {
     '  } else {',
     ...each((i, j) => `    c${i}_${j} = ${v}_load(op + ${at(i, j)});`),
     '  }',
-    '  for (int icb = 0; icb < nfull; ++icb)',
-    ...reductionBlock(k, p.vec, 'icb').map((x) => '  ' + x),
   ];
+  // a single partial ic block (small-cin convs) never runs the full-block loop (nfull is 0)
+  if (p.icBlocks > 1 || p.icLanesLast === p.vec) {
+    lines.push('  for (int icb = 0; icb < nfull; ++icb)', ...reductionBlock(k, p.vec, 'icb').map((x) => '  ' + x));
+  } else {
+    lines.push('  (void)nfull;');
+  }
   if (p.icLanesLast < p.vec) {
     lines.push('  if (tail)', ...reductionBlock(k, p.icLanesLast, 'nfull').map((x) => '  ' + x));
   }

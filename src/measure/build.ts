@@ -64,11 +64,30 @@ export async function ccVersion(cc = compilerCommand()): Promise<string> {
   }
 }
 
-let headerDigest: Promise<string> | undefined;
-export function headersHash(): Promise<string> {
-  headerDigest ??= Promise.all(KERNEL_HEADERS.map((h) => readFile(join(nativeDir(), h), 'utf8')))
-    .then((texts) => createHash('sha256').update(texts.join('\0')).digest('hex'));
-  return headerDigest;
+/** The kernel headers' exact bytes at one moment, and their digest. */
+export interface HeaderSnapshot {
+  readonly files: readonly { readonly name: string; readonly text: string }[];
+  readonly hash: string;
+}
+
+/**
+ * Read fresh on every build, never memoized, and compiled from these very bytes (copied next to the
+ * sources): a header edited while a long-lived process builds must not land in the cache under the
+ * old header's key (that poisoned objects once: a descriptor compiled against another vt_desc
+ * layout, read by the harness with its own, crashed every candidate built from them).
+ */
+export async function headerSnapshot(): Promise<HeaderSnapshot> {
+  const files = await Promise.all(KERNEL_HEADERS.map(async (name) => ({ name, text: await readFile(join(nativeDir(), name), 'utf8') })));
+  const hash = createHash('sha256').update('headers-v2\0').update(files.map((f) => `${f.name}\0${f.text}`).join('\0')).digest('hex');
+  return { files, hash };
+}
+
+export async function headersHash(): Promise<string> {
+  return (await headerSnapshot()).hash;
+}
+
+export async function writeHeaders(dir: string, snap: HeaderSnapshot): Promise<void> {
+  await Promise.all(snap.files.map((f) => writeFile(join(dir, f.name), f.text)));
 }
 
 /** Run tasks with at most `limit` in flight. */
@@ -103,18 +122,18 @@ interface Compiled { key: string; error?: string }
 
 /** Compile units in one compiler call; on failure, one at a time to isolate the bad ones. */
 async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc: string, flags: readonly string[],
-  objDir: string): Promise<Map<string, Compiled>> {
+  objDir: string, headers: HeaderSnapshot): Promise<Map<string, Compiled>> {
   const result = new Map<string, Compiled>();
   const work = await mkdtemp(join(tmpdir(), 'veltair-cc-'));
   try {
-    await Promise.all(units.map((u) => writeFile(join(work, `${u.symbol}.c`), u.source)));
-    const args = [...flags, '-I', nativeDir(), '-c', ...units.map((u) => `${u.symbol}.c`)];
+    await Promise.all([...units.map((u) => writeFile(join(work, `${u.symbol}.c`), u.source)), writeHeaders(work, headers)]);
+    const args = [...flags, '-I', work, '-c', ...units.map((u) => `${u.symbol}.c`)];
     try {
       await execa(cc, args, { cwd: work });
     } catch (e) {
       if ((e as { code?: string }).code === 'ENOENT') throw noCompiler(cc);
       if (units.length > 1) {
-        for (const u of units) for (const [k, v] of await compileBatch([u], cc, flags, objDir)) result.set(k, v);
+        for (const u of units) for (const [k, v] of await compileBatch([u], cc, flags, objDir, headers)) result.set(k, v);
         return result;
       }
       const stderr = String((e as { stderr?: string }).stderr ?? e);
@@ -150,17 +169,17 @@ async function link(keys: readonly string[], cc: string, objDir: string, libDir:
 export async function buildKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<BuildOutcome[]> {
   const cc = compilerCommand();
   const flags = options.cflags ?? KERNEL_CFLAGS;
-  const [version, headers] = await Promise.all([ccVersion(cc), headersHash()]);
+  const [version, headers] = await Promise.all([ccVersion(cc), headerSnapshot()]);
   const root = options.cacheDir ?? cacheDir();
   const objDir = join(root, 'objects'), libDir = join(root, 'lib');
   await Promise.all([mkdir(objDir, { recursive: true }), mkdir(libDir, { recursive: true })]);
   const unique = [...new Map(units.map((u) => [u.symbol, u])).values()];
-  const keyed = unique.map((u) => ({ ...u, key: toolHash(`${u.source}\0${headers}`, flags, version).slice(0, 40) }));
+  const keyed = unique.map((u) => ({ ...u, key: toolHash(`${u.source}\0${headers.hash}`, flags, version).slice(0, 40) }));
   const missing = keyed.filter((u) => !existsSync(join(objDir, `${u.key}.o`)));
   const batchSize = Math.max(1, options.batchSize ?? 8);
   const jobs = options.jobs ?? availableParallelism();
   const compiled = new Map<string, Compiled>();
-  for (const m of await pool(chunk(missing, batchSize), jobs, (b) => compileBatch(b, cc, flags, objDir))) {
+  for (const m of await pool(chunk(missing, batchSize), jobs, (b) => compileBatch(b, cc, flags, objDir, headers))) {
     for (const [k, v] of m) compiled.set(k, v);
   }
   const failed = new Map([...compiled].filter(([, v]) => v.error !== undefined).map(([k, v]) => [k, v.error!]));

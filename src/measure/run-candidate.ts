@@ -9,13 +9,13 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
 import { VeltairError } from '../errors.js';
-import { ccVersion, compilerCommand, headersHash, nativeDir } from './build.js';
+import { ccVersion, compilerCommand, headerSnapshot, nativeDir, writeHeaders } from './build.js';
 import { cacheDir, toolHash } from './native-tool.js';
 
 export type MeasureStatus = 'ok' | 'wrong' | 'crash' | 'timeout' | 'compile_error';
@@ -59,36 +59,47 @@ export interface MeasureOptions {
 
 const HARNESS_FLAGS = ['-O2', '-march=native', '-std=gnu11'];
 const HARNESS_SOURCES = ['harness.c', 'reference.c'];
+/** Everything the harness compiles besides the kernel headers (reference.h included: it is part of the key). */
+const HARNESS_FILES = [...HARNESS_SOURCES, 'reference.h'];
 
-const harnessPaths = new Map<string, Promise<string>>();
+const harnessBuilds = new Map<string, Promise<string>>();
 
-/** The harness binary, compiled once per (sources, headers, flags, compiler, CPU) into the cache. */
+/**
+ * The harness binary, compiled once per (sources, headers, flags, compiler, CPU) into the cache.
+ * The key is recomputed on every call (a few small reads) rather than remembered per process, so a
+ * long-lived process never pairs an old harness with kernels built against edited headers.
+ */
 export async function ensureHarness(dir = cacheDir()): Promise<string> {
-  const known = harnessPaths.get(dir);
-  if (known && existsSync(await known.catch(() => ''))) return known;
+  const cc = compilerCommand();
+  const [version, headers, ...sources] = await Promise.all([ccVersion(cc), headerSnapshot(),
+    ...HARNESS_FILES.map((f) => readFile(join(nativeDir(), f), 'utf8'))]);
+  const key = toolHash(`harness-v2\0${sources.join('\0')}\0${headers.hash}`, HARNESS_FLAGS, version).slice(0, 16);
+  const bin = join(dir, 'tools', `harness-${key}`);
+  if (existsSync(bin)) return bin;
+  const pending = harnessBuilds.get(bin);
+  if (pending) return pending;
   const building = (async () => {
-    const cc = compilerCommand();
-    const [version, headers, ...sources] = await Promise.all([ccVersion(cc), headersHash(),
-      ...HARNESS_SOURCES.map((f) => readFile(join(nativeDir(), f), 'utf8'))]);
-    const key = toolHash(`${sources.join('\0')}\0${headers}`, HARNESS_FLAGS, version).slice(0, 16);
-    const bin = join(dir, 'tools', `harness-${key}`);
-    if (existsSync(bin)) return bin;
     await mkdir(join(dir, 'tools'), { recursive: true });
     const temp = `${bin}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    // compiled from a snapshot of exactly the bytes hashed above (see headerSnapshot in build.ts)
+    const work = await mkdtemp(join(tmpdir(), 'veltair-harness-'));
     try {
-      await execa(cc, [...HARNESS_FLAGS, '-I', nativeDir(), '-o', temp,
-        ...HARNESS_SOURCES.map((f) => join(nativeDir(), f)), '-ldl', '-lm']);
+      await writeHeaders(work, headers);
+      await Promise.all(HARNESS_FILES.map((f, i) => writeFile(join(work, f), sources[i]!)));
+      await execa(cc, [...HARNESS_FLAGS, '-I', work, '-o', temp, ...HARNESS_SOURCES.map((f) => join(work, f)), '-ldl', '-lm']);
       await rename(temp, bin);
     } catch (e) {
       await rm(temp, { force: true });
-      harnessPaths.delete(dir);
       const stderr = String((e as { stderr?: string }).stderr ?? e);
       throw new VeltairError('COMPILE_FAILED', `compiling the measurement harness failed: ${stderr.split('\n')[0]}`,
         'this is a veltair bug if your C compiler works', 2);
+    } finally {
+      harnessBuilds.delete(bin);
+      await rm(work, { recursive: true, force: true });
     }
     return bin;
   })();
-  harnessPaths.set(dir, building);
+  harnessBuilds.set(bin, building);
   return building;
 }
 

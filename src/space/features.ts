@@ -44,9 +44,11 @@ function tileBytes(p: Problem, s: Schedule, ocVectors: number, icBlocks: number,
       output: ocVectors * v * rows * cols * F,
     };
   }
+  // unblocked (small-cin) input holds only the real channels
+  const inLanes = p.inputLayout === 'nchw' ? p.icLanesLast : v;
   return {
     weights: ocVectors * v * icBlocks * v * p.kh * p.kw * F,
-    input: icBlocks * v * inRows * inCols * F,
+    input: icBlocks * inLanes * inRows * inCols * F,
     output: ocVectors * v * rows * cols * F,
   };
 }

@@ -21,6 +21,7 @@ export interface Strides {
   readonly block: number; // next channel block (input: ic block, output: oc vector)
   readonly group: number; // next conv group
   readonly batch: number; // next image / matrix
+  readonly lane: number;  // next channel inside a block (1 in the blocked layouts; H·W for NCHW input)
 }
 
 interface Geometry {
@@ -58,6 +59,11 @@ export interface DirectProblem extends Geometry {
   readonly weights: 'packed' | 'b_rows' | 'b_transposed';
   /** Reduction length K of one output element. */
   readonly reduction: number;
+  /**
+   * 'blocked': the reduction reads the NCHW[V]c input as given; 'nchw': a conv with very few input
+   * channels reads a dense NCHW copy of it (see smallCinInput), so no zero lanes sit between pixels.
+   */
+  readonly inputLayout: 'blocked' | 'nchw';
 }
 
 export interface DepthwiseProblem extends Geometry {
@@ -83,6 +89,18 @@ export function widthFits(w: WorkloadShape, vec: number): boolean {
   return (w.cin / w.groups) % vec === 0 && (w.cout / w.groups) % vec === 0;
 }
 
+/**
+ * Convs with at most SMALL_CIN input channels (e.g. an RGB stem) reduce over plain NCHW input:
+ * blocked, each pixel would drag V - cin zero lanes through the caches (13 of 16 for RGB) while
+ * the reduction only ever visits the real lanes. The ABI still hands them NCHW[V]c; the run
+ * function gathers the real channels first (src/codegen/direct.ts compactInput).
+ */
+export const SMALL_CIN = 4;
+
+export function smallCinInput(w: WorkloadShape, vec: number): boolean {
+  return w.op === 'conv2d' && w.groups === 1 && vec > 1 && w.cin <= SMALL_CIN;
+}
+
 export function problemOf(w: WorkloadShape, vec: 16 | 8 | 1): Problem {
   if (w.op === 'conv2d') return convProblem(w, vec);
   const { m, k, n } = w;
@@ -91,14 +109,14 @@ export function problemOf(w: WorkloadShape, vec: 16 | 8 | 1): Problem {
   return {
     kind: 'direct', vec, batch, rows: 1, cols: m, kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, padT: 0, padL: 0,
     inH: 1, inW: m,
-    in: { pix: kp, row: 0, block: vec, group: 0, batch: m * kp },
-    out: { pix: np, row: 0, block: vec, group: 0, batch: m * np },
+    in: { pix: kp, row: 0, block: vec, group: 0, batch: m * kp, lane: 1 },
+    out: { pix: np, row: 0, block: vec, group: 0, batch: m * np, lane: 1 },
     gateBatch: w.op === 'batch_matmul' ? np : 0,
     macs: batch * m * k * n,
     groups: 1, ocVecs: ceilDiv(n, vec), ocLanesLast: lanesLast(n, vec),
     icBlocks: ceilDiv(k, vec), icLanesLast: lanesLast(k, vec),
     weights: w.op === 'dense' ? 'packed' : (w.transB ? 'b_transposed' : 'b_rows'),
-    reduction: k,
+    reduction: k, inputLayout: 'blocked',
   };
 }
 
@@ -117,18 +135,22 @@ function convProblem(w: Extract<WorkloadShape, { op: 'conv2d' }>, vec: 16 | 8 | 
   if (isDepthwise(w)) {
     return {
       kind: 'depthwise', ...geometry,
-      in: { pix: vec, row: inW * vec, block: inPlane, group: 0, batch: cinB * inPlane },
-      out: { pix: vec, row: cols * vec, block: outPlane, group: 0, batch: coutB * outPlane },
+      in: { pix: vec, row: inW * vec, block: inPlane, group: 0, batch: cinB * inPlane, lane: 1 },
+      out: { pix: vec, row: cols * vec, block: outPlane, group: 0, batch: coutB * outPlane, lane: 1 },
       chanVecs: cinB, chanLanesLast: lanesLast(w.cin, vec), reduction: w.kh * w.kw,
     };
   }
   const cing = w.cin / w.groups, coutg = w.cout / w.groups;
   const icBlocks = ceilDiv(cing, vec), ocVecs = ceilDiv(coutg, vec);
+  const nchw = smallCinInput(w, vec);
+  const plane = w.h * w.w;
   return {
     kind: 'direct', ...geometry,
-    in: { pix: vec, row: inW * vec, block: inPlane, group: icBlocks * inPlane, batch: cinB * inPlane },
-    out: { pix: vec, row: cols * vec, block: outPlane, group: ocVecs * outPlane, batch: coutB * outPlane },
+    in: nchw
+      ? { pix: 1, row: inW, block: vec * plane, group: 0, batch: w.cin * plane, lane: plane }
+      : { pix: vec, row: inW * vec, block: inPlane, group: icBlocks * inPlane, batch: cinB * inPlane, lane: 1 },
+    out: { pix: vec, row: cols * vec, block: outPlane, group: ocVecs * outPlane, batch: coutB * outPlane, lane: 1 },
     groups: w.groups, ocVecs, ocLanesLast: lanesLast(coutg, vec), icBlocks, icLanesLast: lanesLast(cing, vec),
-    weights: 'packed', reduction: cing * w.kh * w.kw,
+    weights: 'packed', reduction: cing * w.kh * w.kw, inputLayout: nchw ? 'nchw' : 'blocked',
   };
 }
