@@ -93,6 +93,50 @@ export interface ManifestLayer {
   readonly family?: ManifestFamily;
 }
 
+/** A fitted linear map features → interference level (src/runtime/proxy-model.ts fits and applies it). */
+export interface ManifestLevelModel {
+  /** Feature names (see proxy-features.ts), in weight order. */
+  readonly features: readonly string[];
+  readonly intercept: number;
+  /** One weight per feature (0 for a feature that was constant during calibration). */
+  readonly weights: readonly number[];
+  /** Fit quality on the calibration samples: R², residual RMS (levels), share rounded to the true level. */
+  readonly r2: number;
+  readonly rmsError: number;
+  readonly accuracy: number;
+}
+
+/** One calibrated level as the proxy calibration saw it (medians over its samples). */
+export interface ProxyLevelSummary {
+  readonly samples: number;
+  /** Median observed/profiled kernel time of the probe (the model itself) at this level. */
+  readonly latencyRatio: number;
+  readonly otherCoresBusy: number;
+  /** The co-runner's own memory traffic over its window (GB/s); 0 at level 0. */
+  readonly coRunnerMemGBps: number;
+  /** Median of the system model's continuous prediction on this level's samples. */
+  readonly predictedLevel: number;
+}
+
+/**
+ * The interference proxy's coefficients (optional; added by `veltair bench --calibrate-proxy`):
+ * linear models fitted by least squares on features recorded while the noise generator ran at
+ * each calibrated level with the bundle's own model as the probe.
+ */
+export interface ManifestInterferenceProxy {
+  readonly levels: readonly number[];
+  /** Executor threads and core counts the calibration ran with. */
+  readonly threads: number;
+  readonly kernelCores: number;
+  readonly noiseCores: number;
+  readonly refreshMs: number;
+  /** Runs the latency-ratio feature is the median of. */
+  readonly ratioWindow: number;
+  /** `system`: OS features + latency ratio; `tenant`: also the co-runners' known memory traffic. */
+  readonly models: { readonly system: ManifestLevelModel; readonly tenant: ManifestLevelModel };
+  readonly perLevel: Readonly<Record<string, ProxyLevelSummary>>;
+}
+
 export interface ManifestTensorInfo { readonly name: string; readonly dtype: DType; readonly shape: readonly number[] }
 
 export interface Manifest {
@@ -121,6 +165,7 @@ export interface Manifest {
   };
   readonly layers: readonly ManifestLayer[];
   readonly graphPlan: GraphPlan;
+  readonly interferenceProxy?: ManifestInterferenceProxy;
   /** Every other file of the bundle: relative path → sha256 and size. */
   readonly files: Readonly<Record<string, { readonly sha256: string; readonly bytes: number }>>;
 }

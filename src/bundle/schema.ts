@@ -174,6 +174,34 @@ const graphPlan = {
   },
 } as const;
 
+const featureName = { enum: ['otherCoresBusy', 'psiCpuSome', 'psiMemorySome', 'latencyRatio', 'coRunnerMemGBps'] } as const;
+const finite = { type: 'number' } as const;
+const levelModel = {
+  type: 'object', required: ['features', 'intercept', 'weights', 'r2', 'rmsError', 'accuracy'], additionalProperties: false,
+  properties: {
+    features: { type: 'array', items: featureName, minItems: 1, uniqueItems: true },
+    intercept: finite, weights: { type: 'array', items: finite, minItems: 1 },
+    r2: finite, rmsError: nonNegative, accuracy: { type: 'number', minimum: 0, maximum: 1 },
+  },
+} as const;
+/** Optional (format 1.x minor addition): the interference proxy's fitted coefficients. */
+const interferenceProxy = {
+  type: 'object', required: ['levels', 'threads', 'kernelCores', 'noiseCores', 'refreshMs', 'ratioWindow', 'models', 'perLevel'], additionalProperties: false,
+  properties: {
+    levels: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 4 }, minItems: 2, uniqueItems: true },
+    threads: positiveInt, kernelCores: positiveInt, noiseCores: positiveInt,
+    refreshMs: nonNegative, ratioWindow: positiveInt,
+    models: { type: 'object', required: ['system', 'tenant'], additionalProperties: false, properties: { system: levelModel, tenant: levelModel } },
+    perLevel: {
+      type: 'object', propertyNames: levelKey,
+      additionalProperties: {
+        type: 'object', required: ['samples', 'latencyRatio', 'otherCoresBusy', 'coRunnerMemGBps', 'predictedLevel'], additionalProperties: false,
+        properties: { samples: positiveInt, latencyRatio: nonNegative, otherCoresBusy: finite, coRunnerMemGBps: nonNegative, predictedLevel: finite },
+      },
+    },
+  },
+} as const;
+
 export const MANIFEST_SCHEMA = {
   $id: 'https://veltair.dev/schemas/bundle-manifest-v1.json',
   type: 'object',
@@ -229,6 +257,7 @@ export const MANIFEST_SCHEMA = {
     },
     layers: { type: 'array', items: layer },
     graphPlan,
+    interferenceProxy,
     files: {
       type: 'object', propertyNames: path,
       additionalProperties: {

@@ -11,10 +11,12 @@ import { registerNoiseCommand } from './noise.js';
 import { registerDbCommand } from './db.js';
 import { registerBenchLayersCommand } from './bench-layers.js';
 import { registerCompileCommand } from './compile.js';
+import { registerBenchCommand } from './bench.js';
+import { registerRunCommand } from './run.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
-const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand];
+const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand, registerRunCommand, registerBenchCommand];
 
 export function buildProgram(): Command {
   const program = new Command('veltair')

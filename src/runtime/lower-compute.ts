@@ -74,7 +74,14 @@ export const where: Lowering = (c) => {
     ints: [walk.dims.length, ...walk.dims, ...walk.strides.flat(), bytes] };
 };
 
+/** Ops whose C code reads and writes float: any other element type would be misread (and overrun). */
+function float32Only(c: OpContext, what: string): void {
+  const bad = [...c.ins, ...c.outs].find((o) => !o.param && o.dtype !== 'float32');
+  if (bad) unsupported(c, `native ${what} runs on float32, not ${bad.dtype}`);
+}
+
 export const pool: Lowering = (c) => {
+  float32Only(c, 'pooling');
   const x = c.ins[0]!;
   if (x.shape.length !== 4 && x.shape.length !== 3) unsupported(c, 'pooling runs on 1-D or 2-D spatial inputs');
   const g = blockedGeometry(x), og = blockedGeometry(c.outs[0]!);
@@ -96,6 +103,7 @@ export const pool: Lowering = (c) => {
 };
 
 export const globalPool: Lowering = (c) => {
+  float32Only(c, 'pooling');
   const x = c.ins[0]!;
   const v = blockedGeometry(x).v;
   const [n = 1, ch = 1, ...spatial] = x.shape;
@@ -104,6 +112,7 @@ export const globalPool: Lowering = (c) => {
 };
 
 export const softmax: Lowering = (c) => {
+  float32Only(c, 'softmax');
   const s = c.ins[0]!.shape;
   const axis = attrNumber(c, 'axis', s.length - 1);
   const coerce = attrNumber(c, 'coerce2d', 0) === 1;
@@ -130,6 +139,7 @@ function broadcastParam(c: OpContext, o: OpContext['ins'][number] | undefined, s
 }
 
 export const layerNorm: Lowering = (c) => {
+  float32Only(c, 'layer normalization');
   const s = c.ins[0]!.shape;
   const axis = attrNumber(c, 'axis', s.length - 1);
   const norm = s.slice(axis);
@@ -139,6 +149,7 @@ export const layerNorm: Lowering = (c) => {
 
 export const batchNorm: Lowering = (c) => {
   const [x, scale, bias, mean, variance] = c.ins;
+  float32Only(c, 'batch normalization');
   if (!x || !scale?.param || !bias?.param || !mean?.param || !variance?.param) unsupported(c, 'batch normalization needs constant scale, B, mean and var');
   if (attrNumber(c, 'training_mode', 0) !== 0) unsupported(c, 'training-mode batch normalization');
   const g = blockedGeometry(x);

@@ -7,6 +7,7 @@ import { dtypeBytes } from '../bundle/layout.js';
 import { KIND, OP } from './ops.js';
 import { broadcastStrides, coalesce, MAX_NATIVE_RANK, product, stridesOf } from './geometry.js';
 import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type Lowering, type OpContext } from './lower-context.js';
+import { paramFloats } from './runtime-layer.js';
 
 interface Job { src: number; dst: number; srcBase: number; dstBase: number; dims: readonly number[]; srcStrides: readonly number[]; dstStrides: readonly number[] }
 
@@ -32,6 +33,14 @@ function stridedCopy(c: OpContext, jobs: readonly Job[], fill?: { value: number 
 }
 
 const contiguous = (shape: readonly number[]): Job['dims'] => stridesOf(shape);
+
+/** Dropout at inference is a copy; training mode is random and the mask output is not produced natively. */
+const dropout: Lowering = (c) => {
+  const training = c.ins[2];
+  if (training && !(training.param && paramFloats(training.param)[0] === 0)) unsupported(c, 'training-mode Dropout is random');
+  if (c.outs.length > 1) unsupported(c, 'the mask output of Dropout');
+  return copy(c);
+};
 
 export const copy: Lowering = (c) => {
   const x = c.ins[0]!;
@@ -147,6 +156,6 @@ export const gather: Lowering = (c) => {
 };
 
 export const MOVEMENT_LOWERINGS: Readonly<Record<string, Lowering>> = {
-  identity: copy, dropout: copy, reshape: copy, flatten: copy, squeeze: copy, unsqueeze: copy,
+  identity: copy, dropout, reshape: copy, flatten: copy, squeeze: copy, unsqueeze: copy,
   transpose, slice, split, concat, expand, pad, gather,
 };

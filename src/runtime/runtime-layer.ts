@@ -79,7 +79,9 @@ export function fromIrLayer(l: Layer, versions: readonly RuntimeVersion[] = []):
 
 /** A param's values as float32 (copied: blob bytes need not be 4-byte aligned). */
 export function paramFloats(p: ParamData): Float32Array {
-  const copy = p.bytes.slice();
+  // Uint8Array's slice copies; a Buffer's (blobs read from a bundle are Buffers) would be a view whose
+  // .buffer starts at the file's first byte, not at this param.
+  const copy = Uint8Array.prototype.slice.call(p.bytes) as Uint8Array;
   if (p.dtype === 'float32') return new Float32Array(copy.buffer, 0, copy.byteLength / 4);
   if (p.dtype === 'float64') return Float32Array.from(new Float64Array(copy.buffer, 0, copy.byteLength / 8));
   if (p.dtype === 'int64') return Float32Array.from(new BigInt64Array(copy.buffer, 0, copy.byteLength / 8), (v) => Number(v));

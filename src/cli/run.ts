@@ -1,0 +1,213 @@
+/**
+ * `veltair run BUNDLE --input NAME=FILE(.npy|.pb) [--input …] [--output-dir DIR] [--level auto|N]
+ *  [--threads N] [--json]`: load and verify the bundle, read the inputs, run once, write every
+ * output as .npy into DIR (default ./outputs, created if missing; each file written to a temp name
+ * and renamed, so a reader never sees half an array).
+ *
+ * Input conversions (the only ones; anything else is a BAD_INPUT naming the file): float64 files
+ * for a float32 input are narrowed (numpy's default dtype is float64), int32 files for an int64
+ * input are widened. Output file names come from the model, so they are sanitised to
+ * [A-Za-z0-9._-] (and made unique) before they touch the file system.
+ */
+import type { Command } from 'commander';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { extname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { isVeltairError, userError, quoteForMessage, VeltairError } from '../errors.js';
+import { loadBundle, type Session } from '../runtime/session.js';
+import { decodeNpy, encodeNpy } from '../runtime/io-npy.js';
+import { decodePb } from '../runtime/io-pb.js';
+import { tensorStats, type HostTensor } from '../runtime/host-tensor.js';
+import { orderFeeds, type TensorInfo } from '../runtime/feeds.js';
+import { chooseLevel, type LevelChoice } from './run-level.js';
+import { parsePositiveInt } from './compile.js';
+import { formatTable, note, printJson, printLine } from './output.js';
+
+interface RunFlags {
+  input?: string[];
+  outputDir?: string;
+  level?: string;
+  threads?: string;
+  json?: boolean;
+}
+
+export interface RunSummary {
+  readonly outputs: { name: string; shape: number[]; dtype: string; path: string }[];
+  readonly level: number;
+  readonly latencyMs: number;
+}
+
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
+
+/** NAME=FILE pairs (a bare FILE is allowed when the model has exactly one input). */
+export function parseInputFlags(values: readonly string[], inputs: readonly TensorInfo[]): Map<string, string> {
+  if (values.length === 0) {
+    throw userError('BAD_ARGUMENT', `veltair run needs --input NAME=FILE for each model input (${inputs.map((i) => quoteForMessage(i.name)).join(', ')})`,
+      'e.g. --input input=x.npy (.npy or ONNX TensorProto .pb)');
+  }
+  const out = new Map<string, string>();
+  for (const v of values) {
+    const eq = v.indexOf('=');
+    let name: string, file: string;
+    if (eq > 0) { name = v.slice(0, eq); file = v.slice(eq + 1); }
+    else if (inputs.length === 1 && eq < 0) { name = inputs[0]!.name; file = v; }
+    else throw userError('BAD_ARGUMENT', `--input ${quoteForMessage(v)} is not NAME=FILE`, `the model's inputs are ${inputs.map((i) => quoteForMessage(i.name)).join(', ')}`);
+    if (file === '') throw userError('BAD_ARGUMENT', `--input ${quoteForMessage(v)} names no file`, 'e.g. --input input=x.npy');
+    if (out.has(name)) throw userError('BAD_ARGUMENT', `input ${quoteForMessage(name)} is given twice`, 'pass one --input per model input');
+    out.set(name, file);
+  }
+  return out;
+}
+
+/** Read one input file by its extension. */
+export function readInputFile(file: string): HostTensor {
+  const ext = extname(file).toLowerCase();
+  if (ext !== '.npy' && ext !== '.pb') {
+    throw userError('BAD_INPUT', `${file}: inputs must be .npy or ONNX TensorProto .pb files`, 'save the array with numpy.save (.npy) or onnx.numpy_helper (.pb)');
+  }
+  let bytes: Uint8Array;
+  try {
+    if (!statSync(file).isFile()) throw new Error('not a file');
+    bytes = readFileSync(file);
+  } catch {
+    throw userError('FILE_NOT_FOUND', `input file ${file} does not exist or is not a readable file`, 'check the path given to --input');
+  }
+  return ext === '.npy' ? decodeNpy(bytes, file) : decodePb(bytes, file);
+}
+
+/** The two lossless-enough conversions the CLI allows (see the header comment). */
+function conformed(t: HostTensor, want: TensorInfo, file: string, json: boolean): HostTensor {
+  if (t.dtype === 'float64' && want.dtype === 'float32') {
+    if (!json) note(`note: ${file} is float64; converted to float32 for input ${quoteForMessage(want.name)}`);
+    return { dtype: 'float32', shape: t.shape, data: Float32Array.from(t.data as Float64Array) };
+  }
+  if (t.dtype === 'int32' && want.dtype === 'int64') {
+    return { dtype: 'int64', shape: t.shape, data: BigInt64Array.from(t.data as Int32Array, (v) => BigInt(v)) };
+  }
+  return t;
+}
+
+/** A model-supplied output name as a safe, unique file name. */
+export function outputFileName(name: string, taken: Set<string>): string {
+  let base = name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_').slice(0, 120) || 'output';
+  let candidate = `${base}.npy`;
+  for (let i = 1; taken.has(candidate.toLowerCase()); i++) candidate = `${base}_${i}.npy`;
+  taken.add(candidate.toLowerCase());
+  return candidate;
+}
+
+function writeAtomically(path: string, bytes: Uint8Array): void {
+  const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    writeFileSync(temp, bytes);
+    renameSync(temp, path);
+  } catch (e) {
+    rmSync(temp, { force: true });
+    throw userError('FILE_UNWRITABLE', `cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'choose a writable --output-dir');
+  }
+}
+
+function prepareOutputDir(dir: string): string {
+  const abs = resolve(dir);
+  try {
+    mkdirSync(abs, { recursive: true });
+  } catch (e) {
+    throw userError('FILE_UNWRITABLE', `cannot create output directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'choose a writable --output-dir');
+  }
+  return abs;
+}
+
+function readFeeds(session: Session, files: ReadonlyMap<string, string>, json: boolean): Record<string, HostTensor> {
+  const byName = new Map(session.inputs.map((i) => [i.name, i]));
+  const feeds: Record<string, HostTensor> = {};
+  for (const [name, file] of files) {
+    const want = byName.get(name);
+    if (want === undefined) {
+      throw userError('BAD_INPUT', `the model has no input ${quoteForMessage(name)} (given as --input ${quoteForMessage(name)}=${file}); its inputs are ${session.inputs.map((i) => `${quoteForMessage(i.name)} (${i.dtype} [${i.shape.join(', ')}])`).join(', ')}`,
+        'name each --input after a model input');
+    }
+    feeds[name] = conformed(readInputFile(file), want, file, json);
+  }
+  return feeds;
+}
+
+const fmt = (x: number) => (Number.isNaN(x) ? 'nan' : Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : x.toFixed(4));
+
+function summaryText(s: RunSummary, results: Record<string, HostTensor>, choice: LevelChoice): string {
+  const rows = s.outputs.map((o) => {
+    const st = tensorStats(results[o.name]!.data);
+    return [o.name, o.dtype, `[${o.shape.join(', ')}]`, fmt(st.min), fmt(st.max), fmt(st.mean), o.path];
+  });
+  return [
+    formatTable([['output', 'dtype', 'shape', 'min', 'max', 'mean', 'file'], ...rows], new Set([3, 4, 5])),
+    `level ${s.level} (${choice.how}); one run took ${s.latencyMs.toFixed(2)} ms`,
+  ].join('\n');
+}
+
+async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
+  const json = f.json === true;
+  const threads = f.threads === undefined ? undefined : parsePositiveInt('--threads', f.threads, 4096);
+  const levelFlag = parseLevelFlag(f.level ?? '0');
+  const session = await loadBundle(bundlePath, threads === undefined ? {} : { threads });
+  try {
+    if (!json) for (const w of session.warnings) note(`warning: ${w}`);
+    const files = parseInputFlags(f.input ?? [], session.inputs);
+    const feeds = readFeeds(session, files, json);
+    try {
+      orderFeeds(session.inputs, feeds); // refuse bad feeds before anything is created on disk
+    } catch (e) {
+      throw withInputFiles(e, files);
+    }
+    const outDir = prepareOutputDir(f.outputDir ?? 'outputs');
+    const choice = await chooseLevel(session, levelFlag);
+    if (!json && choice.note) note(`note: ${choice.note}`);
+    let results: Record<string, HostTensor>;
+    const t0 = performance.now();
+    try {
+      results = session.runSync(feeds);
+    } catch (e) {
+      throw withInputFiles(e, files);
+    }
+    const latencyMs = performance.now() - t0;
+    const taken = new Set<string>();
+    const outputs = session.outputs.map((o) => {
+      const path = join(outDir, outputFileName(o.name, taken));
+      writeAtomically(path, encodeNpy(results[o.name]!));
+      return { name: o.name, shape: [...o.shape], dtype: o.dtype as string, path };
+    });
+    const summary: RunSummary = { outputs, level: choice.level, latencyMs: Math.round(latencyMs * 1000) / 1000 };
+    if (json) printJson(summary);
+    else printLine(summaryText(summary, results, choice));
+  } finally {
+    session.close();
+  }
+}
+
+/** A feed refusal, with the file that input came from. */
+function withInputFiles(e: unknown, files: ReadonlyMap<string, string>): unknown {
+  if (!isVeltairError(e) || e.code !== 'BAD_INPUT') return e;
+  const named = [...files].find(([name]) => e.message.includes(quoteForMessage(name)));
+  return named ? new VeltairError(e.code, `${e.message} (read from ${named[1]})`, e.hint, e.exitCode) : e;
+}
+
+export function parseLevelFlag(text: string): number | 'auto' {
+  if (text === 'auto') return 'auto';
+  if (!/^[0-4]$/.test(text.trim())) {
+    throw userError('BAD_ARGUMENT', `--level ${quoteForMessage(text)} is not auto or an interference level 0 to 4`, 'e.g. --level 0 (quiet) or --level auto');
+  }
+  return Number(text);
+}
+
+export function registerRunCommand(program: Command): void {
+  program
+    .command('run')
+    .description('load a bundle (verifying every file), run the model once on the given inputs, write the outputs as .npy')
+    .argument('<bundle>', 'bundle directory written by veltair compile')
+    .option('--input <name=file>', 'a model input from a .npy or ONNX TensorProto .pb file (repeatable; NAME= may be left out for a one-input model)', collect)
+    .option('--output-dir <dir>', 'where to write <output>.npy files (default ./outputs, created if missing)')
+    .option('--level <auto|n>', 'interference level whose best-profiled versions to run: 0 to 4, or auto (the interference proxy) (default 0)')
+    .option('--threads <n>', 'run every layer with n threads (default: each version at its tuned thread count)')
+    .option('--json', 'machine-readable summary on stdout, nothing else there')
+    .action(runAction);
+}
