@@ -37,21 +37,9 @@ import type { HostTensor } from '../src/runtime/host-tensor.js';
 import { isVeltairError } from '../src/errors.js';
 import { veltair } from './compile-fixture.js';
 import { compareTensors, describeComparison } from './runtime-session-fixture.js';
+import { EXCLUDED, NODE_TESTS } from './onnx-node-data.js';
 
 const { onnx } = onnxProto;
-const NODE_TESTS = '/usr/share/libonnx-testdata/data/node';
-
-/** Tests with supported operators that are not run, each with its reason. */
-const EXCLUDED: ReadonlyMap<string, string> = new Map([
-  ['test_identity_opt', 'optional-typed graph input: veltair compiles tensor graphs only'],
-  ['test_identity_sequence', 'sequence-typed graph input: veltair compiles tensor graphs only'],
-  ['test_castlike_BFLOAT16_to_FLOAT', 'its test data feeds `like` as [1] while the model declares [3, 4]'],
-  ['test_castlike_BFLOAT16_to_FLOAT_expanded', 'its test data feeds `like` as [1] while the model declares [3, 4]'],
-  ['test_castlike_FLOAT_to_BFLOAT16', 'its test data feeds `like` as [1] while the model declares [3, 4]'],
-  ['test_castlike_FLOAT_to_BFLOAT16_expanded', 'its test data feeds `like` as [1] while the model declares [3, 4]'],
-  ['test_cast_BFLOAT16_to_FLOAT', 'its reference tensors store bfloat16 as UINT16 bit patterns (ONNX 1.12 generator quirk)'],
-  ['test_cast_FLOAT_to_BFLOAT16', 'its reference tensors store bfloat16 as UINT16 bit patterns (ONNX 1.12 generator quirk)'],
-]);
 
 /** Tunable-op tests compiled into bundles (each costs a kernel compile): input index kept as an activation. */
 const TUNABLE_CASES: ReadonlyMap<string, readonly number[]> = new Map([

@@ -14,21 +14,9 @@ import { inferModel } from '../src/onnx/infer.js';
 import { tensorFromProto } from '../src/onnx/tensor.js';
 import { opDefinition } from '../src/onnx/ops/registry.js';
 import { isVeltairError } from '../src/errors.js';
+import { EXCLUDED, NODE_TESTS } from './onnx-node-data.js';
 
 const { onnx } = onnxProto;
-const NODE_TESTS = '/usr/share/libonnx-testdata/data/node';
-
-/** Tests left out on purpose, each with its reason. */
-const EXCLUDED: ReadonlyMap<string, string> = new Map([
-  ['test_castlike_BFLOAT16_to_FLOAT', 'its test data feeds `like` as [1] while the model declares [3, 4]'],
-  ['test_castlike_BFLOAT16_to_FLOAT_expanded', 'its test data feeds `like` as [1] while the model declares [3, 4]'],
-  ['test_castlike_FLOAT_to_BFLOAT16', 'its test data feeds `like` as [1] while the model declares [3, 4]'],
-  ['test_castlike_FLOAT_to_BFLOAT16_expanded', 'its test data feeds `like` as [1] while the model declares [3, 4]'],
-  ['test_cast_BFLOAT16_to_FLOAT', 'its reference tensors store bfloat16 as UINT16 bit patterns (ONNX 1.12 generator quirk)'],
-  ['test_cast_FLOAT_to_BFLOAT16', 'its reference tensors store bfloat16 as UINT16 bit patterns (ONNX 1.12 generator quirk)'],
-  ['test_identity_opt', 'optional-typed graph input: veltair compiles tensor graphs only'],
-  ['test_identity_sequence', 'sequence-typed graph input: veltair compiles tensor graphs only'],
-]);
 
 interface Case { readonly dir: string; readonly name: string }
 

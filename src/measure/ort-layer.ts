@@ -16,6 +16,7 @@ import { encodeModel, type NodeSpec, type ValueSpec } from '../onnx/encode.js';
 import type { Tensor } from '../onnx/model.js';
 import type { EpilogueKind, WorkloadShape } from '../ir/workload.js';
 import { median } from './stats.js';
+import { seededFloats } from './seeded.js';
 
 export interface LayerModel {
   readonly bytes: Uint8Array;
@@ -26,18 +27,7 @@ export interface LayerModel {
   readonly opTypes: readonly string[];
 }
 
-/** Deterministic values in [-0.5, 0.5): the baseline must not change between runs. */
-export function seededFloats(count: number, seed: number): Float32Array {
-  const out = new Float32Array(count);
-  let s = seed >>> 0;
-  for (let i = 0; i < count; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    out[i] = ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
-  }
-  return out;
-}
+export { seededFloats };
 
 const tensor = (dims: readonly number[], seed: number): Tensor =>
   ({ dtype: 'float32', dims, data: seededFloats(dims.reduce((a, b) => a * b, 1), seed) });

@@ -1,27 +1,14 @@
 /**
  * Inputs for timing a whole model: seeded, deterministic values of each model input's dtype and
  * shape, generated the same way in the veltair process and in ONNX Runtime's child, so both run the
- * same data. Integer inputs are zeros: valid indices for any gather and harmless as masks. (Not
- * measure/ort-layer's generator: importing that module would load ONNX Runtime into this process.)
+ * same data. Integer inputs are zeros: valid indices for any gather and harmless as masks.
  */
 import type { ManifestTensorInfo } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
 import { allocateTensor, type TensorData } from './native-bridge.js';
+import { seededFloats } from '../measure/seeded.js';
 
 const DTYPE_BYTES: Readonly<Record<string, number>> = { float32: 4, float64: 8, int32: 4, int64: 8, int8: 1, uint8: 1, bool: 1, int16: 2, uint16: 2 };
-
-/** Uniform in [-0.5, 0.5), from a 32-bit counter hash (deterministic per seed). */
-function seededFloats(count: number, seed: number): Float32Array {
-  const out = new Float32Array(count);
-  let s = seed >>> 0;
-  for (let i = 0; i < count; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    out[i] = ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
-  }
-  return out;
-}
 
 export function modelFeeds(inputs: readonly ManifestTensorInfo[]): TensorData[] {
   return inputs.map((t, i) => {
