@@ -6,9 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { generateKernel, CODEGEN_VERSION } from '../codegen/kernel.js';
 import { EPILOGUE_PARAMS } from '../codegen/epilogue.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
@@ -26,6 +26,7 @@ import { writeBundleKernels } from './kernels.js';
 import { BUNDLE_FILES, BUNDLE_FORMAT_VERSION, manifestText, type Manifest, type ManifestEpilogueStep, type ManifestLayer,
   type ManifestVersion, type BlobRef, type ParamRef } from './manifest.js';
 import { packWeights, type PackJob } from './packer.js';
+import { PROFILES_FILE, profilesText } from './profiles.js';
 import { buildGraphPlan, type GraphPlan, type LayerChoice } from './plan.js';
 import { assertManifestSchema } from './schema.js';
 
@@ -167,8 +168,12 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
     params.close();
   }
 
+  const tunedKeys = new Set(graph.layers.filter((l) => l.tunable).map((l) => l.workload!.key));
+  await mkdir(join(dir, dirname(PROFILES_FILE)), { recursive: true });
+  await writeFile(join(dir, PROFILES_FILE), profilesText([...tunedKeys].map((k) => familyOf(graph.layers.find((l) => l.workload?.key === k)!, families).profile)));
+
   const files: Record<string, { sha256: string; bytes: number }> = {};
-  for (const f of [...kernels.files, BUNDLE_FILES.packedWeights, BUNDLE_FILES.params].sort()) files[f] = await fileDigest(join(dir, f));
+  for (const f of [...kernels.files, BUNDLE_FILES.packedWeights, BUNDLE_FILES.params, PROFILES_FILE].sort()) files[f] = await fileDigest(join(dir, f));
   const m = src.model;
   const manifest: Manifest = {
     formatVersion: BUNDLE_FORMAT_VERSION,

@@ -20,6 +20,7 @@ import { repair, isValid } from '../space/schedule.js';
 import { detectTarget, type Target } from '../space/target.js';
 import { evaluateBatch } from './evaluate.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
+import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
 import { measurableLevels, openLevelBank, planCores, type LevelBank } from './levels.js';
 import { pickTask, taskCost, type TaskProgress } from './scheduler.js';
 import { createTaskSearch, type TaskSearch, type TrialResult } from './search.js';
@@ -77,6 +78,8 @@ export interface WorkloadFamily extends Family {
   readonly trials: number;
   /** Per kept version (same order): threads → level-0 median latency (ms), where measured. */
   readonly threadProfiles: readonly Readonly<Record<string, number>>[];
+  /** Every candidate the family was chosen from, and every failed one, for plots and reports. */
+  readonly profile: WorkloadProfile;
 }
 
 export interface LevelRegret { readonly meanPercent: number; readonly maxPercent: number }
@@ -214,12 +217,14 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 }
 
 /** The family from every ok record of this workload in the database (this target, threads considered). */
-function familyOf(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family {
+function familyOf(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family & { profile: WorkloadProfile } {
   const cands: FamilyCandidate[] = o.db.lookup(t.workload.key).filter((r) => threads.includes(r.threads)).map((r) => ({
     id: recordId(r), schedule: r.schedule, features: r.features, symbol: kernelSymbol(t.workload, r.schedule),
     latencyMs: Object.fromEntries(levelsOf(r).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(r, l)!])),
   }));
-  return selectFamily(cands, { maxVersions: o.maxVersions ?? 5, tolerance: o.regretTolerance ?? 0.03 });
+  const family = selectFamily(cands, { maxVersions: o.maxVersions ?? 5, tolerance: o.regretTolerance ?? 0.03 });
+  const records = o.db.records(t.workload.key).filter((r) => threads.includes(r.threads));
+  return { ...family, profile: workloadProfile(t.workload.key, records, levels, family, cands) };
 }
 
 /** Level-0 latency of each kept version at each requested thread count (measured or from the database). */
