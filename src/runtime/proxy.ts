@@ -75,6 +75,8 @@ export class InterferenceProxy {
 
   /** Switch every kernel step to `level`'s pick; returns the number of steps changed. */
   apply(level: number): number {
+    // The common case in steady state: nothing to switch, so nothing to walk.
+    if (level === this.current) return 0;
     const next = this.pickFor(level);
     const prev = this.current === undefined ? undefined : this.pickFor(this.current);
     let switched = 0;
