@@ -3,11 +3,13 @@
 #   libonnx-testdata     ONNX's backend node tests (shape inference is checked against them)
 #   python3-torch        PyTorch 1.13 for /usr/bin/python3: exports models with torch.onnx
 #   python3-torchvision  standard vision architectures for those exports
+#   chromium             headless browser: the report test opens `veltair report` output in it
+#   fonts-dejavu-core    a sans and a mono font, so Chromium and the PNG renderer draw real text
 # Idempotent and fast when everything is present: dpkg is asked first, and apt-get (with its
 # `update`) only runs for what is missing.
 set -euo pipefail
 
-readonly PACKAGES=(libonnx-testdata python3-torch python3-torchvision)
+readonly PACKAGES=(libonnx-testdata python3-torch python3-torchvision chromium fonts-dejavu-core)
 
 is_installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'

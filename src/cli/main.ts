@@ -13,10 +13,12 @@ import { registerBenchLayersCommand } from './bench-layers.js';
 import { registerCompileCommand } from './compile.js';
 import { registerBenchCommand } from './bench.js';
 import { registerRunCommand } from './run.js';
+import { registerPlotCommand } from './plot.js';
+import { registerReportCommand } from './report.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
-const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand, registerRunCommand, registerBenchCommand];
+const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand];
 
 export function buildProgram(): Command {
   const program = new Command('veltair')

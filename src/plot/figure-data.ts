@@ -1,0 +1,55 @@
+/**
+ * The rows behind a figure as a file (`veltair plot --data`): JSON `{figure, layer?, panels}` or
+ * one CSV table with a `panel` column (the union of the panels' columns; a cell a panel lacks is
+ * empty). CSV follows RFC 4180: CRLF line ends, a field holding a comma, quote, CR or LF is quoted
+ * and its quotes doubled, so node names survive whatever characters they carry.
+ */
+import type { Manifest } from '../bundle/manifest.js';
+import type { BundleProfiles } from '../bundle/profiles.js';
+import { candidatePoints, levelLatencies, modelLatencyPerLevel, modelVersionsPerLayer } from './data.js';
+import { tunableLayer } from './layer-id.js';
+
+type Cell = string | number | boolean | null;
+type Row = Readonly<Record<string, Cell>>;
+
+export interface FigureData {
+  readonly figure: 'layer' | 'model';
+  readonly layer?: { readonly index: number; readonly name: string; readonly op: string; readonly workload: string | null };
+  /** Panel name → its rows, in the figure's panel order. */
+  readonly panels: Readonly<Record<string, readonly Row[]>>;
+}
+
+const rows = (xs: readonly object[]) => xs as unknown as readonly Row[];
+
+export function layerFigureData(m: Manifest, profiles: BundleProfiles | undefined, layerIndex: number): FigureData {
+  const l = tunableLayer(m, layerIndex);
+  return {
+    figure: 'layer',
+    layer: { index: l.index, name: l.name, op: l.op, workload: l.workload },
+    panels: { candidates: rows(candidatePoints(m, profiles, layerIndex)), latencyByLevel: rows(levelLatencies(m, layerIndex)) },
+  };
+}
+
+export function modelFigureData(m: Manifest): FigureData {
+  return { figure: 'model', panels: { versionsPerLayer: rows(modelVersionsPerLayer(m)), latencyPerLevel: rows(modelLatencyPerLevel(m)) } };
+}
+
+export function csvField(v: Cell | undefined): string {
+  if (v === null || v === undefined) return '';
+  const s = String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+}
+
+export function figureDataCsv(d: FigureData): string {
+  const columns: string[] = [];
+  for (const panel of Object.values(d.panels)) for (const r of panel) for (const k of Object.keys(r)) if (!columns.includes(k)) columns.push(k);
+  const lines = [['panel', ...columns].map(csvField).join(',')];
+  for (const [name, panel] of Object.entries(d.panels)) {
+    for (const r of panel) lines.push([name, ...columns.map((c) => r[c])].map(csvField).join(','));
+  }
+  return lines.join('\r\n') + '\r\n';
+}
+
+export function figureDataJson(d: FigureData): string {
+  return JSON.stringify(d, null, 2) + '\n';
+}

@@ -1,0 +1,28 @@
+/**
+ * A real bundle for the report tests: the tiny compile model (conv + relu, flatten, gemm) with
+ * hostile node names, compiled with a small budget (2 trials, levels 0 and 1) into a temp folder.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { encodeModel } from '../src/onnx/encode.js';
+import { tinyModelSpec, veltair } from './compile-fixture.js';
+
+/** A node name that is markup, an entity and both quotes: it must reach the page as text. */
+export const HOSTILE_NAME = `<script>alert(1)</script>&"'`;
+export const HOSTILE_NAME_ESCAPED = '&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;';
+/** A second one that tries to leave an attribute. */
+export const ATTRIBUTE_NAME = `fc" onmouseover="alert(2)`;
+
+/** Compile the fixture model into `root`/tiny.bundle (own database and cache) and return its path. */
+export async function compileReportBundle(root: string): Promise<string> {
+  const spec = tinyModelSpec();
+  const nodes = spec.nodes.map((n) => (n.op === 'Conv' ? { ...n, name: HOSTILE_NAME } : n.op === 'Gemm' ? { ...n, name: ATTRIBUTE_NAME } : n));
+  const model = join(root, 'tiny.onnx');
+  writeFileSync(model, encodeModel({ ...spec, nodes }));
+  const bundle = join(root, 'tiny.bundle');
+  const r = await veltair(['compile', model, '-o', bundle, '--db', join(root, 'db'), '--trials', '2', '--levels', '0,1', '--max-versions', '2', '--json'],
+    { VELTAIR_CACHE_DIR: join(root, 'cache') });
+  assert.equal(r.exitCode, 0, r.stderr);
+  return bundle;
+}
