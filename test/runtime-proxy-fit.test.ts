@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { ManifestInterferenceProxy, ManifestVersion } from '../src/bundle/manifest.js';
 import { manifestSchemaProblem } from '../src/bundle/schema.js';
-import { continuousLevel, fitLevelModel, snapLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample } from '../src/runtime/proxy-model.js';
+import { compileLevelModel, compiledLevel, continuousLevel, fitLevelModel, snapLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample } from '../src/runtime/proxy-model.js';
 import { bestVersionAt, pickRegret, pickTable, profiledKernelMs, type KernelStepChoice } from '../src/runtime/proxy-picker.js';
 import { FeatureSampler, LatencyRatioTracker, parseCpuTimes, parsePsiSomeTotal } from '../src/runtime/proxy-features.js';
 import { writeFakeBundle } from './bundle-fixture.js';
@@ -49,6 +49,20 @@ test('least squares recovers the coefficients of exact synthetic data; constant 
   assert.ok(m.r2 > 0.999999 && m.rmsError < 1e-4, `r2 ${m.r2} rms ${m.rmsError}`);
   const x = { otherCoresBusy: 0.5, psiCpuSome: 0.9, psiMemorySome: 0.3, latencyRatio: 1.5, coRunnerMemGBps: 0 };
   assert.ok(Math.abs(continuousLevel(m, x) - (-3 + 1 + 6)) < 1e-3);
+});
+
+test('the compiled form a decision uses gives the same level as the manifest form, whatever the feature order', () => {
+  const x = { otherCoresBusy: 0.25, psiCpuSome: 0.6, psiMemorySome: 0.1, latencyRatio: 1.8, coRunnerMemGBps: 12 };
+  const models = [
+    { features: ['latencyRatio', 'otherCoresBusy'], intercept: 0.5, weights: [2, -1] },
+    { features: [...TENANT_FEATURES].reverse(), intercept: -1, weights: [0.05, 3, -2, 0.5, 1.5] },
+    { features: [...SYSTEM_FEATURES], intercept: 0, weights: [0, 0, 0, 0] },
+  ];
+  for (const m of models) {
+    const want = continuousLevel(m, x);
+    assert.ok(Math.abs(compiledLevel(compileLevelModel(m), x) - want) < 1e-12, `${JSON.stringify(m.features)}: ${want}`);
+  }
+  assert.notEqual(continuousLevel(models[1]!, x), continuousLevel(models[0]!, x), 'the models differ, so equality above is not vacuous');
 });
 
 test('with noisy labels the fit stays close and reports a lower R²', () => {

@@ -9,7 +9,7 @@
 import type { Manifest, ManifestInterferenceProxy } from '../bundle/manifest.js';
 import type { Executor } from './native-bridge.js';
 import { FeatureSampler, DEFAULT_REFRESH_MS } from './proxy-features.js';
-import { continuousLevel, snapLevel, type FeatureVector } from './proxy-model.js';
+import { compileLevelModel, compiledLevel, snapLevel, type CompiledLevelModel, type FeatureVector } from './proxy-model.js';
 import { kernelSteps, pickTable, profiledKernelMs, type KernelStepChoice } from './proxy-picker.js';
 
 export interface Decision {
@@ -43,9 +43,11 @@ export class InterferenceProxy {
   private readonly profiled: Map<number, number>;
   private readonly kernelStepIds: Int32Array;
   private current: number | undefined;
+  private readonly model: CompiledLevelModel | undefined;
 
   constructor(private readonly o: ProxyOptions) {
     this.calibration = o.manifest.interferenceProxy;
+    this.model = this.calibration ? compileLevelModel(o.tenantAware ? this.calibration.models.tenant : this.calibration.models.system) : undefined;
     this.levels = this.calibration ? [...this.calibration.levels].sort((a, b) => a - b) : [0];
     this.sampler = new FeatureSampler({
       kernelCores: o.kernelCores, allCores: o.allCores, refreshMs: o.refreshMs ?? this.calibration?.refreshMs ?? DEFAULT_REFRESH_MS,
@@ -67,9 +69,8 @@ export class InterferenceProxy {
   /** Predict the level from the current features (no side effects). */
   predict(): { level: number; continuous: number; features: FeatureVector } {
     const features = this.sampler.features();
-    if (!this.calibration) return { level: 0, continuous: Number.NaN, features };
-    const model = this.o.tenantAware ? this.calibration.models.tenant : this.calibration.models.system;
-    const continuous = continuousLevel(model, features);
+    if (!this.model) return { level: 0, continuous: Number.NaN, features };
+    const continuous = compiledLevel(this.model, features);
     return { level: snapLevel(continuous, this.levels), continuous, features };
   }
 
