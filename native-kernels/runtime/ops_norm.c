@@ -22,9 +22,16 @@ static void softmax_rows(const void* p, long b, long e) {
     const float* x = k->in + r * d;
     float* y = k->out + r * d;
     float m = -INFINITY;
-    for (long i = 0; i < d; i++) m = x[i] > m ? x[i] : m;
-    float sum = 0.0f;
     long i = 0;
+#if defined(__AVX512F__)
+    /* max(v, acc) keeps acc when v is NaN: the same as the scalar loop below */
+    vt16_t mx = vt16_set1(-INFINITY);
+    for (; i + 16 <= d; i += 16) mx = vt16_max(vt16_load(x + i), mx);
+    m = _mm512_reduce_max_ps(mx);
+#endif
+    for (; i < d; i++) m = x[i] > m ? x[i] : m;
+    float sum = 0.0f;
+    i = 0;
 #if defined(__AVX512F__)
     vt16_t acc = vt16_zero(), mv = vt16_set1(m);
     for (; i + 16 <= d; i += 16) {
@@ -84,10 +91,23 @@ static void ln_rows(const void* p, long b, long e) {
     const float* x = k->in + r * d;
     float* y = k->out + r * d;
     double sum = 0.0;
-    for (long i = 0; i < d; i++) sum += x[i];
+    long i = 0;
+#if defined(__AVX512F__)
+    /* 16 float partial sums (a few ulp over BERT's d = 1024), then the tail in double */
+    vt16_t acc = vt16_zero();
+    for (; i + 16 <= d; i += 16) acc = vt16_add(acc, vt16_load(x + i));
+    sum = (double)_mm512_reduce_add_ps(acc);
+#endif
+    for (; i < d; i++) sum += x[i];
     float mean = (float)(sum / (double)d);
     double sq = 0.0;
-    for (long i = 0; i < d; i++) { float t = x[i] - mean; sq += (double)t * t; }
+    i = 0;
+#if defined(__AVX512F__)
+    vt16_t sqv = vt16_zero(), mv = vt16_set1(mean);
+    for (; i + 16 <= d; i += 16) { vt16_t t = vt16_sub(vt16_load(x + i), mv); sqv = vt16_fma(t, t, sqv); }
+    sq = (double)_mm512_reduce_add_ps(sqv);
+#endif
+    for (; i < d; i++) { float t = x[i] - mean; sq += (double)t * t; }
     float inv = 1.0f / sqrtf((float)(sq / (double)d) + k->eps);
     for (long i = 0; i < d; i++) {
       float v = (x[i] - mean) * inv;
