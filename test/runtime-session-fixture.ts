@@ -6,22 +6,15 @@
  * are held to the same relative standard). Also tiny .npy writers for CLI tests.
  */
 import * as ort from 'onnxruntime-node';
+import { seeded } from './runtime-harness.js';
 import type { HostTensor, TensorData } from '../src/runtime/host-tensor.js';
 import type { TensorInfo } from '../src/runtime/feeds.js';
 
 export const RTOL = 1e-3;
 export const ATOL_SCALE = 1e-4;
 
-/** Deterministic values in [lo, hi) (LCG), as float32. */
-export function seededFloats(count: number, seed: number, lo = -1, hi = 1): Float32Array {
-  const out = new Float32Array(count);
-  let s = seed >>> 0;
-  for (let i = 0; i < count; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = lo + (hi - lo) * (s / 4294967296);
-  }
-  return out;
-}
+/** Deterministic values in [lo, hi) (the runtime harness's LCG), as float32. */
+export const seededFloats = (count: number, seed: number, lo = -1, hi = 1): Float32Array => seeded(count, seed, lo, hi);
 
 export const count = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 

@@ -13,6 +13,48 @@
 #include "vt_rt.h"
 #include "../vt_simd.h"
 
+/*
+ * Row reductions: 16 lanes at a time where AVX-512 is there, the tail (or the whole row) scalar.
+ * max(v, acc) keeps acc when v is NaN, as the scalar `x > m ? x : m` does. Sums use 16 float
+ * partial sums (a few ulp over BERT's d = 1024) and add the tail in double.
+ */
+static inline float row_max(const float* x, long d) {
+  float m = -INFINITY;
+  long i = 0;
+#if defined(__AVX512F__)
+  vt16_t mx = vt16_set1(-INFINITY);
+  for (; i + 16 <= d; i += 16) mx = vt16_max(vt16_load(x + i), mx);
+  m = _mm512_reduce_max_ps(mx);
+#endif
+  for (; i < d; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+static inline double row_sum(const float* x, long d) {
+  double sum = 0.0;
+  long i = 0;
+#if defined(__AVX512F__)
+  vt16_t acc = vt16_zero();
+  for (; i + 16 <= d; i += 16) acc = vt16_add(acc, vt16_load(x + i));
+  sum = (double)_mm512_reduce_add_ps(acc);
+#endif
+  for (; i < d; i++) sum += x[i];
+  return sum;
+}
+
+/* sum over the row of (x - mean)^2 */
+static inline double row_sq_dev(const float* x, long d, float mean) {
+  double sq = 0.0;
+  long i = 0;
+#if defined(__AVX512F__)
+  vt16_t acc = vt16_zero(), mv = vt16_set1(mean);
+  for (; i + 16 <= d; i += 16) { vt16_t t = vt16_sub(vt16_load(x + i), mv); acc = vt16_fma(t, t, acc); }
+  sq = (double)_mm512_reduce_add_ps(acc);
+#endif
+  for (; i < d; i++) { float t = x[i] - mean; sq += (double)t * t; }
+  return sq;
+}
+
 typedef struct { const float* in; float* out; long d, inner; int log; } sm_ctx;
 
 static void softmax_rows(const void* p, long b, long e) {
@@ -21,17 +63,9 @@ static void softmax_rows(const void* p, long b, long e) {
   for (long r = b; r < e; r++) {
     const float* x = k->in + r * d;
     float* y = k->out + r * d;
-    float m = -INFINITY;
-    long i = 0;
-#if defined(__AVX512F__)
-    /* max(v, acc) keeps acc when v is NaN: the same as the scalar loop below */
-    vt16_t mx = vt16_set1(-INFINITY);
-    for (; i + 16 <= d; i += 16) mx = vt16_max(vt16_load(x + i), mx);
-    m = _mm512_reduce_max_ps(mx);
-#endif
-    for (; i < d; i++) m = x[i] > m ? x[i] : m;
+    const float m = row_max(x, d);
     float sum = 0.0f;
-    i = 0;
+    long i = 0;
 #if defined(__AVX512F__)
     vt16_t acc = vt16_zero(), mv = vt16_set1(m);
     for (; i + 16 <= d; i += 16) {
@@ -90,24 +124,8 @@ static void ln_rows(const void* p, long b, long e) {
   for (long r = b; r < e; r++) {
     const float* x = k->in + r * d;
     float* y = k->out + r * d;
-    double sum = 0.0;
-    long i = 0;
-#if defined(__AVX512F__)
-    /* 16 float partial sums (a few ulp over BERT's d = 1024), then the tail in double */
-    vt16_t acc = vt16_zero();
-    for (; i + 16 <= d; i += 16) acc = vt16_add(acc, vt16_load(x + i));
-    sum = (double)_mm512_reduce_add_ps(acc);
-#endif
-    for (; i < d; i++) sum += x[i];
-    float mean = (float)(sum / (double)d);
-    double sq = 0.0;
-    i = 0;
-#if defined(__AVX512F__)
-    vt16_t sqv = vt16_zero(), mv = vt16_set1(mean);
-    for (; i + 16 <= d; i += 16) { vt16_t t = vt16_sub(vt16_load(x + i), mv); sqv = vt16_fma(t, t, sqv); }
-    sq = (double)_mm512_reduce_add_ps(sqv);
-#endif
-    for (; i < d; i++) { float t = x[i] - mean; sq += (double)t * t; }
+    float mean = (float)(row_sum(x, d) / (double)d);
+    double sq = row_sq_dev(x, d, mean);
     float inv = 1.0f / sqrtf((float)(sq / (double)d) + k->eps);
     for (long i = 0; i < d; i++) {
       float v = (x[i] - mean) * inv;

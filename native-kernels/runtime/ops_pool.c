@@ -20,26 +20,56 @@ typedef struct {
   const float* in; float* out; long kind, n, c, h, w, oh, ow, v, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, cip, cb;
 } pool_ctx;
 
+/* The taps [*k0, *k1) of a window starting at `o0` that fall inside [0, extent). */
+static inline void taps_inside(long o0, long dil, long taps, long extent, long* k0, long* k1) {
+  long a = 0, b = taps;
+  while (a < taps && o0 + a * dil < 0) a++;
+  while (b > a && o0 + (b - 1) * dil >= extent) b--;
+  *k0 = a; *k1 = b;
+}
+
+#ifdef __AVX512F__
 /*
- * One output row per task. Written once for a lane count `v` and inlined twice: with v = 16 a
- * compile-time constant (the runtime's NCHW16c layout, where every tap is one 512-bit max or add)
- * and with the runtime value for any other width.
+ * Max pooling on NCHW16c: one 512-bit max per tap. gcc does not keep the generic loop's 16-lane
+ * accumulator in a register (it measured 4x slower). _mm512_max_ps(px, acc) returns acc when
+ * either is NaN, the same as the generic `px > acc ? px : acc`.
+ */
+static void max_rows16(const pool_ctx* k, long b, long e) {
+  for (long t = b; t < e; t++) {
+    long oy = t % k->oh, plane = t / k->oh, y0 = oy * k->sh - k->pt, ky0, ky1;
+    const float* src = k->in + plane * k->h * k->w * 16;
+    float* dst = k->out + (plane * k->oh + oy) * k->ow * 16;
+    taps_inside(y0, k->dh, k->kh, k->h, &ky0, &ky1);
+    for (long ox = 0; ox < k->ow; ox++) {
+      long x0 = ox * k->sw - k->pl, kx0, kx1;
+      taps_inside(x0, k->dw, k->kw, k->w, &kx0, &kx1);
+      __m512 acc = _mm512_set1_ps(-FLT_MAX);
+      for (long ky = ky0; ky < ky1; ky++) {
+        const float* row = src + (y0 + ky * k->dh) * k->w * 16;
+        for (long kx = kx0; kx < kx1; kx++) acc = _mm512_max_ps(_mm512_loadu_ps(row + (x0 + kx * k->dw) * 16), acc);
+      }
+      _mm512_storeu_ps(dst + ox * 16, acc);
+    }
+  }
+}
+#endif
+
+/*
+ * One output row per task, for any lane count `v`. Inlined twice: with v = 16 as a compile-time
+ * constant (average pooling on NCHW16c: 0.27 -> 0.11 ms for a 256x28x28 3x3 window in a standalone
+ * loop) and with the runtime value for any other width.
  */
 static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k, long b, long e, const long v) {
   for (long t = b; t < e; t++) {
-    long oy = t % k->oh, plane = t / k->oh;
+    long oy = t % k->oh, plane = t / k->oh, y0 = oy * k->sh - k->pt, ky0, ky1, rows_counted = 0;
     const float* src = k->in + plane * k->h * k->w * v;
     float* dst = k->out + (plane * k->oh + oy) * k->ow * v;
-    long y0 = oy * k->sh - k->pt;
-    long ky0 = 0, ky1 = k->kh, rows_counted = 0;
-    while (ky0 < k->kh && y0 + ky0 * k->dh < 0) ky0++;
-    while (ky1 > ky0 && y0 + (ky1 - 1) * k->dh >= k->h) ky1--;
-    if (k->kind != 0) for (long ky = 0; ky < k->kh; ky++) { long y = y0 + ky * k->dh; if (y >= -k->pt && y < k->h + k->pb) rows_counted++; }
+    taps_inside(y0, k->dh, k->kh, k->h, &ky0, &ky1);
+    for (long ky = 0; ky < k->kh; ky++) { long y = y0 + ky * k->dh; if (y >= -k->pt && y < k->h + k->pb) rows_counted++; }
     for (long ox = 0; ox < k->ow; ox++) {
-      long x0 = ox * k->sw - k->pl;
-      long kx0 = 0, kx1 = k->kw;
-      while (kx0 < k->kw && x0 + kx0 * k->dw < 0) kx0++;
-      while (kx1 > kx0 && x0 + (kx1 - 1) * k->dw >= k->w) kx1--;
+      long x0 = ox * k->sw - k->pl, kx0, kx1, cols_counted = 0;
+      taps_inside(x0, k->dw, k->kw, k->w, &kx0, &kx1);
+      for (long kx = 0; kx < k->kw; kx++) { long x = x0 + kx * k->dw; if (x >= -k->pl && x < k->w + k->pr) cols_counted++; }
       float acc[MAXV];
       float* o = dst + ox * v;
       if (k->kind == 0) {
@@ -53,8 +83,6 @@ static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k,
         }
         for (long l = 0; l < v; l++) o[l] = acc[l];
       } else {
-        long cols_counted = 0;
-        for (long kx = 0; kx < k->kw; kx++) { long x = x0 + kx * k->dw; if (x >= -k->pl && x < k->w + k->pr) cols_counted++; }
         for (long l = 0; l < v; l++) acc[l] = 0.0f;
         for (long ky = ky0; ky < ky1; ky++) {
           const float* row = src + (y0 + ky * k->dh) * k->w * v;
@@ -70,35 +98,6 @@ static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k,
     }
   }
 }
-
-#ifdef __AVX512F__
-/*
- * Max pooling on NCHW16c: one 512-bit max per tap. gcc does not keep the generic loop's 16-lane
- * accumulator in a register (it measured 8x slower). _mm512_max_ps(px, acc) returns acc when
- * either is NaN, the same as the generic `px > acc ? px : acc`.
- */
-static void max_rows16(const pool_ctx* k, long b, long e) {
-  for (long t = b; t < e; t++) {
-    long oy = t % k->oh, plane = t / k->oh;
-    const float* src = k->in + plane * k->h * k->w * 16;
-    float* dst = k->out + (plane * k->oh + oy) * k->ow * 16;
-    long y0 = oy * k->sh - k->pt, ky0 = 0, ky1 = k->kh;
-    while (ky0 < k->kh && y0 + ky0 * k->dh < 0) ky0++;
-    while (ky1 > ky0 && y0 + (ky1 - 1) * k->dh >= k->h) ky1--;
-    for (long ox = 0; ox < k->ow; ox++) {
-      long x0 = ox * k->sw - k->pl, kx0 = 0, kx1 = k->kw;
-      while (kx0 < k->kw && x0 + kx0 * k->dw < 0) kx0++;
-      while (kx1 > kx0 && x0 + (kx1 - 1) * k->dw >= k->w) kx1--;
-      __m512 acc = _mm512_set1_ps(-FLT_MAX);
-      for (long ky = ky0; ky < ky1; ky++) {
-        const float* row = src + (y0 + ky * k->dh) * k->w * 16;
-        for (long kx = kx0; kx < kx1; kx++) acc = _mm512_max_ps(_mm512_loadu_ps(row + (x0 + kx * k->dw) * 16), acc);
-      }
-      _mm512_storeu_ps(dst + ox * 16, acc);
-    }
-  }
-}
-#endif
 
 static void pool_rows(const void* p, long b, long e) {
   const pool_ctx* k = p;

@@ -170,7 +170,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
 
   const tunedKeys = new Set(graph.layers.filter((l) => l.tunable).map((l) => l.workload!.key));
   await mkdir(join(dir, dirname(PROFILES_FILE)), { recursive: true });
-  await writeFile(join(dir, PROFILES_FILE), profilesText([...tunedKeys].map((k) => familyOf(graph.layers.find((l) => l.workload?.key === k)!, families).profile)));
+  await writeFile(join(dir, PROFILES_FILE), profilesText([...tunedKeys].map((k) => families.get(k)!.profile)));
 
   const files: Record<string, { sha256: string; bytes: number }> = {};
   for (const f of [...kernels.files, BUNDLE_FILES.packedWeights, BUNDLE_FILES.params, PROFILES_FILE].sort()) files[f] = await fileDigest(join(dir, f));

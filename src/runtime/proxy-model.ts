@@ -112,10 +112,9 @@ export function compiledLevel(m: CompiledLevelModel, x: FeatureVector): number {
   return m.intercept + w[0]! * x.otherCoresBusy + w[1]! * x.psiCpuSome + w[2]! * x.psiMemorySome + w[3]! * x.latencyRatio + w[4]! * x.coRunnerMemGBps;
 }
 
+/** The model's unrounded level for one feature vector (the runtime compiles the model once instead). */
 export function continuousLevel(m: Pick<ManifestLevelModel, 'features' | 'intercept' | 'weights'>, x: FeatureVector): number {
-  let level = m.intercept;
-  for (let i = 0; i < m.features.length; i++) level += m.weights[i]! * ((x as Record<string, number>)[m.features[i]!] ?? 0);
-  return level;
+  return compiledLevel(compileLevelModel(m), x);
 }
 
 /** The calibrated level nearest to `level` (ties go to the lower, less pessimistic level). */
