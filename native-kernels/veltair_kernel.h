@@ -26,17 +26,9 @@
 #ifndef VELTAIR_KERNEL_H
 #define VELTAIR_KERNEL_H
 #include <stddef.h>
-
-#define VT_ABI_VERSION 1
-
-enum vt_op { VT_OP_CONV2D = 0, VT_OP_DENSE = 1, VT_OP_BATCH_MATMUL = 2 };
-
-enum vt_epi {
-  VT_EPI_BIAS = 0, VT_EPI_RELU, VT_EPI_CLIP, VT_EPI_LEAKY_RELU, VT_EPI_SIGMOID, VT_EPI_HARD_SIGMOID,
-  VT_EPI_HARD_SWISH, VT_EPI_SILU, VT_EPI_TANH, VT_EPI_GELU, VT_EPI_RESIDUAL_ADD, VT_EPI_CHANNEL_MUL, VT_EPI_GELU_TANH
-};
-
-#define VT_MAX_EPI 8
+/* VT_ABI_VERSION, VT_MAX_EPI, enum vt_op and enum vt_epi: generated from src/toolchain/abi.ts into
+ * every build (never edited by hand, so the TypeScript and C sides cannot disagree). */
+#include "vt_abi.h"
 
 /* The workload a symbol computes, so a shared object describes itself (harness, runtime verify). */
 typedef struct vt_desc {

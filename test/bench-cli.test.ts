@@ -12,11 +12,11 @@ import { after, test } from 'node:test';
 import { encodeModel } from '../src/onnx/encode.js';
 import { assertOneClearError, tinyModelSpec, veltair } from './compile-fixture.js';
 import { writeFakeBundle } from './bundle-fixture.js';
-import { machineCpuModel } from '../src/bundle/isa.js';
+import { cpuInfo } from '../src/toolchain/cpu.js';
 import type { Manifest } from '../src/bundle/manifest.js';
 
 /** The fixture bundle, claiming this machine's CPU (no "tuned on another CPU" warning line). */
-const onThisCpu = (m: Manifest): Manifest => ({ ...m, target: { ...m.target, spec: { ...m.target.spec, cpuModel: machineCpuModel() } } });
+const onThisCpu = (m: Manifest): Manifest => ({ ...m, target: { ...m.target, spec: { ...m.target.spec, cpuModel: cpuInfo().model } } });
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-bench-cli-'));
 after(() => rmSync(root, { recursive: true, force: true }));

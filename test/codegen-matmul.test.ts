@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import type { EpilogueKind, WorkloadShape } from '../src/ir/workload.js';
 import { makeCandidate, type Candidate } from '../src/space/candidate.js';
 import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { seededRng } from '../src/space/rng.js';
+import { seededRng } from '../src/random.js';
 import { repair, sampleSchedule, widthsFor } from '../src/space/schedule.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 
 const dense = (m: number, k: number, n: number, epilogue: EpilogueKind[]): WorkloadShape =>

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isVeltairError } from '../src/errors.js';
 import { measurePeakGflops } from '../src/measure/peak.js';
-import { cacheDir as defaultCacheDir, ensureTool } from '../src/measure/native-tool.js';
+import { cacheDir as defaultCacheDir } from '../src/toolchain/paths.js';
+import { ensureTool } from '../src/toolchain/tools.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'veltair-peak-test-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));

@@ -4,7 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isVeltairError } from '../src/errors.js';
-import { LEVELS, availableCores, noiseCores, parseCoreList, resolveLevel, startNoise, type NoiseSettings } from '../src/measure/noise.js';
+import { LEVELS, resolveLevel, type NoiseSettings } from '../src/interference/levels.js';
+import { availableCores, parseCoreList } from '../src/toolchain/cpu.js';
+import { noiseCores, startNoise } from '../src/interference/generator.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'veltair-noise-test-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));

@@ -19,7 +19,7 @@ import { generateKernel } from '../src/codegen/kernel.js';
 import { buildKernels } from '../src/measure/build.js';
 import { makeCandidate } from '../src/space/candidate.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { VeltairError } from '../src/errors.js';
 import { fromIrLayer, type RuntimeVersion } from '../src/runtime/runtime-layer.js';
 import { translatePlan } from '../src/runtime/translate.js';

@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { ManifestInterferenceProxy, ManifestVersion } from '../src/bundle/manifest.js';
 import { manifestSchemaProblem } from '../src/bundle/schema.js';
-import { compileLevelModel, compiledLevel, continuousLevel, fitLevelModel, snapLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample } from '../src/runtime/proxy-model.js';
-import { bestVersionAt, pickRegret, pickTable, profiledKernelMs, type KernelStepChoice } from '../src/runtime/proxy-picker.js';
-import { FeatureSampler, LatencyRatioTracker, parseCpuTimes, parsePsiSomeTotal } from '../src/runtime/proxy-features.js';
+import { compileLevelModel, compiledLevel, continuousLevel, fitLevelModel, snapLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample } from '../src/interference/proxy-model.js';
+import { bestVersionAt, pickRegret, pickTable, profiledKernelMs, type KernelStepChoice } from '../src/runtime/version-picker.js';
+import { FeatureSampler, LatencyRatioTracker, parseCpuTimes, parsePsiSomeTotal } from '../src/interference/proxy-features.js';
 import { writeFakeBundle } from './bundle-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-proxy-fit-'));

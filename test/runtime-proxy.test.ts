@@ -18,13 +18,13 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { readBundle } from '../src/bundle/read.js';
 import { encodeModel } from '../src/onnx/encode.js';
-import { openLevelBank } from '../src/tune/levels.js';
+import { openLevelBank } from '../src/interference/bank.js';
 import { executorForBundle } from '../src/runtime/bundle-executor.js';
-import { modelFeeds } from '../src/runtime/bench-feeds.js';
+import { modelFeeds } from '../src/bench/feeds.js';
 import { InterferenceProxy } from '../src/runtime/proxy.js';
-import { calibrateProxy, profileCoRunners, storeProxy } from '../src/runtime/proxy-calibrate.js';
-import { runtimeCores } from '../src/runtime/proxy-cores.js';
-import { bestVersionAt, pickRegret } from '../src/runtime/proxy-picker.js';
+import { calibrateProxy, profileCoRunners, storeProxy } from '../src/bench/proxy-calibrate.js';
+import { runtimeCores } from '../src/interference/cores.js';
+import { bestVersionAt, pickRegret } from '../src/runtime/version-picker.js';
 import { tinyModelSpec, veltair } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-proxy-'));

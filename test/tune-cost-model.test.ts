@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fitLatencyModel, fitRidge, solveSpd, type Observation } from '../src/tune/cost-model.js';
 import { scheduleFeatures } from '../src/space/features.js';
-import { seededRng } from '../src/space/rng.js';
+import { seededRng } from '../src/random.js';
 import { sampleSchedules } from '../src/space/schedule.js';
-import { syntheticTarget } from '../src/space/target.js';
+import { syntheticTarget } from '../src/toolchain/target.js';
 import type { WorkloadShape } from '../src/ir/workload.js';
 
 test('the Cholesky solver solves a small SPD system', () => {

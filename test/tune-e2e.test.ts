@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/db/store.js';
 import { levelsOf } from '../src/db/record.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { tuneWorkloads, shardOf, tasksOf } from '../src/tune/tune-model.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-tune-e2e-'));

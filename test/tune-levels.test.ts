@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { type NoiseSettings } from '../src/measure/noise.js';
-import { isRunning, isStopped, measurableLevels, openLevelBank, planCores, threadStates } from '../src/tune/levels.js';
+import type { NoiseSettings } from '../src/interference/levels.js';
+import { isRunning, isStopped, measurableLevels, openLevelBank, planCores, threadStates } from '../src/interference/bank.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'veltair-tune-levels-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));

@@ -15,6 +15,7 @@
  *   setVersion(handle, step, version), setThreads(handle, step, threads)
  *   setProfiling(handle, on), stepTimes(handle) -> Float64Array (ns per step, last profiled run)
  *   close(handle)
+ *   abiDigest: string   VT_ABI_DIGEST of the generated vt_abi.h it was built with (checked at load)
  * Errors are thrown as Error with `code`: VT_KERNELS (dlopen/dlsym/kernel mismatch), VT_PLAN
  * (malformed plan), VT_ARGUMENT (wrong call), VT_RUN (a step failed at run time).
  */
@@ -236,7 +237,10 @@ static napi_value close_fn(napi_env env, napi_callback_info info) {
 }
 
 NAPI_MODULE_INIT() {
+  napi_value digest;
+  if (napi_create_string_utf8(env, VT_ABI_DIGEST, NAPI_AUTO_LENGTH, &digest) != napi_ok) return NULL;
   napi_property_descriptor props[] = {
+    { "abiDigest", NULL, NULL, NULL, NULL, digest, napi_enumerable, NULL },
     { "create", NULL, create, NULL, NULL, NULL, napi_default, NULL },
     { "info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL },
     { "run", NULL, run, NULL, NULL, NULL, napi_default, NULL },

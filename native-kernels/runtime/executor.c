@@ -23,8 +23,6 @@
 #include <time.h>
 #include "vt_rt.h"
 
-#define VT_PLAN_MAGIC 0x7674
-#define VT_PLAN_FORMAT 1
 
 struct vt_exec {
   void* so;

@@ -72,7 +72,7 @@ static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k,
       for (long kx = 0; kx < k->kw; kx++) { long x = x0 + kx * k->dw; if (x >= -k->pl && x < k->w + k->pr) cols_counted++; }
       float acc[MAXV];
       float* o = dst + ox * v;
-      if (k->kind == 0) {
+      if (k->kind == VT_POOL_MAX) {
         for (long l = 0; l < v; l++) acc[l] = -FLT_MAX;
         for (long ky = ky0; ky < ky1; ky++) {
           const float* row = src + (y0 + ky * k->dh) * k->w * v;
@@ -102,7 +102,7 @@ static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k,
 static void pool_rows(const void* p, long b, long e) {
   const pool_ctx* k = p;
 #ifdef __AVX512F__
-  if (k->v == 16 && k->kind == 0) { max_rows16(k, b, e); return; }
+  if (k->v == 16 && k->kind == VT_POOL_MAX) { max_rows16(k, b, e); return; }
 #endif
   if (k->v == 16) pool_rows_v(k, b, e, 16);
   else pool_rows_v(k, b, e, k->v);
@@ -125,13 +125,13 @@ static void global_planes(const void* p, long b, long e) {
   for (long t = b; t < e; t++) {
     const float* src = k->in + t * k->hw * k->v;
     float acc[MAXV];
-    for (long l = 0; l < k->v; l++) acc[l] = k->kind == 0 ? -FLT_MAX : 0.0f;
+    for (long l = 0; l < k->v; l++) acc[l] = k->kind == VT_POOL_MAX ? -FLT_MAX : 0.0f;
     for (long q = 0; q < k->hw; q++) {
       const float* px = src + q * k->v;
-      if (k->kind == 0) for (long l = 0; l < k->v; l++) acc[l] = px[l] > acc[l] ? px[l] : acc[l];
+      if (k->kind == VT_POOL_MAX) for (long l = 0; l < k->v; l++) acc[l] = px[l] > acc[l] ? px[l] : acc[l];
       else for (long l = 0; l < k->v; l++) acc[l] += px[l];
     }
-    float scale = k->kind == 0 ? 1.0f : 1.0f / (float)k->hw;
+    float scale = k->kind == VT_POOL_MAX ? 1.0f : 1.0f / (float)k->hw;
     for (long l = 0; l < k->v; l++) k->out[t * k->v + l] = acc[l] * scale;
   }
 }

@@ -12,7 +12,8 @@
 #include <immintrin.h>
 #endif
 
-enum { NATURAL = 0, BLOCKED = 1, ROWS = 2 };
+/* layout kinds: enum vt_layout_kind (vt_abi.h) */
+enum { NATURAL = VT_LAYOUT_NATURAL, BLOCKED = VT_LAYOUT_BLOCKED, ROWS = VT_LAYOUT_ROWS };
 
 typedef struct { const float* in; float* out; long n, c, hw, v, cb; } blk_ctx;
 

@@ -9,11 +9,7 @@
 #include "vt_rt.h"
 #include "../vt_simd.h"
 
-enum {
-  U_RELU, U_CLIP, U_LEAKY_RELU, U_SIGMOID, U_HARD_SIGMOID, U_HARD_SWISH, U_SILU, U_TANH, U_GELU, U_GELU_TANH,
-  U_ERF, U_EXP, U_LOG, U_SQRT, U_NEG, U_ABS, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_SIN, U_COS,
-  U_SOFTPLUS, U_ELU, U_SELU, U_SIGN, U_COUNT
-};
+/* function codes: enum vt_unary_fn (vt_abi.h) */
 
 #if defined(__AVX512F__)
 #define W 16

@@ -17,11 +17,12 @@ import type { EpilogueStep, Layer, LayerGraph } from '../ir/layer.js';
 import type { KernelUnit } from '../measure/build.js';
 import type { InferredModel } from '../onnx/model.js';
 import { makeCandidate } from '../space/candidate.js';
-import { vectorWidths, type Target } from '../space/target.js';
+import { KERNEL_ABI_VERSION } from '../toolchain/abi.js';
+import { nativeRequiredIsa, vectorWidths } from '../toolchain/isa.js';
+import type { Target } from '../toolchain/target.js';
 import type { WorkloadFamily } from '../tune/tune-model.js';
 import { VERSION } from '../version.js';
 import { addParam, openBlobFile } from './blobs.js';
-import { isaFlagsOf, machineCpuFlags } from './isa.js';
 import { writeBundleKernels } from './kernels.js';
 import { BUNDLE_FILES, BUNDLE_FORMAT_VERSION, manifestText, type Manifest, type ManifestEpilogueStep, type ManifestLayer,
   type ManifestVersion, type BlobRef, type ParamRef } from './manifest.js';
@@ -30,7 +31,6 @@ import { PROFILES_FILE, profilesText } from './profiles.js';
 import { buildGraphPlan, type GraphPlan, type LayerChoice } from './plan.js';
 import { assertManifestSchema } from './schema.js';
 
-const VT_ABI_VERSION = 1;
 
 export interface BundleSource {
   readonly modelPath: string;
@@ -60,7 +60,7 @@ function familyOf(l: Layer, families: ReadonlyMap<string, WorkloadFamily>): Work
 
 /** Per tunable layer: the widest vector width the target runs and the family has, and its versions. */
 export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFamily>, target: Target): { choices: Map<number, LayerChoice>; notes: string[] } {
-  const widest = vectorWidths(target)[0]!;
+  const widest = vectorWidths(target.isa)[0]!;
   const choices = new Map<number, LayerChoice>();
   const notes: string[] = [];
   for (const l of graph.layers.filter((x) => x.tunable)) {
@@ -119,7 +119,7 @@ function kernelUnits(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFa
 export async function buildBundleFiles(dir: string, src: BundleSource): Promise<BuiltBundle> {
   const { graph, families, target } = src;
   const { choices, notes } = chooseLayouts(graph, families, target);
-  const plan = buildGraphPlan(graph, choices, vectorWidths(target)[0]!);
+  const plan = buildGraphPlan(graph, choices, vectorWidths(target.isa)[0]!);
   const ids = logicalIds(plan);
   const idOf = (name: string) => {
     const id = ids.get(name);
@@ -177,7 +177,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
   const m = src.model;
   const manifest: Manifest = {
     formatVersion: BUNDLE_FORMAT_VERSION,
-    compilerVersion: { veltair: VERSION, codegen: CODEGEN_VERSION, kernelAbi: VT_ABI_VERSION },
+    compilerVersion: { veltair: VERSION, codegen: CODEGEN_VERSION, kernelAbi: KERNEL_ABI_VERSION },
     model: {
       path: basename(src.modelPath),
       sha256: m.model.sha256,
@@ -188,7 +188,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
     target: {
       fingerprint: targetFingerprint(target),
       spec: { cpuModel: target.cpuModel, isa: { ...target.isa }, cores: target.cores, caches: { ...target.caches }, cc: target.cc, cflags: [...target.cflags] },
-      requiredIsa: target.cflags.includes('-march=native') ? isaFlagsOf(machineCpuFlags()) : [],
+      requiredIsa: target.cflags.includes('-march=native') ? nativeRequiredIsa() : [],
     },
     options: src.options,
     layers,

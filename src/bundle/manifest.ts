@@ -6,7 +6,7 @@
  */
 import type { Schedule } from '../space/schedule.js';
 import type { ScheduleFeatures } from '../space/features.js';
-import type { Target } from '../space/target.js';
+import type { Target } from '../toolchain/target.js';
 import type { DType } from '../onnx/model.js';
 import type { WorkloadShape } from '../ir/workload.js';
 import type { Activation } from '../ir/layer.js';

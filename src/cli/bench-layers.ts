@@ -8,8 +8,8 @@ import type { Command } from 'commander';
 import { userError } from '../errors.js';
 import { lowerToLayers } from '../ir/lower.js';
 import { loadModel } from '../onnx/load.js';
-import { detectTarget } from '../space/target.js';
-import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from '../measure/layer-bench.js';
+import { detectTarget } from '../toolchain/target.js';
+import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from '../bench/layer-bench.js';
 import { collectInputShape } from './inspect.js';
 import { formatTable, printJson, printLine, progressBar } from './output.js';
 

@@ -17,11 +17,11 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { readBundle, type LoadedBundle } from '../bundle/read.js';
 import type { ManifestInterferenceProxy } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
-import { openLevelBank, type LevelBank } from '../tune/levels.js';
-import { benchModel, type BenchReport } from '../runtime/bench-model.js';
-import { calibrateProxy, checkCalibratable, profileCoRunners, storeProxy } from '../runtime/proxy-calibrate.js';
-import { runtimeCores } from '../runtime/proxy-cores.js';
-import { availableCores } from '../measure/noise.js';
+import { openLevelBank, type LevelBank } from '../interference/bank.js';
+import { benchModel, type BenchReport } from '../bench/model-bench.js';
+import { calibrateProxy, checkCalibratable, profileCoRunners, storeProxy } from '../bench/proxy-calibrate.js';
+import { runtimeCores } from '../interference/cores.js';
+import { availableCores } from '../toolchain/cpu.js';
 import { parsePositiveInt } from './compile.js';
 import { formatTable, note, printJson, printLine } from './output.js';
 

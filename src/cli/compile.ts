@@ -13,10 +13,10 @@ import { checkOutput, prepareOutput, writeBundleAtomically } from '../bundle/wri
 import { openDatabase, defaultDatabaseDir, shardFileName } from '../db/store.js';
 import { userError } from '../errors.js';
 import { lowerToLayers, summarise } from '../ir/lower.js';
-import { ccVersion } from '../measure/build.js';
+import { compilerVersion } from '../toolchain/compiler.js';
 import { loadModel } from '../onnx/load.js';
 import { powersUpTo } from '../space/schedule.js';
-import { detectTarget } from '../space/target.js';
+import { detectTarget } from '../toolchain/target.js';
 import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TuneResult } from '../tune/tune-model.js';
 import { collectInputShape } from './inspect.js';
 import { note, printJson, printLine, progressBar } from './output.js';
@@ -145,7 +145,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   const args = parseArgs(f);
   if (!args.shard && !f.output) throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
   if (!args.shard) await checkOutput(f.output!, f.force === true);
-  await ccVersion();
+  await compilerVersion();
 
   const inferred = await loadModel(modelPath, { inputShapes: f.inputShape });
   const graph = lowerToLayers(inferred);

@@ -12,7 +12,7 @@ import { databaseStats, mergeDatabases, pruneDatabase, type DatabaseStats, type 
 import { exportRecords, type ExportFormat } from '../db/export.js';
 import { defaultDatabaseDir, unwritable } from '../db/store.js';
 import { FINGERPRINT_PATTERN, targetFingerprint } from '../db/target-fingerprint.js';
-import { detectTarget } from '../space/target.js';
+import { detectTarget } from '../toolchain/target.js';
 import { formatTable, note, printJson, printLine } from './output.js';
 
 interface DbFlags { db?: string; json?: boolean }

@@ -5,8 +5,10 @@
  */
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
-import { calibrate, type Calibration, type ProbeCalibration } from '../measure/calibrate.js';
-import { LEVELS, availableCores, levelSpec, noiseCores, parseCoreList, startNoise, type NoiseHandle, type NoiseStats } from '../measure/noise.js';
+import { calibrate, type Calibration, type ProbeCalibration } from '../interference/calibrate.js';
+import { LEVELS, levelSpec } from '../interference/levels.js';
+import { availableCores, parseCoreList } from '../toolchain/cpu.js';
+import { noiseCores, startNoise, type NoiseHandle, type NoiseStats } from '../interference/generator.js';
 import { formatTable, note, printJson, printLine } from './output.js';
 
 interface NoiseCliOptions {

@@ -7,8 +7,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Session } from '../runtime/session.js';
 import { InterferenceProxy } from '../runtime/proxy.js';
-import { runtimeCores } from '../runtime/proxy-cores.js';
-import { availableCores } from '../measure/noise.js';
+import { runtimeCores } from '../interference/cores.js';
+import { availableCores } from '../toolchain/cpu.js';
 
 export interface LevelChoice {
   readonly level: number;

@@ -5,8 +5,8 @@
  */
 import { execa } from 'execa';
 import { VeltairError, userError } from '../errors.js';
-import { availableCores, parseCoreList } from './noise.js';
-import { ensureTool } from './native-tool.js';
+import { availableCores, parseCoreList } from '../toolchain/cpu.js';
+import { ensureTool } from '../toolchain/tools.js';
 import { median } from './stats.js';
 
 export interface PeakOptions {

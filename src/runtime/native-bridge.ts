@@ -11,6 +11,7 @@
 import { createRequire } from 'node:module';
 import { VeltairError, internalError, userError, quoteForMessage } from '../errors.js';
 import type { DType } from '../onnx/model.js';
+import { ABI_DIGEST } from '../toolchain/abi.js';
 import { ensureRuntimeAddon } from './native-build.js';
 import { encodePlan, type NativePlan, type NativeTensor } from './native-plan.js';
 
@@ -18,6 +19,8 @@ type Handle = object;
 
 /** The addon's exports (see the comment at the top of addon.c). */
 export interface RuntimeAddon {
+  /** VT_ABI_DIGEST of the vt_abi.h the addon was compiled with. */
+  readonly abiDigest: string;
   create(blob: Float64Array, kernelsPath: string | null, symbols: readonly string[], params: readonly ArrayBufferView[]): Handle;
   info(h: Handle): { steps: number; inputBytes: number[]; outputBytes: number[] };
   run(h: Handle, inputs: readonly ArrayBufferView[], outputs: readonly ArrayBufferView[]): void;
@@ -43,7 +46,12 @@ export async function loadRuntimeAddon(options: LoadOptions = {}): Promise<Runti
     process.env['OMP_PROC_BIND'] ??= 'close';
     process.env['OMP_PLACES'] ??= 'cores';
   }
-  loaded = createRequire(import.meta.url)(path) as RuntimeAddon;
+  const addon = createRequire(import.meta.url)(path) as RuntimeAddon;
+  if (addon.abiDigest !== ABI_DIGEST) {
+    throw internalError(`the runtime addon at ${path} was built for ABI ${String(addon.abiDigest)}, this veltair speaks ${ABI_DIGEST}`,
+      'delete the veltair cache (VELTAIR_CACHE_DIR or ~/.cache/veltair) and retry; this is a bug if it persists');
+  }
+  loaded = addon;
   return loaded;
 }
 

@@ -6,6 +6,7 @@
  */
 import type { DType } from '../onnx/model.js';
 import { internalError } from '../errors.js';
+import { PLAN_FORMAT, PLAN_MAGIC } from '../toolchain/abi.js';
 import type { OpCode } from './ops.js';
 
 /** Where a step operand lives: an arena byte offset (>= 0), NONE, or a param (see paramRef). */
@@ -55,8 +56,6 @@ export interface NativePlan {
   readonly params: readonly ArrayBufferView[];
 }
 
-const PLAN_MAGIC = 0x7674;
-const PLAN_FORMAT = 1;
 export const SYMBOL_PATTERN = /^vt_k[0-9a-f]{16}$/;
 
 function checkStep(s: NativeStep, i: number, arenaBytes: number, params: number, symbols: number): void {

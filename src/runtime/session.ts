@@ -20,7 +20,7 @@ import { executorForBundle } from './bundle-executor.js';
 import type { Executor } from './native-bridge.js';
 import { orderFeeds, type Feeds, type TensorInfo } from './feeds.js';
 import type { HostTensor } from './host-tensor.js';
-import { bestVersionAt, kernelSteps } from './proxy-picker.js';
+import { bestVersionAt, kernelSteps } from './version-picker.js';
 
 export type { Feed, Feeds, TensorInfo } from './feeds.js';
 export type { HostTensor, TensorData } from './host-tensor.js';

@@ -15,13 +15,13 @@ import { shardFileName } from '../db/store.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
 import { userError } from '../errors.js';
 import type { Workload } from '../ir/workload.js';
-import type { NoiseSettings } from '../measure/noise.js';
+import type { NoiseSettings } from '../interference/levels.js';
 import { repair, isValid } from '../space/schedule.js';
-import { detectTarget, type Target } from '../space/target.js';
+import { detectTarget, type Target } from '../toolchain/target.js';
 import { evaluateBatch } from './evaluate.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
 import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
-import { measurableLevels, openLevelBank, planCores, type LevelBank } from './levels.js';
+import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
 import { pickTask, taskCost, type TaskProgress } from './scheduler.js';
 import { createTaskSearch, type TaskSearch, type TrialResult } from './search.js';
 

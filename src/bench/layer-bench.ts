@@ -12,15 +12,15 @@ import type { Layer, LayerGraph } from '../ir/layer.js';
 import { workloadMacs, type Workload } from '../ir/workload.js';
 import { makeCandidate, type Candidate } from '../space/candidate.js';
 import { defaultSchedule, localityGreedy, parallelHeavy } from '../space/presets.js';
-import { seededRng } from '../space/rng.js';
+import { seededRng } from '../random.js';
 import { repair, sampleSchedules, type Schedule } from '../space/schedule.js';
-import type { Target } from '../space/target.js';
-import { measureCandidates } from './measure-candidates.js';
-import { availableCores } from './noise.js';
-import { ORT_MALLOC_TUNABLES, startOrtChild, type OrtChild } from './ort-child.js';
-import { measurePeakGflops, type PeakResult } from './peak.js';
-import type { MeasureStatus } from './run-candidate.js';
-import { geometricMean, interleave, median, summarizeRatios, type RatioSummary } from './stats.js';
+import type { Target } from '../toolchain/target.js';
+import { measureCandidates } from '../measure/measure-candidates.js';
+import { availableCores } from '../toolchain/cpu.js';
+import { ORT_MALLOC_TUNABLES, startOrtChild, type OrtChild } from './ort-layer-child.js';
+import { measurePeakGflops, type PeakResult } from '../measure/peak.js';
+import type { MeasureStatus } from '../measure/run-candidate.js';
+import { geometricMean, interleave, median, summarizeRatios, type RatioSummary } from '../measure/stats.js';
 
 /** One unique workload to benchmark, and every chosen layer index that computes it. */
 export interface SelectedLayer {

@@ -7,7 +7,7 @@
  * mask — what availableCores() reads — holds the kernel cores only.
  */
 import { userError } from '../errors.js';
-import { availableCores } from '../measure/noise.js';
+import { availableCores } from '../toolchain/cpu.js';
 
 export interface RuntimeCores {
   readonly allCores: readonly number[];

@@ -14,13 +14,13 @@
  */
 import type { LoadedBundle } from '../bundle/read.js';
 import { median, pairedRatios, quantile, interleave } from '../measure/stats.js';
-import type { LevelBank } from '../tune/levels.js';
+import type { LevelBank } from '../interference/bank.js';
 import { internalError } from '../errors.js';
-import { modelFeeds } from './bench-feeds.js';
-import { startOrtModelChild, type OrtModelChild } from './bench-ort-child.js';
-import { loadBundle } from './session.js';
-import type { RuntimeCores } from './proxy-cores.js';
-import { InterferenceProxy } from './proxy.js';
+import { modelFeeds } from './feeds.js';
+import { startOrtModelChild, type OrtModelChild } from './ort-model-child.js';
+import { loadBundle } from '../runtime/session.js';
+import type { RuntimeCores } from '../interference/cores.js';
+import { InterferenceProxy } from '../runtime/proxy.js';
 
 export type BenchArm = 'veltair' | 'veltairFixed' | 'ort';
 const ARMS: readonly BenchArm[] = ['veltair', 'veltairFixed', 'ort'];

@@ -19,8 +19,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { internalError } from '../errors.js';
-import { availableCores, startNoise, type NoiseHandle, type NoiseSettings } from '../measure/noise.js';
-import { measureJobs, type MeasureJob, type Measurement, type MeasureOptions } from '../measure/run-candidate.js';
+import { availableCores } from '../toolchain/cpu.js';
+import { startNoise, type NoiseHandle } from './generator.js';
+import type { NoiseSettings } from './levels.js';
 
 /** Which cores kernels and co-runners use, for a session that considers `threadOptions`. */
 export interface CorePlan {
@@ -179,25 +180,4 @@ export async function openLevelBank(o: LevelBankOptions): Promise<LevelBank> {
     quiesce: stopRunning,
     close,
   };
-}
-
-/**
- * Measure one compiled candidate at each of `levels`, back to back in one harness child, switching
- * the co-runner between jobs. Returns one Measurement per level, in `levels` order.
- */
-export async function measureAtLevels(job: MeasureJob, levels: readonly number[], bank: LevelBank | undefined,
-  o: Omit<MeasureOptions, 'cores' | 'beforeJob' | 'afterJob'>): Promise<Measurement[]> {
-  if (levels.some((l) => l !== 0) && !bank) throw internalError('noisy levels need a level bank');
-  const plan = bank?.plan;
-  const cores = plan ? kernelCores(plan, job.threads) : availableCores().slice(0, job.threads);
-  try {
-    return await measureJobs(levels.map(() => job), {
-      ...o,
-      cores,
-      beforeJob: async (i) => { await bank?.activate(levels[i]!); },
-      afterJob: async () => { await bank?.quiesce(); },
-    });
-  } finally {
-    await bank?.quiesce();
-  }
 }

@@ -5,10 +5,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LayerGraph } from '../src/ir/layer.js';
-import { lowerToLayers } from '../src/ir/lower.js';
-import { loadModel } from '../src/onnx/load.js';
-import { writeZooModel } from '../src/zoo/index.js';
+import type { LayerGraph } from '../ir/layer.js';
+import { lowerToLayers } from '../ir/lower.js';
+import { loadModel } from '../onnx/load.js';
+import { writeZooModel } from '../zoo/index.js';
 
 export interface BenchModel {
   readonly name: string;

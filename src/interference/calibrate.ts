@@ -8,15 +8,15 @@
  * Each round yields a paired ratio noisy/quiet of the probe's median time; a level is reported as
  * the median and spread of those ratios, plus what the co-runner itself achieved while it ran.
  */
-import { cpus } from 'node:os';
 import { execa } from 'execa';
 import { userError } from '../errors.js';
-import { ensureTool, readJsonLines } from './native-tool.js';
-import {
-  LEVELS, availableCores, levelSpec, noiseCores, noiseMemoryBudget, readL3Bytes, resolveLevel, startNoise,
-  type NoiseSettings, type NoiseStats,
-} from './noise.js';
-import { interleave, median, pairedRatios } from './stats.js';
+import { ensureTool } from '../toolchain/tools.js';
+import { readJsonLines } from '../toolchain/json-lines.js';
+import { LEVELS, levelSpec, noiseMemoryBudget, resolveLevel, type NoiseSettings } from './levels.js';
+import { availableCores, cpuInfo } from '../toolchain/cpu.js';
+import { noiseCores, startNoise, type NoiseStats } from './generator.js';
+import { detectCaches } from '../toolchain/caches.js';
+import { interleave, median, pairedRatios } from '../measure/stats.js';
 
 const MiB = 1 << 20;
 
@@ -179,7 +179,8 @@ export async function calibrate(options: CalibrationOptions = {}): Promise<Calib
   }
   const levels = (options.levels ?? LEVELS.map((l) => l.level)).map((l) => levelSpec(l));
   const { kernelCore, noise } = chooseCores(options);
-  const l3 = await readL3Bytes();
+  const caches = await detectCaches();
+  const l3 = { bytes: caches.sizes.l3, source: caches.sources.l3 };
   const probeSizes = options.probeSizes ?? defaultProbeSizes(l3.bytes);
   const probeMs = options.probeMs ?? { cache: 100, l3: 100, stream: 300 };
   const progress = options.onProgress ?? (() => {});
@@ -213,7 +214,7 @@ export async function calibrate(options: CalibrationOptions = {}): Promise<Calib
       });
     }
     return {
-      machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: availableCores().length, l3Bytes: l3.bytes, l3Source: l3.source, kernelCore, noiseCores: noise, probeSizes },
+      machine: { cpu: cpuInfo().model, cores: availableCores().length, l3Bytes: l3.bytes, l3Source: l3.source, kernelCore, noiseCores: noise, probeSizes },
       rounds,
       levels: results,
     };

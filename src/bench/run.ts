@@ -9,11 +9,11 @@
  * A full run takes about 10–15 minutes on 2 cores; --quick about 4.
  */
 import { writeFile } from 'node:fs/promises';
-import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from '../src/measure/layer-bench.js';
-import { geometricMean, median } from '../src/measure/stats.js';
-import { detectTarget } from '../src/space/target.js';
-import type { Workload } from '../src/ir/workload.js';
-import type { LayerGraph } from '../src/ir/layer.js';
+import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from './layer-bench.js';
+import { geometricMean, median } from '../measure/stats.js';
+import { detectTarget } from '../toolchain/target.js';
+import type { Workload } from '../ir/workload.js';
+import type { LayerGraph } from '../ir/layer.js';
 import { machineInfo, machineLine } from './machine.js';
 import { buildBenchModels } from './models.js';
 import { formatTradeoffMarkdown, pickTradeoffLayers, runTradeoff, type TradeoffReport } from './tradeoff.js';

@@ -11,8 +11,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { ManifestTensorInfo } from '../bundle/manifest.js';
-import { serveJsonLines, startPinnedChild } from '../measure/pinned-child.js';
-import { modelFeeds } from './bench-feeds.js';
+import { serveJsonLines, startPinnedChild } from './pinned-child.js';
+import { modelFeeds } from './feeds.js';
 
 export interface OrtModelChild {
   readonly pinned: boolean;

@@ -7,17 +7,16 @@
  * best round's median; ORT is measured before and after. On a shared machine the numbers drift:
  * compare rows of the same run only.
  */
-import { withKey, workloadMacs, type WorkloadShape } from '../src/ir/workload.js';
-import { makeCandidate } from '../src/space/candidate.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { problemOf } from '../src/space/problem.js';
-import { seededRng } from '../src/space/rng.js';
-import { registerTiles, repair, type Schedule } from '../src/space/schedule.js';
-import { detectTarget } from '../src/space/target.js';
-import { measureCandidates } from '../src/measure/measure-candidates.js';
-import { measurePeakGflops } from '../src/measure/peak.js';
-import { measureOrtLayer } from '../src/measure/ort-layer.js';
-import { sampleSchedules } from '../src/space/schedule.js';
+import { withKey, workloadMacs, type WorkloadShape } from '../ir/workload.js';
+import { makeCandidate } from '../space/candidate.js';
+import { defaultSchedule, localityGreedy, parallelHeavy } from '../space/presets.js';
+import { problemOf } from '../space/problem.js';
+import { seededRng } from '../random.js';
+import { registerTiles, repair, type Schedule, sampleSchedules } from '../space/schedule.js';
+import { detectTarget } from '../toolchain/target.js';
+import { measureCandidates } from '../measure/measure-candidates.js';
+import { measurePeakGflops } from '../measure/peak.js';
+import { measureOrtLayer } from './ort-layer.js';
 
 function conv(cin: number, hw: number, cout: number, k: number, stride: number, groups = 1,
   epilogue: WorkloadShape['epilogue'] = ['bias', 'relu'], pad = (k - 1) >> 1): WorkloadShape {

@@ -17,17 +17,18 @@
  */
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { LayerGraph } from '../src/ir/layer.js';
-import { workloadMacs, type Workload } from '../src/ir/workload.js';
-import { describeWorkload, searchSchedules } from '../src/measure/layer-bench.js';
-import { measureCandidates } from '../src/measure/measure-candidates.js';
-import { availableCores, noiseCores, startNoise, type NoiseHandle, type NoiseStats } from '../src/measure/noise.js';
-import { median, summarizeRatios, type RatioSummary } from '../src/measure/stats.js';
-import { makeCandidate, type Candidate } from '../src/space/candidate.js';
-import { scheduleFeatures } from '../src/space/features.js';
-import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import type { Schedule } from '../src/space/schedule.js';
-import { detectTarget, type Target } from '../src/space/target.js';
+import type { LayerGraph } from '../ir/layer.js';
+import { workloadMacs, type Workload } from '../ir/workload.js';
+import { describeWorkload, searchSchedules } from './layer-bench.js';
+import { measureCandidates } from '../measure/measure-candidates.js';
+import { availableCores } from '../toolchain/cpu.js';
+import { noiseCores, startNoise, type NoiseHandle, type NoiseStats } from '../interference/generator.js';
+import { median, summarizeRatios, type RatioSummary } from '../measure/stats.js';
+import { makeCandidate, type Candidate } from '../space/candidate.js';
+import { scheduleFeatures } from '../space/features.js';
+import { localityGreedy, parallelHeavy } from '../space/presets.js';
+import type { Schedule } from '../space/schedule.js';
+import { detectTarget, type Target } from '../toolchain/target.js';
 import { buildBenchModels } from './models.js';
 
 export interface TradeoffLayer {

@@ -19,15 +19,16 @@ import type { LoadedBundle } from '../bundle/read.js';
 import { BUNDLE_FILES, manifestText, type Manifest, type ManifestInterferenceProxy, type ProxyLevelSummary } from '../bundle/manifest.js';
 import { assertManifestSchema } from '../bundle/schema.js';
 import { userError } from '../errors.js';
-import { startNoise, type NoiseSettings } from '../measure/noise.js';
+import { startNoise } from '../interference/generator.js';
+import type { NoiseSettings } from '../interference/levels.js';
 import { median } from '../measure/stats.js';
-import type { LevelBank } from '../tune/levels.js';
-import { loadBundle } from './session.js';
-import { DEFAULT_RATIO_WINDOW, DEFAULT_REFRESH_MS } from './proxy-features.js';
-import { fitLevelModel, continuousLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample } from './proxy-model.js';
-import type { RuntimeCores } from './proxy-cores.js';
-import { InterferenceProxy } from './proxy.js';
-import { modelFeeds } from './bench-feeds.js';
+import type { LevelBank } from '../interference/bank.js';
+import { loadBundle } from '../runtime/session.js';
+import { DEFAULT_RATIO_WINDOW, DEFAULT_REFRESH_MS } from '../interference/proxy-features.js';
+import { fitLevelModel, continuousLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample } from '../interference/proxy-model.js';
+import type { RuntimeCores } from '../interference/cores.js';
+import { InterferenceProxy } from '../runtime/proxy.js';
+import { modelFeeds } from './feeds.js';
 
 export interface CalibrateOptions {
   readonly threads: number;

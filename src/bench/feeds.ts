@@ -5,8 +5,8 @@
  */
 import type { ManifestTensorInfo } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
-import { allocateTensor, type TensorData } from './native-bridge.js';
-import { seededFloats } from '../measure/seeded.js';
+import { allocateTensor, type TensorData } from '../runtime/native-bridge.js';
+import { seededFloats } from '../random.js';
 
 const DTYPE_BYTES: Readonly<Record<string, number>> = { float32: 4, float64: 8, int32: 4, int64: 8, int8: 1, uint8: 1, bool: 1, int16: 2, uint16: 2 };
 
