@@ -20,7 +20,7 @@ import { availableCores } from '../toolchain/cpu.js';
 import { ORT_MALLOC_TUNABLES, startOrtChild, type OrtChild } from './ort-layer-child.js';
 import { measurePeakGflops, type PeakResult } from '../measure/peak.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
-import { geometricMean, interleave, median, summarizeRatios, type RatioSummary } from '../measure/stats.js';
+import { geometricMean, interleave, median, summarizeRatios, type RatioSummary } from '../stats.js';
 
 /** One unique workload to benchmark, and every chosen layer index that computes it. */
 export interface SelectedLayer {

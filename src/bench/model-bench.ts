@@ -13,7 +13,7 @@
  * proxy-calibrate.ts).
  */
 import type { LoadedBundle } from '../bundle/read.js';
-import { median, pairedRatios, quantile, interleave } from '../measure/stats.js';
+import { median, pairedRatios, quantile, interleave } from '../stats.js';
 import type { LevelBank } from '../interference/bank.js';
 import { internalError } from '../errors.js';
 import { modelFeeds } from './feeds.js';

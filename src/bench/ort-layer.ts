@@ -15,7 +15,7 @@ import * as ort from 'onnxruntime-node';
 import { encodeModel, type NodeSpec, type ValueSpec } from '../onnx/encode.js';
 import type { Tensor } from '../onnx/model.js';
 import type { EpilogueKind, WorkloadShape } from '../ir/workload.js';
-import { median } from '../measure/stats.js';
+import { median } from '../stats.js';
 import { seededFloats } from '../random.js';
 
 export interface LayerModel {

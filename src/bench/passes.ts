@@ -20,7 +20,7 @@ import { medianMs, levelsOf } from '../db/record.js';
 import { openDatabase, type TuningDatabase } from '../db/store.js';
 import type { Workload } from '../ir/workload.js';
 import { buildKernels } from '../measure/build.js';
-import { summarizeRatios, median } from '../measure/stats.js';
+import { summarizeRatios, median } from '../stats.js';
 import { makeCandidate } from '../space/candidate.js';
 import type { Schedule } from '../space/schedule.js';
 import { detectTarget, type Target } from '../toolchain/target.js';

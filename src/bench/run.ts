@@ -10,7 +10,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from './layer-bench.js';
-import { geometricMean, median } from '../measure/stats.js';
+import { geometricMean, median } from '../stats.js';
 import { detectTarget } from '../toolchain/target.js';
 import type { Workload } from '../ir/workload.js';
 import type { LayerGraph } from '../ir/layer.js';

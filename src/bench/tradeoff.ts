@@ -23,7 +23,7 @@ import { describeWorkload, searchSchedules } from './layer-bench.js';
 import { measureCandidates } from '../measure/measure-candidates.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { noiseCores, startNoise, type NoiseHandle, type NoiseStats } from '../interference/generator.js';
-import { median, summarizeRatios, type RatioSummary } from '../measure/stats.js';
+import { median, summarizeRatios, type RatioSummary } from '../stats.js';
 import { makeCandidate, type Candidate } from '../space/candidate.js';
 import { scheduleFeatures } from '../space/features.js';
 import { localityGreedy, parallelHeavy } from '../space/presets.js';

@@ -19,7 +19,8 @@ import { powersUpTo } from '../space/schedule.js';
 import { detectTarget } from '../toolchain/target.js';
 import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TuneResult } from '../tune/tune-model.js';
 import { collectInputShape } from './inspect.js';
-import { note, printJson, printLine, progressBar } from './output.js';
+import { badArgument, parsePositiveInt } from '../terminal/args.js';
+import { note, printJson, printLine, progressBar } from '../terminal/output.js';
 
 /**
  * Trials per unique workload when --trials is not given. A budget choice: the search is seeded with
@@ -57,16 +58,6 @@ export interface CompileSummary {
   readonly perLevelRegret: Record<string, LevelRegret>;
 }
 
-const badArgument = (flag: string, text: string, why: string, hint: string) =>
-  userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} ${why}`, hint);
-
-export function parsePositiveInt(flag: string, text: string, max = Number.MAX_SAFE_INTEGER): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || Number(text) > max) {
-    throw badArgument(flag, text, max === Number.MAX_SAFE_INTEGER ? 'is not a positive integer' : `is not an integer from 1 to ${max}`,
-      flag === '--trials' ? 'give at least 1 trial per workload, e.g. --trials 32' : `e.g. ${flag} ${Math.min(max, 4)}`);
-  }
-  return Number(text);
-}
 
 export function parseLevels(text: string): number[] {
   const parts = text.split(',').map((s) => s.trim());

@@ -13,7 +13,7 @@ import { exportRecords, type ExportFormat } from '../db/export.js';
 import { defaultDatabaseDir, unwritable } from '../db/store.js';
 import { FINGERPRINT_PATTERN, targetFingerprint } from '../db/target-fingerprint.js';
 import { detectTarget } from '../toolchain/target.js';
-import { formatTable, note, printJson, printLine } from './output.js';
+import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
 interface DbFlags { db?: string; json?: boolean }
 interface ExportFlags extends DbFlags { format?: string; output?: string; target?: string; workload?: string }

@@ -7,7 +7,7 @@ import { loadModel, parseInputShape } from '../onnx/load.js';
 import { lowerToLayers, summarise } from '../ir/lower.js';
 import type { Layer, LayerGraph, EpilogueStep } from '../ir/layer.js';
 import type { InferredModel } from '../onnx/model.js';
-import { formatTable, printJson, printLine } from './output.js';
+import { formatTable, printJson, printLine } from '../terminal/output.js';
 
 export interface InspectReport {
   readonly model: {

@@ -3,7 +3,7 @@
  * turns every error into one clear line and an exit code (0 ok, 1 user/input error, 2 internal).
  */
 import { Command, CommanderError } from 'commander';
-import { reportError } from './output.js';
+import { reportError } from '../terminal/output.js';
 import { VERSION } from '../version.js';
 import { registerInspectCommand } from './inspect.js';
 import { registerZooCommand } from './zoo.js';

@@ -9,7 +9,7 @@ import { calibrate, type Calibration, type ProbeCalibration } from '../interfere
 import { LEVELS, levelSpec } from '../interference/levels.js';
 import { availableCores, parseCoreList } from '../toolchain/cpu.js';
 import { noiseCores, startNoise, type NoiseHandle, type NoiseStats } from '../interference/generator.js';
-import { formatTable, note, printJson, printLine } from './output.js';
+import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
 interface NoiseCliOptions {
   level?: string;

@@ -13,7 +13,7 @@ import { figureDataCsv, figureDataJson, layerFigureData, modelFigureData } from 
 import { resolveLayer } from '../plot/layer-id.js';
 import { commitFiles, discardFiles, planOutput, stageFile, type StagedFile } from '../plot/output-file.js';
 import { layerFigure, modelFigure } from '../plot/specs.js';
-import { printJson, printLine } from './output.js';
+import { printJson, printLine } from '../terminal/output.js';
 
 interface PlotFlags {
   layer?: string;

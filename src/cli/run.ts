@@ -21,8 +21,8 @@ import { decodePb } from '../runtime/io-pb.js';
 import { tensorStats, type HostTensor } from '../runtime/host-tensor.js';
 import { orderFeeds, type TensorInfo } from '../runtime/feeds.js';
 import { chooseLevel, type LevelChoice } from './run-level.js';
-import { parsePositiveInt } from './compile.js';
-import { formatTable, note, printJson, printLine } from './output.js';
+import { parsePositiveInt } from '../terminal/args.js';
+import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
 interface RunFlags {
   input?: string[];

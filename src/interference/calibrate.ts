@@ -16,7 +16,7 @@ import { LEVELS, levelSpec, noiseMemoryBudget, resolveLevel, type NoiseSettings 
 import { availableCores, cpuInfo } from '../toolchain/cpu.js';
 import { noiseCores, startNoise, type NoiseStats } from './generator.js';
 import { detectCaches } from '../toolchain/caches.js';
-import { interleave, median, pairedRatios } from '../measure/stats.js';
+import { interleave, median, pairedRatios } from '../stats.js';
 
 const MiB = 1 << 20;
 

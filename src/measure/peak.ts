@@ -7,7 +7,7 @@ import { execa } from 'execa';
 import { VeltairError, userError } from '../errors.js';
 import { availableCores, parseCoreList } from '../toolchain/cpu.js';
 import { ensureTool } from '../toolchain/tools.js';
-import { median } from './stats.js';
+import { median } from '../stats.js';
 
 export interface PeakOptions {
   /** Threads, one per core; defaults to the number of cores given, else 1. */
