@@ -2,7 +2,7 @@
  * Depthwise sweep at MobileNet-V2's real shapes: output widths 56/28/14/7, strides 1 and 2,
  * channels 96..576, 3×3 and 5×5, with the exact schedules `veltair bench-layers --trials 6` sampled
  * for layers 7, 10, 13, 19, 22, 34, 40 (every one of them once died with SIGSEGV in the harness:
- * objects poisoned in the build cache, see headerSnapshot in src/measure/build.ts), plus seeded
+ * objects poisoned in the build cache, see headerSnapshot in src/toolchain/headers.ts), plus seeded
  * samples at two threads. Every candidate must be verified `ok` by the harness.
  */
 import { test } from 'node:test';

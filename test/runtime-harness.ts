@@ -17,18 +17,12 @@ import { translatePlan } from '../src/runtime/translate.js';
 import { fromIrLayer, type RuntimeLayer } from '../src/runtime/runtime-layer.js';
 import { createExecutor, type TensorData } from '../src/runtime/native-bridge.js';
 import type { DType, Tensor } from '../src/onnx/model.js';
+import { seededFloats } from '../src/random.js';
 
 export type Feed = { dtype: DType; dims: readonly number[]; data: TensorData };
 
-export function seeded(count: number, seed: number, lo = -2, hi = 2): Float32Array {
-  const out = new Float32Array(count);
-  let s = seed >>> 0;
-  for (let i = 0; i < count; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = lo + (hi - lo) * (s / 4294967296);
-  }
-  return out;
-}
+/** Deterministic floats in [lo, hi) (veltair's one seeded PRNG). */
+export const seeded = (count: number, seed: number, lo = -2, hi = 2): Float32Array => seededFloats(count, seed, lo, hi);
 
 export function graphOf(spec: ModelSpec): { bytes: Uint8Array; graph: LayerGraph } {
   const bytes = encodeModel(spec);

@@ -11,19 +11,10 @@
 
 /* function codes: enum vt_unary_fn (vt_abi.h) */
 
-#if defined(__AVX512F__)
-#define W 16
-#define V(name) vt16_##name
-typedef vt16_t vec;
-#elif defined(__AVX2__) && defined(__FMA__)
-#define W 8
-#define V(name) vt8_##name
-typedef vt8_t vec;
-#else
-#define W 1
-#define V(name) vt1_##name
-typedef vt1_t vec;
-#endif
+/* The widest vector family this build has (vt_simd.h). */
+#define W VT_W
+#define V(name) VTW(name)
+typedef vtw_t vec;
 
 /* One vector through a vectorised function; returns 0 if fn has no vector form. */
 static inline int vec_apply(int fn, const float* x, float* y, float a, float b) {

@@ -1,7 +1,7 @@
 /**
  * Developer benchmark (not a test): times a few ResNet-50 / MobileNet-V2 layers for a handful of
  * schedules, single thread by default, next to ONNX Runtime and the measured FMA peak, in one run.
- *   npx tsc -p . && node dist/bench/dev-kernels.js [--threads 1] [--layers r3x3_56,r1x1_56a] [--min-ms 100] [--extra N] [--rounds 2]
+ *   npx tsc -p . && node dist/src/bench/dev-kernels.js [--threads 1] [--layers r3x3_56,r1x1_56a] [--min-ms 100] [--extra N] [--rounds 2]
  *     [--try '{"tileOc":8,"loopOrder":"spatial_outer"}' …]  (extra schedules: overrides of the default, ';'-separated)
  * Every schedule is measured --rounds times, interleaved (A B C … A B C …), and each row reports the
  * best round's median; ORT is measured before and after. On a shared machine the numbers drift:

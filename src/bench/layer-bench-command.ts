@@ -7,10 +7,10 @@
 import { userError } from '../errors.js';
 import { lowerToLayers } from '../ir/lower.js';
 import { loadModel } from '../onnx/load.js';
-import { detectTarget } from '../toolchain/target.js';
+import { detectTarget, targetNotes } from '../toolchain/target.js';
 import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from './layer-bench.js';
 import { parsePositiveInt } from '../terminal/args.js';
-import { formatTable, printJson, printLine, progressBar } from '../terminal/output.js';
+import { formatTable, note, printJson, printLine, progressBar } from '../terminal/output.js';
 
 export interface BenchLayersCliOptions {
   layers?: string;
@@ -90,6 +90,7 @@ export async function benchLayersAction(modelPath: string, opts: BenchLayersCliO
   const inferred = await loadModel(modelPath, { inputShapes: opts.inputShape });
   const selected = selectBenchLayers(lowerToLayers(inferred), requested);
   const target = await detectTarget();
+  for (const guess of await targetNotes()) note(`warning: ${guess}`);
   const bar = progressBar(opts.json === true);
   let started = false;
   const report = await benchLayers(selected, {

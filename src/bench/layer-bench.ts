@@ -3,9 +3,9 @@
  * (the three presets plus seeded samples), then the best candidate re-measured alternately with
  * ONNX Runtime running the same layer as a single-op model (veltair, ORT, ORT, veltair, …), so
  * the two figures are always taken seconds apart on the same cores with the same thread count.
- * The harness pins the kernel's threads; ORT runs in a child pinned the same way (ort-child.ts).
+ * The harness pins the kernel's threads; ORT runs in a child pinned the same way (ort-layer-child.ts).
  * The FMA peak is measured in the same run, before and after the layers. `veltair bench-layers`
- * is a thin CLI over benchLayers(); bench/run.ts calls it on the zoo models.
+ * is a thin CLI over benchLayers(); run.ts calls it on the zoo models.
  */
 import { userError } from '../errors.js';
 import type { Layer, LayerGraph } from '../ir/layer.js';
@@ -156,7 +156,7 @@ export interface LayerBenchReport {
   readonly cores: readonly number[];
   /** Whether ORT's process was pinned to `cores` (taskset) from its start. */
   readonly ortPinned: boolean;
-  /** GLIBC_TUNABLES ORT ran under (see ort-child.ts for why). */
+  /** GLIBC_TUNABLES ORT ran under (see ort-layer-child.ts for why). */
   readonly ortMallocTunables: string;
   readonly target: { readonly cpuModel: string; readonly cores: number; readonly cc: string };
   readonly trials: number;

@@ -3,7 +3,7 @@
  *  - adaptive: veltair with the interference proxy choosing each kernel step's version before
  *    every run (features → level → best-profiled version at that level);
  *  - fixed:    veltair pinned to each layer's best-quiet version (the proxy's level-0 pick);
- *  - ort:      ONNX Runtime on the same model, same threads, pinned child (bench-ort-child.ts).
+ *  - ort:      ONNX Runtime on the same model, same threads, pinned child (ort-model-child.ts).
  * Per condition (quiet, then each noise level) the arms are interleaved A B C, C B A, … for
  * `rounds` rounds; each arm's turn is one unreported warm-up run and `runs` timed runs. Reported:
  * medians over all timed runs, and paired per-round ratios (drift between rounds cancels).

@@ -1,7 +1,7 @@
 /**
  * ONNX Runtime on a whole model, in its own child process: pinned from birth (taskset) to the
  * cores veltair's kernels use, and with glibc's malloc told to keep freed memory (the tunables of
- * measure/ort-child.ts, for the reason given there: otherwise ORT spends its runs in page faults
+ * ort-layer-child.ts, for the reason given there: otherwise ORT spends its runs in page faults
  * on this VM and the baseline would flatter veltair). Same session options as the per-layer
  * baseline: all graph optimisations, sequential execution, intra-op threads = veltair's threads.
  *

@@ -9,7 +9,7 @@
  * the comparison that counts — the two winners re-measured back to back at that level, alternating
  * order over R rounds, as a paired ratio one-pass / five-pass with its spread.
  *
- *   npm run build && node dist/bench/passes.js [--trials 8] [--workloads 3] [--rounds 3] [--threads N] [--min-time-ms 100]
+ *   npm run build && node dist/src/bench/passes.js [--trials 8] [--workloads 3] [--rounds 3] [--threads N] [--min-time-ms 100]
  * Markdown on stdout, progress on stderr.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
     const out = [
       `### Single pass vs five passes (${machineLine(machine)})`,
       '',
-      `Command: \`node dist/bench/passes.js --trials ${trials} --workloads ${count} --rounds ${rounds} --threads ${threads[0]} --min-time-ms ${minTimeMs}\`; `
+      `Command: \`node dist/src/bench/passes.js --trials ${trials} --workloads ${count} --rounds ${rounds} --threads ${threads[0]} --min-time-ms ${minTimeMs}\`; `
         + `ResNet-50 workloads ${workloads.map(describeWorkload).join('; ')}; kernels on ${threads[0]} thread(s), co-runners on cores ${plan.noiseCores.join(',')}.`,
       '',
       '| approach | tuning time (s) | candidates measured | level-measurements |',

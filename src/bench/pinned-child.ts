@@ -1,7 +1,7 @@
 /**
  * A Node script serving JSON-lines requests in its own child process, pinned from birth (taskset)
  * to the given cores and started with glibc's malloc told to keep freed memory. ONNX Runtime
- * baselines (per layer and whole model) run this way: see ort-child.ts for why both matter.
+ * baselines (per layer and whole model) run this way: see ort-layer-child.ts for why both matter.
  *
  * Protocol: the parent writes `{...request, id}` per stdin line; the child answers one line per
  * request, `{id, ...reply}` or `{id, error}`. The child runs `node SCRIPT --serve`.

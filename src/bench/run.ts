@@ -3,7 +3,7 @@
  *  1. bench-layers on the zoo's ResNet-50 and MobileNet-V2 (every unique tunable workload; with
  *     --quick a representative subset): best of a small search vs ONNX Runtime's single-op model of
  *     the same layer, same thread count, measured alternately, beside the FMA peak of the same run;
- *  2. the interference trade-off (bench/tradeoff.ts).
+ *  2. the interference trade-off (tradeoff.ts).
  *   npm run bench -- [--quick] [--models resnet50,mobilenet_v2] [--threads N] [--trials N] [--rounds N]
  *                    [--skip-layers] [--skip-tradeoff] [--json-out FILE]
  * A full run takes about 10–15 minutes on 2 cores; --quick about 4.
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const machine = await machineInfo();
   // What `npm run bench -- ARGS` runs after building (the tree it ran from is the caller's to state).
-  const command = `node dist/bench/run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
+  const command = `node dist/src/bench/run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
   const out: string[] = [`### Run of ${machine.dateUtc}`, '', `- machine: ${machineLine(machine)}`, `- command: \`${command}\``, ''];
   const json: { machine: typeof machine; command: string; layers: Record<string, LayerBenchReport>; tradeoff?: TradeoffReport; minutes?: number } =
     { machine, command, layers: {} };

@@ -13,7 +13,7 @@
  * quiet phases of the same rounds, hence whether and by how much the winner moves. Level 0 runs
  * two quiet phases: its "slowdown" is the machine's own drift, the floor every other ratio sits on.
  *
- *   npm run build && node dist/bench/tradeoff.js [--quick] [--rounds R] [--levels 0,1,2,3,4] [--json]
+ *   npm run build && node dist/src/bench/tradeoff.js [--quick] [--rounds R] [--levels 0,1,2,3,4] [--json]
  */
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';

@@ -49,7 +49,7 @@ export interface BuiltBundle {
   readonly bytes: number;
 }
 
-function familyOf(l: Layer, families: ReadonlyMap<string, WorkloadFamily>): WorkloadFamily {
+function familyForLayer(l: Layer, families: ReadonlyMap<string, WorkloadFamily>): WorkloadFamily {
   const fam = families.get(l.workload!.key);
   if (!fam || fam.versions.length === 0) {
     throw userError('COMPILE_FAILED', `layer ${l.index} (${quoteForMessage(l.name)}, workload ${l.workload!.key}) has no working version: every candidate measured for it failed`,
@@ -64,7 +64,7 @@ export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, W
   const choices = new Map<number, LayerChoice>();
   const notes: string[] = [];
   for (const l of graph.layers.filter((x) => x.tunable)) {
-    const fam = familyOf(l, families);
+    const fam = familyForLayer(l, families);
     const widths = [...new Set(fam.versions.map((v) => v.schedule.vec as number))];
     const vec = widths.includes(widest) ? widest : Math.max(...widths);
     const usable = fam.versions.filter((v) => v.schedule.vec === vec);
@@ -105,7 +105,7 @@ async function fileDigest(path: string): Promise<{ sha256: string; bytes: number
 function kernelUnits(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFamily>, target: Target): KernelUnit[] {
   const units = new Map<string, KernelUnit>();
   for (const l of graph.layers.filter((x) => x.tunable)) {
-    for (const v of familyOf(l, families).versions) {
+    for (const v of familyForLayer(l, families).versions) {
       if (units.has(v.symbol)) continue;
       const unit = generateKernel(makeCandidate(l.workload!, v.schedule, target));
       if (unit.symbol !== v.symbol) throw internalError(`version ${v.id} names symbol ${v.symbol} but generates ${unit.symbol}`);
@@ -134,7 +134,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
   for (const l of graph.layers.filter((x) => x.tunable && x.params['weight'])) {
     const weight = l.params['weight']!;
     if (!(weight.data instanceof Float32Array)) throw internalError(`layer ${l.index}: weight is not float32`);
-    const fam = familyOf(l, families);
+    const fam = familyForLayer(l, families);
     for (const v of fam.versions.filter((x) => choices.get(l.index)!.versions.includes(x.id))) {
       jobs.push({ symbol: v.symbol, weight: weight.data, layer: l.index, version: v.id });
     }
@@ -162,7 +162,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
         if (!/^[A-Za-z0-9_]{1,64}$/.test(name)) throw internalError(`layer ${l.index}: parameter name ${quoteForMessage(name)}`);
         refs[name] = addParam(params, l.params[name]!, l.name);
       }
-      layers.push(manifestLayer(l, refs, idOf, l.tunable ? familyOf(l, families) : undefined, choices.get(l.index), packedRefs));
+      layers.push(manifestLayer(l, refs, idOf, l.tunable ? familyForLayer(l, families) : undefined, choices.get(l.index), packedRefs));
     }
   } finally {
     params.close();

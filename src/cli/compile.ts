@@ -16,7 +16,7 @@ import { lowerToLayers, summarise } from '../ir/lower.js';
 import { compilerVersion } from '../toolchain/compiler.js';
 import { loadModel } from '../onnx/load.js';
 import { powersUpTo } from '../space/schedule.js';
-import { detectTarget } from '../toolchain/target.js';
+import { detectTarget, targetNotes } from '../toolchain/target.js';
 import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TuneResult } from '../tune/tune-model.js';
 import { collectInputShape } from './inspect.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
@@ -146,6 +146,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
     throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`, 'veltair compiles models with convolutions or matrix multiplications');
   }
   const target = await detectTarget();
+  for (const guess of await targetNotes()) note(`warning: ${guess}; tuning records and kernels are sized for it`);
   const dbDir = f.db ?? defaultDatabaseDir();
   const db = await openDatabase(dbDir, { target, onWarning: (m) => note(`warning: ${m}`) });
   const profileThreads = args.profileThreads === 'auto' ? powersUpTo(target.cores) : args.profileThreads.filter((t) => t <= target.cores);

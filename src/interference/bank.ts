@@ -12,7 +12,7 @@
  * its record simply has no noisy levels (nothing is faked).
  *
  * No orphans: the bank stops every co-runner on close (SIGCONT first: a stopped process does not
- * act on SIGTERM), on SIGINT/SIGTERM/SIGHUP (SIGKILL, synchronously), on process exit (noise.ts's
+ * act on SIGTERM), on SIGINT/SIGTERM/SIGHUP (SIGKILL, synchronously), on process exit (generator.ts's
  * own hook) and, for kill -9 of the tuner, through the noise guard (noise-guard.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';

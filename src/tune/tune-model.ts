@@ -197,7 +197,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 
     const families = new Map<string, WorkloadFamily>();
     for (const [i, t] of tasks.entries()) {
-      const fam = familyOf(t, o, levels, threads);
+      const fam = familyFromRecords(t, o, levels, threads);
       const profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [], { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
       families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials: searches[i]!.visited.length, threadProfiles: profiles });
     }
@@ -217,7 +217,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 }
 
 /** The family from every ok record of this workload in the database (this target, threads considered). */
-function familyOf(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family & { profile: WorkloadProfile } {
+function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family & { profile: WorkloadProfile } {
   const cands: FamilyCandidate[] = o.db.lookup(t.workload.key).filter((r) => threads.includes(r.threads)).map((r) => ({
     id: recordId(r), schedule: r.schedule, features: r.features, symbol: kernelSymbol(t.workload, r.schedule),
     latencyMs: Object.fromEntries(levelsOf(r).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(r, l)!])),
