@@ -66,7 +66,8 @@ function frontEndCases(): { cases: NodeCase[]; unknownOp: number } {
 }
 
 type Outcome = { kind: 'compared' }
-  | { kind: 'folded' | 'tunable' | 'runtime-unsupported' | 'ir-unsupported' | 'dtype-unsupported' | 'front-end-refused'; why?: string } | { kind: 'failed'; why: string };
+  | { kind: 'folded' | 'tunable' | 'runtime-unsupported' | 'ir-unsupported' | 'dtype-unsupported' | 'front-end-refused'; why?: string }
+  | { kind: 'failed'; why: string };
 
 /** A host tensor as the front end holds constants (int64 as float64, see src/onnx/model.ts). */
 function asTensor(t: HostTensor): Tensor {
@@ -161,7 +162,8 @@ test('ONNX node tests without tunable layers run natively and match the shipped 
     if (o.kind === 'failed') failures.push(`${c.name}: ${o.why}`);
     if (o.kind === 'compared') compared.push(c.name);
   }
-  console.log(`ONNX node tests run natively: ${compared.length} compared, ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}, unknown to the front end ${unknownOp}, excluded ${EXCLUDED.size}`);
+  console.log(`ONNX node tests run natively: ${compared.length} compared, ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}, `
+    + `unknown to the front end ${unknownOp}, excluded ${EXCLUDED.size}`);
   assert.deepEqual(failures, []);
   assert.ok(compared.length >= 280, `only ${compared.length} node tests were compared; expected at least 280`);
 });
@@ -190,7 +192,8 @@ test('ONNX conv / gemm / matmul node tests compile into bundles and match the sh
     const file = path.join(root, `${name}.onnx`);
     fs.writeFileSync(file, bakeWeights(name, keep));
     const bundle = path.join(root, `${name}.bundle`);
-    const r = await veltair(['compile', file, '-o', bundle, '--db', path.join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1', '--profile-threads', 'none', '--json'], env);
+    const r = await veltair(['compile', file, '-o', bundle, '--db', path.join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1',
+      '--profile-threads', 'none', '--json'], env);
     if (r.exitCode !== 0) { failures.push(`${name}: compile failed: ${r.stderr.split('\n')[0]}`); continue; }
     const data = path.join(NODE_TESTS, name, 'test_data_set_0');
     const ins = readPbs(data, 'input_');

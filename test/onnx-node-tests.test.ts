@@ -87,7 +87,8 @@ test('inferred output shapes match ONNX backend node tests for every supported o
       failures.push(`${c.name}: ${isVeltairError(e) ? `[${e.code}] ${e.message}` : String(e)}`);
     }
   }
-  console.log(`ONNX node tests: ${cases.length} with supported operators checked, ${unsupported} skipped as unsupported, ${EXCLUDED.size} excluded, ${failures.length} failed`);
+  console.log(`ONNX node tests: ${cases.length} with supported operators checked, ${unsupported} skipped as unsupported, `
+    + `${EXCLUDED.size} excluded, ${failures.length} failed`);
   assert.deepEqual(failures, []);
   assert.ok(cases.length >= 300, `only ${cases.length} node tests were checked; expected at least 300`);
 });

@@ -69,7 +69,8 @@ export interface Compared {
 }
 
 /** Run `spec` natively (natural plan, or blocked with `vec`) and with ONNX Runtime. */
-export async function runAgainstOrt(spec: ModelSpec, feeds: readonly Feed[], options: { vec?: number; threads?: number; layers?: RuntimeLayer[] } = {}): Promise<Compared> {
+export async function runAgainstOrt(spec: ModelSpec, feeds: readonly Feed[],
+  options: { vec?: number; threads?: number; layers?: RuntimeLayer[] } = {}): Promise<Compared> {
   const { bytes, graph } = graphOf(spec);
   const plan = options.vec ? blockedPlan(graph, options.vec) : buildGraphPlan(graph, new Map(), 16);
   const layers = options.layers ?? graph.layers.map((l) => fromIrLayer(l));
@@ -100,7 +101,8 @@ export function assertClose(actual: ArrayBufferView, expected: ArrayBufferView, 
   }
 }
 
-export const f32 = (dims: readonly number[], seed: number, lo = -2, hi = 2): Feed => ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
+export const f32 = (dims: readonly number[], seed: number, lo = -2, hi = 2): Feed =>
+  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
 
 export interface Case {
   readonly name: string;

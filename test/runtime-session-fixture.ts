@@ -83,4 +83,5 @@ export function compareTensors(name: string, ours: TensorData, ref: ArrayLike<nu
 }
 
 export const describeComparison = (c: Comparison) =>
-  `${c.name}: ${c.elements} elements, max abs ${c.maxAbs.toExponential(2)}, max rel ${c.maxRel.toExponential(2)} (atol ${c.atol.toExponential(2)}), ${c.bad} outside tolerance${c.firstBad ? ` (first ${c.firstBad})` : ''}`;
+  `${c.name}: ${c.elements} elements, max abs ${c.maxAbs.toExponential(2)}, max rel ${c.maxRel.toExponential(2)} `
+  + `(atol ${c.atol.toExponential(2)}), ${c.bad} outside tolerance${c.firstBad ? ` (first ${c.firstBad})` : ''}`;

@@ -162,7 +162,8 @@ vt_exec* vt_exec_create(const double* blob, size_t words, const char* kernels_pa
   e->io_bytes = calloc((size_t)nio + 1, sizeof(size_t));
   for (int i = 0; i < nio; i++) {
     int64_t off = next_int(&r), bytes = next_int(&r);
-    if (r.bad || off < 0 || bytes < 0 || (size_t)(off + bytes) > e->arena_bytes) return fail(e, err, "plan %s %d lies outside the arena", i < e->n_inputs ? "input" : "output", i < e->n_inputs ? i : i - e->n_inputs);
+    if (r.bad || off < 0 || bytes < 0 || (size_t)(off + bytes) > e->arena_bytes)
+      return fail(e, err, "plan %s %d lies outside the arena", i < e->n_inputs ? "input" : "output", i < e->n_inputs ? i : i - e->n_inputs);
     e->io_offsets[i] = (size_t)off; e->io_bytes[i] = (size_t)bytes;
   }
   size_t np = 0, nn = 0, nf = 0, nv = 0;

@@ -52,14 +52,16 @@ export interface BuiltBundle {
 function familyForLayer(l: Layer, families: ReadonlyMap<string, WorkloadFamily>): WorkloadFamily {
   const fam = families.get(l.workload!.key);
   if (!fam || fam.versions.length === 0) {
-    throw userError('COMPILE_FAILED', `layer ${l.index} (${quoteForMessage(l.name)}, workload ${l.workload!.key}) has no working version: every candidate measured for it failed`,
+    throw userError('COMPILE_FAILED',
+      `layer ${l.index} (${quoteForMessage(l.name)}, workload ${l.workload!.key}) has no working version: every candidate measured for it failed`,
       'raise --trials, or check `veltair db stats` for failed records of this workload');
   }
   return fam;
 }
 
 /** Per tunable layer: the widest vector width the target runs and the family has, and its versions. */
-export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFamily>, target: Target): { choices: Map<number, LayerChoice>; notes: string[] } {
+export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFamily>, target: Target):
+  { choices: Map<number, LayerChoice>; notes: string[] } {
   const widest = vectorWidths(target.isa)[0]!;
   const choices = new Map<number, LayerChoice>();
   const notes: string[] = [];
@@ -69,7 +71,8 @@ export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, W
     const vec = widths.includes(widest) ? widest : Math.max(...widths);
     const usable = fam.versions.filter((v) => v.schedule.vec === vec);
     if (usable.length < fam.versions.length) {
-      notes.push(`layer ${l.index} (${l.workload!.key}): ${fam.versions.length - usable.length} of ${fam.versions.length} versions use another vector width than the plan's ${vec} and are kept out of the plan`);
+      notes.push(`layer ${l.index} (${l.workload!.key}): ${fam.versions.length - usable.length} of ${fam.versions.length} versions use `
+        + `another vector width than the plan's ${vec} and are kept out of the plan`);
     }
     choices.set(l.index, { vec, versions: usable.map((v) => v.id) });
   }
@@ -223,7 +226,9 @@ function manifestLayer(l: Layer, params: Record<string, ParamRef>, idOf: (name: 
     inputs: l.inputs.map(idOf), outputs: l.outputs.map(idOf),
     inputShapes: l.inputShapes, outputShape: l.outputShape, dtype: l.dtype, attrs: l.attrs,
     epilogue, epilogueParams: epilogueParams(l.epilogue), params, versions,
-    ...(fam ? { family: { regretPercent: sortedRecord(fam.regretPercent), bestMs: sortedRecord(fam.bestMs), candidates: fam.candidates, dominated: fam.dominated } } : {}),
+    ...(fam ? {
+      family: { regretPercent: sortedRecord(fam.regretPercent), bestMs: sortedRecord(fam.bestMs), candidates: fam.candidates, dominated: fam.dominated },
+    } : {}),
   };
 }
 
