@@ -18,7 +18,8 @@
  * Epilogue: the steps in desc->epi run in order on each output element after the full reduction.
  * epi_params is the concatenation of the runtime parameters of the parameterised steps, in step
  * order: clip (min, max), leaky_relu (alpha), hard_sigmoid (alpha, beta); every other step takes none.
- * gelu is the exact erf form, gelu_tanh its tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))); hard_swish is x * clip(x/6 + 1/2, 0, 1) (ONNX HardSwish).
+ * gelu is the exact erf form, gelu_tanh its tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)));
+ * hard_swish is x * clip(x/6 + 1/2, 0, 1) (ONNX HardSwish).
  *
  * Threading: <sym>_run uses OpenMP with exactly `nthreads` threads over the schedule's chunks;
  * pinning is the caller's business (the harness pins; the runtime pins its pool).

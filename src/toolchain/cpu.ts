@@ -41,7 +41,9 @@ export function cpuIdentity(): string {
 }
 
 /** cpuinfo flags that name instruction-set extensions a compiler can target (not OS or erratum flags). */
-const ISA_FLAG = /^(mmx|sse\d?(_\d)?|ssse3|sse4a|pni|avx\w*|fma4?|f16c|bmi[12]|adx|popcnt|movbe|abm|lzcnt|aes|pclmulqdq|vpclmulqdq|vaes|gfni|sha_ni|xop|tbm|amx\w*|rdrand|mmxext|rdseed|clflushopt|clwb|xsavec?|xsaveopt|xsaves|movdiri|movdir64b|serialize|cx16|prefetchw|prfchw|rdpid|wbnoinvd|ptwrite|lwp)$/;
+const ISA_FLAG = new RegExp('^(mmx|sse\\d?(_\\d)?|ssse3|sse4a|pni|avx\\w*|fma4?|f16c|bmi[12]|adx|popcnt|movbe|abm|lzcnt|aes|pclmulqdq|vpclmulqdq|vaes|gfni|'
+  + 'sha_ni|xop|tbm|amx\\w*|rdrand|mmxext|rdseed|clflushopt|clwb|xsavec?|xsaveopt|xsaves|movdiri|movdir64b|serialize|cx16|prefetchw|prfchw|rdpid|'
+  + 'wbnoinvd|ptwrite|lwp)$');
 
 export function isaFlagsOf(flags: Iterable<string>): string[] {
   return [...new Set([...flags].filter((f) => ISA_FLAG.test(f)))].sort();
