@@ -47,7 +47,8 @@ test('generated dense and batch_matmul kernels match the reference', { timeout: 
   try {
     const results = await measureCandidates(cands, { cacheDir: dir, minTimeMs: 0, minRepeats: 1, maxRepeats: 1 });
     const bad = results.filter((r) => r.measurement.status !== 'ok')
-      .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → ${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`);
+      .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → `
+        + `${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`);
     assert.deepEqual(bad, []);
   } finally {
     await rm(dir, { recursive: true, force: true });

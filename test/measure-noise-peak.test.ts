@@ -44,7 +44,8 @@ test('a missing C compiler is a NO_COMPILER user error', async () => {
   const saved = process.env['CC'];
   process.env['CC'] = 'veltair-no-such-compiler';
   try {
-    await assert.rejects(ensureTool('probe', { cacheDir: join(cacheDir, 'other') }), (e: unknown) => isVeltairError(e) && e.code === 'NO_COMPILER' && e.exitCode === 1);
+    await assert.rejects(ensureTool('probe', { cacheDir: join(cacheDir, 'other') }),
+      (e: unknown) => isVeltairError(e) && e.code === 'NO_COMPILER' && e.exitCode === 1);
   } finally {
     if (saved === undefined) delete process.env['CC']; else process.env['CC'] = saved;
   }

@@ -54,7 +54,9 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
     // Uncalibrated: the runtime says so and stays at level 0.
     {
       const { executor, translated } = await executorForBundle(bundle, { threads: 1, pinThreads: true });
-      const proxy = new InterferenceProxy({ manifest: bundle.manifest, executor, stepOfPlan: translated.stepOfPlan, threads: 1, kernelCores: cores.kernelCores, allCores: cores.allCores });
+      const proxy = new InterferenceProxy({
+        manifest: bundle.manifest, executor, stepOfPlan: translated.stepOfPlan, threads: 1, kernelCores: cores.kernelCores, allCores: cores.allCores,
+      });
       assert.equal(proxy.calibrated, false);
       const d = proxy.decide();
       assert.equal(d.level, 0);
@@ -73,7 +75,9 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
     assert.deepEqual(bundle.manifest.interferenceProxy, JSON.parse(JSON.stringify(fit.proxy)), 'stored, and the bundle still passes every check');
 
     const { executor, translated } = await executorForBundle(bundle, { threads: 1, pinThreads: true });
-    const proxy = new InterferenceProxy({ manifest: bundle.manifest, executor, stepOfPlan: translated.stepOfPlan, threads: 1, kernelCores: cores.kernelCores, allCores: cores.allCores });
+    const proxy = new InterferenceProxy({
+      manifest: bundle.manifest, executor, stepOfPlan: translated.stepOfPlan, threads: 1, kernelCores: cores.kernelCores, allCores: cores.allCores,
+    });
     try {
       assert.equal(proxy.calibrated, true);
       t.diagnostic(`family sizes: ${proxy.steps.map((s) => s.versions.length).join(', ')}; system fit R² ${fit.proxy.models.system.r2.toFixed(3)}`);
@@ -100,7 +104,8 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
           assert.ok(LEVELS.includes(p), `prediction ${p} is a calibrated level`);
           const table = proxy.pickFor(p);
           for (const step of proxy.steps) {
-            assert.equal(table[step.step], bestVersionAt(step.versions, p), `at predicted level ${p}, layer ${step.layer} runs that level's lowest-profiled version`);
+            assert.equal(table[step.step], bestVersionAt(step.versions, p),
+              `at predicted level ${p}, layer ${step.layer} runs that level's lowest-profiled version`);
           }
         }
         const regrets = [...new Set(predicted)].map((p) => `${p}:${((pickRegret(proxy.steps, p, level).worst - 1) * 100).toFixed(1)}%`);

@@ -42,7 +42,12 @@ test('the latency model learns a level-dependent locality penalty and ranks held
   const obs: Observation[] = train.flatMap((s) => [0, 1].map((level) => ({ features: scheduleFeatures(w, s), schedule: s, level, medianMs: law(s, level) })));
   const model = fitLatencyModel(obs, [0, 1], 0.1)!;
   assert.ok(model);
-  const rank = (xs: number[]) => { const order = xs.map((x, i) => [x, i] as const).sort((a, b) => a[0] - b[0]); const r = new Array<number>(xs.length); order.forEach(([, i], k) => { r[i] = k; }); return r; };
+  const rank = (xs: number[]) => {
+    const order = xs.map((x, i) => [x, i] as const).sort((a, b) => a[0] - b[0]);
+    const r = new Array<number>(xs.length);
+    order.forEach(([, i], k) => { r[i] = k; });
+    return r;
+  };
   for (const level of [0, 1]) {
     const truth = rank(held.map((s) => law(s, level)));
     const pred = rank(held.map((s) => model.predictMs(scheduleFeatures(w, s), s, level)));

@@ -66,7 +66,10 @@ static int view(napi_env env, napi_value v, void** data, size_t* bytes) {
   napi_value ab;
   size_t offset;
   if (napi_is_typedarray(env, v, &is) != napi_ok || !is) { napi_throw_error(env, "VT_ARGUMENT", "expected a typed array"); return 0; }
-  if (napi_get_typedarray_info(env, v, &type, &length, data, &ab, &offset) != napi_ok) { napi_throw_error(env, "VT_ARGUMENT", "cannot read a typed array"); return 0; }
+  if (napi_get_typedarray_info(env, v, &type, &length, data, &ab, &offset) != napi_ok) {
+    napi_throw_error(env, "VT_ARGUMENT", "cannot read a typed array");
+    return 0;
+  }
   *bytes = length * elem_size(type);
   return 1;
 }
@@ -190,7 +193,9 @@ static napi_value set_int(napi_env env, napi_callback_info info, int (*setter)(v
   if (argc < 3) return throw_code(env, "VT_ARGUMENT", "expected (handle, step, value)");
   handle_t* h = get_handle(env, argv[0]);
   if (!h) return NULL;
-  if (napi_get_value_int32(env, argv[1], &a) != napi_ok || napi_get_value_int32(env, argv[2], &b) != napi_ok) return throw_code(env, "VT_ARGUMENT", "step and value must be integers");
+  if (napi_get_value_int32(env, argv[1], &a) != napi_ok || napi_get_value_int32(env, argv[2], &b) != napi_ok) {
+    return throw_code(env, "VT_ARGUMENT", "step and value must be integers");
+  }
   if (setter(h->e, a, b)) return throw_code(env, "VT_ARGUMENT", vt_exec_error(h->e));
   return NULL;
 }

@@ -98,13 +98,15 @@ for (const name of names) {
   for (const r of res) {
     const m = r.measurement;
     const s = r.candidate.schedule;
-    const desc = `v${s.vec} reg ${s.regOc}x${s.regCols} tile ic${s.tileIc} oc${s.tileOc} r${s.tileRows} c${s.tileCols} ${s.loopOrder} ${s.parallelAxis} u${s.unroll} t${s.threads}`;
+    const desc = `v${s.vec} reg ${s.regOc}x${s.regCols} tile ic${s.tileIc} oc${s.tileOc} r${s.tileRows} c${s.tileCols} `
+      + `${s.loopOrder} ${s.parallelAxis} u${s.unroll} t${s.threads}`;
     if (m.status !== 'ok') { console.log(`  ${name} ${desc}: ${m.status} ${m.message ?? ''}`); continue; }
     if (m.medianMs! < best) { best = m.medianMs!; bestSchedule = s; }
     const gf = flops / (m.medianMs! * 1e6);
     console.log(`  ${name} ${desc}: ${m.medianMs!.toFixed(3)} ms ${gf.toFixed(1)} GFLOP/s ${(100 * gf / peak.gflops).toFixed(0)}% peak`);
   }
   const gf = flops / (best * 1e6);
-  console.log(`${name}: best ${best.toFixed(3)} ms ${gf.toFixed(1)} GFLOP/s (${(100 * gf / peak.gflops).toFixed(0)}% of peak) | ORT ${ortMs.toFixed(3)} ms | ratio ${(best / ortMs).toFixed(2)}`);
+  console.log(`${name}: best ${best.toFixed(3)} ms ${gf.toFixed(1)} GFLOP/s (${(100 * gf / peak.gflops).toFixed(0)}% of peak) | `
+    + `ORT ${ortMs.toFixed(3)} ms | ratio ${(best / ortMs).toFixed(2)}`);
   console.log(`  best schedule ${JSON.stringify(bestSchedule)}`);
 }

@@ -63,7 +63,8 @@ export function formatBenchLayersReport(r: LayerBenchReport): string {
   const lines = [
     `target  ${r.target.cpuModel}, ${r.target.cores} cores | ${r.threads} thread(s) on core(s) ${r.cores.join(',')}` +
       `${r.ortPinned ? '' : ' (ONNX Runtime not pinned: taskset unavailable)'}`,
-    `peak    ${r.peakGflops.toFixed(1)} GFLOP/s FMA (${r.peak.isa}; best repetition of ${r.peak.probes} probes around the layers, whose medians ranged ${r.peak.minMedianGflops.toFixed(1)}-${r.peak.maxMedianGflops.toFixed(1)})`,
+    `peak    ${r.peakGflops.toFixed(1)} GFLOP/s FMA (${r.peak.isa}; best repetition of ${r.peak.probes} probes around the layers, ` +
+      `whose medians ranged ${r.peak.minMedianGflops.toFixed(1)}-${r.peak.maxMedianGflops.toFixed(1)})`,
     `search  ${r.trials} candidates per layer; then ${r.rounds} alternating rounds of the best kernel and ONNX Runtime`,
     '',
     formatTable([header, ...rows], new Set([2, 3, 4, 6, 7, 8])),

@@ -48,7 +48,8 @@ export async function resolveBenchModel(bundle: LoadedBundle, flag: string | und
     const candidates = recorded ? [join(dirname(bundle.paths.dir), recorded), resolve(recorded)] : [];
     path = candidates.find((c) => existsSync(c) && statSync(c).isFile());
     if (path === undefined) {
-      throw userError('BAD_ARGUMENT', `the bundle was compiled from ${quoteForMessage(recorded)}, which is not beside the bundle nor in the working directory, and no --model was given`,
+      throw userError('BAD_ARGUMENT', `the bundle was compiled from ${quoteForMessage(recorded)}, `
+        + 'which is not beside the bundle nor in the working directory, and no --model was given',
         'pass the model for ONNX Runtime with --model MODEL.onnx');
     }
   }
@@ -62,7 +63,8 @@ export async function resolveBenchModel(bundle: LoadedBundle, flag: string | und
 function parseNoise(text: string): number[] {
   const parts = text.split(',').map((s) => s.trim());
   if (parts.some((p) => !/^[0-4]$/.test(p))) {
-    throw userError('BAD_ARGUMENT', `--noise ${JSON.stringify(text)} must be interference levels 0 to 4 (comma-separated)`, 'e.g. --noise 4, or --noise 3,4; 0 measures quiet only');
+    throw userError('BAD_ARGUMENT', `--noise ${JSON.stringify(text)} must be interference levels 0 to 4 (comma-separated)`,
+      'e.g. --noise 4, or --noise 3,4; 0 measures quiet only');
   }
   return [...new Set(parts.map(Number))].filter((l) => l > 0).sort((a, b) => a - b);
 }
@@ -87,7 +89,8 @@ function reportText(r: BenchReport, calibration: ManifestInterferenceProxy | und
       `R² ${f3(m.r2)}, RMS ${f3(m.rmsError)} levels, ${(m.accuracy * 100).toFixed(0)}% rounded to the true level`);
     lines.push(formatTable([
       ['level', 'samples', 'latency ratio', 'other cores busy', 'co-runner GB/s', 'predicted'],
-      ...Object.entries(calibration.perLevel).map(([l, s]) => [l, String(s.samples), f3(s.latencyRatio), f3(s.otherCoresBusy), f2(s.coRunnerMemGBps), f2(s.predictedLevel)]),
+      ...Object.entries(calibration.perLevel).map(([l, s]) =>
+        [l, String(s.samples), f3(s.latencyRatio), f3(s.otherCoresBusy), f2(s.coRunnerMemGBps), f2(s.predictedLevel)]),
     ], new Set([1, 2, 3, 4, 5])), '');
   }
   const fmtPicks = (p: Record<string, number>) => Object.entries(p).map(([l, n]) => `${l}:${n}`).join(' ');
@@ -103,7 +106,8 @@ function reportText(r: BenchReport, calibration: ManifestInterferenceProxy | und
     const d = r.decisionCost;
     lines.push(`proxy: ${f2(d.decisionMedianUs)} µs per decision before a run (median of ${d.decisions}, p90 ${f2(d.decisionP90Us)}); ` +
       `${f2(d.switchMedianUs)} µs to switch versions when the level changed (${d.switches} times); after a run ` +
-      `${f2(d.observeMedianUs)} µs to update the latency ratio, ${f2(d.refreshMedianUs)} µs when procfs is re-read too (${d.refreshes} times, at most every ${r.proxy.refreshMs} ms)`);
+      `${f2(d.observeMedianUs)} µs to update the latency ratio, ${f2(d.refreshMedianUs)} µs when procfs is re-read too ` +
+      `(${d.refreshes} times, at most every ${r.proxy.refreshMs} ms)`);
   }
   return lines.join('\n');
 }

@@ -83,7 +83,9 @@ function mainOp(w: WorkloadShape, out: string, g: GraphParts): { shape: number[]
  * fusions come from in practice: clip = ReLU6 [0, 6], leaky_relu alpha = 0.01 (ONNX default),
  * hard_sigmoid alpha 0.2 / beta 0.5 (ONNX defaults); gelu is the exact erf form (ORT fuses it).
  */
-function epilogueNodes(kind: Exclude<EpilogueKind, 'bias'>, x: string, y: string, i: number, ctx: { op: WorkloadShape['op']; shape: number[]; channels: number }, g: GraphParts): void {
+function epilogueNodes(
+  kind: Exclude<EpilogueKind, 'bias'>, x: string, y: string, i: number, ctx: { op: WorkloadShape['op']; shape: number[]; channels: number }, g: GraphParts,
+): void {
   const c = (name: string, t: Tensor) => { g.inits.push([`${name}_${i}`, t]); return `${name}_${i}`; };
   const tmp = (name: string) => `${name}_${i}`;
   switch (kind) {

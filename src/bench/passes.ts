@@ -74,7 +74,11 @@ async function paired(w: Workload, a: Schedule, b: Schedule, level: number, roun
   const cands = [a, b].map((s) => makeCandidate(w, s, t));
   const units = cands.map(generateKernel);
   const built = await buildKernels(units, { cacheDir });
-  const job = (i: number) => { const o = built.find((x) => x.symbol === units[i]!.symbol)!; if (o.status !== 'ok') throw new Error(o.message); return { soPath: o.soPath, symbol: o.symbol, threads: cands[i]!.schedule.threads }; };
+  const job = (i: number) => {
+    const o = built.find((x) => x.symbol === units[i]!.symbol)!;
+    if (o.status !== 'ok') throw new Error(o.message);
+    return { soPath: o.soPath, symbol: o.symbol, threads: cands[i]!.schedule.threads };
+  };
   const ratios: number[] = [];
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? [0, 1] : [1, 0];
@@ -131,7 +135,10 @@ async function main(): Promise<void> {
       for (const w of workloads) {
         for (const level of LEVELS) {
           const a = bestAt(oneDb, w.key, level), b = bestAt(fiveDbs[level]!, w.key, level);
-          if (!a || !b) { rows.push(`| ${describeWorkload(w)} | ${level} | ${a?.ms.toFixed(3) ?? '-'} | ${b?.ms.toFixed(3) ?? '-'} | no winner to compare |`); continue; }
+          if (!a || !b) {
+            rows.push(`| ${describeWorkload(w)} | ${level} | ${a?.ms.toFixed(3) ?? '-'} | ${b?.ms.toFixed(3) ?? '-'} | no winner to compare |`);
+            continue;
+          }
           const same = JSON.stringify(a.schedule) === JSON.stringify(b.schedule);
           const ratios = same ? [] : await paired(w, a.schedule, b.schedule, level, rounds, bank, target, join(work, 'one-cache'), minTimeMs);
           const s = same ? undefined : summarizeRatios(ratios);
@@ -147,8 +154,9 @@ async function main(): Promise<void> {
     const out = [
       `### Single pass vs five passes (${machineLine(machine)})`,
       '',
-      `Command: \`node dist/src/bench/passes.js --trials ${trials} --workloads ${count} --rounds ${rounds} --threads ${threads[0]} --min-time-ms ${minTimeMs}\`; `
-        + `ResNet-50 workloads ${workloads.map(describeWorkload).join('; ')}; kernels on ${threads[0]} thread(s), co-runners on cores ${plan.noiseCores.join(',')}.`,
+      `Command: \`node dist/src/bench/passes.js --trials ${trials} --workloads ${count} --rounds ${rounds} --threads ${threads[0]} `
+        + `--min-time-ms ${minTimeMs}\`; ResNet-50 workloads ${workloads.map(describeWorkload).join('; ')}; `
+        + `kernels on ${threads[0]} thread(s), co-runners on cores ${plan.noiseCores.join(',')}.`,
       '',
       '| approach | tuning time (s) | candidates measured | level-measurements |',
       '|---|---|---|---|',
@@ -162,7 +170,8 @@ async function main(): Promise<void> {
       '',
       `One-pass winner within 3% of the five-pass winner (paired median): ${within3.filter(Boolean).length}/${within3.length} workload-levels. `
         + `Families kept (one pass): ${[...one.value.families.values()].map((f) => f.count).join(', ')} versions; `
-        + `median in-pass regret ${LEVELS.map((l) => `L${l} ${median([...one.value.families.values()].map((f) => f.regretPercent[String(l)] ?? 0)).toFixed(1)}%`).join(', ')}.`,
+        + `median in-pass regret ${LEVELS.map((l) =>
+          `L${l} ${median([...one.value.families.values()].map((f) => f.regretPercent[String(l)] ?? 0)).toFixed(1)}%`).join(', ')}.`,
     ];
     process.stdout.write(out.join('\n') + '\n');
   } finally {

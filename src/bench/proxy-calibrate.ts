@@ -136,7 +136,9 @@ async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly num
   return samples;
 }
 
-function summarise(samples: readonly CalibrationSample[], levels: readonly number[], cores: RuntimeCores, threads: number, windowMs: number): ManifestInterferenceProxy {
+function summarise(
+  samples: readonly CalibrationSample[], levels: readonly number[], cores: RuntimeCores, threads: number, windowMs: number,
+): ManifestInterferenceProxy {
   const system = fitLevelModel(samples, SYSTEM_FEATURES);
   const tenant = fitLevelModel(samples, TENANT_FEATURES);
   const perLevel: Record<string, ProxyLevelSummary> = {};

@@ -77,7 +77,9 @@ export function formatLayerBenchMarkdown(model: string, r: LayerBenchReport, cla
   return [
     `#### ${model}: ${r.layers.length} unique tunable workloads, ${r.threads} thread(s) on core(s) ${r.cores.join(',')}`,
     '',
-    `FMA peak measured in this run: ${r.peakGflops.toFixed(1)} GFLOP/s (${r.peak.isa}; the best repetition of ${r.peak.probes} probes taken around the layers, whose medians ranged ${r.peak.minMedianGflops.toFixed(1)}–${r.peak.maxMedianGflops.toFixed(1)}). ` +
+    `FMA peak measured in this run: ${r.peakGflops.toFixed(1)} GFLOP/s (${r.peak.isa}; ` +
+      `the best repetition of ${r.peak.probes} probes taken around the layers, ` +
+      `whose medians ranged ${r.peak.minMedianGflops.toFixed(1)}–${r.peak.maxMedianGflops.toFixed(1)}). ` +
       `${r.trials} candidates searched per layer, then ${r.rounds} alternating rounds (veltair, ORT, ORT, veltair, …). ` +
       `ONNX Runtime ${r.ortPinned ? 'pinned to the same core(s)' : 'NOT pinned (no taskset)'}, malloc tunables \`${r.ortMallocTunables}\`.`,
     '',
@@ -86,7 +88,8 @@ export function formatLayerBenchMarkdown(model: string, r: LayerBenchReport, cla
     ...r.layers.map(layerRow),
     '',
     s.geomeanRatio === null ? 'No layer has both figures.'
-      : `Geometric mean veltair/ORT ${s.geomeanRatio.toFixed(3)}x over ${s.layersCompared} layers; ${s.layersAtOrBelowOrt} of ${s.layersCompared} at or below 1.0x ORT` +
+      : `Geometric mean veltair/ORT ${s.geomeanRatio.toFixed(3)}x over ${s.layersCompared} layers; ` +
+        `${s.layersAtOrBelowOrt} of ${s.layersCompared} at or below 1.0x ORT` +
         (s.layersFailed ? `; ${s.layersFailed} layers FAILED.` : '.'),
     '',
     ...classSummary(r, classOf),
@@ -132,7 +135,8 @@ async function main(): Promise<void> {
         onProgress: (m) => log(`tradeoff ${m}`),
       });
       json.tradeoff = tradeoff;
-      out.push(`#### Interference trade-off: kernel on core(s) ${tradeoff.kernelCores.join(',')} (1 thread), noise on core(s) ${tradeoff.noiseCores.join(',')}, ${tradeoff.rounds} rounds per level`, '',
+      out.push(`#### Interference trade-off: kernel on core(s) ${tradeoff.kernelCores.join(',')} (1 thread), ` +
+        `noise on core(s) ${tradeoff.noiseCores.join(',')}, ${tradeoff.rounds} rounds per level`, '',
         formatTradeoffMarkdown(tradeoff));
     }
   } finally {

@@ -257,7 +257,9 @@ function verdict(l: TradeoffLayerResult): string {
   const describe = (x: LevelResult) => {
     const r = x.localityOverParallelAtLevel!.medianRatio;
     const lead = r <= 1 ? 'locality' : 'parallel';
-    const shift = x.localityOverParallelQuiet ? ` (loc/par moved ×${(r / x.localityOverParallelQuiet.medianRatio).toFixed(2)} vs the same rounds' quiet phases)` : '';
+    const shift = x.localityOverParallelQuiet
+      ? ` (loc/par moved ×${(r / x.localityOverParallelQuiet.medianRatio).toFixed(2)} vs the same rounds' quiet phases)`
+      : '';
     return `level ${x.level}: ${x.winnerAtLevel === 'tie' ? `tie, ${lead} ahead by` : `${lead} by`} ${((Math.max(r, 1 / r) - 1) * 100).toFixed(1)}%${shift}`;
   };
   const clear = new Set(rows.map((x) => x.winnerAtLevel).filter((w) => w === 'locality' || w === 'parallel'));
@@ -279,7 +281,9 @@ export function formatTradeoffMarkdown(r: TradeoffReport): string {
     }
     if (l.tunedSameAs) out.push(`- tuned: the small search's best is the ${l.tunedSameAs} end itself`);
     out.push(`- load average before/after: ${l.loadAvgBefore.map((x) => x.toFixed(2)).join(' ')} / ${l.loadAvgAfter.map((x) => x.toFixed(2)).join(' ')}`, '');
-    const header = ['level', 'noise GB/s, Mops/s', ...names.flatMap((n) => [`${n} ms (quiet → level)`, `${n} slowdown`]), 'loc/par quiet', 'loc/par at level', 'winner'];
+    const header = [
+      'level', 'noise GB/s, Mops/s', ...names.flatMap((n) => [`${n} ms (quiet → level)`, `${n} slowdown`]), 'loc/par quiet', 'loc/par at level', 'winner',
+    ];
     out.push(`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`);
     for (const x of l.levels) {
       const noise = x.noise ? `${x.noise.streamGBps.toFixed(1)}, ${x.noise.randomMops.toFixed(1)}` : 'off';
@@ -287,7 +291,9 @@ export function formatTradeoffMarkdown(r: TradeoffReport): string {
         const v = x.versions[n]!;
         return [`${f3(v.quietMs)} → ${f3(v.levelMs)}${v.failed ? ` (${v.failed} failed)` : ''}`, spread(v.slowdown)];
       });
-      out.push(`| ${[String(x.level), noise, ...cells, spread(x.localityOverParallelQuiet), spread(x.localityOverParallelAtLevel), x.winnerAtLevel ?? '-'].join(' | ')} |`);
+      out.push(`| ${[
+        String(x.level), noise, ...cells, spread(x.localityOverParallelQuiet), spread(x.localityOverParallelAtLevel), x.winnerAtLevel ?? '-',
+      ].join(' | ')} |`);
     }
     out.push('', `Verdict: ${verdict(l)}`, '');
   }

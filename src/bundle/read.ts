@@ -52,7 +52,9 @@ const bad = (message: string, hint = 'the bundle is corrupt or was modified; rec
 function readManifestJson(dir: string): unknown {
   const path = join(dir, BUNDLE_FILES.manifest);
   let info;
-  try { info = lstatSync(path); } catch { throw bad(`${dir} is not a veltair bundle: it has no ${BUNDLE_FILES.manifest}`, 'pass the directory veltair compile -o wrote'); }
+  try { info = lstatSync(path); } catch {
+    throw bad(`${dir} is not a veltair bundle: it has no ${BUNDLE_FILES.manifest}`, 'pass the directory veltair compile -o wrote');
+  }
   if (!info.isFile()) throw bad(`${path} is not a regular file`);
   if (info.size > MAX_MANIFEST_BYTES) throw bad(`${path} is ${info.size} bytes, more than a manifest can be`);
   try {

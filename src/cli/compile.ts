@@ -117,12 +117,18 @@ function parseArgs(f: CompileFlags): CompileArgs {
 const fmtRegret = (r: Record<string, LevelRegret>) =>
   Object.entries(r).map(([l, x]) => `level ${l}: mean ${x.meanPercent.toFixed(1)}% max ${x.maxPercent.toFixed(1)}%`).join(' | ') || '-';
 const fmtHistogram = (h: Record<string, number>) =>
-  Object.entries(h).sort(([a], [b]) => Number(a) - Number(b)).map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
+  Object.entries(h).sort(([a], [b]) => Number(a) - Number(b))
+    .map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
 const fmtBytes = (b: number) => (b >= 1024 ** 2 ? `${(b / 1024 ** 2).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
 
-function summaryText(s: CompileSummary, tune: TuneResult, built: BuiltBundle | undefined, uniqueWorkloads: number, shard: Shard | undefined, dbDir: string): string {
+function summaryText(
+  s: CompileSummary, tune: TuneResult, built: BuiltBundle | undefined, uniqueWorkloads: number, shard: Shard | undefined, dbDir: string,
+): string {
   const lines = [
-    built ? `bundle     ${s.bundle} (${fmtBytes(built.bytes)})` : `shard ${shard!.index}/${shard!.count}: tuned ${tune.families.size} of ${uniqueWorkloads} workloads into ${dbDir} (${shardFileName(shard!.index, shard!.count)}); no bundle written`,
+    built
+      ? `bundle     ${s.bundle} (${fmtBytes(built.bytes)})`
+      : `shard ${shard!.index}/${shard!.count}: tuned ${tune.families.size} of ${uniqueWorkloads} workloads into ${dbDir} `
+        + `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
     `layers     ${s.layers} (${s.tunableLayers} tunable, ${uniqueWorkloads} unique workloads)`,
     `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured, ${s.dbHits} from the database`,
     `versions   ${fmtHistogram(s.versionsHistogram)}`,
@@ -134,7 +140,9 @@ function summaryText(s: CompileSummary, tune: TuneResult, built: BuiltBundle | u
 
 async function compileAction(modelPath: string, f: CompileFlags): Promise<void> {
   const args = parseArgs(f);
-  if (!args.shard && !f.output) throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
+  if (!args.shard && !f.output) {
+    throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
+  }
   if (!args.shard) await checkOutput(f.output!, f.force === true);
   await compilerVersion();
 
@@ -143,7 +151,8 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   const totals = summarise(graph);
   const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
   if (uses.length === 0) {
-    throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`, 'veltair compiles models with convolutions or matrix multiplications');
+    throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`,
+      'veltair compiles models with convolutions or matrix multiplications');
   }
   const target = await detectTarget();
   for (const guess of await targetNotes()) note(`warning: ${guess}; tuning records and kernels are sized for it`);

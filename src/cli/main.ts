@@ -18,7 +18,10 @@ import { registerReportCommand } from './report.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
-const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand];
+const registrars: readonly CommandRegistrar[] = [
+  registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
+  registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
+];
 
 export function buildProgram(): Command {
   const program = new Command('veltair')

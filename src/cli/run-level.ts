@@ -45,7 +45,8 @@ export async function chooseLevel(session: Session, flag: number | 'auto'): Prom
   const choice: LevelChoice = flag === 'auto' ? await predictLevel(session) : { level: flag, how: 'fixed by --level' };
   session.setLevel(choice.level);
   if (!session.levels.includes(choice.level)) {
-    const fallback = `the bundle's versions were profiled at level${session.levels.length === 1 ? '' : 's'} ${session.levels.join(', ')} only; level ${choice.level} picks by the level-0 profiles`;
+    const fallback = `the bundle's versions were profiled at level${session.levels.length === 1 ? '' : 's'} ${session.levels.join(', ')} only; `
+      + `level ${choice.level} picks by the level-0 profiles`;
     return { ...choice, note: choice.note ? `${choice.note}; ${fallback}` : fallback };
   }
   return choice;

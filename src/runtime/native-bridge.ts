@@ -122,13 +122,15 @@ export async function createExecutor(plan: NativePlan, kernelsPath: string | nul
     stepCount: n,
     run(feeds, into) {
       if (feeds.length !== plan.inputs.length) {
-        throw userError('BAD_INPUT', `the model takes ${plan.inputs.length} inputs (${plan.inputs.map((i) => quoteForMessage(i.name)).join(', ')}), got ${feeds.length}`,
+        throw userError('BAD_INPUT',
+          `the model takes ${plan.inputs.length} inputs (${plan.inputs.map((i) => quoteForMessage(i.name)).join(', ')}), got ${feeds.length}`,
           'pass one array per model input, in order');
       }
       feeds.forEach((f, i) => {
         const t = plan.inputs[i]!;
         if (f.byteLength !== t.bytes) {
-          throw userError('BAD_INPUT', `input ${quoteForMessage(t.name)} has ${f.byteLength} bytes; expected ${t.dtype} [${t.shape.join(', ')}] = ${t.bytes} bytes`,
+          throw userError('BAD_INPUT',
+            `input ${quoteForMessage(t.name)} has ${f.byteLength} bytes; expected ${t.dtype} [${t.shape.join(', ')}] = ${t.bytes} bytes`,
             'check the input shape and dtype against the model');
         }
       });

@@ -72,7 +72,9 @@ function checkStep(s: NativeStep, i: number, arenaBytes: number, params: number,
 
 /** The blob the addon decodes once at create(). */
 export function encodePlan(plan: NativePlan): Float64Array {
-  for (const sym of plan.symbols) if (!SYMBOL_PATTERN.test(sym)) throw internalError(`kernel symbol ${JSON.stringify(sym.slice(0, 40))} is not a veltair symbol`);
+  for (const sym of plan.symbols) {
+    if (!SYMBOL_PATTERN.test(sym)) throw internalError(`kernel symbol ${JSON.stringify(sym.slice(0, 40))} is not a veltair symbol`);
+  }
   const words: number[] = [PLAN_MAGIC, PLAN_FORMAT, plan.steps.length, plan.arenaBytes, plan.inputs.length, plan.outputs.length];
   for (const t of [...plan.inputs, ...plan.outputs]) {
     if (t.offset < 0 || t.offset + t.bytes > plan.arenaBytes) throw internalError(`graph tensor ${JSON.stringify(t.name)} lies outside the arena`);

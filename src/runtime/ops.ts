@@ -9,9 +9,10 @@
  * |----------------------------------------|------------------|----------------------------------------------|--------------------|
  * | conv2d, dense, batch_matmul            | KERNEL           | (the kernel's own; bias, epilogue params)    | nchw{V}c / rows{V} |
  * | reorder (plan step)                    | REORDER          | from, to                                     | any pair           |
- * | maxpool, averagepool                   | POOL             | kernel, strides, pads, dilations, count_include_pad (ceil_mode via output shape) | nchw, nchw{V}c |
+ * | maxpool, averagepool                   | POOL | kernel, strides, pads, dilations, count_include_pad (ceil_mode via output shape) | nchw, nchw{V}c |
  * | globalaveragepool, globalmaxpool       | GLOBAL_POOL      | —                                            | nchw, nchw{V}c     |
- * | relu clip leakyrelu sigmoid hardsigmoid hardswish silu tanh gelu erf exp log sqrt neg abs reciprocal floor ceil round sin cos softplus elu selu sign | UNARY | min/max (clip), alpha, beta, gamma (selu), approximate (gelu) | nchw, nchw{V}c (padded lanes re-zeroed) |
+ * | relu clip leakyrelu sigmoid hardsigmoid hardswish silu tanh gelu erf exp log sqrt | UNARY | min/max (clip), alpha, beta, gamma (selu), | nchw, nchw{V}c |
+ * |   neg abs reciprocal floor ceil round sin cos softplus elu selu sign |  | approximate (gelu) | (padded lanes re-zeroed) |
  * | add sub mul div pow max min mod prelu  | BINARY           | (multidirectional broadcast)                 | nchw; same-shape nchw{V}c |
  * | add sub mul div max min (channel gate) | BINARY_CHANNEL   | b of shape [N or 1, C, 1, 1]                 | nchw{V}c           |
  * | equal less greater lessorequal greaterorequal | BINARY    | → bool                                       | nchw               |

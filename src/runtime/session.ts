@@ -85,7 +85,8 @@ const MAX_LEVEL = 4;
 
 function checkLevel(level: number): void {
   if (!Number.isInteger(level) || level < 0 || level > MAX_LEVEL) {
-    throw userError('BAD_ARGUMENT', `interference level ${quoteForMessage(String(level))} is not an integer from 0 to ${MAX_LEVEL}`, 'levels are 0 (quiet) to 4 (heaviest co-runner)');
+    throw userError('BAD_ARGUMENT', `interference level ${quoteForMessage(String(level))} is not an integer from 0 to ${MAX_LEVEL}`,
+      'levels are 0 (quiet) to 4 (heaviest co-runner)');
   }
 }
 
@@ -145,13 +146,15 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
   const useVersions = (vector: readonly number[]): void => {
     live();
     if (!Array.isArray(vector) || vector.length !== tunable.length) {
-      throw userError('BAD_ARGUMENT', `a version vector has one entry per tunable layer (${tunable.length}); got ${Array.isArray(vector) ? vector.length : typeof vector}`,
+      throw userError('BAD_ARGUMENT',
+        `a version vector has one entry per tunable layer (${tunable.length}); got ${Array.isArray(vector) ? vector.length : typeof vector}`,
         'start from session.versionsForLevel(level)');
     }
     vector.forEach((v, i) => {
       const t = tunable[i]!;
       if (!Number.isInteger(v) || v < 0 || v >= t.versions.length) {
-        throw userError('BAD_ARGUMENT', `layer ${t.layer} (${quoteForMessage(t.name)}) has ${t.versions.length} version(s); ${quoteForMessage(String(v))} is not one of them`,
+        throw userError('BAD_ARGUMENT',
+          `layer ${t.layer} (${quoteForMessage(t.name)}) has ${t.versions.length} version(s); ${quoteForMessage(String(v))} is not one of them`,
           'version indices count from 0 in session.tunableLayers[i].versions');
       }
     });
