@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'COMPILE_FAILED'
   | 'BAD_BUNDLE'
   | 'TARGET_MISMATCH'
+  | 'BAD_PROFILE'
   | 'INTERNAL';
 
 export class VeltairError extends Error {
