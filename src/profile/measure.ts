@@ -15,8 +15,8 @@
  *    the first cores), stopped, and only the level being measured runs (tune/levels.ts's bank);
  *    each co-runner's own traffic is measured alone first, for the simulator's calibration;
  *  - claim/release: at level 0, the step times of a run whose steps alternate between the
- *    smallest and largest core count, against the same steps' times in the uniform runs of the
- *    same round: the excess per switch is the cost of re-forming the thread team.
+ *    smallest and largest core count, against the same steps' times in uniform runs just before:
+ *    the median over steps of a step's excess is the cost of re-forming the thread team.
  * Nothing here writes files; the caller does.
  */
 import { createHash } from 'node:crypto';
@@ -212,7 +212,7 @@ async function measureAll(session: Session, steps: readonly MappedStep[], condit
 
 /**
  * Runs with steps alternating lo / hi threads, each against the uniform runs just before: the
- * excess step time per thread-count switch (ns), one sample per run.
+ * median excess step time per thread-count switch (ns), one sample per run.
  */
 function measureClaim(session: Session, vector: readonly number[], lo: number, hi: number, runs: number, timedRun: (into: undefined) => Float64Array): number[] {
   const ex = session.executor;
@@ -227,9 +227,11 @@ function measureClaim(session: Session, vector: readonly number[], lo: number, h
   const out: number[] = [];
   for (let r = 0; r < runs; r++) {
     const t = timedRun(undefined);
-    let excess = 0;
-    for (let s = 0; s < S; s++) excess += t[s]! - med(threadsOf(s) === lo ? atLo : atHi, s);
-    out.push(excess / Math.max(1, S - 1));
+    // Median over steps of each step's excess over its uniform-run median: one disturbed step
+    // (another tenant on the core) moves a sum, not a median.
+    const excess: number[] = [];
+    for (let s = 1; s < S; s++) excess.push(t[s]! - med(threadsOf(s) === lo ? atLo : atHi, s));
+    if (excess.length > 0) out.push(quartiles(excess).median);
   }
   session.setThreads(hi);
   return out;
