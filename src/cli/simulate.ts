@@ -1,7 +1,7 @@
 /**
  * `veltair simulate --profiles LIST (--mix NAME | --models A,B) [--cores N] [--policy LIST]
  *  (--qps LIST | --load LIST | --find-max) [--seed S] [--duration S] [--warmup S] [--max-events N]
- *  [--max-sim-time S] [--qos NAME=MS] [--scale NAME=F] [--repeat NAME=K] [--memory-gbps G]
+ *  [--max-sim-time S] [--qos NAME=MS] [--scale NAME=F] [--repeat NAME=K] [--use-cores LIST] [--memory-gbps G]
  *  [--fork-join-us U] [--serial-fraction F] [--claim-us U] [--on-conflict wait|shrink]
  *  [--plot DIR] [--timing] [--scaling-report] [--json]`
  *
@@ -29,7 +29,7 @@ import { collect, parseCount, parseList, parseNonNegative, parseNumberList, pars
 interface SimulateFlags {
   profiles?: string; mix?: string; models?: string; cores?: string; policy?: string;
   qps?: string; load?: string; findMax?: boolean; seed?: string; duration?: string; warmup?: string;
-  maxEvents?: string; maxSimTime?: string; qos?: string[]; scale?: string[]; repeat?: string[];
+  maxEvents?: string; maxSimTime?: string; qos?: string[]; scale?: string[]; repeat?: string[]; useCores?: string[];
   memoryGbps?: string; forkJoinUs?: string; serialFraction?: string; claimUs?: string; onConflict?: string;
   plot?: string; timing?: boolean; scalingReport?: boolean; json?: boolean;
 }
@@ -55,6 +55,17 @@ function loadSpec(f: SimulateFlags): LoadSpec {
   if (f.qps !== undefined) return { kind: 'qps', values: parseNumberList('--qps', f.qps) };
   if (f.findMax) return { kind: 'find-max' };
   return { kind: 'load', values: parseNumberList('--load', f.load ?? '0.5', 1) };
+}
+
+/** `--use-cores LIST` (every model) or `--use-cores NAME=LIST` (repeatable; '+'-separated list). */
+function useCoresFor(values: readonly string[] | undefined, models: readonly string[]): Map<string, number[]> {
+  const list = (t: string) => t.split(/[+,]/).map((x) => parseCount('--use-cores', x, 1, 4096));
+  const out = new Map<string, number[]>();
+  for (const v of values ?? []) {
+    if (v.includes('=')) for (const [k, c] of parsePairs('--use-cores', [v], list)) out.set(k, c);
+    else for (const m of models) out.set(m, list(v));
+  }
+  return out;
 }
 
 const fmt = (x: number, d = 1) => (Number.isFinite(x) ? `${(x * 100).toFixed(d)}%` : '—');
@@ -101,6 +112,7 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
     qos: parsePairs('--qos', f.qos, (t) => parsePositiveNumber('--qos', t)),
     scale: parsePairs('--scale', f.scale, (t) => parsePositiveNumber('--scale', t)),
     repeat: parsePairs('--repeat', f.repeat, (t) => parseCount('--repeat', t, 1, 1000)),
+    useCores: useCoresFor(f.useCores, models),
     ...(f.memoryGbps !== undefined ? { memoryGBps: parsePositiveNumber('--memory-gbps', f.memoryGbps) } : {}),
     ...(f.forkJoinUs !== undefined ? { forkJoinUs: parseNonNegative('--fork-join-us', f.forkJoinUs) } : {}),
     ...(f.serialFraction !== undefined ? { serialFraction: parseNonNegative('--serial-fraction', f.serialFraction) } : {}),
@@ -178,6 +190,7 @@ export function registerSimulateCommand(program: Command): void {
     .option('--qos <name=ms>', 'QoS bound of a model (repeatable; default: MLPerf\'s, see README)', collect)
     .option('--scale <name=f>', 'multiply a model\'s latencies by f (modelled; e.g. a larger input) (repeatable)', collect)
     .option('--repeat <name=k>', 'run a model\'s profiled steps k times in a row (identical layers, e.g. more encoder layers) (repeatable)', collect)
+    .option('--use-cores <list>', 'use only the profiles\' figures at these core counts, the others held out (LIST for every model, or NAME=A+B; repeatable)', collect)
     .option('--memory-gbps <g>', 'socket memory bandwidth of the simulated machine, GB/s (default 102.4, an assumption)')
     .option('--fork-join-us <u>', 'scaling model: fork/join cost per doubling of threads, µs (default fitted to the artifact)')
     .option('--serial-fraction <f>', 'scaling model: serial fraction for steps profiled at one core count')

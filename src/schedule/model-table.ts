@@ -12,6 +12,7 @@
  * scaling model (scaling.ts), counted as modelled. `sources` says how many of the table's
  * step-level figures are of each kind. Pure.
  */
+import { quoteForMessage, userError } from '../errors.js';
 import type { FigureSource, Profile, ProfileStep, ProfileVersion } from './profile.js';
 import { fitStep, predictStep, type ScalingConstants, type StepFit } from './scaling.js';
 
@@ -54,6 +55,20 @@ export interface TableOptions {
   readonly repeat?: number;
   /** Replace the profile's claim/release cost (µs at 1 core). */
   readonly claimUs?: number;
+  /**
+   * Use only the profile's figures at these core counts (fit and table); figures at other counts
+   * are held out (e.g. for validation) and modelled like any missing count. Default: all.
+   */
+  readonly useCores?: readonly number[];
+}
+
+function restrictCores(p: Profile, cores: readonly number[]): Profile {
+  const keep = new Set(cores.map(String));
+  const steps = p.steps.map((s) => ({
+    ...s,
+    versions: s.versions.map((v) => ({ ...v, latencyUs: Object.fromEntries(Object.entries(v.latencyUs).filter(([c]) => keep.has(c))) })),
+  }));
+  return { ...p, coreCounts: p.coreCounts.filter((c) => keep.has(String(c))), steps };
 }
 
 export function latAt(u: Unit, maxCores: number, v: number, cores: number, level: number): number {
@@ -100,7 +115,12 @@ function unitRanges(steps: readonly ProfileStep[]): { first: number; last: numbe
   return tunable.map((t, j) => ({ first: j === 0 ? 0 : t, last: j + 1 < tunable.length ? tunable[j + 1]! - 1 : steps.length - 1 }));
 }
 
-export function buildModelTable(p: Profile, o: TableOptions): ModelTable {
+export function buildModelTable(profile: Profile, o: TableOptions): ModelTable {
+  const p = o.useCores ? restrictCores(profile, o.useCores) : profile;
+  if (p.steps.some((s) => s.versions.some((v) => Object.keys(v.latencyUs).length === 0))) {
+    throw userError('BAD_ARGUMENT', `profile of ${quoteForMessage(profile.model.name)} has no figures at core count(s) ${o.useCores!.join(',')} for some step`,
+      `its figures are at ${profile.coreCounts.join(',')} cores`);
+  }
   const N = o.maxCores;
   const k = o.scaling;
   const scale = o.scale ?? 1;
@@ -149,6 +169,7 @@ export function buildModelTable(p: Profile, o: TableOptions): ModelTable {
   }
   const notes: string[] = [];
   if (scale !== 1) notes.push(`every latency ×${scale.toFixed(3)} (modelled)`);
+  if (o.useCores) notes.push(`only the figures at ${o.useCores.join(',')} core(s) used; ${profile.coreCounts.filter((c) => !o.useCores!.includes(c)).join(',') || 'no other counts'} held out`);
   if (repeat !== 1) notes.push(`the profile's ${p.steps.length} steps run ${repeat}× in a row (identical layers; figures reused)`);
   return { name: p.model.name, maxCores: N, units, claimMs, claimSource, sources, notes };
 }

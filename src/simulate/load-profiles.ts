@@ -7,7 +7,9 @@
  *    have been taken of exactly this bundle (its manifest's sha256) — a profile of another
  *    bundle is refused;
  *  - any other directory: every `*.profile.json` in it.
- * Two profiles of one model name are refused (which one would the mix mean?).
+ * `ALIAS=ENTRY` renames the model of a single-profile entry (e.g. `resnet50@3990x=artifact.csv`
+ * beside a measured resnet50); a name `model@label` gets `model`'s QoS bound. Two profiles of
+ * one model name are refused (which one would the mix mean?).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -72,8 +74,12 @@ function loadOne(entry: string): LoadedProfile[] {
 
 export function loadProfiles(entries: readonly string[]): Map<string, LoadedProfile> {
   const out = new Map<string, LoadedProfile>();
-  for (const e of entries) {
-    for (const lp of loadOne(e)) {
+  for (const entry of entries) {
+    const alias = /^([A-Za-z0-9._-]+(?:@[A-Za-z0-9._-]+)?)=(.+)$/.exec(entry);
+    const loaded = loadOne(alias ? alias[2]! : entry);
+    if (alias && loaded.length !== 1) throw userError('BAD_ARGUMENT', `--profiles ${quoteForMessage(entry)}: a name can only be given to one profile, ${alias[2]} holds ${loaded.length}`, 'name single files: NAME=FILE');
+    const named = alias ? [{ ...loaded[0]!, profile: { ...loaded[0]!.profile, model: { ...loaded[0]!.profile.model, name: alias[1]! } } }] : loaded;
+    for (const lp of named) {
       const prev = out.get(lp.profile.model.name);
       if (prev) {
         throw userError('BAD_ARGUMENT', `two profiles for model ${quoteForMessage(lp.profile.model.name)}: ${prev.file} and ${lp.file}`,

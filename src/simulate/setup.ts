@@ -26,6 +26,8 @@ export interface SetupOptions {
   readonly forkJoinUs?: number;
   readonly serialFraction?: number;
   readonly claimUs?: number;
+  /** Per model: use only the profile's figures at these core counts (others held out). */
+  readonly useCores?: ReadonlyMap<string, readonly number[]>;
 }
 
 export interface Setup {
@@ -56,7 +58,7 @@ export function scalingConstants(o: SetupOptions, used: readonly LoadedProfile[]
 
 export function setupModels(o: SetupOptions): Setup {
   const known = [...o.profiles.keys()];
-  for (const [flag, map] of [['--qos', o.qos], ['--scale', o.scale], ['--repeat', o.repeat]] as const) {
+  for (const [flag, map] of [['--qos', o.qos], ['--scale', o.scale], ['--repeat', o.repeat], ['--use-cores', o.useCores]] as const) {
     for (const name of map?.keys() ?? []) {
       if (!o.models.includes(name)) throw userError('BAD_ARGUMENT', `${flag} names ${quoteForMessage(name)}, which is not in the simulated mix (${o.models.join(', ')})`, 'name a model of --models / --mix');
     }
@@ -68,7 +70,7 @@ export function setupModels(o: SetupOptions): Setup {
   o.models.forEach((name, i) => {
     const lp = used[i]!;
     const given = o.qos?.get(name);
-    const bound = given !== undefined ? { ms: given, why: 'given with --qos' } : QOS[name];
+    const bound = given !== undefined ? { ms: given, why: 'given with --qos' } : QOS[name] ?? QOS[name.split('@')[0]!];
     if (!bound) {
       throw userError('BAD_ARGUMENT', `model ${quoteForMessage(name)} has no QoS bound (no MLPerf bound is known for it)`, `give one with --qos ${name}=MS`);
     }
@@ -77,6 +79,7 @@ export function setupModels(o: SetupOptions): Setup {
       ...(o.scale?.has(name) ? { scale: o.scale.get(name)! } : {}),
       ...(o.repeat?.has(name) ? { repeat: o.repeat.get(name)! } : {}),
       ...(o.claimUs !== undefined ? { claimUs: o.claimUs } : {}),
+      ...(o.useCores?.has(name) ? { useCores: o.useCores.get(name)! } : {}),
     });
     const plan = planModel(table, bound.ms);
     plans.push(plan);
