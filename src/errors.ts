@@ -26,6 +26,7 @@ export type ErrorCode =
   | 'BAD_BUNDLE'
   | 'TARGET_MISMATCH'
   | 'MISSING_DEPENDENCY'
+  | 'BAD_PROFILE'
   | 'INTERNAL';
 
 export class VeltairError extends Error {

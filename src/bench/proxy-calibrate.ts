@@ -36,7 +36,7 @@ export interface CalibrateOptions {
   readonly cores: RuntimeCores;
   /** Stopped co-runners for every noisy calibrated level (opened before the runtime addon loads). */
   readonly bank: LevelBank;
-  /** Each noisy level's co-runner memory traffic (GB/s), from profileCoRunners. */
+  /** Each noisy level's co-runner memory traffic (GB/s), from profileCoRunners (interference/co-runner-profile.ts). */
   readonly coRunnerGBps: ReadonlyMap<number, number>;
   /** Feature vectors per level per visit (each visit of the up-and-down sweep). */
   readonly samplesPerVisit?: number;
@@ -50,23 +50,6 @@ export interface CalibrateOptions {
 export interface CalibrationResult {
   readonly proxy: ManifestInterferenceProxy;
   readonly samples: readonly CalibrationSample[];
-}
-
-/**
- * Each noisy level's co-runner alone for `seconds`: the bytes its own counters report moving per
- * second (stream reads + writes + one 64-byte line per random operation), in GB/s. This is the
- * co-runner's "profile" the tenant-aware model takes as an input.
- */
-export async function profileCoRunners(levels: readonly number[], noiseCores: readonly number[], seconds = 1,
-  settingsFor?: (level: number) => NoiseSettings | undefined): Promise<Map<number, number>> {
-  const out = new Map<number, number>([[0, 0]]);
-  for (const level of levels.filter((l) => l > 0)) {
-    const settings = settingsFor?.(level);
-    const h = await startNoise({ level, cores: noiseCores, seconds, ...(settings ? { settings } : {}) });
-    const s = await h.finished;
-    out.set(level, s.seconds > 0 ? (s.streamBytesRead + s.streamBytesWritten + s.randomOps * 64) / s.seconds / 1e9 : 0);
-  }
-  return out;
 }
 
 /** The levels the bundle's versions were profiled at: what the picker can choose between. */

@@ -15,12 +15,15 @@ import { registerBenchCommand } from './bench.js';
 import { registerRunCommand } from './run.js';
 import { registerPlotCommand } from './plot.js';
 import { registerReportCommand } from './report.js';
+import { registerSimulateCommand } from './simulate.js';
+import { registerProfileCommand } from './profile.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
 const registrars: readonly CommandRegistrar[] = [
   registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
   registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
+  registerProfileCommand, registerSimulateCommand,
 ];
 
 export function buildProgram(): Command {
