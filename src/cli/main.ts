@@ -15,6 +15,7 @@ import { registerBenchCommand } from './bench.js';
 import { registerRunCommand } from './run.js';
 import { registerPlotCommand } from './plot.js';
 import { registerReportCommand } from './report.js';
+import { registerServeCommand } from './serve.js';
 import { registerSimulateCommand } from './simulate.js';
 import { registerProfileCommand } from './profile.js';
 
@@ -23,7 +24,7 @@ export type CommandRegistrar = (program: Command) => void;
 const registrars: readonly CommandRegistrar[] = [
   registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
   registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
-  registerProfileCommand, registerSimulateCommand,
+  registerProfileCommand, registerSimulateCommand, registerServeCommand,
 ];
 
 export function buildProgram(): Command {

@@ -78,6 +78,8 @@ export interface BlockOptions {
   readonly versions?: readonly number[];
   /** Or: each layer's best version at this interference level. */
   readonly level?: number;
+  /** Or: step index → version index for the block's tunable steps (what the scheduler decides). */
+  readonly stepVersions?: ReadonlyMap<number, number>;
 }
 
 export interface BlockResult {
@@ -298,8 +300,9 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
         const vector = o.versions ?? (o.level !== undefined ? versionsForLevel(o.level) : undefined);
         for (let s = next; s < to; s++) {
           const t = stepOfTunable.get(s);
-          if (vector !== undefined && t !== undefined) {
-            const v = vector[t];
+          const chosen = t === undefined ? undefined : o.stepVersions?.get(s) ?? vector?.[t];
+          if (chosen !== undefined && t !== undefined) {
+            const v = chosen;
             if (!Number.isInteger(v) || v! < 0 || v! >= tunable[t]!.versions.length) {
               throw userError('BAD_ARGUMENT', `version ${quoteForMessage(String(v))} does not exist for layer ${tunable[t]!.layer}`,
                 'pass a vector from session.versionsForLevel(level)');
