@@ -461,7 +461,8 @@ static napi_value clone_fn(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  handle_t* h = argc ? idle_handle(env, argv[0]) : NULL;
+  /* A running block only reads the step tables (only this thread writes them): cloning is safe meanwhile. */
+  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
   if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "clone(handle)");
   char err[VT_ERR_LEN] = { 0 };
   vt_exec* c = vt_exec_clone(h->e, err);

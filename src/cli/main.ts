@@ -16,6 +16,7 @@ import { registerRunCommand } from './run.js';
 import { registerPlotCommand } from './plot.js';
 import { registerReportCommand } from './report.js';
 import { registerServeCommand } from './serve.js';
+import { registerLoadCommand } from './load.js';
 import { registerSimulateCommand } from './simulate.js';
 import { registerProfileCommand } from './profile.js';
 
@@ -24,7 +25,7 @@ export type CommandRegistrar = (program: Command) => void;
 const registrars: readonly CommandRegistrar[] = [
   registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
   registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
-  registerProfileCommand, registerSimulateCommand, registerServeCommand,
+  registerProfileCommand, registerSimulateCommand, registerServeCommand, registerLoadCommand,
 ];
 
 export function buildProgram(): Command {

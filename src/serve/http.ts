@@ -33,7 +33,11 @@ const tensorMeta = (t: { name: string; dtype: Parameters<typeof v2Datatype>[0]; 
   ({ name: t.name, datatype: v2Datatype(t.dtype), shape: [...t.shape] });
 
 function modelMetadata(m: ServedModel) {
-  return { name: m.name, versions: ['1'], platform: m.platform, inputs: m.inputs.map(tensorMeta), outputs: m.outputs.map(tensorMeta) };
+  return {
+    name: m.name, versions: ['1'], platform: m.platform, inputs: m.inputs.map(tensorMeta), outputs: m.outputs.map(tensorMeta),
+    // Not part of the v2 metadata object; clients ignore it, `veltair load` reads the model's QoS from it.
+    parameters: { qos_ms: Number(m.qosMs.toFixed(3)) },
+  };
 }
 
 const listOf = (ts: readonly { name: string }[]) => ts.map((t) => JSON.stringify(t.name)).join(', ');
@@ -63,10 +67,10 @@ function sendError(reply: FastifyReply, e: ServeError): FastifyReply {
   return reply.code(e.status).send({ error: e.message });
 }
 
-/** Any failure as a ServeError: ours as they are, runtime input errors as 400, anything else as 500 (logged). */
+/** Any failure as a ServeError: ours as they are, the runtime's verdict on input values as 400, anything else 500 (logged). */
 function asServeError(e: unknown): ServeError | undefined {
   if (e instanceof ServeError) return e;
-  if (isVeltairError(e) && e.exitCode === 1) return badRequest(`${e.message} (${e.hint})`);
+  if (isVeltairError(e) && e.code === 'BAD_INPUT') return badRequest(`${e.message} (${e.hint})`);
   return undefined;
 }
 
