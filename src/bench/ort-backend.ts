@@ -58,7 +58,8 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
       qosMs = o.qosMultiple * (performance.now() - t0) / 3;
     }
     models.push({ served: { name: m.name, inputs, outputs, qosMs, platform: 'onnxruntime' }, session, maxQueue: m.maxQueue, queued: 0 });
-    summaries.push(`${m.name}: ONNX Runtime ${ort.env.versions.node ?? ''}, QoS ${qosMs.toFixed(2)} ms${m.qosMs === undefined ? ` (${o.qosMultiple} × its quiet latency)` : ''}`);
+    const why = m.qosMs === undefined ? ` (${o.qosMultiple} × its quiet latency)` : '';
+    summaries.push(`${m.name}: ONNX Runtime ${ort.env.versions.node ?? ''}, QoS ${qosMs.toFixed(2)} ms${why}`);
   }
   const byName = new Map(models.map((m) => [m.served.name, m]));
   let tail: Promise<unknown> = Promise.resolve();
@@ -74,7 +75,8 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
       const arrival = performance.now();
       const run = tail.then(async () => {
         const started = performance.now();
-        const ortFeeds = Object.fromEntries(Object.entries(feeds).map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape])]));
+        const ortFeeds = Object.fromEntries(Object.entries(feeds)
+          .map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape])]));
         const out = await m.session.run(ortFeeds);
         return {
           outputs: Object.fromEntries(Object.entries(out).map(([k, t]) => [k, toHost(t)])),
