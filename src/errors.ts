@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'COMPILE_FAILED'
   | 'BAD_BUNDLE'
   | 'TARGET_MISMATCH'
+  | 'MISSING_DEPENDENCY'
   | 'BAD_PROFILE'
   | 'INTERNAL';
 

@@ -89,7 +89,8 @@ function checkContent(m: Manifest, text: string) {
 
 test('CI recipe: two shards tune into their own databases, merge, and the final compile measures nothing', async () => {
   const shardDbs = [join(root, 'shard0'), join(root, 'shard1')];
-  const outs = await Promise.all([0, 1].map((i) => veltair(['compile', model, '--db', shardDbs[i]!, '--shard', `${i}/2`, ...budget, '--seed', '7', '--json'], env)));
+  const outs = await Promise.all([0, 1].map((i) =>
+    veltair(['compile', model, '--db', shardDbs[i]!, '--shard', `${i}/2`, ...budget, '--seed', '7', '--json'], env)));
   for (const r of outs) {
     assert.equal(r.exitCode, 0, r.stderr);
     assert.equal(JSON.parse(r.stdout).bundle, null, 'a shard writes no bundle');

@@ -8,8 +8,9 @@
 import { copyFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VeltairError, internalError } from '../errors.js';
-import { buildKernels, KERNEL_HEADERS, nativeDir, type KernelUnit } from '../measure/build.js';
-import { KERNEL_CFLAGS } from '../space/target.js';
+import { buildKernels, type KernelUnit } from '../measure/build.js';
+import { flagsFor } from '../toolchain/flags.js';
+import { headerSnapshot, writeSources } from '../toolchain/headers.js';
 
 export interface BundleKernels {
   /** Relative paths written, kernels.so first. */
@@ -19,7 +20,7 @@ export interface BundleKernels {
 export function kernelsSource(units: readonly KernelUnit[]): string {
   const head = [
     '/* veltair bundle kernels: every kept version, generated; do not edit.',
-    ` * built as: cc ${KERNEL_CFLAGS.join(' ')} -shared -I kernels kernels/kernels.c -lm */`,
+    ` * built as: cc ${flagsFor('kernel').join(' ')} -shared -I kernels kernels/kernels.c -lm */`,
     '',
   ].join('\n');
   return head + units.map((u) => u.source).join('\n');
@@ -41,6 +42,7 @@ export async function writeBundleKernels(dir: string, units: readonly KernelUnit
   const so = [...paths][0]!;
   await copyFile(so, join(dir, 'kernels', 'kernels.so'));
   await writeFile(join(dir, 'kernels', 'kernels.c'), kernelsSource(units));
-  for (const h of KERNEL_HEADERS) await copyFile(join(nativeDir(), h), join(dir, 'kernels', h));
-  return { files: ['kernels/kernels.so', 'kernels/kernels.c', ...KERNEL_HEADERS.map((h) => `kernels/${h}`)] };
+  const headers = await headerSnapshot();
+  await writeSources(join(dir, 'kernels'), headers.files);
+  return { files: ['kernels/kernels.so', 'kernels/kernels.c', ...headers.files.map((h) => `kernels/${h.name}`)] };
 }

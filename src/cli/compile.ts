@@ -13,13 +13,14 @@ import { checkOutput, prepareOutput, writeBundleAtomically } from '../bundle/wri
 import { openDatabase, defaultDatabaseDir, shardFileName } from '../db/store.js';
 import { userError } from '../errors.js';
 import { lowerToLayers, summarise } from '../ir/lower.js';
-import { ccVersion } from '../measure/build.js';
+import { compilerVersion } from '../toolchain/compiler.js';
 import { loadModel } from '../onnx/load.js';
 import { powersUpTo } from '../space/schedule.js';
-import { detectTarget } from '../space/target.js';
+import { detectTarget, targetNotes } from '../toolchain/target.js';
 import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TuneResult } from '../tune/tune-model.js';
 import { collectInputShape } from './inspect.js';
-import { note, printJson, printLine, progressBar } from './output.js';
+import { badArgument, parsePositiveInt } from '../terminal/args.js';
+import { note, printJson, printLine, progressBar } from '../terminal/output.js';
 
 /**
  * Trials per unique workload when --trials is not given. A budget choice: the search is seeded with
@@ -57,16 +58,6 @@ export interface CompileSummary {
   readonly perLevelRegret: Record<string, LevelRegret>;
 }
 
-const badArgument = (flag: string, text: string, why: string, hint: string) =>
-  userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} ${why}`, hint);
-
-export function parsePositiveInt(flag: string, text: string, max = Number.MAX_SAFE_INTEGER): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || Number(text) > max) {
-    throw badArgument(flag, text, max === Number.MAX_SAFE_INTEGER ? 'is not a positive integer' : `is not an integer from 1 to ${max}`,
-      flag === '--trials' ? 'give at least 1 trial per workload, e.g. --trials 32' : `e.g. ${flag} ${Math.min(max, 4)}`);
-  }
-  return Number(text);
-}
 
 export function parseLevels(text: string): number[] {
   const parts = text.split(',').map((s) => s.trim());
@@ -126,12 +117,18 @@ function parseArgs(f: CompileFlags): CompileArgs {
 const fmtRegret = (r: Record<string, LevelRegret>) =>
   Object.entries(r).map(([l, x]) => `level ${l}: mean ${x.meanPercent.toFixed(1)}% max ${x.maxPercent.toFixed(1)}%`).join(' | ') || '-';
 const fmtHistogram = (h: Record<string, number>) =>
-  Object.entries(h).sort(([a], [b]) => Number(a) - Number(b)).map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
+  Object.entries(h).sort(([a], [b]) => Number(a) - Number(b))
+    .map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
 const fmtBytes = (b: number) => (b >= 1024 ** 2 ? `${(b / 1024 ** 2).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
 
-function summaryText(s: CompileSummary, tune: TuneResult, built: BuiltBundle | undefined, uniqueWorkloads: number, shard: Shard | undefined, dbDir: string): string {
+function summaryText(
+  s: CompileSummary, tune: TuneResult, built: BuiltBundle | undefined, uniqueWorkloads: number, shard: Shard | undefined, dbDir: string,
+): string {
   const lines = [
-    built ? `bundle     ${s.bundle} (${fmtBytes(built.bytes)})` : `shard ${shard!.index}/${shard!.count}: tuned ${tune.families.size} of ${uniqueWorkloads} workloads into ${dbDir} (${shardFileName(shard!.index, shard!.count)}); no bundle written`,
+    built
+      ? `bundle     ${s.bundle} (${fmtBytes(built.bytes)})`
+      : `shard ${shard!.index}/${shard!.count}: tuned ${tune.families.size} of ${uniqueWorkloads} workloads into ${dbDir} `
+        + `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
     `layers     ${s.layers} (${s.tunableLayers} tunable, ${uniqueWorkloads} unique workloads)`,
     `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured, ${s.dbHits} from the database`,
     `versions   ${fmtHistogram(s.versionsHistogram)}`,
@@ -143,18 +140,22 @@ function summaryText(s: CompileSummary, tune: TuneResult, built: BuiltBundle | u
 
 async function compileAction(modelPath: string, f: CompileFlags): Promise<void> {
   const args = parseArgs(f);
-  if (!args.shard && !f.output) throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
+  if (!args.shard && !f.output) {
+    throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
+  }
   if (!args.shard) await checkOutput(f.output!, f.force === true);
-  await ccVersion();
+  await compilerVersion();
 
   const inferred = await loadModel(modelPath, { inputShapes: f.inputShape });
   const graph = lowerToLayers(inferred);
   const totals = summarise(graph);
   const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
   if (uses.length === 0) {
-    throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`, 'veltair compiles models with convolutions or matrix multiplications');
+    throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`,
+      'veltair compiles models with convolutions or matrix multiplications');
   }
   const target = await detectTarget();
+  for (const guess of await targetNotes()) note(`warning: ${guess}; tuning records and kernels are sized for it`);
   const dbDir = f.db ?? defaultDatabaseDir();
   const db = await openDatabase(dbDir, { target, onWarning: (m) => note(`warning: ${m}`) });
   const profileThreads = args.profileThreads === 'auto' ? powersUpTo(target.cores) : args.profileThreads.filter((t) => t <= target.cores);

@@ -14,7 +14,7 @@ import { measureProfile } from '../profile/measure.js';
 import { commitFiles, planOutput, stageFile } from '../plot/output-file.js';
 import { countSources, profileText } from '../schedule/profile.js';
 import { profilePathFor } from '../simulate/load-profiles.js';
-import { note, printJson, printLine } from './output.js';
+import { note, printJson, printLine } from '../terminal/output.js';
 import { parseCount, parseList } from './simulate-args.js';
 
 interface ProfileFlags {

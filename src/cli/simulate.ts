@@ -23,7 +23,7 @@ import { derivedLines, modelLines, pointsTable, timingLines } from '../simulate/
 import { setupModels, scalingConstants, type Setup } from '../simulate/setup.js';
 import { MIXES } from '../simulate/workloads.js';
 import { writeSchedulePlots } from '../simulate/plots.js';
-import { note, printJson, printLine } from './output.js';
+import { note, printJson, printLine } from '../terminal/output.js';
 import { collect, parseCount, parseList, parseNonNegative, parseNumberList, parsePairs, parsePositiveNumber } from './simulate-args.js';
 
 interface SimulateFlags {

@@ -5,7 +5,7 @@
  * (hostname, OS, load) is deliberately left out, so identical machines share records.
  */
 import { createHash } from 'node:crypto';
-import type { Target } from '../space/target.js';
+import type { Target } from '../toolchain/target.js';
 
 /** JSON with object keys sorted at every depth: the same value hashes the same everywhere. */
 export function canonicalJson(value: unknown): string {

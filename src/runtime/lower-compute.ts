@@ -52,7 +52,9 @@ export const binary: Lowering = (c) => {
     if (same) {
       return { op: OP.BINARY, inputs: [a!.ref, b!.ref], outputs: [out.ref], ints: [fn, 1, stored(c), 1, 1, ...laneFix(c)] };
     }
-    if (fn >= FIRST_COMPARISON || fn === BINARY_FN['pow'] || fn === BINARY_FN['prelu'] || fn === BINARY_FN['mod']) unsupported(c, 'this op has no per-channel blocked form');
+    if (fn >= FIRST_COMPARISON || fn === BINARY_FN['pow'] || fn === BINARY_FN['prelu'] || fn === BINARY_FN['mod']) {
+      unsupported(c, 'this op has no per-channel blocked form');
+    }
     return { op: OP.BINARY_CHANNEL, inputs: [a!.ref, b!.ref], outputs: [out.ref],
       ints: [fn, g.n, Math.ceil(g.c / g.v), g.h * g.w, g.v, b!.shape[0] === g.n && g.n > 1 ? 1 : 0, g.c] };
   }

@@ -13,8 +13,9 @@ import { buildKernels } from '../measure/build.js';
 import type { Measurement } from '../measure/run-candidate.js';
 import { makeCandidate } from '../space/candidate.js';
 import type { Schedule } from '../space/schedule.js';
-import type { Target } from '../space/target.js';
-import { measureAtLevels, type LevelBank } from './levels.js';
+import type { Target } from '../toolchain/target.js';
+import { measureAtLevels } from '../measure/at-levels.js';
+import type { LevelBank } from '../interference/bank.js';
 import type { TrialResult } from './search.js';
 
 export interface EvaluateContext {

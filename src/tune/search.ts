@@ -17,9 +17,9 @@ import type { MeasureStatus } from '../measure/run-candidate.js';
 import type { ScheduleFeatures } from '../space/features.js';
 import { scheduleFeatures } from '../space/features.js';
 import { defaultSchedule, localityGreedy, parallelHeavy } from '../space/presets.js';
-import { seededRng, type Rng } from '../space/rng.js';
+import { seededRng, type Rng } from '../random.js';
 import { isValid, makeSchedule, mutate, repair, sampleSchedule, type Schedule } from '../space/schedule.js';
-import type { Target } from '../space/target.js';
+import type { Target } from '../toolchain/target.js';
 import { fitLatencyModel, type Observation } from './cost-model.js';
 
 /** One visited candidate: measured now or found in the database. */

@@ -15,13 +15,13 @@ import { shardFileName } from '../db/store.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
 import { userError } from '../errors.js';
 import type { Workload } from '../ir/workload.js';
-import type { NoiseSettings } from '../measure/noise.js';
+import type { NoiseSettings } from '../interference/levels.js';
 import { repair, isValid } from '../space/schedule.js';
-import { detectTarget, type Target } from '../space/target.js';
+import { detectTarget, type Target } from '../toolchain/target.js';
 import { evaluateBatch } from './evaluate.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
 import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
-import { measurableLevels, openLevelBank, planCores, type LevelBank } from './levels.js';
+import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
 import { pickTask, taskCost, type TaskProgress } from './scheduler.js';
 import { createTaskSearch, type TaskSearch, type TrialResult } from './search.js';
 
@@ -117,12 +117,14 @@ function checkOptions(o: TuneOptions, target: Target): { levels: number[]; threa
   }
   const threads = [...new Set(o.threads ?? [Math.max(1, target.cores - 1)])].sort((a, b) => a - b);
   if (threads.length === 0 || threads.some((t) => !Number.isInteger(t) || t < 1 || t > target.cores)) {
-    throw userError('BAD_ARGUMENT', `--threads ${JSON.stringify(o.threads)} must be thread counts from 1 to ${target.cores}`, `e.g. --threads ${Math.max(1, target.cores - 1)}`);
+    throw userError('BAD_ARGUMENT', `--threads ${JSON.stringify(o.threads)} must be thread counts from 1 to ${target.cores}`,
+      `e.g. --threads ${Math.max(1, target.cores - 1)}`);
   }
   if (o.maxVersions !== undefined && (!Number.isInteger(o.maxVersions) || o.maxVersions < 1)) {
     throw userError('BAD_ARGUMENT', `--max-versions ${o.maxVersions} is not a positive integer`, 'e.g. --max-versions 5');
   }
-  if (o.shard && !(Number.isInteger(o.shard.count) && o.shard.count >= 1 && Number.isInteger(o.shard.index) && o.shard.index >= 0 && o.shard.index < o.shard.count)) {
+  if (o.shard && !(Number.isInteger(o.shard.count) && o.shard.count >= 1 && Number.isInteger(o.shard.index)
+    && o.shard.index >= 0 && o.shard.index < o.shard.count)) {
     throw userError('BAD_ARGUMENT', `--shard ${o.shard.index}/${o.shard.count} is not a shard i/n with 0 ≤ i < n`, 'e.g. --shard 0/4');
   }
   return { levels, threads };
@@ -197,8 +199,9 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 
     const families = new Map<string, WorkloadFamily>();
     for (const [i, t] of tasks.entries()) {
-      const fam = familyOf(t, o, levels, threads);
-      const profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [], { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+      const fam = familyFromRecords(t, o, levels, threads);
+      const profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
+        { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
       families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials: searches[i]!.visited.length, threadProfiles: profiles });
     }
     const runners = bankPromise ? await bankPromise : undefined;
@@ -217,7 +220,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 }
 
 /** The family from every ok record of this workload in the database (this target, threads considered). */
-function familyOf(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family & { profile: WorkloadProfile } {
+function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family & { profile: WorkloadProfile } {
   const cands: FamilyCandidate[] = o.db.lookup(t.workload.key).filter((r) => threads.includes(r.threads)).map((r) => ({
     id: recordId(r), schedule: r.schedule, features: r.features, symbol: kernelSymbol(t.workload, r.schedule),
     latencyMs: Object.fromEntries(levelsOf(r).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(r, l)!])),
@@ -232,7 +235,8 @@ async function profileVersions(w: Workload, versions: readonly FamilyCandidate[]
   ctx: Parameters<typeof evaluateBatch>[2]): Promise<Record<string, number>[]> {
   const profiles = versions.map((v) => ({ [String(v.schedule.threads)]: v.latencyMs['0'] } as Record<string, number | undefined>));
   if (counts.length === 0 || versions.length === 0) return profiles.map(clean);
-  const variants = versions.flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
+  const variants = versions
+    .flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
     .filter((x) => isValid(x.s, w, ctx.target) && x.s.threads !== versions[x.vi]!.schedule.threads);
   const unique = [...new Map(variants.map((x) => [JSON.stringify(x.s), x.s])).values()];
   const quiet = { ...ctx, levels: [0], levelsFor: () => [0] };
