@@ -10,7 +10,7 @@ const models = () => [
   { plan: handPlan('jagged', JAGGED, 16, JAGGED_QOS_MS, 20), qps: 1200 },
   { plan: handPlan('flat', [{ us1: 3000 }, { us1: 2000, maxUseful: 4 }, { us1: 3000 }], 16, 3, 20), qps: 800 },
 ];
-const interference = calibrateInterference(handProfile('x', JAGGED, 16).levels, 'test');
+const interference = calibrateInterference(handProfile('x', JAGGED, 16).levels, 'test', { l3Bytes: 2 ** 25 }, { gbps: 20, l3Bytes: 2 ** 25 });
 
 function checkNoDoubleBooking(v: EventView): void {
   const seen = new Set<number>();

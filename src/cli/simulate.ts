@@ -1,7 +1,7 @@
 /**
  * `veltair simulate --profiles LIST (--mix NAME | --models A,B) [--cores N] [--policy LIST]
  *  (--qps LIST | --load LIST | --find-max) [--seed S] [--duration S] [--warmup S] [--max-events N]
- *  [--max-sim-time S] [--qos NAME=MS] [--scale NAME=F] [--repeat NAME=K] [--use-cores LIST] [--memory-gbps G]
+ *  [--max-sim-time S] [--qos NAME=MS] [--scale NAME=F] [--repeat NAME=K] [--use-cores LIST] [--memory-gbps G] [--l3-mib M]
  *  [--fork-join-us U] [--serial-fraction F] [--claim-us U] [--on-conflict wait|shrink]
  *  [--plot DIR] [--timing] [--scaling-report] [--json]`
  *
@@ -30,7 +30,7 @@ interface SimulateFlags {
   profiles?: string; mix?: string; models?: string; cores?: string; policy?: string;
   qps?: string; load?: string; findMax?: boolean; seed?: string; duration?: string; warmup?: string;
   maxEvents?: string; maxSimTime?: string; qos?: string[]; scale?: string[]; repeat?: string[]; useCores?: string[];
-  memoryGbps?: string; forkJoinUs?: string; serialFraction?: string; claimUs?: string; onConflict?: string;
+  memoryGbps?: string; l3Mib?: string; forkJoinUs?: string; serialFraction?: string; claimUs?: string; onConflict?: string;
   plot?: string; timing?: boolean; scalingReport?: boolean; json?: boolean;
 }
 
@@ -114,13 +114,14 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
     repeat: parsePairs('--repeat', f.repeat, (t) => parseCount('--repeat', t, 1, 1000)),
     useCores: useCoresFor(f.useCores, models),
     ...(f.memoryGbps !== undefined ? { memoryGBps: parsePositiveNumber('--memory-gbps', f.memoryGbps) } : {}),
+    ...(f.l3Mib !== undefined ? { l3MiB: parsePositiveNumber('--l3-mib', f.l3Mib) } : {}),
     ...(f.forkJoinUs !== undefined ? { forkJoinUs: parseNonNegative('--fork-join-us', f.forkJoinUs) } : {}),
     ...(f.serialFraction !== undefined ? { serialFraction: parseNonNegative('--serial-fraction', f.serialFraction) } : {}),
     ...(f.claimUs !== undefined ? { claimUs: parseNonNegative('--claim-us', f.claimUs) } : {}),
   };
   if (f.scalingReport) {
     const used = models.map((m) => profiles.get(m)).filter((x) => x !== undefined);
-    scalingReport({ plans: [], summaries: [], interference: { levelFor: () => 0, calibrated: false, points: [], gRef: 0, fRef: 0, description: '' }, scaling: scalingConstants(setupOptions, used) }, profiles, json);
+    scalingReport({ plans: [], summaries: [], interference: { levelFor: () => 0, calibrated: false, points: [], description: '' }, scaling: scalingConstants(setupOptions, used) }, profiles, json);
     return;
   }
   const setup = setupModels(setupOptions);
@@ -192,6 +193,7 @@ export function registerSimulateCommand(program: Command): void {
     .option('--repeat <name=k>', 'run a model\'s profiled steps k times in a row (identical layers, e.g. more encoder layers) (repeatable)', collect)
     .option('--use-cores <list>', 'use only the profiles\' figures at these core counts, the others held out (LIST for every model, or NAME=A+B; repeatable)', collect)
     .option('--memory-gbps <g>', 'socket memory bandwidth of the simulated machine, GB/s (default 102.4, an assumption)')
+    .option('--l3-mib <m>', 'last-level cache of the simulated machine, MiB, for interference (default 256, an assumption)')
     .option('--fork-join-us <u>', 'scaling model: fork/join cost per doubling of threads, µs (default fitted to the artifact)')
     .option('--serial-fraction <f>', 'scaling model: serial fraction for steps profiled at one core count')
     .option('--claim-us <u>', 'block claim/release cost at 1 core, µs (default: the profile\'s measurement)')

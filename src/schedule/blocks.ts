@@ -24,7 +24,7 @@
  * sprint is given back as frugality. With no waiting the scale is 1 and the claim is the plain one.
  */
 import type { ModelPlan } from './requirement.js';
-import { blockQuietMs, blockShareMs } from './requirement.js';
+import { blockMs, blockShareMs } from './requirement.js';
 
 export interface Block {
   readonly first: number;
@@ -58,14 +58,16 @@ export function fixedBlock(p: ModelPlan, start: number, k: number): Block {
 
 /**
  * The frugal claim of a block: fewest cores at which it fits its share (see the header), the
- * share scaled by `shareScale` (the request's remaining budget over its remaining shares).
+ * share scaled by `shareScale` (the request's remaining budget over its remaining shares), its
+ * layers' latency taken at interference `level` (0: quiet; an interference-aware policy passes
+ * the predicted level).
  */
-export function flatClaim(p: ModelPlan, b: Block, shareScale = 1): number {
+export function flatClaim(p: ModelPlan, b: Block, shareScale = 1, level = 0): number {
   const N = p.table.maxCores;
   const share = blockShareMs(p, b.first, b.last) * shareScale;
   let fastest = 1, fastestMs = Infinity;
   for (let c = 1; c <= N; c++) {
-    const t = blockQuietMs(p, b.first, b.last, c) + p.table.claimMs[c]!;
+    const t = blockMs(p, b.first, b.last, c, level) + p.table.claimMs[c]!;
     if (t <= share) return c;
     if (t < fastestMs) { fastestMs = t; fastest = c; }
   }

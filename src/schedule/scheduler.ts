@@ -38,7 +38,11 @@ export interface SchedulerOptions {
   readonly models: readonly ModelPlan[];
   readonly cores: number;
   readonly onConflict?: ConflictRule;
-  /** Predicted interference level (0..4, may be fractional) for a block about to run on `cores`; default 0. */
+  /**
+   * Predicted interference level (0..4, may be fractional) for the next block of a request of
+   * `model`; `cores` are the request's previous cores (empty for its first block). Default 0.
+   * Interference-aware policies (veltair, veltair-compile) size claims and choose versions by it.
+   */
   readonly predictLevel?: (cores: readonly number[], model: number) => number;
   /** PREMA priorities per model (default 1). */
   readonly priorities?: readonly number[];
@@ -90,6 +94,8 @@ interface Req {
   conflictAt: number;
   tokens: number;
   tokenAt: number;
+  /** Predicted level for its next block (interference-aware policies; else 0). */
+  level: number;
 }
 
 /**
@@ -145,7 +151,7 @@ export class Scheduler {
   arrive(a: RequestArrival, now: number): Decision[] {
     if (this.requests.has(a.id)) throw internalError(`request ${a.id} arrived twice`);
     if (!(a.model >= 0 && a.model < this.models.length)) throw internalError(`request ${a.id} names model ${a.model}`);
-    const r: Req = { id: a.id, model: a.model, arrivalMs: a.arrivalMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now };
+    const r: Req = { id: a.id, model: a.model, arrivalMs: a.arrivalMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now, level: 0 };
     this.requests.set(a.id, r);
     this.activePerModel[a.model]!++;
     this.enqueue(r);
@@ -201,6 +207,7 @@ export class Scheduler {
     const U = p.table.units.length;
     const N = this.pool.size;
     const scale = this.deadlineAware ? shareScale(p, r.next, now - r.arrivalMs) : 1;
+    const level = r.level;
     switch (this.policy.blocks) {
       case 'model': {
         const c = Math.min(N, p.peakRequirement);
@@ -219,7 +226,7 @@ export class Scheduler {
       case 'adaptive': {
         const threshold = thresholdFor(idle, p.averageRequirement, appetiteSum);
         const block = formBlock(p, r.next, threshold);
-        const need = Math.min(N, scale === 1 ? flatClaim(p, block) : capped(flatClaim(p, block, scale), flatClaim(p, block), p));
+        const need = Math.min(N, capped(flatClaim(p, block, scale, level), flatClaim(p, block), p));
         const want = this.policy.sprint ? Math.min(N, sprintClaim(p, block, need, threshold)) : need;
         return { block, want, need };
       }
@@ -263,6 +270,7 @@ export class Scheduler {
         r = this.ready.peek();
       }
       if (!r) break;
+      r.level = this.policy.adaptiveVersions && this.predictLevel ? Math.max(0, Math.min(4, this.predictLevel(r.prev, r.model))) : 0;
       const plan = this.planBlock(r, now, idle, avgSum);
       const free = this.pool.free;
       let grant: number;
@@ -286,7 +294,7 @@ export class Scheduler {
     const N = p.table.maxCores;
     const cores = this.pool.grant(r.id, grant, r.prev);
     const claim = cores.length !== r.prev.length || cores.some((c, i) => c !== r.prev[i]);
-    const level = this.policy.adaptiveVersions && this.predictLevel ? Math.max(0, Math.min(4, this.predictLevel(cores, r.model))) : 0;
+    const level = r.level;
     const versions: number[] = [];
     let expectedMs = claim ? p.table.claimMs[grant]! : 0;
     for (let u = block.first; u <= block.last; u++) {

@@ -16,6 +16,7 @@ export interface ModelSummary {
   readonly averageRequirement: number;
   readonly peakRequirement: number;
   readonly infeasibleUnits: number;
+  readonly qosReachable: boolean;
   readonly fastestCores: number;
   readonly fastestMs: number;
   readonly profile: string;
@@ -97,7 +98,8 @@ export function timingLines(r: ExperimentResult): string[] {
 
 export function modelLines(models: readonly ModelSummary[]): string[] {
   return models.map((m) => `  ${m.name}: QoS ${m.qosMs} ms (${m.qosWhy}); ${(m.weight * 100).toFixed(0)}% of the QPS; ${m.units} layers; requirement avg ${f(m.averageRequirement, 1)}, peak ${m.peakRequirement} cores`
-    + `${m.infeasibleUnits > 0 ? ` (${m.infeasibleUnits} layers meet their share at no core count)` : ''}; alone fastest ${f(m.fastestMs, 3)} ms at ${m.fastestCores} cores\n`
+    + `${m.infeasibleUnits > 0 ? ` (${m.infeasibleUnits} layers meet their first share at no core count: they get their fastest latency, the rest the budget left)` : ''}; alone fastest ${f(m.fastestMs, 3)} ms at ${m.fastestCores} cores`
+    + `${m.qosReachable ? '' : ' — the QoS is out of reach even alone (no policy can meet it)'}\n`
     + `    profile ${m.profile} (${m.machine}); figures used: ${m.figures.measured} measured, ${m.figures.modelled} modelled, ${m.figures.artifact} from the artifact; claim/release: ${m.claim}`
     + (m.notes.length > 0 ? `\n    ${m.notes.join('; ')}` : ''));
 }

@@ -26,9 +26,14 @@ export interface SetupOptions {
   readonly forkJoinUs?: number;
   readonly serialFraction?: number;
   readonly claimUs?: number;
+  /** L3 of the simulated machine (MiB) for the interference pressure. */
+  readonly l3MiB?: number;
   /** Per model: use only the profile's figures at these core counts (others held out). */
   readonly useCores?: ReadonlyMap<string, readonly number[]>;
 }
+
+/** The simulated machine's L3: a 3990X's 16 CCX × 16 MiB (an assumption, like its bandwidth). */
+export const DEFAULT_L3_MIB = 256;
 
 export interface Setup {
   readonly plans: readonly ModelPlan[];
@@ -87,12 +92,13 @@ export function setupModels(o: SetupOptions): Setup {
       : `${(table.claimMs[1]! * 1000).toFixed(1)} µs at 1 core … ${(table.claimMs[o.cores]! * 1000).toFixed(1)} µs at ${o.cores} (${table.claimSource} at the profiled team size, scaled by log2(cores) beyond: modelled)`;
     summaries.push({
       name, qosMs: bound.ms, qosWhy: bound.why, weight: o.weights[i]!, units: table.units.length,
-      averageRequirement: plan.averageRequirement, peakRequirement: plan.peakRequirement, infeasibleUnits: plan.feasible.filter((x) => !x).length,
+      averageRequirement: plan.averageRequirement, peakRequirement: plan.peakRequirement, infeasibleUnits: plan.feasible.filter((x) => !x).length, qosReachable: plan.qosReachable,
       fastestCores: plan.fastestCores, fastestMs: plan.fastestMs, profile: lp.file, machine: lp.profile.machine.description,
       figures: table.sources, claim, notes: table.notes,
     });
   });
   const calibrated = used.find((p) => p.profile.levels.some((l) => l.level > 0 && l.coRunnerGBps !== null));
-  const interference = calibrated ? calibrateInterference(calibrated.profile.levels, calibrated.file) : NO_INTERFERENCE;
+  const target = { gbps: scaling.memoryGBps, l3Bytes: (o.l3MiB ?? DEFAULT_L3_MIB) * 2 ** 20 };
+  const interference = calibrated ? calibrateInterference(calibrated.profile.levels, calibrated.file, calibrated.profile.machine, target) : NO_INTERFERENCE;
   return { plans, summaries, interference, scaling };
 }
