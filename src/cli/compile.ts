@@ -17,6 +17,8 @@ import { compilerVersion } from '../toolchain/compiler.js';
 import { loadModel } from '../onnx/load.js';
 import { powersUpTo } from '../space/schedule.js';
 import { detectTarget, targetNotes } from '../toolchain/target.js';
+import { vectorWidths } from '../toolchain/isa.js';
+import { assertRunnable } from '../runtime/preflight.js';
 import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TuneResult } from '../tune/tune-model.js';
 import { collectInputShape } from './inspect.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
@@ -156,6 +158,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   }
   const target = await detectTarget();
   for (const guess of await targetNotes()) note(`warning: ${guess}; tuning records and kernels are sized for it`);
+  assertRunnable(graph, vectorWidths(target.isa)[0]!, modelPath);
   const dbDir = f.db ?? defaultDatabaseDir();
   const db = await openDatabase(dbDir, { target, onWarning: (m) => note(`warning: ${m}`) });
   const profileThreads = args.profileThreads === 'auto' ? powersUpTo(target.cores) : args.profileThreads.filter((t) => t <= target.cores);
