@@ -19,7 +19,7 @@ import { powersUpTo } from '../space/schedule.js';
 import { detectTarget, targetNotes } from '../toolchain/target.js';
 import { ISA_LEVELS, missingForLevel, vectorWidths, type IsaLevel } from '../toolchain/isa.js';
 import { assertRunnable } from '../runtime/preflight.js';
-import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TuneResult } from '../tune/tune-model.js';
+import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TransferSummary, type TuneResult } from '../tune/tune-model.js';
 import { collectInputShape } from './inspect.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { note, printJson, printLine, progressBar } from '../terminal/output.js';
@@ -59,6 +59,8 @@ export interface CompileSummary {
   readonly dbHits: number;
   readonly tuningSeconds: number;
   readonly perLevelRegret: Record<string, LevelRegret>;
+  /** How each workload started: exact records, seeds transferred from the nearest other targets, or nothing. */
+  readonly transfer: TransferSummary;
 }
 
 
@@ -149,6 +151,9 @@ function summaryText(
         + `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
     `layers     ${s.layers} (${s.tunableLayers} tunable, ${uniqueWorkloads} unique workloads)`,
     `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured, ${s.dbHits} from the database`,
+    `records    ${s.transfer.exactWorkloads} workloads with records for this target, ${s.transfer.transferredWorkloads} seeded from other `
+      + `targets (${s.transfer.transferredSeeds} seeds${s.transfer.medianDistance === null ? '' : `, median distance ${s.transfer.medianDistance}`}), `
+      + `${s.transfer.freshWorkloads} searched from scratch`,
     `versions   ${fmtHistogram(s.versionsHistogram)}`,
     `regret     ${fmtRegret(s.perLevelRegret)}`,
   ];
@@ -215,6 +220,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
     dbHits: tune.dbHits,
     tuningSeconds: Math.round(tune.seconds * 1000) / 1000,
     perLevelRegret: tune.perLevelRegret,
+    transfer: tune.transfer,
   };
   if (f.json) printJson(summary);
   else printLine(summaryText(summary, tune, built, tasksOf(uses).length, args.shard, dbDir));
