@@ -41,7 +41,8 @@ const convShape: Conv2dWorkload = { op: 'conv2d', dtype: 'float32', n: 1, cin: 1
   pads: [1, 1, 1, 1], dilationH: 1, dilationW: 1, groups: 1, oh: 8, ow: 8, epilogue: ['bias', 'relu'] };
 const conv = withKey(convShape);
 
-test('end to end: no record of its own → the nearest target\'s kept candidates are measured first, within the transfer budget', { timeout: 300_000 }, async () => {
+test('end to end: no record of its own → the nearest target\'s kept candidates are measured first, within the transfer budget',
+  { timeout: 300_000 }, async () => {
   const here = await detectTarget();
   const source = await openDatabase(join(root, 'db'), { target: here, shipped: false });
   const tuned = await tuneWorkloads([{ workload: conv, count: 1 }], { trials: 6, levels: [0], threads: [1], seed: 5, db: source, minTimeMs: 10, target: here });
@@ -58,7 +59,8 @@ test('end to end: no record of its own → the nearest target\'s kept candidates
   const quiet = (r: TuningRecord) => medianMs(r, 0)!;
   assert.equal(quiet(seeds[0]!.record), Math.min(...foreign.map(quiet)), 'the source\'s best candidate comes first');
   const r = await tuneWorkloads([{ workload: conv, count: 1 }], { trials: 6, levels: [0], threads: [1], seed: 5, db, minTimeMs: 10, target: other });
-  assert.deepEqual(r.transfer, { exactWorkloads: 0, transferredWorkloads: 1, transferredSeeds: 2, freshWorkloads: 0, medianDistance: r.transfer.medianDistance });
+  assert.deepEqual(r.transfer,
+    { exactWorkloads: 0, transferredWorkloads: 1, transferredSeeds: 2, freshWorkloads: 0, medianDistance: r.transfer.medianDistance });
   assert.ok(r.transfer.medianDistance! > 0);
   assert.equal(r.dbHits, 0, 'a foreign record is never a measurement here');
   assert.equal(r.measured, 2, 'max(2, ⌈6 / 3⌉) trials: confirm and refine');

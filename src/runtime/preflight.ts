@@ -35,6 +35,7 @@ export function assertRunnable(graph: LayerGraph, vectorWidth: number, model: st
   const found = unsupportedLayers(graph, vectorWidth);
   if (found.length === 0) return;
   const shown = found.slice(0, 6).map((f) => f.message).join('; ');
-  throw userError('UNSUPPORTED_OPS', `${model}: the runtime cannot run ${found.length} layer${found.length === 1 ? '' : 's'}: ${shown}${found.length > 6 ? '; …' : ''}`,
+  const layers = `${found.length} layer${found.length === 1 ? '' : 's'}`;
+  throw userError('UNSUPPORTED_OPS', `${model}: the runtime cannot run ${layers}: ${shown}${found.length > 6 ? '; …' : ''}`,
     'nothing was tuned; re-export the model without these ops (or with supported attributes), or run it with ONNX Runtime');
 }
