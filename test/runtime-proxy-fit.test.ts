@@ -93,7 +93,7 @@ test('a continuous level snaps to the nearest calibrated level, clamped at the e
 });
 
 const version = (latencyMs: Record<string, number>, byThreads: Record<string, number> = {}): ManifestVersion => ({
-  id: '0123456789abcdef', symbol: 'vt_k0123456789abcdef', threads: 1, inPlan: true, latencyMs, latencyByThreadsMs: byThreads,
+  id: '0123456789abcdef', symbol: 'vt_k0123456789abcdef', threads: 1, workspaceBytes: 0, inPlan: true, latencyMs, latencyByThreadsMs: byThreads,
   schedule: { vec: 16, regOc: 1, regCols: 1, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1 },
   features: {
     footprintBytes: { l1: 0, l2: 0, l3: 0, total: 0 }, parallelChunks: 1, threads: 1, loadBalance: 1, arithmeticIntensity: 1, registerTile: 1,

@@ -36,6 +36,8 @@ struct vt_step {
   int n_in, n_out, n_ints, n_floats;
   void** in;               /* resolved: arena + offset, param pointer, or NULL */
   void** out;
+  const size_t* in_bytes;  /* the plan's size of each operand, checked against the arena / param at load */
+  const size_t* out_bytes;
   const int64_t* ints;
   const double* floats;
   /* VT_RT_KERNEL only */

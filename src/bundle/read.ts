@@ -2,7 +2,7 @@
  * Reading a bundle: nothing in it is trusted until it has been checked, in this order —
  *  1. manifest.json parses and its format major version is this veltair's (a newer or older major
  *     is refused with a message saying which);
- *  2. it matches the JSON Schema;
+ *  2. it matches the JSON Schema, and its kernels speak this veltair's kernel ABI;
  *  3. every file it names stays inside the bundle directory (plain relative names, no '..', no
  *     absolute paths, no symlink leading out) and is a regular file;
  *  4. every file's size and sha256 match the manifest, and every blob reference lies inside its file;
@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, lstatSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { userError, quoteForMessage } from '../errors.js';
+import { KERNEL_ABI_VERSION } from '../toolchain/abi.js';
 import { cpuInfo } from '../toolchain/cpu.js';
 import { BUNDLE_FILES, BUNDLE_FORMAT_MAJOR, type BlobRef, type Manifest } from './manifest.js';
 import { assertManifestSchema, BUNDLE_PATH_PATTERN } from './schema.js';
@@ -134,6 +135,10 @@ export async function readBundle(dirPath: string, o: ReadOptions = {}): Promise<
   checkFormatVersion(value, manifestPath);
   assertManifestSchema(value, manifestPath);
   const manifest = value as Manifest;
+  if (manifest.compilerVersion.kernelAbi !== KERNEL_ABI_VERSION) {
+    throw bad(`${manifestPath}: its kernels use kernel ABI ${manifest.compilerVersion.kernelAbi}, this veltair calls ABI ${KERNEL_ABI_VERSION}`,
+      'recompile the model with this veltair (veltair compile MODEL.onnx -o OUT --force)');
+  }
 
   for (const f of REQUIRED_FILES) if (!(f in manifest.files)) throw bad(`${manifestPath} does not list ${f}`);
   const sizes = new Map<string, number>();

@@ -1,6 +1,8 @@
 /**
- * The search policy for one workload, one pass: seeds first (the three presets at every thread
- * count considered, then a few random samples), then evolutionary batches: mutate the fittest
+ * The search policy for one workload, one pass: seeds first (schedules that were fastest under an
+ * older code generator, when the database has any — measured again, never taken as measured —
+ * then the three presets at every thread count considered, then a few random samples), then
+ * evolutionary batches: mutate the fittest
  * measured candidates, rank the proposals with the cost model, and fill each slot with the next
  * best-ranked proposal — or, with probability ε, with a fresh random sample.
  *
@@ -49,7 +51,12 @@ export interface SearchOptions {
   readonly epsilon?: number;
   readonly randomSeeds?: number;
   readonly population?: number;
+  /** Schedules to try before the presets (e.g. db.seeds(): the best of another codegen version). */
+  readonly seedSchedules?: readonly Schedule[];
 }
+
+/** Old-codegen records a search starts from: the fastest few, one per schedule. */
+export const MAX_CARRIED_SEEDS = 3;
 
 export interface TaskSearch {
   readonly workload: Workload;
@@ -83,7 +90,7 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
   };
   const usable = (s: Schedule) => isValid(s, workload, target) && o.levelsFor(s.threads).length > 0;
 
-  const seeds: Schedule[] = [];
+  const seeds: Schedule[] = (o.seedSchedules ?? []).slice(0, MAX_CARRIED_SEEDS).map(snap);
   for (const t of threadOptions) {
     for (const make of [localityGreedy, parallelHeavy, defaultSchedule]) seeds.push(make(workload, target, t));
   }

@@ -163,6 +163,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   const budget = o.trials * tasks.length;
   const searches: TaskSearch[] = tasks.map((t) => createTaskSearch(t.workload, target, {
     levels, threads, levelsFor, seed: o.seed ?? 1, ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
+    seedSchedules: o.db.seeds(t.workload.key).map((r) => r.schedule),
   }));
   const progress: (TaskProgress & { history: number[]; exhausted: boolean })[] = tasks.map((t) => ({ weight: t.count, history: [], exhausted: false }));
   const batch = Math.max(1, o.batchSize ?? Math.min(8, o.trials));
