@@ -13,7 +13,7 @@ import type { ManifestInterferenceProxy } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
 import { openLevelBank, type LevelBank } from '../interference/bank.js';
 import { benchModel, type BenchReport } from './model-bench.js';
-import { calibrateProxy, checkCalibratable, profileCoRunners, storeProxy } from './proxy-calibrate.js';
+import { calibrateProxy, checkCalibratable, storeProxy } from './proxy-calibrate.js';
 import { runtimeCores } from '../interference/cores.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { parsePositiveInt } from '../terminal/args.js';
@@ -81,12 +81,23 @@ const f2 = (x: number) => x.toFixed(2);
 const fms = (x: number) => (x >= 1000 ? x.toFixed(0) : x.toPrecision(4));
 const f3 = (x: number) => x.toFixed(3);
 
+/** Held-out figures first (what to expect on unseen samples); in-sample beside them. */
+export function fitText(m: ManifestInterferenceProxy['models']['system']): string {
+  const h = m.heldOut;
+  const inSample = `in-sample R² ${f3(m.r2)}, ${(m.accuracy * 100).toFixed(0)}%`;
+  return h
+    ? `held out (${h.folds}-fold by sweep pass, ${h.samples} samples) R² ${f3(h.r2)}, RMS ${f3(h.rmsError)} levels, `
+      + `${(h.accuracy * 100).toFixed(0)}% rounded to the true level; ${inSample}`
+    : `no held-out estimate (one sweep pass); ${inSample}`;
+}
+
 function reportText(r: BenchReport, calibration: ManifestInterferenceProxy | undefined): string {
   const lines: string[] = [];
   if (calibration) {
-    const m = calibration.models.system;
-    lines.push(`proxy fitted on ${Object.values(calibration.perLevel).reduce((s, l) => s + l.samples, 0)} samples at levels ${calibration.levels.join(',')}: ` +
-      `R² ${f3(m.r2)}, RMS ${f3(m.rmsError)} levels, ${(m.accuracy * 100).toFixed(0)}% rounded to the true level`);
+    const n = Object.values(calibration.perLevel).reduce((s, l) => s + l.samples, 0);
+    for (const [name, m] of [['system', calibration.models.system], ['tenant-aware', calibration.models.tenant]] as const) {
+      lines.push(`proxy (${name} model) fitted on ${n} samples at levels ${calibration.levels.join(',')}: ${fitText(m)}`);
+    }
     lines.push(formatTable([
       ['level', 'samples', 'latency ratio', 'other cores busy', 'co-runner GB/s', 'predicted'],
       ...Object.entries(calibration.perLevel).map(([l, s]) =>
@@ -132,7 +143,6 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
 
   // Co-runners are profiled and started before the runtime addon loads (see proxy-calibrate.ts).
   const calibrationLevels = f.calibrateProxy ? checkCalibratable(bundle.manifest, cores, threads) : [];
-  const gbps = f.calibrateProxy ? await profileCoRunners(calibrationLevels, cores.noiseCores) : new Map<number, number>();
   const bankLevels = [...new Set([...noisy, ...calibrationLevels.filter((l) => l > 0)])];
   let bank: LevelBank | undefined;
   try {
@@ -142,7 +152,7 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
     }
     let calibration: ManifestInterferenceProxy | undefined;
     if (f.calibrateProxy) {
-      const fit = await calibrateProxy(bundle, { threads, cores, bank: bank!, coRunnerGBps: gbps, onProgress: say });
+      const fit = await calibrateProxy(bundle, { threads, cores, bank: bank!, onProgress: say });
       calibration = fit.proxy;
       bundle = { ...bundle, manifest: await storeProxy(bundle, fit.proxy) };
     } else if (!bundle.manifest.interferenceProxy) {

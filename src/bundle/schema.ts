@@ -185,6 +185,10 @@ const levelModel = {
     features: { type: 'array', items: featureName, minItems: 1, uniqueItems: true },
     intercept: finite, weights: { type: 'array', items: finite, minItems: 1 },
     r2: finite, rmsError: nonNegative, accuracy: { type: 'number', minimum: 0, maximum: 1 },
+    heldOut: {
+      type: 'object', required: ['folds', 'samples', 'r2', 'rmsError', 'accuracy'], additionalProperties: false,
+      properties: { folds: positiveInt, samples: positiveInt, r2: finite, rmsError: nonNegative, accuracy: { type: 'number', minimum: 0, maximum: 1 } },
+    },
   },
 } as const;
 /** Optional (a format 1.x minor addition, kept in 2.x): the interference proxy's fitted coefficients. */
