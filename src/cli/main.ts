@@ -15,12 +15,15 @@ import { registerBenchCommand } from './bench.js';
 import { registerRunCommand } from './run.js';
 import { registerPlotCommand } from './plot.js';
 import { registerReportCommand } from './report.js';
+import { registerKeygenCommand } from './keygen.js';
+import { registerSignCommand } from './sign.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
 const registrars: readonly CommandRegistrar[] = [
   registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
-  registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
+  registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand, registerKeygenCommand,
+  registerSignCommand,
 ];
 
 export function buildProgram(): Command {
