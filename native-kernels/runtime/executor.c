@@ -272,6 +272,11 @@ int vt_exec_step_versions(const vt_exec* e, int step) {
   return step >= 0 && step < e->n_steps ? e->steps[step].n_versions : -1;
 }
 
+/* The version run_step calls for a kernel step (-1: not a kernel step, or no such step). */
+int vt_exec_step_version(const vt_exec* e, int step) {
+  return step >= 0 && step < e->n_steps && e->steps[step].op == VT_RT_KERNEL ? e->steps[step].version : -1;
+}
+
 int vt_exec_set_version(vt_exec* e, int step, int version) {
   if (step < 0 || step >= e->n_steps) { snprintf(e->err, VT_ERR_LEN, "step %d does not exist (the plan has %d)", step, e->n_steps); return 1; }
   vt_step* st = &e->steps[step];

@@ -93,6 +93,7 @@ const char* vt_exec_error(const vt_exec* e);
 int vt_exec_set_version(vt_exec* e, int step, int version);
 int vt_exec_set_threads(vt_exec* e, int step, int threads);
 int vt_exec_step_versions(const vt_exec* e, int step);
+int vt_exec_step_version(const vt_exec* e, int step);
 void vt_exec_set_profiling(vt_exec* e, int on);
 const double* vt_exec_step_ns(const vt_exec* e);
 void* vt_aligned_copy(const void* src, size_t bytes);

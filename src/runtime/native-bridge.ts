@@ -28,6 +28,7 @@ export interface RuntimeAddon {
   setThreads(h: Handle, step: number, threads: number): void;
   setProfiling(h: Handle, on: boolean): void;
   stepTimes(h: Handle): Float64Array;
+  versions(h: Handle): Int32Array;
   close(h: Handle): void;
 }
 
@@ -88,6 +89,8 @@ export interface Executor {
   setProfiling(on: boolean): void;
   /** Nanoseconds per step of the last profiled run. */
   stepTimesNs(): Float64Array;
+  /** Per step, the version index the native executor runs (-1: not a kernel step): its state, read back. */
+  runningVersions(): Int32Array;
   close(): void;
 }
 
@@ -148,6 +151,7 @@ export async function createExecutor(plan: NativePlan, kernelsPath: string | nul
     },
     setProfiling: (on) => call('profiling', () => addon.setProfiling(h, on)),
     stepTimesNs: () => call('profiling', () => addon.stepTimes(h)),
+    runningVersions: () => call('reading versions', () => addon.versions(h)),
     close: () => addon.close(h),
   };
 }
