@@ -20,8 +20,12 @@ const ROOMS = {
   bundle: ['tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'toolchain', 'interference'],
   runtime: ['bundle', 'ir', 'onnx', 'toolchain', 'interference'],
   plot: ['bundle', 'runtime', 'tune', 'measure'],
-  bench: ['runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain', 'interference', 'terminal'],
-  cli: ['bench', 'plot', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain',
+  schedule: [],
+  profile: ['schedule', 'runtime', 'bundle', 'interference', 'toolchain'],
+  simulate: ['schedule', 'plot'],
+  serve: ['schedule', 'profile', 'runtime', 'bundle', 'onnx', 'interference', 'toolchain'],
+  bench: ['serve', 'simulate', 'profile', 'schedule', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain', 'interference', 'terminal'],
+  cli: ['bench', 'serve', 'simulate', 'profile', 'schedule', 'plot', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain',
     'interference', 'terminal'],
 };
 

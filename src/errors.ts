@@ -31,6 +31,7 @@ export type ErrorCode =
   | 'TOO_LARGE'
   | 'TARGET_MISMATCH'
   | 'MISSING_DEPENDENCY'
+  | 'BAD_PROFILE'
   | 'INTERNAL';
 
 export class VeltairError extends Error {

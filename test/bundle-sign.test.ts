@@ -1,7 +1,7 @@
 /**
  * Signed bundles end to end through the real binary: `veltair keygen` (private key mode 0600,
  * never overwritten), `veltair compile --sign` (manifest.sig inside the bundle), `veltair run
- * --trust` and `loadBundle(dir, { trustedKeys })` refusing an unsigned bundle (UNSIGNED_BUNDLE), a
+ * --trust`, `veltair serve --trust` and `loadBundle(dir, { trustedKeys })` refusing an unsigned bundle (UNSIGNED_BUNDLE), a
  * bundle signed by another key or whose manifest changed after signing (BAD_SIGNATURE) and one
  * whose other files changed (BAD_BUNDLE, their sha256 in the signed manifest) — each one clear
  * error line with exit 1, before any kernel is loaded; `veltair sign` re-signs.
@@ -103,6 +103,9 @@ test('--trust refuses an unsigned bundle, another signer, a manifest changed aft
   writeFileSync(rsa, generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'pem' }));
   assertOneClearError(await run(bundle, rsa), 'BAD_KEY', ['Ed25519']);
   assertOneClearError(await run(bundle, join(root, 'missing.pub')), 'FILE_NOT_FOUND', ['missing.pub']);
+  // veltair serve takes the same --trust: an unsigned bundle is refused before the server starts.
+  assertOneClearError(await veltair(['serve', unsigned, '--port', '0', '--trust', `${ci}.pub`], env), 'UNSIGNED_BUNDLE', ['manifest.sig']);
+  assertOneClearError(await veltair(['serve', bundle, '--port', '0', '--trust', `${other}.pub`], env), 'BAD_SIGNATURE', ['not a trusted key']);
 });
 
 test('loadBundle({ trustedKeys }) applies the same checks, before any native code loads', async () => {

@@ -89,6 +89,15 @@ void* vt_exec_input_ptr(vt_exec* e, int i);
 const void* vt_exec_output_ptr(const vt_exec* e, int i);
 /* Runs every step in order; 0 or nonzero with the message in vt_exec_error(e). */
 int vt_exec_run(vt_exec* e);
+/* Runs steps [from, to) (a block), each on at most max_threads threads. */
+int vt_exec_run_range(vt_exec* e, int from, int to, int max_threads);
+/* A new instance sharing e's plan, kernels and params (weights), with its own arena; NULL + err on failure. */
+vt_exec* vt_exec_clone(vt_exec* e, char* err);
+/* Pin the calling thread's OpenMP team to cores[0..n) (see executor.c); 0 or nonzero + vt_exec_error. */
+#define VT_MAX_CORES 1024
+int vt_exec_bind(vt_exec* e, const int* cores, int n);
+/* The CPUs the team threads were on after the last bind (up to max); returns how many. */
+int vt_exec_bound_cpus(const vt_exec* e, int* out, int max);
 const char* vt_exec_error(const vt_exec* e);
 int vt_exec_set_version(vt_exec* e, int step, int version);
 int vt_exec_set_threads(vt_exec* e, int step, int threads);

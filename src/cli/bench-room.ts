@@ -8,11 +8,13 @@ import { isVeltairError, userError } from '../errors.js';
 interface BenchRooms {
   'model-bench-command': typeof import('../bench/model-bench-command.js');
   'layer-bench-command': typeof import('../bench/layer-bench-command.js');
+  'ort-backend': typeof import('../bench/ort-backend.js');
 }
 
 const loaders: { readonly [K in keyof BenchRooms]: () => Promise<BenchRooms[K]> } = {
   'model-bench-command': () => import('../bench/model-bench-command.js'),
   'layer-bench-command': () => import('../bench/layer-bench-command.js'),
+  'ort-backend': () => import('../bench/ort-backend.js'),
 };
 
 /** Is `e` Node's "cannot find package onnxruntime-node"? */

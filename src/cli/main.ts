@@ -17,13 +17,17 @@ import { registerPlotCommand } from './plot.js';
 import { registerReportCommand } from './report.js';
 import { registerKeygenCommand } from './keygen.js';
 import { registerSignCommand } from './sign.js';
+import { registerServeCommand } from './serve.js';
+import { registerLoadCommand } from './load.js';
+import { registerSimulateCommand } from './simulate.js';
+import { registerProfileCommand } from './profile.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
 const registrars: readonly CommandRegistrar[] = [
   registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
-  registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand, registerKeygenCommand,
-  registerSignCommand,
+  registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
+  registerProfileCommand, registerSimulateCommand, registerServeCommand, registerLoadCommand, registerKeygenCommand, registerSignCommand,
 ];
 
 export function buildProgram(): Command {

@@ -67,7 +67,8 @@ const versions = new Map<string, Promise<string>>();
 export function compilerVersion(c: Compiler = compiler()): Promise<string> {
   let v = versions.get(c.display);
   if (!v) {
-    v = execa(c.command, [...c.leadingArgs, '--version'], { stdin: 'ignore', env: compilerEnv(), extendEnv: false }).then((r) => r.stdout.trim(), (e: unknown) => {
+    const run = execa(c.command, [...c.leadingArgs, '--version'], { stdin: 'ignore', env: compilerEnv(), extendEnv: false });
+    v = run.then((r) => r.stdout.trim(), (e: unknown) => {
       versions.delete(c.display);
       if (isMissing(e)) throw noCompiler(c);
       throw e;

@@ -77,3 +77,20 @@ export function parseCoreList(text: string, allCores: readonly number[] = availa
   }
   return cores;
 }
+
+/**
+ * The CPU limit of this process's cgroup in whole cores (a Kubernetes pod's `limits.cpu`), rounded
+ * down and at least 1; undefined when there is none (cgroup v2 `cpu.max`, else v1 cfs quota).
+ */
+export function cgroupCpuLimit(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): number | undefined {
+  const cores = (quota: number, period: number) => (quota > 0 && period > 0 ? Math.max(1, Math.floor(quota / period)) : undefined);
+  try {
+    const [quota, period] = read('/sys/fs/cgroup/cpu.max').trim().split(/\s+/);
+    return quota === 'max' ? undefined : cores(Number(quota), Number(period));
+  } catch { /* not cgroup v2 */ }
+  try {
+    return cores(Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us').trim()), Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us').trim()));
+  } catch {
+    return undefined;
+  }
+}
