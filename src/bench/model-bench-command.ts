@@ -80,6 +80,8 @@ const f2 = (x: number) => x.toFixed(2);
 /** Latencies span microseconds (tiny models) to seconds: four significant digits. */
 const fms = (x: number) => (x >= 1000 ? x.toFixed(0) : x.toPrecision(4));
 const f3 = (x: number) => x.toFixed(3);
+/** A median of timings, or "none" when nothing was timed (never 0.00 µs for an empty sample). */
+export const fus = (x: number | null) => (x === null ? 'none' : `${x.toFixed(2)} µs`);
 
 /** Held-out figures first (what to expect on unseen samples); in-sample beside them. */
 export function fitText(m: ManifestInterferenceProxy['models']['system']): string {
@@ -115,9 +117,9 @@ function reportText(r: BenchReport, calibration: ManifestInterferenceProxy | und
   if (!r.proxy.calibrated) lines.push('proxy: the bundle has no fitted coefficients, so adaptive stays at level 0 (run with --calibrate-proxy)');
   if (r.decisionCost) {
     const d = r.decisionCost;
-    lines.push(`proxy: ${f2(d.decisionMedianUs)} µs per decision before a run (median of ${d.decisions}, p90 ${f2(d.decisionP90Us)}); ` +
-      `${f2(d.switchMedianUs)} µs to switch versions when the level changed (${d.switches} times); after a run ` +
-      `${f2(d.observeMedianUs)} µs to update the latency ratio, ${f2(d.refreshMedianUs)} µs when procfs is re-read too ` +
+    lines.push(`proxy: ${fus(d.decisionMedianUs)} per decision before a run (median of ${d.decisions}, p90 ${fus(d.decisionP90Us)}); ` +
+      `${fus(d.switchMedianUs)} to switch versions when the level changed (${d.switches} times); after a run ` +
+      `${fus(d.observeMedianUs)} to update the latency ratio (${d.observes} times), ${fus(d.refreshMedianUs)} when procfs is re-read too ` +
       `(${d.refreshes} times, at most every ${r.proxy.refreshMs} ms)`);
   }
   return lines.join('\n');

@@ -54,8 +54,8 @@ export interface CalibrationSample {
 /**
  * A fitted model as five weights in TENANT_FEATURES order (0 for a feature it does not use), so a
  * decision reads the sampler's five numbers by fixed property names: no string-keyed lookups, no
- * walk through the manifest's objects — what makes a decision cost ~1 µs instead of ~10 µs when it
- * follows a model run that evicted the JS heap from the caches.
+ * walk through the manifest's objects, which matters when a decision follows a model run that
+ * evicted the JS heap from the caches (`veltair bench` reports the decision's cost in its run).
  */
 export interface CompiledLevelModel { readonly intercept: number; readonly w: Float64Array }
 
