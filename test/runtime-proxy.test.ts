@@ -28,6 +28,8 @@ import { calibrateProxy, storeProxy } from '../src/bench/proxy-calibrate.js';
 import { runtimeCores } from '../src/interference/cores.js';
 import type { ManifestVersion } from '../src/bundle/manifest.js';
 import { pickRegret } from '../src/runtime/version-picker.js';
+import { loadBundle } from '../src/runtime/session.js';
+import { chooseLevel } from '../src/cli/run-level.js';
 import { tinyModelSpec, veltair } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-proxy-'));
@@ -137,6 +139,20 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
     } finally {
       proxy.close();
       executor.close();
+    }
+
+    // veltair run --level auto on the calibrated bundle: one observed (profiled) run comes before the prediction.
+    const session = await loadBundle(out);
+    try {
+      assert.ok([...session.executor.stepTimesNs()].every((ns) => ns === 0), 'nothing has run yet');
+      const arrays = modelFeeds(bundle.manifest.model.inputs);
+      const choice = await chooseLevel(session, 'auto', Object.fromEntries(bundle.manifest.model.inputs.map((t, i) => [t.name, arrays[i]!])));
+      assert.ok(LEVELS.includes(choice.level));
+      assert.match(choice.how, /^auto: the interference proxy predicted -?\d+\.\d+ after one observed warm-up run \(latency ratio \d+\.\d+/);
+      const ns = session.executor.stepTimesNs();
+      assert.ok(session.tunableLayers.every((t) => ns[t.step]! > 0), 'the warm-up run was timed step by step (the latency ratio is observed)');
+    } finally {
+      session.close();
     }
   } finally {
     await bank.close();
