@@ -100,7 +100,8 @@ export async function ortRun(onnxFile: string, feeds: Record<string, { dtype: 'f
 }
 
 export async function post(url: string, body: unknown, headers: Record<string, string> = { 'Content-Type': 'application/json' }) {
-  const r = await fetch(url, { method: 'POST', headers, body: (typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body)) as BodyInit });
+  const payload = typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
+  const r = await fetch(url, { method: 'POST', headers, body: payload as BodyInit });
   const bytes = new Uint8Array(await r.arrayBuffer());
   return { status: r.status, headers: r.headers, bytes, json: () => JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown> };
 }

@@ -53,7 +53,8 @@ test('health, server and model metadata, readiness', async () => {
 test('JSON inference answers what ONNX Runtime answers, echoes the id and says how it ran', async () => {
   const r = await post(url('/v2/models/tiny/infer'), tinyRequest(1, { id: 'req-7' }));
   assert.equal(r.status, 200, Buffer.from(r.bytes).toString());
-  const body = r.json() as { id: string; model_name: string; outputs: { name: string; data: number[]; shape: number[] }[]; parameters: Record<string, unknown> };
+  type Answer = { id: string; model_name: string; outputs: { name: string; data: number[]; shape: number[] }[]; parameters: Record<string, unknown> };
+  const body = r.json() as Answer;
   assert.equal(body.id, 'req-7');
   assert.equal(body.model_name, 'tiny');
   const want = await ortRun(join(root, 'tiny.onnx'), { input: { dtype: 'float32', shape: [1, 3, 8, 8], data: Float32Array.from(tinyInput(1)) } });
@@ -101,9 +102,11 @@ test('every malformed request is a 400 that says what was expected', async () =>
   await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: [1, 2, 3] }] }, /3 elements; FP32 \[1, 3, 8, 8\] has 192/);
   await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: ['a', ...tinyInput(1).slice(1)] }] }, /element 0 .* finite number/);
   await bad({ ...tinyRequest(1), outputs: [{ name: 'nope' }] }, /no output "nope"; its outputs are "output"/);
-  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', parameters: { binary_data_size: 12 } }] }, /body ends before its 12 binary bytes/);
+  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', parameters: { binary_data_size: 12 } }] },
+    /body ends before its 12 binary bytes/);
   await bad('{"inputs":[]}', /Inference-Header-Content-Length/, { 'Content-Type': 'application/json', 'Inference-Header-Content-Length': '9999' });
-  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: tinyInput(1) }, { name: 'input', shape: [1], datatype: 'FP32', data: [1] }] },
+  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: tinyInput(1) },
+    { name: 'input', shape: [1], datatype: 'FP32', data: [1] }] },
     /given twice/);
   // A value the runtime itself refuses (an embedding id out of range) is the client's fault too.
   const r = await post(url('/v2/models/embed/infer'), { inputs: [{ name: 'ids', shape: [1, 3], datatype: 'INT64', data: [1, 99, 2] }] });

@@ -82,7 +82,8 @@ test('soak: mixed valid and invalid requests from 8 clients for 8 s — none los
         continue;
       }
       const which = k % inputs.length;
-      const r = await post(`${url}/v2/models/tiny/infer`, { id: `c${id}-${sent}`, inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: Array.from(inputs[which]!) }] });
+      const input = { name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: Array.from(inputs[which]!) };
+      const r = await post(`${url}/v2/models/tiny/infer`, { id: `c${id}-${sent}`, inputs: [input] });
       if (r.status === 503) { busy++; continue; }
       if (r.status !== 200) { failures.push(`valid request answered ${r.status}: ${Buffer.from(r.bytes).toString().slice(0, 100)}`); continue; }
       const out = (r.json() as { outputs: { data: number[] }[] }).outputs[0]!.data;

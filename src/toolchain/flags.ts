@@ -4,6 +4,7 @@
  * shipped record: do it only together with a re-tune.
  */
 import { userError } from '../errors.js';
+import { marchOf, type IsaLevel } from './isa.js';
 
 /** What is being built. */
 export type Artifact =
@@ -59,9 +60,15 @@ export function sanitizerFlags(env: NodeJS.ProcessEnv = process.env): readonly s
   return [`-fsanitize=${all.join(',')}`, '-fno-sanitize-recover=all', '-fno-omit-frame-pointer', '-g'];
 }
 
-export function flagsFor(artifact: Artifact): readonly string[] {
+/**
+ * The flags of `artifact` (plus sanitizerFlags()); kernels can be built for a portable ISA level
+ * instead of this CPU (`-march=x86-64-v3` / `-v4`, bundles that run on any CPU of that level). The
+ * other artifacts run only on the machine that builds them, so they stay native.
+ */
+export function flagsFor(artifact: Artifact, level: IsaLevel = 'native'): readonly string[] {
+  const base = artifact !== 'kernel' || level === 'native' ? FLAGS[artifact] : FLAGS.kernel.map((f) => (f === '-march=native' ? marchOf(level) : f));
   const extra = sanitizerFlags();
-  return extra.length === 0 ? FLAGS[artifact] : [...FLAGS[artifact], ...extra];
+  return extra.length === 0 ? base : [...base, ...extra];
 }
 
 export function libsFor(artifact: Artifact): readonly string[] {
