@@ -32,10 +32,10 @@ import { note, printJson, printLine, progressBar } from '../terminal/output.js';
 
 /**
  * Trials per unique workload when --trials is not given. A budget choice: the search is seeded with
- * the two ends of the space and a balanced default, which already reach most of the FMA peak on
- * ResNet-50 (bench/RESULTS.md), and 8 trials × 5 levels keep a ResNet-50 compile from an empty
- * database within the issue's 20-minute budget on this 2-core machine (412 s measured for 202 new
- * candidates on a shared machine, 29 Nov 2026). Raise it with --trials when time allows.
+ * the two ends of the space and a balanced default, and 8 trials × 5 levels keep a ResNet-50
+ * compile from an empty database within the issue's 20-minute budget on the 2-core development
+ * machine: 691 s wall from an empty database and a cold kernel cache, 285 candidates measured
+ * (bench/RESULTS.md, "Tuning: ResNet-50 compile", 1 Dec 2026). Raise it with --trials when time allows.
  */
 export const DEFAULT_TRIALS = 8;
 export const MAX_VERSIONS_LIMIT = 5;
