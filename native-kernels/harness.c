@@ -11,9 +11,13 @@
  * Prints {"job":i,"event":"result","status":"ok"|"wrong"|"crash",…} on one line, flushed.
  * Tolerance: |out - ref| ≤ 1e-5 · sqrt(K) · max(1, max|ref|) element-wise (K = reduction length),
  * compared in the blocked layout so padded channels must be exactly zero too.
+ * The kernel's workspace (desc->workspace_bytes) is allocated once per candidate, filled with NaN
+ * bytes so a kernel that reads scratch it did not write fails verification, and reused by every call.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdint.h>
@@ -119,6 +123,14 @@ static const operands_t* operands_for(const vt_desc* d, uint64_t seed) {
   return &c;
 }
 
+static void* alloc_bytes(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) { fprintf(stderr, "out of memory (%zu bytes)\n", bytes); exit(3); }
+  memset(p, 0xff, rounded ? rounded : 64); /* all-ones floats are NaN: unwritten scratch shows */
+  return p;
+}
+
 static void* sym_of(void* h, const char* sym, const char* suffix) {
   char name[128];
   snprintf(name, sizeof name, "%s%s", sym, suffix);
@@ -148,8 +160,11 @@ static const char* desc_mismatch(const vt_desc* d) {
     bias = round_up((size_t)d->nn, v);
     out = b * d->m * bias;
   }
+  const size_t gate = (d->op == VT_OP_BATCH_MATMUL ? (size_t)d->batch : d->op == VT_OP_CONV2D ? (size_t)d->n : 1) * bias;
   if (d->output_floats != out || d->bias_floats != bias) return "output/bias sizes disagree with the ABI layout";
+  if (d->chanmul_floats != gate) return "chanmul size disagrees with the ABI layout";
   if (d->input_floats < vt_ref_input_floats(d) || d->weight_floats < vt_ref_weight_floats(d)) return "input/weight sizes too small";
+  if (d->workspace_bytes > ((size_t)1 << 40)) return "workspace size implausible";
   return 0;
 }
 
@@ -181,12 +196,13 @@ static void run_job(int idx, const job_t* j, double min_ms, int min_rep, int max
   float *bin = falloc(d->input_floats), *bw = falloc(d->weight_floats), *bout = falloc(d->output_floats);
   float *bres = falloc(d->output_floats), *bref = falloc(d->output_floats);
   float *bbias = falloc(d->bias_floats), *bgate = falloc(d->chanmul_floats);
+  void* ws = d->workspace_bytes ? alloc_bytes(d->workspace_bytes) : NULL;
   pin(in, bin); pw(w, bw); pout(res, bres); pout(ref, bref);
   pad_rows(bias, bbias, 1, nch, d->bias_floats);
   pad_rows(gate, bgate, ngate / nch, nch, d->bias_floats);
   for (size_t i = 0; i < d->output_floats; ++i) bout[i] = NAN;
 
-  run(bin, bw, bbias, bres, bgate, params, bout, j->threads);
+  run(bin, bw, bbias, bres, bgate, params, bout, ws, j->threads);
   double max_ref = 1.0, max_err = 0.0;
   for (size_t i = 0; i < d->output_floats; ++i) if (fabs(bref[i]) > max_ref) max_ref = fabs(bref[i]);
   const double tol = 1e-5 * sqrt((double)vt_ref_reduction_length(d)) * max_ref;
@@ -200,9 +216,9 @@ static void run_job(int idx, const job_t* j, double min_ms, int min_rep, int max
     printf("{\"job\":%d,\"event\":\"result\",\"status\":\"wrong\",\"maxAbsErr\":%g,\"tolerance\":%g}\n", idx, max_err, tol);
     fflush(stdout);
   } else {
-    run(bin, bw, bbias, bres, bgate, params, bout, j->threads); /* warm-up */
+    run(bin, bw, bbias, bres, bgate, params, bout, ws, j->threads); /* warm-up */
     double one = now_ms();
-    run(bin, bw, bbias, bres, bgate, params, bout, j->threads);
+    run(bin, bw, bbias, bres, bgate, params, bout, ws, j->threads);
     one = now_ms() - one;
     int number = flush || one >= 1.0 ? 1 : (int)ceil(1.0 / (one > 1e-6 ? one : 1e-6));
     double* reps = malloc(sizeof(double) * (size_t)max_rep);
@@ -211,15 +227,16 @@ static void run_job(int idx, const job_t* j, double min_ms, int min_rep, int max
     while (n < max_rep && (n < min_rep || total < min_ms)) {
       if (flush) { flush_lines(bw, d->weight_floats * 4); flush_lines(bin, d->input_floats * 4); }
       double s = now_ms();
-      for (int k = 0; k < number; ++k) run(bin, bw, bbias, bres, bgate, params, bout, j->threads);
+      for (int k = 0; k < number; ++k) run(bin, bw, bbias, bres, bgate, params, bout, ws, j->threads);
       double e = now_ms() - s;
       total += e;
       reps[n++] = e / number;
     }
-    double* sorted = malloc(sizeof(double) * (size_t)n);
-    memcpy(sorted, reps, sizeof(double) * (size_t)n);
+    double* sorted = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (n > 0) memcpy(sorted, reps, sizeof(double) * (size_t)n);
     qsort(sorted, (size_t)n, sizeof(double), cmp_double);
-    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    /* main() keeps max_rep >= min_rep >= 1, so n >= 1; a zero count still never indexes sorted[-1]. */
+    double median = n == 0 ? NAN : n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
     printf("{\"job\":%d,\"event\":\"result\",\"status\":\"ok\",\"medianMs\":%.6g,\"number\":%d,\"maxAbsErr\":%g,"
            "\"tolerance\":%g,\"referenceMs\":%.4g,\"repeatsMs\":[", idx, median, number, max_err, tol, ref_ms);
     for (int k = 0; k < n; ++k) printf("%s%.6g", k ? "," : "", reps[k]);
@@ -227,16 +244,39 @@ static void run_job(int idx, const job_t* j, double min_ms, int min_rep, int max
     fflush(stdout);
     free(reps); free(sorted);
   }
-  free(bin); free(bw); free(bout); free(bres); free(bref); free(bbias); free(bgate);
+  free(bin); free(bw); free(bout); free(bres); free(bref); free(bbias); free(bgate); free(ws);
 }
 
-static void pin_cores(const char* list) {
+/* A decimal integer in [lo, hi] filling the whole string; 0 and *ok = 0 otherwise (atoi has neither). */
+static long parse_long(const char* s, long lo, long hi, int* ok) {
+  char* end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < lo || v > hi) { *ok = 0; return 0; }
+  return v;
+}
+
+static double parse_ms(const char* s, int* ok) {
+  char* end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || !(v >= 0 && v <= 3.6e6)) { *ok = 0; return 0; }
+  return v;
+}
+
+/* CPU_SET on a core outside the set's CPU_SETSIZE bits writes past it: every number is checked first. */
+static int pin_cores(const char* list) {
   cpu_set_t set;
   CPU_ZERO(&set);
   char* copy = strdup(list);
-  for (char* tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) CPU_SET(atoi(tok), &set);
+  int ok = copy != NULL, any = 0;
+  for (char* tok = copy ? strtok(copy, ",") : NULL; ok && tok; tok = strtok(NULL, ",")) {
+    long core = parse_long(tok, 0, CPU_SETSIZE - 1, &ok);
+    if (ok) { CPU_SET((int)core, &set); any = 1; }
+  }
   free(copy);
+  if (!ok || !any) { fprintf(stderr, "harness: --cores %s is not a list of core numbers 0..%d\n", list, CPU_SETSIZE - 1); return 0; }
   if (sched_setaffinity(0, sizeof set, &set) != 0) perror("sched_setaffinity");
+  return 1;
 }
 
 int main(int argc, char** argv) {
@@ -244,19 +284,22 @@ int main(int argc, char** argv) {
   int min_rep = 3, max_rep = 1000, flush = 0, handshake = 0, njobs = 0;
   uint64_t seed = 1;
   job_t* jobs = calloc((size_t)argc, sizeof(job_t));
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--cores") && i + 1 < argc) pin_cores(argv[++i]);
-    else if (!strcmp(argv[i], "--min-time-ms") && i + 1 < argc) min_ms = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--min-repeats") && i + 1 < argc) min_rep = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--max-repeats") && i + 1 < argc) max_rep = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--flush") && i + 1 < argc) flush = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+  int ok = 1;
+  for (int i = 1; ok && i < argc; ++i) {
+    if (!strcmp(argv[i], "--cores") && i + 1 < argc) ok = pin_cores(argv[++i]);
+    else if (!strcmp(argv[i], "--min-time-ms") && i + 1 < argc) min_ms = parse_ms(argv[++i], &ok);
+    else if (!strcmp(argv[i], "--min-repeats") && i + 1 < argc) min_rep = (int)parse_long(argv[++i], 1, 1000000, &ok);
+    else if (!strcmp(argv[i], "--max-repeats") && i + 1 < argc) max_rep = (int)parse_long(argv[++i], 1, 1000000, &ok);
+    else if (!strcmp(argv[i], "--flush") && i + 1 < argc) flush = (int)parse_long(argv[++i], 0, 1, &ok);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (uint64_t)parse_long(argv[++i], 0, LONG_MAX, &ok);
     else if (!strcmp(argv[i], "--handshake")) handshake = 1;
     else if (!strcmp(argv[i], "--job") && i + 3 < argc) {
-      jobs[njobs].so = argv[i + 1]; jobs[njobs].sym = argv[i + 2]; jobs[njobs].threads = atoi(argv[i + 3]);
+      jobs[njobs].so = argv[i + 1]; jobs[njobs].sym = argv[i + 2]; jobs[njobs].threads = (int)parse_long(argv[i + 3], 1, 4096, &ok);
       ++njobs; i += 3;
     } else { fprintf(stderr, "harness: bad argument %s\n", argv[i]); return 2; }
+    if (!ok) { fprintf(stderr, "harness: bad value for %s\n", argv[i]); return 2; }
   }
+  if (!ok) return 2;
   if (max_rep < min_rep) max_rep = min_rep;
   for (int i = 0; i < njobs; ++i) {
     printf("{\"job\":%d,\"event\":\"ready\"}\n", i);

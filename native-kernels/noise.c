@@ -4,6 +4,8 @@
  * All sizes come from argv (src/interference/levels.ts owns the level table); this program only executes
  * them. Protocol on stdout, one JSON object per line:
  *   {"event":"ready",...}   once every thread has touched its buffers (pressure is on from here)
+ *   {"event":"counters",...} on SIGUSR1: the same counters as "stopped", so far (a caller reads the
+ *                           traffic of an interval as the difference of two of these)
  *   {"event":"stopped",...} on SIGTERM/SIGINT, parent death or --seconds elapsed; then exit 0
  *   {"event":"error",...}   on bad arguments / allocation / pinning failure; then exit 2
  *
@@ -49,7 +51,8 @@ struct worker {
   uint8_t *stream_src;
   uint8_t *stream_dst;
   size_t stream_half;
-  uint64_t bytes_read, bytes_written, random_ops;
+  /* written by the worker, read by main on SIGUSR1 while it runs: relaxed atomics (no data race) */
+  _Atomic uint64_t bytes_read, bytes_written, random_ops;
 };
 
 static struct settings cfg;
@@ -178,16 +181,30 @@ static void *run_worker(void *arg) {
       if (cfg.mode == STREAM_NT) stream_nt(src, dst, chunk / sizeof(float));
       else stream_copy(src, dst, chunk / sizeof(float));
       offset += chunk;
-      w->bytes_read += chunk;
-      w->bytes_written += chunk;
+      atomic_fetch_add_explicit(&w->bytes_read, chunk, memory_order_relaxed);
+      atomic_fetch_add_explicit(&w->bytes_written, chunk, memory_order_relaxed);
     }
     if (w->random_len >= LINE && cfg.random_ops_per_turn > 0) {
       acc += random_rmw(w->random_base, w->random_len, &state, cfg.random_ops_per_turn);
-      w->random_ops += cfg.random_ops_per_turn;
+      atomic_fetch_add_explicit(&w->random_ops, cfg.random_ops_per_turn, memory_order_relaxed);
     }
   }
   sink = acc;
   return NULL;
+}
+
+/* The workers' counters summed, as one protocol line (relaxed loads: a snapshot, not a barrier). */
+static void print_counters(struct worker *workers, int n, const char *event, double seconds) {
+  uint64_t read = 0, written = 0, ops = 0;
+  for (int i = 0; i < n; i++) {
+    read += atomic_load_explicit(&workers[i].bytes_read, memory_order_relaxed);
+    written += atomic_load_explicit(&workers[i].bytes_written, memory_order_relaxed);
+    ops += atomic_load_explicit(&workers[i].random_ops, memory_order_relaxed);
+  }
+  printf("{\"event\":\"%s\",\"seconds\":%.6f,\"streamBytesRead\":%llu,\"streamBytesWritten\":%llu,"
+         "\"randomOps\":%llu}\n",
+         event, seconds, (unsigned long long)read, (unsigned long long)written, (unsigned long long)ops);
+  fflush(stdout);
 }
 
 static size_t parse_size(const char *s, const char *flag) {
@@ -247,7 +264,9 @@ int main(int argc, char **argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL); /* inherited by workers: only main waits */
+  sigset_t waited = stop_signals;
+  sigaddset(&waited, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &waited, NULL); /* inherited by workers: only main waits */
 
   int n = cfg.ncores;
   size_t per_random = cfg.random_bytes / (size_t)n / LINE * LINE;
@@ -287,7 +306,8 @@ int main(int argc, char **argv) {
   int got_signal = 0;
   struct timespec tick = {0, 1000000};
   while (atomic_load(&ready_count) < n) {
-    if (sigtimedwait(&stop_signals, NULL, &tick) > 0) { got_signal = 1; break; }
+    int sig = sigtimedwait(&waited, NULL, &tick);
+    if (sig > 0 && sig != SIGUSR1) { got_signal = 1; break; }
   }
   double ready_at = now_s();
   if (!got_signal) {
@@ -302,22 +322,14 @@ int main(int argc, char **argv) {
         if (left <= 0) break;
         if (left < 0.05) wait.tv_nsec = (long)(left * 1e9);
       }
-      if (sigtimedwait(&stop_signals, NULL, &wait) > 0) break;
+      int sig = sigtimedwait(&waited, NULL, &wait);
+      if (sig == SIGUSR1) { print_counters(workers, n, "counters", now_s() - ready_at); continue; }
+      if (sig > 0) break;
     }
   }
   double stopped_at = now_s();
   atomic_store(&stop_flag, 1);
-  uint64_t read = 0, written = 0, ops = 0;
-  for (int i = 0; i < n; i++) {
-    pthread_join(workers[i].thread, NULL);
-    read += workers[i].bytes_read;
-    written += workers[i].bytes_written;
-    ops += workers[i].random_ops;
-  }
-  double ran = got_signal ? 0.0 : stopped_at - ready_at;
-  printf("{\"event\":\"stopped\",\"seconds\":%.3f,\"streamBytesRead\":%llu,\"streamBytesWritten\":%llu,"
-         "\"randomOps\":%llu}\n",
-         ran, (unsigned long long)read, (unsigned long long)written, (unsigned long long)ops);
-  fflush(stdout);
+  for (int i = 0; i < n; i++) pthread_join(workers[i].thread, NULL);
+  print_counters(workers, n, "stopped", got_signal ? 0.0 : stopped_at - ready_at);
   return 0;
 }

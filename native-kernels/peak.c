@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--cores")) parse_cores(argv[i + 1]);
     else if (!strcmp(argv[i], "--ms")) min_seconds = atof(argv[i + 1]) / 1000.0;
-    else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--reps")) reps = (int)strtol(argv[i + 1], NULL, 10);
     else fail("unknown option");
   }
   if (ncores == 0) fail("--cores is required");

@@ -116,7 +116,12 @@ int main(int argc, char **argv) {
   int core = 0;
   size_t cache_bytes = 256 << 10, l3_bytes = 8 << 20, stream_bytes = (size_t)1 << 30;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--core")) core = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--core")) {
+      char *end;
+      long c = strtol(argv[i + 1], &end, 10);
+      if (end == argv[i + 1] || *end || c < 0 || c >= CPU_SETSIZE) fail("--core expects one core id");
+      core = (int)c;
+    }
     else if (!strcmp(argv[i], "--cache-bytes")) cache_bytes = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--l3-bytes")) l3_bytes = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--stream-bytes")) stream_bytes = strtoull(argv[i + 1], NULL, 10);
@@ -125,8 +130,8 @@ int main(int argc, char **argv) {
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(core, &set);
-  if (core < 0 || core >= CPU_SETSIZE || sched_setaffinity(0, sizeof set, &set)) fail("cannot pin to the requested core");
+  CPU_SET(core, &set); /* core < CPU_SETSIZE: checked when parsed */
+  if (sched_setaffinity(0, sizeof set, &set)) fail("cannot pin to the requested core");
   float *cache = alloc_floats(cache_bytes), *l3 = alloc_floats(l3_bytes), *stream = alloc_floats(stream_bytes);
   /* Units near 1 ms: short enough for many samples, long enough for the clock. */
   int cache_passes = cache_bytes ? (int)(100000000ULL / cache_bytes) + 1 : 1;

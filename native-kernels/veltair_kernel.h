@@ -23,6 +23,14 @@
  *
  * Threading: <sym>_run uses OpenMP with exactly `nthreads` threads over the schedule's chunks;
  * pinning is the caller's business (the harness pins; the runtime pins its pool).
+ *
+ * Workspace: a kernel never allocates. Scratch memory it needs (the gathered NCHW input of a
+ * small-cin stem conv, batch_matmul's packed B^T panels) is `desc->workspace_bytes` bytes in total,
+ * for any thread count (threads share it; each writes disjoint parts), 64-byte aligned, owned by
+ * the caller: the harness allocates it once per measured candidate, the runtime plans one region
+ * of its activation arena, sized for the largest kernel step, and passes it to every kernel step.
+ * Its content on entry is irrelevant (the kernel writes before it reads). NULL when
+ * workspace_bytes is 0.
  */
 #ifndef VELTAIR_KERNEL_H
 #define VELTAIR_KERNEL_H
@@ -44,7 +52,10 @@ typedef struct vt_desc {
   int n_epi;
   int epi[VT_MAX_EPI];    /* enum vt_epi, in order */
   int n_epi_params;
+  /* The floats each operand holds: the exact sizes the kernel reads (input, weight, bias, chanmul,
+   * residual = output_floats) and writes (output). */
   size_t input_floats, weight_floats, output_floats, bias_floats, chanmul_floats;
+  size_t workspace_bytes;  /* scratch the caller provides (see Workspace above); 0: none */
 } vt_desc;
 
 /*
@@ -55,13 +66,14 @@ typedef struct vt_desc {
  *   void <sym>_pack_output(const float* natural, float* blocked);   residual NCHW/[M][N] -> out layout
  *   void <sym>_unpack_output(const float* blocked, float* natural);
  *   void <sym>_run(const float* in, const float* w, const float* bias, const float* residual,
- *                  const float* chanmul, const float* epi_params, float* out, int nthreads);
+ *                  const float* chanmul, const float* epi_params, float* out, void* workspace,
+ *                  int nthreads);
  * Pointers not needed by the workload's epilogue may be NULL. The pack functions are layout
  * transforms done once (weights) or by the caller's data flow (activations); they are not timed.
  */
 typedef const vt_desc* (*vt_desc_fn)(void);
 typedef void (*vt_pack_fn)(const float*, float*);
 typedef void (*vt_run_fn)(const float*, const float*, const float*, const float*, const float*,
-                          const float*, float*, int);
+                          const float*, float*, void*, int);
 
 #endif

@@ -9,6 +9,9 @@
 export { loadBundle } from './runtime/session.js';
 export type { LoadBundleOptions, Session, TunableLayer, Feed, Feeds, TensorInfo, HostTensor, TensorData } from './runtime/session.js';
 export { decodeNpy, encodeNpy } from './runtime/io-npy.js';
+export { readBundle } from './bundle/read.js';
+export type { LoadedBundle, ReadOptions } from './bundle/read.js';
+export { readTrustedKey, trustedKeyFrom, verifyManifestSignature, SIGNATURE_FILE } from './bundle/sign.js';
 export { decodePb } from './runtime/io-pb.js';
 export { VeltairError, isVeltairError } from './errors.js';
 export type { ErrorCode } from './errors.js';

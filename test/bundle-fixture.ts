@@ -7,13 +7,14 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BUNDLE_FORMAT_VERSION, manifestText, type Manifest } from '../src/bundle/manifest.js';
+import { KERNEL_ABI_VERSION } from '../src/toolchain/abi.js';
 
 const sha = (b: Uint8Array | string) => createHash('sha256').update(b).digest('hex');
 
 export function fakeManifest(files: Manifest['files'], paramSha: string): Manifest {
   return {
     formatVersion: BUNDLE_FORMAT_VERSION,
-    compilerVersion: { veltair: '0.1.0', codegen: 1, kernelAbi: 1 },
+    compilerVersion: { veltair: '0.1.0', codegen: 1, kernelAbi: KERNEL_ABI_VERSION },
     model: {
       path: 'tiny.onnx', sha256: sha('model'), opset: 17,
       inputs: [{ name: 'x', dtype: 'float32', shape: [1, 4] }], outputs: [{ name: 'y', dtype: 'float32', shape: [1, 4] }],

@@ -35,7 +35,7 @@ test('a valid bundle round-trips: the manifest read back equals the one written 
   assert.equal(b.manifest.layers[0]!.name, 'relu"; rm -rf / #');
 });
 
-test('the schema rejects what a 1.x manifest may not contain', () => {
+test('the schema rejects what a 2.x manifest may not contain', () => {
   const dir = fresh();
   const good = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
   assert.equal(manifestSchemaProblem(good), undefined);
@@ -64,13 +64,18 @@ test('a tampered file is a sha256 error; a truncated one a size error', async ()
 });
 
 test('a newer (or older) format major version is refused with a clear message', async () => {
-  const dir = fresh((m) => ({ ...m, formatVersion: '2.1.0', layers: 'whatever a 2.x reader expects' as never }));
+  const dir = fresh((m) => ({ ...m, formatVersion: '3.1.0', layers: 'whatever a 3.x reader expects' as never }));
   const e = await expectUserError(() => readBundle(dir, machine), 'BAD_BUNDLE');
-  assert.equal(e.message, 'bundle format 2.1.0 is newer than this veltair (1.x); recompile or upgrade');
-  const old = fresh((m) => ({ ...m, formatVersion: '0.9.0' }));
+  assert.equal(e.message, 'bundle format 3.1.0 is newer than this veltair (2.x); recompile or upgrade');
+  const old = fresh((m) => ({ ...m, formatVersion: '1.0.0' }));
   assert.match((await expectUserError(() => readBundle(old, machine), 'BAD_BUNDLE')).message, /older than this veltair/);
-  const minor = fresh((m) => ({ ...m, formatVersion: '1.7.2' }));
+  const minor = fresh((m) => ({ ...m, formatVersion: '2.7.2' }));
   await readBundle(minor, machine);
+});
+
+test('kernels built for another kernel ABI are refused before anything is loaded', async () => {
+  const dir = fresh((m) => ({ ...m, compilerVersion: { ...m.compilerVersion, kernelAbi: m.compilerVersion.kernelAbi + 1 } }));
+  assert.match((await expectUserError(() => readBundle(dir, machine), 'BAD_BUNDLE')).message, /kernel ABI \d+, this veltair calls ABI \d+/);
 });
 
 test('paths leaving the bundle are rejected: .., absolute, and symlinks pointing out', async () => {

@@ -1,6 +1,7 @@
 /**
  * `veltair compile` on bad input: each case is one clear error line + hint, exit 1, and is caught
- * before any tuning starts (no database is created, no candidate measured).
+ * before any tuning starts (no database is created, no candidate measured) — an opset veltair does
+ * not know and a model too large for this machine's memory included.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { encodeModel } from '../src/onnx/encode.js';
+import { MAX_OPSET, MIN_OPSET } from '../src/onnx/infer.js';
+import type { Tensor } from '../src/onnx/model.js';
 import { assertOneClearError, tinyModelSpec, veltair } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-compile-bad-'));
@@ -59,4 +62,27 @@ test('no C compiler on PATH is NO_COMPILER naming what to install, before any tu
   assert.match(r.stderr, /hint: install gcc/);
   assert.equal(existsSync(db), false, 'the database was never touched: nothing was tuned');
   assert.equal(existsSync(join(root, 'nocc')), false);
+});
+
+test('a model declaring an opset veltair does not know (99) is UNSUPPORTED_OPSET naming the supported range, before tuning', async () => {
+  const future = join(root, 'opset99.onnx');
+  writeFileSync(future, encodeModel({ ...tinyModelSpec(), opset: 99 }));
+  assertOneClearError(await veltair(['compile', future, '-o', join(root, 'never99'), '--db', db], env), 'UNSUPPORTED_OPSET',
+    ['opset 99', `opsets ${MIN_OPSET} to ${MAX_OPSET}`]);
+  assertOneClearError(await veltair(['inspect', future], env), 'UNSUPPORTED_OPSET', ['opset 99']);
+  assert.equal(existsSync(db), false, 'nothing was tuned');
+});
+
+test('a model whose input alone needs 120 GB is TOO_LARGE with the memory it needs, before tuning', async () => {
+  const huge = join(root, 'huge.onnx');
+  const spec = tinyModelSpec();
+  // input [1,3,100000,100000] float32 = 120 GB; the conv's output 8 channels more. Only shapes: the file is tiny.
+  writeFileSync(huge, encodeModel({
+    ...spec, inputs: [{ name: 'input', dtype: 'float32', shape: [1, 3, 100000, 100000] }],
+    nodes: spec.nodes.slice(0, 2).map((n) => (n.op === 'Relu' ? { ...n, outputs: ['output'] } : n)),
+    initializers: (spec.initializers as readonly (readonly [string, Tensor])[]).filter(([name]) => name === 'w' || name === 'b'),
+  }));
+  assertOneClearError(await veltair(['compile', huge, '-o', join(root, 'never-huge'), '--db', db], env), 'TOO_LARGE',
+    ['input "input" [1, 3, 100000, 100000] float32 alone is 120.0 GB', 'of memory']);
+  assert.equal(existsSync(db), false, 'nothing was tuned');
 });

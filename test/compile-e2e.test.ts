@@ -68,7 +68,7 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
 function checkContent(m: Manifest, text: string) {
   assert.equal(m.model.path, 'tiny.onnx');
   assert.ok(!text.includes(root), 'no absolute build paths in the manifest');
-  assert.equal(m.formatVersion, '1.0.0');
+  assert.equal(m.formatVersion, '2.0.0');
   const [conv, flat, dense] = m.layers;
   assert.equal(conv!.op, 'conv2d');
   assert.equal(flat!.name, '../../etc/passwd', 'a model-supplied name is only a JSON string');

@@ -60,6 +60,15 @@ test('db merge, export and prune work end to end', async () => {
   const csv = await veltair('db', 'export', '--db', dest, '--format', 'csv');
   assert.equal(csv.exitCode, 0, csv.stderr);
   assert.equal(csv.stdout.trimEnd().split('\n').length, 6);
+
+  // A cell a spreadsheet would evaluate (here an error message) is written as text: OWASP's leading quote.
+  const formulas = join(root, 'formulas');
+  await appendRecords(formulas, [sampleRecord(7, { status: 'crash', error: '=1+2' })]);
+  const guarded = await veltair('db', 'export', '--db', formulas, '--format', 'csv');
+  assert.equal(guarded.exitCode, 0, guarded.stderr);
+  const cells = guarded.stdout.trimEnd().split('\n')[1]!.split(',');
+  assert.ok(cells.includes("'=1+2"), guarded.stdout);
+  assert.ok(!cells.some((c) => /^[=+@]/.test(c)), 'no cell starts a formula');
   const out = join(root, 'export.jsonl');
   const exported = await veltair('db', 'export', '--db', dest, '-o', out, '--json');
   assert.equal(JSON.parse(exported.stdout).records, 5);

@@ -4,7 +4,10 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { recordId, recordLine } from '../src/db/record.js';
+import { CODEGEN_VERSION } from '../src/codegen/kernel.js';
+import { recordId, recordIdOf, recordLine } from '../src/db/record.js';
+import { defaultSchedule } from '../src/space/presets.js';
+import { createTaskSearch } from '../src/tune/search.js';
 import { scanDatabase } from '../src/db/scan.js';
 import { appendRecords, defaultDatabaseDir, openDatabase, shardFileName, shippedDatabaseDir } from '../src/db/store.js';
 import { targetFingerprint } from '../src/db/target-fingerprint.js';
@@ -14,6 +17,8 @@ const root = mkdtempSync(join(tmpdir(), 'veltair-db-store-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 const freshDir = () => join(root, `db${n++}`);
+const CONV_WORKLOAD = CONV;
+const CONV_SEED = { ...defaultSchedule(CONV, TARGET_A, 1), tileRows: 2 };
 
 test('corrupt lines are skipped and counted, every good line is kept, and the warning comes once', async () => {
   const dir = freshDir();
@@ -74,11 +79,29 @@ test('lookup returns only ok records of the database target; other targets are n
   assert.ok(db.has(recordId(sampleRecord(2, { status: 'crash' }))), 'a crashed candidate counts as measured');
   assert.ok(!db.has(recordId(sampleRecord(4, { target: TARGET_B }))));
   assert.equal(db.lookup(sampleRecord(3, { workload: CONV }).workload).length, 1);
-  assert.deepEqual(db.stats(), { records: 4, ok: 3, workloads: 2, shipped: 0, otherTargets: 2, corrupt: 0, duplicates: 0 });
+  assert.deepEqual(db.stats(), { records: 4, ok: 3, workloads: 2, shipped: 0, otherCodegen: 0, otherTargets: 2, corrupt: 0, duplicates: 0 });
 
   const other = await openDatabase(dir, { target: targetFingerprint(TARGET_B), shipped: false });
   assert.deepEqual(other.lookup(dense).map((r) => r.target), [targetFingerprint(TARGET_B), targetFingerprint(TARGET_B)]);
   await assert.rejects(db.append([sampleRecord(9, { target: TARGET_B })]), /appended to a database opened for/);
+});
+
+test('records of another codegen version are never returned as measurements, only as search seeds', async () => {
+  const dir = freshDir();
+  const old = (i: number, ms: number) => ({ ...sampleRecord(i, { levelMs: { 0: ms } }), tool: { veltair: '0.0.1', codegen: CODEGEN_VERSION - 1 } });
+  const stale = [old(5, 3), old(6, 2), { ...old(7, 1), status: 'crash' as const, latencies: {}, error: 'crash in test' }];
+  await appendRecords(dir, [sampleRecord(0), ...stale]);
+  const db = await openDatabase(dir, { target: TARGET_A, shipped: false });
+  const dense = sampleRecord(0).workload;
+  assert.deepEqual(db.lookup(dense).map(recordId), [recordId(sampleRecord(0))], 'lookup: this codegen version only');
+  assert.deepEqual(db.records(dense).map(recordId), [recordId(sampleRecord(0))], 'records: this codegen version only');
+  assert.deepEqual(db.seeds(dense).map(recordId), [recordId(stale[1]!), recordId(stale[0]!)], 'seeds: old ok records, fastest first');
+  assert.ok(!db.has(recordIdOf(dense, db.target, stale[0]!.schedule, stale[0]!.threads)), 'the same schedule under this codegen is unmeasured');
+  assert.equal(db.stats().otherCodegen, 3);
+  const search = createTaskSearch({ ...CONV_WORKLOAD, key: 'conv2d-0000000000000001' }, TARGET_A, {
+    levels: [0], threads: [1], levelsFor: () => [0], seed: 1, seedSchedules: [CONV_SEED],
+  });
+  assert.deepEqual(search.propose(1), [CONV_SEED], 'a search starts from the carried-over schedules');
 });
 
 test('the shipped layer is merged in read-only; appends go to the user directory only', async () => {

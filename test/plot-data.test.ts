@@ -112,6 +112,19 @@ test('CSV export round-trips names with commas, quotes, newlines and markup; eve
   assert.equal(csvField('plain'), 'plain');
 });
 
+test('CSV cells a spreadsheet would run as formulas get a leading quote (OWASP); numbers stay numbers', () => {
+  assert.equal(csvField('=HYPERLINK("http://x","y")'), '"\'=HYPERLINK(""http://x"",""y"")"');
+  for (const s of ['+1+1', '-2+3', '@SUM(A1)', '\tx', '\rx']) assert.equal(csvField(s).replace(/^"/, '')[0], "'", JSON.stringify(s));
+  assert.equal(csvField(-0.5), '-0.5', 'a negative number is not a formula');
+  assert.equal(csvField('a=b'), 'a=b', 'only the first character matters');
+  const m = plotManifest();
+  const named = { ...m, layers: m.layers.map((l, i) => (i === 0 ? { ...l, name: '=cmd|\'/c calc\'!A0' } : l)) };
+  const rows = parseCsv(figureDataCsv(modelFigureData(named)));
+  const name = rows[0]!.indexOf('name');
+  assert.ok(rows.slice(1).every((r) => !/^[=+\-@]/.test(r[name] ?? '')), 'no cell of a model-supplied name starts a formula');
+  assert.ok(rows.some((r) => r[name] === "'=cmd|'/c calc'!A0"));
+});
+
 test('JSON export: {figure, layer, panels} with the same rows', () => {
   const d = JSON.parse(figureDataJson(layerFigureData(plotManifest(), plotProfiles(), 3)));
   assert.deepEqual(Object.keys(d), ['figure', 'layer', 'panels']);

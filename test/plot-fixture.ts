@@ -22,7 +22,7 @@ interface Point { readonly id: number; readonly l2: number; readonly chunks: num
 
 function version(p: Point, inPlan = true): ManifestVersion {
   return {
-    id: hex(p.id), symbol: `vt_k${hex(p.id).slice(0, 16)}`, schedule, threads: p.threads ?? 1,
+    id: hex(p.id), symbol: `vt_k${hex(p.id).slice(0, 16)}`, schedule, threads: p.threads ?? 1, workspaceBytes: 0,
     features: { footprintBytes: { l1: 1024, l2: p.l2, l3: p.l2, total: 4 * p.l2 }, parallelChunks: p.chunks, threads: p.threads ?? 1,
       loadBalance: 1, arithmeticIntensity: 1, registerTile: 1, reductionSplit: 1, flops: 1e6 },
     latencyMs: p.ms, latencyByThreadsMs: { '1': p.ms['0']! }, inPlan,

@@ -112,9 +112,9 @@ test('bad bundles: missing, truncated, tampered, newer format major — one clea
   assertOneClearError(await run([tampered, '--input', npyIn]), 'BAD_BUNDLE', ['weights/packed.bin does not match its sha256']);
   const newer = copyBundle('newer.bundle', (d) => {
     const p = join(d, 'manifest.json');
-    writeFileSync(p, readFileSync(p, 'utf8').replace(/"formatVersion": "1\.\d+\.\d+"/, '"formatVersion": "2.0.0"'));
+    writeFileSync(p, readFileSync(p, 'utf8').replace(/"formatVersion": "2\.\d+\.\d+"/, '"formatVersion": "3.0.0"'));
   });
-  assertOneClearError(await run([newer, '--input', npyIn]), 'BAD_BUNDLE', ['bundle format 2.0.0 is newer than this veltair (1.x)']);
+  assertOneClearError(await run([newer, '--input', npyIn]), 'BAD_BUNDLE', ['bundle format 3.0.0 is newer than this veltair (2.x)']);
   const noManifest = copyBundle('no-manifest.bundle', (d) => rmSync(join(d, 'manifest.json')));
   assertOneClearError(await run([noManifest, '--input', npyIn]), 'BAD_BUNDLE', ['has no manifest.json']);
 });

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { buildGraphPlan, type LayerChoice } from '../src/bundle/plan.js';
 import { packWeights } from '../src/bundle/packer.js';
-import { generateKernel } from '../src/codegen/kernel.js';
+import { generateKernel, kernelWorkspaceBytes } from '../src/codegen/kernel.js';
 import { buildKernels } from '../src/measure/build.js';
 import { makeCandidate } from '../src/space/candidate.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
@@ -68,7 +68,9 @@ async function prepare() {
   const versions = new Map<number, RuntimeVersion[]>();
   let k = 0;
   tunable.forEach((l, i) => {
-    const vs = units[i]!.map((u) => ({ id: u.symbol, symbol: u.symbol, packedWeight: packed[k++]! }));
+    const vs = units[i]!.map((u, j) => ({
+      id: u.symbol, symbol: u.symbol, packedWeight: packed[k++]!, workspaceBytes: kernelWorkspaceBytes(l.workload!, schedules[i]![j]!),
+    }));
     versions.set(l.index, vs);
     choices.set(l.index, { vec, versions: vs.map((v) => v.id) });
   });
@@ -119,6 +121,22 @@ test('a conv → pool → dense → softmax plan with generated kernels matches 
     };
     await assert.rejects(createExecutor(swapped, p.so),
       (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /does not match the plan/.test(e.message));
+
+    // Every size a kernel reads is compared with its descriptor: a plan that gives less is refused at load.
+    const conv = plan.steps[kernelSteps[0]!]!;
+    assert.ok(conv.inputBytes![5]! > 0, 'the 3-channel stem gathers its input into the planned workspace');
+    const withConv = (edit: (s: typeof conv) => typeof conv) => ({ ...plan, steps: plan.steps.map((s) => (s === conv ? edit(s) : s)) });
+    const sized = (i: number, bytes: number) => withConv((s) => ({ ...s, inputBytes: s.inputBytes!.map((b, j) => (j === i ? bytes : b)) }));
+    const refusals: [string, typeof plan][] = [
+      ['bias size', sized(1, 4)],
+      ['workspace size', sized(5, conv.inputBytes![5]! - 64)],
+      ['input size', sized(0, conv.inputBytes![0]! - 4)],
+      ['weight size', withConv((s) => ({ ...s, versions: s.versions!.map((v) => ({ ...v, weightBytes: v.weightBytes! - 4 })) }))],
+    ];
+    for (const [why, bad] of refusals) {
+      await assert.rejects(createExecutor(bad, p.so), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE'
+        && e.message.includes(`does not match the plan (${why})`), why);
+    }
   } finally {
     await rm(p.cache, { recursive: true, force: true });
   }

@@ -15,7 +15,7 @@ import { manifestSchemaProblem } from '../src/bundle/schema.js';
 import {
   compileLevelModel, compiledLevel, continuousLevel, snapLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample,
 } from '../src/interference/proxy-model.js';
-import { fitLevelModel } from '../src/interference/proxy-fit.js';
+import { crossValidate, fitLevelModel } from '../src/interference/proxy-fit.js';
 import { bestVersionAt, pickRegret, pickTable, profiledKernelMs, type KernelStepChoice } from '../src/runtime/version-picker.js';
 import { FeatureSampler, LatencyRatioTracker, parseCpuTimes, parsePsiSomeTotal } from '../src/interference/proxy-features.js';
 import { writeFakeBundle } from './bundle-fixture.js';
@@ -76,6 +76,26 @@ test('with noisy labels the fit stays close and reports a lower R²', () => {
   assert.equal(w['coRunnerMemGBps'], 0);
 });
 
+test('held-out scores: a real relation holds up on the other pass, a fit to noise does not', () => {
+  // Two passes over levels 0..4, 12 samples per visit; latencyRatio carries the level, the rest is noise.
+  const r = rng(5);
+  const sample = (level: number, pass: number, signal: boolean): CalibrationSample => ({
+    level, pass, features: {
+      otherCoresBusy: r(), psiCpuSome: r() * 0.1, psiMemorySome: r() * 0.01,
+      latencyRatio: signal ? 1 + 0.5 * level + 0.2 * (r() - 0.5) : 1 + r(), coRunnerMemGBps: 0,
+    },
+  });
+  const passes = (signal: boolean) => [0, 1].flatMap((pass) => [0, 1, 2, 3, 4].flatMap((l) => Array.from({ length: 12 }, () => sample(l, pass, signal))));
+  const real = passes(true), noise = passes(false);
+  const good = crossValidate(real, SYSTEM_FEATURES)!, bad = crossValidate(noise, SYSTEM_FEATURES)!;
+  assert.deepEqual([good.folds, good.samples], [2, 120], 'each pass predicted once by a fit of the other');
+  assert.ok(good.r2 > 0.9 && good.accuracy > 0.8, `signal holds up held out: ${JSON.stringify(good)}`);
+  const inSample = fitLevelModel(noise, SYSTEM_FEATURES);
+  assert.ok(bad.r2 < inSample.r2, `held out, a fit to noise scores below its in-sample R² (${bad.r2} vs ${inSample.r2})`);
+  assert.ok(bad.r2 < 0.2, `and near or below zero: ${bad.r2}`);
+  assert.equal(crossValidate(real.filter((x) => x.pass === 0), SYSTEM_FEATURES), undefined, 'one pass: no held-out estimate');
+});
+
 test('a fit needs two levels and more samples than features', () => {
   const one = synthetic({ intercept: 1, busy: 0, ratio: 0 }, 0).map((s) => ({ ...s, level: 1 }));
   assert.throws(() => fitLevelModel(one, SYSTEM_FEATURES), /two or more levels/);
@@ -93,7 +113,7 @@ test('a continuous level snaps to the nearest calibrated level, clamped at the e
 });
 
 const version = (latencyMs: Record<string, number>, byThreads: Record<string, number> = {}): ManifestVersion => ({
-  id: '0123456789abcdef', symbol: 'vt_k0123456789abcdef', threads: 1, inPlan: true, latencyMs, latencyByThreadsMs: byThreads,
+  id: '0123456789abcdef', symbol: 'vt_k0123456789abcdef', threads: 1, workspaceBytes: 0, inPlan: true, latencyMs, latencyByThreadsMs: byThreads,
   schedule: { vec: 16, regOc: 1, regCols: 1, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1 },
   features: {
     footprintBytes: { l1: 0, l2: 0, l3: 0, total: 0 }, parallelChunks: 1, threads: 1, loadBalance: 1, arithmeticIntensity: 1, registerTile: 1,

@@ -1,15 +1,17 @@
 /**
  * The interference proxy on this machine, with the noise generator really running: a tiny model
- * is compiled with every level profiled, the proxy is calibrated on it (co-runners profiled, then
- * features recorded at each level, least squares), its coefficients are stored in the bundle and
- * survive the reader's checks, and then — with the co-runner at each calibrated level in turn —
- * every prediction is a calibrated level and, for whatever level it predicts, every tunable layer
- * runs that level's lowest-profiled version.
+ * is compiled with every level profiled, the proxy is calibrated on it (features recorded at each
+ * level — the co-runner's traffic read from its own counters over each window — then least squares,
+ * with held-out scores from fitting one sweep pass and predicting the other), its coefficients are
+ * stored in the bundle and survive the reader's checks, and then — with the co-runner at each
+ * calibrated level in turn — every prediction is a calibrated level and the native executor,
+ * read back, runs for every tunable layer the version with the lowest profiled latency at the
+ * predicted level (computed here from the manifest, not by the picker under test).
  *
  * Honest scope: on this shared 2-core VM one co-runner core moves kernels little and the fit's R²
- * has ranged 0.13–0.88 between runs, so whether the prediction equals the TRUE level is not
- * asserted; the regret of the picks against the true level's oracle (the issue's "within 10%")
- * is printed as a diagnostic and measured on whole models by `veltair bench` (bench/RESULTS.md).
+ * has ranged widely between runs, so whether the prediction equals the TRUE level is not
+ * asserted; the regret of the picks against the true level's oracle is printed as a diagnostic
+ * and measured on whole models by `veltair bench` (bench/RESULTS.md).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,15 +24,26 @@ import { openLevelBank } from '../src/interference/bank.js';
 import { executorForBundle } from '../src/runtime/bundle-executor.js';
 import { modelFeeds } from '../src/bench/feeds.js';
 import { InterferenceProxy } from '../src/runtime/proxy.js';
-import { profileCoRunners } from '../src/interference/co-runner-profile.js';
 import { calibrateProxy, storeProxy } from '../src/bench/proxy-calibrate.js';
 import { runtimeCores } from '../src/interference/cores.js';
-import { bestVersionAt, pickRegret } from '../src/runtime/version-picker.js';
+import type { ManifestVersion } from '../src/bundle/manifest.js';
+import { pickRegret } from '../src/runtime/version-picker.js';
+import { loadBundle } from '../src/runtime/session.js';
+import { chooseLevel } from '../src/cli/run-level.js';
 import { tinyModelSpec, veltair } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-proxy-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 const LEVELS = [0, 1, 2, 3, 4];
+
+/** The oracle the executor must follow, written out: the lowest profiled latency at `level`, level 0's where nobody has it. */
+function lowestAt(versions: readonly ManifestVersion[], level: number): number {
+  const at = (l: number) => versions.map((v, i) => [i, v.latencyMs[String(l)]] as const).filter(([, ms]) => ms !== undefined);
+  const pool = at(level).length > 0 ? at(level) : at(0);
+  let best = pool[0]!;
+  for (const c of pool) if (c[1]! < best[1]!) best = c;
+  return best[0];
+}
 
 test('calibrated on real noise, the proxy stores a fit and picks the oracle version of every level it predicts', { timeout: 300_000 }, async (t) => {
   const t0 = Date.now();
@@ -46,9 +59,6 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
 
   const cores = runtimeCores(1);
   assert.ok(cores.noiseCores.length > 0, 'the test needs a core for the co-runner');
-  const gbps = await profileCoRunners(LEVELS, cores.noiseCores, 0.5);
-  t.diagnostic(`co-runners profiled by ${((Date.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify([...gbps])}`);
-  assert.ok([1, 2, 3, 4].every((l) => gbps.get(l)! > 0), `every co-runner moved memory: ${JSON.stringify([...gbps])}`);
   // Opened before the runtime addon loads (it binds this thread to the kernel cores).
   const bank = await openLevelBank({ levels: [1, 2, 3, 4], plan: { allCores: cores.allCores, noisyKernelMaxThreads: 1, noiseCores: cores.noiseCores } });
   try {
@@ -66,9 +76,23 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
       executor.close();
     }
 
-    const fit = await calibrateProxy(bundle, { threads: 1, cores, bank, coRunnerGBps: gbps, samplesPerVisit: 3 });
+    const fit = await calibrateProxy(bundle, { threads: 1, cores, bank, samplesPerVisit: 3 });
     assert.deepEqual(fit.proxy.levels, LEVELS);
     for (const l of LEVELS) assert.equal(fit.proxy.perLevel[String(l)]!.samples, 6, `level ${l}: 3 samples on the way up, 3 on the way down`);
+    // The tenant feature is observed, sample by sample: nothing at level 0 (no co-runner runs), traffic
+    // that varies from window to window otherwise — not one value per level looked up from the label.
+    for (const s of fit.samples.filter((x) => x.level === 0)) assert.equal(s.features.coRunnerMemGBps, 0);
+    for (const l of [1, 2, 3, 4]) {
+      const seen = fit.samples.filter((x) => x.level === l).map((x) => x.features.coRunnerMemGBps);
+      assert.ok(seen.every((g) => g > 0), `level ${l}: the co-runner moved memory in every window: ${seen.join(', ')}`);
+      assert.ok(new Set(seen).size > 1, `level ${l}: per-window measurements, not a constant per level: ${seen.join(', ')}`);
+    }
+    assert.deepEqual([...new Set(fit.samples.map((s) => s.pass))].sort(), [0, 1], 'samples know their sweep pass (the CV folds)');
+    for (const m of [fit.proxy.models.system, fit.proxy.models.tenant]) {
+      assert.ok(m.heldOut, 'held-out scores are reported');
+      assert.deepEqual([m.heldOut.folds, m.heldOut.samples], [2, 30], 'two folds (sweep passes), every sample predicted once');
+      assert.ok(m.heldOut.accuracy >= 0 && m.heldOut.accuracy <= 1 && Number.isFinite(m.heldOut.r2));
+    }
     t.diagnostic(`calibration (s=${((Date.now() - t0) / 1000).toFixed(1)}): ${JSON.stringify(fit.proxy.perLevel)}`);
     t.diagnostic(`system model: ${JSON.stringify(fit.proxy.models.system)}`);
     await storeProxy(bundle, fit.proxy);
@@ -100,14 +124,14 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
         // Whether the prediction matches the true level depends on how quiet the machine is (on the
         // shared 2-core CI machine the fit's R² has ranged 0.13–0.88), so the regret at the TRUE level
         // is reported, not asserted; `veltair bench` measures it on real runs (bench/RESULTS.md).
-        assert.equal(proxy.level, predicted[predicted.length - 1], 'the last decision is the applied level');
-        for (const p of new Set(predicted)) {
-          assert.ok(LEVELS.includes(p), `prediction ${p} is a calibrated level`);
-          const table = proxy.pickFor(p);
-          for (const step of proxy.steps) {
-            assert.equal(table[step.step], bestVersionAt(step.versions, p),
-              `at predicted level ${p}, layer ${step.layer} runs that level's lowest-profiled version`);
-          }
+        const last = predicted[predicted.length - 1]!;
+        assert.equal(proxy.level, last, 'the last decision is the applied level');
+        for (const p of new Set(predicted)) assert.ok(LEVELS.includes(p), `prediction ${p} is a calibrated level`);
+        // What the native executor runs now, read back from it, against the oracle written out above.
+        const running = executor.runningVersions();
+        for (const step of proxy.steps) {
+          assert.equal(running[step.step], lowestAt(step.versions, last),
+            `after predicting level ${last}, the executor runs layer ${step.layer}'s lowest-profiled version at that level`);
         }
         const regrets = [...new Set(predicted)].map((p) => `${p}:${((pickRegret(proxy.steps, p, level).worst - 1) * 100).toFixed(1)}%`);
         t.diagnostic(`level ${level}: predicted ${[...new Set(predicted)].join('/')}; regret vs the true level's oracle ${regrets.join(' ')}`);
@@ -115,6 +139,20 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
     } finally {
       proxy.close();
       executor.close();
+    }
+
+    // veltair run --level auto on the calibrated bundle: one observed (profiled) run comes before the prediction.
+    const session = await loadBundle(out);
+    try {
+      assert.ok([...session.executor.stepTimesNs()].every((ns) => ns === 0), 'nothing has run yet');
+      const arrays = modelFeeds(bundle.manifest.model.inputs);
+      const choice = await chooseLevel(session, 'auto', Object.fromEntries(bundle.manifest.model.inputs.map((t, i) => [t.name, arrays[i]!])));
+      assert.ok(LEVELS.includes(choice.level));
+      assert.match(choice.how, /^auto: the interference proxy predicted -?\d+\.\d+ after one observed warm-up run \(latency ratio \d+\.\d+/);
+      const ns = session.executor.stepTimesNs();
+      assert.ok(session.tunableLayers.every((t) => ns[t.step]! > 0), 'the warm-up run was timed step by step (the latency ratio is observed)');
+    } finally {
+      session.close();
     }
   } finally {
     await bank.close();

@@ -13,7 +13,7 @@ import { after, test } from 'node:test';
 import { execa } from 'execa';
 import { isVeltairError } from '../src/errors.js';
 import {
-  ABI_DIGEST, BINARY_ENUM, cEnumerator, codesOf, EPILOGUE_ENUM, KERNEL_OP_ENUM, KIND_ENUM, LAYOUT_ENUM, POOL_ENUM, REDUCE_ENUM,
+  ABI_DIGEST, KERNEL_ABI_VERSION, BINARY_ENUM, cEnumerator, codesOf, EPILOGUE_ENUM, KERNEL_OP_ENUM, KIND_ENUM, LAYOUT_ENUM, POOL_ENUM, REDUCE_ENUM,
   RUNTIME_OP_ENUM, UNARY_ENUM,
 } from '../src/toolchain/abi.js';
 import { parseCacheSize } from '../src/toolchain/caches.js';
@@ -60,7 +60,7 @@ test('the generated vt_abi.h holds exactly the TypeScript ABI tables', async () 
   await runCompiler(['-I', dir, '-o', join(dir, 'abi-print'), join(dir, 'abi-print.c')]);
   const lines = (await execa(join(dir, 'abi-print'))).stdout.split('\n');
   assert.equal(lines[0], `digest ${ABI_DIGEST}`);
-  assert.equal(lines[1], 'abi 1');
+  assert.equal(lines[1], `abi ${KERNEL_ABI_VERSION}`);
   const expected = enums.flatMap((e) => Object.entries(codesOf(e as never) as Record<string, number>).map(([n, c]) => `${e.cName} ${n} ${c}`));
   assert.deepEqual(lines.slice(2), expected);
 });

@@ -1,8 +1,12 @@
 /**
- * Zoo models end to end against ONNX Runtime: build the ONNX file, `veltair compile` it with a tiny
- * budget (1 trial, level 0, 1 version, no thread profiling; one temp database and kernel cache for
- * the whole file, so shared workloads compile once), load the bundle with loadBundle, run it on a
- * seeded input and compare every output with ONNX Runtime on the same file and input:
+ * Zoo models end to end against ONNX Runtime, in every kept version: build the ONNX file, give
+ * `veltair compile` a database in which each unique workload's first two search proposals exist
+ * (two levels, each with its own best: latencies made up, like db-fixture.ts's — the kernels are
+ * real, and their outputs are what this test checks), compile with 2 trials at levels 0,1 and up
+ * to 2 versions (so nothing is measured and every tunable layer keeps two versions), load the
+ * bundle, run it on a seeded input with each level's version vector — together they run every
+ * kept version of every layer — and compare every output with ONNX Runtime on the same file and
+ * input:
  *   |ours − ref| ≤ 1e-4·max|ref| + 1e-3·|ref|   (see runtime-session-fixture.ts)
  *
  * Which models: compiles dominate (≈ 0.5–3.5 min per CNN on the 2-core reference machine), so CI
@@ -20,6 +24,14 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { loadBundle } from '../src/runtime/session.js';
 import { writeZooModel, type ZooOptionValues } from '../src/zoo/index.js';
+import { makeRecord } from '../src/db/record.js';
+import { appendRecords, openDatabase } from '../src/db/store.js';
+import { lowerToLayers } from '../src/ir/lower.js';
+import type { Workload } from '../src/ir/workload.js';
+import { loadModel } from '../src/onnx/load.js';
+import { scheduleFeatures } from '../src/space/features.js';
+import { detectTarget } from '../src/toolchain/target.js';
+import { createTaskSearch } from '../src/tune/search.js';
 import { veltair } from './compile-fixture.js';
 import { compareTensors, describeComparison, ortOutputs, seededFeeds, type Comparison } from './runtime-session-fixture.js';
 
@@ -50,8 +62,33 @@ function selected(): readonly ZooCase[] {
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-zoo-correct-'));
 const env = { VELTAIR_CACHE_DIR: join(root, 'cache') };
-const db = join(root, 'db');
+const dbDir = join(root, 'db');
 const results: { model: string; compileS: number; c: Comparison }[] = [];
+const LEVELS = [0, 1];
+
+/**
+ * Records for the first two schedules the compile's search will propose for each workload (the
+ * same search, seed and options), version A fastest at level 0 and B at level 1 — made-up
+ * latencies, so the family keeps both and the compile measures nothing.
+ */
+async function twoVersionDatabase(model: string): Promise<number> {
+  const target = await detectTarget();
+  const graph = lowerToLayers(await loadModel(model));
+  const workloads = new Map<string, Workload>();
+  for (const l of graph.layers) if (l.workload) workloads.set(l.workload.key, l.workload);
+  const db = await openDatabase(dbDir, { target });
+  const records = [...workloads.values()].flatMap((w) => {
+    const search = createTaskSearch(w, target, {
+      levels: LEVELS, threads: [1], levelsFor: () => LEVELS, seed: 1, seedSchedules: db.seeds(w.key).map((r) => r.schedule),
+    });
+    return search.propose(2).map((s, i) => makeRecord({
+      workload: w, target, schedule: s, features: scheduleFeatures(w, s),
+      latencies: { 0: [1 + i, 1 + i, 1 + i], 1: [2 - i, 2 - i, 2 - i] }, status: 'ok',
+    }));
+  });
+  await appendRecords(dbDir, records);
+  return workloads.size;
+}
 
 after(() => {
   const rows = results.map((r) => `${r.model.padEnd(18)} ${r.c.name.slice(0, 28).padEnd(28)} ${String(r.c.elements).padStart(8)}  `
@@ -62,27 +99,38 @@ after(() => {
 });
 
 for (const zc of selected()) {
-  test(`${zc.name} compiled with a tiny budget matches ONNX Runtime on a seeded input`, { timeout: 900_000 }, async () => {
+  test(`${zc.name}: every kept version of every layer matches ONNX Runtime on a seeded input`, { timeout: 900_000 }, async () => {
     const model = join(root, `${zc.name}.onnx`);
     const bundle = join(root, `${zc.name}.bundle`);
     await writeZooModel(zc.name, model, zc.options);
+    const workloads = await twoVersionDatabase(model);
     const t0 = Date.now();
-    const r = await veltair(['compile', model, '-o', bundle, '--db', db, '--trials', '1', '--levels', '0', '--max-versions', '1',
-      '--profile-threads', 'none', '--json'], env);
+    const r = await veltair(['compile', model, '-o', bundle, '--db', dbDir, '--trials', '2', '--levels', LEVELS.join(','), '--threads', '1',
+      '--max-versions', '2', '--profile-threads', 'none', '--json'], env);
     assert.equal(r.exitCode, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).measured, 0, 'every trial came from the database');
     const compileS = (Date.now() - t0) / 1000;
     const session = await loadBundle(bundle);
     try {
+      assert.ok(session.tunableLayers.length > 0 && session.tunableLayers.every((t) => t.versions.length === 2),
+        `every tunable layer keeps two versions (${workloads} workloads): ${session.tunableLayers.map((t) => t.versions.length).join(',')}`);
+      const vectors = LEVELS.map((l) => session.versionsForLevel(l));
+      session.tunableLayers.forEach((t, i) => assert.deepEqual(new Set(vectors.map((v) => v[i])), new Set([0, 1]),
+        `layer ${t.layer}: the level vectors between them run both of its versions`));
       const feeds = seededFeeds(session.inputs, 11);
-      const ours = await session.run(feeds);
       const ref = await ortOutputs(model, feeds);
-      assert.deepEqual(Object.keys(ours).sort(), Object.keys(ref).sort(), 'the same outputs');
-      for (const o of session.outputs) {
-        assert.deepEqual(ours[o.name]!.shape, ref[o.name]!.shape, `${o.name} shape`);
-        const c = compareTensors(o.name, ours[o.name]!.data, ref[o.name]!.data as Float32Array);
-        results.push({ model: zc.name, compileS, c });
-        assert.equal(c.bad, 0, `${zc.name} ${describeComparison(c)}`);
-        assert.ok(Number.isFinite(c.maxAbs));
+      for (const [l, vector] of vectors.entries()) {
+        session.useVersions(vector);
+        assert.deepEqual([...session.executor.runningVersions()].filter((v) => v >= 0), vector, `the executor runs level ${l}'s vector`);
+        const ours = await session.run(feeds);
+        assert.deepEqual(Object.keys(ours).sort(), Object.keys(ref).sort(), 'the same outputs');
+        for (const o of session.outputs) {
+          assert.deepEqual(ours[o.name]!.shape, ref[o.name]!.shape, `${o.name} shape`);
+          const c = compareTensors(`${o.name}@L${l}`, ours[o.name]!.data, ref[o.name]!.data as Float32Array);
+          results.push({ model: zc.name, compileS, c });
+          assert.equal(c.bad, 0, `${zc.name}, level ${l}'s versions: ${describeComparison(c)}`);
+          assert.ok(Number.isFinite(c.maxAbs));
+        }
       }
     } finally {
       session.close();

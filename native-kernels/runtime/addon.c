@@ -14,6 +14,7 @@
  *   run(handle, inputs: TypedArray[], outputs: TypedArray[])   copies in, runs, copies out
  *   setVersion(handle, step, version), setThreads(handle, step, threads)
  *   setProfiling(handle, on), stepTimes(handle) -> Float64Array (ns per step, last profiled run)
+ *   versions(handle) -> Int32Array (per step: the version index the executor runs, -1 for non-kernel steps)
  *   close(handle)
  *   copy(handle, inputs|null, outputs|null)   inputs into the arena / outputs out of it
  *   runBlock(handle, from, to, cores[]) -> Promise<{cpus, startNs, endNs}>   async: steps pinned to cores
@@ -261,7 +262,7 @@ static napi_value run(napi_env env, napi_callback_info info) {
     CHECK(napi_get_element(env, argv[1], i, &v));
     if (!view(env, v, &d, &b)) return NULL;
     if (b != vt_exec_input_bytes(h->e, (int)i)) return throw_code(env, "VT_ARGUMENT", "run: an input has the wrong byte size");
-    memcpy(vt_exec_input_ptr(h->e, (int)i), d, b);
+    if (b) memcpy(vt_exec_input_ptr(h->e, (int)i), d, b); /* an empty typed array's data may be NULL */
   }
   if (vt_exec_run(h->e)) return throw_code(env, "VT_RUN", vt_exec_error(h->e));
   for (uint32_t i = 0; i < no; i++) {
@@ -269,7 +270,7 @@ static napi_value run(napi_env env, napi_callback_info info) {
     CHECK(napi_get_element(env, argv[2], i, &v));
     if (!view(env, v, &d, &b)) return NULL;
     if (b != vt_exec_output_bytes(h->e, (int)i)) return throw_code(env, "VT_ARGUMENT", "run: an output buffer has the wrong byte size");
-    memcpy(d, vt_exec_output_ptr(h->e, (int)i), b);
+    if (b) memcpy(d, vt_exec_output_ptr(h->e, (int)i), b);
   }
   return NULL;
 }
@@ -315,6 +316,20 @@ static napi_value step_times(napi_env env, napi_callback_info info) {
   CHECK(napi_create_arraybuffer(env, (size_t)n * sizeof(double), &data, &ab));
   if (n) memcpy(data, vt_exec_step_ns(h->e), (size_t)n * sizeof(double));
   CHECK(napi_create_typedarray(env, napi_float64_array, (size_t)n, ab, 0, &arr));
+  return arr;
+}
+
+static napi_value versions_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], ab, arr;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
+  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "versions(handle)");
+  int n = vt_exec_n_steps(h->e);
+  void* data;
+  CHECK(napi_create_arraybuffer(env, (size_t)n * sizeof(int32_t), &data, &ab));
+  for (int s = 0; s < n; s++) ((int32_t*)data)[s] = vt_exec_step_version(h->e, s);
+  CHECK(napi_create_typedarray(env, napi_int32_array, (size_t)n, ab, 0, &arr));
   return arr;
 }
 
@@ -482,6 +497,7 @@ NAPI_MODULE_INIT() {
     { "setThreads", NULL, set_threads, NULL, NULL, NULL, napi_default, NULL },
     { "setProfiling", NULL, set_profiling, NULL, NULL, NULL, napi_default, NULL },
     { "stepTimes", NULL, step_times, NULL, NULL, NULL, napi_default, NULL },
+    { "versions", NULL, versions_fn, NULL, NULL, NULL, napi_default, NULL },
     { "close", NULL, close_fn, NULL, NULL, NULL, napi_default, NULL },
     { "copy", NULL, copy_io, NULL, NULL, NULL, napi_default, NULL },
     { "runBlock", NULL, run_block, NULL, NULL, NULL, napi_default, NULL },

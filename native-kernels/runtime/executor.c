@@ -6,13 +6,16 @@
  *   header   MAGIC, FORMAT, n_steps, arena_bytes, n_inputs, n_outputs
  *   inputs   (arena offset, bytes) x n_inputs      outputs  (arena offset, bytes) x n_outputs
  *   steps    op, threads, n_in, n_out, n_ints, n_floats, n_versions,
- *            in refs x n_in, out refs x n_out, ints x n_ints, floats x n_floats,
- *            (symbol index, weight ref) x n_versions
- * A ref is an arena byte offset (>= 0), -1 (none: NULL) or -(2 + i) for params[i].
- * VT_RT_KERNEL steps: in = [x, bias, residual, chanmul, epi_params], out = [y],
- *   ints = [x bytes, y bytes, weight-activation bytes (0: packed param), n epi params]; the
- *   descriptor of every version is checked against them, so a kernel built for another
- *   workload is refused at load instead of reading past a buffer.
+ *            (in ref, bytes) x n_in, (out ref, bytes) x n_out, ints x n_ints, floats x n_floats,
+ *            (symbol index, weight ref, weight bytes) x n_versions
+ * A ref is an arena byte offset (>= 0), -1 (none: NULL, 0 bytes) or -(2 + i) for params[i]; its
+ * bytes are the extent the step may touch there. resolve() checks offset + bytes against the arena
+ * and bytes against the param, so no operand the plan names reaches past its buffer.
+ * VT_RT_KERNEL steps: in = [x, bias, residual, chanmul, epi_params, workspace], out = [y], no ints.
+ *   Every version's descriptor is checked against those sizes (check_kernel): x, y, residual and
+ *   the weight exactly; bias, chanmul and workspace at least what the kernel reads; epi_params
+ *   its parameter count; and each buffer its epilogue uses must be there. A kernel built for
+ *   another workload is refused at load instead of reading past a buffer.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -54,8 +57,9 @@ struct vt_exec {
   vt_step* steps;
   size_t* io_offsets;      /* inputs then outputs */
   size_t* io_bytes;
-  /* one pool for every step's pointer/int/float/version arrays: freed at once */
+  /* one pool for every step's pointer/size/int/float/version arrays: freed at once */
   void** ptrs;
+  size_t* ptr_bytes;
   int64_t* ints;
   double* floats;
   vt_version* versions;
@@ -98,14 +102,19 @@ static int64_t next_int(reader* r) {
   return (int64_t)d;
 }
 
-static void* resolve(vt_exec* e, int64_t ref, int* ok) {
-  if (ref == -1) return NULL;
+/* The operand `ref` spanning `bytes`: NULL for none; *ok = 0 when any byte of it lies outside its buffer. */
+static void* resolve(vt_exec* e, int64_t ref, int64_t bytes, int* ok) {
+  if (bytes < 0) { *ok = 0; return NULL; }
+  if (ref == -1) {
+    if (bytes != 0) *ok = 0;
+    return NULL;
+  }
   if (ref >= 0) {
-    if ((size_t)ref > e->arena_bytes) { *ok = 0; return NULL; }
+    if ((uint64_t)bytes > e->arena_bytes || (uint64_t)ref > e->arena_bytes - (uint64_t)bytes) { *ok = 0; return NULL; }
     return e->arena + ref;
   }
   int64_t p = -ref - 2;
-  if (p >= e->n_params) { *ok = 0; return NULL; }
+  if (p < 0 || p >= e->n_params || (uint64_t)bytes > e->params[p].bytes) { *ok = 0; return NULL; }
   return e->params[p].data;
 }
 
@@ -125,7 +134,7 @@ void vt_exec_destroy(vt_exec* e) {
   if (!e) return;
   free(e->arena);
   free(e->steps); free(e->io_offsets); free(e->io_bytes);
-  free(e->ptrs); free(e->ints); free(e->floats); free(e->versions); free(e->step_ns);
+  free(e->ptrs); free(e->ptr_bytes); free(e->ints); free(e->floats); free(e->versions); free(e->step_ns);
   shared_release(e->shared);
   free(e);
 }
@@ -146,7 +155,7 @@ static int measure(reader r, int n_steps, size_t* ptrs, size_t* ints, size_t* fl
     int64_t ni = next_int(&r), no = next_int(&r), nn = next_int(&r), nf = next_int(&r), nv = next_int(&r);
     if (r.bad || ni < 0 || no < 0 || nn < 0 || nf < 0 || nv < 0) return 0;
     *ptrs += (size_t)(ni + no); *ints += (size_t)nn; *floats += (size_t)nf; *versions += (size_t)nv;
-    r.at += (size_t)(ni + no + nn + nf + 2 * nv);
+    r.at += (size_t)(2 * (ni + no) + nn + nf + 3 * nv);
     if (r.at > r.n) return 0;
   }
   return 1;
@@ -161,14 +170,30 @@ static const vt_desc* version_desc(vt_exec* e, const char* sym, vt_run_fn* run) 
   return (*run && d) ? d() : NULL;
 }
 
-static int check_kernel(vt_exec* e, vt_step* st, int s, const char* sym, const vt_desc* d) {
-  const int64_t* k = st->ints;
+static int has_step(const vt_desc* d, int step) {
+  for (int i = 0; i < d->n_epi && i < VT_MAX_EPI; i++) if (d->epi[i] == step) return 1;
+  return 0;
+}
+
+/* Kernel operands: in = [x, bias, residual, chanmul, epi_params, workspace], out = [y]. */
+enum { K_X, K_BIAS, K_RES, K_GATE, K_EPI, K_WS, K_IN };
+
+/* Does the version's descriptor fit the operands the plan gives its step (sizes, and the buffers its epilogue uses)? */
+static int check_kernel(vt_exec* e, vt_step* st, int s, const char* sym, const vt_desc* d, int64_t weight_bytes) {
+  const size_t* in = st->in_bytes;
   const char* why = NULL;
   if (d->abi_version != VT_ABI_VERSION) why = "kernel ABI version";
-  else if ((int64_t)d->input_floats * 4 != k[0]) why = "input size";
-  else if ((int64_t)d->output_floats * 4 != k[1]) why = "output size";
-  else if (k[2] != 0 && (int64_t)d->weight_floats * 4 != k[2]) why = "weight activation size";
-  else if (d->n_epi_params != k[3]) why = "epilogue parameter count";
+  else if (d->input_floats * 4 != in[K_X]) why = "input size";
+  else if (d->output_floats * 4 != st->out_bytes[0]) why = "output size";
+  else if ((uint64_t)weight_bytes != d->weight_floats * 4) why = "weight size";
+  else if (has_step(d, VT_EPI_BIAS) && (!st->in[K_BIAS] || in[K_BIAS] < d->bias_floats * 4)) why = "bias size";
+  else if (has_step(d, VT_EPI_RESIDUAL_ADD) && (!st->in[K_RES] || in[K_RES] != d->output_floats * 4)) why = "residual size";
+  else if (has_step(d, VT_EPI_CHANNEL_MUL) && (!st->in[K_GATE] || in[K_GATE] < d->chanmul_floats * 4)) why = "channel gate size";
+  else if (d->n_epi_params < 0 || in[K_EPI] != (size_t)d->n_epi_params * 4 || (d->n_epi_params > 0 && !st->in[K_EPI])) {
+    why = "epilogue parameter count";
+  } else if (in[K_WS] < d->workspace_bytes || (d->workspace_bytes > 0 && (!st->in[K_WS] || ((uintptr_t)st->in[K_WS] & 63)))) {
+    why = "workspace size";
+  }
   if (!why) return 1;
   snprintf(e->err, VT_ERR_LEN, "kernel %s for step %d does not match the plan (%s): built for another workload", sym, s, why);
   return 0;
@@ -206,11 +231,12 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
   if (!measure(r, e->n_steps, &np, &nn, &nf, &nv)) return fail(e, err, "plan blob steps are malformed");
   e->steps = calloc((size_t)e->n_steps + 1, sizeof(vt_step));
   e->ptrs = calloc(np + 1, sizeof(void*));
+  e->ptr_bytes = calloc(np + 1, sizeof(size_t));
   e->ints = calloc(nn + 1, sizeof(int64_t));
   e->floats = calloc(nf + 1, sizeof(double));
   e->versions = calloc(nv + 1, sizeof(vt_version));
   e->step_ns = calloc((size_t)e->n_steps + 1, sizeof(double));
-  if (!e->steps || !e->ptrs || !e->ints || !e->floats || !e->versions || !e->step_ns) return fail(e, err, "out of memory");
+  if (!e->steps || !e->ptrs || !e->ptr_bytes || !e->ints || !e->floats || !e->versions || !e->step_ns) return fail(e, err, "out of memory");
   if (nv > 0) {
     if (!sh->kernels_path) return fail(e, err, "the plan has tunable steps but no kernels library was given");
     if (!sh->so) sh->so = dlopen(sh->kernels_path, RTLD_NOW | RTLD_LOCAL);
@@ -227,12 +253,22 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
     if (st->threads < 1) st->threads = 1;
     st->fn = OPS[st->op];
     st->err = e->err;
-    st->in = e->ptrs + ip; ip += (size_t)st->n_in;
-    st->out = e->ptrs + ip; ip += (size_t)st->n_out;
+    size_t* in_bytes = e->ptr_bytes + ip;
+    st->in = e->ptrs + ip; st->in_bytes = in_bytes; ip += (size_t)st->n_in;
+    size_t* out_bytes = e->ptr_bytes + ip;
+    st->out = e->ptrs + ip; st->out_bytes = out_bytes; ip += (size_t)st->n_out;
     int ok = 1;
-    for (int i = 0; i < st->n_in; i++) st->in[i] = resolve(e, next_int(&r), &ok);
-    for (int i = 0; i < st->n_out; i++) st->out[i] = resolve(e, next_int(&r), &ok);
-    if (!ok) return fail(e, err, "plan step %d refers to a buffer that does not exist", s);
+    for (int i = 0; i < st->n_in; i++) {
+      int64_t ref = next_int(&r), bytes = next_int(&r);
+      st->in[i] = resolve(e, ref, bytes, &ok);
+      in_bytes[i] = ok ? (size_t)bytes : 0;
+    }
+    for (int i = 0; i < st->n_out; i++) {
+      int64_t ref = next_int(&r), bytes = next_int(&r);
+      st->out[i] = resolve(e, ref, bytes, &ok);
+      out_bytes[i] = ok ? (size_t)bytes : 0;
+    }
+    if (!ok) return fail(e, err, "plan step %d refers to a buffer that does not exist or reaches past its end", s);
     int64_t* ints = e->ints + in; in += (size_t)st->n_ints;
     for (int i = 0; i < st->n_ints; i++) ints[i] = next_int(&r);
     st->ints = ints;
@@ -240,17 +276,18 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
     for (int i = 0; i < st->n_floats; i++) fl[i] = next(&r);
     st->floats = fl;
     st->versions = e->versions + iv; iv += (size_t)st->n_versions;
-    if (st->op == VT_RT_KERNEL && (st->n_versions < 1 || st->n_in != 5 || st->n_out != 1 || st->n_ints != 4)) {
+    if (st->op == VT_RT_KERNEL && (st->n_versions < 1 || st->n_in != K_IN || st->n_out != 1 || st->n_ints != 0)) {
       return fail(e, err, "plan step %d is a kernel step without versions or with the wrong arity", s);
     }
     for (int v = 0; v < st->n_versions; v++) {
-      int64_t sym = next_int(&r), wref = next_int(&r);
+      int64_t sym = next_int(&r), wref = next_int(&r), wbytes = next_int(&r);
+      if (r.bad) return fail(e, err, "plan blob is truncated at step %d", s);
       if (sym < 0 || sym >= n_symbols) return fail(e, err, "plan step %d names symbol %ld, which is not in the symbol table", s, (long)sym);
+      st->versions[v].weight = resolve(e, wref, wbytes, &ok);
+      if (!ok) return fail(e, err, "plan step %d version weight refers to a buffer that does not exist or reaches past its end", s);
       const vt_desc* d = version_desc(e, symbols[sym], &st->versions[v].run);
       if (!d) return fail(e, err, "kernels library has no %s_run/%s_desc (step %d)", symbols[sym], symbols[sym], s);
-      if (!check_kernel(e, st, s, symbols[sym], d)) { snprintf(err, VT_ERR_LEN, "%s", e->err); vt_exec_destroy(e); return NULL; }
-      st->versions[v].weight = resolve(e, wref, &ok);
-      if (!ok) return fail(e, err, "plan step %d version weight refers to a buffer that does not exist", s);
+      if (!check_kernel(e, st, s, symbols[sym], d, wbytes)) { snprintf(err, VT_ERR_LEN, "%s", e->err); vt_exec_destroy(e); return NULL; }
     }
     if (r.bad) return fail(e, err, "plan blob is truncated at step %d", s);
   }
@@ -299,6 +336,11 @@ int vt_exec_step_versions(const vt_exec* e, int step) {
   return step >= 0 && step < e->n_steps ? e->steps[step].n_versions : -1;
 }
 
+/* The version run_step calls for a kernel step (-1: not a kernel step, or no such step). */
+int vt_exec_step_version(const vt_exec* e, int step) {
+  return step >= 0 && step < e->n_steps && e->steps[step].op == VT_RT_KERNEL ? e->steps[step].version : -1;
+}
+
 int vt_exec_set_version(vt_exec* e, int step, int version) {
   if (step < 0 || step >= e->n_steps) { snprintf(e->err, VT_ERR_LEN, "step %d does not exist (the plan has %d)", step, e->n_steps); return 1; }
   vt_step* st = &e->steps[step];
@@ -321,8 +363,8 @@ static inline int run_step(const vt_step* st, int max_threads) {
   const int threads = st->threads < max_threads ? st->threads : max_threads;
   if (st->op == VT_RT_KERNEL) {
     const vt_version* v = &st->versions[st->version];
-    v->run((const float*)st->in[0], v->weight, (const float*)st->in[1], (const float*)st->in[2],
-           (const float*)st->in[3], (const float*)st->in[4], (float*)st->out[0], threads);
+    v->run((const float*)st->in[K_X], v->weight, (const float*)st->in[K_BIAS], (const float*)st->in[K_RES],
+           (const float*)st->in[K_GATE], (const float*)st->in[K_EPI], (float*)st->out[0], st->in[K_WS], threads);
     return 0;
   }
   if (threads == st->threads) return st->fn(st);

@@ -59,8 +59,8 @@ MAX_ROWS(8)
 
 /*
  * One output row per task, for any lane count `v`. Inlined with v = 16 and v = 8 as compile-time
- * constants (average pooling on NCHW16c: 0.27 -> 0.11 ms for a 256x28x28 3x3 window in a standalone
- * loop) and with the runtime value for any other width.
+ * constants (so the lane loop is a fixed-width vector loop gcc can unroll) and with the runtime
+ * value for any other width.
  */
 static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k, long b, long e, const long v) {
   for (long t = b; t < e; t++) {

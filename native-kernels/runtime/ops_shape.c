@@ -11,7 +11,11 @@
  *   out[o][j][i] = data[o][idx[j]][i]; negative indices count from the end, others out of range are
  *   a run-time error naming the index.
  * CAST ints [count, from kind, to kind] (vt_kind); float -> int truncates toward zero, -> bool is != 0.
+ *   Out-of-range values saturate to the integer type's limits and NaN becomes 0 (ONNX leaves these
+ *   undefined; C makes an out-of-range double -> int conversion undefined behaviour, so it is never
+ *   done). STRIDED_COPY's fill value converts the same way.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "vt_rt.h"
@@ -20,15 +24,36 @@
 
 typedef struct { const char* src; char* dst; long es, rank; const int64_t *dims, *ss, *ds; } job_ctx;
 
+/* memcpy of a constant size compiles to one load and store, with no aliasing or alignment assumption
+ * about the bytes (a uint32_t* cast of a float or a byte offset would be undefined behaviour). */
 static inline void elem_copy(char* d, const char* s, long es) {
   switch (es) {
-    case 4: *(uint32_t*)d = *(const uint32_t*)s; break;
-    case 8: *(uint64_t*)d = *(const uint64_t*)s; break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
     case 1: *d = *s; break;
-    case 2: *(uint16_t*)d = *(const uint16_t*)s; break;
+    case 2: memcpy(d, s, 2); break;
     default: memcpy(d, s, (size_t)es);
   }
 }
+
+/* v truncated toward zero and clamped to [lo, hi]; NaN -> 0. lo and hi are exact doubles. */
+static inline double saturated(double v, double lo, double hi) {
+  if (v != v) return 0.0;
+  return v <= lo ? lo : v >= hi ? hi : v;
+}
+
+/* int64: 2^63 is the first double past INT64_MAX, -2^63 is INT64_MIN exactly. */
+static inline int64_t to_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v < -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+static inline int32_t to_i32(double v) { return (int32_t)saturated(v, INT32_MIN, INT32_MAX); }
+static inline int16_t to_i16(double v) { return (int16_t)saturated(v, INT16_MIN, INT16_MAX); }
+static inline uint16_t to_u16(double v) { return (uint16_t)saturated(v, 0, UINT16_MAX); }
+static inline int8_t to_i8(double v) { return (int8_t)saturated(v, INT8_MIN, INT8_MAX); }
+static inline uint8_t to_u8(double v) { return (uint8_t)saturated(v, 0, UINT8_MAX); }
 
 static void job_rows(const void* p, long rb, long re) {
   const job_ctx* k = p;
@@ -51,10 +76,13 @@ static void fill(void* out, long n, int kind, double v) {
   switch (kind) {
     case VT_F32: { float x = (float)v; float* o = out; for (long i = 0; i < n; i++) o[i] = x; break; }
     case VT_F64: { double* o = out; for (long i = 0; i < n; i++) o[i] = v; break; }
-    case VT_I32: { int32_t* o = out; for (long i = 0; i < n; i++) o[i] = (int32_t)v; break; }
-    case VT_I64: { int64_t* o = out; for (long i = 0; i < n; i++) o[i] = (int64_t)v; break; }
-    case VT_I16: case VT_U16: { int16_t* o = out; for (long i = 0; i < n; i++) o[i] = (int16_t)v; break; }
-    default: memset(out, (int)(unsigned char)(int)v, (size_t)n);
+    case VT_I32: { int32_t x = to_i32(v), *o = out; for (long i = 0; i < n; i++) o[i] = x; break; }
+    case VT_I64: { int64_t x = to_i64(v), *o = out; for (long i = 0; i < n; i++) o[i] = x; break; }
+    case VT_I16: { int16_t x = to_i16(v), *o = out; for (long i = 0; i < n; i++) o[i] = x; break; }
+    case VT_U16: { uint16_t x = to_u16(v), *o = out; for (long i = 0; i < n; i++) o[i] = x; break; }
+    case VT_I8: memset(out, (unsigned char)to_i8(v), (size_t)n); break;
+    case VT_BOOL: memset(out, v != 0.0, (size_t)n); break;
+    default: memset(out, to_u8(v), (size_t)n);
   }
 }
 
@@ -113,13 +141,13 @@ static void store(void* p, long i, int kind, double v) {
   switch (kind) {
     case VT_F32: ((float*)p)[i] = (float)v; break;
     case VT_F64: ((double*)p)[i] = v; break;
-    case VT_I32: ((int32_t*)p)[i] = (int32_t)v; break;
-    case VT_I64: ((int64_t*)p)[i] = (int64_t)v; break;
-    case VT_I8: ((int8_t*)p)[i] = (int8_t)v; break;
-    case VT_I16: ((int16_t*)p)[i] = (int16_t)v; break;
-    case VT_U16: ((uint16_t*)p)[i] = (uint16_t)v; break;
+    case VT_I32: ((int32_t*)p)[i] = to_i32(v); break;
+    case VT_I64: ((int64_t*)p)[i] = to_i64(v); break;
+    case VT_I8: ((int8_t*)p)[i] = to_i8(v); break;
+    case VT_I16: ((int16_t*)p)[i] = to_i16(v); break;
+    case VT_U16: ((uint16_t*)p)[i] = to_u16(v); break;
     case VT_BOOL: ((uint8_t*)p)[i] = v != 0.0; break;
-    default: ((uint8_t*)p)[i] = (uint8_t)v;
+    default: ((uint8_t*)p)[i] = to_u8(v);
   }
 }
 

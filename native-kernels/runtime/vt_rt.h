@@ -36,6 +36,8 @@ struct vt_step {
   int n_in, n_out, n_ints, n_floats;
   void** in;               /* resolved: arena + offset, param pointer, or NULL */
   void** out;
+  const size_t* in_bytes;  /* the plan's size of each operand, checked against the arena / param at load */
+  const size_t* out_bytes;
   const int64_t* ints;
   const double* floats;
   /* VT_RT_KERNEL only */
@@ -101,6 +103,7 @@ const char* vt_exec_error(const vt_exec* e);
 int vt_exec_set_version(vt_exec* e, int step, int version);
 int vt_exec_set_threads(vt_exec* e, int step, int threads);
 int vt_exec_step_versions(const vt_exec* e, int step);
+int vt_exec_step_version(const vt_exec* e, int step);
 void vt_exec_set_profiling(vt_exec* e, int on);
 const double* vt_exec_step_ns(const vt_exec* e);
 void* vt_aligned_copy(const void* src, size_t bytes);

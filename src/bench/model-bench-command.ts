@@ -13,7 +13,6 @@ import type { ManifestInterferenceProxy } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
 import { openLevelBank, type LevelBank } from '../interference/bank.js';
 import { benchModel, type BenchReport } from './model-bench.js';
-import { profileCoRunners } from '../interference/co-runner-profile.js';
 import { calibrateProxy, checkCalibratable, storeProxy } from './proxy-calibrate.js';
 import { runtimeCores } from '../interference/cores.js';
 import { availableCores } from '../toolchain/cpu.js';
@@ -81,13 +80,26 @@ const f2 = (x: number) => x.toFixed(2);
 /** Latencies span microseconds (tiny models) to seconds: four significant digits. */
 const fms = (x: number) => (x >= 1000 ? x.toFixed(0) : x.toPrecision(4));
 const f3 = (x: number) => x.toFixed(3);
+/** A median of timings, or "none" when nothing was timed (never 0.00 µs for an empty sample). */
+export const fus = (x: number | null) => (x === null ? 'none' : `${x.toFixed(2)} µs`);
+
+/** Held-out figures first (what to expect on unseen samples); in-sample beside them. */
+export function fitText(m: ManifestInterferenceProxy['models']['system']): string {
+  const h = m.heldOut;
+  const inSample = `in-sample R² ${f3(m.r2)}, ${(m.accuracy * 100).toFixed(0)}%`;
+  return h
+    ? `held out (${h.folds}-fold by sweep pass, ${h.samples} samples) R² ${f3(h.r2)}, RMS ${f3(h.rmsError)} levels, `
+      + `${(h.accuracy * 100).toFixed(0)}% rounded to the true level; ${inSample}`
+    : `no held-out estimate (one sweep pass); ${inSample}`;
+}
 
 function reportText(r: BenchReport, calibration: ManifestInterferenceProxy | undefined): string {
   const lines: string[] = [];
   if (calibration) {
-    const m = calibration.models.system;
-    lines.push(`proxy fitted on ${Object.values(calibration.perLevel).reduce((s, l) => s + l.samples, 0)} samples at levels ${calibration.levels.join(',')}: ` +
-      `R² ${f3(m.r2)}, RMS ${f3(m.rmsError)} levels, ${(m.accuracy * 100).toFixed(0)}% rounded to the true level`);
+    const n = Object.values(calibration.perLevel).reduce((s, l) => s + l.samples, 0);
+    for (const [name, m] of [['system', calibration.models.system], ['tenant-aware', calibration.models.tenant]] as const) {
+      lines.push(`proxy (${name} model) fitted on ${n} samples at levels ${calibration.levels.join(',')}: ${fitText(m)}`);
+    }
     lines.push(formatTable([
       ['level', 'samples', 'latency ratio', 'other cores busy', 'co-runner GB/s', 'predicted'],
       ...Object.entries(calibration.perLevel).map(([l, s]) =>
@@ -105,9 +117,9 @@ function reportText(r: BenchReport, calibration: ManifestInterferenceProxy | und
   if (!r.proxy.calibrated) lines.push('proxy: the bundle has no fitted coefficients, so adaptive stays at level 0 (run with --calibrate-proxy)');
   if (r.decisionCost) {
     const d = r.decisionCost;
-    lines.push(`proxy: ${f2(d.decisionMedianUs)} µs per decision before a run (median of ${d.decisions}, p90 ${f2(d.decisionP90Us)}); ` +
-      `${f2(d.switchMedianUs)} µs to switch versions when the level changed (${d.switches} times); after a run ` +
-      `${f2(d.observeMedianUs)} µs to update the latency ratio, ${f2(d.refreshMedianUs)} µs when procfs is re-read too ` +
+    lines.push(`proxy: ${fus(d.decisionMedianUs)} per decision before a run (median of ${d.decisions}, p90 ${fus(d.decisionP90Us)}); ` +
+      `${fus(d.switchMedianUs)} to switch versions when the level changed (${d.switches} times); after a run ` +
+      `${fus(d.observeMedianUs)} to update the latency ratio (${d.observes} times), ${fus(d.refreshMedianUs)} when procfs is re-read too ` +
       `(${d.refreshes} times, at most every ${r.proxy.refreshMs} ms)`);
   }
   return lines.join('\n');
@@ -133,7 +145,6 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
 
   // Co-runners are profiled and started before the runtime addon loads (see proxy-calibrate.ts).
   const calibrationLevels = f.calibrateProxy ? checkCalibratable(bundle.manifest, cores, threads) : [];
-  const gbps = f.calibrateProxy ? await profileCoRunners(calibrationLevels, cores.noiseCores) : new Map<number, number>();
   const bankLevels = [...new Set([...noisy, ...calibrationLevels.filter((l) => l > 0)])];
   let bank: LevelBank | undefined;
   try {
@@ -143,7 +154,7 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
     }
     let calibration: ManifestInterferenceProxy | undefined;
     if (f.calibrateProxy) {
-      const fit = await calibrateProxy(bundle, { threads, cores, bank: bank!, coRunnerGBps: gbps, onProgress: say });
+      const fit = await calibrateProxy(bundle, { threads, cores, bank: bank!, onProgress: say });
       calibration = fit.proxy;
       bundle = { ...bundle, manifest: await storeProxy(bundle, fit.proxy) };
     } else if (!bundle.manifest.interferenceProxy) {

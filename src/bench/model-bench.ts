@@ -55,18 +55,20 @@ export interface BenchCondition {
   readonly samples: Record<BenchArm, number[]>;
 }
 
+/** Each figure is null when nothing was timed (no switch happened, procfs was never re-read): none, not 0 µs. */
 export interface DecisionCost {
   /** Before a run: features → level (the prediction; µs), median and 90th percentile. */
-  readonly decisionMedianUs: number;
-  readonly decisionP90Us: number;
+  readonly decisionMedianUs: number | null;
+  readonly decisionP90Us: number | null;
   readonly decisions: number;
   /** Switching the kernel steps whose version changes (one executor call each), when the level changed (µs, median; count). */
-  readonly switchMedianUs: number;
+  readonly switchMedianUs: number | null;
   readonly switches: number;
-  /** After a run: the latency-ratio update (µs, median) … */
-  readonly observeMedianUs: number;
+  /** After a run: the latency-ratio update without a procfs re-read (µs, median; count) … */
+  readonly observeMedianUs: number | null;
+  readonly observes: number;
   /** … and, at most once per refreshMs, the procfs re-read with it (µs, median; count). */
-  readonly refreshMedianUs: number;
+  readonly refreshMedianUs: number | null;
   readonly refreshes: number;
 }
 
@@ -148,14 +150,14 @@ async function measureAll(bundle: LoadedBundle, o: BenchOptions, ort: OrtModelCh
       await bank?.quiesce();
       results.push(condition(o.threads, noise, s, predicted));
     }
-    const us = (xs: number[], q = 0.5) => (xs.length > 0 ? quantile(xs, q) / 1e3 : 0);
+    const us = (xs: number[], q = 0.5) => (xs.length > 0 ? quantile(xs, q) / 1e3 : null);
     return {
       threads: o.threads, rounds: o.rounds, runsPerTurn: o.runs, ortVersion, ortPinned: ort.pinned,
       proxy: { calibrated: proxy.calibrated, levels: proxy.levels, refreshMs: proxy.sampler.refreshMs },
       decisionCost: decideNs.length === 0 ? null : {
         decisionMedianUs: us(decideNs), decisionP90Us: us(decideNs, 0.9), decisions: decideNs.length,
         switchMedianUs: us(switchNs), switches: switchNs.length,
-        observeMedianUs: us(observeNs), refreshMedianUs: us(refreshNs), refreshes: refreshNs.length,
+        observeMedianUs: us(observeNs), observes: observeNs.length, refreshMedianUs: us(refreshNs), refreshes: refreshNs.length,
       },
       results,
     };

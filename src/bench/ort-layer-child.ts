@@ -2,11 +2,11 @@
  * ONNX Runtime's single-layer baseline in its own child process, so that it can be
  *  - pinned from birth (taskset) to the cores the veltair kernel used, every thread it makes, and
  *  - started with glibc's malloc told never to return memory to the OS between runs.
- * Why the second: with glibc's defaults, ORT (1.x, CPU EP) on this kind of VM frees and re-maps
- * its large per-run buffers, and a run then spends most of its time in page faults — measured on
- * a ResNet-50 1x1 conv (64>256, 56x56): median 10.2 ms per run with the defaults, 0.94 ms with
- * the tunables below, the same model and session options. Benchmarking against the slow mode
- * would flatter veltair; the baseline must be ORT at its best.
+ * Why the second: with glibc's defaults, ORT (1.x, CPU EP) frees and re-maps its large per-run
+ * buffers, and a run can then spend much of its time in page faults. Benchmarking against that
+ * mode would flatter veltair; the baseline must be ORT at its best. How much it matters on a
+ * machine: `node dist/src/bench/ort-malloc.js` (same layer, same session options, both settings,
+ * interleaved); bench/RESULTS.md has the figure with its date and machine.
  *
  * Protocol (pinned-child.ts): request `{workload, threads, minMs}`, reply
  * `{medianMs, samplesMs, overheadMs, ortVersion}`.
@@ -32,8 +32,8 @@ export interface OrtChild {
   close(): Promise<void>;
 }
 
-export async function startOrtChild(cores: readonly number[]): Promise<OrtChild> {
-  const child = await startPinnedChild(fileURLToPath(import.meta.url), cores);
+export async function startOrtChild(cores: readonly number[], o: { mallocTunables?: boolean } = {}): Promise<OrtChild> {
+  const child = await startPinnedChild(fileURLToPath(import.meta.url), cores, o);
   return {
     pinned: child.pinned,
     measure: (workload, threads, minMs) => child.ask<OrtChildTiming>({ workload, threads, minMs }),

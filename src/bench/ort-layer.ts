@@ -7,9 +7,9 @@
  * Each sample includes the node binding's per-call overhead (JS → native, tensor wrapping, the
  * promise round trip). That overhead is measured separately on a one-Relu model whose output has
  * the layer's output size, and reported next to the raw figures — never silently subtracted. (Relu,
- * not Identity: ORT 1.30's Identity between a graph input and output was bimodal here, median 2.6 ms
- * against 0.09 ms for Relu on the same 800 KB tensor, so it measured something other than call
- * overhead. The Relu's one pass over the output makes the figure an upper bound on that overhead.)
+ * not Identity: an Identity between a graph input and output was seen to time bimodally in ORT 1.30,
+ * so it measured something other than call overhead. The Relu's one pass over the output makes the
+ * figure an upper bound on that overhead.)
  */
 import * as ort from 'onnxruntime-node';
 import { encodeModel, type NodeSpec, type ValueSpec } from '../onnx/encode.js';

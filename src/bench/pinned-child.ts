@@ -28,14 +28,15 @@ async function hasTaskset(): Promise<boolean> {
   }
 }
 
-export async function startPinnedChild(script: string, cores: readonly number[]): Promise<PinnedChild> {
+/** `mallocTunables: false` starts the child with glibc's defaults (src/bench/ort-malloc.ts measures the difference). */
+export async function startPinnedChild(script: string, cores: readonly number[], o: { mallocTunables?: boolean } = {}): Promise<PinnedChild> {
   const pinned = await hasTaskset();
   const [cmd, args] = pinned
     ? ['taskset', ['-c', cores.join(','), process.execPath, script, '--serve']]
     : [process.execPath, [script, '--serve']];
-  const tunables = [process.env['GLIBC_TUNABLES'], ORT_MALLOC_TUNABLES].filter(Boolean).join(':');
+  const tunables = [process.env['GLIBC_TUNABLES'], o.mallocTunables === false ? undefined : ORT_MALLOC_TUNABLES].filter(Boolean).join(':');
   const child: ResultPromise = execa(cmd, args as string[], {
-    env: { GLIBC_TUNABLES: tunables }, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false,
+    env: tunables ? { GLIBC_TUNABLES: tunables } : {}, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false,
   });
   type Reply = { id: number; error?: string };
   const pending = new Map<number, (r: Reply) => void>();

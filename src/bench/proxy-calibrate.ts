@@ -5,28 +5,33 @@
  * (OS features averaged over the window, the latency ratio (median of the last runs) at its end). Levels are visited
  * 0, 1, …, max, then again in reverse, so slow drift of the shared machine is not mistaken for a
  * level. Least squares then fits the system model (OS features + latency ratio) and the tenant
- * model (plus the co-runner's memory traffic, measured beforehand by running each level alone for
- * a moment: its "profile").
+ * model (plus the co-runner's memory traffic over the same window, read from the co-runner's own
+ * counters at the window's start and end: an observation, like every other feature — never a value
+ * looked up from the level being calibrated, which would hand the fit its own label). Fit quality
+ * is reported held out: each sweep pass is predicted by a fit of the other (proxy-fit.ts
+ * crossValidate); the in-sample figures stay in the model for comparison.
  *
  * Order matters on Linux: loading the runtime addon with pinned OpenMP threads binds the main
  * thread to the kernel cores, after which the noise cores are no longer "available" to start a
  * co-runner on; so the caller profiles the co-runners and opens the level bank (stopped co-runners)
  * before anything loads the addon, and hands the bank in.
  */
-import { rename, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LoadedBundle } from '../bundle/read.js';
 import { BUNDLE_FILES, manifestText, type Manifest, type ManifestInterferenceProxy, type ProxyLevelSummary } from '../bundle/manifest.js';
 import { assertManifestSchema } from '../bundle/schema.js';
+import { SIGNATURE_FILE } from '../bundle/sign.js';
+import { note } from '../terminal/output.js';
 import { userError } from '../errors.js';
-import { startNoise } from '../interference/generator.js';
-import type { NoiseSettings } from '../interference/levels.js';
+import { trafficGBps } from '../interference/generator.js';
 import { median } from '../stats.js';
 import type { LevelBank } from '../interference/bank.js';
 import { loadBundle } from '../runtime/session.js';
 import { DEFAULT_RATIO_WINDOW, DEFAULT_REFRESH_MS } from '../interference/proxy-features.js';
-import { fitLevelModel } from '../interference/proxy-fit.js';
-import { continuousLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample } from '../interference/proxy-model.js';
+import { crossValidate, fitLevelModel } from '../interference/proxy-fit.js';
+import { continuousLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample, type FeatureName } from '../interference/proxy-model.js';
 import type { RuntimeCores } from '../interference/cores.js';
 import { InterferenceProxy } from '../runtime/proxy.js';
 import { modelFeeds } from './feeds.js';
@@ -36,8 +41,6 @@ export interface CalibrateOptions {
   readonly cores: RuntimeCores;
   /** Stopped co-runners for every noisy calibrated level (opened before the runtime addon loads). */
   readonly bank: LevelBank;
-  /** Each noisy level's co-runner memory traffic (GB/s), from profileCoRunners (interference/co-runner-profile.ts). */
-  readonly coRunnerGBps: ReadonlyMap<number, number>;
   /** Feature vectors per level per visit (each visit of the up-and-down sweep). */
   readonly samplesPerVisit?: number;
   /** Feature window: the runtime's procfs refresh interval, so calibration and use see the same averaging. */
@@ -74,8 +77,7 @@ export function checkCalibratable(m: Manifest, cores: RuntimeCores, threads: num
 export async function calibrateProxy(bundle: LoadedBundle, o: CalibrateOptions): Promise<CalibrationResult> {
   const levels = checkCalibratable(bundle.manifest, o.cores, o.threads);
   const samples = await sweep(bundle, o.bank, levels, o.cores, o, o.onProgress ?? (() => undefined));
-  const withMem = samples.map((s) => ({ level: s.level, features: { ...s.features, coRunnerMemGBps: o.coRunnerGBps.get(s.level) ?? 0 } }));
-  return { proxy: summarise(withMem, levels, o.cores, o.threads, o.windowMs ?? DEFAULT_REFRESH_MS), samples: withMem };
+  return { proxy: summarise(samples, levels, o.cores, o.threads, o.windowMs ?? DEFAULT_REFRESH_MS), samples };
 }
 
 async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly number[], cores: RuntimeCores, o: CalibrateOptions,
@@ -98,16 +100,21 @@ async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly num
     const runOnce = () => { executor.run(feeds, outs); proxy.observeRun(); };
     const windowMs = o.windowMs ?? DEFAULT_REFRESH_MS;
     const perVisit = o.samplesPerVisit ?? 4;
-    for (const level of [...levels, ...[...levels].reverse()]) {
+    const visits = [...levels.map((l) => ({ level: l, pass: 0 })), ...[...levels].reverse().map((l) => ({ level: l, pass: 1 }))];
+    for (const { level, pass } of visits) {
       say(`calibrating at level ${level}`);
       await bank.activate(level);
       for (let i = 0; i < (o.warmupRuns ?? 3); i++) runOnce();
       proxy.sampler.restartWindow();
+      let start = await bank.counters();
       for (let got = 0; got < perVisit;) {
         runOnce();
         if (proxy.sampler.ageMs() < windowMs) continue;
         proxy.sampler.refresh();
-        samples.push({ level, features: { ...proxy.sampler.features() } });
+        const end = await bank.counters();
+        const coRunnerMemGBps = start && end ? trafficGBps(start, end) : 0;
+        samples.push({ level, pass, features: { ...proxy.sampler.features(), coRunnerMemGBps } });
+        start = end;
         got++;
       }
       await bank.quiesce();
@@ -122,8 +129,11 @@ async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly num
 function summarise(
   samples: readonly CalibrationSample[], levels: readonly number[], cores: RuntimeCores, threads: number, windowMs: number,
 ): ManifestInterferenceProxy {
-  const system = fitLevelModel(samples, SYSTEM_FEATURES);
-  const tenant = fitLevelModel(samples, TENANT_FEATURES);
+  const fit = (features: readonly FeatureName[]) => {
+    const heldOut = crossValidate(samples, features);
+    return { ...fitLevelModel(samples, features), ...(heldOut ? { heldOut } : {}) };
+  };
+  const system = fit(SYSTEM_FEATURES), tenant = fit(TENANT_FEATURES);
   const perLevel: Record<string, ProxyLevelSummary> = {};
   for (const level of levels) {
     const at = samples.filter((s) => s.level === level);
@@ -141,7 +151,11 @@ function summarise(
   };
 }
 
-/** Rewrite the bundle's manifest with the proxy's coefficients (temp file + rename: never half-written). */
+/**
+ * Rewrite the bundle's manifest with the proxy's coefficients (temp file + rename: never half-written).
+ * A signature of the old manifest no longer matches, so it is removed (and said so): re-sign the
+ * bundle with `veltair sign BUNDLE --key KEY`.
+ */
 export async function storeProxy(bundle: LoadedBundle, proxy: ManifestInterferenceProxy): Promise<Manifest> {
   const manifest: Manifest = { ...bundle.manifest, interferenceProxy: proxy };
   const ordered = reorderWithProxy(manifest);
@@ -151,6 +165,11 @@ export async function storeProxy(bundle: LoadedBundle, proxy: ManifestInterferen
   const tmp = `${path}.proxy-${process.pid}.tmp`;
   await writeFile(tmp, text);
   await rename(tmp, path);
+  const signature = join(bundle.paths.dir, SIGNATURE_FILE);
+  if (existsSync(signature)) {
+    await rm(signature, { force: true });
+    note(`note: the bundle's ${SIGNATURE_FILE} signed the old manifest and was removed; re-sign it: veltair sign ${bundle.paths.dir} --key KEY`);
+  }
   return ordered;
 }
 

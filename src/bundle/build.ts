@@ -9,7 +9,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { generateKernel, CODEGEN_VERSION } from '../codegen/kernel.js';
+import { generateKernel, kernelWorkspaceBytes, CODEGEN_VERSION } from '../codegen/kernel.js';
 import { EPILOGUE_PARAMS } from '../codegen/epilogue.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
 import { internalError, quoteForMessage, userError } from '../errors.js';
@@ -217,6 +217,7 @@ function manifestLayer(l: Layer, params: Record<string, ParamRef>, idOf: (name: 
     const packed = packedRefs.get(`${l.index}/${v.id}`);
     return {
       id: v.id, symbol: v.symbol, schedule: v.schedule, threads: v.schedule.threads, features: v.features,
+      workspaceBytes: kernelWorkspaceBytes(l.workload!, v.schedule),
       latencyMs: sortedRecord(v.latencyMs),
       latencyByThreadsMs: sortedRecord(fam!.threadProfiles[i] ?? {}),
       inPlan: choice?.versions.includes(v.id) ?? false,

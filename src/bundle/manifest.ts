@@ -13,9 +13,12 @@ import type { Activation } from '../ir/layer.js';
 import type { LevelModel } from '../interference/proxy-model.js';
 import type { GraphPlan } from './plan.js';
 
-/** semver of the bundle format. Bump the major on any change an older reader would misread. */
-export const BUNDLE_FORMAT_VERSION = '1.0.0';
-export const BUNDLE_FORMAT_MAJOR = 1;
+/**
+ * semver of the bundle format. Bump the major on any change an older reader would misread.
+ * 2.0.0: kernel ABI 2 (kernels take their workspace from the caller; versions state workspaceBytes).
+ */
+export const BUNDLE_FORMAT_VERSION = '2.0.0';
+export const BUNDLE_FORMAT_MAJOR = 2;
 
 /** Fixed file names inside a bundle (never derived from the model). */
 export const BUNDLE_FILES = {
@@ -48,6 +51,8 @@ export interface ManifestVersion {
   readonly schedule: Schedule;
   readonly threads: number;
   readonly features: ScheduleFeatures;
+  /** Scratch bytes `<symbol>_run` needs from its caller (vt_desc.workspace_bytes); the runtime plans it in the arena. */
+  readonly workspaceBytes: number;
   /** Interference level → median latency (ms) measured at the schedule's thread count. */
   readonly latencyMs: Readonly<Record<string, number>>;
   /** Thread count → level-0 median latency (ms), where measured. */

@@ -1,8 +1,10 @@
 /**
  * Reading a bundle: nothing in it is trusted until it has been checked, in this order —
+ *  0. with trusted keys: manifest.json's bytes carry a valid Ed25519 signature by one of them
+ *     (sign.ts; UNSIGNED_BUNDLE / BAD_SIGNATURE otherwise), and those very bytes are parsed;
  *  1. manifest.json parses and its format major version is this veltair's (a newer or older major
  *     is refused with a message saying which);
- *  2. it matches the JSON Schema;
+ *  2. it matches the JSON Schema, and its kernels speak this veltair's kernel ABI;
  *  3. every file it names stays inside the bundle directory (plain relative names, no '..', no
  *     absolute paths, no symlink leading out) and is a regular file;
  *  4. every file's size and sha256 match the manifest, and every blob reference lies inside its file;
@@ -10,13 +12,15 @@
  *     TARGET_MISMATCH instead of a SIGILL in the middle of a request).
  * The runtime calls readBundle and then maps the files it returns.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import { createReadStream, lstatSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { userError, quoteForMessage } from '../errors.js';
+import { KERNEL_ABI_VERSION } from '../toolchain/abi.js';
 import { cpuInfo } from '../toolchain/cpu.js';
 import { BUNDLE_FILES, BUNDLE_FORMAT_MAJOR, type BlobRef, type Manifest } from './manifest.js';
 import { assertManifestSchema, BUNDLE_PATH_PATTERN } from './schema.js';
+import { verifyManifestSignature } from './sign.js';
 
 export interface BundlePaths {
   /** Absolute, symlink-free paths of the bundle directory and its well-known files. */
@@ -33,14 +37,21 @@ export interface LoadedBundle {
   readonly paths: BundlePaths;
   /** Non-fatal findings (e.g. built on another CPU model: the profiles may not transfer). */
   readonly warnings: readonly string[];
+  /** Key id of the trusted key whose signature was verified (only when trusted keys were given). */
+  readonly signedBy?: string;
 }
 
 export interface ReadOptions {
   /** This machine's cpuinfo flags (tests pass a fake machine); default /proc/cpuinfo. */
   readonly cpuFlags?: ReadonlySet<string>;
   readonly cpuModel?: string;
-  /** Skip hashing the files (trusted caller, e.g. the writer's own check). Default false. */
+  /** Skip hashing the files (trusted caller, e.g. the writer's own check). Default false; ignored with trustedKeys. */
   readonly skipHashes?: boolean;
+  /**
+   * Ed25519 public keys (sign.ts readTrustedKey): when given, the bundle must carry a valid
+   * signature by one of them, and every file is hashed against the signed manifest.
+   */
+  readonly trustedKeys?: readonly KeyObject[];
 }
 
 const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
@@ -49,7 +60,7 @@ const REQUIRED_FILES = [BUNDLE_FILES.kernels, BUNDLE_FILES.packedWeights, BUNDLE
 const bad = (message: string, hint = 'the bundle is corrupt or was modified; recompile it with veltair compile') =>
   userError('BAD_BUNDLE', message, hint);
 
-function readManifestJson(dir: string): unknown {
+function readManifestJson(dir: string, trustedKeys: readonly KeyObject[] | undefined): { value: unknown; signedBy?: string } {
   const path = join(dir, BUNDLE_FILES.manifest);
   let info;
   try { info = lstatSync(path); } catch {
@@ -57,8 +68,10 @@ function readManifestJson(dir: string): unknown {
   }
   if (!info.isFile()) throw bad(`${path} is not a regular file`);
   if (info.size > MAX_MANIFEST_BYTES) throw bad(`${path} is ${info.size} bytes, more than a manifest can be`);
+  const bytes = readFileSync(path);
+  const signedBy = trustedKeys ? verifyManifestSignature(dir, bytes, trustedKeys) : undefined;
   try {
-    return JSON.parse(readFileSync(path, 'utf8'));
+    return { value: JSON.parse(bytes.toString('utf8')), ...(signedBy ? { signedBy } : {}) };
   } catch (e) {
     throw bad(`${path} is not valid JSON (${(e as Error).message.split('\n')[0]})`);
   }
@@ -130,10 +143,15 @@ export async function readBundle(dirPath: string, o: ReadOptions = {}): Promise<
   }
   if (!statSync(dir).isDirectory()) throw bad(`${dirPath} is not a bundle directory`, 'pass the directory veltair compile -o wrote');
   const manifestPath = join(dir, BUNDLE_FILES.manifest);
-  const value = readManifestJson(dir);
+  const { value, signedBy } = readManifestJson(dir, o.trustedKeys);
+  const skipHashes = o.skipHashes === true && o.trustedKeys === undefined;
   checkFormatVersion(value, manifestPath);
   assertManifestSchema(value, manifestPath);
   const manifest = value as Manifest;
+  if (manifest.compilerVersion.kernelAbi !== KERNEL_ABI_VERSION) {
+    throw bad(`${manifestPath}: its kernels use kernel ABI ${manifest.compilerVersion.kernelAbi}, this veltair calls ABI ${KERNEL_ABI_VERSION}`,
+      'recompile the model with this veltair (veltair compile MODEL.onnx -o OUT --force)');
+  }
 
   for (const f of REQUIRED_FILES) if (!(f in manifest.files)) throw bad(`${manifestPath} does not list ${f}`);
   const sizes = new Map<string, number>();
@@ -141,7 +159,7 @@ export async function readBundle(dirPath: string, o: ReadOptions = {}): Promise<
     const abs = resolveInside(dir, rel);
     const size = statSync(abs).size;
     if (size !== want.bytes) throw bad(`bundle file ${rel} is ${size} bytes, the manifest says ${want.bytes} (truncated or modified)`);
-    if (!o.skipHashes && await sha256Of(abs) !== want.sha256) throw bad(`bundle file ${rel} does not match its sha256 in the manifest (tampered or corrupt)`);
+    if (!skipHashes && await sha256Of(abs) !== want.sha256) throw bad(`bundle file ${rel} does not match its sha256 in the manifest (tampered or corrupt)`);
     sizes.set(rel, size);
   }
   for (const { where, ref } of blobRefs(manifest)) {
@@ -158,5 +176,6 @@ export async function readBundle(dirPath: string, o: ReadOptions = {}): Promise<
       packedWeights: at(BUNDLE_FILES.packedWeights), params: at(BUNDLE_FILES.params),
     },
     warnings,
+    ...(signedBy ? { signedBy } : {}),
   };
 }

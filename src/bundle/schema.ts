@@ -1,9 +1,9 @@
 /**
- * The JSON Schema of manifest.json (format 1.x), checked by the writer before anything is renamed
+ * The JSON Schema of manifest.json (format 2.x), checked by the writer before anything is renamed
  * into place and by the reader before anything is trusted. Paths are plain relative names
  * (`dir/file.ext`, no `..`, no leading `/`); read.ts additionally checks each stays inside the
  * bundle on disk. Objects inside layers allow no unknown fields, so a typo cannot slip through;
- * a 1.x minor version may add optional fields here.
+ * a 2.x minor version may add optional fields here.
  */
 import { Ajv } from 'ajv';
 import { userError } from '../errors.js';
@@ -65,12 +65,13 @@ const features = {
 
 const version = {
   type: 'object',
-  required: ['id', 'symbol', 'schedule', 'threads', 'features', 'latencyMs', 'latencyByThreadsMs', 'inPlan'],
+  required: ['id', 'symbol', 'schedule', 'threads', 'features', 'workspaceBytes', 'latencyMs', 'latencyByThreadsMs', 'inPlan'],
   additionalProperties: false,
   properties: {
     id: { type: 'string', pattern: '^[0-9a-f]{16,64}$' },
     symbol: { type: 'string', pattern: '^vt_k[0-9a-f]{16}$' },
     schedule, threads: positiveInt, features,
+    workspaceBytes: { type: 'integer', minimum: 0 },
     latencyMs: { ...latencyMap, minProperties: 1 },
     latencyByThreadsMs: { type: 'object', propertyNames: { pattern: '^[1-9][0-9]{0,3}$' }, additionalProperties: { type: 'number', exclusiveMinimum: 0 } },
     inPlan: { type: 'boolean' },
@@ -184,9 +185,13 @@ const levelModel = {
     features: { type: 'array', items: featureName, minItems: 1, uniqueItems: true },
     intercept: finite, weights: { type: 'array', items: finite, minItems: 1 },
     r2: finite, rmsError: nonNegative, accuracy: { type: 'number', minimum: 0, maximum: 1 },
+    heldOut: {
+      type: 'object', required: ['folds', 'samples', 'r2', 'rmsError', 'accuracy'], additionalProperties: false,
+      properties: { folds: positiveInt, samples: positiveInt, r2: finite, rmsError: nonNegative, accuracy: { type: 'number', minimum: 0, maximum: 1 } },
+    },
   },
 } as const;
-/** Optional (format 1.x minor addition): the interference proxy's fitted coefficients. */
+/** Optional (a format 1.x minor addition, kept in 2.x): the interference proxy's fitted coefficients. */
 const interferenceProxy = {
   type: 'object', required: ['levels', 'threads', 'kernelCores', 'noiseCores', 'refreshMs', 'ratioWindow', 'models', 'perLevel'], additionalProperties: false,
   properties: {

@@ -1,18 +1,24 @@
 /**
  * `veltair compile MODEL.onnx -o OUT [--trials N] [--levels 0,1,2,3,4] [--max-versions 5]
- *  [--threads N] [--db DIR] [--shard i/n] [--input-shape …] [--seed N] [--force] [--json]`
+ *  [--threads N] [--db DIR] [--shard i/n] [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
  * load → lower → tune the unique workloads (one pass, every level) → families → bundle.
  * Every argument and the output location are checked, and a C compiler is found, before the
  * first candidate is measured. With --shard only that shard's workloads are tuned into the
- * database (its own records file) and no bundle is written.
+ * database (its own records file) and no bundle is written. With --sign KEY the manifest is signed
+ * (Ed25519, src/bundle/sign.ts) inside the staging directory, so the bundle appears signed or not
+ * at all.
  */
 import type { Command } from 'commander';
+import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { buildBundleFiles, type BuiltBundle } from '../bundle/build.js';
+import { readSigningKey, signBundleDir } from '../bundle/sign.js';
 import { checkOutput, prepareOutput, writeBundleAtomically } from '../bundle/write.js';
 import { openDatabase, defaultDatabaseDir, shardFileName } from '../db/store.js';
-import { userError } from '../errors.js';
+import { quoteForMessage, userError } from '../errors.js';
 import { lowerToLayers, summarise } from '../ir/lower.js';
+import { formatBytes, minimumMemory } from '../ir/memory.js';
+import type { LayerGraph } from '../ir/layer.js';
 import { compilerVersion } from '../toolchain/compiler.js';
 import { loadModel } from '../onnx/load.js';
 import { powersUpTo } from '../space/schedule.js';
@@ -26,10 +32,10 @@ import { note, printJson, printLine, progressBar } from '../terminal/output.js';
 
 /**
  * Trials per unique workload when --trials is not given. A budget choice: the search is seeded with
- * the two ends of the space and a balanced default, which already reach most of the FMA peak on
- * ResNet-50 (bench/RESULTS.md), and 8 trials × 5 levels keep a ResNet-50 compile from an empty
- * database within the issue's 20-minute budget on this 2-core machine (412 s measured for 202 new
- * candidates on a shared machine, 29 Nov 2026). Raise it with --trials when time allows.
+ * the two ends of the space and a balanced default, and 8 trials × 5 levels keep a ResNet-50
+ * compile from an empty database within the issue's 20-minute budget on the 2-core development
+ * machine: 691 s wall from an empty database and a cold kernel cache, 285 candidates measured
+ * (bench/RESULTS.md, "Tuning: ResNet-50 compile", 1 Dec 2026). Raise it with --trials when time allows.
  */
 export const DEFAULT_TRIALS = 8;
 export const MAX_VERSIONS_LIMIT = 5;
@@ -46,6 +52,7 @@ interface CompileFlags {
   shard?: string;
   seed?: string;
   inputShape: Map<string, readonly number[]>;
+  sign?: string;
   force?: boolean;
   json?: boolean;
 }
@@ -61,6 +68,8 @@ export interface CompileSummary {
   readonly perLevelRegret: Record<string, LevelRegret>;
   /** How each workload started: exact records, seeds transferred from the nearest other targets, or nothing. */
   readonly transfer: TransferSummary;
+  /** Key id of the signing key (--sign), else absent. */
+  readonly signedBy?: string;
 }
 
 
@@ -157,8 +166,25 @@ function summaryText(
     `versions   ${fmtHistogram(s.versionsHistogram)}`,
     `regret     ${fmtRegret(s.perLevelRegret)}`,
   ];
+  if (s.signedBy) lines.push(`signed     manifest.sig, Ed25519 key ${s.signedBy}`);
   if (!built) lines.push('next: veltair db merge SHARD_DBS… -o DB, then veltair compile MODEL -o OUT --db DB (measures nothing)');
   return lines.join('\n');
+}
+
+/**
+ * Refuse, before any tuning, a model whose one inference cannot fit in this machine's memory: every
+ * candidate would fail to allocate its buffers and the layer end as "no working version".
+ */
+export function checkFitsInMemory(modelPath: string, graph: LayerGraph, memoryBytes = totalmem()): void {
+  const need = minimumMemory(graph);
+  if (need.bytes <= memoryBytes) return;
+  const input = need.largestInput;
+  const inputText = input ? `input ${quoteForMessage(input.name)} [${input.shape.join(', ')}] ${input.dtype} alone is ${formatBytes(input.bytes)}; ` : '';
+  const layerText = need.layer ? `layer ${need.layer.index} (${need.layer.op} ${quoteForMessage(need.layer.name)}) holds ` : 'running it needs ';
+  throw userError('TOO_LARGE',
+    `${modelPath}: ${inputText}${layerText}${formatBytes(need.bytes)} at once (its inputs and output), more than this machine's `
+      + `${formatBytes(memoryBytes)} of memory`,
+    'compile it with smaller input shapes (--input-shape NAME=1x3x224x224), or on a machine with more memory');
 }
 
 async function compileAction(modelPath: string, f: CompileFlags): Promise<void> {
@@ -167,6 +193,10 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
     throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
   }
   if (!args.shard) await checkOutput(f.output!, f.force === true);
+  if (f.sign !== undefined && args.shard) {
+    throw userError('BAD_ARGUMENT', '--sign signs a bundle, and --shard writes none', 'sign the final compile (the one without --shard)');
+  }
+  const signingKey = f.sign === undefined ? undefined : readSigningKey(f.sign);
   await compilerVersion();
 
   const inferred = await loadModel(modelPath, { inputShapes: f.inputShape });
@@ -177,6 +207,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
     throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`,
       'veltair compiles models with convolutions or matrix multiplications');
   }
+  checkFitsInMemory(modelPath, graph);
   const target = await detectTarget(args.isa);
   for (const guess of await targetNotes()) note(`warning: ${guess}; tuning records and kernels are sized for it`);
   assertRunnable(graph, vectorWidths(target.isa)[0]!, modelPath);
@@ -203,12 +234,17 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   }
 
   let built: BuiltBundle | undefined;
+  let signedBy: string | undefined;
   if (!args.shard) {
     const staging = await prepareOutput(f.output!, f.force === true);
-    built = await writeBundleAtomically(staging, (dir) => buildBundleFiles(dir, {
-      modelPath, model: inferred, graph, families: tune.families, target,
-      options: { trials: args.trials, levels: [...tune.levels], maxVersions: args.maxVersions, threads: [...tune.threads], profileThreads, seed: args.seed },
-    }));
+    built = await writeBundleAtomically(staging, async (dir) => {
+      const b = await buildBundleFiles(dir, {
+        modelPath, model: inferred, graph, families: tune.families, target,
+        options: { trials: args.trials, levels: [...tune.levels], maxVersions: args.maxVersions, threads: [...tune.threads], profileThreads, seed: args.seed },
+      });
+      if (signingKey) signedBy = (await signBundleDir(dir, signingKey)).keyId;
+      return b;
+    });
     for (const n of built.notes) note(`note: ${n}`);
   }
   const summary: CompileSummary = {
@@ -221,6 +257,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
     tuningSeconds: Math.round(tune.seconds * 1000) / 1000,
     perLevelRegret: tune.perLevelRegret,
     transfer: tune.transfer,
+    ...(signedBy ? { signedBy } : {}),
   };
   if (f.json) printJson(summary);
   else printLine(summaryText(summary, tune, built, tasksOf(uses).length, args.shard, dbDir));
@@ -242,6 +279,7 @@ export function registerCompileCommand(program: Command): void {
     .option('--shard <i/n>', 'tune only shard i of n of the workloads into the database; write no bundle')
     .option('--seed <n>', 'search seed (default 1)')
     .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable)', collectInputShape, new Map<string, readonly number[]>())
+    .option('--sign <key>', 'sign the bundle\'s manifest with this Ed25519 private key (veltair keygen), into manifest.sig')
     .option('--force', 'replace an existing bundle at -o')
     .option('--json', 'machine-readable summary on stdout, nothing else there')
     .action(compileAction);

@@ -15,6 +15,8 @@ import { registerBenchCommand } from './bench.js';
 import { registerRunCommand } from './run.js';
 import { registerPlotCommand } from './plot.js';
 import { registerReportCommand } from './report.js';
+import { registerKeygenCommand } from './keygen.js';
+import { registerSignCommand } from './sign.js';
 import { registerServeCommand } from './serve.js';
 import { registerLoadCommand } from './load.js';
 import { registerSimulateCommand } from './simulate.js';
@@ -25,7 +27,7 @@ export type CommandRegistrar = (program: Command) => void;
 const registrars: readonly CommandRegistrar[] = [
   registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
   registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
-  registerProfileCommand, registerSimulateCommand, registerServeCommand, registerLoadCommand,
+  registerProfileCommand, registerSimulateCommand, registerServeCommand, registerLoadCommand, registerKeygenCommand, registerSignCommand,
 ];
 
 export function buildProgram(): Command {

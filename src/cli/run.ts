@@ -1,6 +1,7 @@
 /**
  * `veltair run BUNDLE --input NAME=FILE(.npy|.pb) [--input …] [--output-dir DIR] [--level auto|N]
- *  [--threads N] [--json]`: load and verify the bundle, read the inputs, run once, write every
+ *  [--threads N] [--trust KEY…] [--json]`: load and verify the bundle (with --trust: only if one
+ *  of the keys signed it, checked before any native code loads), read the inputs, run once, write every
  * output as .npy into DIR (default ./outputs, created if missing; each file written to a temp name
  * and renamed, so a reader never sees half an array).
  *
@@ -15,6 +16,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } 
 import { extname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { isVeltairError, userError, quoteForMessage, VeltairError } from '../errors.js';
+import { readTrustedKey } from '../bundle/sign.js';
 import { loadBundle, type Session } from '../runtime/session.js';
 import { decodeNpy, encodeNpy } from '../runtime/io-npy.js';
 import { decodePb } from '../runtime/io-pb.js';
@@ -29,6 +31,7 @@ interface RunFlags {
   outputDir?: string;
   level?: string;
   threads?: string;
+  trust?: string[];
   json?: boolean;
 }
 
@@ -36,6 +39,8 @@ export interface RunSummary {
   readonly outputs: { name: string; shape: number[]; dtype: string; path: string }[];
   readonly level: number;
   readonly latencyMs: number;
+  /** With --trust: the key id whose signature was verified. */
+  readonly signedBy?: string;
 }
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
@@ -146,6 +151,7 @@ function summaryText(s: RunSummary, results: Record<string, HostTensor>, choice:
   return [
     formatTable([['output', 'dtype', 'shape', 'min', 'max', 'mean', 'file'], ...rows], new Set([3, 4, 5])),
     `level ${s.level} (${choice.how}); one run took ${s.latencyMs.toFixed(2)} ms`,
+    ...(s.signedBy ? [`signature verified: Ed25519 key ${s.signedBy}`] : []),
   ].join('\n');
 }
 
@@ -153,7 +159,8 @@ async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
   const json = f.json === true;
   const threads = f.threads === undefined ? undefined : parsePositiveInt('--threads', f.threads, 4096);
   const levelFlag = parseLevelFlag(f.level ?? '0');
-  const session = await loadBundle(bundlePath, threads === undefined ? {} : { threads });
+  const trustedKeys = f.trust?.map((k) => readTrustedKey(k));
+  const session = await loadBundle(bundlePath, { ...(threads === undefined ? {} : { threads }), ...(trustedKeys ? { trustedKeys } : {}) });
   try {
     if (!json) for (const w of session.warnings) note(`warning: ${w}`);
     const files = parseInputFlags(f.input ?? [], session.inputs);
@@ -164,7 +171,7 @@ async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
       throw withInputFiles(e, files);
     }
     const outDir = prepareOutputDir(f.outputDir ?? 'outputs');
-    const choice = await chooseLevel(session, levelFlag);
+    const choice = await chooseLevel(session, levelFlag, feeds);
     if (!json && choice.note) note(`note: ${choice.note}`);
     let results: Record<string, HostTensor>;
     const t0 = performance.now();
@@ -180,7 +187,9 @@ async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
       writeAtomically(path, encodeNpy(results[o.name]!));
       return { name: o.name, shape: [...o.shape], dtype: o.dtype as string, path };
     });
-    const summary: RunSummary = { outputs, level: choice.level, latencyMs: Math.round(latencyMs * 1000) / 1000 };
+    const summary: RunSummary = {
+      outputs, level: choice.level, latencyMs: Math.round(latencyMs * 1000) / 1000, ...(session.signedBy ? { signedBy: session.signedBy } : {}),
+    };
     if (json) printJson(summary);
     else printLine(summaryText(summary, results, choice));
   } finally {
@@ -212,6 +221,7 @@ export function registerRunCommand(program: Command): void {
     .option('--output-dir <dir>', 'where to write <output>.npy files (default ./outputs, created if missing)')
     .option('--level <auto|n>', 'interference level whose best-profiled versions to run: 0 to 4, or auto (the interference proxy) (default 0)')
     .option('--threads <n>', 'run every layer with n threads (default: each version at its tuned thread count)')
+    .option('--trust <key>', 'run only if this Ed25519 public key (veltair keygen PREFIX.pub) signed the bundle (repeatable: any of them)', collect)
     .option('--json', 'machine-readable summary on stdout, nothing else there')
     .action(runAction);
 }

@@ -1,6 +1,6 @@
 /**
  * `veltair serve [BUNDLE…] [--repo DIR] [--config FILE] [--host H] [--port P] [--policy P]
- *  [--cores N|LIST] [--qos-multiple X] [--max-body-bytes B] [--backend veltair|onnxruntime] [--json]`
+ *  [--cores N|LIST] [--qos-multiple X] [--max-body-bytes B] [--backend veltair|onnxruntime] [--trust KEY…] [--json]`
  *
  * A KServe v2 / Triton HTTP server over the scheduler (src/serve/). Binds 127.0.0.1 unless --host
  * says otherwise. --cores: how many of this process's cores to use (default: all of them, or the
@@ -9,6 +9,7 @@
  * SIGTERM/SIGINT, drains and exits 0.
  */
 import type { Command } from 'commander';
+import { readTrustedKey } from '../bundle/sign.js';
 import { userError } from '../errors.js';
 import { parsePolicy } from '../schedule/policies.js';
 import { resolveModels, type ModelConfig } from '../serve/config.js';
@@ -31,6 +32,7 @@ interface ServeFlags {
   qosMultiple: string;
   maxBodyBytes: string;
   backend: string;
+  trust?: string[];
   json?: boolean;
 }
 
@@ -58,7 +60,10 @@ async function backendFor(flags: ServeFlags, models: readonly ModelConfig[], cpu
   metrics: ReturnType<typeof createMetrics>): Promise<{ backend: Backend; summaries: readonly string[] }> {
   const qosMultiple = parseMultiple(flags.qosMultiple);
   if (flags.backend === 'veltair') {
-    const setup = await setupDispatcher({ models, policy: parsePolicy(flags.policy), cpus, metrics, qosMultiple, onProgress: say });
+    const trustedKeys = flags.trust?.map((k) => readTrustedKey(k));
+    const setup = await setupDispatcher({
+      models, policy: parsePolicy(flags.policy), cpus, metrics, qosMultiple, onProgress: say, ...(trustedKeys ? { trustedKeys } : {}),
+    });
     return { backend: setup.dispatcher, summaries: setup.summaries };
   }
   if (flags.backend === 'onnxruntime') {
@@ -82,6 +87,8 @@ export function registerServeCommand(program: Command): void {
     .option('--qos-multiple <x>', 'QoS of a model with none configured: X times its fastest quiet latency here', '4')
     .option('--max-body-bytes <n>', 'largest request body accepted', String(64 * 1024 * 1024))
     .option('--backend <name>', 'veltair, or onnxruntime (the baseline: one InferenceSession per model, first come first served)', 'veltair')
+    .option('--trust <key>', 'serve only bundles this Ed25519 public key (veltair keygen PREFIX.pub) signed (repeatable: any of them)',
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option('--json', 'print {url, models, policy, cores} as JSON on stdout once listening')
     .action(async (bundles: string[], flags: ServeFlags) => {
       const port = parsePort(flags.port);
@@ -92,6 +99,7 @@ export function registerServeCommand(program: Command): void {
         throw userError('BAD_ARGUMENT', `--host ${JSON.stringify(flags.host.slice(0, 60))} is not a host name or address`, 'e.g. --host 127.0.0.1');
       }
       const cpus = serveCpus(flags.cores);
+      for (const k of flags.trust ?? []) readTrustedKey(k); // a bad --trust is refused before any model is read
       const models = resolveModels({ bundles, ...(flags.repo ? { repo: flags.repo } : {}), ...(flags.config ? { config: flags.config } : {}) });
       const metrics = createMetrics();
       const { backend, summaries } = await backendFor(flags, models, cpus, note, metrics);

@@ -73,7 +73,9 @@ export function emitDepthwise(sym: string, p: DepthwiseProblem, s: Schedule, ste
     ? [['colT', c.colTiles], ['rowT', c.rowTiles], ['ocT', c.ocTiles]] as const
     : [['ocT', c.ocTiles], ['colT', c.colTiles], ['rowT', c.rowTiles]] as const;
   parts.push([
-    `void ${sym}_run(const float* in, const float* w, const float* bias, const float* res, const float* gate, const float* prm, float* out, int nthreads) {`,
+    `void ${sym}_run(const float* in, const float* w, const float* bias, const float* res, const float* gate, const float* prm, float* out, `
+      + 'void* workspace, int nthreads) {',
+    '  (void)workspace; /* depthwise needs no scratch: desc workspace_bytes = 0 */',
     `  #pragma omp parallel for num_threads(nthreads) schedule(static)`,
     `  for (long t = 0; t < ${c.chunks}; ++t) {`,
     '    long rest = t;',

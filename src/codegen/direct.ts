@@ -3,8 +3,9 @@
  * One OpenMP loop runs over all cache tiles (batch × group × oc tiles × row tiles × column tiles,
  * ordered by the parallel axis) with schedule(static), so each thread gets a contiguous range of
  * tiles; inside a tile the reduction passes (ic tiles) are outermost, then oc groups / rows /
- * column blocks in the schedule's loop order. batch_matmul with transposed B packs the tile's B
- * panels into a per-thread buffer first (that packing is part of the timed work).
+ * column blocks in the schedule's loop order. batch_matmul with transposed B first packs every
+ * (batch, oc group) B^T panel once into the caller's workspace (a parallel loop, then the tiles;
+ * that packing is part of the timed work). A kernel never allocates: see directWorkspace.
  */
 import type { DirectProblem } from '../space/problem.js';
 import { tileCounts, type Schedule } from '../space/schedule.js';
@@ -48,6 +49,28 @@ export function specialBlocks(p: ColumnGeometry, regCols: number): { blk: number
 }
 
 function variantSuffix(ocb: number) { return `q${ocb}`; }
+
+const align64 = (bytes: number) => Math.ceil(bytes / 64) * 64;
+
+/**
+ * The scratch a direct kernel needs, in bytes from the workspace pointer (veltair_kernel.h): the
+ * small-cin stem's dense NCHW copy of its input at 0, batch_matmul's B^T panels after it. The
+ * same for every thread count, so the runtime sizes its region once per plan.
+ */
+export interface DirectWorkspace {
+  readonly compactBytes: number;
+  readonly panelOffset: number;
+  readonly panelBytes: number;
+  readonly bytes: number;
+}
+
+export function directWorkspace(p: DirectProblem, s: Schedule): DirectWorkspace {
+  const c = tileCounts(p, s);
+  const compactBytes = p.inputLayout === 'nchw' ? align64(p.batch * p.icLanesLast * p.inH * p.inW * 4) : 0;
+  const panelQ = c.icBlocks * p.vec * s.regOc * p.vec;
+  const panelBytes = p.weights === 'b_transposed' ? align64(p.batch * c.ocGroups * panelQ * 4) : 0;
+  return { compactBytes, panelOffset: compactBytes, panelBytes, bytes: compactBytes + panelBytes };
+}
 
 export function emitDirect(sym: string, p: DirectProblem, s: Schedule, steps: readonly EpilogueKind[], epilogue: string): string {
   const c = tileCounts(p, s);
@@ -108,7 +131,7 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
       + `* (q == ${c.ocGroups - 1} ? ${tailOcb * p.vec} : ${s.regOc * p.vec})`
     : p.weights === 'b_rows'
       ? `w + (long)b * ${p.reduction * nPad} + (long)icb0 * ${p.vec * nPad} + (long)q * ${s.regOc * p.vec}`
-      : `panel + (long)(q - q0) * ${panelQ} + (long)icb0 * ${p.vec * s.regOc * p.vec}`;
+      : `panel + ((long)b * ${c.ocGroups} + q) * ${panelQ} + (long)icb0 * ${p.vec * s.regOc * p.vec}`;
   const call = (sfx: string) => `${sym}_block_${sfx}(blk, ip, wq, oq, nfull, tail, ih0, kh0, kh1, first, last, lastq, `
     + 'bq, rq, gq, prm)';
   const dispatch = tailOcb === s.regOc
@@ -132,34 +155,37 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
   const loops = s.loopOrder === 'oc_outer'
     ? ['for (int q = q0; q < q1; ++q)', 'for (int r = r0; r < r1; ++r) {', ...rowSetup, 'for (int blk = k0; blk < k1; ++blk) {', ...qSetup]
     : ['for (int r = r0; r < r1; ++r) {', ...rowSetup, 'for (int blk = k0; blk < k1; ++blk)', 'for (int q = q0; q < q1; ++q) {', ...qSetup];
+  // Every (batch, oc group) panel once, [k][regOc·V] with zero columns past N and zero rows past K.
+  const rv = s.regOc * p.vec;
   const packPanels = transposed ? [
-    `for (int q = q0; q < q1; ++q) {`,
-    `  float* pq = panel + (long)(q - q0) * ${panelQ};`,
-    `  for (int i = 0; i < ${s.regOc * p.vec}; ++i) {`,
-    `    const int n = q * ${s.regOc * p.vec} + i;`,
-    `    if (n < ${realN}) {`,
-    `      const float* src = w + ((long)b * ${realN} + n) * ${kpad};`,
-    `      for (int k = 0; k < ${p.reduction}; ++k) pq[(long)k * ${s.regOc * p.vec} + i] = src[k];`,
-    '    }',
-    `    else { for (int k = 0; k < ${p.reduction}; ++k) pq[(long)k * ${s.regOc * p.vec} + i] = 0.0f; }`,
+    `#pragma omp for schedule(static)`,
+    `for (long bq = 0; bq < ${p.batch * c.ocGroups}; ++bq) {`,
+    `  const long b = bq / ${c.ocGroups}, q = bq % ${c.ocGroups};`,
+    `  float* pq = panel + bq * ${panelQ};`,
+    `  for (int i = 0; i < ${rv}; ++i) {`,
+    `    const long n = q * ${rv} + i;`,
+    `    const float* src = w + (b * ${realN} + n) * ${kpad};`,
+    `    for (int k = 0; k < ${kpad}; ++k) pq[(long)k * ${rv} + i] = n < ${realN} && k < ${p.reduction} ? src[k] : 0.0f;`,
     '  }',
     '}',
   ] : [];
   const compact = p.inputLayout === 'nchw' ? compactInput(p) : undefined;
+  const ws = directWorkspace(p, s);
   return [
     `void ${sym}_run(const float* ${compact ? 'in_blocked' : 'in'}, const float* w, const float* bias, const float* res, `
-      + 'const float* gate, const float* prm, float* out, int nthreads) {',
+      + 'const float* gate, const float* prm, float* out, void* workspace, int nthreads) {',
+    ws.bytes === 0 ? '  (void)workspace;' : '',
     ...(compact?.head ?? []),
+    transposed ? `  float* panel = (float*)((char*)workspace + ${ws.panelOffset});` : '',
     `  #pragma omp parallel num_threads(nthreads)`,
     '  {',
-    transposed ? `    float* panel = (float*)aligned_alloc(64, ${Math.ceil((s.tileOc * panelQ * 4) / 64) * 64});` : '',
+    ...packPanels.map((x) => '    ' + x),
     `    #pragma omp for schedule(static)`,
     `    for (long t = 0; t < ${c.chunks}; ++t) {`,
     ...decodeTile(s, c, p.groups).map((x) => '      ' + x),
     `      const int q0 = ocT * ${s.tileOc}, q1 = q0 + ${s.tileOc} < ${c.ocGroups} ? q0 + ${s.tileOc} : ${c.ocGroups};`,
     `      const int r0 = rowT * ${s.tileRows}, r1 = r0 + ${s.tileRows} < ${p.rows} ? r0 + ${s.tileRows} : ${p.rows};`,
     `      const int k0 = colT * ${s.tileCols}, k1 = k0 + ${s.tileCols} < ${c.colBlocks} ? k0 + ${s.tileCols} : ${c.colBlocks};`,
-    ...packPanels.map((x) => '      ' + x),
     `      for (int it = 0; it < ${c.icTiles}; ++it) {`,
     `        const int icb0 = it * ${s.tileIc};`,
     `        const int nb = icb0 + ${s.tileIc} < ${c.icBlocks} ? ${s.tileIc} : ${c.icBlocks} - icb0;`,
@@ -174,9 +200,7 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
     '        }',
     '      }',
     '    }',
-    transposed ? '    free(panel);' : '',
     '  }',
-    ...(compact?.tail ?? []),
     '}',
   ].join('\n');
 }
@@ -184,16 +208,14 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
 /**
  * Small-cin convs (problem.ts smallCinInput) run on plain NCHW input, but the ABI still hands them
  * NCHW[V]c (the graph plan feeds every conv blocked): the run function first gathers the real
- * channels into a dense NCHW copy (timed with the kernel; ~V/cin times less data for the
- * reduction to walk than the blocked input it came from), then runs the tiles on that copy.
+ * channels into a dense NCHW copy in its workspace (timed with the kernel; ~V/cin times less data
+ * for the reduction to walk than the blocked input it came from), then runs the tiles on that copy.
  */
-function compactInput(p: DirectProblem): { head: string[]; tail: string[] } {
+function compactInput(p: DirectProblem): { head: string[] } {
   const cin = p.icLanesLast, plane = p.inH * p.inW, v = p.vec;
-  const floats = p.batch * cin * plane;
   return {
     head: [
-      `  float* in = (float*)aligned_alloc(64, ${Math.ceil((floats * 4) / 64) * 64});`,
-      '  if (!in) abort(); /* no way to report failure through the ABI; never return garbage */',
+      '  float* in = (float*)workspace;',
       `  #pragma omp parallel for num_threads(nthreads) schedule(static)`,
       `  for (long i = 0; i < ${p.batch * cin}; ++i) {`,
       `    const float* src = in_blocked + (i / ${cin}) * ${plane * v} + (i % ${cin});`,
@@ -201,6 +223,5 @@ function compactInput(p: DirectProblem): { head: string[]; tail: string[] } {
       `    for (long x = 0; x < ${plane}; ++x) dst[x] = src[x * ${v}];`,
       '  }',
     ],
-    tail: ['  free(in);'],
   };
 }

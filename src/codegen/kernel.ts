@@ -12,10 +12,14 @@ import type { Schedule } from '../space/schedule.js';
 import { emitDepthwise } from './depthwise.js';
 import { emitDirect } from './direct.js';
 import { emitEpilogue } from './epilogue.js';
-import { emitDescriptor, emitLayout } from './layout.js';
+import { emitDescriptor, emitLayout, workspaceBytesOf } from './layout.js';
 
-/** Bump when generated code changes meaning: it is part of every symbol, so stale objects never match. */
-export const CODEGEN_VERSION = 2;
+/**
+ * Bump when generated code changes meaning: it is part of every symbol (stale objects never match)
+ * and of every tuning record's id (records of other versions are never used as measurements).
+ * 3: kernel ABI 2 (workspace from the caller; batch_matmul B^T panels packed once per run).
+ */
+export const CODEGEN_VERSION = 3;
 
 export interface KernelSource {
   readonly symbol: string;
@@ -25,6 +29,11 @@ export interface KernelSource {
 export function kernelSymbol(w: WorkloadShape, s: Schedule): string {
   const h = createHash('sha256').update(`${CODEGEN_VERSION}\0${canonicalForm(w)}\0${JSON.stringify(s)}`).digest('hex');
   return `vt_k${h.slice(0, 16)}`;
+}
+
+/** vt_desc.workspace_bytes of the candidate (workload, schedule): what a caller must provide to <sym>_run. */
+export function kernelWorkspaceBytes(w: WorkloadShape, s: Schedule): number {
+  return workspaceBytesOf(problemOf(w, s.vec), s);
 }
 
 export function generateKernel(c: Candidate): KernelSource {
@@ -38,7 +47,6 @@ export function generateKernel(c: Candidate): KernelSource {
     : emitDirect(symbol, p, s, w.epilogue, epilogue);
   const source = [
     `/* veltair candidate ${symbol}: generated, do not edit. schedule ${JSON.stringify(s)} */`,
-    '#include <stdlib.h>',
     '#include "veltair_kernel.h"',
     '#include "vt_simd.h"',
     '',

@@ -6,7 +6,7 @@ import type { WorkloadShape } from '../ir/workload.js';
 import type { Problem } from '../space/problem.js';
 import { roundUp } from '../space/problem.js';
 import { tileCounts, type Schedule } from '../space/schedule.js';
-import { directWeightLayout } from './direct.js';
+import { directWeightLayout, directWorkspace } from './direct.js';
 import { depthwiseWeightFloats } from './depthwise.js';
 import { EPILOGUE_CODES, epilogueParamCount } from './epilogue.js';
 
@@ -16,6 +16,11 @@ export interface BufferSizes {
   readonly output: number;
   readonly bias: number;
   readonly gate: number;
+}
+
+/** Bytes of caller-provided scratch the candidate's run function needs (vt_desc.workspace_bytes). */
+export function workspaceBytesOf(p: Problem, s: Schedule): number {
+  return p.kind === 'depthwise' ? 0 : directWorkspace(p, s).bytes;
 }
 
 export function bufferSizes(w: WorkloadShape, p: Problem, s: Schedule): BufferSizes {
@@ -131,7 +136,7 @@ export function emitDescriptor(sym: string, w: WorkloadShape, p: Problem, s: Sch
     `  ${conv}`,
     `  .n_epi = ${epi.length}, .epi = {${epi.join(', ')}}, .n_epi_params = ${epilogueParamCount(w.epilogue)},`,
     `  .input_floats = ${z.input}, .weight_floats = ${z.weight}, .output_floats = ${z.output}, `
-      + `.bias_floats = ${z.bias}, .chanmul_floats = ${z.gate},`,
+      + `.bias_floats = ${z.bias}, .chanmul_floats = ${z.gate}, .workspace_bytes = ${workspaceBytesOf(p, s)},`,
     '};',
     `const vt_desc* ${sym}_desc(void) { return &${sym}_descriptor; }`,
   ].join('\n');

@@ -1,8 +1,10 @@
 /**
  * Exporting records for analysis: the JSON Lines records themselves (deduplicated, filtered, in a
  * deterministic order), or a flat CSV with one row per record — schedule knobs, footprint, and per
- * level the median, the repeat count and every repeat (space-separated).
+ * level the median, the repeat count and every repeat (space-separated). Cells are written by
+ * src/csv.ts (RFC 4180 quoting, text that a spreadsheet would run as a formula prefixed with ').
  */
+import { csvField, type CsvValue } from '../csv.js';
 import { levelsOf, medianMs, type TuningRecord } from './record.js';
 import { scanDatabase, type WarningSink } from './scan.js';
 
@@ -21,10 +23,7 @@ export interface ExportResult { readonly text: string; readonly records: number 
 
 const KNOBS = ['vec', 'regOc', 'regCols', 'tileIc', 'tileOc', 'tileRows', 'tileCols', 'loopOrder', 'parallelAxis', 'unroll'] as const;
 
-function csvCell(v: unknown): string {
-  const s = v === undefined || v === null ? '' : String(v);
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
+const csvCell = (v: unknown): string => csvField(v as CsvValue);
 
 export function toCsv(entries: readonly [string, TuningRecord][]): string {
   const levels = [...new Set(entries.flatMap(([, r]) => levelsOf(r)))].sort((a, b) => a - b);

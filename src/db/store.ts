@@ -18,11 +18,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { CODEGEN_VERSION } from '../codegen/kernel.js';
 import { internalError, userError } from '../errors.js';
 import { cacheDir, repoRoot } from '../toolchain/paths.js';
 import type { Target } from '../toolchain/target.js';
 import { withLock, type LockOptions } from './lock.js';
-import { preferRecord, recordId, recordLine, type TuningRecord } from './record.js';
+import { medianMs, preferRecord, recordId, recordLine, type TuningRecord } from './record.js';
 import { scanDatabase, scanDatabases, type ScanOptions, type ScanResult, type WarningSink } from './scan.js';
 import { targetFingerprint } from './target-fingerprint.js';
 
@@ -171,18 +172,29 @@ export interface DatabaseIndexStats {
   readonly workloads: number;
   /** Of `records`, how many came only from the shipped layer. */
   readonly shipped: number;
+  /** Of `records`, how many measured kernels of another code generator version (never used as measurements). */
+  readonly otherCodegen: number;
   readonly otherTargets: number;
   readonly corrupt: number;
   readonly duplicates: number;
 }
 
+/**
+ * An open database for one target and this code generator. A record measured a kernel: its id
+ * carries the codegen version (record.ts recordIdOf), and a kernel of another codegen version is
+ * other code, so `lookup` and `records` return only this version's records — what may go into a
+ * bundle as a measurement. Older versions' schedules are still a good place to start a search:
+ * `seeds` returns them, to be measured again.
+ */
 export interface TuningDatabase {
   readonly dir: string;
   readonly target: string;
-  /** This target's ok records for a workload. */
+  /** This target's ok records for a workload, measured with this codegen version. */
   lookup(workloadKey: string): TuningRecord[];
-  /** This target's records for a workload, failures included. */
+  /** This target's records for a workload (this codegen version), failures included. */
   records(workloadKey: string): TuningRecord[];
+  /** This target's ok records of a workload from other codegen versions, fastest quiet first: search seeds only. */
+  seeds(workloadKey: string): TuningRecord[];
   /** Other targets' ok records for a workload: never measurements here, only seeds (db/transfer.ts). */
   foreign(workloadKey: string): TuningRecord[];
   /** Already measured on this target (any status)? */
@@ -239,11 +251,15 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
   for (const [id, r] of user.records) index(id, r, false);
   for (const [id, r] of shipped?.records ?? []) index(id, r, true);
 
+  const current = (r: TuningRecord) => r.tool.codegen === CODEGEN_VERSION;
+  const quietMs = (r: TuningRecord) => medianMs(r, 0) ?? Infinity;
   return {
     dir,
     target: fingerprint,
-    lookup: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok'),
-    records: (key) => [...(byWorkload.get(key) ?? [])],
+    lookup: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok' && current(r)),
+    records: (key) => (byWorkload.get(key) ?? []).filter(current),
+    seeds: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok' && !current(r))
+      .sort((a, b) => quietMs(a) - quietMs(b) || (recordId(a) < recordId(b) ? -1 : 1)),
     foreign: (key) => [...(foreignByWorkload.get(key)?.values() ?? [])],
     has: (id) => byId.has(id),
     async append(records, ao) {
@@ -257,6 +273,7 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
       ok: [...byId.values()].filter((r) => r.status === 'ok').length,
       workloads: byWorkload.size,
       shipped: fromShipped.size,
+      otherCodegen: [...byId.values()].filter((r) => !current(r)).length,
       otherTargets,
       corrupt: user.corrupt + (shipped?.corrupt ?? 0),
       duplicates: user.duplicates + (shipped?.duplicates ?? 0),

@@ -20,7 +20,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { internalError } from '../errors.js';
 import { availableCores } from '../toolchain/cpu.js';
-import { startNoise, type NoiseHandle } from './generator.js';
+import { startNoise, type NoiseHandle, type NoiseStats } from './generator.js';
 import type { NoiseSettings } from './levels.js';
 
 /** Which cores kernels and co-runners use, for a session that considers `threadOptions`. */
@@ -82,6 +82,8 @@ export interface LevelBank {
   activate(level: number): Promise<void>;
   /** Stop whichever co-runner runs. */
   quiesce(): Promise<void>;
+  /** The running co-runner's own counters so far (undefined at level 0: nothing runs, nothing moves). */
+  counters(): Promise<NoiseStats | undefined>;
   /** Stop and reap every co-runner and the guard. Idempotent. */
   close(): Promise<void>;
 }
@@ -178,6 +180,7 @@ export async function openLevelBank(o: LevelBankOptions): Promise<LevelBank> {
       running = level;
     },
     quiesce: stopRunning,
+    counters: async () => (running === undefined ? undefined : handles.get(running)!.counters()),
     close,
   };
 }

@@ -25,6 +25,13 @@ export interface NoiseReady {
   readonly touchSeconds: number;
 }
 
+/** Bytes the co-runner moved per second between two counter readings (GB/s; 0 when no time passed). */
+export function trafficGBps(a: NoiseStats, b: NoiseStats): number {
+  const bytes = (s: NoiseStats) => s.streamBytesRead + s.streamBytesWritten + s.randomOps * 64;
+  const seconds = b.seconds - a.seconds;
+  return seconds > 0 ? (bytes(b) - bytes(a)) / seconds / 1e9 : 0;
+}
+
 /** What the co-runner did between ready and stop, as it counted it. */
 export interface NoiseStats {
   readonly seconds: number;
@@ -43,6 +50,8 @@ export interface NoiseHandle {
   readonly finished: Promise<NoiseStats>;
   /** SIGTERM, then wait for exit; resolves with the co-runner's own counters. Idempotent. */
   stop(): Promise<NoiseStats>;
+  /** Its counters so far (SIGUSR1; it must be running, not stopped): the traffic of an interval is a difference of two. */
+  counters(): Promise<NoiseStats>;
 }
 
 export interface NoiseOptions {
@@ -121,6 +130,11 @@ export async function startNoise(options: NoiseOptions): Promise<NoiseHandle> {
     ready: withoutEvent(ready) as unknown as NoiseReady,
     pid: child.pid!,
     finished,
+    async counters() {
+      const from = reader.events.length;
+      child.kill('SIGUSR1');
+      return withoutEvent(await reader.waitFor((e) => e['event'] === 'counters', { from, timeoutMs: 5_000, what: 'its counters' })) as unknown as NoiseStats;
+    },
     stop() {
       stopping ??= (async () => {
         if (!hasExited) child.kill('SIGTERM');

@@ -5,10 +5,12 @@
  *  - psiCpuSome / psiMemorySome: the share of wall time some task stalled on CPU / memory, from the
  *    `some … total=` counters of /proc/pressure/{cpu,memory} (0 where the kernel has no PSI);
  *  - latencyRatio: the runtime's own observed / profiled kernel time, median of the recent runs;
- *  - coRunnerMemGBps: the co-runners' memory traffic as their profiles state it (the caller's input).
+ *  - coRunnerMemGBps: the co-runners' memory traffic (the caller's input: calibration reads the
+ *    co-runner's own counters over each window; a server would report its tenants').
  *
  * Cost: each procfs file stays open and is re-read with pread at offset 0 (no open/close per
- * read). Generating /proc/stat and the PSI files still costs the kernel tens of µs on this VM, and
+ * read). Generating /proc/stat and the PSI files still costs the kernel real work per read (`veltair
+ * bench` reports the re-read's cost), and
  * /proc/stat only counts in 10 ms ticks (USER_HZ = 100), so reading it more often than every few
  * ticks yields no information. The sampler therefore refreshes the OS features at most once per
  * `refreshMs` and a decision in between costs only a clock read and a dot product.

@@ -6,7 +6,7 @@
  * reclaims, the tenant input when no tenant was described) carries no information; it is left out
  * of the fit and gets weight 0, so a constant column can never make the system singular.
  */
-import { continuousLevel, snapLevel, type CalibrationSample, type FeatureName, type LinearLevelModel } from './proxy-model.js';
+import { continuousLevel, snapLevel, type CalibrationSample, type FeatureName, type HeldOutFit, type LinearLevelModel } from './proxy-model.js';
 
 /** Solve the symmetric positive semi-definite system A x = b by Gaussian elimination with partial pivoting. */
 function solve(a: number[][], b: number[]): number[] {
@@ -68,4 +68,35 @@ export function fitLevelModel(samples: readonly CalibrationSample[], features: r
   const ssTot = y.reduce((s, v) => s + (v - yMean) ** 2, 0);
   const hits = samples.filter((s, r) => snapLevel(predicted[r]!, calibrated) === s.level).length;
   return { ...model, r2: ssTot > 0 ? 1 - ssRes / ssTot : 0, rmsError: Math.sqrt(ssRes / samples.length), accuracy: hits / samples.length };
+}
+
+/**
+ * Held-out fit quality: for each fold (samples sharing `foldOf`), fit on every other fold, predict
+ * that fold's samples; R², RMS and accuracy over all held-out predictions. Folds are the
+ * calibration sweep's passes (ascending, then descending levels), so a fold holds whole visits:
+ * samples seconds apart at one level are never split between training and test, which would let
+ * the machine's slow drift pass for skill. Undefined when fewer than two folds can be fitted.
+ */
+export function crossValidate(samples: readonly CalibrationSample[], features: readonly FeatureName[],
+  foldOf: (s: CalibrationSample) => number = (s) => s.pass ?? 0): HeldOutFit | undefined {
+  const folds = [...new Set(samples.map(foldOf))].sort((a, b) => a - b);
+  if (folds.length < 2) return undefined;
+  const calibrated = [...new Set(samples.map((s) => s.level))].sort((a, b) => a - b);
+  const yMean = samples.reduce((s, x) => s + x.level, 0) / samples.length;
+  let ssRes = 0, ssTot = 0, hits = 0, n = 0, fitted = 0;
+  for (const k of folds) {
+    const train = samples.filter((s) => foldOf(s) !== k), test = samples.filter((s) => foldOf(s) === k);
+    let model: LinearLevelModel;
+    try { model = fitLevelModel(train, features); } catch { continue; }
+    fitted++;
+    for (const s of test) {
+      const p = continuousLevel(model, s.features);
+      ssRes += (p - s.level) ** 2;
+      ssTot += (s.level - yMean) ** 2;
+      if (snapLevel(p, calibrated) === s.level) hits++;
+      n++;
+    }
+  }
+  if (fitted < 2 || n === 0) return undefined;
+  return { folds: fitted, samples: n, r2: ssTot > 0 ? 1 - ssRes / ssTot : 0, rmsError: Math.sqrt(ssRes / n), accuracy: hits / n };
 }

@@ -7,7 +7,7 @@
 
 /** Names of the proxy's inputs, in the order the model stores its weights. */
 export const SYSTEM_FEATURES = ['otherCoresBusy', 'psiCpuSome', 'psiMemorySome', 'latencyRatio'] as const;
-/** With tenants: the co-runners' memory traffic (GB/s) as their profiles state it. */
+/** With tenants: the co-runners' memory traffic (GB/s), as the tenants' own counters report it over the window. */
 export const TENANT_FEATURES = [...SYSTEM_FEATURES, 'coRunnerMemGBps'] as const;
 export type FeatureName = typeof TENANT_FEATURES[number];
 export type FeatureVector = Readonly<Record<FeatureName, number>>;
@@ -19,7 +19,21 @@ export interface LevelModel {
   readonly intercept: number;
   /** One weight per feature (0 for a feature that was constant during calibration). */
   readonly weights: readonly number[];
-  /** Fit quality on the calibration samples: R², residual RMS (levels), share rounded to the true level. */
+  /** Fit quality on the calibration samples it was fitted on (in-sample): R², residual RMS (levels), share rounded to the true level. */
+  readonly r2: number;
+  readonly rmsError: number;
+  readonly accuracy: number;
+  /**
+   * The same measures on held-out samples (proxy-fit.ts crossValidate): each fold refitted without
+   * its samples and scored on them. What the proxy can be expected to do on data it has not seen.
+   */
+  readonly heldOut?: HeldOutFit;
+}
+
+export interface HeldOutFit {
+  readonly folds: number;
+  readonly samples: number;
+  /** 1 − Σ(held-out error²) / Σ(level − mean level)²: can be negative when the fit predicts worse than the mean. */
   readonly r2: number;
   readonly rmsError: number;
   readonly accuracy: number;
@@ -33,13 +47,15 @@ export interface LinearLevelModel extends LevelModel {
 export interface CalibrationSample {
   readonly level: number;
   readonly features: FeatureVector;
+  /** Which pass of the calibration sweep took it (0: levels ascending, 1: descending): the cross-validation folds. */
+  readonly pass?: number;
 }
 
 /**
  * A fitted model as five weights in TENANT_FEATURES order (0 for a feature it does not use), so a
  * decision reads the sampler's five numbers by fixed property names: no string-keyed lookups, no
- * walk through the manifest's objects — what makes a decision cost ~1 µs instead of ~10 µs when it
- * follows a model run that evicted the JS heap from the caches.
+ * walk through the manifest's objects, which matters when a decision follows a model run that
+ * evicted the JS heap from the caches (`veltair bench` reports the decision's cost in its run).
  */
 export interface CompiledLevelModel { readonly intercept: number; readonly w: Float64Array }
 

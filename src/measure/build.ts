@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { VeltairError } from '../errors.js';
 import { buildKey, installOnce, tempPathFor } from '../toolchain/build-cache.js';
 import { compiler, compilerStderr, compilerVersion, runCompiler, type Compiler } from '../toolchain/compiler.js';
-import { flagsFor, KERNEL_LINK_FLAGS, libsFor } from '../toolchain/flags.js';
+import { flagsFor, kernelLinkFlags, libsFor } from '../toolchain/flags.js';
 import { headerSnapshot, writeSources, type HeaderSnapshot } from '../toolchain/headers.js';
 import { cacheDir } from '../toolchain/paths.js';
 
@@ -102,7 +102,7 @@ async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc
 async function link(keys: readonly string[], cc: Compiler, objDir: string, libDir: string): Promise<string> {
   const name = createHash('sha256').update([...keys].sort().join('\n')).digest('hex').slice(0, 32);
   return installOnce(join(libDir, `k-${name}.so`), (temp) =>
-    runCompiler([...KERNEL_LINK_FLAGS, '-o', temp, ...keys.map((k) => join(objDir, `${k}.o`)), ...libsFor('kernel')], {}, cc));
+    runCompiler([...kernelLinkFlags(), '-o', temp, ...keys.map((k) => join(objDir, `${k}.o`)), ...libsFor('kernel')], {}, cc));
 }
 
 /** Build every unit (deduplicated by symbol); the result has one outcome per distinct symbol, in input order. */

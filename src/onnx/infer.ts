@@ -21,16 +21,32 @@ export interface InferOptions {
 /** Folding stops at results this large: past it a value is cheaper to compute at run time. */
 const MAX_FOLDED_ELEMENTS = 1 << 26;
 
+/**
+ * The ai.onnx opsets veltair reads: 1 to 18, the newest whose operator changes the op table
+ * implements (src/onnx/ops: e.g. Reduce* and Split take axes/splits as inputs from 18). A newer
+ * opset may change an operator's meaning in a way veltair would not see, so it is refused rather
+ * than compiled into a silently different model.
+ */
+export const MIN_OPSET = 1;
+export const MAX_OPSET = 18;
+
 export function defaultOpset(model: OnnxModel): number {
   const v = model.opsetImports.get('');
   if (v === undefined) {
     throw userError('NOT_ONNX', `${quoteForMessage(model.path, 200)} does not import the default ai.onnx operator set`,
       'export the model with a standard ONNX opset (torch.onnx.export(..., opset_version=17))');
   }
+  if (!Number.isInteger(v) || v < MIN_OPSET || v > MAX_OPSET) {
+    throw userError('UNSUPPORTED_OPSET',
+      `${quoteForMessage(model.path, 200)} declares ai.onnx opset ${v}; veltair supports opsets ${MIN_OPSET} to ${MAX_OPSET}`,
+      `re-export the model at an opset from ${MIN_OPSET} to ${MAX_OPSET} (e.g. torch.onnx.export(..., opset_version=17)), `
+        + 'or convert it with onnx.version_converter');
+  }
   return v;
 }
 
 export function inferModel(model: OnnxModel, opts: InferOptions = {}): InferredModel {
+  defaultOpset(model);
   checkOperatorsSupported(model);
   checkInputsProduced(model);
   const order = topologicalOrder(model);

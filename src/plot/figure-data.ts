@@ -2,12 +2,14 @@
  * The rows behind a figure as a file (`veltair plot --data`): JSON `{figure, layer?, panels}` or
  * one CSV table with a `panel` column (the union of the panels' columns; a cell a panel lacks is
  * empty). CSV follows RFC 4180: CRLF line ends, a field holding a comma, quote, CR or LF is quoted
- * and its quotes doubled, so node names survive whatever characters they carry.
+ * and its quotes doubled, so node names survive whatever characters they carry; a text cell that
+ * a spreadsheet would run as a formula (=, +, -, @ …) is prefixed with ' (src/csv.ts, OWASP's rule).
  */
 import type { Manifest } from '../bundle/manifest.js';
 import type { BundleProfiles } from '../bundle/profiles.js';
 import { candidatePoints, levelLatencies, modelLatencyPerLevel, modelVersionsPerLayer } from './data.js';
 import { tunableLayer } from './layer-id.js';
+import { csvField } from '../csv.js';
 
 type Cell = string | number | boolean | null;
 type Row = Readonly<Record<string, Cell>>;
@@ -34,11 +36,7 @@ export function modelFigureData(m: Manifest): FigureData {
   return { figure: 'model', panels: { versionsPerLayer: rows(modelVersionsPerLayer(m)), latencyPerLevel: rows(modelLatencyPerLevel(m)) } };
 }
 
-export function csvField(v: Cell | undefined): string {
-  if (v === null || v === undefined) return '';
-  const s = String(v);
-  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
-}
+export { csvField };
 
 export function figureDataCsv(d: FigureData): string {
   const columns: string[] = [];

@@ -64,8 +64,11 @@ export function targetSection(m: Manifest): Html {
     proxyFacts(m));
 }
 
-const fit = (x: ManifestLevelModel) =>
-  `R² ${x.r2.toFixed(3)}, RMS error ${x.rmsError.toFixed(2)} levels, ${(x.accuracy * 100).toFixed(0)}% rounded to the true level`;
+const fit = (x: ManifestLevelModel) => (x.heldOut
+  ? `held out (${x.heldOut.folds}-fold by calibration pass): R² ${x.heldOut.r2.toFixed(3)}, RMS error ${x.heldOut.rmsError.toFixed(2)} levels, `
+    + `${(x.heldOut.accuracy * 100).toFixed(0)}% rounded to the true level; in-sample R² ${x.r2.toFixed(3)}`
+  : `in-sample only (no held-out estimate): R² ${x.r2.toFixed(3)}, RMS error ${x.rmsError.toFixed(2)} levels, `
+    + `${(x.accuracy * 100).toFixed(0)}% rounded to the true level`);
 
 function proxyFacts(m: Manifest): Html {
   const p = m.interferenceProxy;

@@ -15,6 +15,8 @@ export interface Operand {
   readonly shape: readonly number[];
   readonly dtype: DType;
   readonly layout: Layout;
+  /** Bytes it spans (the plan value's size, or the param's). */
+  readonly bytes: number;
   /** Set when the operand is a constant. */
   readonly param?: ParamData;
 }

@@ -28,6 +28,7 @@ export interface RuntimeAddon {
   setThreads(h: Handle, step: number, threads: number): void;
   setProfiling(h: Handle, on: boolean): void;
   stepTimes(h: Handle): Float64Array;
+  versions(h: Handle): Int32Array;
   close(h: Handle): void;
   copy(h: Handle, inputs: readonly ArrayBufferView[] | null, outputs: readonly ArrayBufferView[] | null): void;
   runBlock(h: Handle, from: number, to: number, cores: readonly number[]): Promise<BlockTiming>;
@@ -98,6 +99,8 @@ export interface Executor {
   setProfiling(on: boolean): void;
   /** Nanoseconds per step of the last profiled run. */
   stepTimesNs(): Float64Array;
+  /** Per step, the version index the native executor runs (-1: not a kernel step): its state, read back. */
+  runningVersions(): Int32Array;
   /** Copy feeds into the arena's inputs (byte sizes checked). */
   writeInputs(feeds: readonly ArrayBufferView[]): void;
   /** Copy the arena's outputs out: into `into`, else into new arrays. */
@@ -181,6 +184,7 @@ function wrapExecutor(addon: RuntimeAddon, h: Handle, plan: NativePlan): Executo
     },
     setProfiling: (on) => call('profiling', () => addon.setProfiling(h, on)),
     stepTimesNs: () => call('profiling', () => addon.stepTimes(h)),
+    runningVersions: () => call('reading versions', () => addon.versions(h)),
     writeInputs(feeds) {
       checkFeeds(plan, feeds);
       call('copying the inputs', () => addon.copy(h, feeds, null));

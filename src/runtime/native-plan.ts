@@ -23,6 +23,8 @@ export interface NativeVersion {
   readonly symbol: number;
   /** The version's weight: its packed weight param, or an arena value (batch_matmul B). */
   readonly weight: Ref;
+  /** Bytes of that weight (default: the param's size; an arena weight must state it). */
+  readonly weightBytes?: number;
 }
 
 export interface NativeStep {
@@ -30,6 +32,13 @@ export interface NativeStep {
   readonly threads: number;
   readonly inputs: readonly Ref[];
   readonly outputs: readonly Ref[];
+  /**
+   * Bytes each operand spans (the executor checks ref + bytes against its buffer). Default per
+   * ref: a param's whole size, an arena ref's distance to the arena's end, 0 for NONE. The
+   * translator always states them.
+   */
+  readonly inputBytes?: readonly number[];
+  readonly outputBytes?: readonly number[];
   readonly ints: readonly number[];
   readonly floats: readonly number[];
   readonly versions?: readonly NativeVersion[];
@@ -58,11 +67,25 @@ export interface NativePlan {
 
 export const SYMBOL_PATTERN = /^vt_k[0-9a-f]{16}$/;
 
-function checkStep(s: NativeStep, i: number, arenaBytes: number, params: number, symbols: number): void {
-  const refOk = (r: Ref) => Number.isSafeInteger(r) && (r === NONE || (r >= 0 && r <= arenaBytes) || (r <= -2 && -r - 2 < params));
-  if (![...s.inputs, ...s.outputs, ...(s.versions ?? []).map((v) => v.weight)].every(refOk)) {
-    throw internalError(`native plan step ${i} (${s.label}) refers to a buffer outside the arena or param table`);
-  }
+/** The (ref, bytes) pairs of an operand list, each checked to lie inside its buffer. */
+function sizedRefs(refs: readonly Ref[], bytes: readonly number[] | undefined, arenaBytes: number, params: readonly ArrayBufferView[],
+  where: string): number[] {
+  if (bytes !== undefined && bytes.length !== refs.length) throw internalError(`${where}: ${refs.length} operands but ${bytes.length} sizes`);
+  return refs.flatMap((r, i) => [r, refBytes(r, bytes?.[i], arenaBytes, params, where)]);
+}
+
+function refBytes(r: Ref, stated: number | undefined, arenaBytes: number, params: readonly ArrayBufferView[], where: string): number {
+  if (!Number.isSafeInteger(r)) throw internalError(`${where} has a non-integer operand ${r}`);
+  const fallback = r === NONE ? 0 : r >= 0 ? arenaBytes - r : (params[-r - 2]?.byteLength ?? 0);
+  const bytes = stated ?? fallback;
+  const inside = Number.isSafeInteger(bytes) && bytes >= 0 && (r === NONE ? bytes === 0
+    : r >= 0 ? r + bytes <= arenaBytes
+      : r <= -2 && -r - 2 < params.length && bytes <= params[-r - 2]!.byteLength);
+  if (!inside) throw internalError(`${where} refers to ${bytes} bytes at ${r}, outside the arena or param table`);
+  return bytes;
+}
+
+function checkStep(s: NativeStep, i: number, symbols: number): void {
   if (!s.ints.every(Number.isSafeInteger)) throw internalError(`native plan step ${i} (${s.label}) has a non-integer int`);
   if ((s.versions ?? []).some((v) => !Number.isInteger(v.symbol) || v.symbol < 0 || v.symbol >= symbols)) {
     throw internalError(`native plan step ${i} (${s.label}) names a symbol that is not in the table`);
@@ -81,11 +104,13 @@ export function encodePlan(plan: NativePlan): Float64Array {
     words.push(t.offset, t.bytes);
   }
   plan.steps.forEach((s, i) => {
-    checkStep(s, i, plan.arenaBytes, plan.params.length, plan.symbols.length);
+    const where = `native plan step ${i} (${s.label})`;
+    checkStep(s, i, plan.symbols.length);
     const versions = s.versions ?? [];
     words.push(s.op, s.threads, s.inputs.length, s.outputs.length, s.ints.length, s.floats.length, versions.length,
-      ...s.inputs, ...s.outputs, ...s.ints, ...s.floats);
-    for (const v of versions) words.push(v.symbol, v.weight);
+      ...sizedRefs(s.inputs, s.inputBytes, plan.arenaBytes, plan.params, where),
+      ...sizedRefs(s.outputs, s.outputBytes, plan.arenaBytes, plan.params, where), ...s.ints, ...s.floats);
+    for (const v of versions) words.push(v.symbol, v.weight, refBytes(v.weight, v.weightBytes, plan.arenaBytes, plan.params, where));
   });
   return Float64Array.from(words);
 }

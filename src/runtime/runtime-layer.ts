@@ -21,6 +21,8 @@ export interface RuntimeVersion {
   readonly symbol: string;
   /** Packed by <symbol>_pack_weight (conv2d / dense); absent for batch_matmul. */
   readonly packedWeight?: Uint8Array;
+  /** Scratch bytes its run function needs (vt_desc.workspace_bytes; the executor checks it). */
+  readonly workspaceBytes: number;
 }
 
 export interface RuntimeLayer {
@@ -45,7 +47,7 @@ export function fromManifest(m: Manifest, readBlob: (ref: BlobRef) => Uint8Array
     dtype: l.dtype, attrs: l.attrs, epilogue: l.epilogue.map((s) => s.kind), epilogueParams: l.epilogueParams,
     params: Object.fromEntries(Object.entries(l.params).map(([k, p]) => [k, { dtype: p.dtype, dims: p.dims, bytes: readBlob(p) }])),
     versions: l.versions.filter((v) => v.inPlan).map((v) => ({
-      id: v.id, symbol: v.symbol, ...(v.packedWeight ? { packedWeight: readBlob(v.packedWeight) } : {}),
+      id: v.id, symbol: v.symbol, workspaceBytes: v.workspaceBytes, ...(v.packedWeight ? { packedWeight: readBlob(v.packedWeight) } : {}),
     })),
   }));
 }

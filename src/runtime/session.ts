@@ -19,9 +19,11 @@
  * has one activation arena, so inferences on it are queued, never interleaved; `replicate()` gives
  * another session of the same model (its own arena, the same weights) to run two at once.
  */
+import type { KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { availableCores } from '../toolchain/cpu.js';
 import { readBundle, type LoadedBundle, type ReadOptions } from '../bundle/read.js';
+import { trustedKeyFrom } from '../bundle/sign.js';
 import type { Manifest, ManifestVersion } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
 import { executorForBundle } from './bundle-executor.js';
@@ -45,6 +47,12 @@ export interface LoadBundleOptions {
   readonly pinThreads?: boolean;
   /** Passed to readBundle (tests fake the machine's CPU flags; a trusted caller may skip hashing). */
   readonly read?: ReadOptions;
+  /**
+   * Run the bundle only if one of these Ed25519 keys (KeyObjects or PEM text) signed it
+   * (`veltair compile --sign`): an unsigned bundle is UNSIGNED_BUNDLE, a wrong signature
+   * BAD_SIGNATURE, a file changed since signing BAD_BUNDLE — before any native code is loaded.
+   */
+  readonly trustedKeys?: readonly (KeyObject | string)[];
 }
 
 /** A layer with a family of compiled versions the session can switch between. */
@@ -111,6 +119,8 @@ export interface Session {
   readonly manifest: Manifest;
   /** Non-fatal load findings (e.g. tuned on another CPU model). */
   readonly warnings: readonly string[];
+  /** Key id of the trusted key that signed the bundle (loaded with trustedKeys), else undefined. */
+  readonly signedBy: string | undefined;
   readonly inputs: readonly TensorInfo[];
   readonly outputs: readonly TensorInfo[];
   /** Interference levels the bundle's versions were profiled at. */
@@ -192,7 +202,8 @@ function stepsOf(b: LoadedBundle, stepOfPlan: readonly number[]): SessionStep[] 
 export async function loadBundle(path: string, options: LoadBundleOptions = {}): Promise<Session> {
   checkThreads(options.threads);
   if (options.level !== undefined) checkLevel(options.level);
-  const bundle = await readBundle(path, options.read ?? {});
+  const trustedKeys = options.trustedKeys?.map((k) => trustedKeyFrom(k));
+  const bundle = await readBundle(path, { ...(options.read ?? {}), ...(trustedKeys ? { trustedKeys } : {}) });
   const opThreads = options.threads ?? defaultOpThreads(bundle.manifest);
   const { executor, translated } = await executorForBundle(bundle, {
     threads: opThreads, ...(options.pinThreads ? { pinThreads: true } : {}),
@@ -358,7 +369,7 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
 
   setLevel(options.level ?? 0);
   const session: Session = {
-    path: bundle.paths.dir, manifest: m, warnings: bundle.warnings, inputs, outputs,
+    path: bundle.paths.dir, manifest: m, warnings: bundle.warnings, signedBy: bundle.signedBy, inputs, outputs,
     levels: [...m.options.levels], tunableLayers: tunable, executor, stepOfPlan, steps,
     get versions() { return [...current]; },
     get level() { return level; },

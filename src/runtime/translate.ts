@@ -8,9 +8,13 @@
  *  inputs / outputs {name, value}    inputs / outputs {name, dtype, shape, offset, bytes}
  *  step op 'reorder' from→to         REORDER (layout kinds natural/blocked/rows + V, logical dims)
  *  step op 'layer', inPlace          nothing (the view shares its input's bytes)
- *  step op 'layer', tunable          KERNEL: in [x, bias, residual, chanmul, epi_params], out [y],
- *                                    one version per step.versions id: (symbol, packed weight param
- *                                    | B's arena ref for batch_matmul)
+ *  step op 'layer', tunable          KERNEL: in [x, bias, residual, chanmul, epi_params, workspace],
+ *                                    out [y], one version per step.versions id: (symbol, packed
+ *                                    weight param | B's arena ref for batch_matmul)
+ *  versions' workspaceBytes          one workspace region after the plan's arena, sized for the
+ *                                    largest version: steps run one at a time over one arena, so
+ *                                    they can share it as they share the arena's bytes
+ *  every operand                     (ref, bytes): the executor checks both
  *  step op 'layer', other            the op's lowering (lower-compute.ts, lower-movement.ts),
  *                                    operands in ONNX argument order with constants as params
  *  layer params                      params (copied once into aligned native memory)
@@ -20,7 +24,7 @@
  */
 import { internalError, quoteForMessage, VeltairError } from '../errors.js';
 import type { GraphPlan, PlanStep, PlanValue } from '../bundle/plan.js';
-import { layoutElements, parseLayout, type Layout } from '../bundle/layout.js';
+import { parseLayout, type Layout } from '../bundle/layout.js';
 import { LAYOUT_KIND, OP } from './ops.js';
 import { arenaRef, NONE, paramRef, type NativePlan, type NativeStep, type Ref, SYMBOL_PATTERN } from './native-plan.js';
 import { product, roundUp } from './geometry.js';
@@ -82,6 +86,8 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
     if (i < 0) { i = symbols.length; symbols.push(sym); }
     return i;
   };
+  const workspace = planWorkspace(plan, layerOf);
+  const arenaBytes = workspace.bytes > 0 ? workspace.offset + workspace.bytes : plan.arenaBytes;
   const value = (id: number): PlanValue => {
     const v = values.get(id);
     if (v === undefined) throw internalError(`graph plan refers to value ${id}, which it does not define`);
@@ -90,23 +96,27 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
   };
   const operand = (id: number): Operand => {
     const v = value(id);
-    return { ref: arenaRef(v.offset), shape: v.shape, dtype: v.dtype, layout: v.layout };
+    return { ref: arenaRef(v.offset), bytes: v.bytes, shape: v.shape, dtype: v.dtype, layout: v.layout };
   };
   const steps: NativeStep[] = [];
   const stepOfPlan: number[] = [];
   const planOfStep: number[] = [];
-  const push = (s: Omit<NativeStep, 'threads' | 'label' | 'floats'> & { floats?: readonly number[] }, p: PlanStep, label: string) => {
+  const push = (s: Omit<NativeStep, 'threads' | 'label' | 'floats'> & { floats?: readonly number[] }, p: PlanStep, label: string,
+    operands: readonly Operand[]) => {
     stepOfPlan[p.index] = steps.length;
     planOfStep.push(p.index);
-    steps.push({ ...s, threads, floats: s.floats ?? [], label });
+    const sizes = operandSizes(operands, params, label);
+    steps.push({ ...s, threads, floats: s.floats ?? [], label, inputBytes: s.inputBytes ?? s.inputs.map(sizes),
+      outputBytes: s.outputBytes ?? s.outputs.map(sizes) });
   };
 
   for (const p of plan.steps) {
     stepOfPlan[p.index] = -1;
     if (p.op === 'reorder') {
       const v = value(p.inputs[0]);
-      push({ op: OP.REORDER, inputs: [operand(p.inputs[0]).ref], outputs: [operand(p.outputs[0]).ref], ints: reorderInts(v, p.from, p.to), floats: [] },
-        p, `reorder ${p.from}→${p.to}`);
+      const from = operand(p.inputs[0]), to = operand(p.outputs[0]);
+      push({ op: OP.REORDER, inputs: [from.ref], outputs: [to.ref], ints: reorderInts(v, p.from, p.to), floats: [] },
+        p, `reorder ${p.from}→${p.to}`, [from, to]);
       continue;
     }
     if (p.inPlace) continue;
@@ -114,35 +124,35 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
     if (layer === undefined) throw internalError(`plan step ${p.index} runs layer ${p.layer}, which the bundle does not describe`);
     const label = `layer ${layer.index} ${layer.op}`;
     if (layer.tunable) {
-      push(kernelStep(layer, p, operand, addParam, symbolIndex), p, label);
+      push(kernelStep(layer, p, operand, addParam, symbolIndex, workspace), p, label, []);
       continue;
     }
     const lowered = lowerLayer(layer, p, operand, addParam, options.onUnsupported);
-    if (lowered) push(lowered, p, label);
+    if (lowered) push(lowered.step, p, label, lowered.operands);
   }
-  return finishPlan(plan, value, steps, symbols, params, stepOfPlan, planOfStep);
+  return finishPlan(plan, arenaBytes, value, steps, symbols, params, stepOfPlan, planOfStep);
 }
 
-function finishPlan(plan: GraphPlan, value: (id: number) => PlanValue, steps: NativeStep[], symbols: string[], params: ArrayBufferView[],
-  stepOfPlan: number[], planOfStep: number[]): TranslatedPlan {
+function finishPlan(plan: GraphPlan, arenaBytes: number, value: (id: number) => PlanValue, steps: NativeStep[], symbols: string[],
+  params: ArrayBufferView[], stepOfPlan: number[], planOfStep: number[]): TranslatedPlan {
   const tensor = (t: { name: string; value: number }) => {
     const v = value(t.value);
     return { name: t.name, dtype: v.dtype, shape: v.shape, offset: v.offset, bytes: v.bytes };
   };
   return {
-    plan: { arenaBytes: plan.arenaBytes, inputs: plan.inputs.map(tensor), outputs: plan.outputs.map(tensor), steps, symbols, params },
+    plan: { arenaBytes, inputs: plan.inputs.map(tensor), outputs: plan.outputs.map(tensor), steps, symbols, params },
     stepOfPlan, planOfStep,
   };
 }
 
 /** A non-tunable layer's native step; an unsupported one throws UNSUPPORTED_OPS, or is reported and skipped with `onUnsupported`. */
 function lowerLayer(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, operand: (id: number) => Operand,
-  addParam: (d: ArrayBufferView) => Ref, onUnsupported?: (e: VeltairError) => void): LoweredOp | undefined {
+  addParam: (d: ArrayBufferView) => Ref, onUnsupported?: (e: VeltairError) => void): { step: LoweredOp; operands: Operand[] } | undefined {
   const lowering = LOWERINGS[layer.op];
   const ctx: OpContext = { layer, layout: p.layout, ins: operands(layer, p.inputs.map(operand), addParam), outs: p.outputs.map(operand), addParam };
   try {
     if (lowering === undefined) unsupported(ctx, 'no native op of this name');
-    return lowering(ctx);
+    return { step: lowering(ctx), operands: [...ctx.ins, ...ctx.outs] };
   } catch (e) {
     if (!onUnsupported || !(e instanceof VeltairError) || e.code !== 'UNSUPPORTED_OPS') throw e;
     onUnsupported(e);
@@ -169,22 +179,49 @@ function operands(layer: RuntimeLayer, acts: readonly Operand[], addParam: (d: A
 }
 
 function paramOperand(p: ParamData, addParam: (d: ArrayBufferView) => Ref): Operand {
-  return { ref: addParam(p.bytes), shape: p.dims, dtype: p.dtype, layout: 'nchw', param: p };
+  return { ref: addParam(p.bytes), bytes: p.bytes.byteLength, shape: p.dims, dtype: p.dtype, layout: 'nchw', param: p };
+}
+
+/** Bytes of each ref a lowering used: its operand's for arena refs, the whole param for params, 0 for none. */
+function operandSizes(operands: readonly Operand[], params: readonly ArrayBufferView[], label: string): (r: Ref) => number {
+  const arena = new Map<Ref, number>();
+  for (const o of operands) if (o.ref >= 0) arena.set(o.ref, Math.max(arena.get(o.ref) ?? 0, o.bytes));
+  return (r) => {
+    if (r === NONE) return 0;
+    if (r < 0) return params[-r - 2]!.byteLength;
+    const bytes = arena.get(r);
+    if (bytes === undefined) throw internalError(`${label}: arena ref ${r} is none of the step's operands`);
+    return bytes;
+  };
+}
+
+interface Workspace { readonly offset: number; readonly bytes: number }
+
+/** The kernels' shared scratch: after the plan's own arena, as large as the largest in-plan version needs. */
+function planWorkspace(plan: GraphPlan, layerOf: ReadonlyMap<number, RuntimeLayer>): Workspace {
+  let bytes = 0;
+  for (const p of plan.steps) {
+    if (p.op !== 'layer' || !p.versions) continue;
+    const versions = new Map((layerOf.get(p.layer)?.versions ?? []).map((v) => [v.id, v]));
+    for (const id of p.versions) bytes = Math.max(bytes, versions.get(id)?.workspaceBytes ?? 0);
+  }
+  return { offset: Math.ceil(plan.arenaBytes / 64) * 64, bytes };
 }
 
 function kernelStep(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, operand: (id: number) => Operand,
-  addParam: (d: ArrayBufferView) => Ref, symbolIndex: (s: string) => number): Omit<NativeStep, 'threads' | 'label'> {
+  addParam: (d: ArrayBufferView) => Ref, symbolIndex: (s: string) => number, workspace: Workspace): Omit<NativeStep, 'threads' | 'label'> {
   const vec = parseLayout(p.layout).vec;
   const bmm = layer.op === 'batch_matmul';
   const args = bmm ? 2 : 1;
   const x = operand(p.inputs[0]!), y = operand(p.outputs[0]!);
   const wAct = bmm ? operand(p.inputs[1]!) : undefined;
   const extras = layer.epilogue.filter((k) => k === 'residual_add' || k === 'channel_mul');
-  const extraRef = (kind: string) => {
+  const extra = (kind: string): Operand | undefined => {
     const i = extras.indexOf(kind as typeof extras[number]);
-    return i < 0 ? NONE : operand(p.inputs[args + i]!).ref;
+    return i < 0 ? undefined : operand(p.inputs[args + i]!);
   };
-  let bias: Ref = NONE;
+  const residual = extra('residual_add'), gate = extra('channel_mul');
+  let bias: Ref = NONE, biasBytes = 0;
   if (layer.epilogue.includes('bias')) {
     const b = layer.params['bias'];
     if (!b) throw internalError(`layer ${layer.index} has a bias epilogue but no bias param`);
@@ -192,19 +229,22 @@ function kernelStep(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, 
     const padded = new Float32Array(roundUp(natural.length, vec));
     padded.set(natural);
     bias = addParam(padded);
+    biasBytes = padded.byteLength;
   }
   const epi = layer.epilogueParams.length > 0 ? addParam(Float32Array.from(layer.epilogueParams)) : NONE;
+  const ws: Ref = workspace.bytes > 0 ? arenaRef(workspace.offset) : NONE;
   const byId = new Map(layer.versions.map((v) => [v.id, v]));
   const versions = (p.versions ?? []).map((id) => {
     const v = byId.get(id);
     if (!v) throw internalError(`plan step ${p.index} uses version ${id.slice(0, 12)}, which layer ${layer.index} does not list`);
     if (!bmm && !v.packedWeight) throw internalError(`layer ${layer.index} version ${id.slice(0, 12)} has no packed weight`);
-    return { symbol: symbolIndex(v.symbol), weight: bmm ? wAct!.ref : addParam(v.packedWeight!) };
+    return bmm ? { symbol: symbolIndex(v.symbol), weight: wAct!.ref, weightBytes: wAct!.bytes }
+      : { symbol: symbolIndex(v.symbol), weight: addParam(v.packedWeight!), weightBytes: v.packedWeight!.byteLength };
   });
   if (versions.length === 0) throw internalError(`plan step ${p.index} (layer ${layer.index}) has no usable version`);
-  const bytesOf = (o: Operand) => layoutElements(o.shape, o.layout) * 4;
   return {
-    op: OP.KERNEL, inputs: [x.ref, bias, extraRef('residual_add'), extraRef('channel_mul'), epi], outputs: [y.ref],
-    ints: [bytesOf(x), bytesOf(y), wAct ? bytesOf(wAct) : 0, layer.epilogueParams.length], floats: [], versions,
+    op: OP.KERNEL, inputs: [x.ref, bias, residual?.ref ?? NONE, gate?.ref ?? NONE, epi, ws], outputs: [y.ref],
+    inputBytes: [x.bytes, biasBytes, residual?.bytes ?? 0, gate?.bytes ?? 0, layer.epilogueParams.length * 4, workspace.bytes],
+    outputBytes: [y.bytes], ints: [], floats: [], versions,
   };
 }

@@ -9,6 +9,7 @@ import type { Manifest } from '../bundle/manifest.js';
 import { readBundleProfile } from '../profile/bundle-profile.js';
 import { measureProfile } from '../profile/measure.js';
 import { loadBundle, type Session } from '../runtime/session.js';
+import type { KeyObject } from 'node:crypto';
 import { buildModelTable } from '../schedule/model-table.js';
 import type { Policy } from '../schedule/policies.js';
 import type { Profile } from '../schedule/profile.js';
@@ -27,6 +28,8 @@ export interface SetupOptions {
   /** QoS of a model without one: this many times its fastest quiet latency on the server's cores. */
   readonly qosMultiple: number;
   readonly onProgress?: (message: string) => void;
+  /** Serve only bundles one of these Ed25519 keys signed (`veltair serve --trust`): checked before any kernel loads. */
+  readonly trustedKeys?: readonly KeyObject[];
 }
 
 export interface ServedSetup {
@@ -58,7 +61,7 @@ export async function setupDispatcher(o: SetupOptions): Promise<ServedSetup> {
   // Sessions first: the runtime addon must load before any profiling pins threads (libgomp reads
   // its binding environment once, and the server pins each block itself).
   const sessions: Session[] = [];
-  for (const m of o.models) sessions.push(await loadBundle(m.bundle));
+  for (const m of o.models) sessions.push(await loadBundle(m.bundle, o.trustedKeys ? { trustedKeys: o.trustedKeys } : {}));
   const models: DispatchModel[] = [];
   const summaries: string[] = [];
   for (const [i, m] of o.models.entries()) {

@@ -55,7 +55,7 @@ export interface DirectProblem extends Geometry {
   /** Reduction blocks (V input channels each) per group, and the real lanes of the last one. */
   readonly icBlocks: number;
   readonly icLanesLast: number;
-  /** Where weight vectors come from: packed by us, batch_matmul B rows, or transposed B (packed per tile). */
+  /** Where weight vectors come from: packed by us, batch_matmul B rows, or transposed B (packed once per run into the workspace). */
   readonly weights: 'packed' | 'b_rows' | 'b_transposed';
   /** Reduction length K of one output element. */
   readonly reduction: number;

@@ -8,13 +8,17 @@
  */
 import { createHash } from 'node:crypto';
 
-/** Bump on any change to vt_desc or the kernel entry points (veltair_kernel.h). */
-export const KERNEL_ABI_VERSION = 1;
+/**
+ * Bump on any change to vt_desc or the kernel entry points (veltair_kernel.h).
+ * 2: vt_desc.workspace_bytes and a workspace pointer in <sym>_run (no allocation inside a kernel).
+ */
+export const KERNEL_ABI_VERSION = 2;
 /** Epilogue steps a vt_desc can hold. */
 export const MAX_EPILOGUE_STEPS = 8;
 /** The native plan blob's first two words (native-kernels/runtime/executor.c). */
 export const PLAN_MAGIC = 0x7674;
-export const PLAN_FORMAT = 1;
+/** 2: every step operand is (ref, bytes), so the executor checks offset + size, not the offset alone. */
+export const PLAN_FORMAT = 2;
 
 /** One C enum: TS names in code order; the C enumerator is `prefix + NAME` unless given. */
 interface AbiEnum<N extends string> {

@@ -35,12 +35,21 @@ export function noCompiler(c: Compiler): VeltairError {
     'install gcc (e.g. `apt-get install gcc`) or point the CC environment variable at a C compiler');
 }
 
+/**
+ * The compiler's environment: this process's, minus LD_PRELOAD. A sanitizer runtime preloaded into
+ * Node (to load a sanitized addon) must not be injected into gcc, which is not our code to check.
+ */
+function compilerEnv(): NodeJS.ProcessEnv {
+  const { LD_PRELOAD: _preload, ...env } = process.env;
+  return env;
+}
+
 const isMissing = (e: unknown) => (e as { code?: string }).code === 'ENOENT';
 
 /** Run the compiler with `args`; a missing compiler is NO_COMPILER, anything else is rethrown (execa's error, with stderr). */
 export async function runCompiler(args: readonly string[], options: Pick<Options, 'cwd'> = {}, c: Compiler = compiler()): Promise<void> {
   try {
-    await execa(c.command, [...c.leadingArgs, ...args], { ...options, stdin: 'ignore' });
+    await execa(c.command, [...c.leadingArgs, ...args], { ...options, stdin: 'ignore', env: compilerEnv(), extendEnv: false });
   } catch (e) {
     if (isMissing(e)) throw noCompiler(c);
     throw e;
@@ -58,7 +67,8 @@ const versions = new Map<string, Promise<string>>();
 export function compilerVersion(c: Compiler = compiler()): Promise<string> {
   let v = versions.get(c.display);
   if (!v) {
-    v = execa(c.command, [...c.leadingArgs, '--version'], { stdin: 'ignore' }).then((r) => r.stdout.trim(), (e: unknown) => {
+    const run = execa(c.command, [...c.leadingArgs, '--version'], { stdin: 'ignore', env: compilerEnv(), extendEnv: false });
+    v = run.then((r) => r.stdout.trim(), (e: unknown) => {
       versions.delete(c.display);
       if (isMissing(e)) throw noCompiler(c);
       throw e;

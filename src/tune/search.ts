@@ -1,6 +1,8 @@
 /**
- * The search policy for one workload, one pass: seeds first (the three presets at every thread
- * count considered, then a few random samples), then evolutionary batches: mutate the fittest
+ * The search policy for one workload, one pass: seeds first (schedules that were fastest under an
+ * older code generator, when the database has any — measured again, never taken as measured —
+ * then the three presets at every thread count considered, then a few random samples), then
+ * evolutionary batches: mutate the fittest
  * measured candidates, rank the proposals with the cost model, and fill each slot with the next
  * best-ranked proposal — or, with probability ε, with a fresh random sample.
  *
@@ -49,6 +51,8 @@ export interface SearchOptions {
   readonly epsilon?: number;
   readonly randomSeeds?: number;
   readonly population?: number;
+  /** Schedules to try first (db.seeds(): this target's best under another codegen version; measured again). */
+  readonly seedSchedules?: readonly Schedule[];
   /**
    * Candidates other targets measured for this workload (db/transfer.ts), nearest first: measured
    * first here, and — rescaled to this machine's best — priors for the cost model until this
@@ -63,6 +67,9 @@ export interface Prior {
   readonly schedule: Schedule;
   readonly medianMs: Readonly<Record<string, number>>;
 }
+
+/** Old-codegen records a search starts from: the fastest few, one per schedule. */
+export const MAX_CARRIED_SEEDS = 3;
 
 export interface TaskSearch {
   readonly workload: Workload;
@@ -97,7 +104,7 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
   const usable = (s: Schedule) => isValid(s, workload, target) && o.levelsFor(s.threads).length > 0;
 
   const priors = (o.priors ?? []).map((p) => ({ schedule: snap(p.schedule), medianMs: p.medianMs })).filter((p) => usable(p.schedule));
-  const seeds: Schedule[] = priors.map((p) => p.schedule);
+  const seeds: Schedule[] = [...(o.seedSchedules ?? []).slice(0, MAX_CARRIED_SEEDS).map(snap), ...priors.map((p) => p.schedule)];
   for (const t of threadOptions) {
     for (const make of [localityGreedy, parallelHeavy, defaultSchedule]) seeds.push(make(workload, target, t));
   }

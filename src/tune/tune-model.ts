@@ -188,6 +188,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   const budget = caps.reduce((a, b) => a + b, 0);
   const searches: TaskSearch[] = tasks.map((t, i) => createTaskSearch(t.workload, target, {
     levels, threads, levelsFor, seed: o.seed ?? 1, ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
+    seedSchedules: o.db.seeds(t.workload.key).map((r) => r.schedule),
     priors: seedsOf[i]!.map((s) => ({ schedule: s.record.schedule,
       medianMs: Object.fromEntries(levelsOf(s.record).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(s.record, l)!])) })),
   }));

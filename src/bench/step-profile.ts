@@ -1,0 +1,88 @@
+/**
+ * Where a bundle's inference time goes, step by step: the executor's own step timer (two clock
+ * reads per step) over R runs on a seeded input after one warm-up run, on the level-0 versions,
+ * with the bundle's thread counts. Reports the mean per step, the kernel steps' total against the
+ * sum of their profiled level-0 latencies (what tuning measured for the same versions, one layer
+ * at a time), the other steps' total, and the slowest steps with their observed/profiled ratio.
+ *   node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--json]
+ * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
+ */
+import { fileURLToPath } from 'node:url';
+import { loadBundle } from '../runtime/session.js';
+import { modelFeeds } from './feeds.js';
+import { machineInfo, machineLine } from './machine.js';
+
+export interface StepTime {
+  readonly step: number;
+  readonly kind: string;
+  readonly layer: number | null;
+  readonly meanMs: number;
+  /** Kernel steps: the running version's profiled level-0 latency at its thread count. */
+  readonly profiledMs?: number;
+}
+
+export interface StepProfile {
+  readonly runs: number;
+  readonly totalMs: number;
+  readonly kernelMs: number;
+  readonly kernelProfiledMs: number;
+  readonly otherMs: number;
+  readonly steps: readonly StepTime[];
+}
+
+export async function profileSteps(bundleDir: string, runs: number): Promise<StepProfile> {
+  const session = await loadBundle(bundleDir);
+  try {
+    session.setLevel(0);
+    const arrays = modelFeeds(session.manifest.model.inputs);
+    const byName = Object.fromEntries(session.manifest.model.inputs.map((t, i) => [t.name, arrays[i]!]));
+    session.executor.setProfiling(true);
+    session.runSync(byName);
+    const sums = new Float64Array(session.executor.stepCount);
+    for (let r = 0; r < runs; r++) {
+      session.runSync(byName);
+      session.executor.stepTimesNs().forEach((ns, i) => { sums[i]! += ns; });
+    }
+    session.executor.setProfiling(false);
+    const profiled = new Map(session.tunableLayers.map((t, i) => {
+      const v = t.versions[session.versions[i]!]!;
+      return [t.step, v.latencyByThreadsMs[String(v.threads)] ?? v.latencyMs['0']] as const;
+    }));
+    const steps: StepTime[] = session.steps.map((s) => ({
+      step: s.index, kind: s.kind, layer: s.layer, meanMs: sums[s.index]! / runs / 1e6,
+      ...(profiled.get(s.index) !== undefined ? { profiledMs: profiled.get(s.index)! } : {}),
+    }));
+    const kernels = steps.filter((s) => s.profiledMs !== undefined);
+    const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+    return {
+      runs, totalMs: sum(steps.map((s) => s.meanMs)), kernelMs: sum(kernels.map((s) => s.meanMs)),
+      kernelProfiledMs: sum(kernels.map((s) => s.profiledMs!)), otherMs: sum(steps.filter((s) => s.profiledMs === undefined).map((s) => s.meanMs)),
+      steps,
+    };
+  } finally {
+    session.close();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const bundle = process.argv[2];
+  if (!bundle || bundle.startsWith('--')) {
+    process.stderr.write('usage: node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--json]\n');
+    process.exit(1);
+  }
+  const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
+  const p = await profileSteps(bundle, arg('--runs', 15));
+  if (process.argv.includes('--json')) process.stdout.write(JSON.stringify({ machine: await machineInfo(), bundle, ...p }) + '\n');
+  else {
+    const f = (x: number) => x.toFixed(3);
+    const top = [...p.steps].sort((a, b) => b.meanMs - a.meanMs).slice(0, arg('--top', 10));
+    process.stdout.write([
+      `machine: ${machineLine(await machineInfo())}`,
+      `${bundle}: mean of ${p.runs} profiled runs (level-0 versions): steps ${f(p.totalMs)} ms in all; kernel steps ${f(p.kernelMs)} ms `
+        + `against ${f(p.kernelProfiledMs)} ms profiled at level 0 (ratio ${(p.kernelMs / p.kernelProfiledMs).toFixed(2)}); other steps ${f(p.otherMs)} ms`,
+      'slowest steps:',
+      ...top.map((s) => `  step ${s.step} ${s.kind}${s.layer === null ? '' : ` (layer ${s.layer})`}: ${f(s.meanMs)} ms`
+        + (s.profiledMs !== undefined ? ` (profiled ${f(s.profiledMs)}, ratio ${(s.meanMs / s.profiledMs).toFixed(2)})` : '')),
+    ].join('\n') + '\n');
+  }
+}
