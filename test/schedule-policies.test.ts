@@ -83,7 +83,8 @@ test('prema: one request on the machine at a time; the shorter job takes over at
   assert.deepEqual(back.map((x) => [x.request, x.first]), [[1, 1]], 'then the long one resumes where it stopped');
 });
 
-test('version choice: veltair takes the version best at the predicted level, veltair-sched the best quiet one, veltair-compile adaptive on whole-model blocks', () => {
+test('version choice: veltair takes the version best at the predicted level, veltair-sched the best quiet one, ' +
+  'veltair-compile adaptive on whole-model blocks', () => {
   // v0 is 10% faster quiet but 1.5x slower at level 4; v1 is the reverse.
   const layers = JAGGED.map((l) => ({ ...l, versions: [[1.1, 1.2]] as const }));
   const plan = handPlan('two-versions', layers, 16, JAGGED_QOS_MS);

@@ -41,7 +41,8 @@ for (const [policy, onConflict] of [['veltair', 'wait'], ['layerwise', 'shrink']
 test('Little\'s law holds within 3% on a long run: mean requests in system = arrival rate × mean time in system', () => {
   for (const policy of ['veltair', 'fcfs']) {
     const m = models();
-    const r = simulate({ models: m, cores: 16, policy: parsePolicy(policy), seed: 3, durationMs: 60_000, warmupMs: 0, maxSimMs: 1e7, maxEvents: 1e8, interference });
+    const r = simulate({ models: m, cores: 16, policy: parsePolicy(policy), seed: 3, durationMs: 60_000, warmupMs: 0, maxSimMs: 1e7, maxEvents: 1e8,
+      interference });
     assert.equal(r.stop, 'drained');
     const offeredPerMs = m.reduce((s, x) => s + x.qps, 0) / 1000;
     const L = r.metrics.little.meanInSystem * r.endMs / 60_000; // ∫N dt over the arrival period's length
@@ -74,7 +75,8 @@ test('a run says which bound it hit', () => {
 });
 
 test('co-running blocks slow each other down through the calibrated interference, and only when calibrated', () => {
-  const run = (i: typeof interference) => simulate({ models: models(), cores: 16, policy: parsePolicy('fcfs'), seed: 5, durationMs: 3000, warmupMs: 0, maxSimMs: 1e6, maxEvents: 1e7, interference: i });
+  const run = (i: typeof interference) => simulate({ models: models(), cores: 16, policy: parsePolicy('fcfs'), seed: 5, durationMs: 3000, warmupMs: 0,
+    maxSimMs: 1e6, maxEvents: 1e7, interference: i });
   const quiet = run(NO_INTERFERENCE), noisy = run(interference);
   assert.ok(noisy.metrics.meanMs > quiet.metrics.meanMs, `${noisy.metrics.meanMs} > ${quiet.metrics.meanMs}`);
   assert.equal(interference.levelFor(0, 0), 0);

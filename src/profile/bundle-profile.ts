@@ -19,13 +19,15 @@ export function defaultProfilePath(bundleDir: string): string {
 export function readBundleProfile(bundleDir: string, path?: string): { profile: Profile; file: string } | undefined {
   const file = path ?? defaultProfilePath(bundleDir);
   if (!existsSync(file)) {
-    if (path !== undefined) throw userError('FILE_NOT_FOUND', `profile ${quoteForMessage(path)} does not exist`, `write one with: veltair profile ${bundleDir}`);
+    if (path !== undefined) throw userError('FILE_NOT_FOUND', `profile ${quoteForMessage(path)} does not exist`,
+      `write one with: veltair profile ${bundleDir}`);
     return undefined;
   }
   const profile = parseProfile(readFileSync(file, 'utf8'), file);
   const sha = createHash('sha256').update(readFileSync(join(bundleDir, 'manifest.json'))).digest('hex');
   if (profile.model.manifestSha256 !== sha) {
-    throw userError('BAD_PROFILE', `${file} was not taken of bundle ${bundleDir} (its manifest sha256 differs)`, `profile the bundle again: veltair profile ${bundleDir}`);
+    throw userError('BAD_PROFILE', `${file} was not taken of bundle ${bundleDir} (its manifest sha256 differs)`,
+      `profile the bundle again: veltair profile ${bundleDir}`);
   }
   return { profile, file };
 }

@@ -86,7 +86,8 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
     }
     requirement[u] = need > 0 ? need : fastest;
   }
-  const averageRequirement = U === 0 || !(qosMs > 0) ? 0 : requirement.reduce((s, r, u) => s + r * shareMs[u]!, 0) / Math.max(qosMs, shareMs.reduce((s, x) => s + x, 0));
+  const averageRequirement = U === 0 || !(qosMs > 0) ? 0 : requirement.reduce((s, r, u) => s + r * shareMs[u]!, 0) / Math.max(qosMs, shareMs.reduce((s, x) =>
+    s + x, 0));
   const prefixMs = best.map((b) => {
     const pre = new Float64Array((N + 1) * (U + 1));
     for (let c = 1; c <= N; c++) for (let u = 0; u < U; u++) pre[c * (U + 1) + u + 1] = pre[c * (U + 1) + u]! + b[u * (N + 1) + c]!;

@@ -151,7 +151,8 @@ export class Scheduler {
   arrive(a: RequestArrival, now: number): Decision[] {
     if (this.requests.has(a.id)) throw internalError(`request ${a.id} arrived twice`);
     if (!(a.model >= 0 && a.model < this.models.length)) throw internalError(`request ${a.id} names model ${a.model}`);
-    const r: Req = { id: a.id, model: a.model, arrivalMs: a.arrivalMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now, level: 0 };
+    const r: Req = { id: a.id, model: a.model, arrivalMs: a.arrivalMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now,
+      level: 0 };
     this.requests.set(a.id, r);
     this.activePerModel[a.model]!++;
     this.enqueue(r);
@@ -250,7 +251,8 @@ export class Scheduler {
       if (over && r.tokens < maxPriority) return;
       const p = this.models[r.model]!;
       const remaining = blockQuietMs(p, r.next, p.table.units.length - 1, p.fastestCores);
-      if (remaining < bestRemaining || (remaining === bestRemaining && best >= 0 && byArrival(r, this.premaReady[best]!))) { best = i; bestRemaining = remaining; }
+      if (remaining < bestRemaining || (remaining === bestRemaining && best >= 0 && byArrival(r,
+        this.premaReady[best]!))) { best = i; bestRemaining = remaining; }
     });
     return best;
   }
@@ -309,6 +311,7 @@ export class Scheduler {
     this.runningCount++;
     this.blocks++;
     if (claim) this.claims++;
-    return { request: r.id, model: r.model, first: block.first, last: block.last, cores, versions, level, claim, conflict, wantCores: plan.want, needCores: plan.need, expectedMs };
+    return { request: r.id, model: r.model, first: block.first, last: block.last, cores, versions, level, claim, conflict, wantCores: plan.want,
+      needCores: plan.need, expectedMs };
   }
 }
