@@ -14,7 +14,9 @@ export interface HandLayer {
   readonly us1: number;
   readonly serialUs?: number;
   readonly maxUseful?: number;
-  /** Extra versions: [quiet multiplier, level-4 multiplier] relative to version 0 (whose level 4 = 1.5 × quiet). */
+  /** Version 0's latency at level 4 over its quiet latency (levels between: linear); default 1 (no interference effect). */
+  readonly noisy?: number;
+  /** Extra versions: [quiet multiplier, level-4 multiplier] relative to version 0's quiet latency. */
   readonly versions?: readonly (readonly [number, number])[];
   readonly bytes?: number;
 }
@@ -36,7 +38,7 @@ export function handProfile(name: string, layers: readonly HandLayer[], maxCores
     index, name: `${name}.layer${index}`, op: 'conv2d', kind: 'tunable', layer: index, flops: l.us1 * 1e3, bytes: l.bytes ?? 1e5, footprintBytes: l.bytes ??
       1e5,
     versions: [
-      { id: 'v0', symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores, 1, 1.5) },
+      { id: 'v0', symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores, 1, l.noisy ?? 1) },
       ...(l.versions ?? []).map(([q, n], k) => ({ id: `v${k + 1}`, symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores,
         q, n) })),
     ],

@@ -7,8 +7,8 @@ import { runExperiment } from '../src/simulate/experiment.js';
 import { handPlan, handProfile, JAGGED, JAGGED_QOS_MS } from './schedule-fixture.js';
 
 const models = () => [
-  { plan: handPlan('jagged', JAGGED, 16, JAGGED_QOS_MS, 20), qps: 1200 },
-  { plan: handPlan('flat', [{ us1: 3000 }, { us1: 2000, maxUseful: 4 }, { us1: 3000 }], 16, 3, 20), qps: 800 },
+  { plan: handPlan('jagged', JAGGED.map((l) => ({ ...l, noisy: 1.2 })), 16, JAGGED_QOS_MS * 1.3, 20), qps: 1200 },
+  { plan: handPlan('flat', [{ us1: 3000, noisy: 1.3 }, { us1: 2000, maxUseful: 4, noisy: 1.1 }, { us1: 3000 }], 16, 3, 20), qps: 800 },
 ];
 const interference = calibrateInterference(handProfile('x', JAGGED, 16).levels, 'test', { l3Bytes: 2 ** 25 }, { gbps: 20, l3Bytes: 2 ** 25 });
 
@@ -24,7 +24,7 @@ function checkNoDoubleBooking(v: EventView): void {
   assert.equal(seen.size, v.scheduler.pool.size - v.scheduler.pool.free, 'busy cores = cores of running blocks');
 }
 
-for (const [policy, onConflict] of [['veltair', 'wait'], ['layerwise', 'shrink'], ['prema', 'wait'], ['static:3', 'shrink']] as const) {
+for (const [policy, onConflict] of [['veltair', 'shrink'], ['veltair', 'wait'], ['fcfs', 'wait'], ['layerwise', 'shrink'], ['prema', 'wait'], ['static:3', 'wait']] as const) {
   test(`no core is double-booked at any event of a long seeded run (${policy}, ${onConflict})`, () => {
     let events = 0;
     const r = simulate({
