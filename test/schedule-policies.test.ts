@@ -72,12 +72,12 @@ test('veltair: one block alone on an idle machine, blocks split at the spike und
 });
 
 test('on a conflict a block policy runs on what is free (counted); a model-wise one waits', () => {
-  const v = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 4 });
-  assert.deepEqual(v.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0).map((x) => x.cores.length), [3]);
+  const v = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 3 });
+  assert.deepEqual(v.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0).map((x) => x.cores.length), [2]);
   const shrunk = v.arrive({ id: 2, model: 0, arrivalMs: 0 }, 0);
   assert.deepEqual(shrunk.map((x) => [x.first, x.last, x.needCores, x.cores.length, x.conflict]), [[0, 2, 2, 1, true]]);
   assert.equal(v.stats.conflicts, 1);
-  const w = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 4, onConflict: 'wait' });
+  const w = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 3, onConflict: 'wait' });
   w.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0);
   assert.deepEqual(w.arrive({ id: 2, model: 0, arrivalMs: 0 }, 0), [], 'the override makes it wait');
 });
