@@ -26,10 +26,10 @@ run waste-conflicts-medium --profiles $P --mix medium $M --policy fcfs,layerwise
 run waste-conflicts-mixed --profiles $P --mix mixed $M $HEAVY --policy fcfs,layerwise,veltair --load 0.25,0.5,0.75
 run waste-conflicts-artifact --profiles "resnet50@3990x=$ART" --models resnet50@3990x $A --policy fcfs,layerwise,veltair --load 0.25,0.5,0.75
 # QoS satisfaction vs load per policy (plot), medium mix
-run qos-vs-load-medium --profiles $P --mix medium $M --policy $ALL --load 0.05,0.1,0.15,0.2,0.25,0.3,0.4 --plot "$OUT/plots-medium"
+run qos-vs-load-medium --profiles $P --mix medium $M --policy $ALL --load 0.1,0.2,0.3,0.4,0.5,0.6,0.7 --plot "$OUT/plots-medium"
 # 2. best static block size at two loads (and the plots of block size vs load)
-run best-k-resnet50 --profiles $P --models resnet50 $M --policy static:1-20,fcfs,veltair --load 0.05,0.1,0.15,0.2,0.25,0.3,0.4 --plot "$OUT/plots-resnet50"
-run best-k-artifact --profiles "resnet50@3990x=$ART" --models resnet50@3990x $A --policy static:1-20,fcfs,veltair --load 0.05,0.1,0.15,0.2,0.25,0.3,0.4 --plot "$OUT/plots-artifact"
+run best-k-resnet50 --profiles $P --models resnet50 $M --policy static:1-20,fcfs,veltair --load 0.1,0.2,0.3,0.4,0.5,0.6 --plot "$OUT/plots-resnet50"
+run best-k-artifact --profiles "resnet50@3990x=$ART" --models resnet50@3990x $A --policy static:1-20,fcfs,veltair --load 0.1,0.2,0.3,0.4,0.5,0.6 --plot "$OUT/plots-artifact"
 # 4–6. requests served at the same QoS vs FCFS (light / medium / heavy), mean latency at FCFS's max QPS, decision time
 run max-qps-light --profiles $P --mix light $M --policy $ALL --find-max
 run max-qps-medium --profiles $P --mix medium $M --policy $ALL --find-max
