@@ -36,6 +36,30 @@ test('layerwise makes one claim per layer, each claiming that layer\'s requireme
   assert.deepEqual(d.map((x) => x.claim), [true, false, false, true, true, false, false, false]);
 });
 
+test('layerwise pays a claim/release per layer: its requirement includes one, so each claiming layer still meets its share', () => {
+  const claimUs = 50;
+  const plan = handPlan('jagged-claims', JAGGED, 16, JAGGED_QOS_MS, claimUs);
+  // Plain shares (not rescaled by time gained or lost), so each layer's claim is its requirement.
+  const s = new Scheduler({ policy: parsePolicy('layerwise'), models: [plan], cores: 16, deadlineAware: false });
+  const d: Decision[] = [];
+  let pending = s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0);
+  let t = 0;
+  while (pending.length > 0) {
+    d.push(pending[0]!);
+    t += pending[0]!.expectedMs;
+    pending = s.blockFinished(1, t).decisions;
+  }
+  assert.equal(d.length, JAGGED.length);
+  const cheap = [0, 1, 2, 4, 5, 6, 7];
+  // Without the claim a cheap layer needs 2 cores (1 ms / 2 = its 0.5 ms share); 0.5 ms plus 50 µs misses it.
+  for (const u of cheap) assert.ok(plan.requirement[u]! > 2, `layer ${u} needs more than 2 cores once its claim is counted`);
+  d.forEach((x, u) => {
+    assert.equal(x.cores.length, plan.requirement[u], `layer ${u} claims its requirement`);
+    if (x.claim) assert.ok(x.expectedMs <= plan.shareMs[u]! + 1e-9, `layer ${u}: ${x.expectedMs} ms with its claim within its ${plan.shareMs[u]} ms share`);
+  });
+  assert.ok(d[0]!.claim && d[0]!.expectedMs > 1000 / d[0]!.cores.length / 1000, 'the first claim is paid in the block\'s time');
+});
+
 test('fcfs runs the whole model as one block on its peak requirement; the next request waits (one conflict) in arrival order', () => {
   const d = runAlone('fcfs');
   assert.equal(d.length, 1);

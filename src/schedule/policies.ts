@@ -14,8 +14,11 @@
  *                    (its claim/release included, like every block's: the same as static:1).
  *   static:K         fixed blocks of K layers, each claiming its flattened (frugal) requirement.
  *   veltair          adaptive blocks (spikes split, threshold from spare capacity, flattening)
- *                    + interference awareness: claims sized and versions chosen (lowest latency
- *                    at the granted cores) at the predicted interference level.
+ *                    + adaptive versions: each layer runs the version with the lowest latency at
+ *                    the granted cores and the predicted interference level. Claims, like every
+ *                    policy's, are sized from the best quiet versions at their slowest measured
+ *                    level plus one claim/release (requirement.ts), so a wrong prediction cannot
+ *                    push a block past its share.
  *   veltair-sched    the same blocks, best-quiet versions only (ablation: scheduling alone).
  *   veltair-compile  FCFS's whole-model blocks, adaptive versions (ablation: compiler alone).
  */
