@@ -23,7 +23,7 @@ const ROOMS = {
   schedule: [],
   profile: ['schedule', 'runtime', 'bundle', 'interference', 'toolchain'],
   simulate: ['schedule', 'plot'],
-  serve: ['schedule', 'profile', 'runtime', 'bundle', 'interference', 'toolchain'],
+  serve: ['schedule', 'profile', 'runtime', 'bundle', 'onnx', 'interference', 'toolchain'],
   bench: ['serve', 'simulate', 'profile', 'schedule', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain', 'interference', 'terminal'],
   cli: ['bench', 'serve', 'simulate', 'profile', 'schedule', 'plot', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain',
     'interference', 'terminal'],

@@ -32,6 +32,8 @@ static inline vt1_t vt1_copysign(vt1_t mag, vt1_t sgn) { return copysignf(mag, s
 static inline vt1_t vt1_keep(vt1_t x, int lanes) { return lanes > 0 ? x : 0.0f; }
 static inline float vt1_reduce_add(vt1_t x) { return x; }
 static inline float vt1_reduce_max(vt1_t x) { return x; }
+/* Whether any lane of x is greater than t (false for NaN lanes). */
+static inline int vt1_any_gt(vt1_t x, float t) { return x > t; }
 static inline vt1_t vt1_gather_lanes(const float* base, long stride, int lanes) { (void)stride; return lanes > 0 ? *base : 0.0f; }
 
 /* ---- AVX2: V = 8 ---- */
@@ -72,6 +74,7 @@ static inline float vt8_reduce_max(vt8_t x) {
   v = _mm_max_ps(v, _mm_movehl_ps(v, v));
   return _mm_cvtss_f32(_mm_max_ss(v, _mm_movehdup_ps(v)));
 }
+static inline int vt8_any_gt(vt8_t x, float t) { return _mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(t), _CMP_GT_OQ)) != 0; }
 /* base[i * stride] for lanes i < `lanes`, zero above (stride * 7 must fit an int32). */
 static inline vt8_t vt8_gather_lanes(const float* base, long stride, int lanes) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -107,6 +110,7 @@ static inline vt16_t vt16_keep(vt16_t x, int lanes) {
 }
 static inline float vt16_reduce_add(vt16_t x) { return _mm512_reduce_add_ps(x); }
 static inline float vt16_reduce_max(vt16_t x) { return _mm512_reduce_max_ps(x); }
+static inline int vt16_any_gt(vt16_t x, float t) { return _mm512_cmp_ps_mask(x, _mm512_set1_ps(t), _CMP_GT_OQ) != 0; }
 /* base[i * stride] for lanes i < `lanes`, zero above (stride * 15 must fit an int32). */
 static inline vt16_t vt16_gather_lanes(const float* base, long stride, int lanes) {
   const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),

@@ -36,7 +36,8 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
   assert.equal(first.exitCode, 0, first.stderr);
   assert.match(first.stderr, /warning: .*corrupt/i, 'the corrupt database line is skipped with a warning');
   const summary = JSON.parse(first.stdout);
-  assert.deepEqual(Object.keys(summary), ['bundle', 'layers', 'tunableLayers', 'versionsHistogram', 'measured', 'dbHits', 'tuningSeconds', 'perLevelRegret']);
+  assert.deepEqual(Object.keys(summary), ['bundle', 'layers', 'tunableLayers', 'versionsHistogram', 'measured', 'dbHits', 'tuningSeconds', 'perLevelRegret',
+    'transfer']);
   assert.equal(summary.bundle, out);
   assert.equal(summary.layers, 3);
   assert.equal(summary.tunableLayers, 2);

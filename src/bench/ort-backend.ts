@@ -1,7 +1,7 @@
 /**
  * The baseline a user would otherwise deploy, behind veltair's own HTTP front end: one ONNX
  * Runtime InferenceSession per model (all graph optimisations, intra-op threads = the server's
- * cores), requests answered first come first served, one at a time on the whole core set. Pinning
+ * cores, no spin-waiting), requests answered first come first served, one at a time on the whole core set. Pinning
  * and glibc's malloc tunables are the launcher's business (src/bench/serve-bench.ts starts the
  * server under taskset with them), as for every ONNX Runtime baseline here.
  */
@@ -44,8 +44,11 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
   const summaries: string[] = [];
   for (const m of o.models) {
     const bundle = await readBundle(m.bundle);
+    // No spinning: the intra-op threads share their cores with the server's own front end (and, on
+    // a shared machine, with everyone else), and ORT's spin-waiting between runs takes those cores.
     const session = await ort.InferenceSession.create(await modelFile(m), {
       intraOpNumThreads: o.cpus.length, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
+      extra: { session: { intra_op: { allow_spinning: '0' } } },
     });
     const inputs = bundle.manifest.model.inputs, outputs = bundle.manifest.model.outputs;
     let qosMs = m.qosMs;
@@ -58,7 +61,8 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
       qosMs = o.qosMultiple * (performance.now() - t0) / 3;
     }
     models.push({ served: { name: m.name, inputs, outputs, qosMs, platform: 'onnxruntime' }, session, maxQueue: m.maxQueue, queued: 0 });
-    summaries.push(`${m.name}: ONNX Runtime ${ort.env.versions.node ?? ''}, QoS ${qosMs.toFixed(2)} ms${m.qosMs === undefined ? ` (${o.qosMultiple} × its quiet latency)` : ''}`);
+    const why = m.qosMs === undefined ? ` (${o.qosMultiple} × its quiet latency)` : '';
+    summaries.push(`${m.name}: ONNX Runtime ${ort.env.versions.node ?? ''}, QoS ${qosMs.toFixed(2)} ms${why}`);
   }
   const byName = new Map(models.map((m) => [m.served.name, m]));
   let tail: Promise<unknown> = Promise.resolve();
@@ -74,7 +78,8 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
       const arrival = performance.now();
       const run = tail.then(async () => {
         const started = performance.now();
-        const ortFeeds = Object.fromEntries(Object.entries(feeds).map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape])]));
+        const ortFeeds = Object.fromEntries(Object.entries(feeds)
+          .map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape])]));
         const out = await m.session.run(ortFeeds);
         return {
           outputs: Object.fromEntries(Object.entries(out).map(([k, t]) => [k, toHost(t)])),

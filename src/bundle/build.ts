@@ -18,8 +18,9 @@ import type { KernelUnit } from '../measure/build.js';
 import type { InferredModel } from '../onnx/model.js';
 import { makeCandidate } from '../space/candidate.js';
 import { KERNEL_ABI_VERSION } from '../toolchain/abi.js';
-import { nativeRequiredIsa, vectorWidths } from '../toolchain/isa.js';
-import type { Target } from '../toolchain/target.js';
+import { requiredIsaFor, vectorWidths } from '../toolchain/isa.js';
+import { compilerTargetHelp } from '../toolchain/compiler.js';
+import { targetLevel, type Target } from '../toolchain/target.js';
 import type { WorkloadFamily } from '../tune/tune-model.js';
 import { VERSION } from '../version.js';
 import { addParam, openBlobFile } from './blobs.js';
@@ -130,7 +131,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
     return id;
   };
 
-  const kernels = await writeBundleKernels(dir, kernelUnits(graph, families, target));
+  const kernels = await writeBundleKernels(dir, kernelUnits(graph, families, target), target.cflags);
 
   // Packed weights: every in-plan version of every layer with a constant weight.
   const jobs: (PackJob & { layer: number; version: string })[] = [];
@@ -178,6 +179,9 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
   const files: Record<string, { sha256: string; bytes: number }> = {};
   for (const f of [...kernels.files, BUNDLE_FILES.packedWeights, BUNDLE_FILES.params, PROFILES_FILE].sort()) files[f] = await fileDigest(join(dir, f));
   const m = src.model;
+  // What the kernels' flags let the compiler use: a portable level's extensions, or what -march=native enables here.
+  const level = targetLevel(target);
+  const requiredIsa = requiredIsaFor(level, level === 'native' ? await compilerTargetHelp('-march=native') : undefined);
   const manifest: Manifest = {
     formatVersion: BUNDLE_FORMAT_VERSION,
     compilerVersion: { veltair: VERSION, codegen: CODEGEN_VERSION, kernelAbi: KERNEL_ABI_VERSION },
@@ -191,7 +195,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
     target: {
       fingerprint: targetFingerprint(target),
       spec: { cpuModel: target.cpuModel, isa: { ...target.isa }, cores: target.cores, caches: { ...target.caches }, cc: target.cc, cflags: [...target.cflags] },
-      requiredIsa: target.cflags.includes('-march=native') ? nativeRequiredIsa() : [],
+      requiredIsa,
     },
     options: src.options,
     layers,

@@ -3,6 +3,7 @@
  * place that imports ONNX Runtime, a development dependency, so a production install
  * (`npm ci --omit=dev`) runs every other command, and a benchmark there says what to install.
  */
+import { createRequire } from 'node:module';
 import { isVeltairError, userError } from '../errors.js';
 
 interface BenchRooms {
@@ -23,14 +24,20 @@ export function isMissingOrt(e: unknown): boolean {
   return (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && String((e as Error).message).includes('onnxruntime-node');
 }
 
+const missingOrt = () => userError('MISSING_DEPENDENCY', 'this command times veltair against ONNX Runtime, and onnxruntime-node is not installed',
+  'install it beside veltair (`npm install onnxruntime-node`; it is a development dependency, left out by `npm ci --omit=dev`)');
+
 export async function loadBenchRoom<K extends keyof BenchRooms>(name: K): Promise<BenchRooms[K]> {
+  // Some benchmarks load ONNX Runtime only in a child process: ask for it up front, here.
+  try {
+    createRequire(import.meta.url).resolve('onnxruntime-node');
+  } catch {
+    throw missingOrt();
+  }
   try {
     return await loaders[name]();
   } catch (e) {
-    if (!isVeltairError(e) && isMissingOrt(e)) {
-      throw userError('MISSING_DEPENDENCY', 'this command times veltair against ONNX Runtime, and onnxruntime-node is not installed',
-        'install it beside veltair (`npm install onnxruntime-node`; it is a development dependency, left out by `npm ci --omit=dev`)');
-    }
+    if (!isVeltairError(e) && isMissingOrt(e)) throw missingOrt();
     throw e;
   }
 }

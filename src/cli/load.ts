@@ -7,8 +7,7 @@
  */
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
-import { seededFloats } from '../random.js';
-import { findMaxQps, loopbackUrl, runLoad, type LoadModel, type LoadResult } from '../serve/load.js';
+import { findMaxQps, loopbackUrl, requestFor, runLoad, type LoadModel, type LoadResult, type Metadata } from '../serve/load.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
@@ -19,12 +18,8 @@ interface LoadFlags {
   duration: string;
   seed: string;
   qos: string[];
+  jsonTensors?: boolean;
   json?: boolean;
-}
-
-interface Metadata {
-  inputs: { name: string; datatype: string; shape: number[] }[];
-  parameters?: { qos_ms?: number };
 }
 
 const collect = (v: string, all: string[]) => [...all, v];
@@ -33,17 +28,6 @@ function parseNamed(flag: string, text: string): [string, number] {
   const m = /^([A-Za-z0-9][A-Za-z0-9_.-]*)(?:=([0-9]*\.?[0-9]+))?$/.exec(text.trim());
   if (!m) throw badArgument(flag, text, 'is not NAME or NAME=NUMBER', `e.g. ${flag} resnet50=2`);
   return [m[1]!, m[2] === undefined ? 1 : Number(m[2])];
-}
-
-/** A request body of seeded values for every input the server declares. */
-function bodyFor(meta: Metadata, seed: number): string {
-  const inputs = meta.inputs.map((t, i) => {
-    const n = t.shape.reduce((a, b) => a * b, 1);
-    const values = t.datatype.startsWith('FP') ? Array.from(seededFloats(n, seed + i, -1, 1), (v) => Number(v.toFixed(6)))
-      : new Array<number>(n).fill(0);
-    return { name: t.name, shape: t.shape, datatype: t.datatype, data: t.datatype === 'BOOL' ? values.map(() => false) : values };
-  });
-  return JSON.stringify({ inputs });
 }
 
 async function loadModels(base: URL, flags: LoadFlags, seed: number): Promise<LoadModel[]> {
@@ -56,13 +40,16 @@ async function loadModels(base: URL, flags: LoadFlags, seed: number): Promise<Lo
     try {
       r = await fetch(new URL(`/v2/models/${encodeURIComponent(name)}`, base));
     } catch (e) {
-      throw userError('BAD_ARGUMENT', `no v2 server answers at ${base.origin} (${(e as Error).message})`, 'start one with veltair serve, then point veltair load at its URL');
+      throw userError('BAD_ARGUMENT', `no v2 server answers at ${base.origin} (${(e as Error).message})`,
+        'start one with veltair serve, then point veltair load at its URL');
     }
-    if (r.status === 404) throw userError('BAD_ARGUMENT', `the server at ${base.origin} does not serve ${JSON.stringify(name)}`, 'name a model the server lists');
+    if (r.status === 404) {
+      throw userError('BAD_ARGUMENT', `the server at ${base.origin} does not serve ${JSON.stringify(name)}`, 'name a model the server lists');
+    }
     const meta = await r.json() as Metadata;
     const qosMs = qos.get(name) ?? meta.parameters?.qos_ms;
     if (qosMs === undefined) throw userError('BAD_ARGUMENT', `model ${JSON.stringify(name)} has no QoS in its metadata`, `give one with --qos ${name}=MS`);
-    out.push({ name, weight, qosMs, body: bodyFor(meta, seed + out.length * 101) });
+    out.push({ name, weight, qosMs, ...requestFor(meta, seed + out.length * 101, flags.jsonTensors === true) });
   }
   return out;
 }
@@ -88,6 +75,7 @@ export function registerLoadCommand(program: Command): void {
     .option('--duration <s>', 'seconds per run', '10')
     .option('--seed <n>', 'seed of the arrival times and inputs', '1')
     .option('--qos <name=ms>', 'override a model\'s QoS (repeatable)', collect, [])
+    .option('--json-tensors', 'send tensors as JSON data (default: the binary tensor data extension)')
     .option('--json', 'machine-readable results on stdout')
     .action(async (urlText: string, flags: LoadFlags) => {
       const base = loopbackUrl(urlText);

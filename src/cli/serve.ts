@@ -42,7 +42,9 @@ export function serveCpus(flag: string | undefined, all: readonly number[] = ava
 }
 
 function parsePort(text: string): number {
-  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) throw badArgument('--port', text, 'is not a port from 0 to 65535', 'e.g. --port 8000 (0: any free port)');
+  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) {
+    throw badArgument('--port', text, 'is not a port from 0 to 65535', 'e.g. --port 8000 (0: any free port)');
+  }
   return Number(text);
 }
 
@@ -86,7 +88,9 @@ export function registerServeCommand(program: Command): void {
       const bodyLimit = parsePositiveInt('--max-body-bytes', flags.maxBodyBytes, 2 ** 31);
       parseMultiple(flags.qosMultiple);
       parsePolicy(flags.policy);
-      if (!/^[A-Za-z0-9.:_-]{1,253}$/.test(flags.host)) throw userError('BAD_ARGUMENT', `--host ${JSON.stringify(flags.host.slice(0, 60))} is not a host name or address`, 'e.g. --host 127.0.0.1');
+      if (!/^[A-Za-z0-9.:_-]{1,253}$/.test(flags.host)) {
+        throw userError('BAD_ARGUMENT', `--host ${JSON.stringify(flags.host.slice(0, 60))} is not a host name or address`, 'e.g. --host 127.0.0.1');
+      }
       const cpus = serveCpus(flags.cores);
       const models = resolveModels({ bundles, ...(flags.repo ? { repo: flags.repo } : {}), ...(flags.config ? { config: flags.config } : {}) });
       const metrics = createMetrics();

@@ -34,6 +34,8 @@ export function fingerprintInput(t: Target): unknown {
 
 /** Bump if fingerprintInput changes meaning: records under the old prefix then stop matching. */
 const FINGERPRINT_VERSION = 't1';
+/** The version number in FINGERPRINT_VERSION (readers refuse records of a later one). */
+export const FINGERPRINT_VERSION_NUMBER = 1;
 
 /** `t1-<16 hex>`: 64 bits of sha256 over the canonical transferable fields. */
 export function targetFingerprint(t: Target): string {

@@ -37,6 +37,8 @@ export interface BuildOptions {
   readonly jobs?: number;
   /** Candidates per compiler call and per shared object (default 8). */
   readonly batchSize?: number;
+  /** Kernel flags: the target's (its ISA level); default native. */
+  readonly cflags?: readonly string[];
 }
 
 /** Run tasks with at most `limit` in flight. */
@@ -70,18 +72,18 @@ async function atomicMove(from: string, to: string): Promise<void> {
 interface Compiled { key: string; error?: string }
 
 /** Compile units in one compiler call; on failure, one at a time to isolate the bad ones. */
-async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc: Compiler, objDir: string,
+async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc: Compiler, flags: readonly string[], objDir: string,
   headers: HeaderSnapshot): Promise<Map<string, Compiled>> {
   const result = new Map<string, Compiled>();
   const work = await mkdtemp(join(tmpdir(), 'veltair-cc-'));
   try {
     await Promise.all([...units.map((u) => writeFile(join(work, `${u.symbol}.c`), u.source)), writeSources(work, headers.files)]);
     try {
-      await runCompiler([...flagsFor('kernel'), '-I', work, '-c', ...units.map((u) => `${u.symbol}.c`)], { cwd: work }, cc);
+      await runCompiler([...flags, '-I', work, '-c', ...units.map((u) => `${u.symbol}.c`)], { cwd: work }, cc);
     } catch (e) {
       if (e instanceof VeltairError) throw e;
       if (units.length > 1) {
-        for (const u of units) for (const [k, v] of await compileBatch([u], cc, objDir, headers)) result.set(k, v);
+        for (const u of units) for (const [k, v] of await compileBatch([u], cc, flags, objDir, headers)) result.set(k, v);
         return result;
       }
       result.set(units[0]!.symbol, { key: units[0]!.key, error: compilerStderr(e, 6) });
@@ -111,12 +113,13 @@ export async function buildKernels(units: readonly KernelUnit[], options: BuildO
   const objDir = join(root, 'objects'), libDir = join(root, 'lib');
   await Promise.all([mkdir(objDir, { recursive: true }), mkdir(libDir, { recursive: true })]);
   const unique = [...new Map(units.map((u) => [u.symbol, u])).values()];
-  const keyed = unique.map((u) => ({ ...u, key: buildKey([u.source, headers.hash], flagsFor('kernel'), version).slice(0, 40) }));
+  const flags = options.cflags ?? flagsFor('kernel');
+  const keyed = unique.map((u) => ({ ...u, key: buildKey([u.source, headers.hash], flags, version).slice(0, 40) }));
   const missing = keyed.filter((u) => !existsSync(join(objDir, `${u.key}.o`)));
   const batchSize = Math.max(1, options.batchSize ?? 8);
   const jobs = options.jobs ?? availableParallelism();
   const compiled = new Map<string, Compiled>();
-  for (const m of await pool(chunk(missing, batchSize), jobs, (b) => compileBatch(b, cc, objDir, headers))) {
+  for (const m of await pool(chunk(missing, batchSize), jobs, (b) => compileBatch(b, cc, flags, objDir, headers))) {
     for (const [k, v] of m) compiled.set(k, v);
   }
   const failed = new Map([...compiled].filter(([, v]) => v.error !== undefined).map(([k, v]) => [k, v.error!]));

@@ -19,8 +19,9 @@ export function defaultProfilePath(bundleDir: string): string {
 export function readBundleProfile(bundleDir: string, path?: string): { profile: Profile; file: string } | undefined {
   const file = path ?? defaultProfilePath(bundleDir);
   if (!existsSync(file)) {
-    if (path !== undefined) throw userError('FILE_NOT_FOUND', `profile ${quoteForMessage(path)} does not exist`,
-      `write one with: veltair profile ${bundleDir}`);
+    if (path !== undefined) {
+      throw userError('FILE_NOT_FOUND', `profile ${quoteForMessage(path)} does not exist`, `write one with: veltair profile ${bundleDir}`);
+    }
     return undefined;
   }
   const profile = parseProfile(readFileSync(file, 'utf8'), file);

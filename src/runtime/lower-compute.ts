@@ -194,12 +194,26 @@ export const cast: Lowering = (c) => {
   return { op: OP.CAST, inputs: [x.ref], outputs: [c.outs[0]!.ref], ints: [product(x.shape), from, to] };
 };
 
+export const topk: Lowering = (c) => {
+  const x = c.ins[0]!;
+  if (x.dtype !== 'float32' || c.outs.length !== 2 || c.outs[1]!.dtype !== 'int64') unsupported(c, 'native TopK takes float32 and writes int64 indices');
+  if (isBlocked(c.layout)) unsupported(c, 'TopK runs on natural layouts');
+  if (c.ins.length > 1) unsupported(c, 'TopK needs a constant K');
+  const axis = attrNumber(c, 'axis', x.shape.length - 1);
+  const kAttr = c.layer.attrs['K'] ?? c.layer.attrs['k'];
+  const k = Array.isArray(kAttr) ? Number(kAttr[0]) : Number(kAttr);
+  return {
+    op: OP.TOPK, inputs: [x.ref], outputs: [c.outs[0]!.ref, c.outs[1]!.ref],
+    ints: [product(x.shape.slice(0, axis)), x.shape[axis]!, product(x.shape.slice(axis + 1)), k, attrNumber(c, 'largest', 1)],
+  };
+};
+
 export const COMPUTE_LOWERINGS: Readonly<Record<string, Lowering>> = {
   ...Object.fromEntries(Object.keys(UNARY_FN).map((k) => [k, unary])),
   ...Object.fromEntries(Object.keys(BINARY_FN).map((k) => [k, binary])),
   ...Object.fromEntries(Object.keys(REDUCE_FN).map((k) => [k, reduce])),
   where, maxpool: pool, averagepool: pool, globalaveragepool: globalPool, globalmaxpool: globalPool,
-  softmax, logsoftmax: softmax, layernormalization: layerNorm, batchnormalization: batchNorm, cast,
+  softmax, logsoftmax: softmax, layernormalization: layerNorm, batchnormalization: batchNorm, cast, topk,
 };
 
 export type { LoweredOp };

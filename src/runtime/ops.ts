@@ -26,6 +26,7 @@
  * | gather                                 | GATHER           | axis (int32/int64 indices, any data dtype)   | nchw               |
  * | reducemean reducesum reducemax reducemin reduceprod reducesumsquare reducel1 reducel2 | REDUCE | axes, keepdims, noop_with_empty_axes | nchw |
  * | cast                                   | CAST             | to (output dtype)                            | nchw               |
+ * | topk                                   | TOPK             | axis, K, largest (values float32, indices int64, sorted) | nchw      |
  */
 import { BINARY_ENUM, codesOf, KIND_ENUM, LAYOUT_ENUM, POOL_ENUM, REDUCE_ENUM, RUNTIME_OP_ENUM, UNARY_ENUM } from '../toolchain/abi.js';
 
@@ -35,7 +36,7 @@ const RT = codesOf(RUNTIME_OP_ENUM);
 export const OP = {
   KERNEL: RT.kernel, COPY: RT.copy, REORDER: RT.reorder, POOL: RT.pool, GLOBAL_POOL: RT.global_pool, UNARY: RT.unary,
   BINARY: RT.binary, BINARY_CHANNEL: RT.binary_channel, WHERE: RT.where, SOFTMAX: RT.softmax, LAYERNORM: RT.layernorm,
-  CHANNEL_AFFINE: RT.channel_affine, STRIDED_COPY: RT.strided_copy, GATHER: RT.gather, REDUCE: RT.reduce, CAST: RT.cast,
+  CHANNEL_AFFINE: RT.channel_affine, STRIDED_COPY: RT.strided_copy, GATHER: RT.gather, REDUCE: RT.reduce, CAST: RT.cast, TOPK: RT.topk,
 } as const;
 export type OpCode = (typeof OP)[keyof typeof OP];
 

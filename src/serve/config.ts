@@ -103,7 +103,7 @@ export function resolveModels(o: ServeModelsOptions): ModelConfig[] {
     for (const entry of readdirSync(o.repo).sort()) if (isBundle(join(o.repo, entry))) add(nameOfBundle(entry), join(o.repo, entry));
   }
   for (const [name, m] of Object.entries(file?.models ?? {})) {
-    if (m.bundle !== undefined && !found.has(name)) add(name, join(file!.dir, m.bundle));
+    if (m.bundle !== undefined && !found.has(name)) add(name, resolve(file!.dir, m.bundle));
   }
   if (found.size === 0) {
     throw userError('BAD_ARGUMENT', 'no model to serve', 'pass bundle directories, or --repo DIR with one bundle per sub-directory');
@@ -113,8 +113,8 @@ export function resolveModels(o: ServeModelsOptions): ModelConfig[] {
     return {
       name, bundle, priority: m.priority ?? 1, maxQueue: m.maxQueue ?? 64,
       ...(m.qosMs !== undefined ? { qosMs: m.qosMs } : {}), ...(m.replicas !== undefined ? { replicas: m.replicas } : {}),
-      ...(m.profile !== undefined ? { profile: join(file!.dir, m.profile) } : {}),
-      ...(m.model !== undefined ? { model: join(file!.dir, m.model) } : {}),
+      ...(m.profile !== undefined ? { profile: resolve(file!.dir, m.profile) } : {}),
+      ...(m.model !== undefined ? { model: resolve(file!.dir, m.model) } : {}),
     };
   });
 }

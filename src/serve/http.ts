@@ -109,6 +109,21 @@ export function buildServer(o: HttpOptions): ServerHandle {
       }
     };
 
+  // While draining, every answer closes its connection: a keep-alive socket busy when the drain
+  // began would otherwise hold the server open until its idle timeout.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (draining) void reply.header('Connection', 'close');
+    return payload;
+  });
+
+  // Every answer to an inference of a served model is counted, 400s and 503s included.
+  app.addHook('onResponse', async (req, reply) => {
+    const name = (req.params as { name?: string } | undefined)?.name;
+    if (req.method === 'POST' && name !== undefined && models.has(name) && req.url.endsWith('/infer')) {
+      o.metrics.requests.inc({ model: name, code: String(reply.statusCode) });
+    }
+  });
+
   app.get('/v2/health/live', async () => ({ live: true }));
   app.get('/v2/health/ready', async (_req, reply) => (draining ? reply.code(503).send({ ready: false }) : { ready: true }));
   app.get('/v2', async () => ({ name: 'veltair', version: VERSION, extensions: ['binary_tensor_data'] }));
@@ -131,15 +146,8 @@ export function buildServer(o: HttpOptions): ServerHandle {
       const start = process.hrtime.bigint();
       const header = req.headers['inference-header-content-length'];
       const parsed = feedsFor(m, req.body, Array.isArray(header) ? header[0] : header);
-      let outcome;
-      try {
-        outcome = await o.backend.infer(m.name, parsed.feeds);
-      } catch (e) {
-        o.metrics.requests.inc({ model: m.name, code: String(asServeError(e)?.status ?? 500) });
-        throw e;
-      }
+      const outcome = await o.backend.infer(m.name, parsed.feeds);
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      o.metrics.requests.inc({ model: m.name, code: '200' });
       o.metrics.latency.observe({ model: m.name }, seconds);
       if (seconds * 1000 > m.qosMs) o.metrics.qosViolations.inc({ model: m.name });
       const outs: WireOutput[] = parsed.requested.map((n) => encodeOutput(n, outcome.outputs[n]!, parsed.binaryOutput(n)));

@@ -7,7 +7,7 @@
  * error counts as a miss). `findMaxQps` binary-searches the highest total rate at which every
  * model keeps ≥ 99% satisfaction. Loopback only: it never loads another machine.
  */
-import { mulberry32 } from '../random.js';
+import { mulberry32, seededFloats } from '../random.js';
 import { quantile } from '../stats.js';
 import { userError } from '../errors.js';
 
@@ -16,8 +16,9 @@ export interface LoadModel {
   /** Share of the total rate (weights are normalised). */
   readonly weight: number;
   readonly qosMs: number;
-  /** The request body (JSON) sent for this model. */
-  readonly body: string;
+  /** The request body sent for this model, and its headers (JSON, or the binary tensor extension). */
+  readonly body: string | Uint8Array;
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 export interface ModelLoadResult {
@@ -45,6 +46,54 @@ export interface LoadResult {
   readonly satisfaction: number;
 }
 
+/** What a server's model metadata says (the parts the load generator uses). */
+export interface Metadata {
+  inputs: { name: string; datatype: string; shape: number[] }[];
+  parameters?: { qos_ms?: number };
+}
+
+const ELEMENT_BYTES: Readonly<Record<string, number>> = { FP32: 4, FP64: 8, INT8: 1, INT16: 2, INT32: 4, INT64: 8, UINT8: 1, UINT16: 2, BOOL: 1 };
+
+/**
+ * A request of seeded values for every input the server declares: floats uniform in [-1, 1),
+ * integers and booleans zero (valid indices and masks). Binary tensors (the v2 extension) by
+ * default, as production clients send large tensors; JSON with `json`.
+ */
+export function requestFor(meta: Metadata, seed: number, json: boolean): { body: string | Uint8Array; headers: Record<string, string> } {
+  const values = meta.inputs.map((t, i) => {
+    const n = t.shape.reduce((a, b) => a * b, 1);
+    return t.datatype === 'FP32' || t.datatype === 'FP64' ? Float64Array.from(seededFloats(n, seed + i, -1, 1)) : new Float64Array(n);
+  });
+  if (json) {
+    const inputs = meta.inputs.map((t, i) => ({
+      name: t.name, shape: t.shape, datatype: t.datatype,
+      data: t.datatype === 'BOOL' ? Array.from(values[i]!, () => false) : Array.from(values[i]!, (v) => Number(v.toFixed(6))),
+    }));
+    return { body: JSON.stringify({ inputs }), headers: { 'Content-Type': 'application/json' } };
+  }
+  const buffers = meta.inputs.map((t, i) => {
+    const v = values[i]!;
+    switch (t.datatype) {
+      case 'FP32': return new Uint8Array(Float32Array.from(v).buffer);
+      case 'FP64': return new Uint8Array(v.buffer);
+      default: {
+        const bytes = ELEMENT_BYTES[t.datatype];
+        if (bytes === undefined) {
+          throw userError('BAD_ARGUMENT', `input ${JSON.stringify(t.name)} has datatype ${t.datatype}, which veltair load cannot fill`, 'use --json-tensors');
+        }
+        return new Uint8Array(v.length * bytes);
+      }
+    }
+  });
+  const head = Buffer.from(JSON.stringify({
+    inputs: meta.inputs.map((t, i) => ({ name: t.name, shape: t.shape, datatype: t.datatype, parameters: { binary_data_size: buffers[i]!.byteLength } })),
+  }));
+  return {
+    body: Buffer.concat([head, ...buffers]),
+    headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.byteLength) },
+  };
+}
+
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 
 /** The server URL, refused unless it is on this machine's loopback. */
@@ -64,9 +113,9 @@ export function loopbackUrl(text: string): URL {
 
 interface Sample { readonly model: number; readonly ms: number; readonly status: number }
 
-async function sendOne(url: string, body: string): Promise<number> {
+async function sendOne(url: string, m: LoadModel): Promise<number> {
   try {
-    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const r = await fetch(url, { method: 'POST', headers: m.headers, body: m.body as BodyInit });
     await r.arrayBuffer();
     return r.status;
   } catch {
@@ -97,7 +146,7 @@ export async function runLoad(base: URL, models: readonly LoadModel[], totalQps:
     const wait = a.t - (performance.now() - start);
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const sentAt = performance.now();
-    pending.push(sendOne(urls[a.model]!, models[a.model]!.body).then((status) => {
+    pending.push(sendOne(urls[a.model]!, models[a.model]!).then((status) => {
       samples.push({ model: a.model, ms: performance.now() - sentAt, status });
     }));
   }

@@ -73,7 +73,8 @@ export async function setupDispatcher(o: SetupOptions): Promise<ServedSetup> {
       session, plan, priority: m.priority, maxQueue: m.maxQueue, maxInstances: m.replicas ?? defaultInstances(N),
     });
     const src = table.sources;
-    summaries.push(`${m.name}: QoS ${qosMs.toFixed(2)} ms (${m.qosMs !== undefined ? 'configured' : `${o.qosMultiple} × its fastest quiet latency here, ${fastest.toFixed(2)} ms`}); `
+    const qosWhy = m.qosMs !== undefined ? 'configured' : `${o.qosMultiple} × its fastest quiet latency here, ${fastest.toFixed(2)} ms`;
+    summaries.push(`${m.name}: QoS ${qosMs.toFixed(2)} ms (${qosWhy}); `
       + `${how}; ${table.units.length} units, average requirement ${plan.averageRequirement.toFixed(2)} cores, peak ${plan.peakRequirement}; `
       + `latency figures ${src.measured} measured, ${src.modelled} modelled`);
   }

@@ -40,7 +40,7 @@ export const EPILOGUE_ENUM = abiEnum({
 export const RUNTIME_OP_ENUM = abiEnum({
   cName: 'vt_rt_op', prefix: 'VT_RT_', count: 'VT_RT_OP_COUNT',
   names: ['kernel', 'copy', 'reorder', 'pool', 'global_pool', 'unary', 'binary', 'binary_channel', 'where', 'softmax', 'layernorm',
-    'channel_affine', 'strided_copy', 'gather', 'reduce', 'cast'],
+    'channel_affine', 'strided_copy', 'gather', 'reduce', 'cast', 'topk'],
 });
 
 export const UNARY_ENUM = abiEnum({

@@ -67,3 +67,16 @@ export function compilerVersion(c: Compiler = compiler()): Promise<string> {
   }
   return v;
 }
+
+const targetHelp = new Map<string, Promise<string | undefined>>();
+
+/** gcc's `-march=… -Q --help=target` (the -m options that march enables); undefined for a compiler that cannot say. */
+export function compilerTargetHelp(march: string, c: Compiler = compiler()): Promise<string | undefined> {
+  let v = targetHelp.get(`${c.display}\0${march}`);
+  if (!v) {
+    v = execa(c.command, [...c.leadingArgs, march, '-Q', '--help=target'], { stdin: 'ignore', reject: false })
+      .then((r) => (r.exitCode === 0 && /\[enabled\]/.test(r.stdout) ? r.stdout : undefined), () => undefined);
+    targetHelp.set(`${c.display}\0${march}`, v);
+  }
+  return v;
+}

@@ -3,6 +3,7 @@
  * fingerprint (a tuning record is valid for these exact flags), so changing them retires every
  * shipped record: do it only together with a re-tune.
  */
+import { marchOf, type IsaLevel } from './isa.js';
 
 /** What is being built. */
 export type Artifact =
@@ -35,8 +36,14 @@ const LIBS: Readonly<Record<Artifact, readonly string[]>> = {
   packer: ['-ldl'],
 };
 
-export function flagsFor(artifact: Artifact): readonly string[] {
-  return FLAGS[artifact];
+/**
+ * The flags of `artifact`; kernels can be built for a portable ISA level instead of this CPU
+ * (`-march=x86-64-v3` / `-v4`, bundles that run on any CPU of that level). The other artifacts run
+ * only on the machine that builds them, so they stay native.
+ */
+export function flagsFor(artifact: Artifact, level: IsaLevel = 'native'): readonly string[] {
+  if (artifact !== 'kernel' || level === 'native') return FLAGS[artifact];
+  return FLAGS.kernel.map((f) => (f === '-march=native' ? marchOf(level) : f));
 }
 
 export function libsFor(artifact: Artifact): readonly string[] {

@@ -9,7 +9,7 @@ import { detectCaches, type CacheSizes } from './caches.js';
 import { compilerVersion } from './compiler.js';
 import { cpuInfo } from './cpu.js';
 import { flagsFor } from './flags.js';
-import { isaOfFlags, type Isa } from './isa.js';
+import { isaAtLevel, type Isa, type IsaLevel } from './isa.js';
 
 export type { CacheSizes } from './caches.js';
 
@@ -23,23 +23,37 @@ export interface Target {
   readonly cflags: readonly string[];
 }
 
-let detected: Promise<Target> | undefined;
+const detected = new Map<IsaLevel, Promise<Target>>();
 
-/** This machine as a Target (asked once per process). */
-export function detectTarget(): Promise<Target> {
-  detected ??= (async () => {
-    const { model, flags } = cpuInfo();
-    const [caches, version] = await Promise.all([detectCaches(), compilerVersion()]);
-    return {
-      cpuModel: model,
-      isa: isaOfFlags(flags),
-      cores: availableParallelism(),
-      caches: caches.sizes,
-      cc: version.split('\n')[0] ?? version,
-      cflags: flagsFor('kernel'),
-    };
-  })();
-  return detected;
+/**
+ * This machine as a Target (asked once per process and level). At a portable ISA level the target
+ * has that level's vector extensions and kernel flags (-march=x86-64-v3 / -v4): its records and
+ * bundles are apart from native ones, as the flags are part of the fingerprint.
+ */
+export function detectTarget(level: IsaLevel = 'native'): Promise<Target> {
+  let t = detected.get(level);
+  if (!t) {
+    t = (async () => {
+      const { model } = cpuInfo();
+      const [caches, version] = await Promise.all([detectCaches(), compilerVersion()]);
+      return {
+        cpuModel: model,
+        isa: isaAtLevel(level),
+        cores: availableParallelism(),
+        caches: caches.sizes,
+        cc: version.split('\n')[0] ?? version,
+        cflags: flagsFor('kernel', level),
+      };
+    })();
+    detected.set(level, t);
+  }
+  return t;
+}
+
+/** The ISA level a target's kernels are built for (from its -march flag). */
+export function targetLevel(t: Pick<Target, 'cflags'>): IsaLevel {
+  const march = t.cflags.find((f) => f.startsWith('-march='))?.slice('-march='.length);
+  return march === 'x86-64-v3' || march === 'x86-64-v4' ? march : 'native';
 }
 
 /** What detectTarget had to assume (one line each; empty when everything was read from the machine). */

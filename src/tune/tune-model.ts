@@ -13,6 +13,7 @@ import { recordId, medianMs, levelsOf } from '../db/record.js';
 import type { TuningDatabase } from '../db/store.js';
 import { shardFileName } from '../db/store.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
+import { transferSeeds } from '../db/transfer.js';
 import { userError } from '../errors.js';
 import type { Workload } from '../ir/workload.js';
 import type { NoiseSettings } from '../interference/levels.js';
@@ -69,6 +70,25 @@ export interface TuneOptions {
   readonly profileThreads?: readonly number[];
   /** Override co-runner settings per level (tests). */
   readonly noiseSettingsFor?: (level: number) => NoiseSettings | undefined;
+  /**
+   * Seed workloads without a record for this target from other targets' records (db/transfer.ts),
+   * and give such a workload at most this many trials: confirming and refining, not searching
+   * from nothing. Default: max(2, ⌈trials / 3⌉); 0 turns transfer off.
+   */
+  readonly transferTrials?: number;
+}
+
+/** Of a tuning pass's workloads: how their starting points came about. */
+export interface TransferSummary {
+  /** Workloads with records for this very target (used as measurements). */
+  readonly exactWorkloads: number;
+  /** Workloads seeded from other targets' records, and how many seed schedules that gave. */
+  readonly transferredWorkloads: number;
+  readonly transferredSeeds: number;
+  /** Workloads with neither: searched from the presets. */
+  readonly freshWorkloads: number;
+  /** The nearest source target's distance (db/transfer.ts) per transferred workload, its median. */
+  readonly medianDistance: number | null;
 }
 
 export interface WorkloadFamily extends Family {
@@ -100,6 +120,7 @@ export interface TuneResult {
   readonly threads: readonly number[];
   /** What each noisy level's co-runner did, when one was started. */
   readonly noise: Record<string, { readonly cores: readonly number[]; readonly settings: NoiseSettings }>;
+  readonly transfer: TransferSummary;
 }
 
 /** Deterministic shard of a workload key: sha256(key) mod count. */
@@ -160,11 +181,25 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     : Promise.resolve(undefined));
 
   let measured = 0, dbHits = 0, done = 0, profileMeasured = 0;
-  const budget = o.trials * tasks.length;
-  const searches: TaskSearch[] = tasks.map((t) => createTaskSearch(t.workload, target, {
+  const transferCap = o.transferTrials ?? Math.max(2, Math.ceil(o.trials / 3));
+  const seedsOf = tasks.map((t) => (transferCap > 0 && o.db.lookup(t.workload.key).length === 0
+    ? transferSeeds(o.db.foreign(t.workload.key), target, fingerprint, transferCap) : []));
+  const caps = seedsOf.map((seeds) => (seeds.length > 0 ? Math.min(o.trials, transferCap) : o.trials));
+  const budget = caps.reduce((a, b) => a + b, 0);
+  const searches: TaskSearch[] = tasks.map((t, i) => createTaskSearch(t.workload, target, {
     levels, threads, levelsFor, seed: o.seed ?? 1, ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
+    priors: seedsOf[i]!.map((s) => ({ schedule: s.record.schedule,
+      medianMs: Object.fromEntries(levelsOf(s.record).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(s.record, l)!])) })),
   }));
   const progress: (TaskProgress & { history: number[]; exhausted: boolean })[] = tasks.map((t) => ({ weight: t.count, history: [], exhausted: false }));
+  const transferred = seedsOf.filter((x) => x.length > 0);
+  const distances = transferred.map((x) => x[0]!.distance).sort((a, b) => a - b);
+  const transfer: TransferSummary = {
+    exactWorkloads: tasks.filter((t) => o.db.lookup(t.workload.key).length > 0).length,
+    transferredWorkloads: transferred.length, transferredSeeds: transferred.reduce((n, x) => n + x.length, 0),
+    freshWorkloads: tasks.filter((t, i) => o.db.lookup(t.workload.key).length === 0 && seedsOf[i]!.length === 0).length,
+    medianDistance: distances.length > 0 ? Number(distances[Math.floor(distances.length / 2)]!.toFixed(3)) : null,
+  };
   const batch = Math.max(1, o.batchSize ?? Math.min(8, o.trials));
   const ctxBase = {
     target, fingerprint, db: o.db, levels, levelsFor, bank,
@@ -180,7 +215,9 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       const i = pickTask(progress);
       if (i === undefined) break;
       const search = searches[i]!;
-      const schedules = search.propose(Math.min(batch, budget - done));
+      const room = caps[i]! - search.visited.length;
+      if (room <= 0) { progress[i]!.exhausted = true; continue; }
+      const schedules = search.propose(Math.min(batch, budget - done, room));
       if (schedules.length === 0) { progress[i]!.exhausted = true; continue; }
       const results = await evaluateBatch(tasks[i]!.workload, schedules, {
         ...ctxBase,
@@ -210,7 +247,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       versionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, t.count])),
       workloadVersionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, 1])),
       perLevelRegret: regretSummary([...families.values()], levels),
-      levels, threads,
+      levels, threads, transfer,
       noise: Object.fromEntries([...(runners?.runners ?? new Map())].map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }])),
     };
   } finally {
