@@ -14,7 +14,9 @@ export interface HandLayer {
   readonly us1: number;
   readonly serialUs?: number;
   readonly maxUseful?: number;
-  /** Extra versions: [quiet multiplier, level-4 multiplier] relative to version 0 (whose level 4 = 1.5 × quiet). */
+  /** Version 0's latency at level 4 over its quiet latency (levels between: linear); default 1 (no interference effect). */
+  readonly noisy?: number;
+  /** Extra versions: [quiet multiplier, level-4 multiplier] relative to version 0's quiet latency. */
   readonly versions?: readonly (readonly [number, number])[];
   readonly bytes?: number;
 }
@@ -33,10 +35,12 @@ function latency(l: HandLayer, maxCores: number, cores: readonly number[], quiet
 export function handProfile(name: string, layers: readonly HandLayer[], maxCores: number, claimUs = 0): Profile {
   const cores = Array.from({ length: maxCores }, (_, i) => i + 1);
   const steps: ProfileStep[] = layers.map((l, index) => ({
-    index, name: `${name}.layer${index}`, op: 'conv2d', kind: 'tunable', layer: index, flops: l.us1 * 1e3, bytes: l.bytes ?? 1e5, footprintBytes: l.bytes ?? 1e5,
+    index, name: `${name}.layer${index}`, op: 'conv2d', kind: 'tunable', layer: index, flops: l.us1 * 1e3, bytes: l.bytes ?? 1e5, footprintBytes: l.bytes ??
+      1e5,
     versions: [
-      { id: 'v0', symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores, 1, 1.5) },
-      ...(l.versions ?? []).map(([q, n], k) => ({ id: `v${k + 1}`, symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores, q, n) })),
+      { id: 'v0', symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores, 1, l.noisy ?? 1) },
+      ...(l.versions ?? []).map(([q, n], k) => ({ id: `v${k + 1}`, symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores,
+        q, n) })),
     ],
   }));
   return checkProfile({
@@ -44,7 +48,8 @@ export function handProfile(name: string, layers: readonly HandLayer[], maxCores
     model: { name, sha256: null, manifestSha256: null },
     machine: { description: 'hand-made test profile', cores: maxCores, l3Bytes: null, source: 'measured' },
     method: 'test', coreCounts: cores,
-    levels: [0, 1, 2, 3, 4].map((level) => ({ level, summary: `level ${level}`, coRunnerGBps: level * 5, coRunnerBytes: level * 2 ** 24, source: 'measured' as const })),
+    levels: [0, 1, 2, 3, 4].map((level) => ({ level, summary: `level ${level}`, coRunnerGBps: level * 5, coRunnerBytes: level * 2 ** 24,
+      source: 'measured' as const })),
     claimCost: claimUs > 0 ? { us: claimUs, threads: 1, source: 'measured' } : null,
     steps,
   } satisfies Profile, 'test');

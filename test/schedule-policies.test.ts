@@ -36,6 +36,30 @@ test('layerwise makes one claim per layer, each claiming that layer\'s requireme
   assert.deepEqual(d.map((x) => x.claim), [true, false, false, true, true, false, false, false]);
 });
 
+test('layerwise pays a claim/release per layer: its requirement includes one, so each claiming layer still meets its share', () => {
+  const claimUs = 50;
+  const plan = handPlan('jagged-claims', JAGGED, 16, JAGGED_QOS_MS, claimUs);
+  // Plain shares (not rescaled by time gained or lost), so each layer's claim is its requirement.
+  const s = new Scheduler({ policy: parsePolicy('layerwise'), models: [plan], cores: 16, deadlineAware: false });
+  const d: Decision[] = [];
+  let pending = s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0);
+  let t = 0;
+  while (pending.length > 0) {
+    d.push(pending[0]!);
+    t += pending[0]!.expectedMs;
+    pending = s.blockFinished(1, t).decisions;
+  }
+  assert.equal(d.length, JAGGED.length);
+  const cheap = [0, 1, 2, 4, 5, 6, 7];
+  // Without the claim a cheap layer needs 2 cores (1 ms / 2 = its 0.5 ms share); 0.5 ms plus 50 µs misses it.
+  for (const u of cheap) assert.ok(plan.requirement[u]! > 2, `layer ${u} needs more than 2 cores once its claim is counted`);
+  d.forEach((x, u) => {
+    assert.equal(x.cores.length, plan.requirement[u], `layer ${u} claims its requirement`);
+    if (x.claim) assert.ok(x.expectedMs <= plan.shareMs[u]! + 1e-9, `layer ${u}: ${x.expectedMs} ms with its claim within its ${plan.shareMs[u]} ms share`);
+  });
+  assert.ok(d[0]!.claim && d[0]!.expectedMs > 1000 / d[0]!.cores.length / 1000, 'the first claim is paid in the block\'s time');
+});
+
 test('fcfs runs the whole model as one block on its peak requirement; the next request waits (one conflict) in arrival order', () => {
   const d = runAlone('fcfs');
   assert.equal(d.length, 1);
@@ -56,18 +80,30 @@ test('static:K cuts fixed blocks of K layers, each on its flattened claim', () =
   assert.deepEqual(parsePolicyList('static:2-4').map((p) => p.name), ['static:2', 'static:3', 'static:4']);
 });
 
-test('veltair: one sprinting block alone on an idle machine, blocks split at the spike under load', () => {
+test('veltair: one block alone on an idle machine, blocks split at the spike under load', () => {
   const alone = runAlone('veltair');
   assert.equal(alone.length, 1, 'all cores idle: the threshold covers the spike');
-  assert.equal(alone[0]!.cores.length, 6, 'sprints up to its peak requirement');
+  assert.equal(alone[0]!.cores.length, 3, 'the flattened claim of the whole model, below the spike\'s 6');
   // Requests arriving together: the k-th sees idle = 16 − 2.5·k cores, shared over k models' appetites.
   const s = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 16 });
   const first: Decision[] = [];
   for (let i = 0; i < 6; i++) first.push(...s.arrive({ id: i, model: 0, arrivalMs: 0 }, 0));
-  // 1st, 2nd: threshold 13.5 and 5.5 ≥ 3.5 covers the spike → whole model, sprinting to 6 cores;
-  // 3rd, 4th: threshold 2.8 and 1.5 → the spike at layer 3 starts the next block; the rest wait.
-  assert.deepEqual(first.map((x) => [x.request, x.first, x.last, x.cores.length]), [[0, 0, 7, 6], [1, 0, 7, 6], [2, 0, 2, 2], [3, 0, 2, 2]]);
-  assert.equal(s.pool.free, 0);
+  // 1st, 2nd: threshold 13.5 and 5.5 ≥ 3.5 covers the spike → whole model on 3 cores;
+  // then threshold 2.8, 1.5, 0.7, 0.2 → the spike at layer 3 starts the next block: layers 0..2 on 2 cores.
+  assert.deepEqual(first.map((x) => [x.request, x.first, x.last, x.cores.length]),
+    [[0, 0, 7, 3], [1, 0, 7, 3], [2, 0, 2, 2], [3, 0, 2, 2], [4, 0, 2, 2], [5, 0, 2, 2]]);
+  assert.equal(s.pool.free, 2);
+});
+
+test('on a conflict a block policy runs on what is free (counted); a model-wise one waits', () => {
+  const v = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 3 });
+  assert.deepEqual(v.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0).map((x) => x.cores.length), [2]);
+  const shrunk = v.arrive({ id: 2, model: 0, arrivalMs: 0 }, 0);
+  assert.deepEqual(shrunk.map((x) => [x.first, x.last, x.needCores, x.cores.length, x.conflict]), [[0, 2, 2, 1, true]]);
+  assert.equal(v.stats.conflicts, 1);
+  const w = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 3, onConflict: 'wait' });
+  w.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0);
+  assert.deepEqual(w.arrive({ id: 2, model: 0, arrivalMs: 0 }, 0), [], 'the override makes it wait');
 });
 
 test('prema: one request on the machine at a time; the shorter job takes over at the next layer boundary', () => {
@@ -83,10 +119,11 @@ test('prema: one request on the machine at a time; the shorter job takes over at
   assert.deepEqual(back.map((x) => [x.request, x.first]), [[1, 1]], 'then the long one resumes where it stopped');
 });
 
-test('version choice: veltair takes the version best at the predicted level, veltair-sched the best quiet one, veltair-compile adaptive on whole-model blocks', () => {
+test('version choice: veltair takes the version best at the predicted level, veltair-sched the best quiet one, ' +
+  'veltair-compile adaptive on whole-model blocks', () => {
   // v0 is 10% faster quiet but 1.5x slower at level 4; v1 is the reverse.
-  const layers = JAGGED.map((l) => ({ ...l, versions: [[1.1, 1.2]] as const }));
-  const plan = handPlan('two-versions', layers, 16, JAGGED_QOS_MS);
+  const layers = JAGGED.map((l) => ({ ...l, noisy: 1.5, versions: [[1.1, 1.2]] as const }));
+  const plan = handPlan('two-versions', layers, 16, 2 * JAGGED_QOS_MS);
   const decide = (policy: string) => {
     const s = new Scheduler({ policy: parsePolicy(policy), models: [plan], cores: 16, predictLevel: () => 4 });
     return s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0)[0]!;

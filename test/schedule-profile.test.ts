@@ -9,7 +9,8 @@ import { handProfile, JAGGED, NO_SCALING } from './schedule-fixture.js';
 
 const base = () => JSON.parse(profileText(handProfile('m', JAGGED.slice(0, 3), 4))) as Profile & Record<string, unknown>;
 const refused = (value: unknown, field: RegExp) =>
-  assert.throws(() => parseProfile(JSON.stringify(value), 'p.json'), (e) => isVeltairError(e) && e.code === 'BAD_PROFILE' && /^p\.json: /.test(e.message) && field.test(e.message));
+  assert.throws(() => parseProfile(JSON.stringify(value), 'p.json'), (e) => isVeltairError(e) && e.code === 'BAD_PROFILE' && /^p\.json: /.test(e.message) &&
+    field.test(e.message));
 
 test('a profile round-trips through its text; bad ones are refused naming the field', () => {
   const p = base();

@@ -7,8 +7,8 @@ import { runExperiment } from '../src/simulate/experiment.js';
 import { handPlan, handProfile, JAGGED, JAGGED_QOS_MS } from './schedule-fixture.js';
 
 const models = () => [
-  { plan: handPlan('jagged', JAGGED, 16, JAGGED_QOS_MS, 20), qps: 1200 },
-  { plan: handPlan('flat', [{ us1: 3000 }, { us1: 2000, maxUseful: 4 }, { us1: 3000 }], 16, 3, 20), qps: 800 },
+  { plan: handPlan('jagged', JAGGED.map((l) => ({ ...l, noisy: 1.2 })), 16, JAGGED_QOS_MS * 1.3, 20), qps: 1200 },
+  { plan: handPlan('flat', [{ us1: 3000, noisy: 1.3 }, { us1: 2000, maxUseful: 4, noisy: 1.1 }, { us1: 3000 }], 16, 3, 20), qps: 800 },
 ];
 const interference = calibrateInterference(handProfile('x', JAGGED, 16).levels, 'test', { l3Bytes: 2 ** 25 }, { gbps: 20, l3Bytes: 2 ** 25 });
 
@@ -24,7 +24,7 @@ function checkNoDoubleBooking(v: EventView): void {
   assert.equal(seen.size, v.scheduler.pool.size - v.scheduler.pool.free, 'busy cores = cores of running blocks');
 }
 
-for (const [policy, onConflict] of [['veltair', 'wait'], ['layerwise', 'shrink'], ['prema', 'wait'], ['static:3', 'shrink']] as const) {
+for (const [policy, onConflict] of [['veltair', 'shrink'], ['veltair', 'wait'], ['fcfs', 'wait'], ['layerwise', 'shrink'], ['prema', 'wait'], ['static:3', 'wait']] as const) {
   test(`no core is double-booked at any event of a long seeded run (${policy}, ${onConflict})`, () => {
     let events = 0;
     const r = simulate({
@@ -41,7 +41,8 @@ for (const [policy, onConflict] of [['veltair', 'wait'], ['layerwise', 'shrink']
 test('Little\'s law holds within 3% on a long run: mean requests in system = arrival rate × mean time in system', () => {
   for (const policy of ['veltair', 'fcfs']) {
     const m = models();
-    const r = simulate({ models: m, cores: 16, policy: parsePolicy(policy), seed: 3, durationMs: 60_000, warmupMs: 0, maxSimMs: 1e7, maxEvents: 1e8, interference });
+    const r = simulate({ models: m, cores: 16, policy: parsePolicy(policy), seed: 3, durationMs: 60_000, warmupMs: 0, maxSimMs: 1e7, maxEvents: 1e8,
+      interference });
     assert.equal(r.stop, 'drained');
     const offeredPerMs = m.reduce((s, x) => s + x.qps, 0) / 1000;
     const L = r.metrics.little.meanInSystem * r.endMs / 60_000; // ∫N dt over the arrival period's length
@@ -74,7 +75,8 @@ test('a run says which bound it hit', () => {
 });
 
 test('co-running blocks slow each other down through the calibrated interference, and only when calibrated', () => {
-  const run = (i: typeof interference) => simulate({ models: models(), cores: 16, policy: parsePolicy('fcfs'), seed: 5, durationMs: 3000, warmupMs: 0, maxSimMs: 1e6, maxEvents: 1e7, interference: i });
+  const run = (i: typeof interference) => simulate({ models: models(), cores: 16, policy: parsePolicy('fcfs'), seed: 5, durationMs: 3000, warmupMs: 0,
+    maxSimMs: 1e6, maxEvents: 1e7, interference: i });
   const quiet = run(NO_INTERFERENCE), noisy = run(interference);
   assert.ok(noisy.metrics.meanMs > quiet.metrics.meanMs, `${noisy.metrics.meanMs} > ${quiet.metrics.meanMs}`);
   assert.equal(interference.levelFor(0, 0), 0);

@@ -4,7 +4,8 @@ import { quoteForMessage, userError } from '../errors.js';
 export function parseCount(flag: string, text: string, min: number, max: number): number {
   const t = text.trim();
   if (!/^\d+$/.test(t) || Number(t) < min || Number(t) > max) {
-    throw userError('BAD_ARGUMENT', `${flag} ${quoteForMessage(text)} is not an integer from ${min} to ${max}`, `e.g. ${flag} ${Math.max(min, Math.min(max, 64))}`);
+    throw userError('BAD_ARGUMENT', `${flag} ${quoteForMessage(text)} is not an integer from ${min} to ${max}`,
+      `e.g. ${flag} ${Math.max(min, Math.min(max, 64))}`);
   }
   return Number(t);
 }
@@ -12,7 +13,8 @@ export function parseCount(flag: string, text: string, min: number, max: number)
 export function parsePositiveNumber(flag: string, text: string, max = Number.MAX_VALUE): number {
   const n = Number(text.trim());
   if (text.trim() === '' || !Number.isFinite(n) || !(n > 0) || n > max) {
-    throw userError('BAD_ARGUMENT', `${flag} ${quoteForMessage(text)} is not a positive number${max < Number.MAX_VALUE ? ` up to ${max}` : ''}`, `e.g. ${flag} 1`);
+    throw userError('BAD_ARGUMENT', `${flag} ${quoteForMessage(text)} is not a positive number${max < Number.MAX_VALUE ? ` up to ${max}` : ''}`,
+      `e.g. ${flag} 1`);
   }
   return n;
 }

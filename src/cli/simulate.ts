@@ -73,33 +73,42 @@ const fmt = (x: number, d = 1) => (Number.isFinite(x) ? `${(x * 100).toFixed(d)}
 function scalingReport(setup: Setup, profiles: ReturnType<typeof loadProfiles>, json: boolean): void {
   const checks = [...profiles.values()].map((lp) => checkPrediction(lp.profile, setup.scaling)).filter((c) => c !== null);
   const artifact = [...profiles.values()].filter((lp) => lp.profile.machine.source === 'artifact').map((lp) => {
-    const rows = lp.profile.steps.map((s) => Object.entries(s.versions[0]!.latencyUs).map(([c, l]) => ({ cores: Number(c), us: l['0']!.us })).filter((p) => p.cores <= 56));
+    const rows = lp.profile.steps.map((s) => Object.entries(s.versions[0]!.latencyUs).map(([c, l]) => ({ cores: Number(c), us: l['0']!.us })).filter((p) =>
+      p.cores <= 56));
     return { profile: lp.file, fit: fitConstants(rows), extrapolation: checkPrediction(lp.profile, setup.scaling, 2) };
   });
   if (json) { printJson({ constants: setup.scaling, checks, artifact }); return; }
   printLine(`scaling model (modelled figures): ${setup.scaling.provenance}`);
   for (const a of artifact) {
-    printLine(`fit on ${a.profile} (8–56 cores): fork/join ${a.fit.forkJoinUs} µs per doubling, serial fraction ${a.fit.serialFraction.toFixed(4)}; ${a.fit.layers} layers, ${a.fit.points} points, |error| median ${fmt(a.fit.medianRelError)}, p90 ${fmt(a.fit.p90RelError)}`);
+    printLine(`fit on ${a.profile} (8–56 cores): fork/join ${a.fit.forkJoinUs} µs per doubling, serial fraction ${a.fit.serialFraction.toFixed(4)}; ` +
+      `${a.fit.layers} layers, ${a.fit.points} points, |error| median ${fmt(a.fit.medianRelError)}, p90 ${fmt(a.fit.p90RelError)}`);
     const e = a.extrapolation;
-    if (e) printLine(`  each layer fitted on ${e.fromCores.join(',')} cores, predicting ${e.toCores.join(',')}: |error| median ${fmt(e.medianAbsError)}, p90 ${fmt(e.p90AbsError)}, bias ${fmt(e.medianError)}; whole model at ${e.toCores[0]} cores ${e.wholeModelError === null ? '—' : fmt(e.wholeModelError)}`);
+    if (e) printLine(`  each layer fitted on ${e.fromCores.join(',')} cores, predicting ${e.toCores.join(',')}: |error| median ${fmt(e.medianAbsError)}, ` +
+      `p90 ${fmt(e.p90AbsError)}, bias ${fmt(e.medianError)}; whole model at ${e.toCores[0]} cores ` +
+        `${e.wholeModelError === null ? '—' : fmt(e.wholeModelError)}`);
   }
   for (const c of checks) {
     if (artifact.some((a) => a.profile.endsWith('.csv') && profiles.get(c.profile)?.profile.machine.source === 'artifact')) continue;
-    printLine(`${c.profile}: predicting ${c.toCores.join(',')} cores from ${c.fromCores.join(',')} (${c.points} step-versions): |error| median ${fmt(c.medianAbsError)}, p90 ${fmt(c.p90AbsError)}, bias ${fmt(c.medianError)}; `
-      + `whole model ${c.wholeModelError === null ? '—' : fmt(c.wholeModelError)} | perfect scaling would give |error| median ${fmt(c.naiveMedianAbsError)}, whole model ${c.naiveWholeModelError === null ? '—' : fmt(c.naiveWholeModelError)}`);
+    printLine(`${c.profile}: predicting ${c.toCores.join(',')} cores from ${c.fromCores.join(',')} (${c.points} step-versions): |error| median ` +
+      `${fmt(c.medianAbsError)}, p90 ${fmt(c.p90AbsError)}, bias ${fmt(c.medianError)}; `
+      + `whole model ${c.wholeModelError === null ? '—' : fmt(c.wholeModelError)} | perfect scaling would give |error| median ` +
+        `${fmt(c.naiveMedianAbsError)}, whole model ${c.naiveWholeModelError === null ? '—' : fmt(c.naiveWholeModelError)}`);
   }
 }
 
 async function simulateAction(f: SimulateFlags): Promise<void> {
   const json = f.json === true;
-  if (f.profiles === undefined) throw userError('BAD_ARGUMENT', 'veltair simulate needs --profiles (profile files, bundle directories or directories of *.profile.json)', 'e.g. --profiles models/ or --profiles resnet50.profile.json');
+  if (f.profiles === undefined) throw userError('BAD_ARGUMENT',
+    'veltair simulate needs --profiles (profile files, bundle directories or directories of *.profile.json)',
+      'e.g. --profiles models/ or --profiles resnet50.profile.json');
   const cores = parseCount('--cores', f.cores ?? '64', 1, 4096);
   const policies = parsePolicyList(f.policy ?? 'fcfs,veltair');
   const loads = loadSpec(f);
   const seed = parseCount('--seed', f.seed ?? '1', 0, 2 ** 32 - 1);
   const durationMs = parsePositiveNumber('--duration', f.duration ?? '10', 86_400) * 1000;
   const warmupMs = parseNonNegative('--warmup', f.warmup ?? '1') * 1000;
-  if (warmupMs >= durationMs) throw userError('BAD_ARGUMENT', `--warmup ${f.warmup} is not shorter than --duration ${f.duration ?? '10'}`, 'e.g. --duration 10 --warmup 1');
+  if (warmupMs >= durationMs) throw userError('BAD_ARGUMENT', `--warmup ${f.warmup} is not shorter than --duration ${f.duration ?? '10'}`,
+    'e.g. --duration 10 --warmup 1');
   const maxEvents = parseCount('--max-events', f.maxEvents ?? '50000000', 1, 1e12);
   const maxSimMs = f.maxSimTime === undefined ? durationMs * 10 + 10_000 : parsePositiveNumber('--max-sim-time', f.maxSimTime) * 1000;
   const onConflict = f.onConflict === undefined ? undefined : f.onConflict === 'wait' || f.onConflict === 'shrink' ? f.onConflict
@@ -121,13 +130,15 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
   };
   if (f.scalingReport) {
     const used = models.map((m) => profiles.get(m)).filter((x) => x !== undefined);
-    scalingReport({ plans: [], summaries: [], interference: { levelFor: () => 0, calibrated: false, points: [], description: '' }, scaling: scalingConstants(setupOptions, used) }, profiles, json);
+    scalingReport({ plans: [], summaries: [], interference: { levelFor: () => 0, calibrated: false, points: [], description: '' },
+      scaling: scalingConstants(setupOptions, used) }, profiles, json);
     return;
   }
   const setup = setupModels(setupOptions);
   if (plotDir) {
     try { mkdirSync(plotDir, { recursive: true }); } catch (e) {
-      throw userError('FILE_UNWRITABLE', `--plot ${plotDir} cannot be created (${(e as NodeJS.ErrnoException).code ?? 'error'})`, 'choose a writable directory');
+      throw userError('FILE_UNWRITABLE', `--plot ${plotDir} cannot be created (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+        'choose a writable directory');
     }
   }
   const progress = !json && process.stderr.isTTY ? (m: string) => process.stderr.write(`\r${m.padEnd(70)}`) : undefined;
@@ -137,7 +148,8 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
     ...(progress ? { onProgress: progress } : {}),
   });
   if (progress) process.stderr.write('\r'.padEnd(72) + '\r');
-  const label = `simulated: ${cores} cores; profiles ${[...new Set(setup.summaries.map((s) => s.machine))].join(' | ')}; figures beyond the profiled core counts modelled by the scaling model`;
+  const label = `simulated: ${cores} cores; profiles ${[...new Set(setup.summaries.map((s) => s.machine))].join(' | ')}; figures beyond the profiled core ` +
+    `counts modelled by the scaling model`;
   const plots = plotDir ? await writeSchedulePlots(plotDir, result, setup, label) : [];
   if (json) {
     printJson({
@@ -151,7 +163,8 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
   printText(result, setup, label, cores, seed, durationMs, warmupMs, plots);
 }
 
-function printText(r: ExperimentResult, setup: Setup, label: string, cores: number, seed: number, durationMs: number, warmupMs: number, plots: readonly string[]): void {
+function printText(r: ExperimentResult, setup: Setup, label: string, cores: number, seed: number, durationMs: number, warmupMs: number,
+  plots: readonly string[]): void {
   printLine(label);
   printLine(`seed ${seed}; ${durationMs / 1000} s of arrivals (first ${warmupMs / 1000} s not counted); every policy sees the same arrivals`);
   printLine('models:');
@@ -175,7 +188,8 @@ export function registerSimulateCommand(program: Command): void {
   program
     .command('simulate')
     .description('discrete-event simulation of multi-tenant serving on N cores under each scheduling policy (simulated; seeded, deterministic)')
-    .option('--profiles <list>', 'profile files (.json), the VELTAIR artifact CSV (.csv), bundle directories (their profile beside them) or directories of *.profile.json')
+    .option('--profiles <list>',
+      'profile files (.json), the VELTAIR artifact CSV (.csv), bundle directories (their profile beside them) or directories of *.profile.json')
     .option('--mix <name>', `a workload mix: ${Object.keys(MIXES).join(', ')}`)
     .option('--models <list>', 'models to co-locate (names as in their profiles)')
     .option('--cores <n>', 'cores of the simulated machine (default 64)')
@@ -191,13 +205,14 @@ export function registerSimulateCommand(program: Command): void {
     .option('--qos <name=ms>', 'QoS bound of a model (repeatable; default: MLPerf\'s, see README)', collect)
     .option('--scale <name=f>', 'multiply a model\'s latencies by f (modelled; e.g. a larger input) (repeatable)', collect)
     .option('--repeat <name=k>', 'run a model\'s profiled steps k times in a row (identical layers, e.g. more encoder layers) (repeatable)', collect)
-    .option('--use-cores <list>', 'use only the profiles\' figures at these core counts, the others held out (LIST for every model, or NAME=A+B; repeatable)', collect)
+    .option('--use-cores <list>', 'use only the profiles\' figures at these core counts, the others held out (LIST for every model, or NAME=A+B; repeatable)',
+      collect)
     .option('--memory-gbps <g>', 'socket memory bandwidth of the simulated machine, GB/s (default 102.4, an assumption)')
     .option('--l3-mib <m>', 'last-level cache of the simulated machine, MiB, for interference (default 256, an assumption)')
     .option('--fork-join-us <u>', 'scaling model: fork/join cost per doubling of threads, µs (default fitted to the artifact)')
     .option('--serial-fraction <f>', 'scaling model: serial fraction for steps profiled at one core count')
     .option('--claim-us <u>', 'block claim/release cost at 1 core, µs (default: the profile\'s measurement)')
-    .option('--on-conflict <rule>', 'a block finding too few free cores: wait (default) or shrink (run on what is free)')
+    .option('--on-conflict <rule>', 'a block finding too few free cores: wait or shrink (run on what is free), for every policy (default: each policy\'s own rule)')
     .option('--plot <dir>', 'write the figures (SVG) and their data (JSON) into this directory')
     .option('--timing', 'with --json: add the measured decision time (stdout then differs between runs)')
     .option('--scaling-report', 'print how the scaling model fits and predicts the given profiles, and exit')

@@ -26,7 +26,13 @@ const CONFIG: Json = {
 
 export interface SatisfactionRow { readonly policy: string; readonly load: number; readonly qps: number; readonly satisfaction: number }
 export interface BestBlockRow { readonly load: number; readonly qps: number; readonly k: number }
-export interface BlockRow { readonly condition: string; readonly layer: number; readonly name: string; readonly requirement: number; readonly blockStart: number }
+export interface BlockRow {
+  readonly condition: string;
+  readonly layer: number;
+  readonly name: string;
+  readonly requirement: number;
+  readonly blockStart: number;
+}
 
 export function satisfactionFigure(rows: readonly SatisfactionRow[], subtitle: string): TopLevelSpec {
   return {
@@ -81,7 +87,8 @@ export function blocksFigure(model: string, rows: readonly BlockRow[], subtitle:
           encoding: {
             x: { field: 'layer', type: 'ordinal', title: 'layer (schedulable unit, execution order)', axis: { labelAngle: 0, labelOverlap: 'greedy' } },
             y: { field: 'requirement', type: 'quantitative', title: 'requirement (cores)' },
-            tooltip: [{ field: 'layer' }, { field: 'name' }, { field: 'requirement' }, { field: 'blockStart', title: 'block starts here (share of requests)', format: '.2f' }],
+            tooltip: [{ field: 'layer' }, { field: 'name' }, { field: 'requirement' }, { field: 'blockStart', title: 'block starts here (share of requests)',
+              format: '.2f' }],
           },
         },
         {

@@ -26,7 +26,8 @@ import { basename, join } from 'node:path';
 import { readBundle } from '../bundle/read.js';
 import { internalError, userError } from '../errors.js';
 import { loadBundle, type Session } from '../runtime/session.js';
-import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileLevel, type ProfileStep } from '../schedule/profile.js';
+import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileLevel,
+  type ProfileStep } from '../schedule/profile.js';
 import { availableCores, levelSpec, openLevelBank, planCores, profileCoRunners, readL3Bytes, type LevelBank } from './co-runners.js';
 import { mapSteps, type MappedStep } from './step-map.js';
 
@@ -59,7 +60,8 @@ function feedsFor(session: Session): ArrayBufferView[] {
     if (t.dtype === 'float32') return Float32Array.from({ length: n }, next);
     if (t.dtype === 'float64') return Float64Array.from({ length: n }, next);
     const bytes = DTYPE_BYTES[t.dtype];
-    if (bytes === undefined) throw userError('BAD_BUNDLE', `model input ${JSON.stringify(t.name)} has dtype ${t.dtype}, which the profiler cannot feed`, 'profile a model whose inputs are float or integer tensors');
+    if (bytes === undefined) throw userError('BAD_BUNDLE', `model input ${JSON.stringify(t.name)} has dtype ${t.dtype}, which the profiler cannot feed`,
+      'profile a model whose inputs are float or integer tensors');
     return new Uint8Array(n * bytes);
   });
 }
@@ -77,16 +79,19 @@ function figureOf(samplesNs: readonly number[]): LatencyFigure {
   return { us: Math.max(0.001, r3(median / 1000)), source: 'measured', repeats: samplesNs.length, q1Us: r3(q1 / 1000), q3Us: r3(q3 / 1000) };
 }
 
-export function checkConditions(o: ProfileOptions, all: readonly number[]): { run: { cores: number; level: number }[]; skipped: { cores: number; level: number }[] } {
+export function checkConditions(o: ProfileOptions,
+  all: readonly number[]): { run: { cores: number; level: number }[]; skipped: { cores: number; level: number }[] } {
   for (const c of o.cores) {
     if (c > all.length) {
-      throw userError('BAD_ARGUMENT', `--cores ${c}: this process may use ${all.length} core(s)`, `profile at core counts from 1 to ${all.length}; other counts are modelled by the simulator's scaling model`);
+      throw userError('BAD_ARGUMENT', `--cores ${c}: this process may use ${all.length} core(s)`,
+        `profile at core counts from 1 to ${all.length}; other counts are modelled by the simulator's scaling model`);
     }
   }
   for (const l of o.levels) if (l !== 0) levelSpec(l);
   const run: { cores: number; level: number }[] = [], skipped: { cores: number; level: number }[] = [];
   for (const c of o.cores) for (const l of o.levels) (l === 0 || c < all.length ? run : skipped).push({ cores: c, level: l });
-  if (run.length === 0) throw userError('BAD_ARGUMENT', 'no condition left to measure', 'include level 0, or a core count that leaves a core for the co-runner');
+  if (run.length === 0) throw userError('BAD_ARGUMENT', 'no condition left to measure',
+    'include level 0, or a core count that leaves a core for the co-runner');
   return { run, skipped };
 }
 
@@ -113,16 +118,20 @@ export async function measureProfile(o: ProfileOptions): Promise<ProfileRun> {
     const levels: ProfileLevel[] = [{ level: 0, summary: 'quiet: no co-runner', coRunnerGBps: 0, coRunnerBytes: 0, source: 'measured' },
       ...noisy.map((l) => {
         const s = bank!.runners.get(l)!.settings;
-        return { level: l, summary: levelSpec(l).summary, coRunnerGBps: r3(gbps.get(l) ?? 0), coRunnerBytes: s.randomBytes + s.streamBytes, source: 'measured' as const };
+        return { level: l, summary: levelSpec(l).summary, coRunnerGBps: r3(gbps.get(l) ?? 0), coRunnerBytes: s.randomBytes + s.streamBytes,
+          source: 'measured' as const };
       })];
     const name = o.name ?? (basename(bundle.manifest.model.path).replace(/\.onnx$/i, '') || basename(bundle.paths.dir).replace(/\.bundle$/, ''));
     const cpu = cpus()[0]?.model?.trim() ?? 'unknown CPU';
     const profile = checkProfile({
       format: PROFILE_FORMAT, formatVersion: PROFILE_FORMAT_VERSION,
       model: { name, sha256: bundle.manifest.model.sha256, manifestSha256: manifestSha },
-      machine: { description: `${cpu}, ${all.length} cores available (${cpus().length} online), L3 ${(l3.bytes / 2 ** 20).toFixed(0)} MiB (${l3.source})`, cores: all.length, l3Bytes: l3.bytes, source: 'measured' },
-      method: `veltair profile: ${o.rounds} interleaved round(s), ${o.runs} timed run(s) per visit after one warm-up, ${measured.vectors} version vector(s); medians of per-step times (executor.setProfiling); `
-        + `kernel threads on cores ${corePlan.allCores.slice(0, Math.max(...o.cores)).join(',')}, co-runners on ${corePlan.noiseCores.join(',') || 'none'}; ${new Date().toISOString()}`,
+      machine: { description: `${cpu}, ${all.length} cores available (${cpus().length} online), L3 ${(l3.bytes / 2 ** 20).toFixed(0)} MiB (${l3.source})`,
+        cores: all.length, l3Bytes: l3.bytes, source: 'measured' },
+      method: `veltair profile: ${o.rounds} interleaved round(s), ${o.runs} timed run(s) per visit after one warm-up, ${measured.vectors} version ` +
+        `vector(s); medians of per-step times (executor.setProfiling); `
+        + `kernel threads on cores ${corePlan.allCores.slice(0, Math.max(...o.cores)).join(',')}, co-runners on ` +
+          `${corePlan.noiseCores.join(',') || 'none'}; ${new Date().toISOString()}`,
       coreCounts: [...o.cores].sort((a, b) => a - b), levels, claimCost: measured.claim, steps: measured.steps,
     } satisfies Profile, 'the measured profile');
     return { profile, conditions, skipped, vectors: measured.vectors, timedRuns: measured.timedRuns };
@@ -175,6 +184,8 @@ async function measureAll(session: Session, steps: readonly MappedStep[], condit
           session.setThreads(c.cores);
           timedRun(undefined);
           for (let r = 0; r < o.runs; r++) timedRun(samples[ci]![j]!);
+          // Let the event loop in between visits: a signal's handler (which stops the co-runners) must get to run.
+          await new Promise((resolve) => setImmediate(resolve));
         }
         if (c.level === 0 && c.cores === hi && lo !== hi) claimSamples.push(...measureClaim(session, vectors[0]!, lo, hi, o.runs, timedRun));
       }
@@ -204,9 +215,11 @@ async function measureAll(session: Session, steps: readonly MappedStep[], condit
         })),
       };
     }
-    return { ...base, versions: [{ id: st.kind, symbol: null, tunedThreads: null, parallelChunks: null, latencyUs: latencyFor((ci) => samples[ci]!.flatMap((byStep) => byStep[st.native]!)) }] };
+    return { ...base, versions: [{ id: st.kind, symbol: null, tunedThreads: null, parallelChunks: null, latencyUs: latencyFor((ci) =>
+      samples[ci]!.flatMap((byStep) => byStep[st.native]!)) }] };
   });
-  const claim = claimSamples.length > 0 ? { us: Math.max(0, r3(quartiles(claimSamples).median / 1000)), threads: hi, source: 'measured' as const, repeats: claimSamples.length } : null;
+  const claim = claimSamples.length > 0 ? { us: Math.max(0, r3(quartiles(claimSamples).median / 1000)), threads: hi, source: 'measured' as const,
+    repeats: claimSamples.length } : null;
   return { steps: profileSteps, claim, vectors: V, timedRuns };
 }
 
@@ -214,7 +227,8 @@ async function measureAll(session: Session, steps: readonly MappedStep[], condit
  * Runs with steps alternating lo / hi threads, each against the uniform runs just before: the
  * median excess step time per thread-count switch (ns), one sample per run.
  */
-function measureClaim(session: Session, vector: readonly number[], lo: number, hi: number, runs: number, timedRun: (into: undefined) => Float64Array): number[] {
+function measureClaim(session: Session, vector: readonly number[], lo: number, hi: number, runs: number, timedRun: (into: undefined) =>
+  Float64Array): number[] {
   const ex = session.executor;
   session.useVersions(vector);
   const S = ex.stepCount;

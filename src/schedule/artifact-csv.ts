@@ -31,7 +31,8 @@ export function parseArtifactCsv(text: string, where: string, modelName = 'resne
       if (!Number.isFinite(v) || v < 0) throw bad(where, n, `field ${name} is ${JSON.stringify(cells[col(name)])}, not a non-negative number`);
       return v;
     };
-    const [h, w, cin, cout, kh, kw, ph, pw, sh, sw] = SHAPE_FIELDS.map(num) as [number, number, number, number, number, number, number, number, number, number];
+    const [h, w, cin, cout, kh, kw, ph, pw, sh, sw] = SHAPE_FIELDS.map(num) as [number, number, number, number, number, number, number, number, number,
+      number];
     if (sh < 1 || sw < 1) throw bad(where, n, 'strides must be ≥ 1');
     const oh = Math.floor((h + 2 * ph - kh) / sh) + 1, ow = Math.floor((w + 2 * pw - kw) / sw) + 1;
     const macs = oh * ow * cin * cout * kh * kw;
@@ -51,7 +52,8 @@ export function parseArtifactCsv(text: string, where: string, modelName = 'resne
   return checkProfile({
     format: PROFILE_FORMAT, formatVersion: PROFILE_FORMAT_VERSION,
     model: { name: modelName, sha256: null, manifestSha256: null },
-    machine: { description: 'AMD Ryzen Threadripper 3990X (64 cores), figures from the VELTAIR authors\' artifact', cores: 64, l3Bytes: null, source: 'artifact' },
+    machine: { description: 'AMD Ryzen Threadripper 3990X (64 cores), figures from the VELTAIR authors\' artifact', cores: 64, l3Bytes: null,
+      source: 'artifact' },
     method: `taken from the VELTAIR artifact (${where}); TVM auto-scheduler kernels; ${steps.length} convolutions only, no other ops; no interference levels`,
     coreCounts: coreCols.map((c) => c.cores), levels: [], claimCost: null, steps,
   } satisfies Profile, where);

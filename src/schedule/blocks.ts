@@ -13,10 +13,10 @@
  * the block's summed best quiet latency plus one claim/release fits its summed QoS share, so a
  * spike borrows slack from its cheaper neighbours while the block as a whole meets its share. A
  * block that fits at no core count claims the count where it is fastest.
- *
- * Sprint: with spare capacity a block may take more than that, up to its own peak requirement
- * and its model's share of the idle cores (the threshold): light load → blocks that sprint; at
- * threshold 0 the claim is exactly the frugal one.
+ * Inside a big block the cheap layers run on more cores than they need and finish early — they
+ * sprint — which is the slack the spike spends: light load → big blocks that sprint, heavy
+ * load → small frugal ones. (A block never takes more than its claim: idle cores stay free for
+ * the next arrival rather than shortening a block that already meets its share.)
  *
  * Deadline-aware shares: a block's share is scaled by the request's remaining budget (QoS −
  * time already spent) over its remaining shares (shareScale), so time lost waiting for cores is
@@ -24,7 +24,7 @@
  * sprint is given back as frugality. With no waiting the scale is 1 and the claim is the plain one.
  */
 import type { ModelPlan } from './requirement.js';
-import { blockMs, blockShareMs } from './requirement.js';
+import { blockQuietVersionsWorstMs, blockShareMs } from './requirement.js';
 
 export interface Block {
   readonly first: number;
@@ -58,16 +58,17 @@ export function fixedBlock(p: ModelPlan, start: number, k: number): Block {
 
 /**
  * The frugal claim of a block: fewest cores at which it fits its share (see the header), the
- * share scaled by `shareScale` (the request's remaining budget over its remaining shares), its
- * layers' latency taken at interference `level` (0: quiet; an interference-aware policy passes
- * the predicted level).
+ * share scaled by `shareScale` (the request's remaining budget over its remaining shares). Its
+ * layers' latency: the best quiet versions at their slowest measured level, so interference
+ * cannot push a block past its share (the versions an interference-aware policy picks at the
+ * predicted level are at most as slow there).
  */
-export function flatClaim(p: ModelPlan, b: Block, shareScale = 1, level = 0): number {
+export function flatClaim(p: ModelPlan, b: Block, shareScale = 1): number {
   const N = p.table.maxCores;
   const share = blockShareMs(p, b.first, b.last) * shareScale;
   let fastest = 1, fastestMs = Infinity;
   for (let c = 1; c <= N; c++) {
-    const t = blockMs(p, b.first, b.last, c, level) + p.table.claimMs[c]!;
+    const t = blockQuietVersionsWorstMs(p, b.first, b.last, c) + p.table.claimMs[c]!;
     if (t <= share) return c;
     if (t < fastestMs) { fastestMs = t; fastest = c; }
   }
@@ -85,26 +86,9 @@ export function shareScale(p: ModelPlan, first: number, elapsedMs: number): numb
   return Math.max(0, p.qosMs - elapsedMs) / remainingShares;
 }
 
-/** Fewest cores at which unit `u` meets `shareMs` (quiet, best version), else where it is fastest. */
-export function requirementFor(p: ModelPlan, u: number, shareMs: number): number {
-  const N = p.table.maxCores;
-  let fastest = 1;
-  for (let c = 1; c <= N; c++) {
-    const t = p.bestQuietMs[u * (N + 1) + c]!;
-    if (t <= shareMs) return c;
-    if (t < p.bestQuietMs[u * (N + 1) + fastest]!) fastest = c;
-  }
-  return fastest;
-}
-
 /** The highest requirement inside a block. */
 export function peakOf(p: ModelPlan, b: Block): number {
   let m = 0;
   for (let u = b.first; u <= b.last; u++) m = Math.max(m, p.requirement[u]!);
   return m;
-}
-
-/** Sprint claim: frugal claim plus the threshold's whole cores, capped by the block's peak requirement. */
-export function sprintClaim(p: ModelPlan, b: Block, frugal: number, threshold: number): number {
-  return Math.max(frugal, Math.min(peakOf(p, b), frugal + Math.floor(threshold)));
 }

@@ -118,7 +118,8 @@ function unitRanges(steps: readonly ProfileStep[]): { first: number; last: numbe
 export function buildModelTable(profile: Profile, o: TableOptions): ModelTable {
   const p = o.useCores ? restrictCores(profile, o.useCores) : profile;
   if (p.steps.some((s) => s.versions.some((v) => Object.keys(v.latencyUs).length === 0))) {
-    throw userError('BAD_ARGUMENT', `profile of ${quoteForMessage(profile.model.name)} has no figures at core count(s) ${o.useCores!.join(',')} for some step`,
+    throw userError('BAD_ARGUMENT',
+      `profile of ${quoteForMessage(profile.model.name)} has no figures at core count(s) ${o.useCores!.join(',')} for some step`,
       `its figures are at ${profile.coreCounts.join(',')} cores`);
   }
   const N = o.maxCores;
@@ -169,7 +170,8 @@ export function buildModelTable(profile: Profile, o: TableOptions): ModelTable {
   }
   const notes: string[] = [];
   if (scale !== 1) notes.push(`every latency ×${scale.toFixed(3)} (modelled)`);
-  if (o.useCores) notes.push(`only the figures at ${o.useCores.join(',')} core(s) used; ${profile.coreCounts.filter((c) => !o.useCores!.includes(c)).join(',') || 'no other counts'} held out`);
+  if (o.useCores) notes.push(`only the figures at ${o.useCores.join(',')} core(s) used; ` +
+    `${profile.coreCounts.filter((c) => !o.useCores!.includes(c)).join(',') || 'no other counts'} held out`);
   if (repeat !== 1) notes.push(`the profile's ${p.steps.length} steps run ${repeat}× in a row (identical layers; figures reused)`);
   return { name: p.model.name, maxCores: N, units, claimMs, claimSource, sources, notes };
 }

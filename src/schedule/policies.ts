@@ -10,11 +10,15 @@
  *                    layer boundary; the next layer goes to the waiting request with the most
  *                    tokens (tokens grow with waiting time over isolated latency × priority),
  *                    shortest remaining time first among those over the token threshold.
- *   layerwise        Planaria-like spatial: every layer is a block claiming its own requirement.
+ *   layerwise        Planaria-like spatial: every layer is a block claiming its own requirement
+ *                    (its claim/release included, like every block's: the same as static:1).
  *   static:K         fixed blocks of K layers, each claiming its flattened (frugal) requirement.
- *   veltair          adaptive blocks (spikes split, threshold from spare capacity, flattening,
- *                    sprint when cores are idle) + adaptive versions (lowest latency at the
- *                    granted cores and the predicted interference level).
+ *   veltair          adaptive blocks (spikes split, threshold from spare capacity, flattening)
+ *                    + adaptive versions: each layer runs the version with the lowest latency at
+ *                    the granted cores and the predicted interference level. Claims, like every
+ *                    policy's, are sized from the best quiet versions at their slowest measured
+ *                    level plus one claim/release (requirement.ts), so a wrong prediction cannot
+ *                    push a block past its share.
  *   veltair-sched    the same blocks, best-quiet versions only (ablation: scheduling alone).
  *   veltair-compile  FCFS's whole-model blocks, adaptive versions (ablation: compiler alone).
  */
@@ -30,27 +34,31 @@ export interface Policy {
   /** Layers per block for `fixed`. */
   readonly k: number;
   readonly claim: ClaimRule;
-  /** Take up to the threshold's idle cores beyond the frugal claim. */
-  readonly sprint: boolean;
   /** Versions chosen at the predicted interference level (else at level 0). */
   readonly adaptiveVersions: boolean;
   /** One request at a time on the machine, token order (PREMA). */
   readonly temporal: boolean;
+  /**
+   * A block that finds fewer free cores than it needs: `wait` (and everyone behind it) — what a
+   * whole-model reservation must do — or `shrink`: run on what is free (layer and block policies,
+   * as Planaria reallocates and VELTAIR runs a block on the cores left).
+   */
+  readonly onConflict: 'wait' | 'shrink';
 }
 
 export const POLICY_NAMES = ['fcfs', 'prema', 'layerwise', 'static:K', 'veltair', 'veltair-sched', 'veltair-compile'] as const;
 
-const base = { k: 1, sprint: false, adaptiveVersions: false, temporal: false } as const;
+const base = { k: 1, adaptiveVersions: false, temporal: false, onConflict: 'shrink' } as const;
 
 export function parsePolicy(text: string): Policy {
   const t = text.trim();
   switch (t) {
-    case 'fcfs': return { ...base, name: t, blocks: 'model', claim: 'peak' };
-    case 'prema': return { ...base, name: t, blocks: 'layer', claim: 'fastest', temporal: true };
+    case 'fcfs': return { ...base, name: t, blocks: 'model', claim: 'peak', onConflict: 'wait' };
+    case 'prema': return { ...base, name: t, blocks: 'layer', claim: 'fastest', temporal: true, onConflict: 'wait' };
     case 'layerwise': return { ...base, name: t, blocks: 'layer', claim: 'requirement' };
-    case 'veltair': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', sprint: true, adaptiveVersions: true };
-    case 'veltair-sched': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', sprint: true };
-    case 'veltair-compile': return { ...base, name: t, blocks: 'model', claim: 'peak', adaptiveVersions: true };
+    case 'veltair': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', adaptiveVersions: true };
+    case 'veltair-sched': return { ...base, name: t, blocks: 'adaptive', claim: 'flat' };
+    case 'veltair-compile': return { ...base, name: t, blocks: 'model', claim: 'peak', adaptiveVersions: true, onConflict: 'wait' };
     default: break;
   }
   const m = /^static:(\d+)$/.exec(t);

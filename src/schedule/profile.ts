@@ -183,7 +183,8 @@ export const PROFILE_SCHEMA = {
 const validate = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true }).compile(PROFILE_SCHEMA);
 
 const badProfile = (where: string, problem: string) =>
-  userError('BAD_PROFILE', `${where}: ${problem}`, 'write profiles with `veltair profile BUNDLE`; the format is described in the README (section "Scheduling")');
+  userError('BAD_PROFILE', `${where}: ${problem}`,
+    'write profiles with `veltair profile BUNDLE`; the format is described in the README (section "Scheduling")');
 
 /** Check a parsed value; `where` names the file for messages. Returns it typed. */
 export function checkProfile(value: unknown, where: string): Profile {

@@ -11,14 +11,18 @@
  *    by the same rule, until every share can be met (water-filling). Without this, every
  *    request of a model with such a layer would miss its QoS by that layer's overrun. When even
  *    the fastest latencies do not fit the budget, `qosReachable` is false: no policy can meet it.
- *  - a unit's requirement is the fewest cores whose best quiet latency meets its share.
+ *  - a unit's requirement is the fewest cores at which its best quiet version, at its slowest
+ *    over the measured interference levels, plus one claim/release, meets its share: a requirement interference cannot
+ *    break, taken from the measurements rather than from a safety margin. (Interference-aware
+ *    policies size their claims at the predicted level with the versions chosen for it instead,
+ *    blocks.ts flatClaim.) Water-filling uses the same latencies.
  *  - the model's average requirement is time-weighted: Σ requirement × share / budget, i.e. the
  *    cores it holds on average when every unit runs at its requirement.
  *
  * Prefix sums of the best latency per core count and level make any block's summed latency
  * O(1), so forming a block and its claim stays a linear scan. Pure.
  */
-import { bestVersion, LEVEL_COUNT, type ModelTable } from './model-table.js';
+import { bestVersion, latAt, LEVEL_COUNT, type ModelTable } from './model-table.js';
 
 export interface ModelPlan {
   readonly table: ModelTable;
@@ -27,7 +31,7 @@ export interface ModelPlan {
   readonly shareMs: Float64Array;
   readonly requirement: Int32Array;
   readonly feasible: readonly boolean[];
-  /** The fastest latencies of all units fit the QoS (else no allocation can meet it). */
+  /** The fastest latencies (heaviest level) of all units fit the QoS (else no allocation can be sure to meet it). */
   readonly qosReachable: boolean;
   readonly averageRequirement: number;
   readonly peakRequirement: number;
@@ -35,6 +39,11 @@ export interface ModelPlan {
   readonly bestQuietMs: Float64Array;
   /** prefixMs[l][c · (U + 1) + i] = Σ_{u < i} best latency of unit u at c cores and level l. */
   readonly prefixMs: readonly Float64Array[];
+  /**
+   * The same for the versions an interference-oblivious policy runs (best quiet at c cores) at
+   * their slowest over the levels: what such a policy must plan with to be safe under interference.
+   */
+  readonly prefixQuietVersionsWorstMs: Float64Array;
   /** prefixShareMs[i] = Σ_{u < i} shareMs[u]. */
   readonly prefixShareMs: Float64Array;
   /** The core count at which the whole model is fastest alone, and that latency (ms, with one claim). */
@@ -68,30 +77,47 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
   const N = table.maxCores;
   const U = table.units.length;
   const best = Array.from({ length: LEVEL_COUNT }, () => new Float64Array(U * (N + 1)));
+  const quietVersionsWorst = new Float64Array(U * (N + 1));
   table.units.forEach((u, i) => {
-    for (let c = 1; c <= N; c++) for (let l = 0; l < LEVEL_COUNT; l++) best[l]![i * (N + 1) + c] = bestVersion(u, N, c, l).ms;
+    for (let c = 1; c <= N; c++) {
+      for (let l = 0; l < LEVEL_COUNT; l++) best[l]![i * (N + 1) + c] = bestVersion(u, N, c, l).ms;
+      const v = bestVersion(u, N, c, 0).v;
+      let w = 0;
+      for (let l = 0; l < LEVEL_COUNT; l++) w = Math.max(w, latAt(u, N, v, c, l));
+      quietVersionsWorst[i * (N + 1) + c] = w;
+    }
   });
   const bestQuietMs = best[0]!;
-  const q = (u: number, c: number) => bestQuietMs[u * (N + 1) + c]!;
-  const work = Array.from({ length: U }, (_, u) => q(u, 1));
-  const fastestOf = Array.from({ length: U }, (_, u) => { let m = Infinity; for (let c = 1; c <= N; c++) m = Math.min(m, q(u, c)); return m; });
+  // Requirements: the versions every policy may run (the best quiet ones) at the heaviest level.
+  const worst = quietVersionsWorst;
+  const quiet = (u: number, c: number) => bestQuietMs[u * (N + 1) + c]!;
+  const q = (u: number, c: number) => worst[u * (N + 1) + c]!;
+  const work = Array.from({ length: U }, (_, u) => quiet(u, 1));
+  // A unit's fastest, claim included: as a block of its own it pays one claim/release.
+  const fastestOf = Array.from({ length: U }, (_, u) => { let m = Infinity; for (let c = 1; c <= N; c++) m = Math.min(m, q(u, c) + table.claimMs[c]!); return m; });
   const qosReachable = fastestOf.reduce((s, x) => s + x, 0) <= qosMs;
   const { share: shareMs, capped } = splitBudget(qosMs, work, fastestOf);
   const requirement = new Int32Array(U);
   for (let u = 0; u < U; u++) {
     let need = 0, fastest = 1;
+    const t = (c: number) => q(u, c) + table.claimMs[c]!;
     for (let c = 1; c <= N; c++) {
-      if (q(u, c) < q(u, fastest)) fastest = c;
-      if (need === 0 && q(u, c) <= shareMs[u]!) need = c;
+      if (t(c) < t(fastest)) fastest = c;
+      if (need === 0 && t(c) <= shareMs[u]!) need = c;
     }
     requirement[u] = need > 0 ? need : fastest;
   }
-  const averageRequirement = U === 0 || !(qosMs > 0) ? 0 : requirement.reduce((s, r, u) => s + r * shareMs[u]!, 0) / Math.max(qosMs, shareMs.reduce((s, x) => s + x, 0));
+  const averageRequirement = U === 0 || !(qosMs > 0) ? 0 : requirement.reduce((s, r, u) => s + r * shareMs[u]!, 0) / Math.max(qosMs, shareMs.reduce((s, x) =>
+    s + x, 0));
   const prefixMs = best.map((b) => {
     const pre = new Float64Array((N + 1) * (U + 1));
     for (let c = 1; c <= N; c++) for (let u = 0; u < U; u++) pre[c * (U + 1) + u + 1] = pre[c * (U + 1) + u]! + b[u * (N + 1) + c]!;
     return pre;
   });
+  const prefixQuietVersionsWorstMs = new Float64Array((N + 1) * (U + 1));
+  for (let c = 1; c <= N; c++) {
+    for (let u = 0; u < U; u++) prefixQuietVersionsWorstMs[c * (U + 1) + u + 1] = prefixQuietVersionsWorstMs[c * (U + 1) + u]! + quietVersionsWorst[u * (N + 1) + c]!;
+  }
   const prefixShareMs = new Float64Array(U + 1);
   for (let u = 0; u < U; u++) prefixShareMs[u + 1] = prefixShareMs[u]! + shareMs[u]!;
   let fastestCores = 1, fastestMs = Infinity;
@@ -102,12 +128,12 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
   let minCoreMs = 0;
   for (let u = 0; u < U; u++) {
     let m = Infinity;
-    for (let c = 1; c <= N; c++) m = Math.min(m, c * q(u, c));
+    for (let c = 1; c <= N; c++) m = Math.min(m, c * quiet(u, c));
     minCoreMs += m;
   }
   return {
     table, qosMs, shareMs, requirement, feasible: capped.map((c) => !c), qosReachable, averageRequirement, peakRequirement: Math.max(0, ...requirement),
-    bestQuietMs, prefixMs, prefixShareMs, fastestCores, fastestMs, minCoreMs,
+    bestQuietMs, prefixMs, prefixQuietVersionsWorstMs, prefixShareMs, fastestCores, fastestMs, minCoreMs,
   };
 }
 
@@ -118,6 +144,12 @@ export function blockMs(p: ModelPlan, first: number, last: number, cores: number
   if (level <= 0) return at(0);
   const lo = Math.min(LEVEL_COUNT - 1, Math.floor(level)), f = level - lo;
   return f === 0 || lo === LEVEL_COUNT - 1 ? at(lo) : at(lo) + (at(lo + 1) - at(lo)) * f;
+}
+
+/** Σ latency of the best quiet versions of units [first, last] at c cores, each at its slowest level (ms). */
+export function blockQuietVersionsWorstMs(p: ModelPlan, first: number, last: number, cores: number): number {
+  const U = p.table.units.length;
+  return p.prefixQuietVersionsWorstMs[cores * (U + 1) + last + 1]! - p.prefixQuietVersionsWorstMs[cores * (U + 1) + first]!;
 }
 
 /** Σ best quiet latency of units [first, last] at c cores (ms). */

@@ -26,7 +26,8 @@ export interface PredictionCheck {
 }
 
 function quietPoints(latency: Profile['steps'][number]['versions'][number]['latencyUs']): Point[] {
-  return Object.entries(latency).filter(([, l]) => l['0'] !== undefined).map(([c, l]) => ({ cores: Number(c), us: l['0']!.us })).sort((a, b) => a.cores - b.cores);
+  return Object.entries(latency).filter(([, l]) => l['0'] !== undefined).map(([c, l]) => ({ cores: Number(c), us: l['0']!.us })).sort((a, b) =>
+    a.cores - b.cores);
 }
 
 export function checkPrediction(p: Profile, k: ScalingConstants, fromCount = 1): PredictionCheck | null {

@@ -20,12 +20,12 @@
  * Dispatch order: waiting requests by arrival (oldest first: in-flight requests before new ones);
  * PREMA by tokens. On a conflict (fewer free cores than the block's minimum) the block waits and
  * so does everyone behind it (no backfilling: a big block cannot be starved by small ones), or,
- * with onConflict 'shrink', it runs on what is free. Cost per event: O(models + waiting requests
+ * with the rule 'shrink', runs on what is free; each policy has its rule (policies.ts). Cost per event: O(models + waiting requests
  * looked at + block length + cores) — linear scans only.
  */
 import { internalError, userError } from '../errors.js';
 import { bestVersion, latAtLevel } from './model-table.js';
-import { fixedBlock, flatClaim, formBlock, idleCores, requirementFor, shareScale, sprintClaim, thresholdFor, type Block } from './blocks.js';
+import { fixedBlock, flatClaim, formBlock, idleCores, shareScale, thresholdFor, type Block } from './blocks.js';
 import { CorePool } from './core-pool.js';
 import { Heap } from './heap.js';
 import type { Policy } from './policies.js';
@@ -37,11 +37,12 @@ export interface SchedulerOptions {
   readonly policy: Policy;
   readonly models: readonly ModelPlan[];
   readonly cores: number;
+  /** Replace the policy's own conflict rule (Policy.onConflict). */
   readonly onConflict?: ConflictRule;
   /**
    * Predicted interference level (0..4, may be fractional) for the next block of a request of
    * `model`; `cores` are the request's previous cores (empty for its first block). Default 0.
-   * Interference-aware policies (veltair, veltair-compile) size claims and choose versions by it.
+   * Interference-aware policies (veltair, veltair-compile) choose their versions by it.
    */
   readonly predictLevel?: (cores: readonly number[], model: number) => number;
   /** PREMA priorities per model (default 1). */
@@ -133,7 +134,7 @@ export class Scheduler {
     this.policy = o.policy;
     this.models = o.models;
     this.pool = new CorePool(o.cores);
-    this.onConflict = o.onConflict ?? 'wait';
+    this.onConflict = o.onConflict ?? o.policy.onConflict;
     this.predictLevel = o.predictLevel;
     this.priorities = o.priorities ?? o.models.map(() => 1);
     this.deadlineAware = o.deadlineAware ?? true;
@@ -151,7 +152,8 @@ export class Scheduler {
   arrive(a: RequestArrival, now: number): Decision[] {
     if (this.requests.has(a.id)) throw internalError(`request ${a.id} arrived twice`);
     if (!(a.model >= 0 && a.model < this.models.length)) throw internalError(`request ${a.id} names model ${a.model}`);
-    const r: Req = { id: a.id, model: a.model, arrivalMs: a.arrivalMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now, level: 0 };
+    const r: Req = { id: a.id, model: a.model, arrivalMs: a.arrivalMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now,
+      level: 0 };
     this.requests.set(a.id, r);
     this.activePerModel[a.model]!++;
     this.enqueue(r);
@@ -207,15 +209,15 @@ export class Scheduler {
     const U = p.table.units.length;
     const N = this.pool.size;
     const scale = this.deadlineAware ? shareScale(p, r.next, now - r.arrivalMs) : 1;
-    const level = r.level;
     switch (this.policy.blocks) {
       case 'model': {
         const c = Math.min(N, p.peakRequirement);
         return { block: { first: r.next, last: U - 1 }, want: c, need: c };
       }
       case 'layer': {
+        const unit = { first: r.next, last: r.next };
         const c = this.policy.claim === 'fastest' ? p.fastestCores
-          : scale === 1 ? p.requirement[r.next]! : capped(requirementFor(p, r.next, p.shareMs[r.next]! * scale), p.requirement[r.next]!, p);
+          : scale === 1 ? p.requirement[r.next]! : capped(flatClaim(p, unit, scale), p.requirement[r.next]!, p);
         return { block: { first: r.next, last: r.next }, want: Math.min(N, c), need: Math.min(N, c) };
       }
       case 'fixed': {
@@ -226,9 +228,8 @@ export class Scheduler {
       case 'adaptive': {
         const threshold = thresholdFor(idle, p.averageRequirement, appetiteSum);
         const block = formBlock(p, r.next, threshold);
-        const need = Math.min(N, capped(flatClaim(p, block, scale, level), flatClaim(p, block), p));
-        const want = this.policy.sprint ? Math.min(N, sprintClaim(p, block, need, threshold)) : need;
-        return { block, want, need };
+        const need = Math.min(N, scale === 1 ? flatClaim(p, block) : capped(flatClaim(p, block, scale), flatClaim(p, block), p));
+        return { block, want: need, need };
       }
       default: throw internalError(`unknown block rule ${String(this.policy.blocks)}`);
     }
@@ -250,7 +251,8 @@ export class Scheduler {
       if (over && r.tokens < maxPriority) return;
       const p = this.models[r.model]!;
       const remaining = blockQuietMs(p, r.next, p.table.units.length - 1, p.fastestCores);
-      if (remaining < bestRemaining || (remaining === bestRemaining && best >= 0 && byArrival(r, this.premaReady[best]!))) { best = i; bestRemaining = remaining; }
+      if (remaining < bestRemaining || (remaining === bestRemaining && best >= 0 && byArrival(r,
+        this.premaReady[best]!))) { best = i; bestRemaining = remaining; }
     });
     return best;
   }
@@ -309,6 +311,7 @@ export class Scheduler {
     this.runningCount++;
     this.blocks++;
     if (claim) this.claims++;
-    return { request: r.id, model: r.model, first: block.first, last: block.last, cores, versions, level, claim, conflict, wantCores: plan.want, needCores: plan.need, expectedMs };
+    return { request: r.id, model: r.model, first: block.first, last: block.last, cores, versions, level, claim, conflict, wantCores: plan.want,
+      needCores: plan.need, expectedMs };
   }
 }

@@ -184,7 +184,8 @@ export function simulate(o: SimOptions): RunResult {
 
   let processed = 0;
   let stop: StopReason = 'drained';
-  const view = (): EventView => ({ now, running: [...running.values()].map((b) => ({ request: b.d.request, model: b.d.model, cores: b.d.cores })), scheduler });
+  const view = (): EventView => ({ now, running: [...running.values()].map((b) => ({ request: b.d.request, model: b.d.model, cores: b.d.cores })),
+    scheduler });
 
   for (;;) {
     const e = events.pop();
@@ -221,7 +222,8 @@ export function simulate(o: SimOptions): RunResult {
     if (o.onEvent) o.onEvent(view());
     if (o.stopWhenFailed && metrics.anyModelFailed()) { stop = 'failed-early'; break; }
   }
-  if (stop === 'drained' && scheduler.inSystem > 0) throw internalError(`simulation ended with ${scheduler.inSystem} requests in the system and no event pending`);
+  if (stop === 'drained' &&
+    scheduler.inSystem > 0) throw internalError(`simulation ended with ${scheduler.inSystem} requests in the system and no event pending`);
   return {
     stop, events: processed, endMs: now, metrics: metrics.summary(now, scheduler.stats),
     timing: timing ? { calls: timing.calls, totalNs: timing.totalNs, samplesNs: Float64Array.from(timing.samples) } : null,

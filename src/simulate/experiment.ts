@@ -93,7 +93,8 @@ export function capacityQps(models: readonly ExperimentModel[], cores: number): 
 /** Refuse a --qps no policy can hold (more core-time per second than the machine has). */
 export function checkHoldable(qps: number, capacity: number, cores: number): void {
   if (qps > capacity) {
-    throw userError('BAD_ARGUMENT', `--qps ${qps} needs at least ${(qps / capacity * cores).toFixed(1)} cores busy every second, the machine has ${cores}: no policy can hold this load`,
+    throw userError('BAD_ARGUMENT',
+      `--qps ${qps} needs at least ${(qps / capacity * cores).toFixed(1)} cores busy every second, the machine has ${cores}: no policy can hold this load`,
       `the mix's capacity on ${cores} cores is ${capacity.toFixed(1)} QPS (every layer at its most efficient core count); ask for less, or use --find-max`);
   }
 }
@@ -124,7 +125,8 @@ export function runExperiment(o: ExperimentOptions): ExperimentResult {
   const point = (policy: Policy, qps: number): PointResult => {
     say(`simulating ${policy.name} at ${qps.toFixed(1)} QPS`);
     const r = run(policy, qps, false);
-    return { policy: policy.name, qps: round(qps, 3), load: round(qps / capacity, 4), stop: r.stop, events: r.events, endMs: round(r.endMs, 3), metrics: r.metrics };
+    return { policy: policy.name, qps: round(qps, 3), load: round(qps / capacity, 4), stop: r.stop, events: r.events, endMs: round(r.endMs, 3),
+      metrics: r.metrics };
   };
 
   const points: PointResult[] = [];
@@ -148,7 +150,8 @@ export function runExperiment(o: ExperimentOptions): ExperimentResult {
   const timing = o.timeDecisions ? [...timingNs].map(([policy, t]): PolicyTiming => {
     const s = t.samples.sort((a, b) => a - b);
     const q = (f: number) => (s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(f * (s.length - 1)))]!);
-    return { policy, calls: t.calls, requests: t.requests, perCallMedianUs: round(q(0.5) / 1000, 3), perCallP99Us: round(q(0.99) / 1000, 3), perRequestMeanUs: round(t.totalNs / Math.max(1, t.requests) / 1000, 3) };
+    return { policy, calls: t.calls, requests: t.requests, perCallMedianUs: round(q(0.5) / 1000, 3), perCallP99Us: round(q(0.99) / 1000, 3),
+      perRequestMeanUs: round(t.totalNs / Math.max(1, t.requests) / 1000, 3) };
   }) : null;
   return { capacityQps: round(capacity, 3), points, maxQps, reference, timing };
 }
@@ -182,6 +185,8 @@ export function equalWeights(n: number): number[] {
 }
 
 export function unknownModel(name: string, known: readonly string[]): never {
-  throw userError('BAD_ARGUMENT', `the mix names model ${quoteForMessage(name)}, which no profile given with --profiles describes (profiles: ${known.map((k) => quoteForMessage(k)).join(', ') || 'none'})`,
+  throw userError('BAD_ARGUMENT',
+    `the mix names model ${quoteForMessage(name)}, which no profile given with --profiles describes (profiles: ` +
+      `${known.map((k) => quoteForMessage(k)).join(', ') || 'none'})`,
     'profile the model (veltair profile BUNDLE) and pass it with --profiles, or drop it from --models');
 }

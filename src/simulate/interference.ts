@@ -39,7 +39,8 @@ export const NO_INTERFERENCE: InterferenceModel = {
   description: 'no interference calibration (no measured noise levels in the profiles): every block runs at level 0',
 };
 
-export function calibrateInterference(levels: readonly ProfileLevel[], from: string, profiled: { readonly l3Bytes: number | null }, target: Capacity): InterferenceModel {
+export function calibrateInterference(levels: readonly ProfileLevel[], from: string, profiled: { readonly l3Bytes: number | null },
+  target: Capacity): InterferenceModel {
   const usable = levels.filter((l) => l.level > 0 && l.coRunnerGBps !== null && l.coRunnerBytes !== null)
     .sort((a, b) => a.level - b.level);
   if (usable.length === 0) return NO_INTERFERENCE;
@@ -64,7 +65,9 @@ export function calibrateInterference(levels: readonly ProfileLevel[], from: str
     return top;
   };
   const mib = (b: number) => (b / 2 ** 20).toFixed(0);
-  const description = `levels calibrated from ${from}: ` + points.map((p) => `L${p.level} at π=${p.pressure.toFixed(2)} (${p.gbps.toFixed(1)} GB/s, ${mib(p.bytes)} MiB)`).join(', ')
-    + ` on the profiling machine (π = GB/s / ${here.gbps.toFixed(1)} + bytes / ${mib(here.l3Bytes)} MiB L3); a block's π = the other running blocks' GB/s / ${target.gbps} + their footprint / ${mib(target.l3Bytes)} MiB (the simulated machine); capped at L${top}`;
+  const description = `levels calibrated from ${from}: ` + points.map((p) =>
+    `L${p.level} at π=${p.pressure.toFixed(2)} (${p.gbps.toFixed(1)} GB/s, ${mib(p.bytes)} MiB)`).join(', ')
+    + ` on the profiling machine (π = GB/s / ${here.gbps.toFixed(1)} + bytes / ${mib(here.l3Bytes)} MiB L3); a block's π = the other running blocks' GB/s ` +
+      `/ ${target.gbps} + their footprint / ${mib(target.l3Bytes)} MiB (the simulated machine); capped at L${top}`;
   return { levelFor, calibrated: true, points, description };
 }

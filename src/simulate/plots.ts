@@ -33,7 +33,8 @@ export async function writeSchedulePlots(dir: string, r: ExperimentResult, setup
     const ends: PointResult[] = mine.length === 1 ? [mine[0]!] : [mine[0]!, mine[mine.length - 1]!];
     setup.plans.forEach((plan, m) => {
       const rows: BlockRow[] = ends.flatMap((p, i) => plan.table.units.map((u, layer) => ({
-        condition: `${i === 0 && ends.length > 1 ? 'light' : ends.length > 1 ? 'heavy' : 'load'}: load ${p.load.toFixed(2)} (${p.qps.toFixed(0)} QPS), ${policy}`,
+        condition: `${i === 0 && ends.length > 1 ? 'light' : ends.length > 1 ? 'heavy' : 'load'}: load ${p.load.toFixed(2)} (${p.qps.toFixed(0)} QPS), ` +
+          `${policy}`,
         layer, name: u.name, requirement: plan.requirement[layer]!, blockStart: p.metrics.models[m]!.blockStarts[layer] ?? 0,
       })));
       figures.push({ name: `blocks-${safeName(plan.table.name)}`, spec: blocksFigure(plan.table.name, rows, label), rows });

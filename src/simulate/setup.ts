@@ -54,9 +54,12 @@ export function scalingConstants(o: SetupOptions, used: readonly LoadedProfile[]
   const serialFraction = o.serialFraction ?? DEFAULT_SERIAL_FRACTION;
   const memoryGBps = o.memoryGBps ?? DEFAULT_MEMORY_GBPS;
   const provenance = [
-    `fork/join ${forkJoinUs} µs per doubling of threads and serial fraction ${serialFraction}${o.forkJoinUs === undefined && o.serialFraction === undefined ? ' (fitted to the VELTAIR artifact\'s 3990X ResNet-50 profile, 8–56 cores)' : ' (given)'}`,
+    `fork/join ${forkJoinUs} µs per doubling of threads and serial fraction ` +
+      `${serialFraction}${o.forkJoinUs === undefined && o.serialFraction === undefined ? ' (fitted to the VELTAIR artifact\'s 3990X ResNet-50 profile, ' +
+        '8–56 cores)' : ' (given)'}`,
     `socket bandwidth ${memoryGBps} GB/s${o.memoryGBps === undefined ? ' (assumed: four DDR4-3200 channels)' : ' (given)'}`,
-    coreGBps === null ? 'no per-core bandwidth cap (no measured co-runner)' : `per-core bandwidth ${coreGBps.toFixed(1)} GB/s (the strongest measured co-runner, one core)`,
+    coreGBps === null ? 'no per-core bandwidth cap (no measured co-runner)' :
+      `per-core bandwidth ${coreGBps.toFixed(1)} GB/s (the strongest measured co-runner, one core)`,
   ].join('; ');
   return { forkJoinUs, serialFraction, coreGBps, memoryGBps, provenance };
 }
@@ -65,7 +68,8 @@ export function setupModels(o: SetupOptions): Setup {
   const known = [...o.profiles.keys()];
   for (const [flag, map] of [['--qos', o.qos], ['--scale', o.scale], ['--repeat', o.repeat], ['--use-cores', o.useCores]] as const) {
     for (const name of map?.keys() ?? []) {
-      if (!o.models.includes(name)) throw userError('BAD_ARGUMENT', `${flag} names ${quoteForMessage(name)}, which is not in the simulated mix (${o.models.join(', ')})`, 'name a model of --models / --mix');
+      if (!o.models.includes(name)) throw userError('BAD_ARGUMENT',
+        `${flag} names ${quoteForMessage(name)}, which is not in the simulated mix (${o.models.join(', ')})`, 'name a model of --models / --mix');
     }
   }
   const used = o.models.map((name) => o.profiles.get(name) ?? unknownModel(name, known));
@@ -89,10 +93,13 @@ export function setupModels(o: SetupOptions): Setup {
     const plan = planModel(table, bound.ms);
     plans.push(plan);
     const claim = table.claimSource === 'none' ? 'none in the profile (0)'
-      : `${(table.claimMs[1]! * 1000).toFixed(1)} µs at 1 core … ${(table.claimMs[o.cores]! * 1000).toFixed(1)} µs at ${o.cores} (${table.claimSource} at the profiled team size, scaled by log2(cores) beyond: modelled)`;
+      : `${(table.claimMs[1]! * 1000).toFixed(1)} µs at 1 core … ` +
+        `${(table.claimMs[o.cores]! * 1000).toFixed(1)} µs at ${o.cores} (${table.claimSource} at ` +
+        `the profiled team size, scaled by log2(cores) beyond: modelled)`;
     summaries.push({
       name, qosMs: bound.ms, qosWhy: bound.why, weight: o.weights[i]!, units: table.units.length,
-      averageRequirement: plan.averageRequirement, peakRequirement: plan.peakRequirement, infeasibleUnits: plan.feasible.filter((x) => !x).length, qosReachable: plan.qosReachable,
+      averageRequirement: plan.averageRequirement, peakRequirement: plan.peakRequirement, infeasibleUnits: plan.feasible.filter((x) => !x).length,
+        qosReachable: plan.qosReachable,
       fastestCores: plan.fastestCores, fastestMs: plan.fastestMs, profile: lp.file, machine: lp.profile.machine.description,
       figures: table.sources, claim, notes: table.notes,
     });
