@@ -25,6 +25,9 @@ export type ErrorCode =
   | 'COMPILE_FAILED'
   | 'BAD_BUNDLE'
   | 'TARGET_MISMATCH'
+  | 'BAD_SPEC'
+  | 'BAD_DATA'
+  | 'NOT_ENOUGH_MEMORY'
   | 'INTERNAL';
 
 export class VeltairError extends Error {
