@@ -15,10 +15,13 @@ import { registerBenchCommand } from './bench.js';
 import { registerRunCommand } from './run.js';
 import { registerPlotCommand } from './plot.js';
 import { registerReportCommand } from './report.js';
+import { registerTrainCommand } from './train.js';
+import { registerDataCommand } from './data.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
-const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand];
+const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
+  registerTrainCommand, registerDataCommand];
 
 export function buildProgram(): Command {
   const program = new Command('veltair')
