@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { userError } from '../errors.js';
+import { VeltairError, userError } from '../errors.js';
 
 export interface XcHeader {
   readonly samples: number;
@@ -122,7 +122,7 @@ async function eachLine(path: string, onLine: (line: string, n: number) => void)
       rest = text.slice(start);
     }
   } catch (e) {
-    if ((e as { code?: string }).code === undefined) throw e;
+    if (e instanceof VeltairError || (e as { code?: string }).code === undefined) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     throw userError(code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${path} (${code})`, 'pass the path of an XC-format data file');
   }
