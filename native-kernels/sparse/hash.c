@@ -113,22 +113,22 @@ static void simhash_codes(const vs_hash* h, const float* x, const int32_t* idx, 
 /* Position of the largest non-zero value of x over the bin's 8 dims (the first on ties), -1 if all are zero. */
 static inline int bin_winner(const float* x, const int32_t* bin) {
 #if defined(__AVX2__)
+  /* Eight scalar loads, then a vector max and compare: measured 2.4x faster than an AVX2 gather
+   * and 5.7x faster than a scalar select loop on Zen 3 (20.8 / 49.4 / 8.6 us per 1280 bins). */
   const __m256 ninf = _mm256_set1_ps(-INFINITY);
-  __m256 v = _mm256_i32gather_ps(x, _mm256_loadu_si256((const __m256i*)bin), 4);
+  __m256 v = _mm256_setr_ps(x[bin[0]], x[bin[1]], x[bin[2]], x[bin[3]], x[bin[4]], x[bin[5]], x[bin[6]], x[bin[7]]);
   v = _mm256_blendv_ps(v, ninf, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ));
   __m256 m = _mm256_max_ps(v, _mm256_permute_ps(v, 0xB1));
   m = _mm256_max_ps(m, _mm256_permute_ps(m, 0x4E));
   m = _mm256_max_ps(m, _mm256_permute2f128_ps(m, m, 1));
-  if (_mm256_cvtss_f32(m) == -INFINITY) return -1;
-  return __builtin_ctz((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, m, _CMP_EQ_OQ)));
+  const int mask = _mm256_movemask_ps(_mm256_cmp_ps(v, m, _CMP_EQ_OQ));
+  return _mm256_cvtss_f32(m) == -INFINITY ? -1 : __builtin_ctz((unsigned)mask);
 #else
   float best = -INFINITY;
   int arg = -1;
   for (int k = 0; k < VS_DWTA_BIN; k++) {
     const float v = x[bin[k]];
-    const int better = v != 0.0f && v > best;
-    best = better ? v : best;
-    arg = better ? k : arg;
+    if (v != 0.0f && v > best) { best = v; arg = k; }
   }
   return arg;
 #endif

@@ -88,6 +88,11 @@ void vs_layer_index(vs_model* m, int l, int all, int threads, uint64_t round) {
   uint32_t* codes = malloc((size_t)INDEX_CHUNK * nt * sizeof(uint32_t));
   if (!list || !codes) { free(list); free(codes); return; }
   size_t n = 0;
+  for (int i = 0; i < L->out; i++) n += L->dirty[i] != 0;
+  /* Rehashing most neurons costs more than a rebuild (each insert first scans its bucket) and
+   * leaves the stale entries in place; past half of them, rebuild instead. */
+  if (!all && 2 * n > (size_t)L->out) { all = 1; vs_tables_clear(T, threads); }
+  n = 0;
   for (int i = 0; i < L->out; i++) {
     if (all || L->dirty[i]) list[n++] = (uint32_t)i;
     L->dirty[i] = 0;
@@ -99,13 +104,15 @@ void vs_layer_index(vs_model* m, int l, int all, int threads, uint64_t round) {
     for (int i = 0; i < count; i++) {
       vs_work* w = &m->work[omp_get_thread_num()];
       const uint32_t id = list[start + i];
-      vs_hash_codes(&L->hash, L->w + (size_t)id * L->in, NULL, 0, codes + (size_t)i * nt, w->hacc, w->dense_scratch);
+      uint32_t* c = w->codes;
+      vs_hash_codes(&L->hash, L->w + (size_t)id * L->in, NULL, 0, c, w->hacc, w->dense_scratch);
+      for (int table = 0; table < nt; table++) codes[(size_t)table * INDEX_CHUNK + i] = c[table];
     }
     #pragma omp parallel for num_threads(threads) schedule(static)
     for (int table = 0; table < nt; table++) {
       for (int i = 0; i < count; i++) {
         const uint32_t id = list[start + i];
-        const uint32_t code = codes[(size_t)i * nt + table];
+        const uint32_t code = codes[(size_t)table * INDEX_CHUNK + i]; /* table-major: this loop reads it in order */
         if (!all && vs_tables_contains(T, table, code, id)) continue;
         vs_tables_insert(T, table, code, id, vs_key(rkey, (uint64_t)table, id), 0);
       }

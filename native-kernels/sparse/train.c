@@ -113,11 +113,13 @@ static void score_sample(const vs_sample* s, const topk* t, double loss, int has
 
 #define EVAL_BLOCK 16
 
-/* Softmax cross-entropy from logits z[n] (soft targets over the labels). */
-static double dense_loss(const float* z, int n, const vs_sample* s) {
-  float mx = vs_max(z, n);
+/* Softmax cross-entropy from logits z[n] (soft targets over the labels); `scratch` holds n floats. */
+static double dense_loss(const float* z, int n, const vs_sample* s, float* scratch) {
+  const float mx = vs_max(z, n);
+  memcpy(scratch, z, (size_t)n * 4);
+  vs_exp_shift(scratch, n, mx);
   double sum = 0.0;
-  for (int k = 0; k < n; k++) sum += exp((double)z[k] - mx);
+  for (int k = 0; k < n; k++) sum += scratch[k];
   const double lse = mx + log(sum);
   double loss = 0.0;
   for (int q = 0; q < s->nlab; q++) loss += (lse - z[s->labels[q]]) / s->nlab;
@@ -141,6 +143,7 @@ void vs_evaluate(vs_model* m, const vs_data* d, int64_t start, int64_t count, in
     vs_eval_stats* st = &part[tid < 64 ? tid : 63];
     float* hb = blocked ? malloc((size_t)EVAL_BLOCK * LL->in * 4) : NULL;
     float* zb = blocked ? malloc((size_t)EVAL_BLOCK * LL->out * 4) : NULL;
+    float* scratch = malloc((size_t)LL->out * 4);
     #pragma omp for schedule(dynamic, 1)
     for (int64_t b = 0; b < blocks; b++) {
       const int64_t first = start + b * EVAL_BLOCK;
@@ -161,7 +164,7 @@ void vs_evaluate(vs_model* m, const vs_data* d, int64_t start, int64_t count, in
           topk t = { .n = 0, .k = LL->out < 5 ? LL->out : 5 };
           for (int n = 0; n < LL->out; n++) topk_offer(&t, z[n], n);
           const int soft = LL->act == VS_ACT_SOFTMAX && ss[q].nlab > 0;
-          score_sample(&ss[q], &t, soft ? dense_loss(z, LL->out, &ss[q]) : 0.0, soft, st);
+          score_sample(&ss[q], &t, soft ? dense_loss(z, LL->out, &ss[q], scratch) : 0.0, soft, st);
         }
       } else {
         for (int q = 0; q < nb; q++) {
@@ -173,12 +176,12 @@ void vs_evaluate(vs_model* m, const vs_data* d, int64_t start, int64_t count, in
           topk t = { .n = 0, .k = na < 5 ? na : 5 };
           for (int k = 0; k < na; k++) topk_offer(&t, z[k], w->listed[last] ? ids[k] : k);
           const int soft = LL->act == VS_ACT_SOFTMAX && ss[q].nlab > 0 && !w->listed[last];
-          score_sample(&ss[q], &t, soft ? dense_loss(z, na, &ss[q]) : 0.0, soft, st);
+          score_sample(&ss[q], &t, soft ? dense_loss(z, na, &ss[q], scratch) : 0.0, soft, st);
           st->active_sum += na;
         }
       }
     }
-    free(hb); free(zb);
+    free(hb); free(zb); free(scratch);
   }
   for (int t = 0; t < 64; t++) {
     out->counted += part[t].counted; out->p1 += part[t].p1; out->p5 += part[t].p5; out->r5 += part[t].r5;

@@ -113,8 +113,9 @@ def evaluate(net, data, n):
 
 
 def blas_info():
+    import re
     config = torch.__config__.show()
-    blas = [l.strip() for l in config.split('\n') if 'BLAS' in l or 'LAPACK' in l]
+    blas = re.findall(r'(?:BLAS_INFO|LAPACK_INFO)=[^,\s]+', config)
     mapped = sorted({l.split()[-1] for l in open('/proc/self/maps') if ('blas' in l or 'lapack' in l) and '/' in l})
     return blas, mapped
 
