@@ -136,7 +136,8 @@ vs_model* vs_model_create(int input_dim, int n_layers, const vs_layer_spec* spec
     }
     prev = s->out;
   }
-  m->work = calloc((size_t)threads, sizeof(vs_work));
+  m->work = aligned_alloc(128, (size_t)threads * sizeof(vs_work));
+  if (m->work) memset(m->work, 0, (size_t)threads * sizeof(vs_work));
   if (!m->work) { snprintf(err, VS_ERR_LEN, "out of memory"); vs_model_free(m); return NULL; }
   for (int t = 0; t < threads; t++) {
     if (alloc_work(m, &m->work[t], err)) { m->threads_alloc = t + 1; vs_model_free(m); return NULL; }

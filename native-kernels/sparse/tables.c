@@ -9,7 +9,8 @@
  *  - rehash: re-insert only the neurons updated since the last rehash (their `dirty` flag) into
  *    the buckets of their current codes, unless already there. Old entries stay until the next
  *    rebuild: removing them would need every neuron's previous L codes (4·L·d bytes); a stale
- *    entry only costs one extra candidate.
+ *    entry only costs one extra candidate. With more than half of the neurons dirty, a rehash is
+ *    done as a rebuild instead: cheaper (no bucket scans), and it drops the stale entries.
  * Both hash neurons in chunks, in parallel over neurons, then insert in parallel over tables
  * (one thread owns a table, neurons in order), so the result is the same for any thread count.
  * ALN inserts during training come from many threads at once: `seen` is bumped atomically there,

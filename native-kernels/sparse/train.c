@@ -133,14 +133,14 @@ void vs_evaluate(vs_model* m, const vs_data* d, int64_t start, int64_t count, in
   vs_layer* LL = &m->layers[last];
   const int blocked = mode == VS_MODE_DENSE && last > 0;
   memset(out, 0, sizeof *out);
-  vs_eval_stats part[64];
+  struct { vs_eval_stats s; char pad[128 - sizeof(vs_eval_stats) % 128]; } part[64]; /* one cache line pair per thread */
   memset(part, 0, sizeof part);
   const int64_t blocks = (count + EVAL_BLOCK - 1) / EVAL_BLOCK;
   #pragma omp parallel num_threads(threads)
   {
     const int tid = omp_get_thread_num();
     vs_work* w = &m->work[tid];
-    vs_eval_stats* st = &part[tid < 64 ? tid : 63];
+    vs_eval_stats* st = &part[tid < 64 ? tid : 63].s;
     float* hb = blocked ? malloc((size_t)EVAL_BLOCK * LL->in * 4) : NULL;
     float* zb = blocked ? malloc((size_t)EVAL_BLOCK * LL->out * 4) : NULL;
     float* scratch = malloc((size_t)LL->out * 4);
@@ -184,8 +184,9 @@ void vs_evaluate(vs_model* m, const vs_data* d, int64_t start, int64_t count, in
     free(hb); free(zb); free(scratch);
   }
   for (int t = 0; t < 64; t++) {
-    out->counted += part[t].counted; out->p1 += part[t].p1; out->p5 += part[t].p5; out->r5 += part[t].r5;
-    out->loss += part[t].loss; out->loss_counted += part[t].loss_counted; out->active_sum += part[t].active_sum;
+    const vs_eval_stats* p = &part[t].s;
+    out->counted += p->counted; out->p1 += p->p1; out->p5 += p->p5; out->r5 += p->r5;
+    out->loss += p->loss; out->loss_counted += p->loss_counted; out->active_sum += p->active_sum;
   }
 }
 

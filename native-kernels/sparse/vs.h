@@ -66,8 +66,9 @@ typedef struct {
   int aln;             /* insert missed label neurons into the buckets their input selected */
 } vs_train_opts;
 
-/* Per-thread scratch, sized once for the network. */
-typedef struct {
+/* Per-thread scratch, sized once for the network; cache-line padded, as each thread writes its
+ * own counters every sample. */
+typedef struct __attribute__((aligned(128))) {
   float* act[VS_MAX_LAYERS];       /* outputs: dense [out] or values of the active neurons */
   int32_t* idx[VS_MAX_LAYERS];     /* active neuron ids (sparse layers) */
   int n_active[VS_MAX_LAYERS];

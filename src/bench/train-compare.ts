@@ -65,6 +65,7 @@ export async function compareWithTorch(dataset: BenchDataset, epochs: number, th
     }
   } finally {
     await torch.close();
+    v.trainer.close();
   }
   const speedups = rows.map((r) => r.speedup);
   const last = rows[rows.length - 1]!;

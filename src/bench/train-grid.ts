@@ -4,6 +4,7 @@
  * (what training achieved) and by sparse-evaluation precision@1 at the training sparsity.
  */
 import { bucketCap } from '../sparse/autotune.js';
+import { REHASHES_PER_EPOCH, rehashEveryFor } from '../sparse/schedule.js';
 import type { BenchDataset } from './train-data.js';
 import { loadBenchData, veltairTrainer } from './train-veltair.js';
 
@@ -18,6 +19,9 @@ export interface GridPoint {
   readonly meanEpochSeconds: number;
   readonly meanCandidates: number;
   readonly labelMissRate: number;
+  /** Rehashes of the updated neurons per epoch (the default is REHASHES_PER_EPOCH). */
+  readonly rehashesPerEpoch: number;
+  readonly indexSecondsPerEpoch: number;
 }
 
 export interface GridReport {
@@ -30,6 +34,7 @@ export interface GridReport {
   readonly autotunedMinusBest: number;
 }
 
+/** The grid also varies the rehash schedule at the autotuned K/L (none, and 8 per epoch), for the schedule's defaults. */
 /** K from autoK-3 to autoK+2 at the autotuned L, and the autotuned K at L/4 and L/2 (at least 1). */
 export function gridAround(K: number, L: number, d: number): { K: number; L: number }[] {
   const ks = [K - 3, K - 1, K + 1, K + 2].filter((k) => k >= 1 && 2 ** k <= d);
@@ -42,21 +47,29 @@ export async function klrGrid(dataset: BenchDataset, epochs: number, threads: nu
   const auto = await veltairTrainer(data, threads);
   const out = auto.layers[auto.layers.length - 1]!;
   if (!out.hash) throw new Error(`${dataset.name}: the output layer is dense, there is no K/L/R to tune`);
-  const settings = [{ K: out.hash.K, L: out.hash.L, auto: true }, ...gridAround(out.hash.K, out.hash.L, out.dim).map((g) => ({ ...g, auto: false }))];
+  const batch = auto.settings.batch;
+  const every = (perEpoch: number) => rehashEveryFor(data.train.rows, batch, perEpoch);
+  const settings = [
+    { K: out.hash.K, L: out.hash.L, auto: true, rehashes: REHASHES_PER_EPOCH },
+    ...gridAround(out.hash.K, out.hash.L, out.dim).map((g) => ({ ...g, auto: false, rehashes: REHASHES_PER_EPOCH })),
+    ...[0, 8].map((r) => ({ K: out.hash!.K, L: out.hash!.L, auto: false, rehashes: r })),
+  ];
   const points: GridPoint[] = [];
   for (const s of settings) {
-    const run = s.auto ? auto : await veltairTrainer(data, threads, { K: s.K, L: s.L });
-    let seconds = 0, cand = 0, miss = 0;
+    const run = s.auto ? auto : await veltairTrainer(data, threads, { K: s.K, L: s.L }, { schedule: { rehashEvery: every(s.rehashes), rebuildEvery: 0 } });
+    let seconds = 0, cand = 0, miss = 0, index = 0;
     for (let e = 0; e < epochs; e++) {
       const t = await run.trainer.trainEpoch();
-      seconds += t.seconds; cand += t.lsh?.meanCandidates ?? 0; miss += t.lsh?.labelMissRate ?? 0;
+      seconds += t.seconds; cand += t.lsh?.meanCandidates ?? 0; miss += t.lsh?.labelMissRate ?? 0; index += t.lsh?.indexSeconds ?? 0;
     }
     const dense = run.trainer.evaluate(data.test, 'dense');
     const sparse = run.trainer.evaluate(data.test, 'sparse');
+    run.trainer.close();
     points.push({ K: s.K, L: s.L, R: bucketCap(out.dim, s.K), autotuned: s.auto, p1: dense['precision@1'], p5: dense['precision@5'],
-      sparseP1: sparse['precision@1'], meanEpochSeconds: seconds / epochs, meanCandidates: cand / epochs, labelMissRate: miss / epochs });
-    log(`${dataset.name} grid K=${s.K} L=${s.L}${s.auto ? ' (autotuned)' : ''}: P@1 ${dense['precision@1'].toFixed(4)}, sparse P@1 ${sparse['precision@1'].toFixed(4)}, ${(seconds / epochs).toFixed(1)} s/epoch`);
+      sparseP1: sparse['precision@1'], meanEpochSeconds: seconds / epochs, meanCandidates: cand / epochs, labelMissRate: miss / epochs,
+      rehashesPerEpoch: s.rehashes, indexSecondsPerEpoch: index / epochs });
+    log(`${dataset.name} grid K=${s.K} L=${s.L} rehash ${s.rehashes}/epoch${s.auto ? ' (autotuned)' : ''}: P@1 ${dense['precision@1'].toFixed(4)}, sparse P@1 ${sparse['precision@1'].toFixed(4)}, ${(seconds / epochs).toFixed(1)} s/epoch`);
   }
-  const best = Math.max(...points.map((p) => p.p1));
+  const best = Math.max(...points.filter((p) => p.rehashesPerEpoch === REHASHES_PER_EPOCH).map((p) => p.p1));
   return { dataset, epochs, threads, sparsity: out.sparsity, points, autotunedMinusBest: points[0]!.p1 - best };
 }

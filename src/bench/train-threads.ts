@@ -29,6 +29,8 @@ export async function threadScaling(dataset: BenchDataset, threads: number, epoc
     pairs.push({ oneThread: t1, nThreads: tn, speedup: t1 / tn });
     log(`${dataset.name} threads: epoch ${e + 1}: 1 thread ${t1.toFixed(1)} s, ${threads} threads ${tn.toFixed(1)} s (${(t1 / tn).toFixed(2)}x)`);
   }
+  one.trainer.close();
+  many.trainer.close();
   const s = pairs.map((p) => p.speedup);
   return { dataset, threads, pairs, medianSpeedup: median(s), minSpeedup: Math.min(...s), maxSpeedup: Math.max(...s) };
 }

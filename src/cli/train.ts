@@ -172,7 +172,7 @@ export function registerTrainCommand(program: Command): void {
     .option('--sparsity <s>', "output layer's sparsity in (0, 1] (default: the spec's, else autotuned from the class count)")
     .option('--eval-sparsity <s>', 'sparsity of sparse evaluation (default: the training sparsity)')
     .option('--eval-mode <mode>', 'dense, sparse or both (default both)')
-    .option('--rehash-every <samples>', 'rehash the updated neurons every N training samples (0: never; default: 4 times per epoch)')
+    .option('--rehash-every <samples>', 'rehash the updated neurons every N training samples (0: never; default: once per epoch)')
     .option('--rebuild-every <samples>', 'rebuild the tables every N training samples (0: only at epoch starts, the default)')
     .option('--resume', 'continue the run in -o from its newest checkpoint')
     .option('--json', 'one JSON object per epoch on stdout, nothing else there')

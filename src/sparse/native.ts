@@ -71,6 +71,7 @@ export interface SparseAddon {
   hashInfo(model: Handle, layer: number): HashInfo;
   tables(model: Handle, layer: number): TablesDump;
   query(model: Handle, layer: number, x: Float32Array): { ids: Uint32Array; codes: Uint32Array };
+  close(model: Handle): void;
 }
 
 const loaded = new Map<SparseBuild, SparseAddon>();

@@ -6,9 +6,12 @@
  *  - every `rebuildEvery` samples, a rebuild;
  *  - every `rehashEvery` samples (and not at a rebuild), a rehash of the neurons updated since the
  *    last one.
- * Defaults, and why: one rehash of all d neurons costs d·L table inserts (L up to 256), about as
- * much as training tens of thousands of samples at 10^5 neurons, so the tables cannot follow every
- * batch. MEASURE-ME: defaults to be fixed from the rehash-schedule measurement.
+ * Defaults, and why: one rehash of most neurons costs about as much as a rebuild (d·L table
+ * inserts, L up to 256), seconds at 10^5 neurons, so the tables cannot follow every batch. On the
+ * planted 100k-label set (bench/RESULTS.md, K/L/R grid of 1 Dec 2026) 0, 3 and 15 rehashes per
+ * epoch gave the same dense P@1 after two epochs (0.6943, 0.6947, 0.6943) and sparse-evaluation
+ * P@1 of 0.678, 0.686 and 0.681, while indexing took 2.5, 17.8 and 27.0 s per epoch. So the
+ * default is one rehash in the middle of each epoch, after the epoch-start rebuild.
  */
 export interface IndexSchedule {
   /** Samples between rehashes of the updated neurons (0: never). */
@@ -17,11 +20,16 @@ export interface IndexSchedule {
   readonly rebuildEvery: number;
 }
 
-export const REHASHES_PER_EPOCH = 4;
+export const REHASHES_PER_EPOCH = 1;
 
 export function defaultSchedule(trainRows: number, batch: number): IndexSchedule {
-  const rehashEvery = Math.max(batch, Math.ceil(trainRows / REHASHES_PER_EPOCH / batch) * batch);
-  return { rehashEvery, rebuildEvery: 0 };
+  return { rehashEvery: rehashEveryFor(trainRows, batch, REHASHES_PER_EPOCH), rebuildEvery: 0 };
+}
+
+/** The interval that puts `perEpoch` rehashes inside an epoch, evenly (0: none). */
+export function rehashEveryFor(trainRows: number, batch: number, perEpoch: number): number {
+  if (perEpoch <= 0) return 0;
+  return Math.max(batch, Math.ceil(trainRows / (perEpoch + 1)));
 }
 
 export type IndexAction = 'rebuild' | 'rehash' | null;

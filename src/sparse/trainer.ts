@@ -80,6 +80,8 @@ export interface Trainer {
   indexDump(): { layer: SparseLayer; hash: ReturnType<SparseAddon['hashInfo']>; tables: ReturnType<SparseAddon['tables']> }[];
   native(): { addon: SparseAddon; model: Handle };
   dataHandle(data: XcDataset): Handle;
+  /** Free the native model now; the trainer cannot be used after. */
+  close(): void;
 }
 
 const CHECKPOINT_TENSORS: readonly TensorName[] = ['w', 'b', 'mw', 'vw', 'mb', 'vb'];
@@ -207,6 +209,7 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
     },
     native: () => ({ addon, model }),
     dataHandle,
+    close: () => addon.close(model),
   };
 }
 

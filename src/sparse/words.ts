@@ -2,15 +2,16 @@
  * A real extreme-classification data set that nobody on this team wrote, built offline from the
  * English text Debian packages install: predict a word from the bag of words around it.
  *
- * Where the text comes from: every regular file under the roots (default /usr/share/doc and the
- * English man-page sections /usr/share/man/man1…man9), gzip-decompressed when named *.gz, binary
+ * Where the text comes from: every regular file under the roots (default /usr/share/doc, the info
+ * manuals in /usr/share/info and the English man-page sections /usr/share/man/man1…man9),
+ * gzip-decompressed when named *.gz, binary
  * files skipped, roff markup stripped from man pages. Files are read in sorted path order.
  * Cleaning: lower-cased words [a-z]+('[a-z]+)?; a line whose word sequence already appeared
  * earlier in the corpus is dropped (licence texts, changelog boilerplate), so repeated text does
  * not leak between train and test.
  * The cut, deterministic: a document (file) is a test document when the first byte of the sha256
  * of its path is below 26 (≈ 10%); all other documents train. Vocabularies come from the training
- * documents only: a class is a word seen ≥ minClassCount times (most frequent first, at most
+ * documents only: a class is a word seen ≥ minClassCount (5) times (most frequent first, at most
  * maxClasses), a feature any word seen ≥ 3 times.
  * A sample: a position whose word is a class, its label that class, its features the bag of the
  * feature-words within `window` positions on each side (value = count). Frequent words are
@@ -27,8 +28,8 @@ import { gunzipSync } from 'node:zlib';
 import { userError } from '../errors.js';
 import { tempNameFor, unwritableFile, writeTextAtomic } from './atomic-file.js';
 
-export const DEFAULT_WORD_ROOTS = ['/usr/share/doc', ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((s) => `/usr/share/man/man${s}`)];
-export const WORDS_DEFAULTS = { minClassCount: 10, maxClasses: 100000, window: 4, maxTrain: 200000, maxTest: 10000 };
+export const DEFAULT_WORD_ROOTS = ['/usr/share/doc', '/usr/share/info', ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((s) => `/usr/share/man/man${s}`)];
+export const WORDS_DEFAULTS = { minClassCount: 5, maxClasses: 100000, window: 4, maxTrain: 200000, maxTest: 10000 };
 const FEATURE_MIN_COUNT = 3;
 const SUBSAMPLE = 10;
 const TEST_BYTE = 26;
