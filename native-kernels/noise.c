@@ -1,7 +1,7 @@
 /*
  * veltair interference generator (co-runner). One thread per given core, each pinned, applying
  * L3 / memory-bandwidth pressure from a random read-modify-write region and/or a streaming region.
- * All sizes come from argv (src/measure/noise.ts owns the level table); this program only executes
+ * All sizes come from argv (src/interference/levels.ts owns the level table); this program only executes
  * them. Protocol on stdout, one JSON object per line:
  *   {"event":"ready",...}   once every thread has touched its buffers (pressure is on from here)
  *   {"event":"stopped",...} on SIGTERM/SIGINT, parent death or --seconds elapsed; then exit 0

@@ -18,7 +18,8 @@
  * Epilogue: the steps in desc->epi run in order on each output element after the full reduction.
  * epi_params is the concatenation of the runtime parameters of the parameterised steps, in step
  * order: clip (min, max), leaky_relu (alpha), hard_sigmoid (alpha, beta); every other step takes none.
- * gelu is the exact erf form, gelu_tanh its tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))); hard_swish is x * clip(x/6 + 1/2, 0, 1) (ONNX HardSwish).
+ * gelu is the exact erf form, gelu_tanh its tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)));
+ * hard_swish is x * clip(x/6 + 1/2, 0, 1) (ONNX HardSwish).
  *
  * Threading: <sym>_run uses OpenMP with exactly `nthreads` threads over the schedule's chunks;
  * pinning is the caller's business (the harness pins; the runtime pins its pool).
@@ -26,17 +27,9 @@
 #ifndef VELTAIR_KERNEL_H
 #define VELTAIR_KERNEL_H
 #include <stddef.h>
-
-#define VT_ABI_VERSION 1
-
-enum vt_op { VT_OP_CONV2D = 0, VT_OP_DENSE = 1, VT_OP_BATCH_MATMUL = 2 };
-
-enum vt_epi {
-  VT_EPI_BIAS = 0, VT_EPI_RELU, VT_EPI_CLIP, VT_EPI_LEAKY_RELU, VT_EPI_SIGMOID, VT_EPI_HARD_SIGMOID,
-  VT_EPI_HARD_SWISH, VT_EPI_SILU, VT_EPI_TANH, VT_EPI_GELU, VT_EPI_RESIDUAL_ADD, VT_EPI_CHANNEL_MUL, VT_EPI_GELU_TANH
-};
-
-#define VT_MAX_EPI 8
+/* VT_ABI_VERSION, VT_MAX_EPI, enum vt_op and enum vt_epi: generated from src/toolchain/abi.ts into
+ * every build (never edited by hand, so the TypeScript and C sides cannot disagree). */
+#include "vt_abi.h"
 
 /* The workload a symbol computes, so a shared object describes itself (harness, runtime verify). */
 typedef struct vt_desc {

@@ -1,8 +1,9 @@
 /*
- * The one place generated kernels get their vector operations from. Each vector width V has a
- * family of primitives prefixed vt<V>_ (vt16_: AVX-512 zmm, vt8_: AVX2 ymm, vt1_: plain float), so
- * candidates of different widths can share a translation unit. Generated code only ever calls
- * these; which families exist depends on the compiler's target flags (-march).
+ * The one place veltair's C gets its vector operations from. Each vector width V has a family of
+ * primitives prefixed vt<V>_ (vt16_: AVX-512 zmm, vt8_: AVX2 ymm, vt1_: plain float), so
+ * candidates of different widths can share a translation unit. Generated kernels and the runtime's
+ * ops only ever call these (no raw intrinsics elsewhere); which families exist depends on the
+ * compiler's target flags (-march).
  * The activation math (exp, sigmoid, tanh, erf, gelu …) is written once, in vt_math.inc, over the
  * primitives and instantiated per width.
  */
@@ -29,6 +30,11 @@ static inline vt1_t vt1_round(vt1_t x) { return nearbyintf(x); }
 static inline vt1_t vt1_pow2i(vt1_t n) { return ldexpf(1.0f, (int)n); }
 static inline vt1_t vt1_copysign(vt1_t mag, vt1_t sgn) { return copysignf(mag, sgn); }
 static inline vt1_t vt1_keep(vt1_t x, int lanes) { return lanes > 0 ? x : 0.0f; }
+static inline float vt1_reduce_add(vt1_t x) { return x; }
+static inline float vt1_reduce_max(vt1_t x) { return x; }
+/* Whether any lane of x is greater than t (false for NaN lanes). */
+static inline int vt1_any_gt(vt1_t x, float t) { return x > t; }
+static inline vt1_t vt1_gather_lanes(const float* base, long stride, int lanes) { (void)stride; return lanes > 0 ? *base : 0.0f; }
 
 /* ---- AVX2: V = 8 ---- */
 #if defined(__AVX2__) && defined(__FMA__)
@@ -58,6 +64,24 @@ static inline vt8_t vt8_keep(vt8_t x, int lanes) {
   __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), idx);
   return _mm256_and_ps(x, _mm256_castsi256_ps(m));
 }
+static inline float vt8_reduce_add(vt8_t x) {
+  __m128 v = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)));
+}
+static inline float vt8_reduce_max(vt8_t x) {
+  __m128 v = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  v = _mm_max_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_max_ss(v, _mm_movehdup_ps(v)));
+}
+static inline int vt8_any_gt(vt8_t x, float t) { return _mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(t), _CMP_GT_OQ)) != 0; }
+/* base[i * stride] for lanes i < `lanes`, zero above (stride * 7 must fit an int32). */
+static inline vt8_t vt8_gather_lanes(const float* base, long stride, int lanes) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), lane);
+  __m256i index = _mm256_mullo_epi32(lane, _mm256_set1_epi32((int)stride));
+  return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, index, _mm256_castsi256_ps(m), 4);
+}
 #endif
 
 /* ---- AVX-512: V = 16 ---- */
@@ -84,7 +108,32 @@ static inline vt16_t vt16_copysign(vt16_t mag, vt16_t sgn) {
 static inline vt16_t vt16_keep(vt16_t x, int lanes) {
   return _mm512_maskz_mov_ps((__mmask16)((1u << lanes) - 1u), x);
 }
+static inline float vt16_reduce_add(vt16_t x) { return _mm512_reduce_add_ps(x); }
+static inline float vt16_reduce_max(vt16_t x) { return _mm512_reduce_max_ps(x); }
+static inline int vt16_any_gt(vt16_t x, float t) { return _mm512_cmp_ps_mask(x, _mm512_set1_ps(t), _CMP_GT_OQ) != 0; }
+/* base[i * stride] for lanes i < `lanes`, zero above (stride * 15 must fit an int32). */
+static inline vt16_t vt16_gather_lanes(const float* base, long stride, int lanes) {
+  const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)stride));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)((1u << lanes) - 1u), index, base, 4);
+}
 #endif
+
+/*
+ * The widest family this build has, for code that is not generated per width (the runtime's
+ * ops): VTW(name) is vt16_name, vt8_name or vt1_name and VT_W its lane count.
+ */
+#if defined(__AVX512F__)
+#define VT_W 16
+#define VTW(name) vt16_##name
+#elif defined(__AVX2__) && defined(__FMA__)
+#define VT_W 8
+#define VTW(name) vt8_##name
+#else
+#define VT_W 1
+#define VTW(name) vt1_##name
+#endif
+typedef VTW(t) vtw_t;
 
 #define VT_P vt1
 #include "vt_math.inc"

@@ -25,6 +25,8 @@ export type ErrorCode =
   | 'COMPILE_FAILED'
   | 'BAD_BUNDLE'
   | 'TARGET_MISMATCH'
+  | 'MISSING_DEPENDENCY'
+  | 'BAD_PROFILE'
   | 'BAD_SPEC'
   | 'BAD_DATA'
   | 'NOT_ENOUGH_MEMORY'

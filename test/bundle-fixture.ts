@@ -14,10 +14,16 @@ export function fakeManifest(files: Manifest['files'], paramSha: string): Manife
   return {
     formatVersion: BUNDLE_FORMAT_VERSION,
     compilerVersion: { veltair: '0.1.0', codegen: 1, kernelAbi: 1 },
-    model: { path: 'tiny.onnx', sha256: sha('model'), opset: 17, inputs: [{ name: 'x', dtype: 'float32', shape: [1, 4] }], outputs: [{ name: 'y', dtype: 'float32', shape: [1, 4] }] },
+    model: {
+      path: 'tiny.onnx', sha256: sha('model'), opset: 17,
+      inputs: [{ name: 'x', dtype: 'float32', shape: [1, 4] }], outputs: [{ name: 'y', dtype: 'float32', shape: [1, 4] }],
+    },
     target: {
       fingerprint: 't1-0123456789abcdef',
-      spec: { cpuModel: 'Test CPU', isa: { avx512f: true, avx2: true, fma: true }, cores: 2, caches: { l1d: 32768, l2: 1048576, l3: 16777216 }, cc: 'cc 12', cflags: ['-O3', '-march=native'] },
+      spec: {
+        cpuModel: 'Test CPU', isa: { avx512f: true, avx2: true, fma: true }, cores: 2, caches: { l1d: 32768, l2: 1048576, l3: 16777216 },
+        cc: 'cc 12', cflags: ['-O3', '-march=native'],
+      },
       requiredIsa: ['avx2', 'avx512f', 'fma'],
     },
     options: { trials: 2, levels: [0], maxVersions: 2, threads: [1], profileThreads: [], seed: 1 },

@@ -14,7 +14,9 @@ import type { NodeSpec } from '../src/onnx/encode.js';
 import { f32, writeModel } from './onnx-test-models.js';
 
 async function graphOf(nodes: NodeSpec[], inits: [string, ReturnType<typeof f32>][], input: number[]): Promise<LayerGraph> {
-  const path = writeModel({ inputs: [{ name: 'input', dtype: 'float32', shape: input }], outputs: [{ name: 'output', dtype: 'float32' }], initializers: inits, nodes });
+  const path = writeModel({
+    inputs: [{ name: 'input', dtype: 'float32', shape: input }], outputs: [{ name: 'output', dtype: 'float32' }], initializers: inits, nodes,
+  });
   return lowerToLayers(await loadModel(path));
 }
 

@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import type { EpilogueKind, WorkloadShape } from '../src/ir/workload.js';
 import { makeCandidate, type Candidate } from '../src/space/candidate.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { seededRng } from '../src/space/rng.js';
+import { seededRng } from '../src/random.js';
 import { repair, sampleSchedule, widthsFor } from '../src/space/schedule.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 
 interface ConvSpec {
@@ -85,7 +85,8 @@ test('generated conv kernels match the reference across the shape sweep', { time
   try {
     const results = await measureCandidates(cands, { cacheDir: dir, minTimeMs: 0, minRepeats: 1, maxRepeats: 1, timeoutMs: 60_000 });
     const bad = results.filter((r) => r.measurement.status !== 'ok')
-      .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → ${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`);
+      .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → `
+        + `${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`);
     assert.deepEqual(bad, []);
     for (const r of results) assert.ok(r.measurement.maxAbsErr! <= r.measurement.tolerance!);
   } finally {

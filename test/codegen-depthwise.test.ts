@@ -2,7 +2,7 @@
  * Depthwise sweep at MobileNet-V2's real shapes: output widths 56/28/14/7, strides 1 and 2,
  * channels 96..576, 3×3 and 5×5, with the exact schedules `veltair bench-layers --trials 6` sampled
  * for layers 7, 10, 13, 19, 22, 34, 40 (every one of them once died with SIGSEGV in the harness:
- * objects poisoned in the build cache, see headerSnapshot in src/measure/build.ts), plus seeded
+ * objects poisoned in the build cache, see headerSnapshot in src/toolchain/headers.ts), plus seeded
  * samples at two threads. Every candidate must be verified `ok` by the harness.
  */
 import { test } from 'node:test';
@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkloadShape } from '../src/ir/workload.js';
 import { makeCandidate, type Candidate } from '../src/space/candidate.js';
-import { seededRng } from '../src/space/rng.js';
+import { seededRng } from '../src/random.js';
 import { makeSchedule, repair, sampleSchedule, type Schedule } from '../src/space/schedule.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 import { buildKernels } from '../src/measure/build.js';
 import { measureJobs } from '../src/measure/run-candidate.js';
@@ -35,13 +35,19 @@ const sched = ([regCols, tileOc, tileRows, tileCols, lo, pa]: Compact, threads: 
 });
 
 const BENCH_SAMPLED: { layer: number; w: WorkloadShape; schedules: Compact[] }[] = [
-  { layer: 7, w: dw(144, 56, 1), schedules: [[16, 1, 56, 4, 'o', 'o'], [16, 2, 56, 4, 'o', 'o'], [16, 1, 1, 2, 's', 's'], [16, 9, 2, 2, 's', 'o'], [16, 2, 2, 2, 'o', 'o'], [16, 4, 32, 1, 'o', 's']] },
-  { layer: 10, w: dw(144, 56, 2), schedules: [[16, 2, 28, 2, 'o', 'o'], [16, 3, 28, 2, 'o', 'o'], [16, 1, 1, 2, 's', 's'], [16, 9, 2, 2, 's', 'o'], [16, 2, 1, 1, 'o', 'o'], [16, 4, 16, 1, 'o', 's']] },
-  { layer: 13, w: dw(192, 28, 1), schedules: [[16, 3, 28, 2, 'o', 'o'], [16, 6, 28, 2, 'o', 'o'], [16, 1, 1, 2, 's', 's'], [16, 12, 2, 2, 's', 'o'], [16, 2, 1, 1, 'o', 'o'], [16, 4, 16, 1, 'o', 's']] },
-  { layer: 19, w: dw(192, 28, 2), schedules: [[14, 3, 14, 1, 'o', 'o'], [14, 12, 14, 1, 'o', 'o'], [14, 1, 1, 1, 's', 's'], [14, 12, 2, 1, 's', 'o'], [14, 2, 1, 1, 'o', 'o'], [14, 4, 8, 1, 'o', 's']] },
-  { layer: 22, w: dw(384, 14, 1), schedules: [[14, 6, 14, 1, 'o', 'o'], [14, 24, 14, 1, 'o', 'o'], [14, 1, 1, 1, 's', 's'], [14, 24, 2, 1, 's', 'o'], [14, 2, 1, 1, 'o', 'o'], [14, 8, 8, 1, 'o', 's']] },
+  { layer: 7, w: dw(144, 56, 1), schedules: [[16, 1, 56, 4, 'o', 'o'], [16, 2, 56, 4, 'o', 'o'], [16, 1, 1, 2, 's', 's'],
+    [16, 9, 2, 2, 's', 'o'], [16, 2, 2, 2, 'o', 'o'], [16, 4, 32, 1, 'o', 's']] },
+  { layer: 10, w: dw(144, 56, 2), schedules: [[16, 2, 28, 2, 'o', 'o'], [16, 3, 28, 2, 'o', 'o'], [16, 1, 1, 2, 's', 's'],
+    [16, 9, 2, 2, 's', 'o'], [16, 2, 1, 1, 'o', 'o'], [16, 4, 16, 1, 'o', 's']] },
+  { layer: 13, w: dw(192, 28, 1), schedules: [[16, 3, 28, 2, 'o', 'o'], [16, 6, 28, 2, 'o', 'o'], [16, 1, 1, 2, 's', 's'],
+    [16, 12, 2, 2, 's', 'o'], [16, 2, 1, 1, 'o', 'o'], [16, 4, 16, 1, 'o', 's']] },
+  { layer: 19, w: dw(192, 28, 2), schedules: [[14, 3, 14, 1, 'o', 'o'], [14, 12, 14, 1, 'o', 'o'], [14, 1, 1, 1, 's', 's'],
+    [14, 12, 2, 1, 's', 'o'], [14, 2, 1, 1, 'o', 'o'], [14, 4, 8, 1, 'o', 's']] },
+  { layer: 22, w: dw(384, 14, 1), schedules: [[14, 6, 14, 1, 'o', 'o'], [14, 24, 14, 1, 'o', 'o'], [14, 1, 1, 1, 's', 's'],
+    [14, 24, 2, 1, 's', 'o'], [14, 2, 1, 1, 'o', 'o'], [14, 8, 8, 1, 'o', 's']] },
   { layer: 34, w: dw(576, 14, 1), schedules: [[14, 9, 14, 1, 'o', 'o'], [14, 1, 1, 1, 's', 's'], [14, 16, 8, 1, 'o', 's']] },
-  { layer: 40, w: dw(576, 14, 2), schedules: [[7, 9, 7, 1, 'o', 'o'], [7, 36, 7, 1, 'o', 'o'], [7, 1, 1, 1, 's', 's'], [7, 36, 2, 1, 's', 'o'], [7, 2, 1, 1, 'o', 'o'], [7, 16, 7, 1, 'o', 's']] },
+  { layer: 40, w: dw(576, 14, 2), schedules: [[7, 9, 7, 1, 'o', 'o'], [7, 36, 7, 1, 'o', 'o'], [7, 1, 1, 1, 's', 's'],
+    [7, 36, 2, 1, 's', 'o'], [7, 2, 1, 1, 'o', 'o'], [7, 16, 7, 1, 'o', 's']] },
 ];
 
 /** Further depthwise shapes: the other widths/strides/channel counts, 5×5 taps, odd and tiny widths. */

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import type { EpilogueKind, WorkloadShape } from '../src/ir/workload.js';
 import { makeCandidate, type Candidate } from '../src/space/candidate.js';
 import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { seededRng } from '../src/space/rng.js';
+import { seededRng } from '../src/random.js';
 import { repair, sampleSchedule, widthsFor } from '../src/space/schedule.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 
 const dense = (m: number, k: number, n: number, epilogue: EpilogueKind[]): WorkloadShape =>
@@ -47,7 +47,8 @@ test('generated dense and batch_matmul kernels match the reference', { timeout: 
   try {
     const results = await measureCandidates(cands, { cacheDir: dir, minTimeMs: 0, minRepeats: 1, maxRepeats: 1 });
     const bad = results.filter((r) => r.measurement.status !== 'ok')
-      .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → ${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`);
+      .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → `
+        + `${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`);
     assert.deepEqual(bad, []);
   } finally {
     await rm(dir, { recursive: true, force: true });

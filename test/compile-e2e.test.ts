@@ -36,7 +36,8 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
   assert.equal(first.exitCode, 0, first.stderr);
   assert.match(first.stderr, /warning: .*corrupt/i, 'the corrupt database line is skipped with a warning');
   const summary = JSON.parse(first.stdout);
-  assert.deepEqual(Object.keys(summary), ['bundle', 'layers', 'tunableLayers', 'versionsHistogram', 'measured', 'dbHits', 'tuningSeconds', 'perLevelRegret']);
+  assert.deepEqual(Object.keys(summary), ['bundle', 'layers', 'tunableLayers', 'versionsHistogram', 'measured', 'dbHits', 'tuningSeconds', 'perLevelRegret',
+    'transfer']);
   assert.equal(summary.bundle, out);
   assert.equal(summary.layers, 3);
   assert.equal(summary.tunableLayers, 2);
@@ -89,7 +90,8 @@ function checkContent(m: Manifest, text: string) {
 
 test('CI recipe: two shards tune into their own databases, merge, and the final compile measures nothing', async () => {
   const shardDbs = [join(root, 'shard0'), join(root, 'shard1')];
-  const outs = await Promise.all([0, 1].map((i) => veltair(['compile', model, '--db', shardDbs[i]!, '--shard', `${i}/2`, ...budget, '--seed', '7', '--json'], env)));
+  const outs = await Promise.all([0, 1].map((i) =>
+    veltair(['compile', model, '--db', shardDbs[i]!, '--shard', `${i}/2`, ...budget, '--seed', '7', '--json'], env)));
   for (const r of outs) {
     assert.equal(r.exitCode, 0, r.stderr);
     assert.equal(JSON.parse(r.stdout).bundle, null, 'a shard writes no bundle');

@@ -7,7 +7,7 @@ import type { WorkloadShape } from '../src/ir/workload.js';
 import { makeRecord, type LevelLatencies, type TuningRecord } from '../src/db/record.js';
 import { scheduleFeatures } from '../src/space/features.js';
 import { makeSchedule } from '../src/space/schedule.js';
-import { syntheticTarget, type Target } from '../src/space/target.js';
+import { syntheticTarget, type Target } from '../src/toolchain/target.js';
 import type { MeasureStatus } from '../src/measure/run-candidate.js';
 
 export const DENSE: WorkloadShape = { op: 'dense', dtype: 'float32', m: 64, k: 256, n: 512, epilogue: ['bias', 'relu'] };

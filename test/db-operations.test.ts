@@ -93,7 +93,9 @@ test('export writes filtered JSON Lines or a CSV with every repeat', async () =>
   const rows = csv.text.trimEnd().split('\n');
   assert.equal(rows.length, 5);
   const header = rows[0]!.split(',');
-  for (const col of ['id', 'workload', 'target', 'status', 'threads', 'tileOc', 'footprint_l2', 'l0_median_ms', 'l0_repeats', 'l0_all_ms', 'l2_median_ms', 'error']) {
+  for (const col of [
+    'id', 'workload', 'target', 'status', 'threads', 'tileOc', 'footprint_l2', 'l0_median_ms', 'l0_repeats', 'l0_all_ms', 'l2_median_ms', 'error',
+  ]) {
     assert.ok(header.includes(col), `column ${col}`);
   }
   const r0 = sampleRecord(0, { repeats: 3 });

@@ -4,6 +4,7 @@
  * kernels to check folded weights numerically.
  */
 import type { AttributeValue, InferredModel, OnnxNode, Tensor, ValueType } from '../src/onnx/model.js';
+import { mulberry32 } from '../src/random.js';
 
 export type Attr = number | string | readonly number[] | { readonly float: number } | { readonly floats: readonly number[] };
 
@@ -70,17 +71,8 @@ export function fixture(spec: FixtureSpec): InferredModel {
   };
 }
 
-/** mulberry32: small, seeded, deterministic. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded uniform [0, 1) values (veltair's one PRNG). */
+export const rng = mulberry32;
 
 export function tensor(dims: readonly number[], data?: ArrayLike<number>): Tensor {
   const n = dims.reduce((a, b) => a * b, 1);

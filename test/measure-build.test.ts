@@ -12,7 +12,7 @@ import type { WorkloadShape } from '../src/ir/workload.js';
 import { generateKernel, type KernelSource } from '../src/codegen/kernel.js';
 import { makeCandidate } from '../src/space/candidate.js';
 import { defaultSchedule, parallelHeavy } from '../src/space/presets.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { buildKernels } from '../src/measure/build.js';
 import { measureJobs, type MeasureJob } from '../src/measure/run-candidate.js';
 import { isVeltairError } from '../src/errors.js';

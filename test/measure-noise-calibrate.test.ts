@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { calibrate, defaultProbeSizes, type ProbeCalibration } from '../src/measure/calibrate.js';
+import { calibrate, defaultProbeSizes, type ProbeCalibration } from '../src/interference/calibrate.js';
 import { calibrationTable } from '../src/cli/noise.js';
-import { availableCores } from '../src/measure/noise.js';
+import { availableCores } from '../src/toolchain/cpu.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'veltair-calibrate-test-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isVeltairError } from '../src/errors.js';
 import { measurePeakGflops } from '../src/measure/peak.js';
-import { cacheDir as defaultCacheDir, ensureTool } from '../src/measure/native-tool.js';
+import { cacheDir as defaultCacheDir } from '../src/toolchain/paths.js';
+import { ensureTool } from '../src/toolchain/tools.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'veltair-peak-test-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));
@@ -43,7 +44,8 @@ test('a missing C compiler is a NO_COMPILER user error', async () => {
   const saved = process.env['CC'];
   process.env['CC'] = 'veltair-no-such-compiler';
   try {
-    await assert.rejects(ensureTool('probe', { cacheDir: join(cacheDir, 'other') }), (e: unknown) => isVeltairError(e) && e.code === 'NO_COMPILER' && e.exitCode === 1);
+    await assert.rejects(ensureTool('probe', { cacheDir: join(cacheDir, 'other') }),
+      (e: unknown) => isVeltairError(e) && e.code === 'NO_COMPILER' && e.exitCode === 1);
   } finally {
     if (saved === undefined) delete process.env['CC']; else process.env['CC'] = saved;
   }

@@ -4,13 +4,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isVeltairError } from '../src/errors.js';
-import { LEVELS, availableCores, noiseCores, parseCoreList, resolveLevel, startNoise, type NoiseSettings } from '../src/measure/noise.js';
+import { LEVELS, resolveLevel, type NoiseSettings } from '../src/interference/levels.js';
+import { availableCores, parseCoreList } from '../src/toolchain/cpu.js';
+import { noiseCores, startNoise } from '../src/interference/generator.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'veltair-noise-test-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));
 
 const MiB = 1 << 20;
-const tiny: NoiseSettings = { randomBytes: 2 * MiB, streamBytes: 8 * MiB, streamMode: 'nt', streamChunkBytes: MiB, randomOpsPerTurn: 256, cappedByMemory: false };
+const tiny: NoiseSettings = {
+  randomBytes: 2 * MiB, streamBytes: 8 * MiB, streamMode: 'nt', streamChunkBytes: MiB, randomOpsPerTurn: 256, cappedByMemory: false,
+};
 const lastCore = () => { const all = availableCores(); return all[all.length - 1]!; };
 
 function alive(pid: number): boolean {
@@ -41,7 +45,8 @@ test('level sizes are capped to the memory budget and say so', () => {
 
 test('bad levels and cores are user errors with a hint', async () => {
   for (const level of [0, 5, 2.5]) {
-    await assert.rejects(startNoise({ level, cores: [lastCore()], cacheDir }), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.hint.length > 0);
+    await assert.rejects(startNoise({ level, cores: [lastCore()], cacheDir }),
+      (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.hint.length > 0);
   }
   await assert.rejects(startNoise({ level: 1, cores: [], cacheDir }), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT');
   assert.throws(() => parseCoreList('1,x', [0, 1]), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT');

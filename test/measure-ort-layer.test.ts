@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ort from 'onnxruntime-node';
 import type { Conv2dWorkload, DenseWorkload, BatchMatmulWorkload } from '../src/ir/workload.js';
-import { buildLayerModel, measureOrtLayer, seededFloats } from '../src/measure/ort-layer.js';
-import { median } from '../src/measure/stats.js';
+import { buildLayerModel, measureOrtLayer, seededFloats } from '../src/bench/ort-layer.js';
+import { median } from '../src/stats.js';
 
 const conv: Conv2dWorkload = {
   op: 'conv2d', dtype: 'float32', n: 1, cin: 3, h: 7, w: 6, cout: 4, kh: 3, kw: 3, strideH: 2, strideW: 1,

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { geometricMean, interleave, median, pairedRatios, quantile, summarizeRatios } from '../src/measure/stats.js';
+import { geometricMean, interleave, median, pairedRatios, quantile, summarizeRatios } from '../src/stats.js';
 
 test('median of odd and even samples, order-independent', () => {
   assert.equal(median([5, 1, 3]), 3);

@@ -33,7 +33,8 @@ test('Conv auto_pad SAME_UPPER/SAME_LOWER with stride 2 gives ceil(in/stride); V
   assert.deepEqual(outShape(valid), [1, 4, 3, 3]);
   const dilated = await single({ op: 'Conv', inputs: ['x', 'w'], outputs: ['y'], attrs: { dilations: [2, 2], pads: [1, 1, 1, 1] } }, [1, 3, 7, 7], [['w', w]]);
   assert.deepEqual(outShape(dilated), [1, 4, 5, 5]);
-  const depthwise = await single({ op: 'Conv', inputs: ['x', 'dw'], outputs: ['y'], attrs: { group: 3, pads: [1, 1, 1, 1] } }, [1, 3, 7, 7], [['dw', f32([3, 1, 3, 3])]]);
+  const depthwise = await single({ op: 'Conv', inputs: ['x', 'dw'], outputs: ['y'], attrs: { group: 3, pads: [1, 1, 1, 1] } },
+    [1, 3, 7, 7], [['dw', f32([3, 1, 3, 3])]]);
   assert.deepEqual(outShape(depthwise), [1, 3, 7, 7]);
 });
 
@@ -43,9 +44,11 @@ test('MaxPool ceil_mode rounds up, but never starts a window in the end padding'
   const ceil = await single({ op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], ceil_mode: 1 } }, [1, 1, 6, 6]);
   assert.deepEqual(outShape(ceil), [1, 1, 3, 3]);
   // padded 7, k2 s2: ceil((7-2)/2)+1 = 4, but window 4 would start at 6 ≥ 5 + 1 (in the end pad): 3.
-  const edge = await single({ op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [2, 2], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 1 } }, [1, 1, 5, 5]);
+  const edge = await single(
+    { op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [2, 2], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 1 } }, [1, 1, 5, 5]);
   assert.deepEqual(outShape(edge), [1, 1, 3, 3]);
-  const avg = await single({ op: 'AveragePool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], auto_pad: 'SAME_UPPER' } }, [1, 1, 7, 7]);
+  const avg = await single({ op: 'AveragePool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], auto_pad: 'SAME_UPPER' } },
+    [1, 1, 7, 7]);
   assert.deepEqual(outShape(avg), [1, 1, 4, 4]);
 });
 

@@ -24,7 +24,6 @@ import { after, test } from 'node:test';
 import onnxProto from 'onnx-proto';
 import { decodeModel } from '../src/onnx/decode.js';
 import { inferModel } from '../src/onnx/infer.js';
-import { opDefinition } from '../src/onnx/ops/registry.js';
 import type { OnnxModel, Tensor } from '../src/onnx/model.js';
 import { lowerToLayers } from '../src/ir/lower.js';
 import { buildGraphPlan } from '../src/bundle/plan.js';
@@ -37,7 +36,7 @@ import type { HostTensor } from '../src/runtime/host-tensor.js';
 import { isVeltairError } from '../src/errors.js';
 import { veltair } from './compile-fixture.js';
 import { compareTensors, describeComparison } from './runtime-session-fixture.js';
-import { EXCLUDED, NODE_TESTS } from './onnx-node-data.js';
+import { dataFiles, EXCLUDED, NODE_TESTS, nodeTestCases, withInputsBaked } from './onnx-node-data.js';
 
 const { onnx } = onnxProto;
 
@@ -55,44 +54,25 @@ const TUNABLE_CASES: ReadonlyMap<string, readonly number[]> = new Map([
 const root = fs.mkdtempSync(path.join(tmpdir(), 'veltair-node-run-'));
 after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-function readPbs(dir: string, prefix: string): (HostTensor & { name: string })[] {
-  return fs.readdirSync(dir).filter((f) => f.startsWith(prefix) && f.endsWith('.pb'))
-    .sort((a, b) => Number(a.slice(prefix.length, -3)) - Number(b.slice(prefix.length, -3)))
-    .map((f) => decodePb(fs.readFileSync(path.join(dir, f)), f));
+function readPbs(dir: string, prefix: 'input_' | 'output_'): (HostTensor & { name: string })[] {
+  return dataFiles(dir, prefix).map((f) => decodePb(fs.readFileSync(f), path.basename(f)));
 }
 
 interface NodeCase { readonly name: string; readonly dir: string; readonly model: OnnxModel; readonly proto: onnxProto.onnx.ModelProto }
 
 function frontEndCases(): { cases: NodeCase[]; unknownOp: number } {
-  const cases: NodeCase[] = [];
-  let unknownOp = 0;
-  for (const name of fs.readdirSync(NODE_TESTS).sort()) {
-    const dir = path.join(NODE_TESTS, name);
-    const file = path.join(dir, 'model.onnx');
-    if (!fs.existsSync(file) || !fs.existsSync(path.join(dir, 'test_data_set_0')) || EXCLUDED.has(name)) continue;
-    const bytes = fs.readFileSync(file);
-    const proto = onnx.ModelProto.decode(bytes);
-    const known = (proto.graph?.node ?? []).every((n) => opDefinition(n.domain === 'ai.onnx' ? '' : n.domain ?? '', n.opType ?? '') !== undefined);
-    if (!known) { unknownOp++; continue; }
-    cases.push({ name, dir, model: decodeModel(bytes, file), proto });
-  }
-  return { cases, unknownOp };
+  const { cases, unknownOp } = nodeTestCases();
+  return { cases: cases.map((c) => ({ name: c.name, dir: c.dir, proto: c.proto, model: decodeModel(c.bytes, path.join(c.dir, 'model.onnx')) })), unknownOp };
 }
 
 type Outcome = { kind: 'compared' }
-  | { kind: 'folded' | 'tunable' | 'runtime-unsupported' | 'ir-unsupported' | 'dtype-unsupported' | 'front-end-refused'; why?: string } | { kind: 'failed'; why: string };
+  | { kind: 'folded' | 'tunable' | 'runtime-unsupported' | 'ir-unsupported' | 'dtype-unsupported' | 'front-end-refused'; why?: string }
+  | { kind: 'failed'; why: string };
 
 /** A host tensor as the front end holds constants (int64 as float64, see src/onnx/model.ts). */
 function asTensor(t: HostTensor): Tensor {
   const data = t.data instanceof BigInt64Array ? Float64Array.from(t.data, (v) => Number(v)) : t.data;
   return { dtype: t.dtype, dims: t.shape, data: data as Tensor['data'] };
-}
-
-/** The model with `feeds` baked in as initializers (for shapes that depend on input values). */
-function baked(model: OnnxModel, feeds: ReadonlyMap<string, Tensor>): OnnxModel {
-  const initializers = new Map(model.graph.initializers);
-  for (const [n, t] of feeds) initializers.set(n, t);
-  return { ...model, graph: { ...model.graph, initializers, inputs: model.graph.inputs.filter((i) => !feeds.has(i.name)) } };
 }
 
 function compareAll(name: string, ours: readonly ArrayBufferView[], refs: readonly HostTensor[]): string | undefined {
@@ -126,7 +106,7 @@ async function runNative(c: NodeCase): Promise<Outcome> {
     // Shape-carrying inputs (Reshape's shape, Expand's shape…): bake the integer inputs and retry.
     const ints = new Map([...byName].filter(([, t]) => t.dtype !== 'float32').map(([n, t]) => [n, asTensor(t)]));
     if (ints.size === 0) return { kind: 'front-end-refused', why: `[${e.code}] ${e.message}` };
-    model = baked(model, ints);
+    model = withInputsBaked(model, ints);
     for (const n of ints.keys()) byName.delete(n);
     try { inferred = inferModel(model, { inputShapes: new Map([...byName].map(([n, t]) => [n, t.shape])) }); } catch (e2) {
       if (!isVeltairError(e2)) throw e2;
@@ -182,7 +162,8 @@ test('ONNX node tests without tunable layers run natively and match the shipped 
     if (o.kind === 'failed') failures.push(`${c.name}: ${o.why}`);
     if (o.kind === 'compared') compared.push(c.name);
   }
-  console.log(`ONNX node tests run natively: ${compared.length} compared, ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}, unknown to the front end ${unknownOp}, excluded ${EXCLUDED.size}`);
+  console.log(`ONNX node tests run natively: ${compared.length} compared, ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}, `
+    + `unknown to the front end ${unknownOp}, excluded ${EXCLUDED.size}`);
   assert.deepEqual(failures, []);
   assert.ok(compared.length >= 280, `only ${compared.length} node tests were compared; expected at least 280`);
 });
@@ -211,7 +192,8 @@ test('ONNX conv / gemm / matmul node tests compile into bundles and match the sh
     const file = path.join(root, `${name}.onnx`);
     fs.writeFileSync(file, bakeWeights(name, keep));
     const bundle = path.join(root, `${name}.bundle`);
-    const r = await veltair(['compile', file, '-o', bundle, '--db', path.join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1', '--profile-threads', 'none', '--json'], env);
+    const r = await veltair(['compile', file, '-o', bundle, '--db', path.join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1',
+      '--profile-threads', 'none', '--json'], env);
     if (r.exitCode !== 0) { failures.push(`${name}: compile failed: ${r.stderr.split('\n')[0]}`); continue; }
     const data = path.join(NODE_TESTS, name, 'test_data_set_0');
     const ins = readPbs(data, 'input_');

@@ -8,49 +8,23 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import onnxProto from 'onnx-proto';
-import type { OnnxModel, Tensor } from '../src/onnx/model.js';
+import type { Tensor } from '../src/onnx/model.js';
 import { decodeModel } from '../src/onnx/decode.js';
 import { inferModel } from '../src/onnx/infer.js';
 import { tensorFromProto } from '../src/onnx/tensor.js';
-import { opDefinition } from '../src/onnx/ops/registry.js';
 import { isVeltairError } from '../src/errors.js';
-import { EXCLUDED, NODE_TESTS } from './onnx-node-data.js';
+import { dataFiles, EXCLUDED, NODE_TESTS, nodeTestCases, withInputsBaked, type NodeTestCase } from './onnx-node-data.js';
 
 const { onnx } = onnxProto;
 
-interface Case { readonly dir: string; readonly name: string }
-
-function supportedCases(): { cases: Case[]; unsupported: number } {
-  const cases: Case[] = [];
-  let unsupported = 0;
-  for (const name of fs.readdirSync(NODE_TESTS).sort()) {
-    const dir = path.join(NODE_TESTS, name);
-    const modelFile = path.join(dir, 'model.onnx');
-    if (!fs.existsSync(modelFile) || !fs.existsSync(path.join(dir, 'test_data_set_0')) || EXCLUDED.has(name)) continue;
-    const proto = onnx.ModelProto.decode(fs.readFileSync(modelFile));
-    const ok = (proto.graph?.node ?? []).every((n) => opDefinition(n.domain === 'ai.onnx' ? '' : n.domain ?? '', n.opType ?? '') !== undefined);
-    if (ok) cases.push({ dir, name }); else unsupported++;
-  }
-  return { cases, unsupported };
-}
-
-function readTensors(dir: string, prefix: string): Tensor[] & { names?: string[] } {
-  const files = fs.readdirSync(dir).filter((f) => f.startsWith(prefix) && f.endsWith('.pb'))
-    .sort((a, b) => Number(a.slice(prefix.length, -3)) - Number(b.slice(prefix.length, -3)));
+function readTensors(dir: string, prefix: 'input_' | 'output_'): Tensor[] & { names?: string[] } {
   const names: string[] = [];
-  const tensors = files.map((f) => {
-    const p = onnx.TensorProto.decode(fs.readFileSync(path.join(dir, f)));
+  const tensors = dataFiles(dir, prefix).map((f) => {
+    const p = onnx.TensorProto.decode(fs.readFileSync(f));
     names.push(p.name ?? '');
     return tensorFromProto(p);
   });
   return Object.assign(tensors, { names });
-}
-
-/** The same model with its inputs baked in as initializers, for tests whose shapes depend on input values. */
-function withInputsBaked(model: OnnxModel, feeds: ReadonlyMap<string, Tensor>): OnnxModel {
-  const initializers = new Map(model.graph.initializers);
-  for (const [name, t] of feeds) initializers.set(name, t);
-  return { ...model, graph: { ...model.graph, initializers, inputs: model.graph.inputs.filter((i) => !feeds.has(i.name)) } };
 }
 
 function closeEnough(got: Tensor, want: Tensor): boolean {
@@ -68,8 +42,8 @@ function closeEnough(got: Tensor, want: Tensor): boolean {
   return true;
 }
 
-function checkCase(c: Case): string | undefined {
-  const model = decodeModel(fs.readFileSync(path.join(c.dir, 'model.onnx')), path.join(c.dir, 'model.onnx'));
+function checkCase(c: NodeTestCase): string | undefined {
+  const model = decodeModel(c.bytes, path.join(c.dir, 'model.onnx'));
   const dataDir = path.join(c.dir, 'test_data_set_0');
   const ins = readTensors(dataDir, 'input_');
   const outs = readTensors(dataDir, 'output_');
@@ -103,7 +77,7 @@ function checkCase(c: Case): string | undefined {
 test('inferred output shapes match ONNX backend node tests for every supported operator', () => {
   assert.ok(fs.existsSync(NODE_TESTS),
     `${NODE_TESTS} is missing: install Debian's libonnx-testdata (.ci/run installs it: apt-get install libonnx-testdata)`);
-  const { cases, unsupported } = supportedCases();
+  const { cases, unknownOp: unsupported } = nodeTestCases();
   const failures: string[] = [];
   for (const c of cases) {
     try {
@@ -113,7 +87,8 @@ test('inferred output shapes match ONNX backend node tests for every supported o
       failures.push(`${c.name}: ${isVeltairError(e) ? `[${e.code}] ${e.message}` : String(e)}`);
     }
   }
-  console.log(`ONNX node tests: ${cases.length} with supported operators checked, ${unsupported} skipped as unsupported, ${EXCLUDED.size} excluded, ${failures.length} failed`);
+  console.log(`ONNX node tests: ${cases.length} with supported operators checked, ${unsupported} skipped as unsupported, `
+    + `${EXCLUDED.size} excluded, ${failures.length} failed`);
   assert.deepEqual(failures, []);
   assert.ok(cases.length >= 300, `only ${cases.length} node tests were checked; expected at least 300`);
 });

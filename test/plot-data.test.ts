@@ -52,16 +52,20 @@ test('modelVersionsPerLayer: tunable layers in network order with their version 
 });
 
 test('modelLatencyPerLevel: adaptive takes each layer\'s fastest runnable version per level, fixed its best-quiet one', () => {
-  const table = (m: Manifest) => modelLatencyPerLevel(m).map((r) => [r.level, r.policy === ADAPTIVE_POLICY ? 'a' : r.policy === FIXED_POLICY ? 'f' : '?', r.latencyMs]);
+  const table = (m: Manifest) =>
+    modelLatencyPerLevel(m).map((r) => [r.level, r.policy === ADAPTIVE_POLICY ? 'a' : r.policy === FIXED_POLICY ? 'f' : '?', r.latencyMs]);
   // conv layers ×2: adaptive min(v1, v2) = 0.9, 1.2, 1.7; fixed = best-quiet v2 (listed second) = 0.9, 1.6, 1.7;
   // dense 0.5, 0.6, 0.7
   assert.deepEqual(table(plotManifest()), [[0, 'a', 2.3], [0, 'f', 2.3], [1, 'a', 3.0], [1, 'f', 3.8], [2, 'a', 4.1], [2, 'f', 4.1]]);
 
   const m = plotManifest();
   const notInPlan = { ...m, layers: m.layers.map((l) => ({ ...l, versions: l.versions.map((v, i) => ({ ...v, inPlan: i === 0 })) })) };
-  assert.deepEqual(table(notInPlan), [[0, 'a', 2.5], [0, 'f', 2.5], [1, 'a', 3.0], [1, 'f', 3.0], [2, 'a', 8.7], [2, 'f', 8.7]], 'a version the plan cannot run is not picked');
+  assert.deepEqual(table(notInPlan), [[0, 'a', 2.5], [0, 'f', 2.5], [1, 'a', 3.0], [1, 'f', 3.0], [2, 'a', 8.7], [2, 'f', 8.7]],
+    'a version the plan cannot run is not picked');
 
-  const missing = { ...m, layers: m.layers.map((l) => (l.index !== 3 ? l : { ...l, versions: l.versions.map((v) => ({ ...v, latencyMs: { '0': 0.5, '1': 0.6 } })) })) };
+  const missing = {
+    ...m, layers: m.layers.map((l) => (l.index !== 3 ? l : { ...l, versions: l.versions.map((v) => ({ ...v, latencyMs: { '0': 0.5, '1': 0.6 } })) })),
+  };
   assert.deepEqual(table(missing).map((r) => r[0]), [0, 0, 1, 1], 'a level some layer lacks is left out, not summed over fewer layers');
 });
 

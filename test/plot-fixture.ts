@@ -12,7 +12,9 @@ import { fakeManifest } from './bundle-fixture.js';
 
 export const NASTY_NAME = 'fc, "final" <b>&amp;\nnext\u0001';
 const hex = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
-const schedule = { vec: 16, regOc: 1, regCols: 1, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1 } as unknown as Schedule;
+const schedule = {
+  vec: 16, regOc: 1, regCols: 1, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1,
+} as unknown as Schedule;
 const CONV_KEY = 'conv2d-00000000000000aa';
 const DENSE_KEY = 'dense-00000000000000bb';
 
@@ -75,7 +77,8 @@ export function plotProfiles(): BundleProfiles {
   return {
     format: 1,
     workloads: [
-      { workload: CONV_KEY, timedSeconds: 1, candidates: [candidate(V1, true, false), candidate(V2, true, false), candidate(DOMINATED, false, true), candidate(CRASHED, false, false, 'crash')] },
+      { workload: CONV_KEY, timedSeconds: 1,
+        candidates: [candidate(V1, true, false), candidate(V2, true, false), candidate(DOMINATED, false, true), candidate(CRASHED, false, false, 'crash')] },
       { workload: DENSE_KEY, timedSeconds: 1, candidates: [candidate(DENSE, true, false), candidate(DENSE_SLOW, false, true)] },
     ],
   };
@@ -86,7 +89,8 @@ export function xmlProblems(xml: string): string[] {
   const problems: string[] = [];
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/.test(xml)) problems.push('a character XML forbids');
   const stack: string[] = [];
-  const token = /<(\/?)([A-Za-z_][\w:.-]*)((?:\s+[\w:.-]+\s*=\s*(?:"[^"<]*"|'[^'<]*'))*)\s*(\/?)>|<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!DOCTYPE[^>]*>|<!\[CDATA\[[\s\S]*?\]\]>/g;
+  const token = new RegExp('<(\\/?)([A-Za-z_][\\w:.-]*)((?:\\s+[\\w:.-]+\\s*=\\s*(?:"[^"<]*"|\'[^\'<]*\'))*)\\s*(\\/?)>'
+    + '|<!--[\\s\\S]*?-->|<\\?[\\s\\S]*?\\?>|<!DOCTYPE[^>]*>|<!\\[CDATA\\[[\\s\\S]*?\\]\\]>', 'g');
   let at = 0;
   const text = (t: string) => {
     if (t.includes('<')) problems.push(`raw '<' or malformed tag near ${JSON.stringify(t.slice(0, 60))}`);

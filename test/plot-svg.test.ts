@@ -37,7 +37,8 @@ test('a model-supplied name is escaped text in the SVG, never markup, and contro
   const svg = await renderSvg(layerFigure(plotManifest(), plotProfiles(), 3));
   assert.deepEqual(xmlProblems(svg), []);
   assert.ok(!svg.includes('<b>'), 'no raw markup from the name');
-  assert.ok(svg.includes('fc, "final" &lt;b&gt;&amp;amp; next\ufffd') || svg.includes('fc, &quot;final&quot; &lt;b&gt;&amp;amp; next\ufffd'), 'the name, escaped');
+  assert.ok(svg.includes('fc, "final" &lt;b&gt;&amp;amp; next\ufffd') || svg.includes('fc, &quot;final&quot; &lt;b&gt;&amp;amp; next\ufffd'),
+    'the name, escaped');
   assert.ok(!svg.includes('\u0001'));
   assert.ok(NASTY_NAME.includes('\u0001'));
 });
@@ -72,7 +73,8 @@ test('PNG: signature, scale × the SVG size, and ink on the page (text renders w
   assert.deepEqual(pngSize(renderPng(svg, 1)), s);
   assert.ok(darkPixels(png) > 2000, 'axes, marks and text are drawn');
 
-  const textOnly = '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="4" y="30" font-family="DejaVu Sans, sans-serif" font-size="24">Latency</text></svg>';
+  const textOnly = '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40">'
+    + '<text x="4" y="30" font-family="DejaVu Sans, sans-serif" font-size="24">Latency</text></svg>';
   assert.ok(darkPixels(renderPng(textOnly, 1)) > 50, 'a font was found: text leaves ink');
 });
 

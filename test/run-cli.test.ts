@@ -29,7 +29,8 @@ const pbIn = join(root, 'x.pb');
 
 before(async () => {
   writeFileSync(model, encodeModel(tinyModelSpec()));
-  const r = await veltair(['compile', model, '-o', bundle, '--db', join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1', '--profile-threads', 'none', '--json'], env);
+  const r = await veltair(['compile', model, '-o', bundle, '--db', join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1',
+    '--profile-threads', 'none', '--json'], env);
   assert.equal(r.exitCode, 0, r.stderr);
   writeFileSync(npyIn, encodeNpy({ dtype: 'float32', shape, data: x }));
   writeFileSync(pbIn, onnxProto.onnx.TensorProto.encode({ name: 'input', dataType: 1, dims: shape, rawData: new Uint8Array(x.buffer) }).finish());
@@ -122,9 +123,11 @@ test('bad inputs: wrong name, shape, dtype; unsupported .npy dtype and Fortran o
   const file = (name: string, bytes: Uint8Array) => { const p = join(root, name); writeFileSync(p, bytes); return p; };
   assertOneClearError(await run([bundle, '--input', `image=${npyIn}`]), 'BAD_INPUT', ['no input "image"', 'its inputs are "input" (float32 [1, 3, 8, 8])']);
   const wrongShape = file('shape.npy', encodeNpy({ dtype: 'float32', shape: [1, 3, 8, 9], data: new Float32Array(216) }));
-  assertOneClearError(await run([bundle, '--input', `input=${wrongShape}`]), 'BAD_INPUT', ['input "input" has shape [1, 3, 8, 9]; expected float32 [1, 3, 8, 8]', 'shape.npy']);
+  assertOneClearError(await run([bundle, '--input', `input=${wrongShape}`]), 'BAD_INPUT',
+    ['input "input" has shape [1, 3, 8, 9]; expected float32 [1, 3, 8, 8]', 'shape.npy']);
   const wrongDtype = file('ints.npy', encodeNpy({ dtype: 'int32', shape, data: new Int32Array(192) }));
-  assertOneClearError(await run([bundle, '--input', `input=${wrongDtype}`]), 'BAD_INPUT', ['input "input" is int32; expected float32 [1, 3, 8, 8]', 'ints.npy']);
+  assertOneClearError(await run([bundle, '--input', `input=${wrongDtype}`]), 'BAD_INPUT',
+    ['input "input" is int32; expected float32 [1, 3, 8, 8]', 'ints.npy']);
   const good = encodeNpy({ dtype: 'float32', shape, data: x });
   const patch = (from: string, to: string) => {
     const text = Buffer.from(good).toString('latin1');

@@ -51,7 +51,8 @@ test('per-step dispatch costs less than one JS → native run() call', async (t)
     const one = await runTime(tinyPlan(1, kind), 400);
     const lots = await runTime(tinyPlan(many, kind), 60);
     const perStep = (lots - one) / (many - 1);
-    t.diagnostic(`${kind}: run() of 1 step ${one.toFixed(0)} ns, of ${many} steps ${(lots / 1e3).toFixed(1)} µs → ${perStep.toFixed(1)} ns per step (median; machine shared and noisy)`);
+    t.diagnostic(`${kind}: run() of 1 step ${one.toFixed(0)} ns, of ${many} steps ${(lots / 1e3).toFixed(1)} µs → ${perStep.toFixed(1)} ns per step `
+      + '(median; machine shared and noisy)');
     assert.ok(perStep < one, `${kind}: ${perStep.toFixed(1)} ns per step vs ${one.toFixed(0)} ns per run() call`);
   }
 });

@@ -19,7 +19,7 @@ import { generateKernel } from '../src/codegen/kernel.js';
 import { buildKernels } from '../src/measure/build.js';
 import { makeCandidate } from '../src/space/candidate.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { VeltairError } from '../src/errors.js';
 import { fromIrLayer, type RuntimeVersion } from '../src/runtime/runtime-layer.js';
 import { translatePlan } from '../src/runtime/translate.js';
@@ -29,7 +29,8 @@ import { assertClose, graphOf, seeded } from './runtime-harness.js';
 import type { Tensor } from '../src/onnx/model.js';
 import type { ModelSpec } from '../src/onnx/encode.js';
 
-const t = (dims: number[], seed: number, scale = 0.3): Tensor => ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, -scale, scale) });
+const t = (dims: number[], seed: number, scale = 0.3): Tensor =>
+  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, -scale, scale) });
 
 const MODEL: ModelSpec = {
   inputs: [{ name: 'x', dtype: 'float32' as const, shape: [2, 3, 15, 13] }],
@@ -97,7 +98,8 @@ test('a conv → pool → dense → softmax plan with generated kernels matches 
     assertClose(exec.run([x])[0]!, ref, 'one thread', 1e-3, 1e-5);
     assert.ok(stepOfPlan.filter((s) => s >= 0).length === plan.steps.length);
     assert.throws(() => exec.setVersion(kernelSteps[0]!, 2), (e: unknown) => e instanceof VeltairError && /version 2 does not exist/.test(e.message));
-    assert.throws(() => exec.run([new Float32Array(5)]), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_INPUT' && /expected float32 \[2, 3, 15, 13\]/.test(e.message));
+    assert.throws(() => exec.run([new Float32Array(5)]),
+      (e: unknown) => e instanceof VeltairError && e.code === 'BAD_INPUT' && /expected float32 \[2, 3, 15, 13\]/.test(e.message));
     exec.setProfiling(true);
     exec.run([x]);
     const ns = exec.stepTimesNs();
@@ -107,11 +109,16 @@ test('a conv → pool → dense → softmax plan with generated kernels matches 
     assert.throws(() => exec.run([x]), /closed/);
 
     // Load-time refusals.
-    await assert.rejects(createExecutor(plan, join(p.cache, 'missing.so')), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /cannot load kernels library/.test(e.message));
+    await assert.rejects(createExecutor(plan, join(p.cache, 'missing.so')),
+      (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /cannot load kernels library/.test(e.message));
     const bogus = { ...plan, symbols: plan.symbols.map((s, i) => (i === 0 ? 'vt_k0000000000000000' : s)) };
-    await assert.rejects(createExecutor(bogus, p.so), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /no vt_k0000000000000000_run/.test(e.message));
-    const swapped = { ...plan, steps: plan.steps.map((s) => (s.versions ? { ...s, versions: s.versions.map((v) => ({ ...v, symbol: (v.symbol + 2) % 4 })) } : s)) };
-    await assert.rejects(createExecutor(swapped, p.so), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /does not match the plan/.test(e.message));
+    await assert.rejects(createExecutor(bogus, p.so),
+      (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /no vt_k0000000000000000_run/.test(e.message));
+    const swapped = {
+      ...plan, steps: plan.steps.map((s) => (s.versions ? { ...s, versions: s.versions.map((v) => ({ ...v, symbol: (v.symbol + 2) % 4 })) } : s)),
+    };
+    await assert.rejects(createExecutor(swapped, p.so),
+      (e: unknown) => e instanceof VeltairError && e.code === 'BAD_BUNDLE' && /does not match the plan/.test(e.message));
   } finally {
     await rm(p.cache, { recursive: true, force: true });
   }

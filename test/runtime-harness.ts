@@ -17,18 +17,12 @@ import { translatePlan } from '../src/runtime/translate.js';
 import { fromIrLayer, type RuntimeLayer } from '../src/runtime/runtime-layer.js';
 import { createExecutor, type TensorData } from '../src/runtime/native-bridge.js';
 import type { DType, Tensor } from '../src/onnx/model.js';
+import { seededFloats } from '../src/random.js';
 
 export type Feed = { dtype: DType; dims: readonly number[]; data: TensorData };
 
-export function seeded(count: number, seed: number, lo = -2, hi = 2): Float32Array {
-  const out = new Float32Array(count);
-  let s = seed >>> 0;
-  for (let i = 0; i < count; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = lo + (hi - lo) * (s / 4294967296);
-  }
-  return out;
-}
+/** Deterministic floats in [lo, hi) (veltair's one seeded PRNG). */
+export const seeded = (count: number, seed: number, lo = -2, hi = 2): Float32Array => seededFloats(count, seed, lo, hi);
 
 export function graphOf(spec: ModelSpec): { bytes: Uint8Array; graph: LayerGraph } {
   const bytes = encodeModel(spec);
@@ -75,7 +69,8 @@ export interface Compared {
 }
 
 /** Run `spec` natively (natural plan, or blocked with `vec`) and with ONNX Runtime. */
-export async function runAgainstOrt(spec: ModelSpec, feeds: readonly Feed[], options: { vec?: number; threads?: number; layers?: RuntimeLayer[] } = {}): Promise<Compared> {
+export async function runAgainstOrt(spec: ModelSpec, feeds: readonly Feed[],
+  options: { vec?: number; threads?: number; layers?: RuntimeLayer[] } = {}): Promise<Compared> {
   const { bytes, graph } = graphOf(spec);
   const plan = options.vec ? blockedPlan(graph, options.vec) : buildGraphPlan(graph, new Map(), 16);
   const layers = options.layers ?? graph.layers.map((l) => fromIrLayer(l));
@@ -106,7 +101,8 @@ export function assertClose(actual: ArrayBufferView, expected: ArrayBufferView, 
   }
 }
 
-export const f32 = (dims: readonly number[], seed: number, lo = -2, hi = 2): Feed => ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
+export const f32 = (dims: readonly number[], seed: number, lo = -2, hi = 2): Feed =>
+  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
 
 export interface Case {
   readonly name: string;

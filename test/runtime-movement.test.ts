@@ -24,20 +24,26 @@ const CASES: Case[] = [
     inits: [['s', ints([2], [1, 1])], ['e', ints([2], [5, 8])], ['a', ints([2], [0, 1])], ['st', ints([2], [2, 3])]] },
   { name: 'Slice negative step', node: { op: 'Slice', inputs: ['x', 's', 'e', 'a', 'st'] }, feeds: [X([4, 7])], out: [4, 3],
     inits: [['s', ints([1], [-1])], ['e', ints([1], [-8])], ['a', ints([1], [1])], ['st', ints([1], [-3])]] },
-  { name: 'Split uneven', nodes: [{ op: 'Split', inputs: ['x', 'sp'], outputs: ['p', 'q'], attrs: { axis: 1 } }, { op: 'Sub', inputs: ['q', 'p2'], outputs: ['y'] },
+  { name: 'Split uneven',
+    nodes: [{ op: 'Split', inputs: ['x', 'sp'], outputs: ['p', 'q'], attrs: { axis: 1 } }, { op: 'Sub', inputs: ['q', 'p2'], outputs: ['y'] },
     { op: 'Slice', inputs: ['p', 's', 'e', 'a'], outputs: ['p2'] }],
     feeds: [X([2, 7, 3])], out: [2, 4, 3], inits: [['sp', ints([2], [3, 4])], ['s', ints([1], [0])], ['e', ints([1], [1])], ['a', ints([1], [1])]] },
-  { name: 'Concat axis 1 with a constant', node: { op: 'Concat', inputs: ['x', 'k', 'b'], attrs: { axis: 1 } }, feeds: [X([2, 3, 4]), named('b', f32([2, 1, 4], 5))], out: [2, 6, 4],
+  { name: 'Concat axis 1 with a constant', node: { op: 'Concat', inputs: ['x', 'k', 'b'], attrs: { axis: 1 } },
+    feeds: [X([2, 3, 4]), named('b', f32([2, 1, 4], 5))], out: [2, 6, 4],
     inits: [['k', { dtype: 'float32', dims: [2, 2, 4], data: seeded(16, 8) }]] },
   { name: 'Concat last axis', node: { op: 'Concat', attrs: { axis: -1 } }, feeds: [X([3, 2]), named('b', f32([3, 5], 5))], out: [3, 7] },
-  { name: 'Concat blocked channels', node: { op: 'Concat', attrs: { axis: 1 } }, feeds: [X([2, 16, 3, 3]), named('b', f32([2, 32, 3, 3], 5))], out: [2, 48, 3, 3], vec: 16 },
-  { name: 'Concat blocked V=8', node: { op: 'Concat', attrs: { axis: 1 } }, feeds: [X([1, 8, 2, 5]), named('b', f32([1, 16, 2, 5], 5))], out: [1, 24, 2, 5], vec: 8 },
+  { name: 'Concat blocked channels', node: { op: 'Concat', attrs: { axis: 1 } },
+    feeds: [X([2, 16, 3, 3]), named('b', f32([2, 32, 3, 3], 5))], out: [2, 48, 3, 3], vec: 16 },
+  { name: 'Concat blocked V=8', node: { op: 'Concat', attrs: { axis: 1 } },
+    feeds: [X([1, 8, 2, 5]), named('b', f32([1, 16, 2, 5], 5))], out: [1, 24, 2, 5], vec: 8 },
   { name: 'Expand', node: { op: 'Expand', inputs: ['x', 'sh'] }, feeds: [X([3, 1, 4])], out: [2, 3, 5, 4], inits: [['sh', ints([4], [2, 3, 5, 4])]] },
   { name: 'Pad constant', node: { op: 'Pad', inputs: ['x', 'p', 'v'] }, feeds: [X([2, 3, 4])], out: [3, 3, 7],
     inits: [['p', ints([6], [1, 0, 2, 0, 0, 1])], ['v', { dtype: 'float32', dims: [], data: new Float32Array([0.75]) }]] },
-  { name: 'Gather embedding (int64 ids, constant table)', node: { op: 'Gather', inputs: ['table', 'ids'] }, feeds: [named('ids', { dtype: 'int64', dims: [2, 3], data: BigInt64Array.from([0n, 4n, 2n, -1n, 3n, 3n]) })],
+  { name: 'Gather embedding (int64 ids, constant table)', node: { op: 'Gather', inputs: ['table', 'ids'] },
+    feeds: [named('ids', { dtype: 'int64', dims: [2, 3], data: BigInt64Array.from([0n, 4n, 2n, -1n, 3n, 3n]) })],
     out: [2, 3, 6], inits: [['table', { dtype: 'float32', dims: [5, 6], data: seeded(30, 3) }]] },
-  { name: 'Gather axis 1 int32', node: { op: 'Gather', inputs: ['x', 'ids'], attrs: { axis: 1 } }, feeds: [X([3, 5, 2]), named('ids', { dtype: 'int32', dims: [4], data: Int32Array.from([4, 0, 0, 2]) })], out: [3, 4, 2] },
+  { name: 'Gather axis 1 int32', node: { op: 'Gather', inputs: ['x', 'ids'], attrs: { axis: 1 } },
+    feeds: [X([3, 5, 2]), named('ids', { dtype: 'int32', dims: [4], data: Int32Array.from([4, 0, 0, 2]) })], out: [3, 4, 2] },
 ];
 
 for (const c of CASES) {
@@ -45,7 +51,9 @@ for (const c of CASES) {
 }
 
 /** One REORDER step from value a to value b. */
-function reorder(from: [number, number], to: [number, number], dims: { n: number; c: number; hw: number; rows: number; cols: number }, inBytes: number, outBytes: number) {
+function reorder(
+  from: [number, number], to: [number, number], dims: { n: number; c: number; hw: number; rows: number; cols: number }, inBytes: number, outBytes: number,
+) {
   const outAt = Math.ceil(inBytes / 64) * 64;
   return {
     arenaBytes: outAt + outBytes,
@@ -87,8 +95,10 @@ test('[M][K] ↔ [M][Kpad] and blocked → rows reorders round-trip exactly', as
   assert.deepEqual(unpad.run([rows])[0], x);
   // generic path: [N=2][C=5][HW=3] blocked (V=8) → rows of [6][5]... via the element-wise route
   const nat = seeded(2 * 5 * 3, 4);
-  const toBlocked = await createExecutor(reorder([LAYOUT_KIND.natural, 1], [LAYOUT_KIND.blocked, 8], { n: 2, c: 5, hw: 3, rows: 10, cols: 3 }, nat.byteLength, 2 * 8 * 3 * 4), null);
-  const blockedToRows = await createExecutor(reorder([LAYOUT_KIND.blocked, 8], [LAYOUT_KIND.rows, 8], { n: 2, c: 5, hw: 3, rows: 10, cols: 3 }, 2 * 8 * 3 * 4, 10 * 8 * 4), null);
+  const toBlocked = await createExecutor(
+    reorder([LAYOUT_KIND.natural, 1], [LAYOUT_KIND.blocked, 8], { n: 2, c: 5, hw: 3, rows: 10, cols: 3 }, nat.byteLength, 2 * 8 * 3 * 4), null);
+  const blockedToRows = await createExecutor(
+    reorder([LAYOUT_KIND.blocked, 8], [LAYOUT_KIND.rows, 8], { n: 2, c: 5, hw: 3, rows: 10, cols: 3 }, 2 * 8 * 3 * 4, 10 * 8 * 4), null);
   const r2 = blockedToRows.run([toBlocked.run([nat])[0]!])[0] as Float32Array;
   for (let r = 0; r < 10; r++) for (let j = 0; j < 8; j++) assert.equal(r2[r * 8 + j], j < 3 ? nat[r * 3 + j] : 0);
   for (const e of [pad, unpad, toBlocked, blockedToRows]) e.close();

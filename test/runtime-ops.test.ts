@@ -11,7 +11,8 @@ const UNARY = ['Relu', 'Sigmoid', 'Tanh', 'Erf', 'Exp', 'Neg', 'Abs', 'Floor', '
 
 const CASES: Case[] = [
   ...UNARY.map((op): Case => ({ name: op, node: { op }, feeds: [X([2, 3, 5, 7])], out: [2, 3, 5, 7] })),
-  ...['Relu', 'Sigmoid', 'HardSwish', 'Tanh'].map((op): Case => ({ name: `${op} blocked`, node: { op }, feeds: [X([2, 19, 3, 5])], out: [2, 19, 3, 5], vec: 16 })),
+  ...['Relu', 'Sigmoid', 'HardSwish', 'Tanh'].map((op): Case =>
+    ({ name: `${op} blocked`, node: { op }, feeds: [X([2, 19, 3, 5])], out: [2, 19, 3, 5], vec: 16 })),
   { name: 'Sqrt', node: { op: 'Sqrt' }, feeds: [X([3, 11], 2, 0.01, 4)], out: [3, 11] },
   { name: 'Log', node: { op: 'Log' }, feeds: [X([3, 11], 2, 0.01, 4)], out: [3, 11] },
   { name: 'Reciprocal', node: { op: 'Reciprocal' }, feeds: [X([3, 11], 2, 0.5, 4)], out: [3, 11] },
@@ -28,7 +29,8 @@ const CASES: Case[] = [
 ];
 
 const Y = (dims: number[], seed = 2, lo = -2, hi = 2) => named('b', f32(dims, seed, lo, hi));
-const tensor = (dims: number[], seed: number, lo = -1, hi = 1): Tensor => ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
+const tensor = (dims: number[], seed: number, lo = -1, hi = 1): Tensor =>
+  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
 const bin = (op: string, a: number[], b: number[], out: number[], extra: Partial<Case> = {}): Case =>
   ({ name: `${op} [${a}]∘[${b}]`, node: { op }, feeds: [X(a), Y(b, 2, 0.5, 2)], out, ...extra });
 
@@ -49,12 +51,19 @@ CASES.push(
   { name: 'Less → bool', node: { op: 'Less' }, feeds: [X([3, 5]), Y([5])], out: [3, 5], outDtype: 'bool' },
   { name: 'Where', node: { op: 'Where', inputs: ['c', 'x', 'b'] }, feeds: [X([2, 1, 5]), Y([3, 1])], out: [2, 3, 5],
     inits: [['c', { dtype: 'bool', dims: [3, 5], data: Uint8Array.from({ length: 15 }, (_, i) => (i * 7) % 3 === 0 ? 1 : 0) }]] },
-  { name: 'MaxPool 3x3 s2 pads', node: { op: 'MaxPool', attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] } }, feeds: [X([1, 3, 9, 8])], out: [1, 3, 5, 4] },
-  { name: 'MaxPool ceil dilated', node: { op: 'MaxPool', attrs: { kernel_shape: [2, 3], strides: [2, 2], dilations: [2, 1], ceil_mode: 1 } }, feeds: [X([2, 3, 10, 9])], out: [2, 3, 4, 4] },
-  { name: 'MaxPool blocked', node: { op: 'MaxPool', attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] } }, feeds: [X([1, 20, 9, 8])], out: [1, 20, 5, 4], vec: 16 },
-  { name: 'AveragePool exclude pad', node: { op: 'AveragePool', attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] } }, feeds: [X([1, 2, 7, 9])], out: [1, 2, 4, 5] },
-  { name: 'AveragePool include pad ceil', node: { op: 'AveragePool', attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1], count_include_pad: 1, ceil_mode: 1 } }, feeds: [X([1, 2, 8, 8])], out: [1, 2, 5, 5] },
-  { name: 'AveragePool blocked', node: { op: 'AveragePool', attrs: { kernel_shape: [2, 2], strides: [2, 2] } }, feeds: [X([2, 17, 6, 7])], out: [2, 17, 3, 3], vec: 8 },
+  { name: 'MaxPool 3x3 s2 pads', node: { op: 'MaxPool', attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] } },
+    feeds: [X([1, 3, 9, 8])], out: [1, 3, 5, 4] },
+  { name: 'MaxPool ceil dilated', node: { op: 'MaxPool', attrs: { kernel_shape: [2, 3], strides: [2, 2], dilations: [2, 1], ceil_mode: 1 } },
+    feeds: [X([2, 3, 10, 9])], out: [2, 3, 4, 4] },
+  { name: 'MaxPool blocked', node: { op: 'MaxPool', attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] } },
+    feeds: [X([1, 20, 9, 8])], out: [1, 20, 5, 4], vec: 16 },
+  { name: 'AveragePool exclude pad', node: { op: 'AveragePool', attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] } },
+    feeds: [X([1, 2, 7, 9])], out: [1, 2, 4, 5] },
+  { name: 'AveragePool include pad ceil',
+    node: { op: 'AveragePool', attrs: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1], count_include_pad: 1, ceil_mode: 1 } },
+    feeds: [X([1, 2, 8, 8])], out: [1, 2, 5, 5] },
+  { name: 'AveragePool blocked', node: { op: 'AveragePool', attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
+    feeds: [X([2, 17, 6, 7])], out: [2, 17, 3, 3], vec: 8 },
   { name: 'MaxPool 1-D', node: { op: 'MaxPool', attrs: { kernel_shape: [3], strides: [2], pads: [1, 1] } }, feeds: [X([2, 3, 11])], out: [2, 3, 6] },
   { name: 'GlobalAveragePool', node: { op: 'GlobalAveragePool' }, feeds: [X([2, 5, 3, 7])], out: [2, 5, 1, 1] },
   { name: 'GlobalMaxPool', node: { op: 'GlobalMaxPool' }, feeds: [X([2, 5, 3, 7])], out: [2, 5, 1, 1] },
@@ -63,13 +72,17 @@ CASES.push(
   { name: 'Softmax middle axis', node: { op: 'Softmax', attrs: { axis: 1 } }, feeds: [X([2, 5, 3])], out: [2, 5, 3] },
   { name: 'Softmax opset 11 default axis (flatten to 2-D)', node: { op: 'Softmax' }, feeds: [X([2, 3, 4])], out: [2, 3, 4], opset: 11 },
   { name: 'LogSoftmax', node: { op: 'LogSoftmax', attrs: { axis: -1 } }, feeds: [X([4, 21])], out: [4, 21] },
-  { name: 'LayerNormalization', node: { op: 'LayerNormalization', inputs: ['x', 'g', 'bb'], attrs: { axis: -1, epsilon: 1e-5 } }, feeds: [X([2, 3, 19])], out: [2, 3, 19],
+  { name: 'LayerNormalization', node: { op: 'LayerNormalization', inputs: ['x', 'g', 'bb'], attrs: { axis: -1, epsilon: 1e-5 } },
+    feeds: [X([2, 3, 19])], out: [2, 3, 19],
     inits: [['g', tensor([19], 3)], ['bb', tensor([19], 4)]] },
-  { name: 'LayerNormalization two axes, no bias', node: { op: 'LayerNormalization', inputs: ['x', 'g'], attrs: { axis: 1 } }, feeds: [X([3, 4, 5])], out: [3, 4, 5],
+  { name: 'LayerNormalization two axes, no bias', node: { op: 'LayerNormalization', inputs: ['x', 'g'], attrs: { axis: 1 } },
+    feeds: [X([3, 4, 5])], out: [3, 4, 5],
     inits: [['g', tensor([4, 5], 3)]] },
-  { name: 'BatchNormalization', node: { op: 'BatchNormalization', inputs: ['x', 's', 'bb', 'm', 'v'], attrs: { epsilon: 1e-3 } }, feeds: [X([2, 3, 4, 5])], out: [2, 3, 4, 5],
+  { name: 'BatchNormalization', node: { op: 'BatchNormalization', inputs: ['x', 's', 'bb', 'm', 'v'], attrs: { epsilon: 1e-3 } },
+    feeds: [X([2, 3, 4, 5])], out: [2, 3, 4, 5],
     inits: [['s', tensor([3], 1)], ['bb', tensor([3], 2)], ['m', tensor([3], 3)], ['v', tensor([3], 4, 0.5, 2)]] },
-  { name: 'ReduceMean spatial keepdims', node: { op: 'ReduceMean', inputs: ['x', 'ax'], attrs: { keepdims: 1 } }, feeds: [X([2, 3, 4, 5])], out: [2, 3, 1, 1], opset: 18,
+  { name: 'ReduceMean spatial keepdims', node: { op: 'ReduceMean', inputs: ['x', 'ax'], attrs: { keepdims: 1 } },
+    feeds: [X([2, 3, 4, 5])], out: [2, 3, 1, 1], opset: 18,
     inits: [['ax', { dtype: 'int64', dims: [2], data: new Float64Array([2, 3]) }]] },
   { name: 'ReduceSum middle', node: { op: 'ReduceSum', inputs: ['x', 'ax'], attrs: { keepdims: 0 } }, feeds: [X([2, 3, 4])], out: [2, 4], opset: 13,
     inits: [['ax', { dtype: 'int64', dims: [1], data: new Float64Array([1]) }]] },

@@ -12,9 +12,12 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { ManifestInterferenceProxy, ManifestVersion } from '../src/bundle/manifest.js';
 import { manifestSchemaProblem } from '../src/bundle/schema.js';
-import { compileLevelModel, compiledLevel, continuousLevel, fitLevelModel, snapLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample } from '../src/runtime/proxy-model.js';
-import { bestVersionAt, pickRegret, pickTable, profiledKernelMs, type KernelStepChoice } from '../src/runtime/proxy-picker.js';
-import { FeatureSampler, LatencyRatioTracker, parseCpuTimes, parsePsiSomeTotal } from '../src/runtime/proxy-features.js';
+import {
+  compileLevelModel, compiledLevel, continuousLevel, snapLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample,
+} from '../src/interference/proxy-model.js';
+import { fitLevelModel } from '../src/interference/proxy-fit.js';
+import { bestVersionAt, pickRegret, pickTable, profiledKernelMs, type KernelStepChoice } from '../src/runtime/version-picker.js';
+import { FeatureSampler, LatencyRatioTracker, parseCpuTimes, parsePsiSomeTotal } from '../src/interference/proxy-features.js';
 import { writeFakeBundle } from './bundle-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-proxy-fit-'));
@@ -55,7 +58,8 @@ test('a model is applied by feature name, whatever order the manifest lists its 
   const x = { otherCoresBusy: 0.25, psiCpuSome: 0.6, psiMemorySome: 0.1, latencyRatio: 1.8, coRunnerMemGBps: 12 };
   const cases: [{ features: string[]; intercept: number; weights: number[] }, number][] = [
     [{ features: ['latencyRatio', 'otherCoresBusy'], intercept: 0.5, weights: [2, -1] }, 0.5 + 2 * 1.8 - 0.25],
-    [{ features: [...TENANT_FEATURES].reverse(), intercept: -1, weights: [0.05, 3, -2, 0.5, 1.5] }, -1 + 0.05 * 12 + 3 * 1.8 - 2 * 0.1 + 0.5 * 0.6 + 1.5 * 0.25],
+    [{ features: [...TENANT_FEATURES].reverse(), intercept: -1, weights: [0.05, 3, -2, 0.5, 1.5] },
+      -1 + 0.05 * 12 + 3 * 1.8 - 2 * 0.1 + 0.5 * 0.6 + 1.5 * 0.25],
     [{ features: [...SYSTEM_FEATURES], intercept: 0, weights: [0, 0, 0, 0] }, 0],
   ];
   for (const [m, want] of cases) {
@@ -91,7 +95,10 @@ test('a continuous level snaps to the nearest calibrated level, clamped at the e
 const version = (latencyMs: Record<string, number>, byThreads: Record<string, number> = {}): ManifestVersion => ({
   id: '0123456789abcdef', symbol: 'vt_k0123456789abcdef', threads: 1, inPlan: true, latencyMs, latencyByThreadsMs: byThreads,
   schedule: { vec: 16, regOc: 1, regCols: 1, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1 },
-  features: { footprintBytes: { l1: 0, l2: 0, l3: 0, total: 0 }, parallelChunks: 1, threads: 1, loadBalance: 1, arithmeticIntensity: 1, registerTile: 1, reductionSplit: 1, flops: 1 },
+  features: {
+    footprintBytes: { l1: 0, l2: 0, l3: 0, total: 0 }, parallelChunks: 1, threads: 1, loadBalance: 1, arithmeticIntensity: 1, registerTile: 1,
+    reductionSplit: 1, flops: 1,
+  },
 });
 
 test('the picker takes the lowest profiled latency at the level; unmeasured levels fall back to level 0', () => {
@@ -185,6 +192,7 @@ test('the manifest schema accepts fitted proxy coefficients and refuses malforme
   assert.equal(manifestSchemaProblem(JSON.parse(JSON.stringify(m))), undefined, 'the proxy is optional');
   m = JSON.parse(JSON.stringify(m));
   assert.match(manifestSchemaProblem({ ...m, interferenceProxy: { ...proxy, levels: [0] } }) ?? '', /levels/);
-  assert.match(manifestSchemaProblem({ ...m, interferenceProxy: { ...proxy, models: { system: { ...model, features: ['cpuTemperature'] }, tenant: model } } }) ?? '', /features/);
+  assert.match(manifestSchemaProblem({ ...m, interferenceProxy: { ...proxy, models: { system: { ...model, features: ['cpuTemperature'] }, tenant: model } } })
+    ?? '', /features/);
   assert.match(manifestSchemaProblem({ ...m, interferenceProxy: { ...proxy, perLevel: { 7: proxy.perLevel['0'] } } }) ?? '', /perLevel/);
 });

@@ -18,13 +18,14 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { readBundle } from '../src/bundle/read.js';
 import { encodeModel } from '../src/onnx/encode.js';
-import { openLevelBank } from '../src/tune/levels.js';
+import { openLevelBank } from '../src/interference/bank.js';
 import { executorForBundle } from '../src/runtime/bundle-executor.js';
-import { modelFeeds } from '../src/runtime/bench-feeds.js';
+import { modelFeeds } from '../src/bench/feeds.js';
 import { InterferenceProxy } from '../src/runtime/proxy.js';
-import { calibrateProxy, profileCoRunners, storeProxy } from '../src/runtime/proxy-calibrate.js';
-import { runtimeCores } from '../src/runtime/proxy-cores.js';
-import { bestVersionAt, pickRegret } from '../src/runtime/proxy-picker.js';
+import { profileCoRunners } from '../src/interference/co-runner-profile.js';
+import { calibrateProxy, storeProxy } from '../src/bench/proxy-calibrate.js';
+import { runtimeCores } from '../src/interference/cores.js';
+import { bestVersionAt, pickRegret } from '../src/runtime/version-picker.js';
 import { tinyModelSpec, veltair } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-proxy-'));
@@ -54,7 +55,9 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
     // Uncalibrated: the runtime says so and stays at level 0.
     {
       const { executor, translated } = await executorForBundle(bundle, { threads: 1, pinThreads: true });
-      const proxy = new InterferenceProxy({ manifest: bundle.manifest, executor, stepOfPlan: translated.stepOfPlan, threads: 1, kernelCores: cores.kernelCores, allCores: cores.allCores });
+      const proxy = new InterferenceProxy({
+        manifest: bundle.manifest, executor, stepOfPlan: translated.stepOfPlan, threads: 1, kernelCores: cores.kernelCores, allCores: cores.allCores,
+      });
       assert.equal(proxy.calibrated, false);
       const d = proxy.decide();
       assert.equal(d.level, 0);
@@ -73,7 +76,9 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
     assert.deepEqual(bundle.manifest.interferenceProxy, JSON.parse(JSON.stringify(fit.proxy)), 'stored, and the bundle still passes every check');
 
     const { executor, translated } = await executorForBundle(bundle, { threads: 1, pinThreads: true });
-    const proxy = new InterferenceProxy({ manifest: bundle.manifest, executor, stepOfPlan: translated.stepOfPlan, threads: 1, kernelCores: cores.kernelCores, allCores: cores.allCores });
+    const proxy = new InterferenceProxy({
+      manifest: bundle.manifest, executor, stepOfPlan: translated.stepOfPlan, threads: 1, kernelCores: cores.kernelCores, allCores: cores.allCores,
+    });
     try {
       assert.equal(proxy.calibrated, true);
       t.diagnostic(`family sizes: ${proxy.steps.map((s) => s.versions.length).join(', ')}; system fit R² ${fit.proxy.models.system.r2.toFixed(3)}`);
@@ -100,7 +105,8 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
           assert.ok(LEVELS.includes(p), `prediction ${p} is a calibrated level`);
           const table = proxy.pickFor(p);
           for (const step of proxy.steps) {
-            assert.equal(table[step.step], bestVersionAt(step.versions, p), `at predicted level ${p}, layer ${step.layer} runs that level's lowest-profiled version`);
+            assert.equal(table[step.step], bestVersionAt(step.versions, p),
+              `at predicted level ${p}, layer ${step.layer} runs that level's lowest-profiled version`);
           }
         }
         const regrets = [...new Set(predicted)].map((p) => `${p}:${((pickRegret(proxy.steps, p, level).worst - 1) * 100).toFixed(1)}%`);

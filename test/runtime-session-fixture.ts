@@ -13,7 +13,7 @@ import type { TensorInfo } from '../src/runtime/feeds.js';
 export const RTOL = 1e-3;
 export const ATOL_SCALE = 1e-4;
 
-/** Deterministic values in [lo, hi) (the runtime harness's LCG), as float32. */
+/** Deterministic values in [lo, hi) (veltair's one seeded PRNG), as float32. */
 export const seededFloats = (count: number, seed: number, lo = -1, hi = 1): Float32Array => seeded(count, seed, lo, hi);
 
 export const count = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
@@ -83,4 +83,5 @@ export function compareTensors(name: string, ours: TensorData, ref: ArrayLike<nu
 }
 
 export const describeComparison = (c: Comparison) =>
-  `${c.name}: ${c.elements} elements, max abs ${c.maxAbs.toExponential(2)}, max rel ${c.maxRel.toExponential(2)} (atol ${c.atol.toExponential(2)}), ${c.bad} outside tolerance${c.firstBad ? ` (first ${c.firstBad})` : ''}`;
+  `${c.name}: ${c.elements} elements, max abs ${c.maxAbs.toExponential(2)}, max rel ${c.maxRel.toExponential(2)} `
+  + `(atol ${c.atol.toExponential(2)}), ${c.bad} outside tolerance${c.firstBad ? ` (first ${c.firstBad})` : ''}`;

@@ -59,7 +59,8 @@ test('feeds are checked before native code: unknown, missing, wrong dtype, wrong
     const x = new Float32Array(4);
     assert.throws(() => s.runSync({ x, z: x }), userErr('BAD_INPUT', /no input "z"; its inputs are "x" \(float32 \[1, 4\]\)/));
     assert.throws(() => s.runSync({}), userErr('BAD_INPUT', /input "x" \(float32 \[1, 4\]\) is missing/));
-    assert.throws(() => s.runSync({ x: new Float64Array(4) }), userErr('BAD_INPUT', /input "x" is a Float64Array; expected float32 \[1, 4\] as a Float32Array/));
+    assert.throws(() => s.runSync({ x: new Float64Array(4) }),
+      userErr('BAD_INPUT', /input "x" is a Float64Array; expected float32 \[1, 4\] as a Float32Array/));
     assert.throws(() => s.runSync({ x: { data: new Int32Array(4), dtype: 'int32' } }), userErr('BAD_INPUT', /input "x" is int32; expected float32 \[1, 4\]/));
     assert.throws(() => s.runSync({ x: { data: x, shape: [4, 1] } }), userErr('BAD_INPUT', /input "x" has shape \[4, 1\]; expected float32 \[1, 4\]/));
     assert.throws(() => s.runSync({ x: new Float32Array(5) }), userErr('BAD_INPUT', /input "x" has 5 elements; expected float32 \[1, 4\] = 4 elements/));
@@ -132,9 +133,11 @@ test('.npy: round trips, format versions 1 to 3, and every refusal names the fil
   assert.deepEqual(decodeNpy(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (4,), }", four), 'f1.npy').shape, [4]);
 
   const refuse = (bytes: Uint8Array, pattern: RegExp) => assert.throws(() => decodeNpy(bytes, 'in.npy'), userErr('BAD_INPUT', pattern));
-  refuse(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four), /^in\.npy: the array is in Fortran \(column-major\) order; only little-endian float32/);
+  refuse(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four),
+    /^in\.npy: the array is in Fortran \(column-major\) order; only little-endian float32/);
   refuse(npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }", four), /^in\.npy: big-endian data \(">f4"\) is not supported/);
-  refuse(npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four), /^in\.npy: dtype "<c8" is not supported; only little-endian float32, float64, int64/);
+  refuse(npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four),
+    /^in\.npy: dtype "<c8" is not supported; only little-endian float32, float64, int64/);
   refuse(npy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", four), /dtype "\|O" is not supported/);
   refuse(npy("{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", four), /dtype "<U3" is not supported/);
   refuse(npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }", four), /structured \(record\) dtypes are not supported/);

@@ -5,9 +5,10 @@ import type { WorkloadShape } from '../src/ir/workload.js';
 import { scheduleFeatures } from '../src/space/features.js';
 import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { problemOf } from '../src/space/problem.js';
-import { seededRng } from '../src/space/rng.js';
+import { seededRng } from '../src/random.js';
 import { isValid, makeSchedule, mutate, sampleSchedules, whyInvalid, type Schedule } from '../src/space/schedule.js';
-import { detectTarget, parseCacheSize, syntheticTarget } from '../src/space/target.js';
+import { detectTarget, syntheticTarget } from '../src/toolchain/target.js';
+import { parseCacheSize } from '../src/toolchain/caches.js';
 
 const conv = (cin: number, hw: number, cout: number, k: number, stride = 1, groups = 1): WorkloadShape => {
   const pad = (k - 1) >> 1, o = Math.floor((hw + 2 * pad - k) / stride) + 1;

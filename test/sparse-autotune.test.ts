@@ -60,6 +60,7 @@ test('the output sparsity is autotuned from the class count; dense layers have n
   assert.equal(autoSparsity(10_000_000), 0.005);
   const layers = resolveLayers({ input: 50, layers: [{ dim: 64, activation: 'relu' }, { dim: 3000, activation: 'softmax' }] }, { family: 'dwta' });
   assert.deepEqual(layers.map((l) => [l.sparsity, l.hash]), [[1, null], [1, null]]);
-  const big = resolveLayers({ input: 50, layers: [{ dim: 64, activation: 'relu' }, { dim: 50000, activation: 'softmax' }] }, { family: 'dwta', outputSparsity: 0.01 });
+  const big = resolveLayers({ input: 50, layers: [{ dim: 64, activation: 'relu' }, { dim: 50000, activation: 'softmax' }] }, { family: 'dwta',
+    outputSparsity: 0.01 });
   assert.deepEqual([big[1]!.sparsity, big[1]!.sparsitySource, big[1]!.hash?.family], [0.01, 'flag', 'dwta']);
 });

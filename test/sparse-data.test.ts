@@ -49,7 +49,8 @@ test('words: classes and features from the training documents, document-level cu
   const corpus = join(root, 'corpus');
   mkdirSync(join(corpus, 'doc', 'pkg'), { recursive: true });
   mkdirSync(join(corpus, 'man', 'man1'), { recursive: true });
-  const sentence = (i: number) => `the quick brown fox jumps over the lazy dog number ${['one', 'two', 'three', 'four'][i % 4]} again and again line ${'abcdefghij'[i % 10]}`;
+  const sentence = (i: number) =>
+    `the quick brown fox jumps over the lazy dog number ${['one', 'two', 'three', 'four'][i % 4]} again and again line ${'abcdefghij'[i % 10]}`;
   const docs: string[] = [];
   for (let f = 0; f < 30; f++) {
     const p = join(corpus, 'doc', 'pkg', `file${f}.txt`);
@@ -60,7 +61,8 @@ test('words: classes and features from the training documents, document-level cu
   writeFileSync(man, gzipSync('.TH TOOL 1\n.SH NAME\ntool \\- the quick \\fBbrown\\fR fox tool\n'));
   docs.push(man);
   writeFileSync(join(corpus, 'doc', 'pkg', 'blob.bin'), Buffer.from([1, 2, 0, 3, 4]));
-  const build = (out: string) => buildWordsDataset({ roots: [join(corpus, 'doc'), join(corpus, 'man')], outDir: out, minClassCount: 5, maxClasses: 1000, window: 2, maxTrain: 100000, maxTest: 100000, hidden: 16 });
+  const build = (out: string) => buildWordsDataset({ roots: [join(corpus, 'doc'), join(corpus, 'man')], outDir: out, minClassCount: 5, maxClasses: 1000,
+    window: 2, maxTrain: 100000, maxTest: 100000, hidden: 16 });
   mkdirSync(join(root, 'w1')); mkdirSync(join(root, 'w2'));
   const a = await build(join(root, 'w1'));
   const b = await build(join(root, 'w2'));

@@ -40,16 +40,19 @@ before(async () => {
 test('the planted generator is deterministic and writes XC files with a header and a matching spec', async () => {
   const again = join(root, 'again');
   assert.equal((await veltair(['data', 'planted', '-o', again, ...PLANTED])).exitCode, 0);
-  for (const f of ['train.txt', 'test.txt', 'spec.json']) assert.ok(readFileSync(join(data, f)).equals(readFileSync(join(again, f))), `${f} differs between two runs`);
+  for (const f of ['train.txt', 'test.txt', 'spec.json']) assert.ok(readFileSync(join(data, f)).equals(readFileSync(join(again, f))),
+    `${f} differs between two runs`);
   assert.equal(readFileSync(join(data, 'train.txt'), 'utf8').split('\n')[0], '5000 1000 500');
-  assert.deepEqual(JSON.parse(readFileSync(join(data, 'spec.json'), 'utf8')), { input: 1000, layers: [{ dim: 64, activation: 'relu' }, { dim: 500, activation: 'softmax' }] });
+  assert.deepEqual(JSON.parse(readFileSync(join(data, 'spec.json'), 'utf8')), { input: 1000, layers: [{ dim: 64, activation: 'relu' }, { dim: 500,
+    activation: 'softmax' }] });
 });
 
 test('--json: one object per epoch with the metrics; a tiny planted set reaches P@1 ≥ 0.9 within three epochs', () => {
   assert.equal(epochs.length, 3);
   for (const [i, e] of epochs.entries()) {
     assert.equal(e['epoch'], i + 1);
-    for (const k of ['loss', 'precision@1', 'precision@5', 'recall@5', 'epochSeconds', 'evalSeconds', 'samplesPerSecond']) assert.equal(typeof e[k], 'number', k);
+    for (const k of ['loss', 'precision@1', 'precision@5', 'recall@5', 'epochSeconds', 'evalSeconds', 'samplesPerSecond']) assert.equal(typeof e[k], 'number',
+      k);
     assert.equal(e['samples'], 5000);
     assert.equal(e['threads'], 2);
     const sparse = e['sparse'] as Record<string, number>;
@@ -106,7 +109,8 @@ test('the hash index names the output layer\'s initializers, carries the sha256 
   const raw = (name: string) => model.graph!.initializer!.find((t) => t.name === name)!.rawData!;
   assert.deepEqual(model.graph!.initializer!.find((t) => t.name === 'layers.1.weight')!.dims!.map(Number), [500, 64]);
   assert.equal(createHash('sha256').update(raw('layers.1.weight')).update(raw('layers.1.bias')).digest('hex'), l.weightsSha256);
-  const offsets = new Uint32Array(bin.buffer.slice(bin.byteOffset + l.tables.offsets.offset, bin.byteOffset + l.tables.offsets.offset + l.tables.offsets.bytes));
+  const offsets = new Uint32Array(bin.buffer.slice(bin.byteOffset + l.tables.offsets.offset, bin.byteOffset + l.tables.offsets.offset
+    + l.tables.offsets.bytes));
   assert.equal(offsets.length, l.L * 2 ** l.K + 1);
   for (let b = 0; b + 1 < offsets.length; b++) assert.ok(offsets[b + 1]! - offsets[b]! <= l.R);
   assert.ok(existsSync(join(run, 'lsh-index.bin')));

@@ -2,7 +2,7 @@
  * Child process for test/tune-levels.test.ts: opens a level bank (small co-runner buffers), prints
  * the co-runner pids as one JSON line, then idles until it is killed — by the test, with -9.
  */
-import { openLevelBank, planCores } from '../src/tune/levels.js';
+import { openLevelBank, planCores } from '../src/interference/bank.js';
 
 const MiB = 1 << 20;
 const cacheDir = process.argv[2];

@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fitLatencyModel, fitRidge, solveSpd, type Observation } from '../src/tune/cost-model.js';
 import { scheduleFeatures } from '../src/space/features.js';
-import { seededRng } from '../src/space/rng.js';
+import { seededRng } from '../src/random.js';
 import { sampleSchedules } from '../src/space/schedule.js';
-import { syntheticTarget } from '../src/space/target.js';
+import { syntheticTarget } from '../src/toolchain/target.js';
 import type { WorkloadShape } from '../src/ir/workload.js';
 
 test('the Cholesky solver solves a small SPD system', () => {
@@ -42,7 +42,12 @@ test('the latency model learns a level-dependent locality penalty and ranks held
   const obs: Observation[] = train.flatMap((s) => [0, 1].map((level) => ({ features: scheduleFeatures(w, s), schedule: s, level, medianMs: law(s, level) })));
   const model = fitLatencyModel(obs, [0, 1], 0.1)!;
   assert.ok(model);
-  const rank = (xs: number[]) => { const order = xs.map((x, i) => [x, i] as const).sort((a, b) => a[0] - b[0]); const r = new Array<number>(xs.length); order.forEach(([, i], k) => { r[i] = k; }); return r; };
+  const rank = (xs: number[]) => {
+    const order = xs.map((x, i) => [x, i] as const).sort((a, b) => a[0] - b[0]);
+    const r = new Array<number>(xs.length);
+    order.forEach(([, i], k) => { r[i] = k; });
+    return r;
+  };
   for (const level of [0, 1]) {
     const truth = rank(held.map((s) => law(s, level)));
     const pred = rank(held.map((s) => model.predictMs(scheduleFeatures(w, s), s, level)));

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/db/store.js';
 import { levelsOf } from '../src/db/record.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
-import { detectTarget } from '../src/space/target.js';
+import { detectTarget } from '../src/toolchain/target.js';
 import { tuneWorkloads, shardOf, tasksOf } from '../src/tune/tune-model.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-tune-e2e-'));
@@ -84,7 +84,8 @@ test('one pass measures every candidate at every level with real, switched co-ru
 
   // a fresh process's view of the same database: the same trials replay as hits
   const again = await openDatabase(dbDir, { target, shipped: false });
-  const second = await tuneWorkloads([{ workload: conv, count: 2 }], { trials: 4, levels: [0, 1], threads: [1], seed: 3, db: again, minTimeMs: 20, target, profileThreads: [1, 2] });
+  const second = await tuneWorkloads([{ workload: conv, count: 2 }],
+    { trials: 4, levels: [0, 1], threads: [1], seed: 3, db: again, minTimeMs: 20, target, profileThreads: [1, 2] });
   assert.equal(second.measured, 0);
   assert.equal(second.dbHits, first.measured);
   assert.deepEqual(second.families.get(conv.key)!.versions.map((v) => v.id), fam.versions.map((v) => v.id));

@@ -6,13 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { type NoiseSettings } from '../src/measure/noise.js';
-import { isRunning, isStopped, measurableLevels, openLevelBank, planCores, threadStates } from '../src/tune/levels.js';
+import type { NoiseSettings } from '../src/interference/levels.js';
+import { isRunning, isStopped, measurableLevels, openLevelBank, planCores, threadStates } from '../src/interference/bank.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'veltair-tune-levels-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));
 const MiB = 1 << 20;
-const tiny: NoiseSettings = { randomBytes: 2 * MiB, streamBytes: 4 * MiB, streamMode: 'copy', streamChunkBytes: MiB, randomOpsPerTurn: 256, cappedByMemory: false };
+const tiny: NoiseSettings = {
+  randomBytes: 2 * MiB, streamBytes: 4 * MiB, streamMode: 'copy', streamChunkBytes: MiB, randomOpsPerTurn: 256, cappedByMemory: false,
+};
 const gone = (pid: number) => threadStates(pid).length === 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -54,7 +54,9 @@ const db = join(root, 'db');
 const results: { model: string; compileS: number; c: Comparison }[] = [];
 
 after(() => {
-  const rows = results.map((r) => `${r.model.padEnd(18)} ${r.c.name.slice(0, 28).padEnd(28)} ${String(r.c.elements).padStart(8)}  ${r.c.maxAbs.toExponential(2).padStart(9)}  ${r.c.maxRel.toExponential(2).padStart(9)}  ${r.c.atol.toExponential(2).padStart(9)}  ${String(r.c.bad).padStart(4)}  ${r.compileS.toFixed(0).padStart(4)} s`);
+  const rows = results.map((r) => `${r.model.padEnd(18)} ${r.c.name.slice(0, 28).padEnd(28)} ${String(r.c.elements).padStart(8)}  `
+    + `${r.c.maxAbs.toExponential(2).padStart(9)}  ${r.c.maxRel.toExponential(2).padStart(9)}  ${r.c.atol.toExponential(2).padStart(9)}  `
+    + `${String(r.c.bad).padStart(4)}  ${r.compileS.toFixed(0).padStart(4)} s`);
   console.log(['model              output                       elements    max abs    max rel       atol   bad  compile', ...rows].join('\n'));
   rmSync(root, { recursive: true, force: true });
 });
@@ -65,7 +67,8 @@ for (const zc of selected()) {
     const bundle = join(root, `${zc.name}.bundle`);
     await writeZooModel(zc.name, model, zc.options);
     const t0 = Date.now();
-    const r = await veltair(['compile', model, '-o', bundle, '--db', db, '--trials', '1', '--levels', '0', '--max-versions', '1', '--profile-threads', 'none', '--json'], env);
+    const r = await veltair(['compile', model, '-o', bundle, '--db', db, '--trials', '1', '--levels', '0', '--max-versions', '1',
+      '--profile-threads', 'none', '--json'], env);
     assert.equal(r.exitCode, 0, r.stderr);
     const compileS = (Date.now() - t0) / 1000;
     const session = await loadBundle(bundle);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { AttrInput, ModelSpec, NodeSpec } from '../src/onnx/encode.js';
 import type { Tensor } from '../src/onnx/model.js';
+import { mulberry32 } from '../src/random.js';
 
 type Shape = readonly number[];
 
@@ -174,19 +175,11 @@ export function assertDeclaredOutputs(spec: ModelSpec): void {
   for (const o of spec.outputs) assert.deepEqual(shapes.get(o.name), o.shape, `declared shape of output ${o.name}`);
 }
 
-/** A small LCG so test inputs do not depend on the generator under test. */
-function lcg(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 4294967296;
-  };
-}
 
 export type IntInputRange = Readonly<Record<string, readonly [number, number]>>;
 
 function feed(spec: ModelSpec, seed: number, intRanges: IntInputRange): Record<string, ort.Tensor> {
-  const next = lcg(seed);
+  const next = mulberry32(seed);
   const feeds: Record<string, ort.Tensor> = {};
   for (const v of spec.inputs) {
     const dims = (v.shape ?? []).map(Number);

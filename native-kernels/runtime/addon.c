@@ -7,7 +7,7 @@
  * crosses into C once per inference — the per-call cost of any binding mechanism is irrelevant,
  * only the per-step dispatch inside executor.c matters.
  *
- * Exports (all synchronous; an executor is used from one JS thread at a time):
+ * Exports (synchronous unless said otherwise; an executor is used from one JS thread at a time):
  *   create(blob: Float64Array, kernelsPath: string|null, symbols: string[], params: TypedArray[])
  *        -> handle (params are copied into 64-byte-aligned buffers once)
  *   info(handle) -> { steps, inputBytes: number[], outputBytes: number[] }
@@ -15,16 +15,91 @@
  *   setVersion(handle, step, version), setThreads(handle, step, threads)
  *   setProfiling(handle, on), stepTimes(handle) -> Float64Array (ns per step, last profiled run)
  *   close(handle)
+ *   copy(handle, inputs|null, outputs|null)   inputs into the arena / outputs out of it
+ *   runBlock(handle, from, to, cores[]) -> Promise<{cpus, startNs, endNs}>   async: steps pinned to cores
+ *   clone(handle) -> handle   another instance (own arena) sharing the plan, kernels and weights
+ *   abiDigest: string   VT_ABI_DIGEST of the generated vt_abi.h it was built with (checked at load)
  * Errors are thrown as Error with `code`: VT_KERNELS (dlopen/dlsym/kernel mismatch), VT_PLAN
- * (malformed plan), VT_ARGUMENT (wrong call), VT_RUN (a step failed at run time).
+ * (malformed plan), VT_ARGUMENT (wrong call), VT_RUN (a step failed at run time), VT_BUSY (a call
+ * on a handle whose block is still running).
  */
+#define _GNU_SOURCE
 #define NAPI_VERSION 8
 #include <node_api.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "vt_rt.h"
 
-typedef struct { vt_exec* e; } handle_t;
+/*
+ * One handle per executor instance. Blocks run asynchronously on the handle's own worker thread
+ * (started on first use): it is the master of the instance's OpenMP team, pins the team to the
+ * block's cores, runs the steps and hands the result back to the JS thread through a thread-safe
+ * function. A handle runs one block at a time (`busy`); while one runs, every other call on it is
+ * refused, so two requests are never interleaved in one arena. Why a thread per instance rather
+ * than libuv's pool: the pool has 4 threads by default, fixed at its first use, and every
+ * concurrently running block needs its own OpenMP master.
+ */
+typedef struct handle {
+  vt_exec* e;
+  int busy, closing;
+  /* the worker */
+  int started, stop, has_job;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  napi_threadsafe_function tsfn;
+  /* the job in flight */
+  int from, to, n_cores, rc;
+  double start_ns, end_ns;
+  int cores[VT_MAX_CORES];
+  char err[VT_ERR_LEN];
+  napi_deferred deferred;
+  napi_ref self;
+} handle_t;
+
+static void stop_worker(handle_t* h) {
+  if (!h->started) return;
+  pthread_mutex_lock(&h->mu);
+  h->stop = 1;
+  pthread_cond_signal(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+  pthread_join(h->thread, NULL);
+  napi_release_threadsafe_function(h->tsfn, napi_tsfn_release);
+  pthread_mutex_destroy(&h->mu);
+  pthread_cond_destroy(&h->cv);
+  h->started = 0;
+}
+
+static double monotonic_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static void* worker(void* arg) {
+  handle_t* h = arg;
+  pthread_mutex_lock(&h->mu);
+  for (;;) {
+    while (!h->has_job && !h->stop) pthread_cond_wait(&h->cv, &h->mu);
+    if (!h->has_job) break;
+    pthread_mutex_unlock(&h->mu);
+    h->start_ns = monotonic_ns();
+    int rc = vt_exec_bind(h->e, h->cores, h->n_cores);
+    if (!rc) rc = vt_exec_run_range(h->e, h->from, h->to, h->n_cores);
+    h->end_ns = monotonic_ns();
+    if (rc) snprintf(h->err, VT_ERR_LEN, "%s", vt_exec_error(h->e));
+    h->rc = rc;
+    pthread_mutex_lock(&h->mu);
+    h->has_job = 0;
+    pthread_mutex_unlock(&h->mu);
+    napi_call_threadsafe_function(h->tsfn, h, napi_tsfn_blocking);
+    pthread_mutex_lock(&h->mu);
+  }
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
 
 #define CHECK(call) do { if ((call) != napi_ok) { napi_throw_error(env, "VT_ARGUMENT", "veltair runtime: N-API call failed: " #call); return NULL; } } while (0)
 
@@ -36,15 +111,32 @@ static napi_value throw_code(napi_env env, const char* code, const char* msg) {
 static void finalize(napi_env env, void* data, void* hint) {
   (void)env; (void)hint;
   handle_t* h = data;
+  stop_worker(h);
   vt_exec_destroy(h->e);
   free(h);
+}
+
+static napi_value wrap_handle(napi_env env, vt_exec* e) {
+  handle_t* h = calloc(1, sizeof *h);
+  napi_value r = NULL;
+  if (!h) { vt_exec_destroy(e); napi_throw_error(env, "VT_ARGUMENT", "out of memory"); return NULL; }
+  h->e = e;
+  if (napi_create_external(env, h, finalize, NULL, &r) != napi_ok) { vt_exec_destroy(e); free(h); return NULL; }
+  return r;
 }
 
 static handle_t* get_handle(napi_env env, napi_value v) {
   void* data = NULL;
   if (napi_get_value_external(env, v, &data) != napi_ok || !data) { napi_throw_error(env, "VT_ARGUMENT", "not a veltair executor handle"); return NULL; }
   handle_t* h = data;
-  if (!h->e) { napi_throw_error(env, "VT_ARGUMENT", "this veltair executor was closed"); return NULL; }
+  if (!h->e || h->closing) { napi_throw_error(env, "VT_ARGUMENT", "this veltair executor was closed"); return NULL; }
+  return h;
+}
+
+/* A handle that is not running a block (otherwise a pending VT_BUSY exception and NULL). */
+static handle_t* idle_handle(napi_env env, napi_value v) {
+  handle_t* h = get_handle(env, v);
+  if (h && h->busy) { napi_throw_error(env, "VT_BUSY", "this executor is running a block; wait for it before using it again"); return NULL; }
   return h;
 }
 
@@ -65,7 +157,10 @@ static int view(napi_env env, napi_value v, void** data, size_t* bytes) {
   napi_value ab;
   size_t offset;
   if (napi_is_typedarray(env, v, &is) != napi_ok || !is) { napi_throw_error(env, "VT_ARGUMENT", "expected a typed array"); return 0; }
-  if (napi_get_typedarray_info(env, v, &type, &length, data, &ab, &offset) != napi_ok) { napi_throw_error(env, "VT_ARGUMENT", "cannot read a typed array"); return 0; }
+  if (napi_get_typedarray_info(env, v, &type, &length, data, &ab, &offset) != napi_ok) {
+    napi_throw_error(env, "VT_ARGUMENT", "cannot read a typed array");
+    return 0;
+  }
   *bytes = length * elem_size(type);
   return 1;
 }
@@ -120,9 +215,7 @@ static napi_value create(napi_env env, napi_callback_info info) {
       napi_throw_error(env, kernel ? "VT_KERNELS" : "VT_PLAN", err);
       goto done;
     }
-    handle_t* h = calloc(1, sizeof *h);
-    h->e = e;
-    if (napi_create_external(env, h, finalize, NULL, &r) != napi_ok) { vt_exec_destroy(e); free(h); r = NULL; }
+    r = wrap_handle(env, e);
   }
 done:
   if (syms) for (uint32_t i = 0; i < n_sym; i++) free(syms[i]);
@@ -157,7 +250,7 @@ static napi_value run(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 3) return throw_code(env, "VT_ARGUMENT", "run(handle, inputs, outputs) takes 3 arguments");
-  handle_t* h = get_handle(env, argv[0]);
+  handle_t* h = idle_handle(env, argv[0]);
   if (!h) return NULL;
   uint32_t ni, no;
   CHECK(napi_get_array_length(env, argv[1], &ni));
@@ -187,9 +280,11 @@ static napi_value set_int(napi_env env, napi_callback_info info, int (*setter)(v
   int32_t a = 0, b = 0;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 3) return throw_code(env, "VT_ARGUMENT", "expected (handle, step, value)");
-  handle_t* h = get_handle(env, argv[0]);
+  handle_t* h = idle_handle(env, argv[0]);
   if (!h) return NULL;
-  if (napi_get_value_int32(env, argv[1], &a) != napi_ok || napi_get_value_int32(env, argv[2], &b) != napi_ok) return throw_code(env, "VT_ARGUMENT", "step and value must be integers");
+  if (napi_get_value_int32(env, argv[1], &a) != napi_ok || napi_get_value_int32(env, argv[2], &b) != napi_ok) {
+    return throw_code(env, "VT_ARGUMENT", "step and value must be integers");
+  }
   if (setter(h->e, a, b)) return throw_code(env, "VT_ARGUMENT", vt_exec_error(h->e));
   return NULL;
 }
@@ -202,7 +297,7 @@ static napi_value set_profiling(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   bool on = false;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
+  handle_t* h = argc ? idle_handle(env, argv[0]) : NULL;
   if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "setProfiling(handle, on)");
   if (argc > 1) napi_get_value_bool(env, argv[1], &on);
   vt_exec_set_profiling(h->e, on);
@@ -213,7 +308,7 @@ static napi_value step_times(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], ab, arr;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
+  handle_t* h = argc ? idle_handle(env, argv[0]) : NULL;
   if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "stepTimes(handle)");
   int n = vt_exec_n_steps(h->e);
   void* data;
@@ -230,13 +325,156 @@ static napi_value close_fn(napi_env env, napi_callback_info info) {
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 1 || napi_get_value_external(env, argv[0], &data) != napi_ok || !data) return throw_code(env, "VT_ARGUMENT", "close(handle)");
   handle_t* h = data;
+  if (h->busy) { h->closing = 1; return NULL; } /* the block in flight finishes first; its completion closes */
+  stop_worker(h);
   vt_exec_destroy(h->e);
   h->e = NULL;
   return NULL;
 }
 
+/* copy(handle, inputs | null, outputs | null): inputs into the arena, and/or outputs out of it (sync). */
+static napi_value copy_io(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) return throw_code(env, "VT_ARGUMENT", "copy(handle, inputs, outputs) takes 3 arguments");
+  handle_t* h = idle_handle(env, argv[0]);
+  if (!h) return NULL;
+  for (int dir = 0; dir < 2; dir++) {
+    napi_valuetype t;
+    CHECK(napi_typeof(env, argv[1 + dir], &t));
+    if (t == napi_null || t == napi_undefined) continue;
+    uint32_t n;
+    CHECK(napi_get_array_length(env, argv[1 + dir], &n));
+    int want = dir == 0 ? vt_exec_n_inputs(h->e) : vt_exec_n_outputs(h->e);
+    if ((int)n != want) return throw_code(env, "VT_ARGUMENT", "copy: wrong number of inputs or outputs");
+    for (uint32_t i = 0; i < n; i++) {
+      napi_value v; void* d; size_t b;
+      CHECK(napi_get_element(env, argv[1 + dir], i, &v));
+      if (!view(env, v, &d, &b)) return NULL;
+      size_t expect = dir == 0 ? vt_exec_input_bytes(h->e, (int)i) : vt_exec_output_bytes(h->e, (int)i);
+      if (b != expect) return throw_code(env, "VT_ARGUMENT", "copy: a buffer has the wrong byte size");
+      if (dir == 0) memcpy(vt_exec_input_ptr(h->e, (int)i), d, b);
+      else memcpy(d, vt_exec_output_ptr(h->e, (int)i), b);
+    }
+  }
+  return NULL;
+}
+
+static void finish_block(napi_env env, napi_value js_cb, void* context, void* data) {
+  (void)js_cb; (void)context;
+  handle_t* h = data;
+  if (env != NULL) {
+    napi_value result = NULL;
+    if (h->rc) {
+      napi_value msg, code;
+      napi_create_string_utf8(env, h->err, NAPI_AUTO_LENGTH, &msg);
+      napi_create_string_utf8(env, "VT_RUN", NAPI_AUTO_LENGTH, &code);
+      napi_create_error(env, code, msg, &result);
+      napi_reject_deferred(env, h->deferred, result);
+    } else {
+      int cpus[VT_MAX_CORES];
+      int n = vt_exec_bound_cpus(h->e, cpus, VT_MAX_CORES);
+      napi_value x, list;
+      napi_create_object(env, &result);
+      napi_create_array_with_length(env, (size_t)n, &list);
+      for (int i = 0; i < n; i++) { napi_create_int32(env, cpus[i], &x); napi_set_element(env, list, (uint32_t)i, x); }
+      napi_set_named_property(env, result, "cpus", list);
+      napi_create_double(env, h->start_ns, &x);
+      napi_set_named_property(env, result, "startNs", x);
+      napi_create_double(env, h->end_ns, &x);
+      napi_set_named_property(env, result, "endNs", x);
+      napi_resolve_deferred(env, h->deferred, result);
+    }
+    napi_unref_threadsafe_function(env, h->tsfn);
+  }
+  h->busy = 0;
+  napi_ref self = h->self;
+  h->self = NULL;
+  if (h->closing) {
+    stop_worker(h);
+    vt_exec_destroy(h->e);
+    h->e = NULL;
+  }
+  if (env != NULL && self) napi_delete_reference(env, self);
+}
+
+/*
+ * runBlock(handle, from, to, cores: number[]) -> Promise<{ cpus, startNs, endNs }>: on the handle's
+ * worker thread, pin the OpenMP team to `cores`, run steps [from, to) with at most cores.length
+ * threads each, and resolve with the CPU each team thread was on and the block's CLOCK_MONOTONIC
+ * start and end (reject with code VT_RUN if a step failed).
+ */
+static napi_value run_block(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4], promise;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 4) return throw_code(env, "VT_ARGUMENT", "runBlock(handle, from, to, cores) takes 4 arguments");
+  handle_t* h = idle_handle(env, argv[0]);
+  if (!h) return NULL;
+  int32_t from, to;
+  uint32_t n;
+  bool is_array = false;
+  if (napi_get_value_int32(env, argv[1], &from) != napi_ok || napi_get_value_int32(env, argv[2], &to) != napi_ok) {
+    return throw_code(env, "VT_ARGUMENT", "runBlock: from and to must be integers");
+  }
+  CHECK(napi_is_array(env, argv[3], &is_array));
+  if (!is_array) return throw_code(env, "VT_ARGUMENT", "runBlock: cores must be an array of core ids");
+  CHECK(napi_get_array_length(env, argv[3], &n));
+  if (n < 1 || n > VT_MAX_CORES) return throw_code(env, "VT_ARGUMENT", "runBlock: a block needs at least one core");
+  if (from < 0 || to > vt_exec_n_steps(h->e) || from > to) return throw_code(env, "VT_ARGUMENT", "runBlock: [from, to) is not a range of steps");
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value c;
+    int32_t core;
+    CHECK(napi_get_element(env, argv[3], i, &c));
+    if (napi_get_value_int32(env, c, &core) != napi_ok || core < 0) return throw_code(env, "VT_ARGUMENT", "runBlock: core ids are integers >= 0");
+    h->cores[i] = core;
+  }
+  if (!h->started) {
+    napi_value name;
+    CHECK(napi_create_string_utf8(env, "veltair block", NAPI_AUTO_LENGTH, &name));
+    CHECK(napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, NULL, finish_block, &h->tsfn));
+    CHECK(napi_unref_threadsafe_function(env, h->tsfn));
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->stop = 0;
+    if (pthread_create(&h->thread, NULL, worker, h) != 0) {
+      napi_release_threadsafe_function(h->tsfn, napi_tsfn_abort);
+      return throw_code(env, "VT_ARGUMENT", "runBlock: cannot start the worker thread");
+    }
+    h->started = 1;
+  }
+  CHECK(napi_create_promise(env, &h->deferred, &promise));
+  CHECK(napi_create_reference(env, argv[0], 1, &h->self));
+  CHECK(napi_ref_threadsafe_function(env, h->tsfn));
+  h->busy = 1;
+  pthread_mutex_lock(&h->mu);
+  h->from = from; h->to = to; h->n_cores = (int)n; h->rc = 0; h->err[0] = 0;
+  h->has_job = 1;
+  pthread_cond_signal(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+  return promise;
+}
+
+/* clone(handle) -> a new handle: its own arena and steps, the same plan, kernels and weights. */
+static napi_value clone_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  /* A running block only reads the step tables (only this thread writes them): cloning is safe meanwhile. */
+  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
+  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "clone(handle)");
+  char err[VT_ERR_LEN] = { 0 };
+  vt_exec* c = vt_exec_clone(h->e, err);
+  if (!c) return throw_code(env, "VT_PLAN", err);
+  return wrap_handle(env, c);
+}
+
 NAPI_MODULE_INIT() {
+  napi_value digest;
+  if (napi_create_string_utf8(env, VT_ABI_DIGEST, NAPI_AUTO_LENGTH, &digest) != napi_ok) return NULL;
   napi_property_descriptor props[] = {
+    { "abiDigest", NULL, NULL, NULL, NULL, digest, napi_enumerable, NULL },
     { "create", NULL, create, NULL, NULL, NULL, napi_default, NULL },
     { "info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL },
     { "run", NULL, run, NULL, NULL, NULL, napi_default, NULL },
@@ -245,6 +483,9 @@ NAPI_MODULE_INIT() {
     { "setProfiling", NULL, set_profiling, NULL, NULL, NULL, napi_default, NULL },
     { "stepTimes", NULL, step_times, NULL, NULL, NULL, napi_default, NULL },
     { "close", NULL, close_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "copy", NULL, copy_io, NULL, NULL, NULL, napi_default, NULL },
+    { "runBlock", NULL, run_block, NULL, NULL, NULL, napi_default, NULL },
+    { "clone", NULL, clone_fn, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

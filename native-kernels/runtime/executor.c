@@ -16,6 +16,9 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +26,25 @@
 #include <time.h>
 #include "vt_rt.h"
 
-#define VT_PLAN_MAGIC 0x7674
-#define VT_PLAN_FORMAT 1
+/*
+ * What every instance of one loaded model shares: the plan blob, the kernels library and the
+ * constant params (weights). Instances (vt_exec_clone) each own an arena and their step tables,
+ * so two requests of one model run at once on disjoint cores with one copy of the weights.
+ */
+typedef struct vt_shared {
+  int refs;
+  double* blob;
+  size_t words;
+  char** symbols;
+  int n_symbols;
+  char* kernels_path;
+  void* so;
+  vt_param* params;
+  int n_params;
+} vt_shared;
 
 struct vt_exec {
+  vt_shared* shared;
   void* so;
   unsigned char* arena;
   size_t arena_bytes;
@@ -43,6 +61,9 @@ struct vt_exec {
   vt_version* versions;
   int profiling;
   double* step_ns;
+  /* the CPU each team thread found itself on after the last vt_exec_bind (-1: not bound) */
+  int bound_cpus[VT_MAX_CORES];
+  int n_bound;
   char err[VT_ERR_LEN];
 };
 
@@ -52,7 +73,7 @@ static const vt_op_fn OPS[VT_RT_OP_COUNT] = {
   [VT_RT_BINARY_CHANNEL] = vt_op_binary_channel, [VT_RT_WHERE] = vt_op_where, [VT_RT_SOFTMAX] = vt_op_softmax,
   [VT_RT_LAYERNORM] = vt_op_layernorm, [VT_RT_CHANNEL_AFFINE] = vt_op_channel_affine,
   [VT_RT_STRIDED_COPY] = vt_op_strided_copy, [VT_RT_GATHER] = vt_op_gather, [VT_RT_REDUCE] = vt_op_reduce,
-  [VT_RT_CAST] = vt_op_cast,
+  [VT_RT_CAST] = vt_op_cast, [VT_RT_TOPK] = vt_op_topk,
 };
 
 void* vt_aligned_copy(const void* src, size_t bytes) {
@@ -88,14 +109,24 @@ static void* resolve(vt_exec* e, int64_t ref, int* ok) {
   return e->params[p].data;
 }
 
+static void shared_release(vt_shared* sh) {
+  if (!sh || __atomic_sub_fetch(&sh->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+  for (int i = 0; i < sh->n_params; i++) free(sh->params[i].data);
+  free(sh->params);
+  for (int i = 0; i < sh->n_symbols; i++) free(sh->symbols[i]);
+  free(sh->symbols);
+  free(sh->blob);
+  free(sh->kernels_path);
+  if (sh->so) dlclose(sh->so);
+  free(sh);
+}
+
 void vt_exec_destroy(vt_exec* e) {
   if (!e) return;
-  for (int i = 0; i < e->n_params; i++) free(e->params[i].data);
-  free(e->params);
   free(e->arena);
   free(e->steps); free(e->io_offsets); free(e->io_bytes);
   free(e->ptrs); free(e->ints); free(e->floats); free(e->versions); free(e->step_ns);
-  if (e->so) dlclose(e->so);
+  shared_release(e->shared);
   free(e);
 }
 
@@ -143,12 +174,15 @@ static int check_kernel(vt_exec* e, vt_step* st, int s, const char* sym, const v
   return 0;
 }
 
-vt_exec* vt_exec_create(const double* blob, size_t words, const char* kernels_path, const char* const* symbols,
-                        int n_symbols, vt_param* params, int n_params, char* err) {
+/* One instance over `sh` (which it holds a reference to, released by vt_exec_destroy even on failure). */
+static vt_exec* instantiate(vt_shared* sh, char* err) {
   vt_exec* e = calloc(1, sizeof *e);
-  if (!e) { for (int i = 0; i < n_params; i++) free(params[i].data); free(params); snprintf(err, VT_ERR_LEN, "out of memory"); return NULL; }
-  e->params = params; e->n_params = n_params;
-  reader r = { blob, words, 0, 0 };
+  if (!e) { shared_release(sh); snprintf(err, VT_ERR_LEN, "out of memory"); return NULL; }
+  e->shared = sh;
+  e->params = sh->params; e->n_params = sh->n_params;
+  const char* const* symbols = (const char* const*)sh->symbols;
+  const int n_symbols = sh->n_symbols;
+  reader r = { sh->blob, sh->words, 0, 0 };
   if (next_int(&r) != VT_PLAN_MAGIC || next_int(&r) != VT_PLAN_FORMAT) return fail(e, err, "plan blob has the wrong magic/format");
   e->n_steps = (int)next_int(&r);
   int64_t arena = next_int(&r);
@@ -164,7 +198,8 @@ vt_exec* vt_exec_create(const double* blob, size_t words, const char* kernels_pa
   e->io_bytes = calloc((size_t)nio + 1, sizeof(size_t));
   for (int i = 0; i < nio; i++) {
     int64_t off = next_int(&r), bytes = next_int(&r);
-    if (r.bad || off < 0 || bytes < 0 || (size_t)(off + bytes) > e->arena_bytes) return fail(e, err, "plan %s %d lies outside the arena", i < e->n_inputs ? "input" : "output", i < e->n_inputs ? i : i - e->n_inputs);
+    if (r.bad || off < 0 || bytes < 0 || (size_t)(off + bytes) > e->arena_bytes)
+      return fail(e, err, "plan %s %d lies outside the arena", i < e->n_inputs ? "input" : "output", i < e->n_inputs ? i : i - e->n_inputs);
     e->io_offsets[i] = (size_t)off; e->io_bytes[i] = (size_t)bytes;
   }
   size_t np = 0, nn = 0, nf = 0, nv = 0;
@@ -177,9 +212,10 @@ vt_exec* vt_exec_create(const double* blob, size_t words, const char* kernels_pa
   e->step_ns = calloc((size_t)e->n_steps + 1, sizeof(double));
   if (!e->steps || !e->ptrs || !e->ints || !e->floats || !e->versions || !e->step_ns) return fail(e, err, "out of memory");
   if (nv > 0) {
-    if (!kernels_path) return fail(e, err, "the plan has tunable steps but no kernels library was given");
-    e->so = dlopen(kernels_path, RTLD_NOW | RTLD_LOCAL);
-    if (!e->so) return fail(e, err, "cannot load kernels library: %s", dlerror());
+    if (!sh->kernels_path) return fail(e, err, "the plan has tunable steps but no kernels library was given");
+    if (!sh->so) sh->so = dlopen(sh->kernels_path, RTLD_NOW | RTLD_LOCAL);
+    if (!sh->so) return fail(e, err, "cannot load kernels library: %s", dlerror());
+    e->so = sh->so;
   }
   size_t ip = 0, in = 0, ifl = 0, iv = 0;
   for (int s = 0; s < e->n_steps; s++) {
@@ -222,6 +258,33 @@ vt_exec* vt_exec_create(const double* blob, size_t words, const char* kernels_pa
   return e;
 }
 
+vt_exec* vt_exec_create(const double* blob, size_t words, const char* kernels_path, const char* const* symbols,
+                        int n_symbols, vt_param* params, int n_params, char* err) {
+  vt_shared* sh = calloc(1, sizeof *sh);
+  if (!sh) { for (int i = 0; i < n_params; i++) free(params[i].data); free(params); snprintf(err, VT_ERR_LEN, "out of memory"); return NULL; }
+  sh->refs = 1;
+  sh->params = params; sh->n_params = n_params;
+  sh->blob = malloc((words ? words : 1) * sizeof(double));
+  sh->symbols = calloc((size_t)n_symbols + 1, sizeof(char*));
+  sh->kernels_path = kernels_path ? strdup(kernels_path) : NULL;
+  int ok = sh->blob && sh->symbols && (!kernels_path || sh->kernels_path);
+  for (int i = 0; ok && i < n_symbols; i++) ok = (sh->symbols[i] = strdup(symbols[i])) != NULL;
+  sh->n_symbols = ok ? n_symbols : 0;
+  if (!ok) { shared_release(sh); snprintf(err, VT_ERR_LEN, "out of memory"); return NULL; }
+  if (words) memcpy(sh->blob, blob, words * sizeof(double));
+  sh->words = words;
+  return instantiate(sh, err);
+}
+
+vt_exec* vt_exec_clone(vt_exec* e, char* err) {
+  __atomic_add_fetch(&e->shared->refs, 1, __ATOMIC_ACQ_REL);
+  vt_exec* c = instantiate(e->shared, err);
+  if (!c) return NULL;
+  for (int s = 0; s < e->n_steps; s++) { c->steps[s].version = e->steps[s].version; c->steps[s].threads = e->steps[s].threads; }
+  c->profiling = e->profiling;
+  return c;
+}
+
 int vt_exec_n_inputs(const vt_exec* e) { return e->n_inputs; }
 int vt_exec_n_outputs(const vt_exec* e) { return e->n_outputs; }
 int vt_exec_n_steps(const vt_exec* e) { return e->n_steps; }
@@ -254,14 +317,18 @@ int vt_exec_set_threads(vt_exec* e, int step, int threads) {
   return 0;
 }
 
-static inline int run_step(const vt_step* st) {
+static inline int run_step(const vt_step* st, int max_threads) {
+  const int threads = st->threads < max_threads ? st->threads : max_threads;
   if (st->op == VT_RT_KERNEL) {
     const vt_version* v = &st->versions[st->version];
     v->run((const float*)st->in[0], v->weight, (const float*)st->in[1], (const float*)st->in[2],
-           (const float*)st->in[3], (const float*)st->in[4], (float*)st->out[0], st->threads);
+           (const float*)st->in[3], (const float*)st->in[4], (float*)st->out[0], threads);
     return 0;
   }
-  return st->fn(st);
+  if (threads == st->threads) return st->fn(st);
+  vt_step capped = *st;
+  capped.threads = threads;
+  return st->fn(&capped);
 }
 
 static inline double now_ns(void) {
@@ -270,20 +337,67 @@ static inline double now_ns(void) {
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-int vt_exec_run(vt_exec* e) {
+int vt_exec_run_range(vt_exec* e, int from, int to, int max_threads) {
+  if (from < 0 || to > e->n_steps || from > to) {
+    snprintf(e->err, VT_ERR_LEN, "steps [%d, %d) are not a range of the plan's %d steps", from, to, e->n_steps);
+    return 1;
+  }
+  if (max_threads < 1) max_threads = 1;
   const vt_step* st = e->steps;
-  const int n = e->n_steps;
   if (!e->profiling) {
-    for (int s = 0; s < n; s++) {
-      if (run_step(&st[s])) return 1;
+    for (int s = from; s < to; s++) {
+      if (run_step(&st[s], max_threads)) return 1;
     }
     return 0;
   }
-  for (int s = 0; s < n; s++) {
+  for (int s = from; s < to; s++) {
     double t0 = now_ns();
-    int rc = run_step(&st[s]);
+    int rc = run_step(&st[s], max_threads);
     e->step_ns[s] = now_ns() - t0;
     if (rc) return 1;
   }
   return 0;
+}
+
+int vt_exec_run(vt_exec* e) {
+  return vt_exec_run_range(e, 0, e->n_steps, 1 << 30);
+}
+
+/*
+ * Pin the calling thread's OpenMP team to `cores`: thread i of an n-thread team on cores[i]. libgomp
+ * keeps one pool of threads per master thread and hands a team of t <= n threads the first t of
+ * them, so every parallel region this thread opens afterwards (kernels, vt_parallel) runs on these
+ * cores until the next bind. Needs OMP_PROC_BIND unset (libgomp's own binding would fight it).
+ * Each thread waits until the scheduler has moved it, and records the CPU it runs on.
+ */
+int vt_exec_bind(vt_exec* e, const int* cores, int n) {
+  if (n < 1 || n > VT_MAX_CORES) { snprintf(e->err, VT_ERR_LEN, "a block needs 1 to %d cores, not %d", VT_MAX_CORES, n); return 1; }
+  for (int i = 0; i < n; i++) {
+    if (cores[i] < 0 || cores[i] >= CPU_SETSIZE) { snprintf(e->err, VT_ERR_LEN, "core %d does not exist", cores[i]); return 1; }
+  }
+  int failed = 0;
+  for (int i = 0; i < VT_MAX_CORES; i++) e->bound_cpus[i] = -1;
+#pragma omp parallel num_threads(n) reduction(|: failed)
+  {
+    int id = omp_get_thread_num();
+    if (omp_get_num_threads() != n) {
+      failed = 1;
+    } else {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cores[id], &set);
+      if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) failed = 1;
+      for (int spin = 0; spin < 1000 && sched_getcpu() != cores[id]; spin++) sched_yield();
+      e->bound_cpus[id] = sched_getcpu();
+    }
+  }
+  e->n_bound = n;
+  if (failed) snprintf(e->err, VT_ERR_LEN, "could not pin %d threads to the granted cores (is the process allowed to run on them?)", n);
+  return failed;
+}
+
+int vt_exec_bound_cpus(const vt_exec* e, int* out, int max) {
+  int n = e->n_bound < max ? e->n_bound : max;
+  for (int i = 0; i < n; i++) out[i] = e->bound_cpus[i];
+  return n;
 }

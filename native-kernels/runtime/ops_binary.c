@@ -16,7 +16,7 @@
 #include "vt_rt.h"
 
 #define MAX_RANK 8
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_MOD, B_PRELU, B_EQ, B_LT, B_GT, B_LE, B_GE, B_COUNT };
+/* function codes: enum vt_binary_fn (vt_abi.h) */
 
 static inline float apply(int fn, float a, float b) {
   switch (fn) {
@@ -35,10 +35,10 @@ static inline float apply(int fn, float a, float b) {
 
 static inline unsigned char compare(int fn, float a, float b) {
   switch (fn) {
-    case B_EQ: return a == b;
-    case B_LT: return a < b;
-    case B_GT: return a > b;
-    case B_LE: return a <= b;
+    case B_EQUAL: return a == b;
+    case B_LESS: return a < b;
+    case B_GREATER: return a > b;
+    case B_LESS_OR_EQUAL: return a <= b;
     default: return a >= b;
   }
 }
@@ -75,7 +75,7 @@ static void bin_rows(const void* p, long rb, long re) {
   long rest = rb, ao = 0, bo = 0;
   for (int d = r - 2; d >= 0; d--) { idx[d] = rest % k->dims[d]; rest /= k->dims[d]; ao += idx[d] * k->sa[d]; bo += idx[d] * k->sb[d]; }
   for (long t = rb; t < re; t++) {
-    if (k->fn < B_EQ) {
+    if (k->fn < B_EQUAL) {
       row(k->fn, k->a + ao, k->sa[r - 1], k->b + bo, k->sb[r - 1], (float*)k->out + t * inner, inner);
     } else {
       unsigned char* o = (unsigned char*)k->out + t * inner;
@@ -120,7 +120,7 @@ static void ch_planes(const void* p, long b, long e) {
 int vt_op_binary_channel(const vt_step* s) {
   const int64_t* k = s->ints;
   ch_ctx c = { s->in[0], s->in[1], s->out[0], (int)k[0], k[2], k[3], k[4], k[5] };
-  if (c.fn < 0 || c.fn >= B_EQ) { snprintf(s->err, VT_ERR_LEN, "channel binary: bad fn %d", c.fn); return 1; }
+  if (c.fn < 0 || c.fn >= B_EQUAL) { snprintf(s->err, VT_ERR_LEN, "channel binary: bad fn %d", c.fn); return 1; }
   vt_parallel(k[1] * c.cb, s->threads, 8, ch_planes, &c);
   vt_zero_pad_lanes(c.out, k[1], k[6], c.hw, c.v);
   return 0;

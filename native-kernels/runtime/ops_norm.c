@@ -14,17 +14,17 @@
 #include "../vt_simd.h"
 
 /*
- * Row reductions: 16 lanes at a time where AVX-512 is there, the tail (or the whole row) scalar.
- * max(v, acc) keeps acc when v is NaN, as the scalar `x > m ? x : m` does. Sums use 16 float
- * partial sums (a few ulp over BERT's d = 1024) and add the tail in double.
+ * Row reductions: VT_W lanes at a time (the widest vector this build has, vt_simd.h), the tail
+ * (or the whole row) scalar. max(v, acc) keeps acc when v is NaN, as the scalar `x > m ? x : m`
+ * does. Sums use VT_W float partial sums (a few ulp over BERT's d = 1024) and add the tail in double.
  */
 static inline float row_max(const float* x, long d) {
   float m = -INFINITY;
   long i = 0;
-#if defined(__AVX512F__)
-  vt16_t mx = vt16_set1(-INFINITY);
-  for (; i + 16 <= d; i += 16) mx = vt16_max(vt16_load(x + i), mx);
-  m = _mm512_reduce_max_ps(mx);
+#if VT_W > 1
+  vtw_t mx = VTW(set1)(-INFINITY);
+  for (; i + VT_W <= d; i += VT_W) mx = VTW(max)(VTW(load)(x + i), mx);
+  m = VTW(reduce_max)(mx);
 #endif
   for (; i < d; i++) m = x[i] > m ? x[i] : m;
   return m;
@@ -33,10 +33,10 @@ static inline float row_max(const float* x, long d) {
 static inline double row_sum(const float* x, long d) {
   double sum = 0.0;
   long i = 0;
-#if defined(__AVX512F__)
-  vt16_t acc = vt16_zero();
-  for (; i + 16 <= d; i += 16) acc = vt16_add(acc, vt16_load(x + i));
-  sum = (double)_mm512_reduce_add_ps(acc);
+#if VT_W > 1
+  vtw_t acc = VTW(zero)();
+  for (; i + VT_W <= d; i += VT_W) acc = VTW(add)(acc, VTW(load)(x + i));
+  sum = (double)VTW(reduce_add)(acc);
 #endif
   for (; i < d; i++) sum += x[i];
   return sum;
@@ -46,10 +46,10 @@ static inline double row_sum(const float* x, long d) {
 static inline double row_sq_dev(const float* x, long d, float mean) {
   double sq = 0.0;
   long i = 0;
-#if defined(__AVX512F__)
-  vt16_t acc = vt16_zero(), mv = vt16_set1(mean);
-  for (; i + 16 <= d; i += 16) { vt16_t t = vt16_sub(vt16_load(x + i), mv); acc = vt16_fma(t, t, acc); }
-  sq = (double)_mm512_reduce_add_ps(acc);
+#if VT_W > 1
+  vtw_t acc = VTW(zero)(), mv = VTW(set1)(mean);
+  for (; i + VT_W <= d; i += VT_W) { vtw_t t = VTW(sub)(VTW(load)(x + i), mv); acc = VTW(fma)(t, t, acc); }
+  sq = (double)VTW(reduce_add)(acc);
 #endif
   for (; i < d; i++) { float t = x[i] - mean; sq += (double)t * t; }
   return sq;
@@ -66,14 +66,14 @@ static void softmax_rows(const void* p, long b, long e) {
     const float m = row_max(x, d);
     float sum = 0.0f;
     long i = 0;
-#if defined(__AVX512F__)
-    vt16_t acc = vt16_zero(), mv = vt16_set1(m);
-    for (; i + 16 <= d; i += 16) {
-      vt16_t v = vt16_sub(vt16_load(x + i), mv);
-      if (k->log) acc = vt16_add(acc, vt16_exp(v));
-      else { vt16_t ex = vt16_exp(v); vt16_store(y + i, ex); acc = vt16_add(acc, ex); }
+#if VT_W > 1
+    vtw_t acc = VTW(zero)(), mv = VTW(set1)(m);
+    for (; i + VT_W <= d; i += VT_W) {
+      vtw_t v = VTW(sub)(VTW(load)(x + i), mv);
+      if (k->log) acc = VTW(add)(acc, VTW(exp)(v));
+      else { vtw_t ex = VTW(exp)(v); VTW(store)(y + i, ex); acc = VTW(add)(acc, ex); }
     }
-    sum = _mm512_reduce_add_ps(acc);
+    sum = VTW(reduce_add)(acc);
 #endif
     for (; i < d; i++) {
       float ex = vt1_exp(x[i] - m);

@@ -10,9 +10,7 @@
 #include <float.h>
 #include <stdio.h>
 #include "vt_rt.h"
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
+#include "../vt_simd.h"
 
 #define MAXV 16
 
@@ -28,35 +26,40 @@ static inline void taps_inside(long o0, long dil, long taps, long extent, long* 
   *k0 = a; *k1 = b;
 }
 
-#ifdef __AVX512F__
 /*
- * Max pooling on NCHW16c: one 512-bit max per tap. gcc does not keep the generic loop's 16-lane
- * accumulator in a register (it measured 4x slower). _mm512_max_ps(px, acc) returns acc when
- * either is NaN, the same as the generic `px > acc ? px : acc`.
+ * Max pooling on NCHW[V]c with V a vector width this build has (16: AVX-512, 8: AVX2): one vector
+ * max per tap: gcc does not keep the generic loop's V-lane accumulator in a register.
+ * vtV_max(px, acc) returns acc when either is NaN, the same as the generic `px > acc ? px : acc`.
  */
-static void max_rows16(const pool_ctx* k, long b, long e) {
-  for (long t = b; t < e; t++) {
-    long oy = t % k->oh, plane = t / k->oh, y0 = oy * k->sh - k->pt, ky0, ky1;
-    const float* src = k->in + plane * k->h * k->w * 16;
-    float* dst = k->out + (plane * k->oh + oy) * k->ow * 16;
-    taps_inside(y0, k->dh, k->kh, k->h, &ky0, &ky1);
-    for (long ox = 0; ox < k->ow; ox++) {
-      long x0 = ox * k->sw - k->pl, kx0, kx1;
-      taps_inside(x0, k->dw, k->kw, k->w, &kx0, &kx1);
-      __m512 acc = _mm512_set1_ps(-FLT_MAX);
-      for (long ky = ky0; ky < ky1; ky++) {
-        const float* row = src + (y0 + ky * k->dh) * k->w * 16;
-        for (long kx = kx0; kx < kx1; kx++) acc = _mm512_max_ps(_mm512_loadu_ps(row + (x0 + kx * k->dw) * 16), acc);
-      }
-      _mm512_storeu_ps(dst + ox * 16, acc);
-    }
+#define MAX_ROWS(V)                                                                                         \
+  static void max_rows##V(const pool_ctx* k, long b, long e) {                                              \
+    for (long t = b; t < e; t++) {                                                                          \
+      long oy = t % k->oh, plane = t / k->oh, y0 = oy * k->sh - k->pt, ky0, ky1;                            \
+      const float* src = k->in + plane * k->h * k->w * V;                                                   \
+      float* dst = k->out + (plane * k->oh + oy) * k->ow * V;                                               \
+      taps_inside(y0, k->dh, k->kh, k->h, &ky0, &ky1);                                                      \
+      for (long ox = 0; ox < k->ow; ox++) {                                                                 \
+        long x0 = ox * k->sw - k->pl, kx0, kx1;                                                             \
+        taps_inside(x0, k->dw, k->kw, k->w, &kx0, &kx1);                                                    \
+        vt##V##_t acc = vt##V##_set1(-FLT_MAX);                                                             \
+        for (long ky = ky0; ky < ky1; ky++) {                                                               \
+          const float* row = src + (y0 + ky * k->dh) * k->w * V;                                            \
+          for (long kx = kx0; kx < kx1; kx++) acc = vt##V##_max(vt##V##_load(row + (x0 + kx * k->dw) * V), acc); \
+        }                                                                                                   \
+        vt##V##_store(dst + ox * V, acc);                                                                   \
+      }                                                                                                     \
+    }                                                                                                       \
   }
-}
+#if defined(__AVX512F__)
+MAX_ROWS(16)
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+MAX_ROWS(8)
 #endif
 
 /*
- * One output row per task, for any lane count `v`. Inlined twice: with v = 16 as a compile-time
- * constant (average pooling on NCHW16c: 0.27 -> 0.11 ms for a 256x28x28 3x3 window in a standalone
+ * One output row per task, for any lane count `v`. Inlined with v = 16 and v = 8 as compile-time
+ * constants (average pooling on NCHW16c: 0.27 -> 0.11 ms for a 256x28x28 3x3 window in a standalone
  * loop) and with the runtime value for any other width.
  */
 static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k, long b, long e, const long v) {
@@ -72,7 +75,7 @@ static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k,
       for (long kx = 0; kx < k->kw; kx++) { long x = x0 + kx * k->dw; if (x >= -k->pl && x < k->w + k->pr) cols_counted++; }
       float acc[MAXV];
       float* o = dst + ox * v;
-      if (k->kind == 0) {
+      if (k->kind == VT_POOL_MAX) {
         for (long l = 0; l < v; l++) acc[l] = -FLT_MAX;
         for (long ky = ky0; ky < ky1; ky++) {
           const float* row = src + (y0 + ky * k->dh) * k->w * v;
@@ -101,10 +104,14 @@ static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k,
 
 static void pool_rows(const void* p, long b, long e) {
   const pool_ctx* k = p;
-#ifdef __AVX512F__
-  if (k->v == 16 && k->kind == 0) { max_rows16(k, b, e); return; }
+#if defined(__AVX512F__)
+  if (k->v == 16 && k->kind == VT_POOL_MAX) { max_rows16(k, b, e); return; }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+  if (k->v == 8 && k->kind == VT_POOL_MAX) { max_rows8(k, b, e); return; }
 #endif
   if (k->v == 16) pool_rows_v(k, b, e, 16);
+  else if (k->v == 8) pool_rows_v(k, b, e, 8);
   else pool_rows_v(k, b, e, k->v);
 }
 
@@ -125,13 +132,13 @@ static void global_planes(const void* p, long b, long e) {
   for (long t = b; t < e; t++) {
     const float* src = k->in + t * k->hw * k->v;
     float acc[MAXV];
-    for (long l = 0; l < k->v; l++) acc[l] = k->kind == 0 ? -FLT_MAX : 0.0f;
+    for (long l = 0; l < k->v; l++) acc[l] = k->kind == VT_POOL_MAX ? -FLT_MAX : 0.0f;
     for (long q = 0; q < k->hw; q++) {
       const float* px = src + q * k->v;
-      if (k->kind == 0) for (long l = 0; l < k->v; l++) acc[l] = px[l] > acc[l] ? px[l] : acc[l];
+      if (k->kind == VT_POOL_MAX) for (long l = 0; l < k->v; l++) acc[l] = px[l] > acc[l] ? px[l] : acc[l];
       else for (long l = 0; l < k->v; l++) acc[l] += px[l];
     }
-    float scale = k->kind == 0 ? 1.0f : 1.0f / (float)k->hw;
+    float scale = k->kind == VT_POOL_MAX ? 1.0f : 1.0f / (float)k->hw;
     for (long l = 0; l < k->v; l++) k->out[t * k->v + l] = acc[l] * scale;
   }
 }

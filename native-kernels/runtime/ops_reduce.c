@@ -10,7 +10,7 @@
 #include "vt_rt.h"
 
 #define MAX_RANK 8
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUMSQ, R_L1, R_L2, R_COUNT };
+/* function codes: enum vt_reduce_fn (vt_abi.h) */
 
 static inline float init(int fn) {
   return fn == R_MAX ? -FLT_MAX : fn == R_MIN ? FLT_MAX : fn == R_PROD ? 1.0f : 0.0f;
@@ -21,7 +21,7 @@ static inline float combine(int fn, float acc, float x) {
     case R_MAX: return x > acc ? x : acc;
     case R_MIN: return x < acc ? x : acc;
     case R_PROD: return acc * x;
-    case R_SUMSQ: case R_L2: return acc + x * x;
+    case R_SUM_SQUARE: case R_L2: return acc + x * x;
     case R_L1: return acc + fabsf(x);
     default: return acc + x;
   }

@@ -87,7 +87,8 @@ int vt_op_gather(const vt_step* s) {
     long v = ib == 8 ? (long)((const int64_t*)idx)[j] : (long)((const int32_t*)idx)[j];
     if (v < 0) v += dim;
     if (v < 0 || v >= dim) {
-      snprintf(s->err, VT_ERR_LEN, "gather: index %ld (position %ld) is out of range for an axis of %ld", ib == 8 ? (long)((const int64_t*)idx)[j] : (long)((const int32_t*)idx)[j], j, dim);
+      long bad = ib == 8 ? (long)((const int64_t*)idx)[j] : (long)((const int32_t*)idx)[j];
+      snprintf(s->err, VT_ERR_LEN, "gather: index %ld (position %ld) is out of range for an axis of %ld", bad, j, dim);
       return 1;
     }
     for (long o = 0; o < outer; o++) memcpy(out + ((o * n + j) * inner) * es, data + ((o * dim + v) * inner) * es, row);

@@ -9,25 +9,12 @@
 #include "vt_rt.h"
 #include "../vt_simd.h"
 
-enum {
-  U_RELU, U_CLIP, U_LEAKY_RELU, U_SIGMOID, U_HARD_SIGMOID, U_HARD_SWISH, U_SILU, U_TANH, U_GELU, U_GELU_TANH,
-  U_ERF, U_EXP, U_LOG, U_SQRT, U_NEG, U_ABS, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_SIN, U_COS,
-  U_SOFTPLUS, U_ELU, U_SELU, U_SIGN, U_COUNT
-};
+/* function codes: enum vt_unary_fn (vt_abi.h) */
 
-#if defined(__AVX512F__)
-#define W 16
-#define V(name) vt16_##name
-typedef vt16_t vec;
-#elif defined(__AVX2__) && defined(__FMA__)
-#define W 8
-#define V(name) vt8_##name
-typedef vt8_t vec;
-#else
-#define W 1
-#define V(name) vt1_##name
-typedef vt1_t vec;
-#endif
+/* The widest vector family this build has (vt_simd.h). */
+#define W VT_W
+#define V(name) VTW(name)
+typedef vtw_t vec;
 
 /* One vector through a vectorised function; returns 0 if fn has no vector form. */
 static inline int vec_apply(int fn, const float* x, float* y, float a, float b) {

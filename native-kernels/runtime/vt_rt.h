@@ -7,37 +7,16 @@
  * shape arithmetic beyond what the op itself needs (that is precomputed into `ints` by the
  * TypeScript translator, src/runtime/native-plan.ts).
  *
- * Op codes and the meaning of each op's ints/floats are the contract with that translator; they
- * are listed in src/runtime/ops.ts and must stay in sync with the enum below.
+ * Op codes and the meaning of each op's ints/floats are the contract with that translator. The
+ * codes (enum vt_rt_op, vt_kind, the unary/binary/reduce function codes, layout and pool kinds)
+ * are generated from src/toolchain/abi.ts into vt_abi.h (included through veltair_kernel.h); the
+ * meaning of each op's ints/floats is documented in its ops_*.c file and in src/runtime/ops.ts.
  */
 #ifndef VT_RT_H
 #define VT_RT_H
 #include <stddef.h>
 #include <stdint.h>
 #include "../veltair_kernel.h"
-
-enum vt_rt_op {
-  VT_RT_KERNEL = 0,        /* tunable layer: <sym>_run of the selected version */
-  VT_RT_COPY = 1,          /* ints [bytes] */
-  VT_RT_REORDER = 2,       /* layout change, see ops_reorder.c */
-  VT_RT_POOL = 3,          /* max/average pool, NCHW[V]c (V=1: plain NCHW) */
-  VT_RT_GLOBAL_POOL = 4,   /* global average/max pool */
-  VT_RT_UNARY = 5,         /* elementwise activation / math */
-  VT_RT_BINARY = 6,        /* broadcasting binary, general strides */
-  VT_RT_BINARY_CHANNEL = 7,/* NCHW[V]c op per-channel gate [N|1][Cpad] */
-  VT_RT_WHERE = 8,
-  VT_RT_SOFTMAX = 9,
-  VT_RT_LAYERNORM = 10,
-  VT_RT_CHANNEL_AFFINE = 11, /* inference batchnorm: x * a[c] + b[c] */
-  VT_RT_STRIDED_COPY = 12, /* transpose, slice, split, concat, expand, pad (with fill) */
-  VT_RT_GATHER = 13,
-  VT_RT_REDUCE = 14,
-  VT_RT_CAST = 15,
-  VT_RT_OP_COUNT = 16
-};
-
-/* Element kinds for cast / fill (also the translator's dtype codes). */
-enum vt_kind { VT_F32 = 0, VT_F64 = 1, VT_I32 = 2, VT_I64 = 3, VT_I8 = 4, VT_U8 = 5, VT_BOOL = 6, VT_I16 = 7, VT_U16 = 8 };
 
 typedef struct vt_version {
   vt_run_fn run;
@@ -90,6 +69,7 @@ int vt_op_strided_copy(const vt_step* s);
 int vt_op_gather(const vt_step* s);
 int vt_op_reduce(const vt_step* s);
 int vt_op_cast(const vt_step* s);
+int vt_op_topk(const vt_step* s);
 
 /* Executor (executor.c). The blob format is documented there and in src/runtime/native-plan.ts. */
 typedef struct vt_exec vt_exec;
@@ -108,6 +88,15 @@ void* vt_exec_input_ptr(vt_exec* e, int i);
 const void* vt_exec_output_ptr(const vt_exec* e, int i);
 /* Runs every step in order; 0 or nonzero with the message in vt_exec_error(e). */
 int vt_exec_run(vt_exec* e);
+/* Runs steps [from, to) (a block), each on at most max_threads threads. */
+int vt_exec_run_range(vt_exec* e, int from, int to, int max_threads);
+/* A new instance sharing e's plan, kernels and params (weights), with its own arena; NULL + err on failure. */
+vt_exec* vt_exec_clone(vt_exec* e, char* err);
+/* Pin the calling thread's OpenMP team to cores[0..n) (see executor.c); 0 or nonzero + vt_exec_error. */
+#define VT_MAX_CORES 1024
+int vt_exec_bind(vt_exec* e, const int* cores, int n);
+/* The CPUs the team threads were on after the last bind (up to max); returns how many. */
+int vt_exec_bound_cpus(const vt_exec* e, int* out, int max);
 const char* vt_exec_error(const vt_exec* e);
 int vt_exec_set_version(vt_exec* e, int step, int version);
 int vt_exec_set_threads(vt_exec* e, int step, int threads);

@@ -6,6 +6,7 @@
  *
  * Exports (synchronous; one JS thread drives a model):
  *   isa() -> "avx512" | "avx2" | "scalar"
+ *   codes() -> {activation, hash, mode}: the enum values compiled in (checked by native.ts at load)
  *   create({inputDim, seed, threads, layers:[{dim, act, sparse, sparsity, family, K, L, R}]}) -> model
  *   dataset(row F64, idx I32, val F32, lrow F64, labels I32, inputDim, outputDim) -> data
  *   shuffle(order I32, seed, epoch)
@@ -116,6 +117,30 @@ static napi_value make_typed(napi_env env, napi_typedarray_type type, size_t ele
   return arr;
 }
 
+static void put_codes(napi_env env, napi_value o, const char* name, const char* const* names, const int* values, int n) {
+  napi_value t, v;
+  napi_create_object(env, &t);
+  for (int i = 0; i < n; i++) { napi_create_int32(env, values[i], &v); napi_set_named_property(env, t, names[i], v); }
+  napi_set_named_property(env, o, name, t);
+}
+
+/* The enum values this build was compiled with, so the loader can refuse a build whose codes differ from native.ts. */
+static napi_value codes_fn(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value o;
+  CHECK(napi_create_object(env, &o));
+  static const char* const acts[] = { "relu", "linear", "tanh", "softmax", "sigmoid" };
+  static const int act_v[] = { VS_ACT_RELU, VS_ACT_LINEAR, VS_ACT_TANH, VS_ACT_SOFTMAX, VS_ACT_SIGMOID };
+  static const char* const hashes[] = { "simhash", "dwta" };
+  static const int hash_v[] = { VS_HASH_SIMHASH, VS_HASH_DWTA };
+  static const char* const modes[] = { "dense", "sparse" };
+  static const int mode_v[] = { VS_MODE_DENSE, VS_MODE_SPARSE };
+  put_codes(env, o, "activation", acts, act_v, 5);
+  put_codes(env, o, "hash", hashes, hash_v, 2);
+  put_codes(env, o, "mode", modes, mode_v, 2);
+  return o;
+}
+
 static napi_value isa_fn(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value s;
@@ -178,7 +203,8 @@ static napi_value dataset_fn(napi_env env, napi_callback_info info) {
   const int32_t* I = idx;
   const int32_t* Y = labels;
   const float* V = val;
-  for (size_t k = 0; k < (size_t)R[n]; k++) if (I[k] < 0 || I[k] >= input || !isfinite(V[k])) FAIL("VT_ARGUMENT", "dataset: a feature index or value is out of range");
+  for (size_t k = 0; k < (size_t)R[n]; k++)
+    if (I[k] < 0 || I[k] >= input || !isfinite(V[k])) FAIL("VT_ARGUMENT", "dataset: a feature index or value is out of range");
   for (size_t k = 0; k < (size_t)LR[n]; k++) if (Y[k] < 0 || Y[k] >= output) FAIL("VT_ARGUMENT", "dataset: a label is out of range");
   data_h* h = calloc(1, sizeof *h);
   if (!h) FAIL("VT_MEMORY", "out of memory");
@@ -484,6 +510,7 @@ static napi_value query_fn(napi_env env, napi_callback_info info) {
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
     { "isa", NULL, isa_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "codes", NULL, codes_fn, NULL, NULL, NULL, napi_default, NULL },
     { "create", NULL, create_fn, NULL, NULL, NULL, napi_default, NULL },
     { "dataset", NULL, dataset_fn, NULL, NULL, NULL, napi_default, NULL },
     { "shuffle", NULL, shuffle_fn, NULL, NULL, NULL, napi_default, NULL },

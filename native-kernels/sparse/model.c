@@ -127,7 +127,10 @@ vs_model* vs_model_create(int input_dim, int n_layers, const vs_layer_spec* spec
     if (L->target < 1) L->target = 1;
     if (L->target > L->out) L->target = L->out;
     if (s->out < 1) { snprintf(err, VS_ERR_LEN, "layer %d: dim %d", l, s->out); m->n_layers = l; vs_model_free(m); return NULL; }
-    if (L->sparse && l == 0) { snprintf(err, VS_ERR_LEN, "layer 0 reads the sparse features and cannot be LSH-sampled"); m->n_layers = l; vs_model_free(m); return NULL; }
+    if (L->sparse && l == 0) {
+      snprintf(err, VS_ERR_LEN, "layer 0 reads the sparse features and cannot be LSH-sampled");
+      m->n_layers = l; vs_model_free(m); return NULL;
+    }
     if (alloc_layer(L, err)) { m->n_layers = l + 1; vs_model_free(m); return NULL; }
     init_weights(L, seed, l);
     if (L->sparse) {

@@ -4,8 +4,8 @@
  * epoch by epoch (V T, T V, V T, …) so drift on this shared machine hits both alike; each
  * trainer's evaluation runs while the other waits, and is not part of its epoch time.
  */
-import { median } from '../measure/stats.js';
-import { TRAIN_DEFAULTS } from '../cli/train.js';
+import { median } from '../stats.js';
+import { TRAIN_DEFAULTS } from '../sparse/trainer.js';
 import type { BenchDataset } from './train-data.js';
 import { startTorch, type TorchInfo } from './train-torch.js';
 import { loadBenchData, veltairTrainer } from './train-veltair.js';
@@ -37,10 +37,12 @@ export interface CompareReport {
   readonly p1Difference: number;
 }
 
-export async function compareWithTorch(dataset: BenchDataset, epochs: number, threads: number, cores: readonly number[], log: (m: string) => void): Promise<CompareReport> {
+export async function compareWithTorch(dataset: BenchDataset, epochs: number, threads: number, cores: readonly number[],
+  log: (m: string) => void): Promise<CompareReport> {
   const data = await loadBenchData(dataset);
   const v = await veltairTrainer(data, threads);
-  const torch = await startTorch({ spec: dataset.spec, train: dataset.train, test: dataset.test, epochs, batch: v.settings.batch, lr: v.settings.lr, threads, seed: TRAIN_DEFAULTS.seed, cores });
+  const torch = await startTorch({ spec: dataset.spec, train: dataset.train, test: dataset.test, epochs, batch: v.settings.batch, lr: v.settings.lr, threads,
+    seed: TRAIN_DEFAULTS.seed, cores });
   log(`${dataset.name}: torch ${torch.info.torch}, BLAS ${torch.info.blasLoaded.join(' ')}`);
   const rows: CompareRow[] = [];
   try {
@@ -58,10 +60,12 @@ export async function compareWithTorch(dataset: BenchDataset, epochs: number, th
       rows.push({
         epoch: e, order: veltairFirst ? 'veltair first' : 'torch first',
         veltairSeconds: b.t.seconds, torchSeconds: te.epochSeconds, speedup: te.epochSeconds / b.t.seconds,
-        veltair: { p1: b.dense['precision@1'], p5: b.dense['precision@5'], r5: b.dense['recall@5'], sparseP1: b.sparse ? b.sparse['precision@1'] : null, loss: b.t.loss },
+        veltair: { p1: b.dense['precision@1'], p5: b.dense['precision@5'], r5: b.dense['recall@5'], sparseP1: b.sparse ? b.sparse['precision@1'] : null,
+          loss: b.t.loss },
         torch: { p1: te['precision@1'] ?? 0, p5: te['precision@5'] ?? 0, r5: te['recall@5'] ?? 0, loss: te.loss },
       });
-      log(`${dataset.name} epoch ${e}: veltair ${b.t.seconds.toFixed(1)} s (P@1 ${b.dense['precision@1'].toFixed(4)}), torch ${te.epochSeconds.toFixed(1)} s (P@1 ${(te['precision@1'] ?? 0).toFixed(4)})`);
+      log(`${dataset.name} epoch ${e}: veltair ${b.t.seconds.toFixed(1)} s (P@1 ${b.dense['precision@1'].toFixed(4)}), `
+        + `torch ${te.epochSeconds.toFixed(1)} s (P@1 ${(te['precision@1'] ?? 0).toFixed(4)})`);
     }
   } finally {
     await torch.close();

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { cacheDir, repoRoot } from '../measure/native-tool.js';
+import { cacheDir, repoRoot } from '../toolchain/paths.js';
 
 export interface BenchDataset {
   readonly name: string;

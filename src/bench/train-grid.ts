@@ -68,7 +68,8 @@ export async function klrGrid(dataset: BenchDataset, epochs: number, threads: nu
     points.push({ K: s.K, L: s.L, R: bucketCap(out.dim, s.K), autotuned: s.auto, p1: dense['precision@1'], p5: dense['precision@5'],
       sparseP1: sparse['precision@1'], meanEpochSeconds: seconds / epochs, meanCandidates: cand / epochs, labelMissRate: miss / epochs,
       rehashesPerEpoch: s.rehashes, indexSecondsPerEpoch: index / epochs });
-    log(`${dataset.name} grid K=${s.K} L=${s.L} rehash ${s.rehashes}/epoch${s.auto ? ' (autotuned)' : ''}: P@1 ${dense['precision@1'].toFixed(4)}, sparse P@1 ${sparse['precision@1'].toFixed(4)}, ${(seconds / epochs).toFixed(1)} s/epoch`);
+    log(`${dataset.name} grid K=${s.K} L=${s.L} rehash ${s.rehashes}/epoch${s.auto ? ' (autotuned)' : ''}: P@1 ${dense['precision@1'].toFixed(4)}, `
+      + `sparse P@1 ${sparse['precision@1'].toFixed(4)}, ${(seconds / epochs).toFixed(1)} s/epoch`);
   }
   const best = Math.max(...points.filter((p) => p.rehashesPerEpoch === REHASHES_PER_EPOCH).map((p) => p.p1));
   return { dataset, epochs, threads, sparsity: out.sparsity, points, autotunedMinusBest: points[0]!.p1 - best };

@@ -33,7 +33,8 @@ export interface TrainBenchResult {
 export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchResult> {
   const cores = Array.from({ length: o.threads }, (_, i) => i);
   const pinned = await pinSelf(cores);
-  const out: string[] = [`### Sparse training (issue 16)`, '', `veltair ${pinned ? 'pinned' : 'NOT pinned (no taskset)'} to cores ${cores.join(',')}; PyTorch runs under \`taskset -c ${cores.join(',')}\`.`, ''];
+  const out: string[] = [`### Sparse training (issue 16)`, '',
+    `veltair ${pinned ? 'pinned' : 'NOT pinned (no taskset)'} to cores ${cores.join(',')}; PyTorch runs under \`taskset -c ${cores.join(',')}\`.`, ''];
   const result: TrainBenchResult = { markdown: '', compare: [], grid: [], threads: [] };
   for (const name of o.datasets) {
     const ds = await benchDataset(name, o.log);
@@ -63,7 +64,7 @@ function arg(name: string): string | undefined {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const t0 = Date.now();
-  const { machineInfo, machineLine } = await import('../../bench/machine.js');
+  const { machineInfo, machineLine } = await import('./machine.js');
   const machine = await machineInfo();
   const r = await runTrainBench({
     sections: (arg('--sections') ?? 'compare,grid,threads').split(','),

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
-import { repoRoot } from '../measure/native-tool.js';
+import { repoRoot } from '../toolchain/paths.js';
 
 export const SYSTEM_PYTHON = '/usr/bin/python3';
 
@@ -52,7 +52,8 @@ export async function startTorch(o: TorchOptions): Promise<TorchTrainer> {
     '--lr', String(o.lr), '--threads', String(o.threads), '--seed', String(o.seed), '--step'];
   const t = String(o.threads);
   const env = { OMP_NUM_THREADS: t, OPENBLAS_NUM_THREADS: t, MKL_NUM_THREADS: t };
-  const child: ResultPromise = execa('taskset', ['-c', o.cores.join(','), SYSTEM_PYTHON, ...args], { env, stdin: 'pipe', stdout: 'pipe', stderr: 'inherit', reject: false });
+  const child: ResultPromise = execa('taskset', ['-c', o.cores.join(','), SYSTEM_PYTHON, ...args], { env, stdin: 'pipe', stdout: 'pipe', stderr: 'inherit',
+    reject: false });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async (): Promise<Record<string, unknown>> => {
     const r = await lines.next();

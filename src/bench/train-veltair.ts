@@ -1,10 +1,9 @@
 /** The veltair side of the training benchmark: a trainer with `veltair train`'s defaults, in this process. */
 import { execa } from 'execa';
-import { TRAIN_DEFAULTS } from '../cli/train.js';
 import { describeLayer, resolveLayers, type LayerOptions, type SparseLayer } from '../sparse/layers.js';
 import { defaultSchedule } from '../sparse/schedule.js';
 import { readNetworkSpec, type NetworkSpec } from '../sparse/spec.js';
-import { createTrainer, type Trainer, type TrainSettings } from '../sparse/trainer.js';
+import { TRAIN_DEFAULTS, createTrainer, type Trainer, type TrainSettings } from '../sparse/trainer.js';
 import { readXc, type XcDataset } from '../sparse/xc-reader.js';
 import type { BenchDataset } from './train-data.js';
 
@@ -27,7 +26,8 @@ export interface VeltairRun {
   readonly description: string[];
 }
 
-export async function veltairTrainer(data: LoadedBenchData, threads: number, hash: Partial<LayerOptions> = {}, o: Partial<TrainSettings> = {}): Promise<VeltairRun> {
+export async function veltairTrainer(data: LoadedBenchData, threads: number, hash: Partial<LayerOptions> = {},
+  o: Partial<TrainSettings> = {}): Promise<VeltairRun> {
   const layers = resolveLayers(data.spec, { family: TRAIN_DEFAULTS.hash, ...hash });
   const batch = o.batch ?? TRAIN_DEFAULTS.batch;
   const settings: TrainSettings = {

@@ -17,11 +17,13 @@ import type { EpilogueStep, Layer, LayerGraph } from '../ir/layer.js';
 import type { KernelUnit } from '../measure/build.js';
 import type { InferredModel } from '../onnx/model.js';
 import { makeCandidate } from '../space/candidate.js';
-import { vectorWidths, type Target } from '../space/target.js';
+import { KERNEL_ABI_VERSION } from '../toolchain/abi.js';
+import { requiredIsaFor, vectorWidths } from '../toolchain/isa.js';
+import { compilerTargetHelp } from '../toolchain/compiler.js';
+import { targetLevel, type Target } from '../toolchain/target.js';
 import type { WorkloadFamily } from '../tune/tune-model.js';
 import { VERSION } from '../version.js';
 import { addParam, openBlobFile } from './blobs.js';
-import { isaFlagsOf, machineCpuFlags } from './isa.js';
 import { writeBundleKernels } from './kernels.js';
 import { BUNDLE_FILES, BUNDLE_FORMAT_VERSION, manifestText, type Manifest, type ManifestEpilogueStep, type ManifestLayer,
   type ManifestVersion, type BlobRef, type ParamRef } from './manifest.js';
@@ -30,7 +32,6 @@ import { PROFILES_FILE, profilesText } from './profiles.js';
 import { buildGraphPlan, type GraphPlan, type LayerChoice } from './plan.js';
 import { assertManifestSchema } from './schema.js';
 
-const VT_ABI_VERSION = 1;
 
 export interface BundleSource {
   readonly modelPath: string;
@@ -49,27 +50,30 @@ export interface BuiltBundle {
   readonly bytes: number;
 }
 
-function familyOf(l: Layer, families: ReadonlyMap<string, WorkloadFamily>): WorkloadFamily {
+function familyForLayer(l: Layer, families: ReadonlyMap<string, WorkloadFamily>): WorkloadFamily {
   const fam = families.get(l.workload!.key);
   if (!fam || fam.versions.length === 0) {
-    throw userError('COMPILE_FAILED', `layer ${l.index} (${quoteForMessage(l.name)}, workload ${l.workload!.key}) has no working version: every candidate measured for it failed`,
+    throw userError('COMPILE_FAILED',
+      `layer ${l.index} (${quoteForMessage(l.name)}, workload ${l.workload!.key}) has no working version: every candidate measured for it failed`,
       'raise --trials, or check `veltair db stats` for failed records of this workload');
   }
   return fam;
 }
 
 /** Per tunable layer: the widest vector width the target runs and the family has, and its versions. */
-export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFamily>, target: Target): { choices: Map<number, LayerChoice>; notes: string[] } {
-  const widest = vectorWidths(target)[0]!;
+export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFamily>, target: Target):
+  { choices: Map<number, LayerChoice>; notes: string[] } {
+  const widest = vectorWidths(target.isa)[0]!;
   const choices = new Map<number, LayerChoice>();
   const notes: string[] = [];
   for (const l of graph.layers.filter((x) => x.tunable)) {
-    const fam = familyOf(l, families);
+    const fam = familyForLayer(l, families);
     const widths = [...new Set(fam.versions.map((v) => v.schedule.vec as number))];
     const vec = widths.includes(widest) ? widest : Math.max(...widths);
     const usable = fam.versions.filter((v) => v.schedule.vec === vec);
     if (usable.length < fam.versions.length) {
-      notes.push(`layer ${l.index} (${l.workload!.key}): ${fam.versions.length - usable.length} of ${fam.versions.length} versions use another vector width than the plan's ${vec} and are kept out of the plan`);
+      notes.push(`layer ${l.index} (${l.workload!.key}): ${fam.versions.length - usable.length} of ${fam.versions.length} versions use `
+        + `another vector width than the plan's ${vec} and are kept out of the plan`);
     }
     choices.set(l.index, { vec, versions: usable.map((v) => v.id) });
   }
@@ -105,7 +109,7 @@ async function fileDigest(path: string): Promise<{ sha256: string; bytes: number
 function kernelUnits(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFamily>, target: Target): KernelUnit[] {
   const units = new Map<string, KernelUnit>();
   for (const l of graph.layers.filter((x) => x.tunable)) {
-    for (const v of familyOf(l, families).versions) {
+    for (const v of familyForLayer(l, families).versions) {
       if (units.has(v.symbol)) continue;
       const unit = generateKernel(makeCandidate(l.workload!, v.schedule, target));
       if (unit.symbol !== v.symbol) throw internalError(`version ${v.id} names symbol ${v.symbol} but generates ${unit.symbol}`);
@@ -119,7 +123,7 @@ function kernelUnits(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFa
 export async function buildBundleFiles(dir: string, src: BundleSource): Promise<BuiltBundle> {
   const { graph, families, target } = src;
   const { choices, notes } = chooseLayouts(graph, families, target);
-  const plan = buildGraphPlan(graph, choices, vectorWidths(target)[0]!);
+  const plan = buildGraphPlan(graph, choices, vectorWidths(target.isa)[0]!);
   const ids = logicalIds(plan);
   const idOf = (name: string) => {
     const id = ids.get(name);
@@ -127,14 +131,14 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
     return id;
   };
 
-  const kernels = await writeBundleKernels(dir, kernelUnits(graph, families, target));
+  const kernels = await writeBundleKernels(dir, kernelUnits(graph, families, target), target.cflags);
 
   // Packed weights: every in-plan version of every layer with a constant weight.
   const jobs: (PackJob & { layer: number; version: string })[] = [];
   for (const l of graph.layers.filter((x) => x.tunable && x.params['weight'])) {
     const weight = l.params['weight']!;
     if (!(weight.data instanceof Float32Array)) throw internalError(`layer ${l.index}: weight is not float32`);
-    const fam = familyOf(l, families);
+    const fam = familyForLayer(l, families);
     for (const v of fam.versions.filter((x) => choices.get(l.index)!.versions.includes(x.id))) {
       jobs.push({ symbol: v.symbol, weight: weight.data, layer: l.index, version: v.id });
     }
@@ -162,7 +166,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
         if (!/^[A-Za-z0-9_]{1,64}$/.test(name)) throw internalError(`layer ${l.index}: parameter name ${quoteForMessage(name)}`);
         refs[name] = addParam(params, l.params[name]!, l.name);
       }
-      layers.push(manifestLayer(l, refs, idOf, l.tunable ? familyOf(l, families) : undefined, choices.get(l.index), packedRefs));
+      layers.push(manifestLayer(l, refs, idOf, l.tunable ? familyForLayer(l, families) : undefined, choices.get(l.index), packedRefs));
     }
   } finally {
     params.close();
@@ -175,9 +179,12 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
   const files: Record<string, { sha256: string; bytes: number }> = {};
   for (const f of [...kernels.files, BUNDLE_FILES.packedWeights, BUNDLE_FILES.params, PROFILES_FILE].sort()) files[f] = await fileDigest(join(dir, f));
   const m = src.model;
+  // What the kernels' flags let the compiler use: a portable level's extensions, or what -march=native enables here.
+  const level = targetLevel(target);
+  const requiredIsa = requiredIsaFor(level, level === 'native' ? await compilerTargetHelp('-march=native') : undefined);
   const manifest: Manifest = {
     formatVersion: BUNDLE_FORMAT_VERSION,
-    compilerVersion: { veltair: VERSION, codegen: CODEGEN_VERSION, kernelAbi: VT_ABI_VERSION },
+    compilerVersion: { veltair: VERSION, codegen: CODEGEN_VERSION, kernelAbi: KERNEL_ABI_VERSION },
     model: {
       path: basename(src.modelPath),
       sha256: m.model.sha256,
@@ -188,7 +195,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
     target: {
       fingerprint: targetFingerprint(target),
       spec: { cpuModel: target.cpuModel, isa: { ...target.isa }, cores: target.cores, caches: { ...target.caches }, cc: target.cc, cflags: [...target.cflags] },
-      requiredIsa: target.cflags.includes('-march=native') ? isaFlagsOf(machineCpuFlags()) : [],
+      requiredIsa,
     },
     options: src.options,
     layers,
@@ -223,7 +230,9 @@ function manifestLayer(l: Layer, params: Record<string, ParamRef>, idOf: (name: 
     inputs: l.inputs.map(idOf), outputs: l.outputs.map(idOf),
     inputShapes: l.inputShapes, outputShape: l.outputShape, dtype: l.dtype, attrs: l.attrs,
     epilogue, epilogueParams: epilogueParams(l.epilogue), params, versions,
-    ...(fam ? { family: { regretPercent: sortedRecord(fam.regretPercent), bestMs: sortedRecord(fam.bestMs), candidates: fam.candidates, dominated: fam.dominated } } : {}),
+    ...(fam ? {
+      family: { regretPercent: sortedRecord(fam.regretPercent), bestMs: sortedRecord(fam.bestMs), candidates: fam.candidates, dominated: fam.dominated },
+    } : {}),
   };
 }
 

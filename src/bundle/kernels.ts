@@ -8,39 +8,40 @@
 import { copyFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VeltairError, internalError } from '../errors.js';
-import { buildKernels, KERNEL_HEADERS, nativeDir, type KernelUnit } from '../measure/build.js';
-import { KERNEL_CFLAGS } from '../space/target.js';
+import { buildKernels, type KernelUnit } from '../measure/build.js';
+import { headerSnapshot, writeSources } from '../toolchain/headers.js';
 
 export interface BundleKernels {
   /** Relative paths written, kernels.so first. */
   readonly files: readonly string[];
 }
 
-export function kernelsSource(units: readonly KernelUnit[]): string {
+export function kernelsSource(units: readonly KernelUnit[], cflags: readonly string[]): string {
   const head = [
     '/* veltair bundle kernels: every kept version, generated; do not edit.',
-    ` * built as: cc ${KERNEL_CFLAGS.join(' ')} -shared -I kernels kernels/kernels.c -lm */`,
+    ` * built as: cc ${cflags.join(' ')} -shared -I kernels kernels/kernels.c -lm */`,
     '',
   ].join('\n');
   return head + units.map((u) => u.source).join('\n');
 }
 
 /** Build `units` into one shared object and write it, its source and headers under `dir`/kernels. */
-export async function writeBundleKernels(dir: string, units: readonly KernelUnit[]): Promise<BundleKernels> {
+export async function writeBundleKernels(dir: string, units: readonly KernelUnit[], cflags: readonly string[]): Promise<BundleKernels> {
   if (units.length === 0) throw internalError('a bundle needs at least one kernel');
   // Compile in parallel batches through the cache, then link all objects as one group.
-  const compiled = await buildKernels(units);
+  const compiled = await buildKernels(units, { cflags });
   const failed = compiled.find((b) => b.status !== 'ok');
   if (failed && failed.status === 'compile_error') {
     throw new VeltairError('COMPILE_FAILED', `kernel ${failed.symbol} of a kept version failed to compile: ${failed.message.split('\n')[0]}`,
       'the tuning database may hold records from another veltair build; run veltair db prune --drop-failed and recompile', 2);
   }
-  const linked = await buildKernels(units, { batchSize: units.length });
+  const linked = await buildKernels(units, { batchSize: units.length, cflags });
   const paths = new Set(linked.map((b) => (b.status === 'ok' ? b.soPath : '')));
   if (paths.size !== 1 || paths.has('')) throw internalError('linking the bundle kernels into one shared object failed');
   const so = [...paths][0]!;
   await copyFile(so, join(dir, 'kernels', 'kernels.so'));
-  await writeFile(join(dir, 'kernels', 'kernels.c'), kernelsSource(units));
-  for (const h of KERNEL_HEADERS) await copyFile(join(nativeDir(), h), join(dir, 'kernels', h));
-  return { files: ['kernels/kernels.so', 'kernels/kernels.c', ...KERNEL_HEADERS.map((h) => `kernels/${h}`)] };
+  await writeFile(join(dir, 'kernels', 'kernels.c'), kernelsSource(units, cflags));
+  const headers = await headerSnapshot();
+  await writeSources(join(dir, 'kernels'), headers.files);
+  return { files: ['kernels/kernels.so', 'kernels/kernels.c', ...headers.files.map((h) => `kernels/${h.name}`)] };
 }

@@ -6,10 +6,11 @@
  */
 import type { Schedule } from '../space/schedule.js';
 import type { ScheduleFeatures } from '../space/features.js';
-import type { Target } from '../space/target.js';
+import type { Target } from '../toolchain/target.js';
 import type { DType } from '../onnx/model.js';
 import type { WorkloadShape } from '../ir/workload.js';
 import type { Activation } from '../ir/layer.js';
+import type { LevelModel } from '../interference/proxy-model.js';
 import type { GraphPlan } from './plan.js';
 
 /** semver of the bundle format. Bump the major on any change an older reader would misread. */
@@ -93,18 +94,8 @@ export interface ManifestLayer {
   readonly family?: ManifestFamily;
 }
 
-/** A fitted linear map features → interference level (src/runtime/proxy-model.ts fits and applies it). */
-export interface ManifestLevelModel {
-  /** Feature names (see proxy-features.ts), in weight order. */
-  readonly features: readonly string[];
-  readonly intercept: number;
-  /** One weight per feature (0 for a feature that was constant during calibration). */
-  readonly weights: readonly number[];
-  /** Fit quality on the calibration samples: R², residual RMS (levels), share rounded to the true level. */
-  readonly r2: number;
-  readonly rmsError: number;
-  readonly accuracy: number;
-}
+/** A fitted linear map features → interference level (src/interference/proxy-fit.ts fits it, proxy-model.ts applies it). */
+export type ManifestLevelModel = LevelModel;
 
 /** One calibrated level as the proxy calibration saw it (medians over its samples). */
 export interface ProxyLevelSummary {

@@ -3,38 +3,18 @@
  * machine into the content-addressed tool cache) dlopens kernels.so and calls each version's
  * <sym>_pack_weight on the layer's natural weight. One packer run per bundle.
  */
-import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { internalError, VeltairError } from '../errors.js';
-import { compilerCommand, nativeDir } from '../measure/build.js';
-import { cacheDir, compilerVersion, toolHash } from '../measure/native-tool.js';
-
-const PACKER_FLAGS: readonly string[] = ['-O2', '-std=gnu11'];
+import { internalError } from '../errors.js';
+import { ensureProgram } from '../toolchain/build-cache.js';
+import { nativeDir } from '../toolchain/paths.js';
 
 /** Path of the compiled packer, compiling it first when the cache lacks this exact build. */
-export async function ensurePacker(cache = cacheDir()): Promise<string> {
-  const cc = compilerCommand();
-  const sourcePath = join(nativeDir(), 'packer.c');
-  const [source, header, version] = await Promise.all([readFile(sourcePath, 'utf8'), readFile(join(nativeDir(), 'veltair_kernel.h'), 'utf8'), compilerVersion(cc)]);
-  const dir = join(cache, 'tools');
-  const target = join(dir, `packer-${toolHash(`${source}\0${header}`, PACKER_FLAGS, version).slice(0, 16)}`);
-  if (existsSync(target)) return target;
-  await mkdir(dir, { recursive: true });
-  const temp = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    await execa(cc, [...PACKER_FLAGS, '-I', nativeDir(), '-o', temp, sourcePath, '-ldl']);
-    await rename(temp, target);
-  } catch (e) {
-    await rm(temp, { force: true });
-    if (e instanceof VeltairError) throw e;
-    const stderr = String((e as { stderr?: string }).stderr ?? e);
-    throw new VeltairError('COMPILE_FAILED', `compiling veltair's weight packer failed: ${stderr.split('\n').slice(0, 3).join(' ')}`,
-      `check that ${cc} works; this is a veltair bug if it does`, 2);
-  }
-  return target;
+export async function ensurePacker(cache?: string): Promise<string> {
+  const text = await readFile(join(nativeDir(), 'packer.c'), 'utf8');
+  return ensureProgram({ name: 'packer', artifact: 'packer', sources: [{ name: 'packer.c', text }], ...(cache ? { cacheDir: cache } : {}) });
 }
 
 export interface PackJob {

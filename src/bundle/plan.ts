@@ -134,7 +134,7 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
 
   const inputs = graph.inputs.map((i) => ({ name: i.name, value: produce(i.name, NATURAL) }));
   for (const l of graph.layers) {
-    for (const o of l.outputs) dtypes.set(o, l.dtype);
+    for (const o of l.outputs) dtypes.set(o, graph.dtypes?.get(o) ?? l.dtype);
     const choice = choices.get(l.index);
     let needs: Needs;
     if (l.tunable) {

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, lstatSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { userError, quoteForMessage } from '../errors.js';
-import { machineCpuFlags, machineCpuModel } from './isa.js';
+import { cpuInfo } from '../toolchain/cpu.js';
 import { BUNDLE_FILES, BUNDLE_FORMAT_MAJOR, type BlobRef, type Manifest } from './manifest.js';
 import { assertManifestSchema, BUNDLE_PATH_PATTERN } from './schema.js';
 
@@ -52,7 +52,9 @@ const bad = (message: string, hint = 'the bundle is corrupt or was modified; rec
 function readManifestJson(dir: string): unknown {
   const path = join(dir, BUNDLE_FILES.manifest);
   let info;
-  try { info = lstatSync(path); } catch { throw bad(`${dir} is not a veltair bundle: it has no ${BUNDLE_FILES.manifest}`, 'pass the directory veltair compile -o wrote'); }
+  try { info = lstatSync(path); } catch {
+    throw bad(`${dir} is not a veltair bundle: it has no ${BUNDLE_FILES.manifest}`, 'pass the directory veltair compile -o wrote');
+  }
   if (!info.isFile()) throw bad(`${path} is not a regular file`);
   if (info.size > MAX_MANIFEST_BYTES) throw bad(`${path} is ${info.size} bytes, more than a manifest can be`);
   try {
@@ -109,13 +111,13 @@ function blobRefs(m: Manifest): { where: string; ref: BlobRef }[] {
 }
 
 function checkTarget(m: Manifest, o: ReadOptions): string[] {
-  const flags = o.cpuFlags ?? machineCpuFlags();
+  const flags = o.cpuFlags ?? cpuInfo().flags;
   const missing = m.target.requiredIsa.filter((f) => !flags.has(f));
   if (missing.length > 0) {
     throw userError('TARGET_MISMATCH', `this bundle's kernels need ${missing.join(', ')}, which this CPU lacks (built on ${m.target.spec.cpuModel})`,
       'recompile the model on this machine (veltair compile), or run the bundle on a machine like the one it was built on');
   }
-  const model = o.cpuModel ?? machineCpuModel();
+  const model = o.cpuModel ?? cpuInfo().model;
   return model === m.target.spec.cpuModel ? [] : [`bundle was tuned on ${m.target.spec.cpuModel}, this is ${model}: its latency profiles may not transfer`];
 }
 

@@ -22,7 +22,9 @@ const path = { type: 'string', pattern: BUNDLE_PATH_PATTERN, maxLength: 200 } as
 const dims = { type: 'array', items: int } as const;
 const levelKey = { pattern: '^[0-4]$' } as const;
 const latencyMap = { type: 'object', propertyNames: levelKey, additionalProperties: { type: 'number', exclusiveMinimum: 0 } } as const;
-const dtype = { enum: ['float32', 'float64', 'float16', 'bfloat16', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool', 'string'] } as const;
+const dtype = {
+  enum: ['float32', 'float64', 'float16', 'bfloat16', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool', 'string'],
+} as const;
 const tensorInfo = {
   type: 'object', required: ['name', 'dtype', 'shape'], additionalProperties: false,
   properties: { name: { type: 'string' }, dtype, shape: dims },
@@ -236,7 +238,10 @@ export const MANIFEST_SCHEMA = {
               properties: { avx512f: { type: 'boolean' }, avx2: { type: 'boolean' }, fma: { type: 'boolean' } },
             },
             cores: positiveInt,
-            caches: { type: 'object', required: ['l1d', 'l2', 'l3'], additionalProperties: false, properties: { l1d: nonNegative, l2: nonNegative, l3: nonNegative } },
+            caches: {
+              type: 'object', required: ['l1d', 'l2', 'l3'], additionalProperties: false,
+              properties: { l1d: nonNegative, l2: nonNegative, l3: nonNegative },
+            },
             cc: { type: 'string' },
             cflags: { type: 'array', items: { type: 'string' } },
           },

@@ -23,11 +23,6 @@ export interface Staging {
 
 const suffix = () => `${process.pid}-${randomBytes(4).toString('hex')}`;
 
-/** Hidden sibling names a staging or replaced bundle uses (tests look for strays with it). */
-export function isBundleTempName(name: string, out: string): boolean {
-  return name.startsWith(`.${basename(out)}.tmp-`) || name.startsWith(`.${basename(out)}.old-`);
-}
-
 function outputExists(out: string): never {
   throw userError('OUTPUT_EXISTS', `${out} already exists`, 'pass --force to replace it, or choose another -o path');
 }

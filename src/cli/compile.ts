@@ -13,13 +13,16 @@ import { checkOutput, prepareOutput, writeBundleAtomically } from '../bundle/wri
 import { openDatabase, defaultDatabaseDir, shardFileName } from '../db/store.js';
 import { userError } from '../errors.js';
 import { lowerToLayers, summarise } from '../ir/lower.js';
-import { ccVersion } from '../measure/build.js';
+import { compilerVersion } from '../toolchain/compiler.js';
 import { loadModel } from '../onnx/load.js';
 import { powersUpTo } from '../space/schedule.js';
-import { detectTarget } from '../space/target.js';
-import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TuneResult } from '../tune/tune-model.js';
+import { detectTarget, targetNotes } from '../toolchain/target.js';
+import { ISA_LEVELS, missingForLevel, vectorWidths, type IsaLevel } from '../toolchain/isa.js';
+import { assertRunnable } from '../runtime/preflight.js';
+import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TransferSummary, type TuneResult } from '../tune/tune-model.js';
 import { collectInputShape } from './inspect.js';
-import { note, printJson, printLine, progressBar } from './output.js';
+import { badArgument, parsePositiveInt } from '../terminal/args.js';
+import { note, printJson, printLine, progressBar } from '../terminal/output.js';
 
 /**
  * Trials per unique workload when --trials is not given. A budget choice: the search is seeded with
@@ -38,6 +41,7 @@ interface CompileFlags {
   maxVersions?: string;
   threads?: string;
   profileThreads?: string;
+  isa?: string;
   db?: string;
   shard?: string;
   seed?: string;
@@ -55,18 +59,10 @@ export interface CompileSummary {
   readonly dbHits: number;
   readonly tuningSeconds: number;
   readonly perLevelRegret: Record<string, LevelRegret>;
+  /** How each workload started: exact records, seeds transferred from the nearest other targets, or nothing. */
+  readonly transfer: TransferSummary;
 }
 
-const badArgument = (flag: string, text: string, why: string, hint: string) =>
-  userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} ${why}`, hint);
-
-export function parsePositiveInt(flag: string, text: string, max = Number.MAX_SAFE_INTEGER): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || Number(text) > max) {
-    throw badArgument(flag, text, max === Number.MAX_SAFE_INTEGER ? 'is not a positive integer' : `is not an integer from 1 to ${max}`,
-      flag === '--trials' ? 'give at least 1 trial per workload, e.g. --trials 32' : `e.g. ${flag} ${Math.min(max, 4)}`);
-  }
-  return Number(text);
-}
 
 export function parseLevels(text: string): number[] {
   const parts = text.split(',').map((s) => s.trim());
@@ -108,6 +104,20 @@ interface CompileArgs {
   readonly profileThreads: number[] | 'auto';
   readonly seed: number;
   readonly shard: Shard | undefined;
+  readonly isa: IsaLevel;
+}
+
+function parseIsa(text: string): IsaLevel {
+  if (!(ISA_LEVELS as readonly string[]).includes(text)) {
+    throw badArgument('--isa', text, `is not one of ${ISA_LEVELS.join(', ')}`, 'native (fastest here) or a portable level: --isa x86-64-v3');
+  }
+  const level = text as IsaLevel;
+  const missing = missingForLevel(level);
+  if (missing.length > 0) {
+    throw userError('BAD_ARGUMENT', `--isa ${level} needs ${missing.join(', ')}, which this CPU lacks: veltair measures every kernel it keeps, `
+      + 'so it builds for an ISA level only on a CPU that runs it (no cross-compilation)', 'compile on a machine of that level, or use --isa native');
+  }
+  return level;
 }
 
 function parseArgs(f: CompileFlags): CompileArgs {
@@ -120,20 +130,30 @@ function parseArgs(f: CompileFlags): CompileArgs {
     profileThreads: profile === 'auto' ? 'auto' : profile === 'none' ? [] : parseThreadList('--profile-threads', profile),
     seed: f.seed === undefined ? 1 : parseSeed(f.seed),
     shard: f.shard === undefined ? undefined : parseShard(f.shard),
+    isa: parseIsa(f.isa ?? 'native'),
   };
 }
 
 const fmtRegret = (r: Record<string, LevelRegret>) =>
   Object.entries(r).map(([l, x]) => `level ${l}: mean ${x.meanPercent.toFixed(1)}% max ${x.maxPercent.toFixed(1)}%`).join(' | ') || '-';
 const fmtHistogram = (h: Record<string, number>) =>
-  Object.entries(h).sort(([a], [b]) => Number(a) - Number(b)).map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
+  Object.entries(h).sort(([a], [b]) => Number(a) - Number(b))
+    .map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
 const fmtBytes = (b: number) => (b >= 1024 ** 2 ? `${(b / 1024 ** 2).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
 
-function summaryText(s: CompileSummary, tune: TuneResult, built: BuiltBundle | undefined, uniqueWorkloads: number, shard: Shard | undefined, dbDir: string): string {
+function summaryText(
+  s: CompileSummary, tune: TuneResult, built: BuiltBundle | undefined, uniqueWorkloads: number, shard: Shard | undefined, dbDir: string,
+): string {
   const lines = [
-    built ? `bundle     ${s.bundle} (${fmtBytes(built.bytes)})` : `shard ${shard!.index}/${shard!.count}: tuned ${tune.families.size} of ${uniqueWorkloads} workloads into ${dbDir} (${shardFileName(shard!.index, shard!.count)}); no bundle written`,
+    built
+      ? `bundle     ${s.bundle} (${fmtBytes(built.bytes)})`
+      : `shard ${shard!.index}/${shard!.count}: tuned ${tune.families.size} of ${uniqueWorkloads} workloads into ${dbDir} `
+        + `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
     `layers     ${s.layers} (${s.tunableLayers} tunable, ${uniqueWorkloads} unique workloads)`,
     `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured, ${s.dbHits} from the database`,
+    `records    ${s.transfer.exactWorkloads} workloads with records for this target, ${s.transfer.transferredWorkloads} seeded from other `
+      + `targets (${s.transfer.transferredSeeds} seeds${s.transfer.medianDistance === null ? '' : `, median distance ${s.transfer.medianDistance}`}), `
+      + `${s.transfer.freshWorkloads} searched from scratch`,
     `versions   ${fmtHistogram(s.versionsHistogram)}`,
     `regret     ${fmtRegret(s.perLevelRegret)}`,
   ];
@@ -143,18 +163,23 @@ function summaryText(s: CompileSummary, tune: TuneResult, built: BuiltBundle | u
 
 async function compileAction(modelPath: string, f: CompileFlags): Promise<void> {
   const args = parseArgs(f);
-  if (!args.shard && !f.output) throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
+  if (!args.shard && !f.output) {
+    throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
+  }
   if (!args.shard) await checkOutput(f.output!, f.force === true);
-  await ccVersion();
+  await compilerVersion();
 
   const inferred = await loadModel(modelPath, { inputShapes: f.inputShape });
   const graph = lowerToLayers(inferred);
   const totals = summarise(graph);
   const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
   if (uses.length === 0) {
-    throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`, 'veltair compiles models with convolutions or matrix multiplications');
+    throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`,
+      'veltair compiles models with convolutions or matrix multiplications');
   }
-  const target = await detectTarget();
+  const target = await detectTarget(args.isa);
+  for (const guess of await targetNotes()) note(`warning: ${guess}; tuning records and kernels are sized for it`);
+  assertRunnable(graph, vectorWidths(target.isa)[0]!, modelPath);
   const dbDir = f.db ?? defaultDatabaseDir();
   const db = await openDatabase(dbDir, { target, onWarning: (m) => note(`warning: ${m}`) });
   const profileThreads = args.profileThreads === 'auto' ? powersUpTo(target.cores) : args.profileThreads.filter((t) => t <= target.cores);
@@ -164,7 +189,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   let tune: TuneResult;
   try {
     tune = await tuneWorkloads(uses, {
-      trials: args.trials, levels: args.levels, maxVersions: args.maxVersions, seed: args.seed, db,
+      trials: args.trials, levels: args.levels, maxVersions: args.maxVersions, seed: args.seed, db, target,
       ...(args.threads ? { threads: args.threads } : {}),
       ...(args.shard ? { shard: args.shard } : {}),
       profileThreads,
@@ -195,6 +220,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
     dbHits: tune.dbHits,
     tuningSeconds: Math.round(tune.seconds * 1000) / 1000,
     perLevelRegret: tune.perLevelRegret,
+    transfer: tune.transfer,
   };
   if (f.json) printJson(summary);
   else printLine(summaryText(summary, tune, built, tasksOf(uses).length, args.shard, dbDir));
@@ -209,6 +235,7 @@ export function registerCompileCommand(program: Command): void {
     .option('--trials <n>', `measured candidates per unique workload (default ${DEFAULT_TRIALS})`)
     .option('--levels <list>', 'interference levels to measure every candidate at (default 0,1,2,3,4)')
     .option('--max-versions <n>', `versions kept per layer, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
+    .option('--isa <level>', 'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512)')
     .option('--threads <list>', 'thread counts candidates may use, e.g. 1 or 1,2 (default: all cores but one)')
     .option('--profile-threads <list>', 'thread counts to profile kept versions at (level 0): a list, none, or auto (1, 2, 4 … cores; default)')
     .option('--db <dir>', `tuning database directory (default ${defaultDatabaseDir()})`)

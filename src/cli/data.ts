@@ -13,7 +13,7 @@ import { userError } from '../errors.js';
 import { writeTextAtomic } from '../sparse/atomic-file.js';
 import { PLANTED_DEFAULTS, plantedModel, writePlantedFile, type PlantedOptions } from '../sparse/planted.js';
 import { buildWordsDataset, DEFAULT_WORD_ROOTS, WORDS_DEFAULTS } from '../sparse/words.js';
-import { note, printJson, printLine } from './output.js';
+import { note, printJson, printLine } from '../terminal/output.js';
 
 const DATA_FILES = ['train.txt', 'test.txt', 'spec.json', 'dataset.json'];
 
@@ -28,7 +28,8 @@ function int(flag: string, text: string | undefined, fallback: number, min = 1):
 function num(flag: string, text: string | undefined, fallback: number, lo: number, hi: number): number {
   if (text === undefined) return fallback;
   const x = Number(text);
-  if (text.trim() === '' || !(x >= lo && x <= hi)) throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is not a number in [${lo}, ${hi}]`, `e.g. ${flag} ${fallback}`);
+  if (text.trim() === '' || !(x >= lo && x <= hi)) throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is not a number in [${lo}, ${hi}]`,
+    `e.g. ${flag} ${fallback}`);
   return x;
 }
 
@@ -39,7 +40,8 @@ async function prepareDir(dir: string | undefined, force: boolean): Promise<stri
   if (st && !st.isDirectory()) throw userError('OUTPUT_EXISTS', `${dir} is a file, not a directory`, 'pass -o DIR naming a directory');
   if (st && !force) {
     const present = (await readdir(dir)).filter((n) => DATA_FILES.includes(n));
-    if (present.length) throw userError('OUTPUT_EXISTS', `${dir} already holds a data set (${present.join(', ')})`, 'pass --force to replace it, or choose another -o');
+    if (present.length) throw userError('OUTPUT_EXISTS', `${dir} already holds a data set (${present.join(', ')})`,
+      'pass --force to replace it, or choose another -o');
   }
   await mkdir(dir, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
     throw userError('FILE_UNWRITABLE', `cannot create ${dir} (${e.code ?? e.message})`, 'choose a directory you can write to');
@@ -51,7 +53,21 @@ export function trainSpec(input: number, hidden: number, classes: number) {
   return { input, layers: [{ dim: hidden, activation: 'relu' }, { dim: classes, activation: 'softmax' }] };
 }
 
-interface PlantedFlags { output?: string; labels?: string; features?: string; train?: string; test?: string; seed?: string; prototype?: string; noise?: string; zipf?: string; keep?: string; hidden?: string; force?: boolean; json?: boolean }
+interface PlantedFlags {
+  output?: string;
+  labels?: string;
+  features?: string;
+  train?: string;
+  test?: string;
+  seed?: string;
+  prototype?: string;
+  noise?: string;
+  zipf?: string;
+  keep?: string;
+  hidden?: string;
+  force?: boolean;
+  json?: boolean
+}
 
 async function planted(f: PlantedFlags): Promise<void> {
   const o: PlantedOptions = {
@@ -74,14 +90,26 @@ async function planted(f: PlantedFlags): Promise<void> {
   await writePlantedFile(m, join(dir, 'test.txt'), o.test, 2);
   const spec = trainSpec(o.features, hidden, o.labels);
   await writeTextAtomic(join(dir, 'spec.json'), JSON.stringify(spec, null, 2) + '\n');
-  const info = { kind: 'planted', options: m.options, files: { train: 'train.txt', test: 'test.txt', spec: 'spec.json' }, seconds: (performance.now() - t0) / 1000 };
+  const info = { kind: 'planted', options: m.options, files: { train: 'train.txt', test: 'test.txt', spec: 'spec.json' },
+    seconds: (performance.now() - t0) / 1000 };
   await writeTextAtomic(join(dir, 'dataset.json'), JSON.stringify(info, null, 2) + '\n');
   if (f.json) printJson({ dir, ...info });
   else printLine(`wrote ${o.train} training and ${o.test} test samples (${o.labels} labels, ${o.features} features) to ${dir}; `
     + `train with: veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`);
 }
 
-interface WordsFlags { output?: string; root?: string[]; classes?: string; minCount?: string; window?: string; maxTrain?: string; maxTest?: string; hidden?: string; force?: boolean; json?: boolean }
+interface WordsFlags {
+  output?: string;
+  root?: string[];
+  classes?: string;
+  minCount?: string;
+  window?: string;
+  maxTrain?: string;
+  maxTest?: string;
+  hidden?: string;
+  force?: boolean;
+  json?: boolean
+}
 
 async function words(f: WordsFlags): Promise<void> {
   const dir = await prepareDir(f.output, f.force === true);
@@ -98,7 +126,8 @@ async function words(f: WordsFlags): Promise<void> {
   });
   if (f.json) printJson({ dir, ...r });
   else printLine(`wrote ${r.trainSamples} training and ${r.testSamples} test samples (${r.classes} classes, ${r.features} features) from ${r.files} files `
-    + `(${r.tokens} tokens) to ${dir}; train with: veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`);
+    + `(${r.tokens} tokens) to ${dir}; train with: `
+    + `veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`);
 }
 
 export function registerDataCommand(program: Command): void {
@@ -122,7 +151,8 @@ export function registerDataCommand(program: Command): void {
   data.command('words')
     .description('middle-word prediction from the bag of surrounding words, over the English text Debian packages install')
     .option('-o, --output <dir>', 'output directory (train.txt, test.txt, spec.json, dataset.json, classes.txt, features.txt)')
-    .option('--root <dir>', `a directory of text to read (repeatable; default ${DEFAULT_WORD_ROOTS.join(', ')})`, (v: string, prev: string[] = []) => [...prev, v])
+    .option('--root <dir>', `a directory of text to read (repeatable; default ${DEFAULT_WORD_ROOTS.join(', ')})`, (v: string,
+      prev: string[] = []) => [...prev, v])
     .option('--classes <n>', `most classes to keep (default ${WORDS_DEFAULTS.maxClasses})`)
     .option('--min-count <n>', `a word is a class when it occurs at least N times in the training documents (default ${WORDS_DEFAULTS.minClassCount})`)
     .option('--window <w>', `context words on each side (default ${WORDS_DEFAULTS.window})`)

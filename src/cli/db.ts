@@ -12,8 +12,8 @@ import { databaseStats, mergeDatabases, pruneDatabase, type DatabaseStats, type 
 import { exportRecords, type ExportFormat } from '../db/export.js';
 import { defaultDatabaseDir, unwritable } from '../db/store.js';
 import { FINGERPRINT_PATTERN, targetFingerprint } from '../db/target-fingerprint.js';
-import { detectTarget } from '../space/target.js';
-import { formatTable, note, printJson, printLine } from './output.js';
+import { detectTarget } from '../toolchain/target.js';
+import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
 interface DbFlags { db?: string; json?: boolean }
 interface ExportFlags extends DbFlags { format?: string; output?: string; target?: string; workload?: string }
@@ -77,7 +77,8 @@ async function writeOutput(path: string, text: string): Promise<void> {
 
 function parseKeep(text: string): number {
   if (!/^\d+$/.test(text) || Number(text) < 1) {
-    throw userError('BAD_ARGUMENT', `--keep ${JSON.stringify(text)} is not a positive integer`, 'e.g. --keep 20 keeps the 20 fastest records per workload and level');
+    throw userError('BAD_ARGUMENT', `--keep ${JSON.stringify(text)} is not a positive integer`,
+      'e.g. --keep 20 keeps the 20 fastest records per workload and level');
   }
   return Number(text);
 }
@@ -100,13 +101,17 @@ async function mergeAction(sources: string[], f: DbFlags & { output?: string }):
   if (!f.output) throw userError('BAD_ARGUMENT', 'veltair db merge needs -o DEST', 'e.g. veltair db merge shard-a shard-b -o merged-db');
   const r = await mergeDatabases(sources, f.output, { onWarning: warn });
   if (f.json) printJson(r);
-  else printLine(`merged ${r.filesRead} file${r.filesRead === 1 ? '' : 's'} into ${r.dest}: ${r.records} records (${r.duplicates} duplicates dropped, ${r.corrupt} corrupt lines skipped)`);
+  else {
+    printLine(`merged ${r.filesRead} file${r.filesRead === 1 ? '' : 's'} into ${r.dest}: ${r.records} records `
+      + `(${r.duplicates} duplicates dropped, ${r.corrupt} corrupt lines skipped)`);
+  }
 }
 
 async function exportAction(f: ExportFlags): Promise<void> {
   const format = parseFormat(f.format ?? 'jsonl');
   if (f.json && !f.output) {
-    throw userError('BAD_ARGUMENT', 'export --json needs -o FILE (stdout carries the JSON summary)', 'add -o records.csv, or drop --json to stream the records to stdout');
+    throw userError('BAD_ARGUMENT', 'export --json needs -o FILE (stdout carries the JSON summary)',
+      'add -o records.csv, or drop --json to stream the records to stdout');
   }
   const target = f.target === undefined ? undefined : await resolveTarget(f.target);
   const r = await exportRecords(dbPath(f), { format, target, workload: f.workload, onWarning: warn });

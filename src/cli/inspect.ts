@@ -7,7 +7,7 @@ import { loadModel, parseInputShape } from '../onnx/load.js';
 import { lowerToLayers, summarise } from '../ir/lower.js';
 import type { Layer, LayerGraph, EpilogueStep } from '../ir/layer.js';
 import type { InferredModel } from '../onnx/model.js';
-import { formatTable, printJson, printLine } from './output.js';
+import { formatTable, printJson, printLine } from '../terminal/output.js';
 
 export interface InspectReport {
   readonly model: {
@@ -116,7 +116,8 @@ export function registerInspectCommand(program: Command): void {
     .command('inspect')
     .description('print the layer table of an ONNX model: ops, shapes, MACs, workload keys')
     .argument('<model>', 'path to an .onnx file')
-    .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable; batch defaults to 1)', collectInputShape, new Map<string, readonly number[]>())
+    .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable; batch defaults to 1)',
+      collectInputShape, new Map<string, readonly number[]>())
     .option('--json', 'machine-readable output on stdout')
     .action(async (modelPath: string, opts: { inputShape: Map<string, readonly number[]>; json?: boolean }) => {
       const inferred = await loadModel(modelPath, { inputShapes: opts.inputShape });

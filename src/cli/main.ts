@@ -3,7 +3,7 @@
  * turns every error into one clear line and an exit code (0 ok, 1 user/input error, 2 internal).
  */
 import { Command, CommanderError } from 'commander';
-import { reportError } from './output.js';
+import { reportError } from '../terminal/output.js';
 import { VERSION } from '../version.js';
 import { registerInspectCommand } from './inspect.js';
 import { registerZooCommand } from './zoo.js';
@@ -15,13 +15,21 @@ import { registerBenchCommand } from './bench.js';
 import { registerRunCommand } from './run.js';
 import { registerPlotCommand } from './plot.js';
 import { registerReportCommand } from './report.js';
+import { registerServeCommand } from './serve.js';
+import { registerLoadCommand } from './load.js';
+import { registerSimulateCommand } from './simulate.js';
+import { registerProfileCommand } from './profile.js';
 import { registerTrainCommand } from './train.js';
 import { registerDataCommand } from './data.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
-const registrars: readonly CommandRegistrar[] = [registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand, registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
-  registerTrainCommand, registerDataCommand];
+const registrars: readonly CommandRegistrar[] = [
+  registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
+  registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
+  registerProfileCommand, registerSimulateCommand, registerServeCommand, registerLoadCommand,
+  registerTrainCommand, registerDataCommand,
+];
 
 export function buildProgram(): Command {
   const program = new Command('veltair')

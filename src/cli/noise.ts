@@ -5,9 +5,11 @@
  */
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
-import { calibrate, type Calibration, type ProbeCalibration } from '../measure/calibrate.js';
-import { LEVELS, availableCores, levelSpec, noiseCores, parseCoreList, startNoise, type NoiseHandle, type NoiseStats } from '../measure/noise.js';
-import { formatTable, note, printJson, printLine } from './output.js';
+import { calibrate, type Calibration, type ProbeCalibration } from '../interference/calibrate.js';
+import { LEVELS, levelSpec } from '../interference/levels.js';
+import { availableCores, parseCoreList } from '../toolchain/cpu.js';
+import { noiseCores, startNoise, type NoiseHandle, type NoiseStats } from '../interference/generator.js';
+import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
 interface NoiseCliOptions {
   level?: string;
@@ -64,7 +66,8 @@ async function runForeground(opts: NoiseCliOptions): Promise<void> {
       throw e;
     }
     const s = handle.settings;
-    note(`veltair noise: running (${handle.ready.isa}, ${handle.ready.threads} thread(s), random ${bytes(s.randomBytes)}, stream ${bytes(s.streamBytes)} ${s.streamMode}`
+    note(`veltair noise: running (${handle.ready.isa}, ${handle.ready.threads} thread(s), random ${bytes(s.randomBytes)}, `
+      + `stream ${bytes(s.streamBytes)} ${s.streamMode}`
       + `${s.cappedByMemory ? ', sizes capped to half the free memory' : ''}); ${seconds ? `stopping after ${seconds} s` : 'Ctrl-C to stop'}`);
     if (interrupted) void handle.stop();
     stats = await handle.finished;
@@ -83,7 +86,8 @@ const ratioCell = (p: ProbeCalibration) => `${p.medianRatio.toFixed(3)} [${p.min
 export function calibrationTable(c: Calibration): string {
   const m = c.machine;
   const header = `${m.cpu}, ${m.cores} cores, L3 ${bytes(m.l3Bytes)} (${m.l3Source}); probe on core ${m.kernelCore}, noise on ${m.noiseCores.join(',')}; `
-    + `${c.rounds} interleaved rounds per level\nprobes: cache ${bytes(m.probeSizes.cacheBytes)}, l3 ${bytes(m.probeSizes.l3Bytes)}, stream ${bytes(m.probeSizes.streamBytes)}; `
+    + `${c.rounds} interleaved rounds per level\nprobes: cache ${bytes(m.probeSizes.cacheBytes)}, l3 ${bytes(m.probeSizes.l3Bytes)}, `
+    + `stream ${bytes(m.probeSizes.streamBytes)}; `
     + 'cells: median noisy/quiet time ratio [min–max over rounds]';
   const rows = [['level', 'cache probe', 'l3 probe', 'stream probe', 'noise GB/s', 'noise Mops/s'],
     ...c.levels.map((l) => [String(l.level), ratioCell(l.cacheProbe), ratioCell(l.l3Probe), ratioCell(l.streamProbe),
@@ -120,11 +124,13 @@ export function registerNoiseCommand(program: Command): void {
     .addHelpText('after', `\nLevels:\n${LEVELS.map((l) => `  ${l.level}  ${l.summary}`).join('\n')}\n`)
     .action(async (opts: NoiseCliOptions) => {
       if (opts.calibrate && opts.level !== undefined) {
-        throw userError('BAD_ARGUMENT', '--calibrate and --level cannot be combined', 'use --calibrate [--levels 1,2] to measure levels, or --level N to run one');
+        throw userError('BAD_ARGUMENT', '--calibrate and --level cannot be combined',
+          'use --calibrate [--levels 1,2] to measure levels, or --level N to run one');
       }
       if (opts.calibrate) return runCalibration(opts);
       if (opts.level === undefined) {
-        throw userError('BAD_ARGUMENT', 'veltair noise needs --level N or --calibrate', 'e.g. `veltair noise --level 3 --seconds 10` or `veltair noise --calibrate`');
+        throw userError('BAD_ARGUMENT', 'veltair noise needs --level N or --calibrate',
+          'e.g. `veltair noise --level 3 --seconds 10` or `veltair noise --calibrate`');
       }
       return runForeground(opts);
     });

@@ -13,7 +13,7 @@ import { figureDataCsv, figureDataJson, layerFigureData, modelFigureData } from 
 import { resolveLayer } from '../plot/layer-id.js';
 import { commitFiles, discardFiles, planOutput, stageFile, type StagedFile } from '../plot/output-file.js';
 import { layerFigure, modelFigure } from '../plot/specs.js';
-import { printJson, printLine } from './output.js';
+import { printJson, printLine } from '../terminal/output.js';
 
 interface PlotFlags {
   layer?: string;
@@ -37,7 +37,10 @@ export interface PlotSummary {
 const ANY_CPU = { has: () => true } as unknown as ReadonlySet<string>;
 
 async function plotAction(bundlePath: string, f: PlotFlags): Promise<void> {
-  if (!f.output) throw userError('BAD_ARGUMENT', 'veltair plot needs -o FILE.svg or -o FILE.png (the figure to write)', 'e.g. veltair plot model.bundle --layer 0 -o layer0.svg');
+  if (!f.output) {
+    throw userError('BAD_ARGUMENT', 'veltair plot needs -o FILE.svg or -o FILE.png (the figure to write)',
+      'e.g. veltair plot model.bundle --layer 0 -o layer0.svg');
+  }
   const force = f.force === true;
   const figure = planOutput('-o', f.output, ['svg', 'png'] as const, force);
   const data = f.data === undefined ? undefined : planOutput('--data', f.data, ['csv', 'json'] as const, force);

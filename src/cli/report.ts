@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
 import { commitFiles, planOutput, stageFile } from '../plot/output-file.js';
-import { printJson, printLine, progressBar } from './output.js';
+import { printJson, printLine, progressBar } from '../terminal/output.js';
 
 interface ReportFlags {
   output?: string;

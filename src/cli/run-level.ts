@@ -7,8 +7,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Session } from '../runtime/session.js';
 import { InterferenceProxy } from '../runtime/proxy.js';
-import { runtimeCores } from '../runtime/proxy-cores.js';
-import { availableCores } from '../measure/noise.js';
+import { runtimeCores } from '../interference/cores.js';
+import { availableCores } from '../toolchain/cpu.js';
 
 export interface LevelChoice {
   readonly level: number;
@@ -45,7 +45,8 @@ export async function chooseLevel(session: Session, flag: number | 'auto'): Prom
   const choice: LevelChoice = flag === 'auto' ? await predictLevel(session) : { level: flag, how: 'fixed by --level' };
   session.setLevel(choice.level);
   if (!session.levels.includes(choice.level)) {
-    const fallback = `the bundle's versions were profiled at level${session.levels.length === 1 ? '' : 's'} ${session.levels.join(', ')} only; level ${choice.level} picks by the level-0 profiles`;
+    const fallback = `the bundle's versions were profiled at level${session.levels.length === 1 ? '' : 's'} ${session.levels.join(', ')} only; `
+      + `level ${choice.level} picks by the level-0 profiles`;
     return { ...choice, note: choice.note ? `${choice.note}; ${fallback}` : fallback };
   }
   return choice;

@@ -21,8 +21,8 @@ import { decodePb } from '../runtime/io-pb.js';
 import { tensorStats, type HostTensor } from '../runtime/host-tensor.js';
 import { orderFeeds, type TensorInfo } from '../runtime/feeds.js';
 import { chooseLevel, type LevelChoice } from './run-level.js';
-import { parsePositiveInt } from './compile.js';
-import { formatTable, note, printJson, printLine } from './output.js';
+import { parsePositiveInt } from '../terminal/args.js';
+import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
 interface RunFlags {
   input?: string[];
@@ -52,7 +52,8 @@ export function parseInputFlags(values: readonly string[], inputs: readonly Tens
     let name: string, file: string;
     if (eq > 0) { name = v.slice(0, eq); file = v.slice(eq + 1); }
     else if (inputs.length === 1 && eq < 0) { name = inputs[0]!.name; file = v; }
-    else throw userError('BAD_ARGUMENT', `--input ${quoteForMessage(v)} is not NAME=FILE`, `the model's inputs are ${inputs.map((i) => quoteForMessage(i.name)).join(', ')}`);
+    else throw userError('BAD_ARGUMENT', `--input ${quoteForMessage(v)} is not NAME=FILE`,
+      `the model's inputs are ${inputs.map((i) => quoteForMessage(i.name)).join(', ')}`);
     if (file === '') throw userError('BAD_ARGUMENT', `--input ${quoteForMessage(v)} names no file`, 'e.g. --input input=x.npy');
     if (out.has(name)) throw userError('BAD_ARGUMENT', `input ${quoteForMessage(name)} is given twice`, 'pass one --input per model input');
     out.set(name, file);
@@ -64,7 +65,8 @@ export function parseInputFlags(values: readonly string[], inputs: readonly Tens
 export function readInputFile(file: string): HostTensor {
   const ext = extname(file).toLowerCase();
   if (ext !== '.npy' && ext !== '.pb') {
-    throw userError('BAD_INPUT', `${file}: inputs must be .npy or ONNX TensorProto .pb files`, 'save the array with numpy.save (.npy) or onnx.numpy_helper (.pb)');
+    throw userError('BAD_INPUT', `${file}: inputs must be .npy or ONNX TensorProto .pb files`,
+      'save the array with numpy.save (.npy) or onnx.numpy_helper (.pb)');
   }
   let bytes: Uint8Array;
   try {
@@ -113,7 +115,8 @@ function prepareOutputDir(dir: string): string {
   try {
     mkdirSync(abs, { recursive: true });
   } catch (e) {
-    throw userError('FILE_UNWRITABLE', `cannot create output directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'choose a writable --output-dir');
+    throw userError('FILE_UNWRITABLE', `cannot create output directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      'choose a writable --output-dir');
   }
   return abs;
 }
@@ -124,7 +127,8 @@ function readFeeds(session: Session, files: ReadonlyMap<string, string>, json: b
   for (const [name, file] of files) {
     const want = byName.get(name);
     if (want === undefined) {
-      throw userError('BAD_INPUT', `the model has no input ${quoteForMessage(name)} (given as --input ${quoteForMessage(name)}=${file}); its inputs are ${session.inputs.map((i) => `${quoteForMessage(i.name)} (${i.dtype} [${i.shape.join(', ')}])`).join(', ')}`,
+      throw userError('BAD_INPUT', `the model has no input ${quoteForMessage(name)} (given as --input ${quoteForMessage(name)}=${file}); `
+        + `its inputs are ${session.inputs.map((i) => `${quoteForMessage(i.name)} (${i.dtype} [${i.shape.join(', ')}])`).join(', ')}`,
         'name each --input after a model input');
     }
     feeds[name] = conformed(readInputFile(file), want, file, json);

@@ -15,9 +15,9 @@ import { checkMemory, trainingMemory } from '../sparse/memory.js';
 import { checkResume, prepareOutput, runTraining, type EpochRecord, type EvalMode } from '../sparse/run.js';
 import { defaultSchedule } from '../sparse/schedule.js';
 import { readNetworkSpec } from '../sparse/spec.js';
-import type { TrainSettings } from '../sparse/trainer.js';
+import { TRAIN_DEFAULTS, type TrainSettings } from '../sparse/trainer.js';
 import { readXc } from '../sparse/xc-reader.js';
-import { note, printLine, progressBar } from './output.js';
+import { note, printLine, progressBar } from '../terminal/output.js';
 
 interface TrainFlags {
   eval?: string;
@@ -41,8 +41,6 @@ interface TrainFlags {
   json?: boolean;
 }
 
-export const TRAIN_DEFAULTS = { epochs: 5, batch: 256, lr: 0.001, seed: 1, hash: 'dwta' as HashFamily, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
-
 function int(flag: string, text: string, min: number, max = 2 ** 31 - 1): number {
   if (!/^\d+$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
     throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is not an integer from ${min} to ${max}`, `e.g. ${flag} ${Math.max(min, 4)}`);
@@ -52,14 +50,16 @@ function int(flag: string, text: string, min: number, max = 2 ** 31 - 1): number
 
 function positive(flag: string, text: string): number {
   const x = Number(text);
-  if (text.trim() === '' || !Number.isFinite(x) || x <= 0) throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is not a positive number`, `e.g. ${flag} 0.001`);
+  if (text.trim() === '' || !Number.isFinite(x) || x <= 0) throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is not a positive number`,
+    `e.g. ${flag} 0.001`);
   return x;
 }
 
 export function parseSparsity(flag: string, text: string): number {
   const x = Number(text);
   if (text.trim() === '' || !Number.isFinite(x) || x <= 0 || x > 1) {
-    throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is outside (0, 1]`, `the sparsity is the fraction of neurons computed per input, e.g. ${flag} 0.02`);
+    throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is outside (0, 1]`,
+      `the sparsity is the fraction of neurons computed per input, e.g. ${flag} 0.02`);
   }
   return x;
 }
@@ -70,7 +70,9 @@ function fixed(x: number | null, d = 4): string {
 
 function humanEpoch(r: EpochRecord, epochs: number): string {
   const sparse = r.sparse ? `; sparse@${r.sparse.sparsity}: P@1 ${fixed(r.sparse['precision@1'])} P@5 ${fixed(r.sparse['precision@5'])}` : '';
-  const lsh = r.lsh ? `; lsh: ${r.lsh.meanCandidates.toFixed(0)} candidates, ${r.lsh.meanFilled.toFixed(0)} filled, ${r.lsh.meanActive.toFixed(0)} active per query` : '';
+  const lsh = r.lsh
+    ? `; lsh: ${r.lsh.meanCandidates.toFixed(0)} candidates, ${r.lsh.meanFilled.toFixed(0)} filled, ${r.lsh.meanActive.toFixed(0)} active per query`
+    : '';
   return `epoch ${r.epoch}/${epochs}: loss ${r.loss.toFixed(4)}, P@1 ${fixed(r['precision@1'])} P@5 ${fixed(r['precision@5'])}${sparse}, `
     + `${r.epochSeconds.toFixed(2)} s (${r.samplesPerSecond.toFixed(0)} samples/s, ${r.threads} threads), eval ${r.evalSeconds.toFixed(2)} s${lsh}`;
 }
@@ -93,7 +95,8 @@ export async function trainCommand(specPath: string, trainPath: string, f: Train
   const threads = given('threads', f.threads, (t) => int('--threads', t, 1, 1024), availableParallelism());
   const seed = given('seed', f.seed, (t) => int('--seed', t, 0, 2 ** 32 - 1), TRAIN_DEFAULTS.seed);
   const hash = given('hash', f.hash, (t) => {
-    if (!(HASH_FAMILIES as readonly string[]).includes(t)) throw userError('BAD_ARGUMENT', `--hash ${JSON.stringify(t)} is not a hash family`, `use one of ${HASH_FAMILIES.join(', ')}`);
+    if (!(HASH_FAMILIES as readonly string[]).includes(t)) throw userError('BAD_ARGUMENT', `--hash ${JSON.stringify(t)} is not a hash family`,
+      `use one of ${HASH_FAMILIES.join(', ')}`);
     return t as HashFamily;
   }, TRAIN_DEFAULTS.hash);
   if (f.aln) explicit.add('aln');
@@ -103,7 +106,8 @@ export async function trainCommand(specPath: string, trainPath: string, f: Train
   const sparsity = f.sparsity === undefined ? undefined : parseSparsity('--sparsity', f.sparsity);
   const evalSparsity = f.evalSparsity === undefined ? undefined : parseSparsity('--eval-sparsity', f.evalSparsity);
   const evalMode = (f.evalMode ?? 'both') as EvalMode;
-  if (!['dense', 'sparse', 'both'].includes(evalMode)) throw userError('BAD_ARGUMENT', `--eval-mode ${JSON.stringify(f.evalMode)} is not dense, sparse or both`, 'e.g. --eval-mode both');
+  if (!['dense', 'sparse', 'both'].includes(evalMode)) throw userError('BAD_ARGUMENT',
+    `--eval-mode ${JSON.stringify(f.evalMode)} is not dense, sparse or both`, 'e.g. --eval-mode both');
   const rehashEvery = f.rehashEvery === undefined ? undefined : int('--rehash-every', f.rehashEvery, 0);
   const rebuildEvery = f.rebuildEvery === undefined ? undefined : int('--rebuild-every', f.rebuildEvery, 0);
   if (rehashEvery !== undefined) explicit.add('rehashEvery');
@@ -114,17 +118,21 @@ export async function trainCommand(specPath: string, trainPath: string, f: Train
   checkMemory(trainingMemory(layers, threads), (await fileBytes(trainPath)) + (await fileBytes(f.eval)));
   const resumeFrom = await prepareOutput(f.output, f.resume === true, note);
   const out = spec.layers[spec.layers.length - 1]!;
-  const limits = { inputDim: spec.input, outputDim: out.dim, inputName: `${specPath} "input"`, outputName: `${specPath} layers[${spec.layers.length - 1}].dim` };
+  const limits = { inputDim: spec.input, outputDim: out.dim, inputName: `${specPath} "input"`,
+    outputName: `${specPath} layers[${spec.layers.length - 1}].dim` };
   const train = await readXc(trainPath, limits);
   const evalData = f.eval ? await readXc(f.eval, limits) : undefined;
-  const schedule = { ...defaultSchedule(train.rows, batch), ...(rehashEvery !== undefined ? { rehashEvery } : {}), ...(rebuildEvery !== undefined ? { rebuildEvery } : {}) };
-  let settings: TrainSettings = { epochs, batch, lr, threads, seed, hash, aln: f.aln === true, beta1: TRAIN_DEFAULTS.beta1, beta2: TRAIN_DEFAULTS.beta2, eps: TRAIN_DEFAULTS.eps, schedule };
+  const schedule = { ...defaultSchedule(train.rows, batch), ...(rehashEvery !== undefined ? { rehashEvery } : {}), ...(rebuildEvery !== undefined
+    ? { rebuildEvery } : {}) };
+  let settings: TrainSettings = { epochs, batch, lr, threads, seed, hash, aln: f.aln === true, beta1: TRAIN_DEFAULTS.beta1, beta2: TRAIN_DEFAULTS.beta2,
+    eps: TRAIN_DEFAULTS.eps, schedule };
   if (resumeFrom) {
     const state = resumeFrom.header.state;
     checkResume(state, spec, train, settings, explicit, resumeFrom.path);
     if (K !== undefined || L !== undefined || R !== undefined || sparsity !== undefined) {
       if (JSON.stringify(state.layers) !== JSON.stringify(layers)) {
-        throw userError('BAD_ARGUMENT', `--K/--L/--R/--sparsity differ from the layers ${resumeFrom.path} was trained with`, 'a resumed run keeps its layers; drop these flags or start a new run');
+        throw userError('BAD_ARGUMENT', `--K/--L/--R/--sparsity differ from the layers ${resumeFrom.path} was trained with`,
+          'a resumed run keeps its layers; drop these flags or start a new run');
       }
     }
     layers = [...state.layers];

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
 import { findZooModel, writeZooModel, zooModels, type ZooOptionValues } from '../zoo/index.js';
-import { formatTable, printJson, printLine } from './output.js';
+import { formatTable, printJson, printLine } from '../terminal/output.js';
 
 interface BuildFlags {
   readonly output: string;

@@ -104,7 +104,8 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
   const lastBlockPartial = p.icLanesLast < p.vec;
   const realN = (p.ocVecs - 1) * p.vec + p.ocLanesLast;
   const wBase = p.weights === 'packed'
-    ? `w + (long)(g * ${c.ocGroups} + q) * ${layout.slot} + (long)icb0 * ${p.kh * p.kw * p.vec} * (q == ${c.ocGroups - 1} ? ${tailOcb * p.vec} : ${s.regOc * p.vec})`
+    ? `w + (long)(g * ${c.ocGroups} + q) * ${layout.slot} + (long)icb0 * ${p.kh * p.kw * p.vec} `
+      + `* (q == ${c.ocGroups - 1} ? ${tailOcb * p.vec} : ${s.regOc * p.vec})`
     : p.weights === 'b_rows'
       ? `w + (long)b * ${p.reduction * nPad} + (long)icb0 * ${p.vec * nPad} + (long)q * ${s.regOc * p.vec}`
       : `panel + (long)(q - q0) * ${panelQ} + (long)icb0 * ${p.vec * s.regOc * p.vec}`;
@@ -146,7 +147,8 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
   ] : [];
   const compact = p.inputLayout === 'nchw' ? compactInput(p) : undefined;
   return [
-    `void ${sym}_run(const float* ${compact ? 'in_blocked' : 'in'}, const float* w, const float* bias, const float* res, const float* gate, const float* prm, float* out, int nthreads) {`,
+    `void ${sym}_run(const float* ${compact ? 'in_blocked' : 'in'}, const float* w, const float* bias, const float* res, `
+      + 'const float* gate, const float* prm, float* out, int nthreads) {',
     ...(compact?.head ?? []),
     `  #pragma omp parallel num_threads(nthreads)`,
     '  {',

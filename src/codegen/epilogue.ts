@@ -4,12 +4,10 @@
  * residual add, channel multiply. Folded BatchNorm needs no step: it is already in weight and bias.
  */
 import type { EpilogueKind } from '../ir/workload.js';
+import { codesOf, EPILOGUE_ENUM } from '../toolchain/abi.js';
 
-/** Codes of enum vt_epi in native-kernels/veltair_kernel.h, same order. */
-export const EPILOGUE_CODES: Readonly<Record<EpilogueKind, number>> = {
-  bias: 0, relu: 1, clip: 2, leaky_relu: 3, sigmoid: 4, hard_sigmoid: 5, hard_swish: 6, silu: 7,
-  tanh: 8, gelu: 9, residual_add: 10, channel_mul: 11, gelu_tanh: 12,
-};
+/** Codes of enum vt_epi (the ABI table, generated into vt_abi.h). */
+export const EPILOGUE_CODES: Readonly<Record<EpilogueKind, number>> = codesOf(EPILOGUE_ENUM);
 
 /** How many runtime floats each step reads from epi_params. */
 export const EPILOGUE_PARAMS: Readonly<Record<EpilogueKind, number>> = {

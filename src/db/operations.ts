@@ -85,7 +85,9 @@ export interface PruneResult {
   readonly path: string;
   readonly before: number;
   readonly kept: number;
-  readonly dropped: { readonly corrupt: number; readonly duplicates: number; readonly failed: number; readonly otherTargets: number; readonly beyondKeep: number };
+  readonly dropped: {
+    readonly corrupt: number; readonly duplicates: number; readonly failed: number; readonly otherTargets: number; readonly beyondKeep: number;
+  };
 }
 
 /** The ids of a group's ok records that are among the `n` fastest (by median) at any level. */

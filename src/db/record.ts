@@ -10,7 +10,7 @@ import { CODEGEN_VERSION } from '../codegen/kernel.js';
 import { workloadKey, type WorkloadShape } from '../ir/workload.js';
 import type { ScheduleFeatures } from '../space/features.js';
 import type { Schedule } from '../space/schedule.js';
-import type { Target } from '../space/target.js';
+import type { Target } from '../toolchain/target.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
 import { VERSION } from '../version.js';
 import { canonicalJson, FINGERPRINT_PATTERN, targetFingerprint } from './target-fingerprint.js';

@@ -9,6 +9,7 @@ import { basename, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { userError } from '../errors.js';
 import { parseRecordLine, preferRecord, recordId, type TuningRecord } from './record.js';
+import { FINGERPRINT_VERSION_NUMBER } from './target-fingerprint.js';
 
 /** Called once per scan with a one-line summary when corrupt lines were skipped. */
 export type WarningSink = (message: string) => void;
@@ -70,6 +71,20 @@ async function* fileLines(file: string): AsyncGenerator<string> {
   yield* createInterface({ input: handle.createReadStream({ encoding: 'utf8' }), crlfDelay: Infinity });
 }
 
+/**
+ * A record written by a newer veltair (a later record format or target-fingerprint version) is not
+ * corrupt and must not be skipped as such: refuse the database, saying what to do.
+ */
+function refuseNewerFormat(line: string, file: string, n: number): void {
+  const fp = /"target"\s*:\s*"t(\d+)-/.exec(line);
+  const v = /^\s*\{\s*"v"\s*:\s*(\d+)/.exec(line);
+  const newer = fp && Number(fp[1]) > FINGERPRINT_VERSION_NUMBER ? `target fingerprint version t${fp[1]}`
+    : v && Number(v[1]) > 1 ? `record format v${v[1]}` : undefined;
+  if (newer === undefined) return;
+  throw userError('BAD_INPUT', `${file}:${n} holds a tuning record of ${newer}; this veltair reads t${FINGERPRINT_VERSION_NUMBER} records of format v1`,
+    'it was written by a newer veltair: update veltair, or keep those records out of this --db');
+}
+
 export function corruptSummary(path: string, corrupt: number, examples: readonly CorruptLine[]): string {
   const where = examples.map((c) => `${basename(c.file)}:${c.line} ${c.problem}`).join('; ');
   return `tuning database ${path}: skipped ${corrupt} corrupt line${corrupt === 1 ? '' : 's'} (${where}${corrupt > examples.length ? '; …' : ''}); `
@@ -89,6 +104,7 @@ export async function scanDatabases(paths: readonly string[], o: ScanOptions = {
       n++;
       if (text.trim() === '') continue; // the separator a writer adds after a torn line
       lines++;
+      refuseNewerFormat(text, file, n);
       const parsed = parseRecordLine(text);
       if ('problem' in parsed) {
         corrupt++;

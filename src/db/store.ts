@@ -19,8 +19,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { internalError, userError } from '../errors.js';
-import { cacheDir, repoRoot } from '../measure/native-tool.js';
-import type { Target } from '../space/target.js';
+import { cacheDir, repoRoot } from '../toolchain/paths.js';
+import type { Target } from '../toolchain/target.js';
 import { withLock, type LockOptions } from './lock.js';
 import { preferRecord, recordId, recordLine, type TuningRecord } from './record.js';
 import { scanDatabase, scanDatabases, type ScanOptions, type ScanResult, type WarningSink } from './scan.js';
@@ -183,6 +183,8 @@ export interface TuningDatabase {
   lookup(workloadKey: string): TuningRecord[];
   /** This target's records for a workload, failures included. */
   records(workloadKey: string): TuningRecord[];
+  /** Other targets' ok records for a workload: never measurements here, only seeds (db/transfer.ts). */
+  foreign(workloadKey: string): TuningRecord[];
   /** Already measured on this target (any status)? */
   has(id: string): boolean;
   /** Append to the user layer (never the shipped one) and index the records. */
@@ -212,9 +214,18 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
   const byId = new Map<string, TuningRecord>();
   const byWorkload = new Map<string, TuningRecord[]>();
   const fromShipped = new Set<string>();
+  const foreignByWorkload = new Map<string, Map<string, TuningRecord>>();
   let otherTargets = 0;
   const index = (id: string, r: TuningRecord, isShipped: boolean) => {
-    if (r.target !== fingerprint) { otherTargets++; return; }
+    if (r.target !== fingerprint) {
+      otherTargets++;
+      if (r.status === 'ok') {
+        const m = foreignByWorkload.get(r.workload) ?? new Map<string, TuningRecord>();
+        m.set(id, r);
+        foreignByWorkload.set(r.workload, m);
+      }
+      return;
+    }
     const list = byWorkload.get(r.workload) ?? [];
     const seen = byId.get(id);
     const kept = seen ? preferRecord(seen, r) : r;
@@ -233,6 +244,7 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
     target: fingerprint,
     lookup: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok'),
     records: (key) => [...(byWorkload.get(key) ?? [])],
+    foreign: (key) => [...(foreignByWorkload.get(key)?.values() ?? [])],
     has: (id) => byId.has(id),
     async append(records, ao) {
       const foreign = records.find((r) => r.target !== fingerprint);

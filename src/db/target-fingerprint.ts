@@ -5,7 +5,7 @@
  * (hostname, OS, load) is deliberately left out, so identical machines share records.
  */
 import { createHash } from 'node:crypto';
-import type { Target } from '../space/target.js';
+import type { Target } from '../toolchain/target.js';
 
 /** JSON with object keys sorted at every depth: the same value hashes the same everywhere. */
 export function canonicalJson(value: unknown): string {
@@ -34,6 +34,8 @@ export function fingerprintInput(t: Target): unknown {
 
 /** Bump if fingerprintInput changes meaning: records under the old prefix then stop matching. */
 const FINGERPRINT_VERSION = 't1';
+/** The version number in FINGERPRINT_VERSION (readers refuse records of a later one). */
+export const FINGERPRINT_VERSION_NUMBER = 1;
 
 /** `t1-<16 hex>`: 64 bits of sha256 over the canonical transferable fields. */
 export function targetFingerprint(t: Target): string {

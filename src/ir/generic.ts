@@ -40,12 +40,13 @@ const INPUT_NAMES: Readonly<Record<string, readonly string[]>> = {
   Unsqueeze: ['data', 'axes'],
   Resize: ['X', 'roi', 'scales', 'sizes'],
   PRelu: ['X', 'slope'],
+  TopK: ['X', 'K'],
   ...Object.fromEntries(REDUCE_AXES_OPS.map((op) => [op, ['data', 'axes']])),
 };
 
 /** Inputs whose constant values configure the op rather than feed it data: these become attrs. */
 const CONTROL_INPUTS: ReadonlySet<string> = new Set(['shape', 'repeats', 'starts', 'ends', 'axes', 'steps', 'pads',
-  'constant_value', 'split', 'min', 'max', 'roi', 'scales', 'sizes']);
+  'constant_value', 'split', 'min', 'max', 'roi', 'scales', 'sizes', 'K']);
 
 const ELEMENTWISE: ReadonlySet<string> = new Set(['Add', 'Sub', 'Mul', 'Div', 'Pow', 'Sqrt', 'Exp', 'Log', 'Neg', 'Abs',
   'Reciprocal', 'Floor', 'Ceil', 'Round', 'Sign', 'Sin', 'Cos', 'Erf', 'Relu', 'Clip', 'LeakyRelu', 'Sigmoid',
@@ -53,7 +54,7 @@ const ELEMENTWISE: ReadonlySet<string> = new Set(['Add', 'Sub', 'Mul', 'Div', 'P
   'Greater', 'LessOrEqual', 'GreaterOrEqual', 'Not', 'And', 'Or', 'Max', 'Min', 'Sum', 'Mean', 'Resize', 'Mod']);
 
 const PER_INPUT_ELEMENT: ReadonlySet<string> = new Set(['GlobalAveragePool', 'GlobalMaxPool', 'Softmax', 'LogSoftmax',
-  'LayerNormalization', 'BatchNormalization', 'InstanceNormalization', 'LpNormalization', 'ArgMax', 'ArgMin',
+  'LayerNormalization', 'BatchNormalization', 'InstanceNormalization', 'LpNormalization', 'ArgMax', 'ArgMin', 'TopK',
   ...REDUCE_AXES_OPS]);
 
 const DEFAULTS: Readonly<Record<string, Readonly<Record<string, AttrValue>>>> = {
@@ -68,6 +69,7 @@ const DEFAULTS: Readonly<Record<string, Readonly<Record<string, AttrValue>>>> = 
   Split: { axis: 0 },
   LogSoftmax: { axis: -1 },
   Gelu: { approximate: 'none' },
+  TopK: { axis: -1, largest: 1, sorted: 1 },
 };
 
 function elementCount(shape: readonly number[]): number {

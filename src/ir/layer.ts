@@ -65,4 +65,6 @@ export interface LayerGraph {
   readonly outputs: readonly { readonly name: string; readonly dtype: DType; readonly shape: readonly number[] }[];
   /** Every activation value's shape (inputs, layer outputs). */
   readonly shapes: ReadonlyMap<string, readonly number[]>;
+  /** Element types of layer outputs where a layer's outputs differ (TopK: values and int64 indices); default the layer's dtype. */
+  readonly dtypes?: ReadonlyMap<string, DType>;
 }

@@ -8,7 +8,7 @@
  *  6. order layers by where their last absorbed node stood, and freeze them (workload keys, MACs,
  *     overflow guard).
  */
-import type { InferredModel, OnnxNode } from '../onnx/model.js';
+import type { DType, InferredModel, OnnxNode } from '../onnx/model.js';
 import { userError } from '../errors.js';
 import type { Layer, LayerGraph } from './layer.js';
 import { finishLayer, type LayerDraft } from './draft.js';
@@ -59,11 +59,14 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   for (const i of m.inputs) shapes.set(i.name, i.shape);
   for (const l of layers) for (const o of l.outputs) shapes.set(o, shapeOf(g, o));
   for (const o of m.outputs) if (!shapes.has(o.name)) shapes.set(o.name, o.shape);
+  const dtypes = new Map<string, DType>();
+  for (const l of layers) for (const o of l.outputs) { const t = g.types.get(o)?.dtype; if (t !== undefined && t !== l.dtype) dtypes.set(o, t); }
   return {
     layers,
     inputs: m.inputs.map((i) => ({ name: i.name, dtype: i.dtype, shape: i.shape })),
     outputs: m.outputs.map((o) => ({ name: o.name, dtype: o.dtype, shape: o.shape })),
     shapes,
+    ...(dtypes.size > 0 ? { dtypes } : {}),
   };
 }
 

@@ -10,15 +10,17 @@
  *    hashes (many symbols per .so; linking is cheap and cached too).
  * Every cache entry is written under a temp name and renamed into place.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
-import { VeltairError, userError } from '../errors.js';
-import { KERNEL_CFLAGS } from '../space/target.js';
-import { cacheDir, compilerVersion, repoRoot, toolHash } from './native-tool.js';
+import { VeltairError } from '../errors.js';
+import { buildKey, installOnce, tempPathFor } from '../toolchain/build-cache.js';
+import { compiler, compilerStderr, compilerVersion, runCompiler, type Compiler } from '../toolchain/compiler.js';
+import { flagsFor, KERNEL_LINK_FLAGS, libsFor } from '../toolchain/flags.js';
+import { headerSnapshot, writeSources, type HeaderSnapshot } from '../toolchain/headers.js';
+import { cacheDir } from '../toolchain/paths.js';
 
 export interface KernelUnit {
   readonly symbol: string;
@@ -35,59 +37,8 @@ export interface BuildOptions {
   readonly jobs?: number;
   /** Candidates per compiler call and per shared object (default 8). */
   readonly batchSize?: number;
+  /** Kernel flags: the target's (its ISA level); default native. */
   readonly cflags?: readonly string[];
-}
-
-export const KERNEL_HEADERS = ['veltair_kernel.h', 'vt_simd.h', 'vt_math.inc'] as const;
-
-export function nativeDir(): string {
-  return join(repoRoot(), 'native-kernels');
-}
-
-export function compilerCommand(env: NodeJS.ProcessEnv = process.env): string {
-  return env['CC'] && /^[\w./+-]+$/.test(env['CC']) ? env['CC'] : 'cc';
-}
-
-function noCompiler(cc: string): VeltairError {
-  return userError('NO_COMPILER', `C compiler ${JSON.stringify(cc)} was not found`,
-    'install gcc (e.g. `apt-get install gcc`) or point the CC environment variable at a C compiler');
-}
-
-/** `cc --version`, with a missing compiler reported as NO_COMPILER. */
-export async function ccVersion(cc = compilerCommand()): Promise<string> {
-  try {
-    return await compilerVersion(cc);
-  } catch (e) {
-    if (e instanceof VeltairError) throw e;
-    if ((e as { code?: string }).code === 'ENOENT') throw noCompiler(cc);
-    throw e;
-  }
-}
-
-/** The kernel headers' exact bytes at one moment, and their digest. */
-export interface HeaderSnapshot {
-  readonly files: readonly { readonly name: string; readonly text: string }[];
-  readonly hash: string;
-}
-
-/**
- * Read fresh on every build, never memoized, and compiled from these very bytes (copied next to the
- * sources): a header edited while a long-lived process builds must not land in the cache under the
- * old header's key (that poisoned objects once: a descriptor compiled against another vt_desc
- * layout, read by the harness with its own, crashed every candidate built from them).
- */
-export async function headerSnapshot(): Promise<HeaderSnapshot> {
-  const files = await Promise.all(KERNEL_HEADERS.map(async (name) => ({ name, text: await readFile(join(nativeDir(), name), 'utf8') })));
-  const hash = createHash('sha256').update('headers-v2\0').update(files.map((f) => `${f.name}\0${f.text}`).join('\0')).digest('hex');
-  return { files, hash };
-}
-
-export async function headersHash(): Promise<string> {
-  return (await headerSnapshot()).hash;
-}
-
-export async function writeHeaders(dir: string, snap: HeaderSnapshot): Promise<void> {
-  await Promise.all(snap.files.map((f) => writeFile(join(dir, f.name), f.text)));
 }
 
 /** Run tasks with at most `limit` in flight. */
@@ -111,7 +62,7 @@ export function chunk<T>(items: readonly T[], size: number): T[][] {
 }
 
 async function atomicMove(from: string, to: string): Promise<void> {
-  const temp = `${to}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const temp = tempPathFor(to);
   await rename(from, temp).catch(async () => {
     await writeFile(temp, await readFile(from));
   });
@@ -121,23 +72,21 @@ async function atomicMove(from: string, to: string): Promise<void> {
 interface Compiled { key: string; error?: string }
 
 /** Compile units in one compiler call; on failure, one at a time to isolate the bad ones. */
-async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc: string, flags: readonly string[],
-  objDir: string, headers: HeaderSnapshot): Promise<Map<string, Compiled>> {
+async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc: Compiler, flags: readonly string[], objDir: string,
+  headers: HeaderSnapshot): Promise<Map<string, Compiled>> {
   const result = new Map<string, Compiled>();
   const work = await mkdtemp(join(tmpdir(), 'veltair-cc-'));
   try {
-    await Promise.all([...units.map((u) => writeFile(join(work, `${u.symbol}.c`), u.source)), writeHeaders(work, headers)]);
-    const args = [...flags, '-I', work, '-c', ...units.map((u) => `${u.symbol}.c`)];
+    await Promise.all([...units.map((u) => writeFile(join(work, `${u.symbol}.c`), u.source)), writeSources(work, headers.files)]);
     try {
-      await execa(cc, args, { cwd: work });
+      await runCompiler([...flags, '-I', work, '-c', ...units.map((u) => `${u.symbol}.c`)], { cwd: work }, cc);
     } catch (e) {
-      if ((e as { code?: string }).code === 'ENOENT') throw noCompiler(cc);
+      if (e instanceof VeltairError) throw e;
       if (units.length > 1) {
         for (const u of units) for (const [k, v] of await compileBatch([u], cc, flags, objDir, headers)) result.set(k, v);
         return result;
       }
-      const stderr = String((e as { stderr?: string }).stderr ?? e);
-      result.set(units[0]!.symbol, { key: units[0]!.key, error: stderr.split('\n').filter(Boolean).slice(0, 6).join('\n') });
+      result.set(units[0]!.symbol, { key: units[0]!.key, error: compilerStderr(e, 6) });
       return result;
     }
     for (const u of units) {
@@ -150,31 +99,22 @@ async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc
   }
 }
 
-async function link(keys: readonly string[], cc: string, objDir: string, libDir: string): Promise<string> {
+async function link(keys: readonly string[], cc: Compiler, objDir: string, libDir: string): Promise<string> {
   const name = createHash('sha256').update([...keys].sort().join('\n')).digest('hex').slice(0, 32);
-  const so = join(libDir, `k-${name}.so`);
-  if (existsSync(so)) return so;
-  const temp = `${so}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    await execa(cc, ['-shared', '-fopenmp', '-o', temp, ...keys.map((k) => join(objDir, `${k}.o`)), '-lm']);
-    await rename(temp, so);
-  } catch (e) {
-    await rm(temp, { force: true });
-    throw e;
-  }
-  return so;
+  return installOnce(join(libDir, `k-${name}.so`), (temp) =>
+    runCompiler([...KERNEL_LINK_FLAGS, '-o', temp, ...keys.map((k) => join(objDir, `${k}.o`)), ...libsFor('kernel')], {}, cc));
 }
 
 /** Build every unit (deduplicated by symbol); the result has one outcome per distinct symbol, in input order. */
 export async function buildKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<BuildOutcome[]> {
-  const cc = compilerCommand();
-  const flags = options.cflags ?? KERNEL_CFLAGS;
-  const [version, headers] = await Promise.all([ccVersion(cc), headerSnapshot()]);
+  const cc = compiler();
+  const [version, headers] = await Promise.all([compilerVersion(cc), headerSnapshot()]);
   const root = options.cacheDir ?? cacheDir();
   const objDir = join(root, 'objects'), libDir = join(root, 'lib');
   await Promise.all([mkdir(objDir, { recursive: true }), mkdir(libDir, { recursive: true })]);
   const unique = [...new Map(units.map((u) => [u.symbol, u])).values()];
-  const keyed = unique.map((u) => ({ ...u, key: toolHash(`${u.source}\0${headers.hash}`, flags, version).slice(0, 40) }));
+  const flags = options.cflags ?? flagsFor('kernel');
+  const keyed = unique.map((u) => ({ ...u, key: buildKey([u.source, headers.hash], flags, version).slice(0, 40) }));
   const missing = keyed.filter((u) => !existsSync(join(objDir, `${u.key}.o`)));
   const batchSize = Math.max(1, options.batchSize ?? 8);
   const jobs = options.jobs ?? availableParallelism();
@@ -188,8 +128,8 @@ export async function buildKernels(units: readonly KernelUnit[], options: BuildO
     try {
       return { group, so: await link(group.map((u) => u.key), cc, objDir, libDir) };
     } catch (e) {
-      const stderr = String((e as { stderr?: string }).stderr ?? e);
-      for (const u of group) failed.set(u.symbol, `link failed: ${stderr.split('\n').slice(0, 4).join('\n')}`);
+      if (e instanceof VeltairError) throw e;
+      for (const u of group) failed.set(u.symbol, `link failed: ${compilerStderr(e)}`);
       return { group: [], so: '' };
     }
   });

@@ -5,9 +5,9 @@
  */
 import { execa } from 'execa';
 import { VeltairError, userError } from '../errors.js';
-import { availableCores, parseCoreList } from './noise.js';
-import { ensureTool } from './native-tool.js';
-import { median } from './stats.js';
+import { availableCores, parseCoreList } from '../toolchain/cpu.js';
+import { ensureTool } from '../toolchain/tools.js';
+import { median } from '../stats.js';
 
 export interface PeakOptions {
   /** Threads, one per core; defaults to the number of cores given, else 1. */

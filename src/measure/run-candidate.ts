@@ -7,16 +7,14 @@
  * candidates (A@0, A@2, B@0, B@2, …) without a process start per measurement. A per-job watchdog
  * kills a hung child; a crash loses only the job in flight: a new child takes the rest.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
 import { VeltairError } from '../errors.js';
-import { ccVersion, compilerCommand, headerSnapshot, nativeDir, writeHeaders } from './build.js';
-import { cacheDir, toolHash } from './native-tool.js';
+import { nativeDir, cacheDir } from '../toolchain/paths.js';
+import { ensureProgram } from '../toolchain/build-cache.js';
 
 export type MeasureStatus = 'ok' | 'wrong' | 'crash' | 'timeout' | 'compile_error';
 
@@ -57,50 +55,17 @@ export interface MeasureOptions {
   readonly afterJob?: (index: number, m: Measurement) => Promise<void> | void;
 }
 
-const HARNESS_FLAGS = ['-O2', '-march=native', '-std=gnu11'];
-const HARNESS_SOURCES = ['harness.c', 'reference.c'];
 /** Everything the harness compiles besides the kernel headers (reference.h included: it is part of the key). */
-const HARNESS_FILES = [...HARNESS_SOURCES, 'reference.h'];
-
-const harnessBuilds = new Map<string, Promise<string>>();
+const HARNESS_FILES = ['harness.c', 'reference.c', 'reference.h'];
 
 /**
  * The harness binary, compiled once per (sources, headers, flags, compiler, CPU) into the cache.
- * The key is recomputed on every call (a few small reads) rather than remembered per process, so a
+ * The sources are read on every call (a few small reads) rather than remembered per process, so a
  * long-lived process never pairs an old harness with kernels built against edited headers.
  */
 export async function ensureHarness(dir = cacheDir()): Promise<string> {
-  const cc = compilerCommand();
-  const [version, headers, ...sources] = await Promise.all([ccVersion(cc), headerSnapshot(),
-    ...HARNESS_FILES.map((f) => readFile(join(nativeDir(), f), 'utf8'))]);
-  const key = toolHash(`harness-v2\0${sources.join('\0')}\0${headers.hash}`, HARNESS_FLAGS, version).slice(0, 16);
-  const bin = join(dir, 'tools', `harness-${key}`);
-  if (existsSync(bin)) return bin;
-  const pending = harnessBuilds.get(bin);
-  if (pending) return pending;
-  const building = (async () => {
-    await mkdir(join(dir, 'tools'), { recursive: true });
-    const temp = `${bin}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-    // compiled from a snapshot of exactly the bytes hashed above (see headerSnapshot in build.ts)
-    const work = await mkdtemp(join(tmpdir(), 'veltair-harness-'));
-    try {
-      await writeHeaders(work, headers);
-      await Promise.all(HARNESS_FILES.map((f, i) => writeFile(join(work, f), sources[i]!)));
-      await execa(cc, [...HARNESS_FLAGS, '-I', work, '-o', temp, ...HARNESS_SOURCES.map((f) => join(work, f)), '-ldl', '-lm']);
-      await rename(temp, bin);
-    } catch (e) {
-      await rm(temp, { force: true });
-      const stderr = String((e as { stderr?: string }).stderr ?? e);
-      throw new VeltairError('COMPILE_FAILED', `compiling the measurement harness failed: ${stderr.split('\n')[0]}`,
-        'this is a veltair bug if your C compiler works', 2);
-    } finally {
-      harnessBuilds.delete(bin);
-      await rm(work, { recursive: true, force: true });
-    }
-    return bin;
-  })();
-  harnessBuilds.set(bin, building);
-  return building;
+  const sources = await Promise.all(HARNESS_FILES.map(async (name) => ({ name, text: await readFile(join(nativeDir(), name), 'utf8') })));
+  return ensureProgram({ name: 'harness', artifact: 'harness', sources, cacheDir: dir, hint: 'this is a veltair bug if your C compiler works' });
 }
 
 function ompEnv(cores: readonly number[]): Record<string, string> {
@@ -186,9 +151,4 @@ export async function measureJobs(jobs: readonly MeasureJob[], o: MeasureOptions
     }
   }
   return jobs.map((_, i) => done.get(i)!);
-}
-
-/** A stable id for a job list, for logs. */
-export function jobsDigest(jobs: readonly MeasureJob[]): string {
-  return createHash('sha256').update(JSON.stringify(jobs)).digest('hex').slice(0, 12);
 }

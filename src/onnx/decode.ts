@@ -25,7 +25,8 @@ export function readModelBytes(file: string): Uint8Array {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') {
-      throw userError('FILE_NOT_FOUND', `model file ${quoteForMessage(file, 200)} does not exist`, 'check the path; it is resolved against the current directory');
+      throw userError('FILE_NOT_FOUND', `model file ${quoteForMessage(file, 200)} does not exist`,
+        'check the path; it is resolved against the current directory');
     }
     throw userError('FILE_UNREADABLE', `cannot read model file ${quoteForMessage(file, 200)}: ${code ?? String(e)}`, 'check the path and its permissions');
   }

@@ -30,6 +30,3 @@ export function dtypeByteSize(dtype: DType): number {
   }
 }
 
-export function isFloatDType(dtype: DType): boolean {
-  return dtype === 'float32' || dtype === 'float64' || dtype === 'float16' || dtype === 'bfloat16';
-}

@@ -8,7 +8,8 @@ import * as path from 'node:path';
 import type { ExternalReader } from './tensor.js';
 import { quoteForMessage, userError } from '../errors.js';
 
-const HINT = 'external data files must sit inside the model\'s folder and be named by a relative path (onnx.save_model(..., save_as_external_data=True) does this)';
+const HINT = 'external data files must sit inside the model\'s folder and be named by a relative path '
+  + '(onnx.save_model(..., save_as_external_data=True) does this)';
 
 export function externalDataReader(modelFile: string): ExternalReader {
   const folder = path.dirname(path.resolve(modelFile));

@@ -78,7 +78,8 @@ function inferNode(node: OnnxNode, opset: number, types: Map<string, ValueType>,
     if (name === '') return;
     const v = values[i];
     if (v === undefined || !sameShape(v.dims, outTypes[i]!.shape) || v.dtype !== outTypes[i]!.dtype) {
-      throw internalError(`${nodeLabel(node)}: folded value for ${quoteForMessage(name)} is ${v ? `${v.dtype}${formatShape(v.dims)}` : 'missing'}, inference said ${outTypes[i]!.dtype}${formatShape(outTypes[i]!.shape)}`);
+      throw internalError(`${nodeLabel(node)}: folded value for ${quoteForMessage(name)} is ${v ? `${v.dtype}${formatShape(v.dims)}` : 'missing'}, `
+        + `inference said ${outTypes[i]!.dtype}${formatShape(outTypes[i]!.shape)}`);
     }
     constants.set(name, v);
   });

@@ -25,7 +25,8 @@ function checkPin(model: OnnxModel, info: ValueInfo, pin: readonly number[]): vo
   const clash = declared.length !== pin.length || declared.some((d, i) => typeof d === 'number' && d !== pin[i]);
   if (clash) {
     throw userError('SHAPE_MISMATCH',
-      `${quoteForMessage(model.path, 200)}: input ${quoteForMessage(info.name)} is declared as ${describe(declared)} but --input-shape gives [${pin.join(', ')}]`,
+      `${quoteForMessage(model.path, 200)}: input ${quoteForMessage(info.name)} is declared as ${describe(declared)} `
+        + `but --input-shape gives [${pin.join(', ')}]`,
       'a pinned shape must keep the model\'s rank and fixed dimensions; only symbolic dimensions can be chosen');
   }
 }
@@ -59,8 +60,10 @@ export function resolveInputTypes(model: OnnxModel, pins: InputShapes = new Map(
   if (nonBatch.length > 0) {
     const list = nonBatch.map((o) => `${quoteForMessage(o.dim)} (dim ${o.index} of input ${quoteForMessage(o.input)})`).join(', ');
     const first = inputs.find((i) => i.name === nonBatch[0]!.input)!;
-    throw userError('SYMBOLIC_DIM', `${quoteForMessage(model.path, 200)}: symbolic dimension${nonBatch.length > 1 ? 's' : ''} ${list} not pinned; input ${quoteForMessage(first.name)} is declared as ${describe(first.shape)}`,
-      `pin it with --input-shape ${first.name.replace(/[^\w.:/-]/g, '_')}=${(first.shape ?? []).map((d) => (typeof d === 'number' ? d : 'N')).join('x')} (replace each N; e.g. --input-shape NAME=1x3x224x224)`);
+    throw userError('SYMBOLIC_DIM', `${quoteForMessage(model.path, 200)}: symbolic dimension${nonBatch.length > 1 ? 's' : ''} ${list} not pinned; `
+      + `input ${quoteForMessage(first.name)} is declared as ${describe(first.shape)}`,
+      `pin it with --input-shape ${first.name.replace(/[^\w.:/-]/g, '_')}=${(first.shape ?? []).map((d) => (typeof d === 'number' ? d : 'N')).join('x')} `
+        + '(replace each N; e.g. --input-shape NAME=1x3x224x224)');
   }
   for (const o of open) bound.set(o.dim, 1);
   return inputs.map((info) => {

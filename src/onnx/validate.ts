@@ -27,7 +27,8 @@ export function checkOperatorsSupported(model: OnnxModel): void {
     return `${quoteForMessage(op, 60).slice(1, -1)} (${names.length === 1 ? 'node' : 'nodes'} ${shown}${more})`;
   });
   throw userError('UNSUPPORTED_OPS', `${quoteForMessage(model.path, 200)}: unsupported operators: ${parts.join(', ')}`,
-    'veltair compiles standard ai.onnx CNN and transformer operators; re-export without these operators (e.g. keep post-processing such as NMS/TopK outside the model) or run it with ONNX Runtime');
+    'veltair compiles standard ai.onnx CNN and transformer operators; re-export without these operators '
+      + '(e.g. keep post-processing such as NMS/TopK outside the model) or run it with ONNX Runtime');
 }
 
 /** Every non-empty node input and graph output must come from an initializer, a graph input or a node. */
@@ -40,7 +41,8 @@ export function checkInputsProduced(model: OnnxModel): void {
       if (o === '') continue;
       const prior = producedBy.get(o);
       if (prior !== undefined || available.has(o)) {
-        throw userError('BAD_INPUT', `${quoteForMessage(model.path, 200)}: value ${quoteForMessage(o)} is produced twice (by ${nodeLabel(n)}${prior ? ` and ${nodeLabel(prior)}` : ' and a graph input/initializer'})`,
+        throw userError('BAD_INPUT', `${quoteForMessage(model.path, 200)}: value ${quoteForMessage(o)} is produced twice `
+          + `(by ${nodeLabel(n)}${prior ? ` and ${nodeLabel(prior)}` : ' and a graph input/initializer'})`,
           'an ONNX graph assigns each value once; the model file is malformed, re-export it');
       }
       producedBy.set(o, n);
@@ -49,8 +51,10 @@ export function checkInputsProduced(model: OnnxModel): void {
   for (const n of g.nodes) {
     for (const i of n.inputs) {
       if (i !== '' && !available.has(i) && !producedBy.has(i)) {
-        throw userError('MISSING_INPUT', `${quoteForMessage(model.path, 200)}: ${nodeLabel(n)} reads ${quoteForMessage(i)}, which no initializer, graph input or node provides`,
-          'the model is incomplete (a missing initializer or a dangling edge); re-export it, or if its weights live in external data files keep those beside the model');
+        throw userError('MISSING_INPUT',
+          `${quoteForMessage(model.path, 200)}: ${nodeLabel(n)} reads ${quoteForMessage(i)}, which no initializer, graph input or node provides`,
+          'the model is incomplete (a missing initializer or a dangling edge); re-export it, '
+            + 'or if its weights live in external data files keep those beside the model');
       }
     }
   }

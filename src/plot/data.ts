@@ -7,7 +7,7 @@
 import type { Manifest, ManifestLayer, ManifestVersion } from '../bundle/manifest.js';
 import type { BundleProfiles } from '../bundle/profiles.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
-import { bestVersionAt } from '../runtime/proxy-picker.js';
+import { bestVersionAt } from '../runtime/version-picker.js';
 import type { WorkloadProfile } from '../tune/candidate-profile.js';
 import { kibText } from './label.js';
 import { tunableLayer } from './layer-id.js';

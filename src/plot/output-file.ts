@@ -26,7 +26,9 @@ export function planOutput<F extends string>(flag: string, path: string, formats
   }
   const abs = resolve(path);
   const info = (() => { try { return lstatSync(abs); } catch { return undefined; } })();
-  if (info && !info.isFile()) throw userError('OUTPUT_EXISTS', `${flag} ${abs} exists and is not a regular file; --force only replaces files`, `give a file name ending in ${list}`);
+  if (info && !info.isFile()) {
+    throw userError('OUTPUT_EXISTS', `${flag} ${abs} exists and is not a regular file; --force only replaces files`, `give a file name ending in ${list}`);
+  }
   if (info && !force) throw userError('OUTPUT_EXISTS', `${abs} already exists`, 'pass --force to replace it, or choose another file name');
   const parent = dirname(abs);
   const dir = (() => { try { return statSync(parent); } catch { return undefined; } })();

@@ -40,7 +40,8 @@ export function modelSection(m: Manifest): Html {
       ['Kept versions', `${versions} in all (at most ${o.maxVersions} per layer)`],
       ['Compile options', `${o.trials} trials per workload; levels ${list(o.levels)}; candidate threads ${list(o.threads)}; `
         + `profiled at ${list(o.profileThreads)} threads; seed ${o.seed}`],
-      ['Bundle', `format ${m.formatVersion}, veltair ${m.compilerVersion.veltair} (codegen ${m.compilerVersion.codegen}, kernel ABI ${m.compilerVersion.kernelAbi})`],
+      ['Bundle', `format ${m.formatVersion}, veltair ${m.compilerVersion.veltair} `
+        + `(codegen ${m.compilerVersion.codegen}, kernel ABI ${m.compilerVersion.kernelAbi})`],
     ]));
 }
 
@@ -63,7 +64,8 @@ export function targetSection(m: Manifest): Html {
     proxyFacts(m));
 }
 
-const fit = (x: ManifestLevelModel) => `R² ${x.r2.toFixed(3)}, RMS error ${x.rmsError.toFixed(2)} levels, ${(x.accuracy * 100).toFixed(0)}% rounded to the true level`;
+const fit = (x: ManifestLevelModel) =>
+  `R² ${x.r2.toFixed(3)}, RMS error ${x.rmsError.toFixed(2)} levels, ${(x.accuracy * 100).toFixed(0)}% rounded to the true level`;
 
 function proxyFacts(m: Manifest): Html {
   const p = m.interferenceProxy;
@@ -97,7 +99,8 @@ export function tuningCostSection(m: Manifest, profiles: BundleProfiles | undefi
     const measured = first.reduce((s, l) => s + (l?.family?.candidates ?? 0), 0);
     return section('tuning-cost', title,
       el('p', {}, `This bundle has no candidate profiles (profiles/candidates.json), so only the family summaries are known: `
-        + `${measured} candidates considered over ${first.length} tunable workloads, ${m.options.trials} trials per workload at levels ${list(m.options.levels)}.`));
+        + `${measured} candidates considered over ${first.length} tunable workloads, `
+        + `${m.options.trials} trials per workload at levels ${list(m.options.levels)}.`));
   }
   const failed = failedTotal(cost.failed);
   return section('tuning-cost', title,

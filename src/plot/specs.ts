@@ -75,7 +75,9 @@ function layerTitle(layer: ManifestLayer): string {
 }
 
 function candidateSummary(points: readonly CandidatePoint[], fromProfiles: boolean): string {
-  if (!fromProfiles) return `${points.length} kept version${points.length === 1 ? '' : 's'}; this bundle has no candidate profiles, so other candidates are not shown`;
+  if (!fromProfiles) {
+    return `${points.length} kept version${points.length === 1 ? '' : 's'}; this bundle has no candidate profiles, so other candidates are not shown`;
+  }
   const failed = points.filter((p) => p.latencyQuietMs === null).length;
   const kept = points.filter((p) => p.kept).length;
   const dominated = points.filter((p) => p.dominated).length;

@@ -38,7 +38,8 @@ function checkOne(t: TensorInfo, f: Feed): TensorData {
   }
   if (!ArrayBuffer.isView(data) || arrayTypeOf(data) !== want) {
     const got = arrayTypeOf(data);
-    throw userError('BAD_INPUT', `input ${name} is ${/^[A-Z]/.test(got) ? `a${/^[AEIOU]/.test(got) ? 'n' : ''} ` : ''}${got}; expected ${describe(t)} as a ${want ?? 'typed array'}`, HINT);
+    throw userError('BAD_INPUT', `input ${name} is ${/^[A-Z]/.test(got) ? `a${/^[AEIOU]/.test(got) ? 'n' : ''} ` : ''}${got}; `
+      + `expected ${describe(t)} as a ${want ?? 'typed array'}`, HINT);
   }
   const values = data as TensorData;
   if (shape !== undefined && (shape.length !== t.shape.length || shape.some((d, i) => d !== t.shape[i]))) {
@@ -63,7 +64,9 @@ export function orderFeeds(inputs: readonly TensorInfo[], feeds: Feeds): TensorD
   }
   return inputs.map((t) => {
     const f = Object.prototype.hasOwnProperty.call(feeds, t.name) ? feeds[t.name] : undefined;
-    if (f === undefined) throw userError('BAD_INPUT', `input ${quoteForMessage(t.name)} (${describe(t)}) is missing; the model's inputs are ${listInputs(inputs)}`, HINT);
+    if (f === undefined) {
+      throw userError('BAD_INPUT', `input ${quoteForMessage(t.name)} (${describe(t)}) is missing; the model's inputs are ${listInputs(inputs)}`, HINT);
+    }
     return checkOne(t, f);
   });
 }

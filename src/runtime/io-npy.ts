@@ -31,7 +31,8 @@ const DESCR_OF: Readonly<Partial<Record<DType, string>>> = Object.fromEntries(
 
 export const NPY_SUPPORTED = 'little-endian float32, float64, int64, int32, int16, uint16, int8, uint8 or bool, in C order';
 
-const badNpy = (file: string, what: string, hint = `save the array with numpy.save as ${NPY_SUPPORTED} (e.g. np.save(f, np.ascontiguousarray(a, dtype=np.float32)))`) =>
+const badNpy = (file: string, what: string,
+  hint = `save the array with numpy.save as ${NPY_SUPPORTED} (e.g. np.save(f, np.ascontiguousarray(a, dtype=np.float32)))`) =>
   userError('BAD_INPUT', `${file}: ${what}`, hint);
 
 interface Header { readonly descr: string; readonly fortran: boolean; readonly shape: number[] }
@@ -81,7 +82,9 @@ export function decodeNpy(bytes: Uint8Array, file: string): HostTensor {
   const count = elementsOf(h.shape);
   const want = count * t.size;
   const have = bytes.length - start;
-  if (have !== want) throw badNpy(file, `holds ${have} bytes of data, but shape (${h.shape.join(', ')}) of ${t.dtype} needs ${want} (truncated or not a .npy file)`);
+  if (have !== want) {
+    throw badNpy(file, `holds ${have} bytes of data, but shape (${h.shape.join(', ')}) of ${t.dtype} needs ${want} (truncated or not a .npy file)`);
+  }
   // Copy: the data need not be aligned for the typed array in the file's buffer.
   const copy = Uint8Array.prototype.slice.call(bytes, start, start + want) as Uint8Array;
   return { dtype: t.dtype, shape: h.shape, data: t.make(copy.buffer as ArrayBuffer, count) };

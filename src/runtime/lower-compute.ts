@@ -52,7 +52,9 @@ export const binary: Lowering = (c) => {
     if (same) {
       return { op: OP.BINARY, inputs: [a!.ref, b!.ref], outputs: [out.ref], ints: [fn, 1, stored(c), 1, 1, ...laneFix(c)] };
     }
-    if (fn >= FIRST_COMPARISON || fn === BINARY_FN['pow'] || fn === BINARY_FN['prelu'] || fn === BINARY_FN['mod']) unsupported(c, 'this op has no per-channel blocked form');
+    if (fn >= FIRST_COMPARISON || fn === BINARY_FN['pow'] || fn === BINARY_FN['prelu'] || fn === BINARY_FN['mod']) {
+      unsupported(c, 'this op has no per-channel blocked form');
+    }
     return { op: OP.BINARY_CHANNEL, inputs: [a!.ref, b!.ref], outputs: [out.ref],
       ints: [fn, g.n, Math.ceil(g.c / g.v), g.h * g.w, g.v, b!.shape[0] === g.n && g.n > 1 ? 1 : 0, g.c] };
   }
@@ -192,12 +194,26 @@ export const cast: Lowering = (c) => {
   return { op: OP.CAST, inputs: [x.ref], outputs: [c.outs[0]!.ref], ints: [product(x.shape), from, to] };
 };
 
+export const topk: Lowering = (c) => {
+  const x = c.ins[0]!;
+  if (x.dtype !== 'float32' || c.outs.length !== 2 || c.outs[1]!.dtype !== 'int64') unsupported(c, 'native TopK takes float32 and writes int64 indices');
+  if (isBlocked(c.layout)) unsupported(c, 'TopK runs on natural layouts');
+  if (c.ins.length > 1) unsupported(c, 'TopK needs a constant K');
+  const axis = attrNumber(c, 'axis', x.shape.length - 1);
+  const kAttr = c.layer.attrs['K'] ?? c.layer.attrs['k'];
+  const k = Array.isArray(kAttr) ? Number(kAttr[0]) : Number(kAttr);
+  return {
+    op: OP.TOPK, inputs: [x.ref], outputs: [c.outs[0]!.ref, c.outs[1]!.ref],
+    ints: [product(x.shape.slice(0, axis)), x.shape[axis]!, product(x.shape.slice(axis + 1)), k, attrNumber(c, 'largest', 1)],
+  };
+};
+
 export const COMPUTE_LOWERINGS: Readonly<Record<string, Lowering>> = {
   ...Object.fromEntries(Object.keys(UNARY_FN).map((k) => [k, unary])),
   ...Object.fromEntries(Object.keys(BINARY_FN).map((k) => [k, binary])),
   ...Object.fromEntries(Object.keys(REDUCE_FN).map((k) => [k, reduce])),
   where, maxpool: pool, averagepool: pool, globalaveragepool: globalPool, globalmaxpool: globalPool,
-  softmax, logsoftmax: softmax, layernormalization: layerNorm, batchnormalization: batchNorm, cast,
+  softmax, logsoftmax: softmax, layernormalization: layerNorm, batchnormalization: batchNorm, cast, topk,
 };
 
 export type { LoweredOp };

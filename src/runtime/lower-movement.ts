@@ -9,7 +9,10 @@ import { broadcastStrides, coalesce, MAX_NATIVE_RANK, product, stridesOf } from 
 import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type Lowering, type OpContext } from './lower-context.js';
 import { paramFloats } from './runtime-layer.js';
 
-interface Job { src: number; dst: number; srcBase: number; dstBase: number; dims: readonly number[]; srcStrides: readonly number[]; dstStrides: readonly number[] }
+interface Job {
+  src: number; dst: number; srcBase: number; dstBase: number;
+  dims: readonly number[]; srcStrides: readonly number[]; dstStrides: readonly number[];
+}
 
 function jobInts(c: OpContext, jobs: readonly Job[]): number[] {
   const out: number[] = [];
@@ -105,7 +108,8 @@ export const concat: Lowering = (c) => {
       const g = blockedGeometry(o);
       const blocks = g.c / g.v;
       if (axis !== 1 || !Number.isInteger(blocks)) unsupported(c, 'blocked concat needs channel counts that are multiples of V');
-      const job = { src: i, dst: 0, srcBase: 0, dstBase: cb * plane, dims: [g.n, blocks * plane], srcStrides: [blocks * plane, 1], dstStrides: [outCb * plane, 1] };
+      const job = { src: i, dst: 0, srcBase: 0, dstBase: cb * plane,
+        dims: [g.n, blocks * plane], srcStrides: [blocks * plane, 1], dstStrides: [outCb * plane, 1] };
       cb += blocks;
       return job;
     });

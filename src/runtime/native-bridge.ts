@@ -11,6 +11,7 @@
 import { createRequire } from 'node:module';
 import { VeltairError, internalError, userError, quoteForMessage } from '../errors.js';
 import type { DType } from '../onnx/model.js';
+import { ABI_DIGEST } from '../toolchain/abi.js';
 import { ensureRuntimeAddon } from './native-build.js';
 import { encodePlan, type NativePlan, type NativeTensor } from './native-plan.js';
 
@@ -18,6 +19,8 @@ type Handle = object;
 
 /** The addon's exports (see the comment at the top of addon.c). */
 export interface RuntimeAddon {
+  /** VT_ABI_DIGEST of the vt_abi.h the addon was compiled with. */
+  readonly abiDigest: string;
   create(blob: Float64Array, kernelsPath: string | null, symbols: readonly string[], params: readonly ArrayBufferView[]): Handle;
   info(h: Handle): { steps: number; inputBytes: number[]; outputBytes: number[] };
   run(h: Handle, inputs: readonly ArrayBufferView[], outputs: readonly ArrayBufferView[]): void;
@@ -26,6 +29,16 @@ export interface RuntimeAddon {
   setProfiling(h: Handle, on: boolean): void;
   stepTimes(h: Handle): Float64Array;
   close(h: Handle): void;
+  copy(h: Handle, inputs: readonly ArrayBufferView[] | null, outputs: readonly ArrayBufferView[] | null): void;
+  runBlock(h: Handle, from: number, to: number, cores: readonly number[]): Promise<BlockTiming>;
+  clone(h: Handle): Handle;
+}
+
+/** What a block reports: the CPU of each team thread, and CLOCK_MONOTONIC ns at its start and end. */
+export interface BlockTiming {
+  readonly cpus: readonly number[];
+  readonly startNs: number;
+  readonly endNs: number;
 }
 
 let loaded: RuntimeAddon | undefined;
@@ -43,7 +56,12 @@ export async function loadRuntimeAddon(options: LoadOptions = {}): Promise<Runti
     process.env['OMP_PROC_BIND'] ??= 'close';
     process.env['OMP_PLACES'] ??= 'cores';
   }
-  loaded = createRequire(import.meta.url)(path) as RuntimeAddon;
+  const addon = createRequire(import.meta.url)(path) as RuntimeAddon;
+  if (addon.abiDigest !== ABI_DIGEST) {
+    throw internalError(`the runtime addon at ${path} was built for ABI ${String(addon.abiDigest)}, this veltair speaks ${ABI_DIGEST}`,
+      'delete the veltair cache (VELTAIR_CACHE_DIR or ~/.cache/veltair) and retry; this is a bug if it persists');
+  }
+  loaded = addon;
   return loaded;
 }
 
@@ -80,6 +98,19 @@ export interface Executor {
   setProfiling(on: boolean): void;
   /** Nanoseconds per step of the last profiled run. */
   stepTimesNs(): Float64Array;
+  /** Copy feeds into the arena's inputs (byte sizes checked). */
+  writeInputs(feeds: readonly ArrayBufferView[]): void;
+  /** Copy the arena's outputs out: into `into`, else into new arrays. */
+  readOutputs(into?: readonly ArrayBufferView[]): ArrayBufferView[];
+  /**
+   * Run steps [from, to) asynchronously on the executor's own thread with its OpenMP team pinned to
+   * `cores` (each step on at most cores.length threads). Resolves with the CPU each team thread
+   * was on and the block's native start/end. While it runs, every other call on this executor
+   * throws VT_BUSY (BAD_ARGUMENT).
+   */
+  runBlock(from: number, to: number, cores: readonly number[]): Promise<BlockTiming>;
+  /** Another executor with its own arena, sharing this one's plan, kernels and weights. */
+  clone(): Executor;
   close(): void;
 }
 
@@ -92,6 +123,7 @@ export function nativeError(e: unknown, context: string): VeltairError {
     return userError('BAD_BUNDLE', message, 'the bundle\'s kernels.so does not match its manifest; recompile it with veltair compile');
   }
   if (code === 'VT_RUN') return userError('BAD_INPUT', message, 'check the input values (e.g. token ids within the vocabulary)');
+  if (code === 'VT_BUSY') return userError('BAD_ARGUMENT', message, 'queue calls on one session, or clone it (session.replicate()) to run two at once');
   return internalError(message);
 }
 
@@ -104,27 +136,38 @@ export async function createExecutor(plan: NativePlan, kernelsPath: string | nul
   } catch (e) {
     throw nativeError(e, kernelsPath === null ? 'loading the plan' : `loading kernels ${kernelsPath}`);
   }
+  return wrapExecutor(addon, h, plan);
+}
+
+function checkFeeds(plan: NativePlan, feeds: readonly ArrayBufferView[]): void {
+  if (feeds.length !== plan.inputs.length) {
+    throw userError('BAD_INPUT',
+      `the model takes ${plan.inputs.length} inputs (${plan.inputs.map((i) => quoteForMessage(i.name)).join(', ')}), got ${feeds.length}`,
+      'pass one array per model input, in order');
+  }
+  feeds.forEach((f, i) => {
+    const t = plan.inputs[i]!;
+    if (f.byteLength !== t.bytes) {
+      throw userError('BAD_INPUT',
+        `input ${quoteForMessage(t.name)} has ${f.byteLength} bytes; expected ${t.dtype} [${t.shape.join(', ')}] = ${t.bytes} bytes`,
+        'check the input shape and dtype against the model');
+    }
+  });
+}
+
+function wrapExecutor(addon: RuntimeAddon, h: Handle, plan: NativePlan): Executor {
   const n = plan.steps.length;
   const call = <T>(what: string, f: () => T): T => {
     try { return f(); } catch (e) { throw nativeError(e, what); }
   };
+  const outputsOrNew = (into?: readonly ArrayBufferView[]) => (into ? [...into] : plan.outputs.map((o) => allocateTensor(o.dtype, o.bytes)));
   return {
     inputs: plan.inputs,
     outputs: plan.outputs,
     stepCount: n,
     run(feeds, into) {
-      if (feeds.length !== plan.inputs.length) {
-        throw userError('BAD_INPUT', `the model takes ${plan.inputs.length} inputs (${plan.inputs.map((i) => quoteForMessage(i.name)).join(', ')}), got ${feeds.length}`,
-          'pass one array per model input, in order');
-      }
-      feeds.forEach((f, i) => {
-        const t = plan.inputs[i]!;
-        if (f.byteLength !== t.bytes) {
-          throw userError('BAD_INPUT', `input ${quoteForMessage(t.name)} has ${f.byteLength} bytes; expected ${t.dtype} [${t.shape.join(', ')}] = ${t.bytes} bytes`,
-            'check the input shape and dtype against the model');
-        }
-      });
-      const outs = into ? [...into] : plan.outputs.map((o) => allocateTensor(o.dtype, o.bytes));
+      checkFeeds(plan, feeds);
+      const outs = outputsOrNew(into);
       call('running the model', () => addon.run(h, feeds, outs));
       return outs;
     },
@@ -138,6 +181,20 @@ export async function createExecutor(plan: NativePlan, kernelsPath: string | nul
     },
     setProfiling: (on) => call('profiling', () => addon.setProfiling(h, on)),
     stepTimesNs: () => call('profiling', () => addon.stepTimes(h)),
+    writeInputs(feeds) {
+      checkFeeds(plan, feeds);
+      call('copying the inputs', () => addon.copy(h, feeds, null));
+    },
+    readOutputs(into) {
+      const outs = outputsOrNew(into);
+      call('copying the outputs', () => addon.copy(h, null, outs));
+      return outs;
+    },
+    async runBlock(from, to, cores) {
+      const pending = call('starting a block', () => addon.runBlock(h, from, to, cores));
+      try { return await pending; } catch (e) { throw nativeError(e, `running steps ${from}..${to - 1}`); }
+    },
+    clone: () => wrapExecutor(addon, call('cloning the executor', () => addon.clone(h)), plan),
     close: () => addon.close(h),
   };
 }

@@ -6,6 +6,7 @@
  */
 import type { DType } from '../onnx/model.js';
 import { internalError } from '../errors.js';
+import { PLAN_FORMAT, PLAN_MAGIC } from '../toolchain/abi.js';
 import type { OpCode } from './ops.js';
 
 /** Where a step operand lives: an arena byte offset (>= 0), NONE, or a param (see paramRef). */
@@ -55,8 +56,6 @@ export interface NativePlan {
   readonly params: readonly ArrayBufferView[];
 }
 
-const PLAN_MAGIC = 0x7674;
-const PLAN_FORMAT = 1;
 export const SYMBOL_PATTERN = /^vt_k[0-9a-f]{16}$/;
 
 function checkStep(s: NativeStep, i: number, arenaBytes: number, params: number, symbols: number): void {
@@ -73,7 +72,9 @@ function checkStep(s: NativeStep, i: number, arenaBytes: number, params: number,
 
 /** The blob the addon decodes once at create(). */
 export function encodePlan(plan: NativePlan): Float64Array {
-  for (const sym of plan.symbols) if (!SYMBOL_PATTERN.test(sym)) throw internalError(`kernel symbol ${JSON.stringify(sym.slice(0, 40))} is not a veltair symbol`);
+  for (const sym of plan.symbols) {
+    if (!SYMBOL_PATTERN.test(sym)) throw internalError(`kernel symbol ${JSON.stringify(sym.slice(0, 40))} is not a veltair symbol`);
+  }
   const words: number[] = [PLAN_MAGIC, PLAN_FORMAT, plan.steps.length, plan.arenaBytes, plan.inputs.length, plan.outputs.length];
   for (const t of [...plan.inputs, ...plan.outputs]) {
     if (t.offset < 0 || t.offset + t.bytes > plan.arenaBytes) throw internalError(`graph tensor ${JSON.stringify(t.name)} lies outside the arena`);

@@ -1,7 +1,7 @@
 /**
- * The native op library's contract: op codes and function codes, mirrored from
- * native-kernels/runtime/vt_rt.h and the ops_*.c files (each C file's header comment documents the
- * ints/floats layout of its op). Keep the numbers in sync with the C enums.
+ * The native op library's contract as the translator uses it: op and function codes come from the
+ * one ABI table (src/toolchain/abi.ts, generated into vt_abi.h for the C side), keyed here by the
+ * spellings layers use; each ops_*.c file's header comment documents the ints/floats layout of its op.
  *
  * Op catalogue (layer op, as src/ir names it: the lower-case ONNX op, or conv2d/dense/batch_matmul):
  *
@@ -9,9 +9,10 @@
  * |----------------------------------------|------------------|----------------------------------------------|--------------------|
  * | conv2d, dense, batch_matmul            | KERNEL           | (the kernel's own; bias, epilogue params)    | nchw{V}c / rows{V} |
  * | reorder (plan step)                    | REORDER          | from, to                                     | any pair           |
- * | maxpool, averagepool                   | POOL             | kernel, strides, pads, dilations, count_include_pad (ceil_mode via output shape) | nchw, nchw{V}c |
+ * | maxpool, averagepool                   | POOL | kernel, strides, pads, dilations, count_include_pad (ceil_mode via output shape) | nchw, nchw{V}c |
  * | globalaveragepool, globalmaxpool       | GLOBAL_POOL      | —                                            | nchw, nchw{V}c     |
- * | relu clip leakyrelu sigmoid hardsigmoid hardswish silu tanh gelu erf exp log sqrt neg abs reciprocal floor ceil round sin cos softplus elu selu sign | UNARY | min/max (clip), alpha, beta, gamma (selu), approximate (gelu) | nchw, nchw{V}c (padded lanes re-zeroed) |
+ * | relu clip leakyrelu sigmoid hardsigmoid hardswish silu tanh gelu erf exp log sqrt | UNARY | min/max (clip), alpha, beta, gamma (selu), | nchw, nchw{V}c |
+ * |   neg abs reciprocal floor ceil round sin cos softplus elu selu sign |  | approximate (gelu) | (padded lanes re-zeroed) |
  * | add sub mul div pow max min mod prelu  | BINARY           | (multidirectional broadcast)                 | nchw; same-shape nchw{V}c |
  * | add sub mul div max min (channel gate) | BINARY_CHANNEL   | b of shape [N or 1, C, 1, 1]                 | nchw{V}c           |
  * | equal less greater lessorequal greaterorequal | BINARY    | → bool                                       | nchw               |
@@ -25,40 +26,48 @@
  * | gather                                 | GATHER           | axis (int32/int64 indices, any data dtype)   | nchw               |
  * | reducemean reducesum reducemax reducemin reduceprod reducesumsquare reducel1 reducel2 | REDUCE | axes, keepdims, noop_with_empty_axes | nchw |
  * | cast                                   | CAST             | to (output dtype)                            | nchw               |
+ * | topk                                   | TOPK             | axis, K, largest (values float32, indices int64, sorted) | nchw      |
  */
+import { BINARY_ENUM, codesOf, KIND_ENUM, LAYOUT_ENUM, POOL_ENUM, REDUCE_ENUM, RUNTIME_OP_ENUM, UNARY_ENUM } from '../toolchain/abi.js';
 
+const RT = codesOf(RUNTIME_OP_ENUM);
+
+/** Native op codes (enum vt_rt_op). */
 export const OP = {
-  KERNEL: 0, COPY: 1, REORDER: 2, POOL: 3, GLOBAL_POOL: 4, UNARY: 5, BINARY: 6, BINARY_CHANNEL: 7, WHERE: 8,
-  SOFTMAX: 9, LAYERNORM: 10, CHANNEL_AFFINE: 11, STRIDED_COPY: 12, GATHER: 13, REDUCE: 14, CAST: 15,
+  KERNEL: RT.kernel, COPY: RT.copy, REORDER: RT.reorder, POOL: RT.pool, GLOBAL_POOL: RT.global_pool, UNARY: RT.unary,
+  BINARY: RT.binary, BINARY_CHANNEL: RT.binary_channel, WHERE: RT.where, SOFTMAX: RT.softmax, LAYERNORM: RT.layernorm,
+  CHANNEL_AFFINE: RT.channel_affine, STRIDED_COPY: RT.strided_copy, GATHER: RT.gather, REDUCE: RT.reduce, CAST: RT.cast, TOPK: RT.topk,
 } as const;
 export type OpCode = (typeof OP)[keyof typeof OP];
 
-/** ops_unary.c function codes, keyed by every spelling a layer may use. */
-export const UNARY_FN: Readonly<Record<string, number>> = {
-  relu: 0, clip: 1, leakyrelu: 2, leaky_relu: 2, sigmoid: 3, hardsigmoid: 4, hard_sigmoid: 4, hardswish: 5,
-  hard_swish: 5, silu: 6, tanh: 7, gelu: 8, gelu_tanh: 9, erf: 10, exp: 11, log: 12, sqrt: 13, neg: 14, abs: 15,
-  reciprocal: 16, floor: 17, ceil: 18, round: 19, sin: 20, cos: 21, softplus: 22, elu: 23, selu: 24, sign: 25,
-};
+/** A code table keyed by spellings (spelling → ABI name). */
+function bySpelling<N extends string>(codes: Readonly<Record<N, number>>, spellings: Readonly<Record<string, N>>): Readonly<Record<string, number>> {
+  return Object.fromEntries(Object.entries(spellings).map(([spelling, name]) => [spelling, codes[name as N]]));
+}
 
-/** ops_binary.c function codes. Codes >= 9 write bool. */
-export const BINARY_FN: Readonly<Record<string, number>> = {
-  add: 0, sub: 1, mul: 2, div: 3, pow: 4, max: 5, min: 6, mod: 7, prelu: 8,
-  equal: 9, less: 10, greater: 11, lessorequal: 12, greaterorequal: 13,
-};
-export const FIRST_COMPARISON = 9;
+/** The ABI's names plus `aliases`: a code table keyed by every spelling a layer may use. */
+function withAliases<N extends string>(codes: Readonly<Record<N, number>>, aliases: Readonly<Record<string, N>>): Readonly<Record<string, number>> {
+  return { ...codes, ...bySpelling(codes, aliases) };
+}
 
-/** ops_reduce.c function codes. */
-export const REDUCE_FN: Readonly<Record<string, number>> = {
-  reducesum: 0, reducemean: 1, reducemax: 2, reducemin: 3, reduceprod: 4, reducesumsquare: 5, reducel1: 6, reducel2: 7,
-};
+/** ops_unary.c function codes (ONNX spellings and the IR's activation names). */
+export const UNARY_FN = withAliases(codesOf(UNARY_ENUM), { leakyrelu: 'leaky_relu', hardsigmoid: 'hard_sigmoid', hardswish: 'hard_swish' });
 
-/** vt_kind: element kinds for CAST and the fill of STRIDED_COPY. */
-export const KIND: Readonly<Record<string, number>> = {
-  float32: 0, float64: 1, int32: 2, int64: 3, int8: 4, uint8: 5, bool: 6, int16: 7, uint16: 8,
-};
+/** ops_binary.c function codes (ONNX spellings). Codes >= FIRST_COMPARISON write bool. */
+export const BINARY_FN = withAliases(codesOf(BINARY_ENUM), { lessorequal: 'less_or_equal', greaterorequal: 'greater_or_equal' });
+export const FIRST_COMPARISON = codesOf(BINARY_ENUM).equal;
+
+/** ops_reduce.c function codes, by ONNX op name. */
+export const REDUCE_FN = bySpelling(codesOf(REDUCE_ENUM), {
+  reducesum: 'sum', reducemean: 'mean', reducemax: 'max', reducemin: 'min', reduceprod: 'prod', reducesumsquare: 'sum_square',
+  reducel1: 'l1', reducel2: 'l2',
+});
+
+/** vt_kind: element kinds for CAST and the fill of STRIDED_COPY, by dtype. */
+export const KIND: Readonly<Record<string, number>> = codesOf(KIND_ENUM);
 
 /** REORDER layout kinds. */
-export const LAYOUT_KIND = { natural: 0, blocked: 1, rows: 2 } as const;
+export const LAYOUT_KIND = codesOf(LAYOUT_ENUM);
 
 /** Pool kinds (POOL, GLOBAL_POOL). */
-export const POOL_KIND = { max: 0, average: 1 } as const;
+export const POOL_KIND = codesOf(POOL_ENUM);

@@ -8,9 +8,9 @@
  */
 import type { Manifest, ManifestInterferenceProxy } from '../bundle/manifest.js';
 import type { Executor } from './native-bridge.js';
-import { FeatureSampler, DEFAULT_REFRESH_MS } from './proxy-features.js';
-import { compileLevelModel, compiledLevel, snapLevel, type CompiledLevelModel, type FeatureVector } from './proxy-model.js';
-import { kernelSteps, pickTable, profiledKernelMs, type KernelStepChoice } from './proxy-picker.js';
+import { FeatureSampler, DEFAULT_REFRESH_MS } from '../interference/proxy-features.js';
+import { compileLevelModel, compiledLevel, snapLevel, type CompiledLevelModel, type FeatureVector } from '../interference/proxy-model.js';
+import { kernelSteps, pickTable, profiledKernelMs, type KernelStepChoice } from './version-picker.js';
 
 export interface Decision {
   readonly level: number;

@@ -11,8 +11,16 @@
  * index into that layer's `versions`. `versionsForLevel(l)` is the vector of each layer's lowest
  * profiled latency at interference level l; `useVersions(v)` switches to any vector;
  * `setLevel(l)` does both. The interference proxy drives these (or the executor directly).
+ *
+ * Sharing a CPU: `run` and `begin` execute off the event loop, on the session's own native thread,
+ * with the OpenMP team pinned to the cores given (default: the first `threads` cores this process
+ * may use). An inference can run as a sequence of *blocks* — consecutive native steps, each on its
+ * own core set with its own versions — which is what the scheduler grants (src/schedule). A session
+ * has one activation arena, so inferences on it are queued, never interleaved; `replicate()` gives
+ * another session of the same model (its own arena, the same weights) to run two at once.
  */
 import { availableParallelism } from 'node:os';
+import { availableCores } from '../toolchain/cpu.js';
 import { readBundle, type LoadedBundle, type ReadOptions } from '../bundle/read.js';
 import type { Manifest, ManifestVersion } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
@@ -20,7 +28,7 @@ import { executorForBundle } from './bundle-executor.js';
 import type { Executor } from './native-bridge.js';
 import { orderFeeds, type Feeds, type TensorInfo } from './feeds.js';
 import type { HostTensor } from './host-tensor.js';
-import { bestVersionAt, kernelSteps } from './proxy-picker.js';
+import { bestVersionAt, kernelSteps } from './version-picker.js';
 
 export type { Feed, Feeds, TensorInfo } from './feeds.js';
 export type { HostTensor, TensorData } from './host-tensor.js';
@@ -51,6 +59,52 @@ export interface TunableLayer {
   readonly versions: readonly ManifestVersion[];
 }
 
+/** One native step of the plan: the unit a block is made of. */
+export interface SessionStep {
+  /** Executor step index (block boundaries are step indices). */
+  readonly index: number;
+  /** graphPlan step it runs, and the manifest layer (null: a layout reorder). */
+  readonly planStep: number;
+  readonly layer: number | null;
+  /** 'kernel' (a tunable layer with versions) or the runtime op's layer kind / 'reorder'. */
+  readonly kind: string;
+  readonly tunable: boolean;
+}
+
+export interface BlockOptions {
+  /** Cores the block runs on, pinned (one OpenMP thread per core). */
+  readonly cores: readonly number[];
+  /** A full version vector (tunableLayers order); only the block's steps are switched. */
+  readonly versions?: readonly number[];
+  /** Or: each layer's best version at this interference level. */
+  readonly level?: number;
+  /** Or: step index → version index for the block's tunable steps (what the scheduler decides). */
+  readonly stepVersions?: ReadonlyMap<number, number>;
+}
+
+export interface BlockResult {
+  /** First step and one past the last step that ran. */
+  readonly from: number;
+  readonly to: number;
+  /** The CPU each team thread was on when the block started. */
+  readonly cpus: readonly number[];
+  /** The block's native start and end (CLOCK_MONOTONIC ns). */
+  readonly startNs: number;
+  readonly endNs: number;
+}
+
+/** One inference in flight on a session, run block by block. */
+export interface Inference {
+  /** The next step to run (steps.length when done). */
+  readonly next: number;
+  /** Run steps [next, to) as one block. */
+  block(to: number, options: BlockOptions): Promise<BlockResult>;
+  /** After the last block: the outputs by name (fresh arrays); frees the session for the next inference. */
+  finish(): Record<string, HostTensor>;
+  /** Give up on this inference (e.g. its request was cancelled); frees the session. */
+  abort(): void;
+}
+
 export interface Session {
   /** The bundle directory (absolute, symlinks resolved). */
   readonly path: string;
@@ -69,9 +123,19 @@ export interface Session {
   /** Advanced: the native executor and plan-step → executor-step map (for the interference proxy). */
   readonly executor: Executor;
   readonly stepOfPlan: readonly number[];
-  /** Run once; feeds by input name. Resolves to every output by name (fresh arrays). */
-  run(feeds: Feeds): Promise<Record<string, HostTensor>>;
+  /** Native steps in execution order (what block boundaries index). */
+  readonly steps: readonly SessionStep[];
+  /**
+   * Run once, off the event loop, as one block on `cores` (default: the first threads-many cores
+   * this process may use). Feeds by input name; resolves to every output by name (fresh arrays).
+   */
+  run(feeds: Feeds, options?: { readonly cores?: readonly number[] }): Promise<Record<string, HostTensor>>;
+  /** The same on the calling thread, blocking it (benchmarks, tools). */
   runSync(feeds: Feeds): Record<string, HostTensor>;
+  /** Start an inference (waits for the one in flight, if any): copies the feeds in. */
+  begin(feeds: Feeds): Promise<Inference>;
+  /** Another session of the same model: its own arena and queue, the same weights and kernels. */
+  replicate(): Session;
   versionsForLevel(level: number): number[];
   useVersions(vector: readonly number[]): void;
   /** useVersions(versionsForLevel(level)); returns the vector. */
@@ -85,7 +149,8 @@ const MAX_LEVEL = 4;
 
 function checkLevel(level: number): void {
   if (!Number.isInteger(level) || level < 0 || level > MAX_LEVEL) {
-    throw userError('BAD_ARGUMENT', `interference level ${quoteForMessage(String(level))} is not an integer from 0 to ${MAX_LEVEL}`, 'levels are 0 (quiet) to 4 (heaviest co-runner)');
+    throw userError('BAD_ARGUMENT', `interference level ${quoteForMessage(String(level))} is not an integer from 0 to ${MAX_LEVEL}`,
+      'levels are 0 (quiet) to 4 (heaviest co-runner)');
   }
 }
 
@@ -109,6 +174,21 @@ function tunableLayersOf(b: LoadedBundle, stepOfPlan: readonly number[]): Tunabl
   });
 }
 
+function stepsOf(b: LoadedBundle, stepOfPlan: readonly number[]): SessionStep[] {
+  const layers = new Map(b.manifest.layers.map((l) => [l.index, l]));
+  const out: SessionStep[] = [];
+  for (const p of b.manifest.graphPlan.steps) {
+    const index = stepOfPlan[p.index] ?? -1;
+    if (index < 0) continue;
+    const layer = p.op === 'layer' ? layers.get(p.layer!) : undefined;
+    out[index] = {
+      index, planStep: p.index, layer: layer ? layer.index : null,
+      kind: layer ? (layer.tunable ? 'kernel' : layer.op) : p.op, tunable: layer?.tunable ?? false,
+    };
+  }
+  return out;
+}
+
 export async function loadBundle(path: string, options: LoadBundleOptions = {}): Promise<Session> {
   checkThreads(options.threads);
   if (options.level !== undefined) checkLevel(options.level);
@@ -120,9 +200,16 @@ export async function loadBundle(path: string, options: LoadBundleOptions = {}):
   return createSession(bundle, executor, translated.stepOfPlan, options, opThreads);
 }
 
+function checkCores(cores: readonly number[]): void {
+  if (!Array.isArray(cores) || cores.length === 0 || cores.some((c) => !Number.isInteger(c) || c < 0) || new Set(cores).size !== cores.length) {
+    throw userError('BAD_ARGUMENT', `cores ${quoteForMessage(JSON.stringify(cores))} is not a non-empty list of distinct core ids`, 'e.g. cores: [0, 1]');
+  }
+}
+
 function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: readonly number[], options: LoadBundleOptions, opThreads: number): Session {
   const m = bundle.manifest;
   const tunable = tunableLayersOf(bundle, stepOfPlan);
+  const steps = stepsOf(bundle, stepOfPlan);
   const inputs: TensorInfo[] = executor.inputs.map((t) => ({ name: t.name, dtype: t.dtype, shape: [...t.shape] }));
   const outputs: TensorInfo[] = executor.outputs.map((t) => ({ name: t.name, dtype: t.dtype, shape: [...t.shape] }));
   let threadOverride = options.threads;
@@ -145,13 +232,15 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
   const useVersions = (vector: readonly number[]): void => {
     live();
     if (!Array.isArray(vector) || vector.length !== tunable.length) {
-      throw userError('BAD_ARGUMENT', `a version vector has one entry per tunable layer (${tunable.length}); got ${Array.isArray(vector) ? vector.length : typeof vector}`,
+      throw userError('BAD_ARGUMENT',
+        `a version vector has one entry per tunable layer (${tunable.length}); got ${Array.isArray(vector) ? vector.length : typeof vector}`,
         'start from session.versionsForLevel(level)');
     }
     vector.forEach((v, i) => {
       const t = tunable[i]!;
       if (!Number.isInteger(v) || v < 0 || v >= t.versions.length) {
-        throw userError('BAD_ARGUMENT', `layer ${t.layer} (${quoteForMessage(t.name)}) has ${t.versions.length} version(s); ${quoteForMessage(String(v))} is not one of them`,
+        throw userError('BAD_ARGUMENT',
+          `layer ${t.layer} (${quoteForMessage(t.name)}) has ${t.versions.length} version(s); ${quoteForMessage(String(v))} is not one of them`,
           'version indices count from 0 in session.tunableLayers[i].versions');
       }
     });
@@ -166,24 +255,123 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     level = l;
     return vector;
   };
-  const runSync = (feeds: Feeds): Record<string, HostTensor> => {
-    live();
-    const arrays = orderFeeds(inputs, feeds);
-    const results = executor.run(arrays);
+  // A block sets its steps' threads to its core count; whole-model runs restore the session's counts.
+  let threadsSetByBlocks = false;
+  const byName = (results: readonly ArrayBufferView[]): Record<string, HostTensor> => {
     const out: Record<string, HostTensor> = {};
     outputs.forEach((o, i) => { out[o.name] = { dtype: o.dtype, shape: o.shape, data: results[i] as HostTensor['data'] }; });
     return out;
   };
+  const runSync = (feeds: Feeds): Record<string, HostTensor> => {
+    live();
+    if (threadsSetByBlocks) { applyThreads(); threadsSetByBlocks = false; }
+    return byName(executor.run(orderFeeds(inputs, feeds)));
+  };
+
+  // One inference at a time per arena: `begin` waits on the previous one's release.
+  let tail: Promise<void> = Promise.resolve();
+  const stepOfTunable = new Map(tunable.map((t, i) => [t.step, i]));
+  const begin = async (feeds: Feeds): Promise<Inference> => {
+    live();
+    const arrays = orderFeeds(inputs, feeds);
+    let release!: () => void;
+    const previous = tail;
+    tail = new Promise<void>((r) => { release = r; });
+    await previous;
+    try {
+      live();
+      executor.writeInputs(arrays);
+    } catch (e) {
+      release();
+      throw e;
+    }
+    let next = 0, done = false, running = false;
+    const end = () => { if (!done) { done = true; release(); } };
+    const inference: Inference = {
+      get next() { return next; },
+      async block(to, o) {
+        if (done) throw userError('BAD_ARGUMENT', 'this inference has finished', 'start another with session.begin(feeds)');
+        if (running) throw userError('BAD_ARGUMENT', 'a block of this inference is still running', 'await each block before starting the next');
+        if (!Number.isInteger(to) || to <= next || to > steps.length) {
+          throw userError('BAD_ARGUMENT', `block end ${quoteForMessage(String(to))} is not a step after ${next} and at most ${steps.length}`,
+            'blocks cover consecutive steps: from inference.next to a later step index');
+        }
+        checkCores(o.cores);
+        const vector = o.versions ?? (o.level !== undefined ? versionsForLevel(o.level) : undefined);
+        for (let s = next; s < to; s++) {
+          const t = stepOfTunable.get(s);
+          const chosen = t === undefined ? undefined : o.stepVersions?.get(s) ?? vector?.[t];
+          if (chosen !== undefined && t !== undefined) {
+            const v = chosen;
+            if (!Number.isInteger(v) || v! < 0 || v! >= tunable[t]!.versions.length) {
+              throw userError('BAD_ARGUMENT', `version ${quoteForMessage(String(v))} does not exist for layer ${tunable[t]!.layer}`,
+                'pass a vector from session.versionsForLevel(level)');
+            }
+            if (current[t] !== v) { executor.setVersion(s, v!); current[t] = v!; level = undefined; }
+          }
+          executor.setThreads(s, o.cores.length);
+        }
+        threadsSetByBlocks = true;
+        running = true;
+        const from = next;
+        try {
+          const timing = await executor.runBlock(from, to, o.cores);
+          next = to;
+          return { from, to, ...timing };
+        } catch (e) {
+          end();
+          throw e;
+        } finally {
+          running = false;
+        }
+      },
+      finish() {
+        if (done) throw userError('BAD_ARGUMENT', 'this inference has finished', 'start another with session.begin(feeds)');
+        if (next !== steps.length) {
+          throw userError('BAD_ARGUMENT', `the inference has run ${next} of ${steps.length} steps`, 'run blocks up to session.steps.length first');
+        }
+        try { return byName(executor.readOutputs()); } finally { end(); }
+      },
+      abort: end,
+    };
+    return inference;
+  };
+  const defaultCores = () => {
+    const want = threadOverride ?? Math.max(opThreads, ...tunable.map((t, i) => t.versions[Math.max(0, current[i]!)]!.threads));
+    const all = availableCores();
+    return all.slice(0, Math.max(1, Math.min(want, all.length)));
+  };
+  const run = async (feeds: Feeds, o: { readonly cores?: readonly number[] } = {}) => {
+    const cores = o.cores ?? defaultCores();
+    checkCores(cores);
+    const inference = await begin(feeds);
+    if (threadsSetByBlocks) { applyThreads(); threadsSetByBlocks = false; }
+    // One block over every step, each on its own thread count (capped at the cores given).
+    try {
+      if (steps.length > 0) await executor.runBlock(0, steps.length, cores);
+    } catch (e) {
+      inference.abort();
+      throw e;
+    }
+    try { return byName(executor.readOutputs()); } finally { inference.abort(); }
+  };
 
   setLevel(options.level ?? 0);
-  return {
+  const session: Session = {
     path: bundle.paths.dir, manifest: m, warnings: bundle.warnings, inputs, outputs,
-    levels: [...m.options.levels], tunableLayers: tunable, executor, stepOfPlan,
+    levels: [...m.options.levels], tunableLayers: tunable, executor, stepOfPlan, steps,
     get versions() { return [...current]; },
     get level() { return level; },
-    run: async (feeds) => runSync(feeds),
-    runSync, versionsForLevel, useVersions, setLevel,
+    run, runSync, begin, versionsForLevel, useVersions, setLevel,
+    replicate() {
+      live();
+      const twin = createSession(bundle, executor.clone(), stepOfPlan, { ...options, level: options.level ?? 0 }, opThreads);
+      twin.useVersions(current);
+      if (threadOverride !== undefined) twin.setThreads(threadOverride);
+      return twin;
+    },
     setThreads(threads) { live(); checkThreads(threads); threadOverride = threads; applyThreads(); },
     close() { if (!closed) { closed = true; executor.close(); } },
   };
+  return session;
 }

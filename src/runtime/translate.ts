@@ -18,13 +18,13 @@
  * `stepOfPlan[i]` is the native step of plan step i (-1 where none), so callers choose versions
  * and threads in plan-step terms.
  */
-import { internalError, quoteForMessage } from '../errors.js';
+import { internalError, quoteForMessage, VeltairError } from '../errors.js';
 import type { GraphPlan, PlanStep, PlanValue } from '../bundle/plan.js';
 import { layoutElements, parseLayout, type Layout } from '../bundle/layout.js';
 import { LAYOUT_KIND, OP } from './ops.js';
 import { arenaRef, NONE, paramRef, type NativePlan, type NativeStep, type Ref, SYMBOL_PATTERN } from './native-plan.js';
 import { product, roundUp } from './geometry.js';
-import { unsupported, type Operand, type OpContext } from './lower-context.js';
+import { unsupported, type LoweredOp, type Operand, type OpContext } from './lower-context.js';
 import { COMPUTE_LOWERINGS } from './lower-compute.js';
 import { MOVEMENT_LOWERINGS } from './lower-movement.js';
 import { paramFloats, type ParamData, type RuntimeLayer } from './runtime-layer.js';
@@ -50,6 +50,8 @@ export interface TranslatedPlan {
 export interface TranslateOptions {
   /** Threads every step starts with (default 1; the runtime sets them per layer block). */
   readonly threads?: number;
+  /** Report each layer the runtime cannot run and go on (preflight.ts), instead of throwing at the first. */
+  readonly onUnsupported?: (e: VeltairError) => void;
 }
 
 /** The NCHW[V]c / rows geometry REORDER needs: [from kind, from V, to kind, to V, N, C, HW, rows, cols]. */
@@ -115,13 +117,14 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
       push(kernelStep(layer, p, operand, addParam, symbolIndex), p, label);
       continue;
     }
-    const lowering = LOWERINGS[layer.op];
-    const ctx: OpContext = {
-      layer, layout: p.layout, ins: operands(layer, p.inputs.map(operand), addParam), outs: p.outputs.map(operand), addParam,
-    };
-    if (lowering === undefined) unsupported(ctx, 'no native op of this name');
-    push(lowering(ctx), p, label);
+    const lowered = lowerLayer(layer, p, operand, addParam, options.onUnsupported);
+    if (lowered) push(lowered, p, label);
   }
+  return finishPlan(plan, value, steps, symbols, params, stepOfPlan, planOfStep);
+}
+
+function finishPlan(plan: GraphPlan, value: (id: number) => PlanValue, steps: NativeStep[], symbols: string[], params: ArrayBufferView[],
+  stepOfPlan: number[], planOfStep: number[]): TranslatedPlan {
   const tensor = (t: { name: string; value: number }) => {
     const v = value(t.value);
     return { name: t.name, dtype: v.dtype, shape: v.shape, offset: v.offset, bytes: v.bytes };
@@ -130,6 +133,21 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
     plan: { arenaBytes: plan.arenaBytes, inputs: plan.inputs.map(tensor), outputs: plan.outputs.map(tensor), steps, symbols, params },
     stepOfPlan, planOfStep,
   };
+}
+
+/** A non-tunable layer's native step; an unsupported one throws UNSUPPORTED_OPS, or is reported and skipped with `onUnsupported`. */
+function lowerLayer(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, operand: (id: number) => Operand,
+  addParam: (d: ArrayBufferView) => Ref, onUnsupported?: (e: VeltairError) => void): LoweredOp | undefined {
+  const lowering = LOWERINGS[layer.op];
+  const ctx: OpContext = { layer, layout: p.layout, ins: operands(layer, p.inputs.map(operand), addParam), outs: p.outputs.map(operand), addParam };
+  try {
+    if (lowering === undefined) unsupported(ctx, 'no native op of this name');
+    return lowering(ctx);
+  } catch (e) {
+    if (!onUnsupported || !(e instanceof VeltairError) || e.code !== 'UNSUPPORTED_OPS') throw e;
+    onUnsupported(e);
+    return undefined;
+  }
 }
 
 /** Operands in ONNX argument order: activations from the step, constants (by argument name) as params. */

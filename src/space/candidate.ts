@@ -2,7 +2,7 @@
 import type { WorkloadShape } from '../ir/workload.js';
 import { scheduleFeatures, type ScheduleFeatures } from './features.js';
 import { whyInvalid, type Schedule } from './schedule.js';
-import type { Target } from './target.js';
+import type { Target } from '../toolchain/target.js';
 import { internalError } from '../errors.js';
 
 export interface Candidate {

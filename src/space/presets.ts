@@ -6,7 +6,7 @@ import type { WorkloadShape } from '../ir/workload.js';
 import { scheduleFeatures } from './features.js';
 import { problemOf } from './problem.js';
 import { makeSchedule, registerTiles, repair, tileCounts, widthsFor, type Schedule } from './schedule.js';
-import type { Target } from './target.js';
+import type { Target } from '../toolchain/target.js';
 
 /**
  * Whole-layer tiles around the best register tile that still allows `minChunks` parallel chunks

@@ -27,8 +27,9 @@
  */
 import type { WorkloadShape } from '../ir/workload.js';
 import { problemOf, widthFits, type Problem } from './problem.js';
-import type { Rng } from './rng.js';
-import { vectorRegisters, vectorWidths, type Target } from './target.js';
+import type { Rng } from '../random.js';
+import { vectorRegisters, vectorWidths } from '../toolchain/isa.js';
+import type { Target } from '../toolchain/target.js';
 
 export type LoopOrder = 'oc_outer' | 'spatial_outer';
 export type ParallelAxis = 'oc' | 'spatial';
@@ -86,14 +87,14 @@ export const MAX_UNROLLED_FMAS = 2048;
 
 /** Why a schedule is not valid for this workload on this target, or undefined when it is. */
 export function whyInvalid(s: Schedule, w: WorkloadShape, t: Target): string | undefined {
-  if (!vectorWidths(t).includes(s.vec)) return `vector width ${s.vec} not supported by the target`;
+  if (!vectorWidths(t.isa).includes(s.vec)) return `vector width ${s.vec} not supported by the target`;
   if (!widthFits(w, s.vec)) return `channels per group are not a multiple of ${s.vec}`;
   const p = problemOf(w, s.vec);
   const ints = [s.regOc, s.regCols, s.tileIc, s.tileOc, s.tileRows, s.tileCols, s.unroll, s.threads];
   if (!ints.every((x) => Number.isInteger(x) && x >= 1)) return 'knobs must be positive integers';
   if (s.loopOrder !== 'oc_outer' && s.loopOrder !== 'spatial_outer') return 'bad loopOrder';
   if (s.parallelAxis !== 'oc' && s.parallelAxis !== 'spatial') return 'bad parallelAxis';
-  const regs = vectorRegisters(t);
+  const regs = vectorRegisters(t.isa);
   if (p.kind === 'depthwise') {
     if (s.regOc !== 1 || s.tileIc !== 1 || s.unroll !== 1) return 'depthwise uses regOc = tileIc = unroll = 1';
     if (s.regCols + 2 > regs) return 'register tile does not fit the register file';
@@ -118,7 +119,7 @@ export function isValid(s: Schedule, w: WorkloadShape, t: Target): boolean {
 
 /** Register tiles (regOc, regCols) that fit, best first: more accumulators, then more oc vectors. */
 export function registerTiles(p: Problem, t: Target): { regOc: number; regCols: number }[] {
-  const regs = vectorRegisters(t);
+  const regs = vectorRegisters(t.isa);
   if (p.kind === 'depthwise') {
     // a block of w pixels keeps max(w, 8) FMA slots busy at best (8 chains cover FMA latency × ports);
     // among equally efficient widths, ~16 measured best (wider blocks gained nothing on Zen 5)
@@ -155,7 +156,7 @@ export function powersUpTo(n: number): number[] {
 
 /** Clamp every knob into its legal range for this workload (used after sampling and mutation). */
 export function repair(s: Schedule, w: WorkloadShape, t: Target): Schedule {
-  const widths = vectorWidths(t).filter((v) => widthFits(w, v));
+  const widths = vectorWidths(t.isa).filter((v) => widthFits(w, v));
   const vec = widths.includes(s.vec) ? s.vec : widths[0]!;
   const p = problemOf(w, vec);
   const tiles = registerTiles(p, t);
@@ -180,7 +181,7 @@ export function repair(s: Schedule, w: WorkloadShape, t: Target): Schedule {
 
 /** Valid vector widths for a workload, widest first. */
 export function widthsFor(w: WorkloadShape, t: Target): (16 | 8 | 1)[] {
-  return vectorWidths(t).filter((v) => widthFits(w, v));
+  return vectorWidths(t.isa).filter((v) => widthFits(w, v));
 }
 
 /** One random schedule; biased toward the widest vector and the better register tiles. */

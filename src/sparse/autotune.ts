@@ -64,7 +64,8 @@ export function autotuneKLR(d: number, dPrev: number, s: number): Autotuned {
   const capped = 2 ** (K + 1) > d && costLimitedTables(d, K + 1, s) >= 1 && covers(d, K + 1, costLimitedTables(d, K + 1, s), s);
   return {
     K, L, R: bucketCap(d, K), meetsCoverage: true, meetsCost: meetsCostConstraint(d, dPrev, K, L, s),
-    reason: capped ? `largest K with 2^K ≤ d (${d}); L from the cost budget` : `K=${K + 1} would fail coverage (L·d/2^K < s·d); L from the cost budget (max ${MAX_TABLES})`,
+    reason: capped ? `largest K with 2^K ≤ d (${d}); L from the cost budget`
+      : `K=${K + 1} would fail coverage (L·d/2^K < s·d); L from the cost budget (max ${MAX_TABLES})`,
   };
 }
 

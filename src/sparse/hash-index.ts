@@ -165,7 +165,9 @@ export async function readHashIndex(dir: string): Promise<LoadedIndex> {
   } catch (e) {
     throw userError('BAD_INPUT', `cannot read the hash index ${path}: ${(e as Error).message}`, 'export the model again with `veltair train`');
   }
-  if (!validate(data)) throw userError('BAD_INPUT', `${path} is not a veltair hash index (${validate.errors?.[0]?.instancePath} ${validate.errors?.[0]?.message})`, 'export the model again with `veltair train`');
+  if (!validate(data)) throw userError('BAD_INPUT',
+    `${path} is not a veltair hash index (${validate.errors?.[0]?.instancePath} ${validate.errors?.[0]?.message})`,
+      'export the model again with `veltair train`');
   const index = data as unknown as HashIndex;
   const bin = new Uint8Array(await readFile(join(dir, index.bin)));
   if (createHash('sha256').update(bin).digest('hex') !== index.binSha256) {
@@ -173,7 +175,8 @@ export async function readHashIndex(dir: string): Promise<LoadedIndex> {
   }
   for (const l of index.layers) {
     for (const b of [l.simhash?.signs, l.dwta?.bins, l.tables.offsets, l.tables.ids]) {
-      if (b && b.offset + b.bytes > bin.byteLength) throw userError('BAD_INPUT', `${path}: layer ${l.layer} points past the end of ${index.bin}`, 'export the model again');
+      if (b && b.offset + b.bytes > bin.byteLength) throw userError('BAD_INPUT', `${path}: layer ${l.layer} points past the end of ${index.bin}`,
+        'export the model again');
     }
   }
   return { index, bin };

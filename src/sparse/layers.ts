@@ -97,5 +97,6 @@ export function describeLayer(l: SparseLayer): string {
   const from = { spec: 'from the spec', flag: 'from --sparsity', auto: `autotuned from ${l.dim} classes`, default: '' }[l.sparsitySource];
   const tuned = h.sources.K === 'autotuned' && h.sources.L === 'autotuned' && h.sources.R === 'autotuned'
     ? `autotuned: ${h.autotuned.reason}` : `autotuner's choice K=${h.autotuned.K} L=${h.autotuned.L} R=${h.autotuned.R}`;
-  return `${head}, sparsity ${l.sparsity} (${from}; ${activeTarget(l)} neurons per input), ${h.family} K=${h.K}${src('K')} L=${h.L}${src('L')} R=${h.R}${src('R')} [${tuned}]`;
+  return `${head}, sparsity ${l.sparsity} (${from}; ${activeTarget(l)} neurons per input), `
+    + `${h.family} K=${h.K}${src('K')} L=${h.L}${src('L')} R=${h.R}${src('R')} [${tuned}]`;
 }

@@ -1,38 +1,53 @@
 /**
- * Building the sparse-training addon (native-kernels/sparse/*.c) on first use, the way the runtime
- * builds its own (src/runtime/native-build.ts): one `cc` call, no node-gyp, into the shared
- * content-addressed cache, named by the sha256 of the sources, headers, flags, compiler version and
- * CPU identity, and written under a temp name then renamed, so concurrent first uses never see half
- * a file.
+ * Building the sparse-training addon (native-kernels/sparse/*.c) on first use, like the runtime's
+ * addon: one `cc` call through the toolchain's content-addressed build cache (the name carries the
+ * sha256 of the sources, the kernel headers, flags, compiler version and CPU identity; built under
+ * a temp name and renamed), no node-gyp.
  *
- * Two builds: `native` (-march=native: AVX-512 where the CPU has it, else AVX2 + FMA) is what
- * training uses; `portable` (-march=x86-64: the plain C path) exists so the tests can check that
- * the vector paths and the scalar path compute the same thing.
- *
- * TODO(#10): when src/toolchain/ lands on main, take compiler discovery, flags and cache keys from
- * it instead of the three imports below.
+ * Two builds: `native` (the toolchain's addon flags, -march=native: AVX-512 where the CPU has it,
+ * else AVX2 + FMA) is what training uses; `portable` (the same flags at -march=x86-64: the plain C
+ * path) exists so the tests can check that the vector paths and the scalar path agree.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { execa } from 'execa';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { VeltairError, userError } from '../errors.js';
-import { compilerCommand, ccVersion, nativeDir } from '../measure/build.js';
-import { cacheDir, toolHash } from '../measure/native-tool.js';
-import { ADDON_FLAGS, nodeIncludeDir } from '../runtime/native-build.js';
+import { buildKey, ensureProgram, installOnce } from '../toolchain/build-cache.js';
+import { compiler, compilerStderr, compilerVersion, runCompiler } from '../toolchain/compiler.js';
+import { flagsFor, libsFor } from '../toolchain/flags.js';
+import { headerSnapshot, writeSources, type SourceFile } from '../toolchain/headers.js';
+import { cacheDir, nativeDir } from '../toolchain/paths.js';
 
 export type SparseBuild = 'native' | 'portable';
 
-/** The kernel headers the sparse sources include from native-kernels/. */
-const SHARED_HEADERS = ['vt_simd.h', 'vt_math.inc'] as const;
+const HINT = 'check that the C compiler supports OpenMP (libgomp); this is a veltair bug if it does';
 
-export function sparseFlags(build: SparseBuild): string[] {
-  return build === 'native' ? [...ADDON_FLAGS] : ADDON_FLAGS.map((f) => (f === '-march=native' ? '-march=x86-64' : f));
+/**
+ * Where node_api.h lives for the running Node. The same search as the runtime's addon build
+ * (src/runtime/native-build.ts); repeated here because sparse/ must not depend on runtime/.
+ */
+function nodeIncludeDir(): string {
+  const candidates = [join(dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'];
+  const found = candidates.find((d) => existsSync(join(d, 'node_api.h')));
+  if (found === undefined) {
+    throw userError('NO_COMPILER', `node_api.h was not found (looked in ${candidates.join(', ')})`,
+      'install the Node.js development headers (e.g. `apt-get install libnode-dev` or a Node.js tarball, which ships include/node)');
+  }
+  return found;
 }
 
 export function sparseSourceDir(): string {
   return join(nativeDir(), 'sparse');
+}
+
+async function sources(): Promise<SourceFile[]> {
+  const files = readdirSync(sparseSourceDir()).filter((f) => f.endsWith('.c') || f.endsWith('.h')).sort();
+  return Promise.all(files.map(async (f) => ({ name: `sparse/${f}`, text: await readFile(join(sparseSourceDir(), f), 'utf8') })));
+}
+
+export function portableFlags(): string[] {
+  return flagsFor('addon').map((f) => (f === '-march=native' ? '-march=x86-64' : f));
 }
 
 const building = new Map<string, Promise<string>>();
@@ -40,46 +55,44 @@ const building = new Map<string, Promise<string>>();
 /** Path of the compiled addon, compiling it first when the cache lacks this exact build. */
 export function ensureSparseAddon(options: { build?: SparseBuild; cacheDir?: string } = {}): Promise<string> {
   const build = options.build ?? 'native';
-  const root = options.cacheDir ?? cacheDir();
-  const key = `${build}\0${root}`;
+  const key = `${build}\0${options.cacheDir ?? ''}`;
   let p = building.get(key);
   if (!p) {
-    p = buildAddon(build, root).catch((e: unknown) => { building.delete(key); throw e; });
+    p = (build === 'native' ? buildNative(options.cacheDir) : buildPortable(options.cacheDir)).catch((e: unknown) => { building.delete(key); throw e; });
     building.set(key, p);
   }
   return p;
 }
 
-async function buildAddon(build: SparseBuild, root: string): Promise<string> {
-  const cc = compilerCommand();
+async function buildNative(dir?: string): Promise<string> {
   const include = nodeIncludeDir();
-  const files = readdirSync(sparseSourceDir()).filter((f) => f.endsWith('.c') || f.endsWith('.h')).sort();
-  const texts = await Promise.all([
-    ...files.map((f) => readFile(join(sparseSourceDir(), f), 'utf8')),
-    ...SHARED_HEADERS.map((h) => readFile(join(nativeDir(), h), 'utf8')),
-    readFile(join(include, 'node_api.h'), 'utf8'),
-  ]);
-  const flags = sparseFlags(build);
-  const version = await ccVersion(cc);
-  const source = files.map((f, i) => `${f}\0${texts[i]}`).join('\0') + texts.slice(files.length).join('\0');
-  const dir = join(root, 'sparse');
-  const target = join(dir, `vt-sparse-${build}-${toolHash(source, flags, version).slice(0, 16)}.node`);
-  if (existsSync(target)) return target;
-  await mkdir(dir, { recursive: true });
-  const temp = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const cfiles = files.filter((f) => f.endsWith('.c')).map((f) => join(sparseSourceDir(), f));
-  try {
-    await execa(cc, [...flags, '-I', include, '-I', nativeDir(), '-o', temp, ...cfiles, '-lm']);
-    await rename(temp, target);
-  } catch (e) {
-    await rm(temp, { force: true });
-    if (e instanceof VeltairError) throw e;
-    if ((e as { code?: string }).code === 'ENOENT') {
-      throw userError('NO_COMPILER', `C compiler ${JSON.stringify(cc)} was not found`, 'install gcc (e.g. `apt-get install gcc`) or point CC at a C compiler');
+  return ensureProgram({
+    name: 'vt-sparse', artifact: 'addon', sources: await sources(), includeDirs: [include], extension: '.node',
+    keyExtras: [await readFile(join(include, 'node_api.h'), 'utf8')], ...(dir ? { cacheDir: dir } : {}), hint: HINT,
+  });
+}
+
+/** ensureProgram's steps with the portable flags (the toolchain has no per-call flag override). */
+async function buildPortable(dir?: string): Promise<string> {
+  const cc = compiler();
+  const include = nodeIncludeDir();
+  const flags = portableFlags();
+  const [version, headers, src, napi] = await Promise.all([compilerVersion(cc), headerSnapshot(), sources(), readFile(join(include, 'node_api.h'), 'utf8')]);
+  const parts = ['vt-sparse-portable', headers.hash, ...src.map((s) => `${s.name}\0${s.text}`), napi];
+  const key = buildKey(parts, [...flags, ...libsFor('addon')], version).slice(0, 16);
+  const path = join(dir ?? cacheDir(), 'tools', `vt-sparse-portable-${key}.node`);
+  return installOnce(path, async (temp) => {
+    const work = await mkdtemp(join(tmpdir(), 'veltair-vt-sparse-'));
+    try {
+      await mkdir(join(work, 'sparse'));
+      await Promise.all([writeSources(work, headers.files), writeSources(work, src)]);
+      const cfiles = src.filter((s) => s.name.endsWith('.c')).map((s) => join(work, s.name));
+      await runCompiler([...flags, '-I', work, '-I', include, '-o', temp, ...cfiles, ...libsFor('addon')], { cwd: work }, cc);
+    } catch (e) {
+      if (e instanceof VeltairError) throw e;
+      throw new VeltairError('COMPILE_FAILED', `compiling veltair's portable sparse addon failed: ${compilerStderr(e, 3).replace(/\n/g, ' ')}`, HINT, 2);
+    } finally {
+      await rm(work, { recursive: true, force: true });
     }
-    const stderr = String((e as { stderr?: string }).stderr ?? e);
-    throw new VeltairError('COMPILE_FAILED', `compiling veltair's sparse-training addon failed: ${stderr.split('\n').slice(0, 4).join(' ')}`,
-      `check that ${cc} supports ${flags.join(' ')} (OpenMP: libgomp); this is a veltair bug if it does`, 2);
-  }
-  return target;
+  });
 }

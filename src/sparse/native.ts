@@ -3,6 +3,7 @@
  * types, loading, and the few numeric codes both sides share (activations, hash families, modes).
  */
 import { createRequire } from 'node:module';
+import { internalError } from '../errors.js';
 import { ensureSparseAddon, type SparseBuild } from './native-build.js';
 
 export type Handle = object;
@@ -54,6 +55,7 @@ export interface TablesDump {
 
 export interface SparseAddon {
   isa(): string;
+  codes(): { activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number> };
   create(config: { inputDim: number; seed: number; threads: number; layers: readonly NativeLayerConfig[] }): Handle;
   dataset(row: Float64Array, idx: Int32Array, val: Float32Array, lrow: Float64Array, labels: Int32Array, inputDim: number, outputDim: number): Handle;
   shuffle(order: Int32Array, seed: number, epoch: number): void;
@@ -76,11 +78,23 @@ export interface SparseAddon {
 
 const loaded = new Map<SparseBuild, SparseAddon>();
 
+/** The codes above are the TS half of a contract whose C half is vs.h: refuse a build where they differ. */
+export function checkCodes(c: ReturnType<SparseAddon['codes']>, path: string): void {
+  const want = { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE };
+  for (const [k, table] of Object.entries(want)) {
+    const got = (c as Record<string, Record<string, number>>)[k] ?? {};
+    if (JSON.stringify(Object.entries(table).sort()) !== JSON.stringify(Object.entries(got).sort())) {
+      throw internalError(`the sparse addon ${path} was built with ${k} codes ${JSON.stringify(got)}, but native.ts says ${JSON.stringify(table)}`);
+    }
+  }
+}
+
 export async function loadSparseAddon(build: SparseBuild = 'native'): Promise<SparseAddon> {
   const have = loaded.get(build);
   if (have) return have;
   const path = await ensureSparseAddon({ build });
   const addon = createRequire(import.meta.url)(path) as SparseAddon;
+  checkCodes(addon.codes(), path);
   loaded.set(build, addon);
   return addon;
 }

@@ -12,7 +12,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { rename, rm } from 'node:fs/promises';
-import { seededRng, type Rng } from '../space/rng.js';
+import { seededRng, type Rng } from '../random.js';
 import { tempNameFor, unwritableFile } from './atomic-file.js';
 
 export interface PlantedOptions {

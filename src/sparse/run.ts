@@ -27,7 +27,9 @@ export interface EpochRecord {
   readonly 'precision@5': number | null;
   readonly 'recall@5': number | null;
   readonly evalLoss: number | null;
-  readonly sparse: { readonly sparsity: number; readonly 'precision@1': number; readonly 'precision@5': number; readonly 'recall@5': number; readonly meanActive: number } | null;
+  readonly sparse: {
+    readonly sparsity: number; readonly 'precision@1': number; readonly 'precision@5': number; readonly 'recall@5': number; readonly meanActive: number;
+  } | null;
   readonly epochSeconds: number;
   readonly evalSeconds: number;
   readonly samples: number;
@@ -78,7 +80,8 @@ export const RESULT_SETTINGS = ['batch', 'lr', 'seed', 'hash', 'aln', 'beta1', '
 /** Check the output directory and load what to resume from (null: start fresh). */
 export async function prepareOutput(outDir: string, resume: boolean, note: (m: string) => void): Promise<LoadedCheckpoint<RunState> | null> {
   const st = await stat(outDir).catch(() => undefined);
-  if (st && !st.isDirectory()) throw userError('OUTPUT_EXISTS', `${outDir} is a file, not an output directory`, 'pass -o DIR naming a directory (it is created if missing)');
+  if (st && !st.isDirectory()) throw userError('OUTPUT_EXISTS', `${outDir} is a file, not an output directory`,
+    'pass -o DIR naming a directory (it is created if missing)');
   if (!st) {
     if (resume) note(`veltair train: ${outDir} does not exist; nothing to resume, starting a new run`);
     await mkdir(outDir, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
@@ -112,10 +115,12 @@ function pidAlive(pid: number): boolean {
 /** The resumed run's state must match this invocation; `explicit` names the flags the user gave. */
 export function checkResume(state: RunState, spec: NetworkSpec, train: XcDataset, settings: TrainSettings, explicit: ReadonlySet<string>, path: string): void {
   if (JSON.stringify(state.spec) !== JSON.stringify(spec)) {
-    throw userError('BAD_ARGUMENT', `the spec differs from the one ${path} was trained with`, 'resume with the same SPEC.json, or start a new run in another -o directory');
+    throw userError('BAD_ARGUMENT', `the spec differs from the one ${path} was trained with`,
+      'resume with the same SPEC.json, or start a new run in another -o directory');
   }
   if (state.train.sha256 !== train.sha256) {
-    throw userError('BAD_ARGUMENT', `${train.path} is not the training file ${path} was trained on (${state.train.path}, sha256 ${state.train.sha256.slice(0, 12)}…)`,
+    throw userError('BAD_ARGUMENT',
+      `${train.path} is not the training file ${path} was trained on (${state.train.path}, sha256 ${state.train.sha256.slice(0, 12)}…)`,
       'resume with the same TRAIN file, or start a new run in another -o directory');
   }
   for (const k of RESULT_SETTINGS) {
@@ -137,7 +142,8 @@ function record(t: EpochTraining, dense: EvalResult | null, sparse: EvalResult |
     'recall@5': main ? main['recall@5'] : null,
     evalLoss: dense?.loss ?? null,
     sparse: sparse && sparse.mode === 'sparse'
-      ? { sparsity: sparse.sparsity, 'precision@1': sparse['precision@1'], 'precision@5': sparse['precision@5'], 'recall@5': sparse['recall@5'], meanActive: sparse.meanActive }
+      ? { sparsity: sparse.sparsity, 'precision@1': sparse['precision@1'], 'precision@5': sparse['precision@5'], 'recall@5': sparse['recall@5'],
+        meanActive: sparse.meanActive }
       : null,
     epochSeconds: t.seconds,
     evalSeconds: (dense?.seconds ?? 0) + (sparse?.seconds ?? 0),
@@ -165,15 +171,18 @@ export async function runTraining(o: RunOptions, resumeFrom: LoadedCheckpoint<Ru
     history = [...resumeFrom.header.state.history];
     o.note?.(`veltair train: resuming ${o.outDir} after epoch ${resumeFrom.header.epochsDone}`);
   }
-  const evalOne = (mode: 'dense' | 'sparse') => (o.eval && (o.evalMode === mode || o.evalMode === 'both') ? trainer.evaluate(o.eval, mode, o.evalSparsity) : null);
+  const evalOne = (mode: 'dense' | 'sparse') => (o.eval && (o.evalMode === mode || o.evalMode === 'both') ? trainer.evaluate(o.eval, mode, o.evalSparsity)
+    : null);
   while (trainer.epochsDone() < o.settings.epochs) {
     const epoch = trainer.epochsDone() + 1;
     const t = await trainer.trainEpoch((done, total) => o.onBatch?.(epoch, done, total));
     const dense = evalOne('dense');
     const sparse = o.layers[o.layers.length - 1]!.hash ? evalOne('sparse') : null;
-    const state: RunState = { spec: o.spec, layers: o.layers, settings: o.settings, train: { path: o.train.path, sha256: o.train.sha256, rows: o.train.rows }, history };
+    const state: RunState = { spec: o.spec, layers: o.layers, settings: o.settings, train: { path: o.train.path, sha256: o.train.sha256, rows: o.train.rows },
+      history };
     const pending = record(t, dense, sparse, o.settings.threads, '');
-    const path = await writeCheckpoint(o.outDir, t.epoch, trainer.adamStep(), { ...state, history: [...history, { ...pending, checkpoint: '' }] }, trainer.tensors());
+    const path = await writeCheckpoint(o.outDir, t.epoch, trainer.adamStep(), { ...state, history: [...history, { ...pending, checkpoint: '' }] },
+      trainer.tensors());
     const r = { ...pending, checkpoint: path };
     history.push(r);
     o.onEpoch?.(r);

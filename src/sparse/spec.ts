@@ -107,7 +107,8 @@ export async function readNetworkSpec(path: string): Promise<NetworkSpec> {
     text = await readFile(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw userError(code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read the spec ${path} (${code ?? String(e)})`, 'pass the path of a JSON network spec');
+    throw userError(code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read the spec ${path} (${code ?? String(e)})`,
+      'pass the path of a JSON network spec');
   }
   let data: unknown;
   try {

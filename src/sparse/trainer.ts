@@ -13,6 +13,9 @@ import { indexAction, type IndexSchedule } from './schedule.js';
 import type { CheckpointTensor } from './checkpoint.js';
 import type { XcDataset } from './xc-reader.js';
 
+/** `veltair train`'s defaults (the benchmark uses the same). */
+export const TRAIN_DEFAULTS = { epochs: 5, batch: 256, lr: 0.001, seed: 1, hash: 'dwta' as HashFamily, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
+
 export interface TrainSettings {
   readonly epochs: number;
   readonly batch: number;
@@ -188,7 +191,8 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
     trainEpoch,
     evaluate,
     scores(data, start, count, mode, sparsity = output.sparsity) {
-      return addon.scores(model, dataHandle(data), start, count, settings.threads, MODE_CODE[mode === 'sparse' && output.hash ? 'sparse' : 'dense'], mode === 'sparse' ? sparsity : 1);
+      return addon.scores(model, dataHandle(data), start, count, settings.threads, MODE_CODE[mode === 'sparse' && output.hash ? 'sparse' : 'dense'],
+        mode === 'sparse' ? sparsity : 1);
     },
     weights,
     tensors: () => layers.flatMap((_, layer) => CHECKPOINT_TENSORS.map((name) => ({ layer, name, data: addon.getTensor(model, layer, name) }))),

@@ -118,7 +118,8 @@ export async function buildWordsDataset(o: WordsOptions): Promise<WordsSummary> 
   const t0 = performance.now();
   const files: string[] = [];
   for (const r of o.roots) await listFiles(r, files);
-  if (files.length === 0) throw userError('FILE_NOT_FOUND', `no readable files under ${o.roots.join(', ')}`, 'pass --root DIR with text files (default: Debian documentation and man pages)');
+  if (files.length === 0) throw userError('FILE_NOT_FOUND', `no readable files under ${o.roots.join(', ')}`,
+    'pass --root DIR with text files (default: Debian documentation and man pages)');
   const ids = new Map<string, number>();
   const words: string[] = [];
   const tokens = new IntStream();
@@ -166,7 +167,8 @@ export async function buildWordsDataset(o: WordsOptions): Promise<WordsSummary> 
     if (counts[w]! >= o.minClassCount && classWords.length < o.maxClasses) { classOf[w] = classWords.length; classWords.push(words[w]!); }
     if (counts[w]! >= FEATURE_MIN_COUNT) { featureOf[w] = featureWords.length; featureWords.push(words[w]!); }
   }
-  if (classWords.length === 0) throw userError('BAD_DATA', `no word occurs ${o.minClassCount} times in the training documents`, 'add text with --root, or lower --min-count');
+  if (classWords.length === 0) throw userError('BAD_DATA', `no word occurs ${o.minClassCount} times in the training documents`,
+    'add text with --root, or lower --min-count');
   const keepFrequent = (w: number) => Math.min(1, Math.sqrt(SUBSAMPLE / counts[w]!));
   // Expected samples per split, for the uniform rate that caps them.
   const expected = [0, 0];
@@ -215,7 +217,8 @@ export async function buildWordsDataset(o: WordsOptions): Promise<WordsSummary> 
       split: `document is test when sha256(path)[0] < ${TEST_BYTE} (about ${(TEST_BYTE / 256 * 100).toFixed(0)}%)`,
       classes: `training-document words with count >= ${o.minClassCount}, most frequent first, at most ${o.maxClasses}`,
       features: `training-document words with count >= ${FEATURE_MIN_COUNT}`,
-      subsampling: `keep a position with probability min(1, sqrt(${SUBSAMPLE}/count)) x a uniform rate (train ${rate[0]!.toFixed(4)}, test ${rate[1]!.toFixed(4)})`,
+      subsampling: `keep a position with probability min(1, sqrt(${SUBSAMPLE}/count)) x a uniform rate `
+        + `(train ${rate[0]!.toFixed(4)}, test ${rate[1]!.toFixed(4)})`,
       dedupe: 'a line whose word sequence appeared earlier (sorted path order) is dropped',
     },
   }, null, 2) + '\n');

@@ -132,7 +132,8 @@ async function eachLine(path: string, onLine: (line: string, n: number) => void)
 
 export async function readXc(path: string, limits: XcLimits): Promise<XcDataset> {
   const info = await stat(path).catch((e: NodeJS.ErrnoException) => {
-    throw userError(e.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${path} (${e.code ?? String(e)})`, 'pass the path of an XC-format data file');
+    throw userError(e.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${path} (${e.code ?? String(e)})`,
+      'pass the path of an XC-format data file');
   });
   if (info.isDirectory()) throw userError('FILE_UNREADABLE', `${path} is a directory, not a data file`, 'pass the path of an XC-format data file');
   // Pass 1: check and count.
@@ -153,11 +154,13 @@ export async function readXc(path: string, limits: XcLimits): Promise<XcDataset>
       if (header) {
         const h: XcHeader = header;
         if (h.features > limits.inputDim) {
-          throw userError('BAD_DATA', `${path}:${n}: the header declares ${h.features} features, more than the input dim ${limits.inputDim} (${limits.inputName ?? 'the network input'})`,
+          throw userError('BAD_DATA', `${path}:${n}: the header declares ${h.features} features, `
+            + `more than the input dim ${limits.inputDim} (${limits.inputName ?? 'the network input'})`,
             'raise the spec\'s "input" to the header\'s feature count');
         }
         if (h.labels > limits.outputDim) {
-          throw userError('BAD_DATA', `${path}:${n}: the header declares ${h.labels} labels, more than the output dim ${limits.outputDim} (${limits.outputName ?? 'the output layer'})`,
+          throw userError('BAD_DATA', `${path}:${n}: the header declares ${h.labels} labels, `
+            + `more than the output dim ${limits.outputDim} (${limits.outputName ?? 'the output layer'})`,
             'make the output layer as wide as the header\'s label count');
         }
         return;

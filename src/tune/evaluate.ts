@@ -13,8 +13,9 @@ import { buildKernels } from '../measure/build.js';
 import type { Measurement } from '../measure/run-candidate.js';
 import { makeCandidate } from '../space/candidate.js';
 import type { Schedule } from '../space/schedule.js';
-import type { Target } from '../space/target.js';
-import { measureAtLevels, type LevelBank } from './levels.js';
+import type { Target } from '../toolchain/target.js';
+import { measureAtLevels } from '../measure/at-levels.js';
+import type { LevelBank } from '../interference/bank.js';
 import type { TrialResult } from './search.js';
 
 export interface EvaluateContext {
@@ -80,7 +81,8 @@ export async function evaluateBatch(w: Workload, schedules: readonly Schedule[],
   if (todo.length > 0) {
     const cands = todo.map((i) => makeCandidate(w, schedules[i]!, ctx.target));
     const units = cands.map(generateKernel);
-    const built = new Map((await buildKernels(units, ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {})).map((b) => [b.symbol, b]));
+    const built = new Map((await buildKernels(units, { cflags: ctx.target.cflags, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}) }))
+      .map((b) => [b.symbol, b]));
     for (const [k, i] of todo.entries()) {
       const cand = cands[k]!, unit = units[k]!, s = schedules[i]!;
       const levels = ctx.levelsFor(s.threads).filter((l) => ctx.levels.includes(l));

@@ -17,9 +17,9 @@ import type { MeasureStatus } from '../measure/run-candidate.js';
 import type { ScheduleFeatures } from '../space/features.js';
 import { scheduleFeatures } from '../space/features.js';
 import { defaultSchedule, localityGreedy, parallelHeavy } from '../space/presets.js';
-import { seededRng, type Rng } from '../space/rng.js';
+import { seededRng, type Rng } from '../random.js';
 import { isValid, makeSchedule, mutate, repair, sampleSchedule, type Schedule } from '../space/schedule.js';
-import type { Target } from '../space/target.js';
+import type { Target } from '../toolchain/target.js';
 import { fitLatencyModel, type Observation } from './cost-model.js';
 
 /** One visited candidate: measured now or found in the database. */
@@ -49,6 +49,19 @@ export interface SearchOptions {
   readonly epsilon?: number;
   readonly randomSeeds?: number;
   readonly population?: number;
+  /**
+   * Candidates other targets measured for this workload (db/transfer.ts), nearest first: measured
+   * first here, and — rescaled to this machine's best — priors for the cost model until this
+   * workload has its own observations. With priors the random seeds are skipped: the budget goes
+   * to confirming and refining them.
+   */
+  readonly priors?: readonly Prior[];
+}
+
+/** A schedule measured on another target, with its medians there (level → ms). */
+export interface Prior {
+  readonly schedule: Schedule;
+  readonly medianMs: Readonly<Record<string, number>>;
 }
 
 export interface TaskSearch {
@@ -83,12 +96,15 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
   };
   const usable = (s: Schedule) => isValid(s, workload, target) && o.levelsFor(s.threads).length > 0;
 
-  const seeds: Schedule[] = [];
+  const priors = (o.priors ?? []).map((p) => ({ schedule: snap(p.schedule), medianMs: p.medianMs })).filter((p) => usable(p.schedule));
+  const seeds: Schedule[] = priors.map((p) => p.schedule);
   for (const t of threadOptions) {
     for (const make of [localityGreedy, parallelHeavy, defaultSchedule]) seeds.push(make(workload, target, t));
   }
   const random = (): Schedule => snap({ ...sampleSchedule(workload, target, rng), threads: rng.pick(threadOptions) });
-  for (let i = 0; i < (o.randomSeeds ?? 4); i++) seeds.push(random());
+  for (let i = 0; i < (priors.length > 0 ? 0 : o.randomSeeds ?? 4); i++) seeds.push(random());
+  const priorBest: Record<string, number> = {};
+  for (const p of priors) for (const [l, ms] of Object.entries(p.medianMs)) priorBest[l] = Math.min(priorBest[l] ?? Infinity, ms);
 
   const fresh = (s: Schedule, taken: Set<string>) => usable(s) && !seen.has(scheduleKey(s)) && !taken.has(scheduleKey(s));
 
@@ -105,6 +121,16 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
     }
     const obs: Observation[] = ok.flatMap((r) => Object.entries(r.medianMs).map(([l, ms]) =>
       ({ features: r.features, schedule: r.schedule, level: Number(l), medianMs: ms })));
+    // Priors speak in another machine's milliseconds: scaled so their best equals this machine's best so far.
+    if (ok.length < 8) {
+      for (const p of priors) {
+        if (seen.has(scheduleKey(p.schedule))) continue;
+        for (const [l, ms] of Object.entries(p.medianMs)) {
+          if (best[l] === undefined || !priorBest[l]) continue;
+          obs.push({ features: scheduleFeatures(workload, p.schedule), schedule: p.schedule, level: Number(l), medianMs: ms * best[l]! / priorBest[l]! });
+        }
+      }
+    }
     const model = fitLatencyModel(obs, o.levels);
     const ranked = [...pool.values()].map((s) => {
       if (!model) return { s, score: 0 };

@@ -13,15 +13,16 @@ import { recordId, medianMs, levelsOf } from '../db/record.js';
 import type { TuningDatabase } from '../db/store.js';
 import { shardFileName } from '../db/store.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
+import { transferSeeds } from '../db/transfer.js';
 import { userError } from '../errors.js';
 import type { Workload } from '../ir/workload.js';
-import type { NoiseSettings } from '../measure/noise.js';
+import type { NoiseSettings } from '../interference/levels.js';
 import { repair, isValid } from '../space/schedule.js';
-import { detectTarget, type Target } from '../space/target.js';
+import { detectTarget, type Target } from '../toolchain/target.js';
 import { evaluateBatch } from './evaluate.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
 import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
-import { measurableLevels, openLevelBank, planCores, type LevelBank } from './levels.js';
+import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
 import { pickTask, taskCost, type TaskProgress } from './scheduler.js';
 import { createTaskSearch, type TaskSearch, type TrialResult } from './search.js';
 
@@ -69,6 +70,25 @@ export interface TuneOptions {
   readonly profileThreads?: readonly number[];
   /** Override co-runner settings per level (tests). */
   readonly noiseSettingsFor?: (level: number) => NoiseSettings | undefined;
+  /**
+   * Seed workloads without a record for this target from other targets' records (db/transfer.ts),
+   * and give such a workload at most this many trials: confirming and refining, not searching
+   * from nothing. Default: max(2, ⌈trials / 3⌉); 0 turns transfer off.
+   */
+  readonly transferTrials?: number;
+}
+
+/** Of a tuning pass's workloads: how their starting points came about. */
+export interface TransferSummary {
+  /** Workloads with records for this very target (used as measurements). */
+  readonly exactWorkloads: number;
+  /** Workloads seeded from other targets' records, and how many seed schedules that gave. */
+  readonly transferredWorkloads: number;
+  readonly transferredSeeds: number;
+  /** Workloads with neither: searched from the presets. */
+  readonly freshWorkloads: number;
+  /** The nearest source target's distance (db/transfer.ts) per transferred workload, its median. */
+  readonly medianDistance: number | null;
 }
 
 export interface WorkloadFamily extends Family {
@@ -100,6 +120,7 @@ export interface TuneResult {
   readonly threads: readonly number[];
   /** What each noisy level's co-runner did, when one was started. */
   readonly noise: Record<string, { readonly cores: readonly number[]; readonly settings: NoiseSettings }>;
+  readonly transfer: TransferSummary;
 }
 
 /** Deterministic shard of a workload key: sha256(key) mod count. */
@@ -117,12 +138,14 @@ function checkOptions(o: TuneOptions, target: Target): { levels: number[]; threa
   }
   const threads = [...new Set(o.threads ?? [Math.max(1, target.cores - 1)])].sort((a, b) => a - b);
   if (threads.length === 0 || threads.some((t) => !Number.isInteger(t) || t < 1 || t > target.cores)) {
-    throw userError('BAD_ARGUMENT', `--threads ${JSON.stringify(o.threads)} must be thread counts from 1 to ${target.cores}`, `e.g. --threads ${Math.max(1, target.cores - 1)}`);
+    throw userError('BAD_ARGUMENT', `--threads ${JSON.stringify(o.threads)} must be thread counts from 1 to ${target.cores}`,
+      `e.g. --threads ${Math.max(1, target.cores - 1)}`);
   }
   if (o.maxVersions !== undefined && (!Number.isInteger(o.maxVersions) || o.maxVersions < 1)) {
     throw userError('BAD_ARGUMENT', `--max-versions ${o.maxVersions} is not a positive integer`, 'e.g. --max-versions 5');
   }
-  if (o.shard && !(Number.isInteger(o.shard.count) && o.shard.count >= 1 && Number.isInteger(o.shard.index) && o.shard.index >= 0 && o.shard.index < o.shard.count)) {
+  if (o.shard && !(Number.isInteger(o.shard.count) && o.shard.count >= 1 && Number.isInteger(o.shard.index)
+    && o.shard.index >= 0 && o.shard.index < o.shard.count)) {
     throw userError('BAD_ARGUMENT', `--shard ${o.shard.index}/${o.shard.count} is not a shard i/n with 0 ≤ i < n`, 'e.g. --shard 0/4');
   }
   return { levels, threads };
@@ -158,11 +181,25 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     : Promise.resolve(undefined));
 
   let measured = 0, dbHits = 0, done = 0, profileMeasured = 0;
-  const budget = o.trials * tasks.length;
-  const searches: TaskSearch[] = tasks.map((t) => createTaskSearch(t.workload, target, {
+  const transferCap = o.transferTrials ?? Math.max(2, Math.ceil(o.trials / 3));
+  const seedsOf = tasks.map((t) => (transferCap > 0 && o.db.lookup(t.workload.key).length === 0
+    ? transferSeeds(o.db.foreign(t.workload.key), target, fingerprint, transferCap) : []));
+  const caps = seedsOf.map((seeds) => (seeds.length > 0 ? Math.min(o.trials, transferCap) : o.trials));
+  const budget = caps.reduce((a, b) => a + b, 0);
+  const searches: TaskSearch[] = tasks.map((t, i) => createTaskSearch(t.workload, target, {
     levels, threads, levelsFor, seed: o.seed ?? 1, ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
+    priors: seedsOf[i]!.map((s) => ({ schedule: s.record.schedule,
+      medianMs: Object.fromEntries(levelsOf(s.record).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(s.record, l)!])) })),
   }));
   const progress: (TaskProgress & { history: number[]; exhausted: boolean })[] = tasks.map((t) => ({ weight: t.count, history: [], exhausted: false }));
+  const transferred = seedsOf.filter((x) => x.length > 0);
+  const distances = transferred.map((x) => x[0]!.distance).sort((a, b) => a - b);
+  const transfer: TransferSummary = {
+    exactWorkloads: tasks.filter((t) => o.db.lookup(t.workload.key).length > 0).length,
+    transferredWorkloads: transferred.length, transferredSeeds: transferred.reduce((n, x) => n + x.length, 0),
+    freshWorkloads: tasks.filter((t, i) => o.db.lookup(t.workload.key).length === 0 && seedsOf[i]!.length === 0).length,
+    medianDistance: distances.length > 0 ? Number(distances[Math.floor(distances.length / 2)]!.toFixed(3)) : null,
+  };
   const batch = Math.max(1, o.batchSize ?? Math.min(8, o.trials));
   const ctxBase = {
     target, fingerprint, db: o.db, levels, levelsFor, bank,
@@ -178,7 +215,9 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       const i = pickTask(progress);
       if (i === undefined) break;
       const search = searches[i]!;
-      const schedules = search.propose(Math.min(batch, budget - done));
+      const room = caps[i]! - search.visited.length;
+      if (room <= 0) { progress[i]!.exhausted = true; continue; }
+      const schedules = search.propose(Math.min(batch, budget - done, room));
       if (schedules.length === 0) { progress[i]!.exhausted = true; continue; }
       const results = await evaluateBatch(tasks[i]!.workload, schedules, {
         ...ctxBase,
@@ -197,8 +236,9 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 
     const families = new Map<string, WorkloadFamily>();
     for (const [i, t] of tasks.entries()) {
-      const fam = familyOf(t, o, levels, threads);
-      const profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [], { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+      const fam = familyFromRecords(t, o, levels, threads);
+      const profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
+        { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
       families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials: searches[i]!.visited.length, threadProfiles: profiles });
     }
     const runners = bankPromise ? await bankPromise : undefined;
@@ -207,7 +247,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       versionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, t.count])),
       workloadVersionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, 1])),
       perLevelRegret: regretSummary([...families.values()], levels),
-      levels, threads,
+      levels, threads, transfer,
       noise: Object.fromEntries([...(runners?.runners ?? new Map())].map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }])),
     };
   } finally {
@@ -217,7 +257,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 }
 
 /** The family from every ok record of this workload in the database (this target, threads considered). */
-function familyOf(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family & { profile: WorkloadProfile } {
+function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family & { profile: WorkloadProfile } {
   const cands: FamilyCandidate[] = o.db.lookup(t.workload.key).filter((r) => threads.includes(r.threads)).map((r) => ({
     id: recordId(r), schedule: r.schedule, features: r.features, symbol: kernelSymbol(t.workload, r.schedule),
     latencyMs: Object.fromEntries(levelsOf(r).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(r, l)!])),
@@ -232,7 +272,8 @@ async function profileVersions(w: Workload, versions: readonly FamilyCandidate[]
   ctx: Parameters<typeof evaluateBatch>[2]): Promise<Record<string, number>[]> {
   const profiles = versions.map((v) => ({ [String(v.schedule.threads)]: v.latencyMs['0'] } as Record<string, number | undefined>));
   if (counts.length === 0 || versions.length === 0) return profiles.map(clean);
-  const variants = versions.flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
+  const variants = versions
+    .flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
     .filter((x) => isValid(x.s, w, ctx.target) && x.s.threads !== versions[x.vi]!.schedule.threads);
   const unique = [...new Map(variants.map((x) => [JSON.stringify(x.s), x.s])).values()];
   const quiet = { ...ctx, levels: [0], levelsFor: () => [0] };

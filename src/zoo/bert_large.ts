@@ -90,8 +90,14 @@ export const bertLarge = defineZooModel({
   description: 'BERT-Large encoder (hidden 1024, 16 heads, FFN 4096), sequence 384, 3 layers by default',
   reference: 'Devlin et al. 2019 (BERT-Large: L=24, H=1024, A=16); per layer at S=384: 384·(4·1024² + 2·1024·4096) + 2·16·384²·64 MACs',
   options: [
-    { name: 'layers', kind: 'integer', default: 3, min: 1, max: BERT_LARGE.layers, description: 'encoder layers (BERT-Large has 24; each adds 50.4 MB of weights)' },
-    { name: 'embeddings', kind: 'boolean', default: false, description: 'start from int64 input_ids/token_type_ids/attention_mask with the embedding tables (+127 MB)' },
+    {
+      name: 'layers', kind: 'integer', default: 3, min: 1, max: BERT_LARGE.layers,
+      description: 'encoder layers (BERT-Large has 24; each adds 50.4 MB of weights)',
+    },
+    {
+      name: 'embeddings', kind: 'boolean', default: false,
+      description: 'start from int64 input_ids/token_type_ids/attention_mask with the embedding tables (+127 MB)',
+    },
     { name: 'sequence', kind: 'integer', default: 384, min: 1, max: BERT_LARGE.maxPositions, description: 'sequence length (MLPerf SQuAD uses 384)' },
   ],
   inputs,

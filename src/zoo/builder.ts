@@ -7,7 +7,8 @@
 import type { DType, Tensor } from '../onnx/model.js';
 import type { AttrInput, ModelSpec, NodeSpec, ValueSpec } from '../onnx/encode.js';
 import { internalError } from '../errors.js';
-import { type Rng, heNormal, normalArray, seededRng } from './rng.js';
+import { type Rng, seededRng } from '../random.js';
+import { heNormal, normalArray } from './rng.js';
 
 /** The opset every zoo model declares: what PyTorch's exporter targets by default for these models. */
 export const ZOO_OPSET = 13;

@@ -33,7 +33,8 @@ export function zooModelNames(): string[] {
 export function findZooModel(name: string): ZooModel {
   const model = zooModels.find((m) => m.name === name);
   if (model === undefined) {
-    throw userError('BAD_ARGUMENT', `unknown zoo model ${JSON.stringify(name.slice(0, 80))}`, `valid names: ${zooModelNames().join(', ')} (see \`veltair zoo list\`)`);
+    throw userError('BAD_ARGUMENT', `unknown zoo model ${JSON.stringify(name.slice(0, 80))}`,
+      `valid names: ${zooModelNames().join(', ')} (see \`veltair zoo list\`)`);
   }
   return model;
 }
@@ -67,7 +68,8 @@ export async function writeModelSpec(spec: ModelSpec, outPath: string): Promise<
     await unlink(temp).catch(() => undefined);
     const reason = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
     if (reason === 'ENOENT') {
-      throw userError('FILE_NOT_FOUND', `cannot write ${outPath}: folder ${dirname(outPath)} does not exist`, 'create the folder first or choose another -o path');
+      throw userError('FILE_NOT_FOUND', `cannot write ${outPath}: folder ${dirname(outPath)} does not exist`,
+        'create the folder first or choose another -o path');
     }
     throw userError('BAD_ARGUMENT', `cannot write ${outPath}: ${reason}`, 'choose an output path in a writable folder');
   }

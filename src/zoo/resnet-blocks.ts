@@ -7,7 +7,8 @@ import { batchNorm, conv, convBnAct, maxPool, relu } from './layers.js';
 
 export type ResidualBlock = 'basic' | 'bottleneck';
 
-const EXPANSION: Readonly<Record<ResidualBlock, number>> = { basic: 1, bottleneck: 4 };
+/** Output channels of a bottleneck block over its width. */
+const BOTTLENECK_EXPANSION = 4;
 
 /** conv1 7×7/2 → bn1 → relu → maxpool 3×3/2 pad 1: input/4 resolution, 64 channels. */
 export function resnetStem(b: GraphBuilder, x: Value): Value {
@@ -24,8 +25,8 @@ function shortcut(b: GraphBuilder, p: string, x: Value, out: number, stride: num
 function bottleneck(b: GraphBuilder, p: string, x: Value, width: number, stride: number): Value {
   let y = convBnAct(b, { conv: `${p}.conv1`, bn: `${p}.bn1`, act: `${p}.relu1` }, x, { out: width, kernel: 1, act: 'relu' });
   y = convBnAct(b, { conv: `${p}.conv2`, bn: `${p}.bn2`, act: `${p}.relu2` }, y, { out: width, kernel: 3, stride, padding: 1, act: 'relu' });
-  y = convBnAct(b, { conv: `${p}.conv3`, bn: `${p}.bn3` }, y, { out: width * 4, kernel: 1, act: 'none' });
-  return relu(b, `${p}.relu`, binary(b, 'Add', `${p}.add`, y, shortcut(b, p, x, width * 4, stride)));
+  y = convBnAct(b, { conv: `${p}.conv3`, bn: `${p}.bn3` }, y, { out: width * BOTTLENECK_EXPANSION, kernel: 1, act: 'none' });
+  return relu(b, `${p}.relu`, binary(b, 'Add', `${p}.add`, y, shortcut(b, p, x, width * BOTTLENECK_EXPANSION, stride)));
 }
 
 function basic(b: GraphBuilder, p: string, x: Value, width: number, stride: number): Value {
@@ -51,6 +52,3 @@ export function resnetStage(b: GraphBuilder, x: Value, s: StageOptions): Value {
   return y;
 }
 
-export function stageOutputChannels(s: Pick<StageOptions, 'block' | 'width'>): number {
-  return s.width * EXPANSION[s.block];
-}

@@ -47,9 +47,12 @@ export function resolveOptions(model: Pick<ZooModel, 'name' | 'options'>, given:
   for (const o of model.options) {
     const v = given[o.name] ?? o.default;
     if (o.kind === 'boolean') {
-      if (typeof v !== 'boolean') throw userError('BAD_ARGUMENT', `zoo model ${model.name}: option ${o.name} must be true or false, got ${JSON.stringify(v)}`, o.description);
+      if (typeof v !== 'boolean') {
+        throw userError('BAD_ARGUMENT', `zoo model ${model.name}: option ${o.name} must be true or false, got ${JSON.stringify(v)}`, o.description);
+      }
     } else if (typeof v !== 'number' || !Number.isInteger(v) || (o.min !== undefined && v < o.min) || (o.max !== undefined && v > o.max)) {
-      throw userError('BAD_ARGUMENT', `zoo model ${model.name}: option ${o.name} must be an integer in [${o.min ?? '-∞'}, ${o.max ?? '∞'}], got ${JSON.stringify(v)}`, o.description);
+      throw userError('BAD_ARGUMENT',
+        `zoo model ${model.name}: option ${o.name} must be an integer in [${o.min ?? '-∞'}, ${o.max ?? '∞'}], got ${JSON.stringify(v)}`, o.description);
     }
     out[o.name] = v;
   }

@@ -72,7 +72,8 @@ const conv: OpDef = {
     const c = x.shape[1]!;
     const m = w.shape[0]!;
     if (groups < 1 || c % groups !== 0 || w.shape[1]! * groups !== c || m % groups !== 0) {
-      throw shapeError(ctx, `input has ${c} channels (shape ${formatShape(x.shape)}) but the weight ${formatShape(w.shape)} with group=${groups} expects ${w.shape[1]! * groups}`);
+      throw shapeError(ctx, `input has ${c} channels (shape ${formatShape(x.shape)}) but the weight ${formatShape(w.shape)} `
+        + `with group=${groups} expects ${w.shape[1]! * groups}`);
     }
     if (hasInput(ctx, 2)) {
       const b = input(ctx, 2);

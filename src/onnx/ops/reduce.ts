@@ -88,7 +88,23 @@ const layerNorm: OpDef = {
   },
 };
 
+/** TopK: the K largest (or smallest) along an axis, values and int64 indices; K must be a constant. */
+const topK: OpDef = {
+  infer: (ctx) => {
+    const x = input(ctx, 0);
+    const axis = normAxis(ctx, attrInt(ctx.node, 'axis', -1), x.shape.length);
+    const ks = ctx.opset >= 10 ? constInts(ctx, 1, 'K') : [attrInt(ctx.node, 'k', 1)];
+    const k = ks[0];
+    if (ks.length !== 1 || k === undefined || !Number.isInteger(k) || k < 0 || k > x.shape[axis]!) {
+      throw shapeError(ctx, `K ${JSON.stringify(ks)} must be one integer from 0 to the axis length ${x.shape[axis]}`);
+    }
+    const shape = x.shape.map((d, i) => (i === axis ? k : d));
+    return [{ dtype: x.dtype, shape }, { dtype: 'int64', shape }];
+  },
+};
+
 export const reduceOps: Readonly<Record<string, OpDef>> = {
+  TopK: topK,
   ...Object.fromEntries(REDUCE_OPS.map((op) => [op, reduction(op)])),
   ArgMax: argReduce,
   ArgMin: argReduce,

@@ -12,7 +12,8 @@ import { attrError, hasInput, input, normAxis, shapeError, type OpContext, type 
 function constFloats(ctx: OpContext, i: number, role: string): number[] {
   const t: Tensor | undefined = ctx.constants[i];
   if (t === undefined) {
-    throw userError('DYNAMIC_SHAPE', `${nodeLabel(ctx.node)}: its ${role} (input ${quoteForMessage(ctx.node.inputs[i] ?? '')}) is computed at run time, so the output shape is not static`,
+    throw userError('DYNAMIC_SHAPE',
+      `${nodeLabel(ctx.node)}: its ${role} (input ${quoteForMessage(ctx.node.inputs[i] ?? '')}) is computed at run time, so the output shape is not static`,
       'veltair compiles static shapes; pin every symbolic input dimension with --input-shape NAME=1x3x224x224 so shape sub-graphs fold');
   }
   return Array.from(nums(t));

@@ -40,7 +40,9 @@ function reshapeTarget(ctx: OpContext, from: readonly number[]): number[] {
   const allowZero = attrInt(ctx.node, 'allowzero', 0) === 1;
   const out = requested.map((d, i) => {
     if (d === 0 && !allowZero) {
-      if (i >= from.length) throw shapeError(ctx, `target shape [${requested.join(', ')}] copies dim ${i} (0) but the input ${formatShape(from)} has rank ${from.length}`);
+      if (i >= from.length) {
+        throw shapeError(ctx, `target shape [${requested.join(', ')}] copies dim ${i} (0) but the input ${formatShape(from)} has rank ${from.length}`);
+      }
       return from[i]!;
     }
     return d;

@@ -1,0 +1,92 @@
+/**
+ * A Node script serving JSON-lines requests in its own child process, pinned from birth (taskset)
+ * to the given cores and started with glibc's malloc told to keep freed memory. ONNX Runtime
+ * baselines (per layer and whole model) run this way: see ort-layer-child.ts for why both matter.
+ *
+ * Protocol: the parent writes `{...request, id}` per stdin line; the child answers one line per
+ * request, `{id, ...reply}` or `{id, error}`. The child runs `node SCRIPT --serve`.
+ */
+import { createInterface } from 'node:readline';
+import { execa, type ResultPromise } from 'execa';
+
+/** Large thresholds: freed memory stays in the heap and is reused, as a tuned deployment would. */
+export const ORT_MALLOC_TUNABLES = 'glibc.malloc.trim_threshold=4294967295:glibc.malloc.mmap_threshold=33554432:glibc.malloc.top_pad=268435456';
+
+export interface PinnedChild {
+  /** Whether the child was started under taskset on the requested cores. */
+  readonly pinned: boolean;
+  ask<R extends object>(request: Record<string, unknown>): Promise<R>;
+  close(): Promise<void>;
+}
+
+async function hasTaskset(): Promise<boolean> {
+  try {
+    await execa('taskset', ['--version'], { stdin: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function startPinnedChild(script: string, cores: readonly number[]): Promise<PinnedChild> {
+  const pinned = await hasTaskset();
+  const [cmd, args] = pinned
+    ? ['taskset', ['-c', cores.join(','), process.execPath, script, '--serve']]
+    : [process.execPath, [script, '--serve']];
+  const tunables = [process.env['GLIBC_TUNABLES'], ORT_MALLOC_TUNABLES].filter(Boolean).join(':');
+  const child: ResultPromise = execa(cmd, args as string[], {
+    env: { GLIBC_TUNABLES: tunables }, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false,
+  });
+  type Reply = { id: number; error?: string };
+  const pending = new Map<number, (r: Reply) => void>();
+  const stderr: string[] = [];
+  const firstStderrLine = () => stderr.join('').split('\n')[0] || 'no output';
+  child.stderr?.on('data', (d: Buffer) => { if (stderr.length < 20) stderr.push(d.toString()); });
+  createInterface({ input: child.stdout! }).on('line', (text) => {
+    let r: Reply;
+    try { r = JSON.parse(text) as Reply; } catch { return; }
+    pending.get(r.id)?.(r);
+    pending.delete(r.id);
+  });
+  const exited = child.then(() => {
+    for (const [id, resolve] of pending) resolve({ id, error: `ONNX Runtime child exited: ${firstStderrLine()}` });
+    pending.clear();
+  });
+  let next = 0;
+  return {
+    pinned,
+    ask<R extends object>(request: Record<string, unknown>) {
+      return new Promise<R>((resolve, reject) => {
+        const id = next++;
+        pending.set(id, (r) => (r.error !== undefined ? reject(new Error(r.error)) : resolve(r as unknown as R)));
+        if (child.exitCode !== null || !child.stdin?.writable) {
+          pending.delete(id);
+          reject(new Error(`ONNX Runtime child is not running: ${firstStderrLine()}`));
+          return;
+        }
+        child.stdin.write(JSON.stringify({ ...request, id }) + '\n');
+      });
+    },
+    async close() {
+      child.stdin?.end();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The child side: answer each stdin line with `handle(request)`, errors as one-line messages. */
+export async function serveJsonLines(handle: (request: Record<string, unknown>) => Promise<object>): Promise<void> {
+  const lines = createInterface({ input: process.stdin });
+  for await (const text of lines) {
+    let id = -1;
+    try {
+      const req = JSON.parse(text) as Record<string, unknown> & { id: number };
+      id = req.id;
+      process.stdout.write(JSON.stringify({ id, ...(await handle(req)) }) + '\n');
+    } catch (e) {
+      process.stdout.write(JSON.stringify({ id, error: (e instanceof Error ? e.message : String(e)).split('\n')[0] }) + '\n');
+    }
+  }
+}

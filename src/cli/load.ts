@@ -1,0 +1,104 @@
+/**
+ * `veltair load URL --models NAME[=WEIGHT],… (--qps Q | --find-max) [--duration S] [--seed N]
+ *  [--qos NAME=MS]… [--json]`: open-loop Poisson load on a v2 server on this machine (src/serve/load.ts).
+ * Inputs are seeded random tensors of each model's declared shapes; each model's QoS is what the
+ * server's metadata states unless --qos overrides it. `--find-max` binary-searches the highest
+ * total QPS at which every model keeps ≥ 99% of its requests within QoS.
+ */
+import type { Command } from 'commander';
+import { userError } from '../errors.js';
+import { findMaxQps, loopbackUrl, requestFor, runLoad, type LoadModel, type LoadResult, type Metadata } from '../serve/load.js';
+import { badArgument, parsePositiveInt } from '../terminal/args.js';
+import { formatTable, note, printJson, printLine } from '../terminal/output.js';
+
+interface LoadFlags {
+  models: string;
+  qps?: string;
+  findMax?: boolean;
+  duration: string;
+  seed: string;
+  qos: string[];
+  jsonTensors?: boolean;
+  json?: boolean;
+}
+
+const collect = (v: string, all: string[]) => [...all, v];
+
+function parseNamed(flag: string, text: string): [string, number] {
+  const m = /^([A-Za-z0-9][A-Za-z0-9_.-]*)(?:=([0-9]*\.?[0-9]+))?$/.exec(text.trim());
+  if (!m) throw badArgument(flag, text, 'is not NAME or NAME=NUMBER', `e.g. ${flag} resnet50=2`);
+  return [m[1]!, m[2] === undefined ? 1 : Number(m[2])];
+}
+
+async function loadModels(base: URL, flags: LoadFlags, seed: number): Promise<LoadModel[]> {
+  const qos = new Map(flags.qos.map((q) => parseNamed('--qos', q)));
+  const out: LoadModel[] = [];
+  for (const part of flags.models.split(',')) {
+    const [name, weight] = parseNamed('--models', part);
+    if (!(weight > 0)) throw badArgument('--models', part, 'has a weight that is not positive', 'e.g. --models a=2,b=1');
+    let r: Response;
+    try {
+      r = await fetch(new URL(`/v2/models/${encodeURIComponent(name)}`, base));
+    } catch (e) {
+      throw userError('BAD_ARGUMENT', `no v2 server answers at ${base.origin} (${(e as Error).message})`,
+        'start one with veltair serve, then point veltair load at its URL');
+    }
+    if (r.status === 404) {
+      throw userError('BAD_ARGUMENT', `the server at ${base.origin} does not serve ${JSON.stringify(name)}`, 'name a model the server lists');
+    }
+    const meta = await r.json() as Metadata;
+    const qosMs = qos.get(name) ?? meta.parameters?.qos_ms;
+    if (qosMs === undefined) throw userError('BAD_ARGUMENT', `model ${JSON.stringify(name)} has no QoS in its metadata`, `give one with --qos ${name}=MS`);
+    out.push({ name, weight, qosMs, ...requestFor(meta, seed + out.length * 101, flags.jsonTensors === true) });
+  }
+  return out;
+}
+
+const cell = (x: number | null) => (x === null ? '-' : x.toFixed(2));
+
+export function loadTable(r: LoadResult): string {
+  return formatTable([
+    ['model', 'target QPS', 'achieved QPS', 'sent', '503', 'errors', 'p50 ms', 'p90 ms', 'p99 ms', 'QoS ms', 'within QoS'],
+    ...r.models.map((m) => [m.name, m.targetQps.toFixed(2), m.achievedQps.toFixed(2), String(m.sent), String(m.rejected), String(m.errors),
+      cell(m.p50Ms), cell(m.p90Ms), cell(m.p99Ms), m.qosMs.toFixed(2), `${(m.satisfaction * 100).toFixed(1)}%`]),
+  ], new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]));
+}
+
+export function registerLoadCommand(program: Command): void {
+  program
+    .command('load')
+    .description('open-loop Poisson load on a v2 server on this machine: achieved QPS, latency percentiles, QoS satisfaction')
+    .argument('<url>', 'the server, e.g. http://127.0.0.1:8000 (loopback only)')
+    .requiredOption('--models <list>', 'models to load, NAME[=WEIGHT],… (weights share the total rate; default 1 each)')
+    .option('--qps <q>', 'total requests per second over all models')
+    .option('--find-max', 'binary-search the highest total QPS with every model at ≥ 99% within QoS')
+    .option('--duration <s>', 'seconds per run', '10')
+    .option('--seed <n>', 'seed of the arrival times and inputs', '1')
+    .option('--qos <name=ms>', 'override a model\'s QoS (repeatable)', collect, [])
+    .option('--json-tensors', 'send tensors as JSON data (default: the binary tensor data extension)')
+    .option('--json', 'machine-readable results on stdout')
+    .action(async (urlText: string, flags: LoadFlags) => {
+      const base = loopbackUrl(urlText);
+      const durationS = parsePositiveInt('--duration', flags.duration, 3600);
+      const seed = parsePositiveInt('--seed', flags.seed);
+      const qps = flags.qps === undefined ? undefined : Number(flags.qps);
+      if (qps !== undefined && !(qps > 0 && qps <= 1e6)) throw badArgument('--qps', flags.qps!, 'is not a rate above 0', 'e.g. --qps 20');
+      if (qps === undefined && !flags.findMax) throw userError('BAD_ARGUMENT', 'give --qps Q or --find-max', 'e.g. --qps 20 --duration 10');
+      const models = await loadModels(base, flags, seed);
+      if (flags.findMax) {
+        const start = qps ?? models.reduce((s, m) => s + 1000 / m.qosMs, 0) / models.length;
+        const found = await findMaxQps(base, models, {
+          durationS, seed, startQps: start,
+          onRun: (r) => { if (!flags.json) note(`  ${r.totalQps.toFixed(2)} QPS: worst within-QoS ${(r.satisfaction * 100).toFixed(1)}%`); },
+        });
+        if (flags.json) { printJson({ maxQps: found.maxQps, runs: found.runs }); return; }
+        printLine(`max QPS with every model ≥ 99% within QoS: ${found.maxQps.toFixed(2)} (${found.runs.length} runs of ${durationS} s)`);
+        const best = found.runs.filter((r) => r.totalQps === found.maxQps)[0];
+        if (best) printLine(loadTable(best));
+        return;
+      }
+      const r = await runLoad(base, models, qps!, durationS, seed);
+      if (flags.json) printJson(r);
+      else printLine(loadTable(r));
+    });
+}

@@ -1,0 +1,110 @@
+/**
+ * Layer blocks and the threshold that sizes them (VELTAIR §scheduling). Pure, linear scans.
+ *
+ * Threshold from spare capacity: idle = total cores − Σ of the active requests' average
+ * requirements; each model gets a share of the idle cores in proportion to its appetite (its
+ * average requirement), so no operator-tuned constant is involved. Heavy load → idle ≈ 0 →
+ * threshold ≈ 0 → many small frugal blocks; light load → large threshold → big blocks.
+ *
+ * Block formation: from the request's next unit, extend the block while the next unit is not a
+ * spike (requirement ≤ average + threshold); a spike starts the next block.
+ *
+ * Claim (flattening): a block claims cores once for its whole run — the fewest cores at which
+ * the block's summed best quiet latency plus one claim/release fits its summed QoS share, so a
+ * spike borrows slack from its cheaper neighbours while the block as a whole meets its share. A
+ * block that fits at no core count claims the count where it is fastest.
+ *
+ * Sprint: with spare capacity a block may take more than that, up to its own peak requirement
+ * and its model's share of the idle cores (the threshold): light load → blocks that sprint; at
+ * threshold 0 the claim is exactly the frugal one.
+ *
+ * Deadline-aware shares: a block's share is scaled by the request's remaining budget (QoS −
+ * time already spent) over its remaining shares (shareScale), so time lost waiting for cores is
+ * made up by the blocks after it rather than turning into a missed QoS, and time gained by a
+ * sprint is given back as frugality. With no waiting the scale is 1 and the claim is the plain one.
+ */
+import type { ModelPlan } from './requirement.js';
+import { blockMs, blockShareMs } from './requirement.js';
+
+export interface Block {
+  readonly first: number;
+  readonly last: number;
+}
+
+/** Idle cores when the active requests' average requirements sum to `activeAverageSum`. */
+export function idleCores(totalCores: number, activeAverageSum: number): number {
+  return Math.max(0, totalCores - activeAverageSum);
+}
+
+/** A model's threshold: its appetite's share of the idle cores. */
+export function thresholdFor(idle: number, appetite: number, appetiteSum: number): number {
+  if (!(appetiteSum > 0)) return idle;
+  return idle * appetite / appetiteSum;
+}
+
+/** The adaptive block starting at `start`: up to (not including) the next spike. */
+export function formBlock(p: ModelPlan, start: number, threshold: number): Block {
+  const limit = p.averageRequirement + threshold;
+  const U = p.requirement.length;
+  let last = start;
+  while (last + 1 < U && p.requirement[last + 1]! <= limit) last++;
+  return { first: start, last };
+}
+
+/** A fixed block of `k` units starting at `start`. */
+export function fixedBlock(p: ModelPlan, start: number, k: number): Block {
+  return { first: start, last: Math.min(p.requirement.length - 1, start + k - 1) };
+}
+
+/**
+ * The frugal claim of a block: fewest cores at which it fits its share (see the header), the
+ * share scaled by `shareScale` (the request's remaining budget over its remaining shares), its
+ * layers' latency taken at interference `level` (0: quiet; an interference-aware policy passes
+ * the predicted level).
+ */
+export function flatClaim(p: ModelPlan, b: Block, shareScale = 1, level = 0): number {
+  const N = p.table.maxCores;
+  const share = blockShareMs(p, b.first, b.last) * shareScale;
+  let fastest = 1, fastestMs = Infinity;
+  for (let c = 1; c <= N; c++) {
+    const t = blockMs(p, b.first, b.last, c, level) + p.table.claimMs[c]!;
+    if (t <= share) return c;
+    if (t < fastestMs) { fastestMs = t; fastest = c; }
+  }
+  return fastest;
+}
+
+/**
+ * How much of its remaining QoS shares a request still has: (QoS − elapsed) over the shares of
+ * units first..end. 1 when on schedule, below 1 after waiting (its blocks must go faster), above
+ * 1 after running ahead (they may be more frugal), 0 once the QoS has passed (fastest claim).
+ */
+export function shareScale(p: ModelPlan, first: number, elapsedMs: number): number {
+  const remainingShares = p.qosMs - p.prefixShareMs[first]!;
+  if (!(remainingShares > 0)) return 1;
+  return Math.max(0, p.qosMs - elapsedMs) / remainingShares;
+}
+
+/** Fewest cores at which unit `u` meets `shareMs` (quiet, best version), else where it is fastest. */
+export function requirementFor(p: ModelPlan, u: number, shareMs: number): number {
+  const N = p.table.maxCores;
+  let fastest = 1;
+  for (let c = 1; c <= N; c++) {
+    const t = p.bestQuietMs[u * (N + 1) + c]!;
+    if (t <= shareMs) return c;
+    if (t < p.bestQuietMs[u * (N + 1) + fastest]!) fastest = c;
+  }
+  return fastest;
+}
+
+/** The highest requirement inside a block. */
+export function peakOf(p: ModelPlan, b: Block): number {
+  let m = 0;
+  for (let u = b.first; u <= b.last; u++) m = Math.max(m, p.requirement[u]!);
+  return m;
+}
+
+/** Sprint claim: frugal claim plus the threshold's whole cores, capped by the block's peak requirement. */
+export function sprintClaim(p: ModelPlan, b: Block, frugal: number, threshold: number): number {
+  return Math.max(frugal, Math.min(peakOf(p, b), frugal + Math.floor(threshold)));
+}

@@ -1,0 +1,82 @@
+/**
+ * The scheduling policies, as data: how a request's next block is cut, how many cores it claims,
+ * which versions its layers run, and in what order waiting requests are served. The engine
+ * (scheduler.ts) is the same for all of them.
+ *
+ *   fcfs             model-wise, first come first served: one block = the whole model, claiming
+ *                    the model's peak requirement for its whole run; best-quiet versions.
+ *   prema            temporal multiplexing (PREMA, HPCA'20): one request at a time owns the
+ *                    machine (the core count where the model is fastest), preemption at every
+ *                    layer boundary; the next layer goes to the waiting request with the most
+ *                    tokens (tokens grow with waiting time over isolated latency × priority),
+ *                    shortest remaining time first among those over the token threshold.
+ *   layerwise        Planaria-like spatial: every layer is a block claiming its own requirement.
+ *   static:K         fixed blocks of K layers, each claiming its flattened (frugal) requirement.
+ *   veltair          adaptive blocks (spikes split, threshold from spare capacity, flattening,
+ *                    sprint when cores are idle) + adaptive versions (lowest latency at the
+ *                    granted cores and the predicted interference level).
+ *   veltair-sched    the same blocks, best-quiet versions only (ablation: scheduling alone).
+ *   veltair-compile  FCFS's whole-model blocks, adaptive versions (ablation: compiler alone).
+ */
+import { quoteForMessage, userError } from '../errors.js';
+
+export type BlockRule = 'model' | 'layer' | 'fixed' | 'adaptive';
+export type ClaimRule = 'peak' | 'requirement' | 'flat' | 'fastest';
+
+export interface Policy {
+  /** As the user wrote it, normalised (e.g. `static:4`). */
+  readonly name: string;
+  readonly blocks: BlockRule;
+  /** Layers per block for `fixed`. */
+  readonly k: number;
+  readonly claim: ClaimRule;
+  /** Take up to the threshold's idle cores beyond the frugal claim. */
+  readonly sprint: boolean;
+  /** Versions chosen at the predicted interference level (else at level 0). */
+  readonly adaptiveVersions: boolean;
+  /** One request at a time on the machine, token order (PREMA). */
+  readonly temporal: boolean;
+}
+
+export const POLICY_NAMES = ['fcfs', 'prema', 'layerwise', 'static:K', 'veltair', 'veltair-sched', 'veltair-compile'] as const;
+
+const base = { k: 1, sprint: false, adaptiveVersions: false, temporal: false } as const;
+
+export function parsePolicy(text: string): Policy {
+  const t = text.trim();
+  switch (t) {
+    case 'fcfs': return { ...base, name: t, blocks: 'model', claim: 'peak' };
+    case 'prema': return { ...base, name: t, blocks: 'layer', claim: 'fastest', temporal: true };
+    case 'layerwise': return { ...base, name: t, blocks: 'layer', claim: 'requirement' };
+    case 'veltair': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', sprint: true, adaptiveVersions: true };
+    case 'veltair-sched': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', sprint: true };
+    case 'veltair-compile': return { ...base, name: t, blocks: 'model', claim: 'peak', adaptiveVersions: true };
+    default: break;
+  }
+  const m = /^static:(\d+)$/.exec(t);
+  if (m && Number(m[1]) >= 1 && Number(m[1]) <= 10_000) return { ...base, name: `static:${Number(m[1])}`, blocks: 'fixed', k: Number(m[1]), claim: 'flat' };
+  throw userError('BAD_ARGUMENT', `policy ${quoteForMessage(text)} is not one of ${POLICY_NAMES.join(', ')}`,
+    'e.g. --policy fcfs,veltair or --policy static:6; static:A-B expands to every K from A to B');
+}
+
+/** A comma-separated list; `static:A-B` expands to static:A … static:B. */
+export function parsePolicyList(text: string): Policy[] {
+  const out: Policy[] = [];
+  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const range = /^static:(\d+)-(\d+)$/.exec(part);
+    if (range) {
+      const a = Number(range[1]), b = Number(range[2]);
+      if (!(a >= 1 && b >= a && b - a <= 200)) {
+        throw userError('BAD_ARGUMENT', `policy range ${quoteForMessage(part)} is not static:A-B with 1 ≤ A ≤ B ≤ A + 200`, 'e.g. --policy static:1-20');
+      }
+      for (let k = a; k <= b; k++) out.push(parsePolicy(`static:${k}`));
+    } else {
+      out.push(parsePolicy(part));
+    }
+  }
+  if (out.length === 0) throw userError('BAD_ARGUMENT', 'no policy given', 'e.g. --policy fcfs,veltair');
+  const names = out.map((p) => p.name);
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup) throw userError('BAD_ARGUMENT', `policy ${quoteForMessage(dup)} is listed twice`, 'list each policy once');
+  return out;
+}

@@ -1,0 +1,314 @@
+/**
+ * The scheduler engine: one object per served machine, driven by events, returning decisions.
+ * It knows nothing of clocks, timers or threads — time is a number (ms) the caller passes in —
+ * so the simulator (simulated time) and the live server (real time) drive exactly this code.
+ *
+ *   const s = new Scheduler({ policy, models: [planModel(table, qosMs), …], cores: 64,
+ *                             predictLevel: (cores, model) => proxyLevel });
+ *   s.arrive({ id, model, arrivalMs }, now)   → Decision[]   a request came in
+ *   s.blockFinished(id, now)                  → { decisions, completed }   its block ended
+ *   s.cancel(id)                              → true if it was waiting (not running) and is gone
+ *
+ * Each Decision says: run units first..last of request `request` (model `model`) on exactly
+ * these core ids, with versions[i] for unit first+i (an index into the unit's versions), at the
+ * predicted level `level`; `claim` is true when the core set changed since the request's previous
+ * block (the driver pays a claim/release then), `conflict` when the block found too few free
+ * cores (counted once per block). The driver runs it and calls blockFinished(request) when it is
+ * done; cores are back in the pool from that call on. No core is ever granted twice (CorePool
+ * enforces it).
+ *
+ * Dispatch order: waiting requests by arrival (oldest first: in-flight requests before new ones);
+ * PREMA by tokens. On a conflict (fewer free cores than the block's minimum) the block waits and
+ * so does everyone behind it (no backfilling: a big block cannot be starved by small ones), or,
+ * with onConflict 'shrink', it runs on what is free. Cost per event: O(models + waiting requests
+ * looked at + block length + cores) — linear scans only.
+ */
+import { internalError, userError } from '../errors.js';
+import { bestVersion, latAtLevel } from './model-table.js';
+import { fixedBlock, flatClaim, formBlock, idleCores, requirementFor, shareScale, sprintClaim, thresholdFor, type Block } from './blocks.js';
+import { CorePool } from './core-pool.js';
+import { Heap } from './heap.js';
+import type { Policy } from './policies.js';
+import { blockQuietMs, type ModelPlan } from './requirement.js';
+
+export type ConflictRule = 'wait' | 'shrink';
+
+export interface SchedulerOptions {
+  readonly policy: Policy;
+  readonly models: readonly ModelPlan[];
+  readonly cores: number;
+  readonly onConflict?: ConflictRule;
+  /**
+   * Predicted interference level (0..4, may be fractional) for the next block of a request of
+   * `model`; `cores` are the request's previous cores (empty for its first block). Default 0.
+   * Interference-aware policies (veltair, veltair-compile) size claims and choose versions by it.
+   */
+  readonly predictLevel?: (cores: readonly number[], model: number) => number;
+  /** PREMA priorities per model (default 1). */
+  readonly priorities?: readonly number[];
+  /**
+   * Scale block shares by each request's remaining budget (blocks.ts shareScale) for the
+   * layer-wise, static and adaptive policies (default true); model-wise claims are fixed.
+   */
+  readonly deadlineAware?: boolean;
+}
+
+export interface RequestArrival {
+  readonly id: number;
+  readonly model: number;
+  readonly arrivalMs: number;
+}
+
+export interface Decision {
+  readonly request: number;
+  readonly model: number;
+  readonly first: number;
+  readonly last: number;
+  readonly cores: readonly number[];
+  readonly versions: readonly number[];
+  readonly level: number;
+  readonly claim: boolean;
+  readonly conflict: boolean;
+  /** Cores the block asked for, and the fewest it would run on without a conflict. */
+  readonly wantCores: number;
+  readonly needCores: number;
+  /** Predicted run time at the granted cores and level, claim included (ms). */
+  readonly expectedMs: number;
+}
+
+export interface SchedulerStats {
+  readonly blocks: number;
+  readonly claims: number;
+  readonly conflicts: number;
+  readonly completed: number;
+}
+
+interface Req {
+  readonly id: number;
+  readonly model: number;
+  readonly arrivalMs: number;
+  next: number;
+  running: boolean;
+  held: number[];
+  prev: number[];
+  conflictAt: number;
+  tokens: number;
+  tokenAt: number;
+  /** Predicted level for its next block (interference-aware policies; else 0). */
+  level: number;
+}
+
+/**
+ * A late request's scaled claim never exceeds the model's peak requirement (what model-wise FCFS
+ * reserves) unless its plain claim already does: past that, one late request grabbing the
+ * machine makes every request behind it late too.
+ */
+const capped = (scaled: number, plain: number, p: ModelPlan) => Math.min(scaled, Math.max(plain, p.peakRequirement));
+
+const byArrival = (a: Req, b: Req) => a.arrivalMs < b.arrivalMs || (a.arrivalMs === b.arrivalMs && a.id < b.id);
+
+export class Scheduler {
+  readonly policy: Policy;
+  readonly models: readonly ModelPlan[];
+  readonly pool: CorePool;
+  private readonly onConflict: ConflictRule;
+  private readonly predictLevel: ((cores: readonly number[], model: number) => number) | undefined;
+  private readonly priorities: readonly number[];
+  private readonly deadlineAware: boolean;
+  private readonly requests = new Map<number, Req>();
+  private readonly ready = new Heap<Req>(byArrival);
+  private readonly premaReady: Req[] = [];
+  private readonly activePerModel: Int32Array;
+  private runningCount = 0;
+  private blocks = 0;
+  private claims = 0;
+  private conflicts = 0;
+  private completedCount = 0;
+
+  constructor(o: SchedulerOptions) {
+    if (o.models.length === 0) throw userError('BAD_ARGUMENT', 'the scheduler was given no models', 'register at least one model');
+    for (const m of o.models) {
+      if (m.table.maxCores < o.cores) throw internalError(`model ${m.table.name} has figures for ${m.table.maxCores} cores, the machine has ${o.cores}`);
+    }
+    this.policy = o.policy;
+    this.models = o.models;
+    this.pool = new CorePool(o.cores);
+    this.onConflict = o.onConflict ?? 'wait';
+    this.predictLevel = o.predictLevel;
+    this.priorities = o.priorities ?? o.models.map(() => 1);
+    this.deadlineAware = o.deadlineAware ?? true;
+    this.activePerModel = new Int32Array(o.models.length);
+  }
+
+  get stats(): SchedulerStats {
+    return { blocks: this.blocks, claims: this.claims, conflicts: this.conflicts, completed: this.completedCount };
+  }
+
+  /** Requests in the system (waiting or running). */
+  get inSystem(): number { return this.requests.size; }
+  get running(): number { return this.runningCount; }
+
+  arrive(a: RequestArrival, now: number): Decision[] {
+    if (this.requests.has(a.id)) throw internalError(`request ${a.id} arrived twice`);
+    if (!(a.model >= 0 && a.model < this.models.length)) throw internalError(`request ${a.id} names model ${a.model}`);
+    const r: Req = { id: a.id, model: a.model, arrivalMs: a.arrivalMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now, level: 0 };
+    this.requests.set(a.id, r);
+    this.activePerModel[a.model]!++;
+    this.enqueue(r);
+    return this.dispatch(now);
+  }
+
+  blockFinished(id: number, now: number): { decisions: Decision[]; completed: boolean } {
+    const r = this.requests.get(id);
+    if (!r || !r.running) throw internalError(`blockFinished for request ${id}, which is not running`);
+    this.pool.release(r.id, r.held);
+    r.prev = r.held;
+    r.held = [];
+    r.running = false;
+    this.runningCount--;
+    const U = this.models[r.model]!.table.units.length;
+    let completed = false;
+    if (r.next >= U) {
+      completed = true;
+      this.requests.delete(id);
+      this.activePerModel[r.model]!--;
+      this.completedCount++;
+    } else {
+      r.tokenAt = now;
+      this.enqueue(r);
+    }
+    return { decisions: this.dispatch(now), completed };
+  }
+
+  cancel(id: number): boolean {
+    const r = this.requests.get(id);
+    if (!r || r.running) return false;
+    if (this.policy.temporal) this.premaReady.splice(this.premaReady.indexOf(r), 1);
+    else this.ready.remove((x) => x === r);
+    this.requests.delete(id);
+    this.activePerModel[r.model]!--;
+    return true;
+  }
+
+  private enqueue(r: Req): void {
+    if (this.policy.temporal) this.premaReady.push(r);
+    else this.ready.push(r);
+  }
+
+  private activeAverageSum(): number {
+    let s = 0;
+    this.models.forEach((m, i) => { s += this.activePerModel[i]! * m.averageRequirement; });
+    return s;
+  }
+
+  /** The request's next block and its claim (want) and minimum (need). */
+  private planBlock(r: Req, now: number, idle: number, appetiteSum: number): { block: Block; want: number; need: number } {
+    const p = this.models[r.model]!;
+    const U = p.table.units.length;
+    const N = this.pool.size;
+    const scale = this.deadlineAware ? shareScale(p, r.next, now - r.arrivalMs) : 1;
+    const level = r.level;
+    switch (this.policy.blocks) {
+      case 'model': {
+        const c = Math.min(N, p.peakRequirement);
+        return { block: { first: r.next, last: U - 1 }, want: c, need: c };
+      }
+      case 'layer': {
+        const c = this.policy.claim === 'fastest' ? p.fastestCores
+          : scale === 1 ? p.requirement[r.next]! : capped(requirementFor(p, r.next, p.shareMs[r.next]! * scale), p.requirement[r.next]!, p);
+        return { block: { first: r.next, last: r.next }, want: Math.min(N, c), need: Math.min(N, c) };
+      }
+      case 'fixed': {
+        const block = fixedBlock(p, r.next, this.policy.k);
+        const c = Math.min(N, scale === 1 ? flatClaim(p, block) : capped(flatClaim(p, block, scale), flatClaim(p, block), p));
+        return { block, want: c, need: c };
+      }
+      case 'adaptive': {
+        const threshold = thresholdFor(idle, p.averageRequirement, appetiteSum);
+        const block = formBlock(p, r.next, threshold);
+        const need = Math.min(N, capped(flatClaim(p, block, scale, level), flatClaim(p, block), p));
+        const want = this.policy.sprint ? Math.min(N, sprintClaim(p, block, need, threshold)) : need;
+        return { block, want, need };
+      }
+      default: throw internalError(`unknown block rule ${String(this.policy.blocks)}`);
+    }
+  }
+
+  /** PREMA: refresh tokens, then the candidate with the shortest remaining time (index in premaReady). */
+  private premaPick(now: number): number {
+    let maxPriority = 0;
+    for (const r of this.premaReady) {
+      const p = this.models[r.model]!;
+      const pr = this.priorities[r.model]!;
+      r.tokens += pr * (now - r.tokenAt) / Math.max(1e-9, p.fastestMs);
+      r.tokenAt = now;
+      maxPriority = Math.max(maxPriority, pr);
+    }
+    const over = this.premaReady.some((r) => r.tokens >= maxPriority);
+    let best = -1, bestRemaining = Infinity;
+    this.premaReady.forEach((r, i) => {
+      if (over && r.tokens < maxPriority) return;
+      const p = this.models[r.model]!;
+      const remaining = blockQuietMs(p, r.next, p.table.units.length - 1, p.fastestCores);
+      if (remaining < bestRemaining || (remaining === bestRemaining && best >= 0 && byArrival(r, this.premaReady[best]!))) { best = i; bestRemaining = remaining; }
+    });
+    return best;
+  }
+
+  private dispatch(now: number): Decision[] {
+    const out: Decision[] = [];
+    const avgSum = this.activeAverageSum();
+    const idle = idleCores(this.pool.size, avgSum);
+    for (;;) {
+      let r: Req | undefined;
+      let premaIndex = -1;
+      if (this.policy.temporal) {
+        if (this.runningCount > 0 || this.premaReady.length === 0) break;
+        premaIndex = this.premaPick(now);
+        r = this.premaReady[premaIndex];
+      } else {
+        r = this.ready.peek();
+      }
+      if (!r) break;
+      r.level = this.policy.adaptiveVersions && this.predictLevel ? Math.max(0, Math.min(4, this.predictLevel(r.prev, r.model))) : 0;
+      const plan = this.planBlock(r, now, idle, avgSum);
+      const free = this.pool.free;
+      let grant: number;
+      let conflict = r.conflictAt === r.next;
+      if (free >= plan.want) grant = plan.want;
+      else if (free >= plan.need) grant = free;
+      else {
+        if (!conflict) { this.conflicts++; r.conflictAt = r.next; conflict = true; }
+        if (this.onConflict === 'shrink' && free >= 1) grant = free;
+        else break;
+      }
+      if (this.policy.temporal) this.premaReady.splice(premaIndex, 1);
+      else this.ready.pop();
+      out.push(this.start(r, plan.block, grant, plan, conflict));
+    }
+    return out;
+  }
+
+  private start(r: Req, block: Block, grant: number, plan: { want: number; need: number }, conflict: boolean): Decision {
+    const p = this.models[r.model]!;
+    const N = p.table.maxCores;
+    const cores = this.pool.grant(r.id, grant, r.prev);
+    const claim = cores.length !== r.prev.length || cores.some((c, i) => c !== r.prev[i]);
+    const level = r.level;
+    const versions: number[] = [];
+    let expectedMs = claim ? p.table.claimMs[grant]! : 0;
+    for (let u = block.first; u <= block.last; u++) {
+      const unit = p.table.units[u]!;
+      const v = bestVersion(unit, N, grant, level).v;
+      versions.push(v);
+      expectedMs += latAtLevel(unit, N, v, grant, level);
+    }
+    r.running = true;
+    r.held = cores;
+    r.next = block.last + 1;
+    this.runningCount++;
+    this.blocks++;
+    if (claim) this.claims++;
+    return { request: r.id, model: r.model, first: block.first, last: block.last, cores, versions, level, claim, conflict, wantCores: plan.want, needCores: plan.need, expectedMs };
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * The veltair backend: the scheduler (src/schedule/scheduler.ts, the same code the simulator
+ * drives) with a real clock, over sessions that run its decisions.
+ *
+ *  request → admitted (a bounded queue per model; beyond it 503) → waits for one of the model's
+ *  session instances (each has its own arena; instances share the weights) → scheduler.arrive →
+ *  for each Decision: the session runs the decided units as one block, pinned to the granted cores
+ *  (mapped from the scheduler's core indices to this server's CPU ids), with the decided version
+ *  per tunable step → blockFinished → the next decisions … → the last block's outputs answer it.
+ *
+ * All scheduler calls happen on the event loop, one at a time; each is timed in real time
+ * (decisionSeconds). A block that fails ends its request with the error, and its cores go back.
+ */
+import { availableParallelism } from 'node:os';
+import { internalError } from '../errors.js';
+import type { ModelTable } from '../schedule/model-table.js';
+import type { Policy } from '../schedule/policies.js';
+import type { ModelPlan } from '../schedule/requirement.js';
+import { Scheduler, type Decision } from '../schedule/scheduler.js';
+import type { HostTensor } from '../runtime/host-tensor.js';
+import type { Inference, Session } from '../runtime/session.js';
+import type { Backend, InferOutcome, ServedModel } from './backend.js';
+import { unavailable } from './errors.js';
+import type { ServerMetrics } from './metrics.js';
+
+export interface DispatchModel {
+  readonly served: ServedModel;
+  readonly session: Session;
+  readonly plan: ModelPlan;
+  readonly priority: number;
+  readonly maxQueue: number;
+  /** Instances (arenas) that may hold requests at once. */
+  readonly maxInstances: number;
+}
+
+export interface DispatcherOptions {
+  readonly models: readonly DispatchModel[];
+  readonly policy: Policy;
+  /** The CPU ids this server may use; the scheduler's core i is cpus[i]. */
+  readonly cpus: readonly number[];
+  readonly metrics: ServerMetrics;
+  /** Predicted interference level for a block about to run (default 0: no calibrated proxy). */
+  readonly predictLevel?: (cpus: readonly number[], model: number) => number;
+  /** Told every block's measured time beside the scheduler's expectation (the proxy's latency ratio). */
+  readonly observeBlock?: (model: number, observedMs: number, expectedMs: number) => void;
+}
+
+interface Live {
+  readonly id: number;
+  readonly model: number;
+  readonly arrivalMs: number;
+  readonly feeds: Readonly<Record<string, HostTensor>>;
+  readonly resolve: (o: InferOutcome) => void;
+  readonly reject: (e: unknown) => void;
+  instance?: Session;
+  inference?: Inference;
+  failed?: unknown;
+  startedMs?: number;
+  blocks: number;
+  maxCores: number;
+  levels: number[];
+  versions: number[];
+  conflicts: number;
+  decideUs: number;
+}
+
+/** Per model: the session instances and who holds them. */
+interface Instances {
+  readonly all: Session[];
+  readonly free: Session[];
+  /** Admitted requests waiting for an instance. */
+  readonly waiting: Live[];
+  admitted: number;
+}
+
+/** Unit u of a model's table → its native steps and its tunable step (-1: none). */
+interface UnitSteps { readonly first: number; readonly end: number; readonly tunable: number }
+
+function unitSteps(table: ModelTable, session: Session): UnitSteps[] {
+  return table.units.map((u) => {
+    let tunable = -1;
+    for (let s = u.firstStep; s <= u.lastStep; s++) if (session.steps[s]?.tunable) { tunable = s; break; }
+    return { first: u.firstStep, end: u.lastStep + 1, tunable };
+  });
+}
+
+const nowMs = () => performance.now();
+
+export class Dispatcher implements Backend {
+  readonly name = 'veltair';
+  readonly models: readonly ServedModel[];
+  private readonly scheduler: Scheduler;
+  private readonly byName: Map<string, number>;
+  private readonly instances: Instances[];
+  private readonly units: UnitSteps[][];
+  private readonly live = new Map<number, Live>();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(private readonly o: DispatcherOptions) {
+    if (o.models.length === 0) throw internalError('a dispatcher needs models');
+    this.models = o.models.map((m) => m.served);
+    this.byName = new Map(o.models.map((m, i) => [m.served.name, i]));
+    this.instances = o.models.map((m) => ({ all: [m.session], free: [m.session], waiting: [], admitted: 0 }));
+    this.units = o.models.map((m) => unitSteps(m.plan.table, m.session));
+    this.scheduler = new Scheduler({
+      policy: o.policy, models: o.models.map((m) => m.plan), cores: o.cpus.length, priorities: o.models.map((m) => m.priority),
+      ...(o.predictLevel ? { predictLevel: (cores, model) => o.predictLevel!(cores.map((c) => o.cpus[c]!), model) } : {}),
+    });
+  }
+
+  inFlight(): number {
+    return this.live.size;
+  }
+
+  infer(model: string, feeds: Readonly<Record<string, HostTensor>>): Promise<InferOutcome> {
+    const index = this.byName.get(model);
+    if (index === undefined) throw internalError(`model ${model} is not dispatched here`);
+    const m = this.o.models[index]!;
+    const inst = this.instances[index]!;
+    if (this.closed) return Promise.reject(unavailable('the server is shutting down', 5));
+    if (inst.admitted >= m.maxQueue) {
+      const backlogMs = inst.admitted * m.plan.fastestMs / Math.max(1, Math.min(inst.all.length, this.o.cpus.length));
+      return Promise.reject(unavailable(`model ${JSON.stringify(model)} has ${inst.admitted} requests in flight, its limit`, backlogMs / 1000));
+    }
+    return new Promise<InferOutcome>((resolve, reject) => {
+      const r: Live = {
+        id: this.nextId++, model: index, arrivalMs: nowMs(), feeds, resolve, reject, blocks: 0, maxCores: 0, levels: [], versions: [],
+        conflicts: 0, decideUs: 0,
+      };
+      inst.admitted++;
+      this.o.metrics.queueDepth.set({ model }, inst.admitted);
+      this.live.set(r.id, r);
+      inst.waiting.push(r);
+      this.admitWaiting(index);
+    });
+  }
+
+  /** Hand waiting requests of `model` an instance each (cloning one while under the cap), then to the scheduler. */
+  private admitWaiting(model: number): void {
+    const inst = this.instances[model]!;
+    const m = this.o.models[model]!;
+    while (inst.waiting.length > 0) {
+      let session = inst.free.pop();
+      if (!session && inst.all.length < m.maxInstances) {
+        session = m.session.replicate();
+        inst.all.push(session);
+      }
+      if (!session) return;
+      const r = inst.waiting.shift()!;
+      r.instance = session;
+      void this.start(r, session);
+    }
+  }
+
+  private async start(r: Live, session: Session): Promise<void> {
+    try {
+      r.inference = await session.begin(r.feeds);
+    } catch (e) {
+      this.finish(r, e);
+      return;
+    }
+    r.startedMs = nowMs();
+    this.apply(() => this.scheduler.arrive({ id: r.id, model: r.model, arrivalMs: r.arrivalMs }, nowMs()), r);
+  }
+
+  /** Run a scheduler call, timed, and start every block it decides. */
+  private apply(call: () => Decision[], charged: Live): void {
+    const t0 = process.hrtime.bigint();
+    const decisions = call();
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    this.o.metrics.decisionSeconds.observe(seconds);
+    charged.decideUs += seconds * 1e6;
+    this.o.metrics.coresBusy.set(this.o.cpus.length - this.scheduler.pool.free);
+    for (const d of decisions) void this.runBlock(d);
+  }
+
+  private async runBlock(d: Decision): Promise<void> {
+    const r = this.live.get(d.request);
+    if (!r) throw internalError(`the scheduler decided a block for request ${d.request}, which is not live`);
+    const name = this.models[r.model]!.name;
+    const level = String(Math.round(d.level));
+    if (r.failed === undefined) {
+      const units = this.units[r.model]!;
+      const stepVersions = new Map<number, number>();
+      d.versions.forEach((v, i) => {
+        const u = units[d.first + i]!;
+        if (u.tunable >= 0) {
+          stepVersions.set(u.tunable, v);
+          this.o.metrics.versionChoices.inc({ model: name, level, version: String(v) });
+        }
+      });
+      r.blocks++;
+      r.maxCores = Math.max(r.maxCores, d.cores.length);
+      r.levels.push(d.level);
+      r.versions.push(...d.versions);
+      if (d.conflict) { r.conflicts++; this.o.metrics.conflicts.inc({ model: name }); }
+      this.o.metrics.blocks.inc({ model: name, level });
+      try {
+        const b = await r.inference!.block(units[d.last]!.end, { cores: d.cores.map((c) => this.o.cpus[c]!), stepVersions });
+        this.o.observeBlock?.(r.model, (b.endNs - b.startNs) / 1e6, d.expectedMs);
+      } catch (e) {
+        r.failed = e;
+      }
+    }
+    let completed = false;
+    this.apply(() => {
+      const out = this.scheduler.blockFinished(r.id, nowMs());
+      completed = out.completed;
+      return out.decisions;
+    }, r);
+    // A failed request is not run further: once it is waiting again, the scheduler forgets it.
+    if (!completed && r.failed !== undefined && this.scheduler.cancel(r.id)) completed = true;
+    if (completed) this.complete(r);
+  }
+
+  private complete(r: Live): void {
+    if (r.failed !== undefined) { this.finish(r, r.failed); return; }
+    let outputs: Record<string, HostTensor>;
+    try {
+      outputs = r.inference!.finish();
+    } catch (e) {
+      this.finish(r, e);
+      return;
+    }
+    const done = nowMs();
+    r.resolve({
+      outputs,
+      parameters: {
+        veltair_policy: this.o.policy.name, veltair_blocks: r.blocks, veltair_max_cores: r.maxCores,
+        veltair_levels: r.levels.map((l) => Number(l.toFixed(2))).join(','), veltair_versions: r.versions.join(','),
+        veltair_conflicts: r.conflicts, veltair_queue_ms: Number(((r.startedMs ?? done) - r.arrivalMs).toFixed(3)),
+        veltair_scheduler_us: Number(r.decideUs.toFixed(2)),
+      },
+    });
+    this.release(r);
+  }
+
+  private finish(r: Live, e: unknown): void {
+    r.inference?.abort();
+    r.reject(e);
+    this.release(r);
+  }
+
+  private release(r: Live): void {
+    this.live.delete(r.id);
+    const inst = this.instances[r.model]!;
+    inst.admitted--;
+    this.o.metrics.queueDepth.set({ model: this.models[r.model]!.name }, inst.admitted);
+    if (r.instance) inst.free.push(r.instance);
+    this.admitWaiting(r.model);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.live.size > 0) await new Promise((res) => setTimeout(res, 5));
+    for (const inst of this.instances) for (const s of inst.all) s.close();
+  }
+}
+
+/** Instances per model by default: enough for every core to hold a request, and a few waiting between blocks. */
+export function defaultInstances(cpus: number): number {
+  return Math.max(2, Math.min(2 * cpus, availableParallelism() * 2));
+}

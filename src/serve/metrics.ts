@@ -1,0 +1,46 @@
+/**
+ * The server's Prometheus metrics (prom-client, on the server's own registry, served at /metrics):
+ * requests and their latency per model, QoS violations, queue depth, cores held by running blocks,
+ * scheduler conflicts, decision time, and the interference level and versions each block ran with.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10];
+
+export interface ServerMetrics {
+  readonly registry: Registry;
+  readonly requests: Counter<'model' | 'code'>;
+  readonly latency: Histogram<'model'>;
+  readonly qosViolations: Counter<'model'>;
+  readonly queueDepth: Gauge<'model'>;
+  readonly coresBusy: Gauge;
+  readonly blocks: Counter<'model' | 'level'>;
+  readonly versionChoices: Counter<'model' | 'level' | 'version'>;
+  readonly conflicts: Counter<'model'>;
+  readonly decisionSeconds: Histogram;
+}
+
+export function createMetrics(): ServerMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'veltair_process_' });
+  const r = { registers: [registry] };
+  return {
+    registry,
+    requests: new Counter({ name: 'veltair_requests_total', help: 'Inference requests answered, by model and HTTP status',
+      labelNames: ['model', 'code'], ...r }),
+    latency: new Histogram({ name: 'veltair_request_duration_seconds', help: 'Arrival to response of successful inferences',
+      labelNames: ['model'], buckets: LATENCY_BUCKETS, ...r }),
+    qosViolations: new Counter({ name: 'veltair_qos_violations_total', help: 'Successful inferences slower than their model\'s QoS target',
+      labelNames: ['model'], ...r }),
+    queueDepth: new Gauge({ name: 'veltair_queue_depth', help: 'Requests admitted and not yet answered, by model', labelNames: ['model'], ...r }),
+    coresBusy: new Gauge({ name: 'veltair_cores_busy', help: 'Cores granted to running blocks now', ...r }),
+    blocks: new Counter({ name: 'veltair_blocks_total', help: 'Layer blocks run, by model and predicted interference level',
+      labelNames: ['model', 'level'], ...r }),
+    versionChoices: new Counter({ name: 'veltair_version_choices_total',
+      help: 'Kernel steps run, by model, predicted level and version index (0: each layer\'s first kept version)',
+      labelNames: ['model', 'level', 'version'], ...r }),
+    conflicts: new Counter({ name: 'veltair_conflicts_total', help: 'Block claims that found too few free cores', labelNames: ['model'], ...r }),
+    decisionSeconds: new Histogram({ name: 'veltair_scheduler_decision_seconds', help: 'Real time the scheduler took per event',
+      buckets: [1e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3], ...r }),
+  };
+}

@@ -1,0 +1,229 @@
+/**
+ * The discrete-event simulator: Poisson arrivals per model onto a machine of N cores, driving the
+ * scheduler library (src/schedule/scheduler.ts) exactly as the live server does — arrive(),
+ * blockFinished(), with simulated time passed in.
+ *
+ * Execution: a running block progresses at rate 1 / T(level), T = its claim/release (when its
+ * core set changed) + Σ of its layers' latency at the granted cores, chosen versions and the
+ * current interference level. Whenever the set of running blocks changes, every block's level is
+ * recomputed from the others' traffic and footprint (interference.ts) and its finish time moved;
+ * so interference is felt for exactly as long as the co-runners run.
+ *
+ * Bounds: arrivals stop at durationMs; the run ends when every request has left (`drained`), or at
+ * maxSimMs of simulated time (`time-bound`), or after maxEvents events (`event-bound`), or, when
+ * asked, as soon as a model has more late requests than its 1% allowance (`failed-early`, used by
+ * the max-QPS search). Deterministic given the seed: no clock is read except, optionally, the
+ * process's high-resolution timer around scheduler calls, and that goes only into `timing`.
+ */
+import { internalError } from '../errors.js';
+import { LEVEL_COUNT, latAt } from '../schedule/model-table.js';
+import type { ModelPlan } from '../schedule/requirement.js';
+import { Heap } from '../schedule/heap.js';
+import type { Policy } from '../schedule/policies.js';
+import { Scheduler, type ConflictRule, type Decision } from '../schedule/scheduler.js';
+import type { InterferenceModel } from './interference.js';
+import { exponential, streamFor, type Rng } from './rng.js';
+import { Metrics, type RunMetrics } from './metrics.js';
+
+export interface SimModel {
+  readonly plan: ModelPlan;
+  /** Offered load (queries per second of simulated time). */
+  readonly qps: number;
+}
+
+export interface SimOptions {
+  readonly models: readonly SimModel[];
+  readonly cores: number;
+  readonly policy: Policy;
+  readonly seed: number;
+  readonly durationMs: number;
+  /** Requests arriving before this are not counted (the system fills up). */
+  readonly warmupMs: number;
+  readonly maxSimMs: number;
+  readonly maxEvents: number;
+  readonly interference: InterferenceModel;
+  readonly onConflict?: ConflictRule;
+  /** Stop as soon as a model exceeds its 1% allowance of late requests. */
+  readonly stopWhenFailed?: boolean;
+  /** Called after every event with the running blocks (tests check invariants there). */
+  readonly onEvent?: (view: EventView) => void;
+  /** Time each scheduler call with process.hrtime (real time, kept apart from the simulated output). */
+  readonly timeDecisions?: boolean;
+}
+
+export interface RunningView {
+  readonly request: number;
+  readonly model: number;
+  readonly cores: readonly number[];
+}
+
+export interface EventView {
+  readonly now: number;
+  readonly running: readonly RunningView[];
+  readonly scheduler: Scheduler;
+}
+
+export type StopReason = 'drained' | 'time-bound' | 'event-bound' | 'failed-early';
+
+export interface DecisionTiming {
+  readonly calls: number;
+  readonly totalNs: number;
+  /** Per scheduler call (ns): all samples, for quantiles. */
+  readonly samplesNs: Float64Array;
+}
+
+export interface RunResult {
+  readonly stop: StopReason;
+  readonly events: number;
+  readonly endMs: number;
+  readonly metrics: RunMetrics;
+  readonly timing: DecisionTiming | null;
+}
+
+interface Running {
+  readonly d: Decision;
+  readonly startMs: number;
+  /** Block time at each integer level (ms), claim included. */
+  readonly atLevel: Float64Array;
+  readonly claimMs: number;
+  /** Nominal per-unit times at level 0 (for splitting the block's duration over its layers). */
+  readonly unitMs: Float64Array;
+  readonly gbps: number;
+  readonly footprint: number;
+  remaining: number;
+  rate: number;
+  level: number;
+  version: number;
+}
+
+interface Event {
+  readonly t: number;
+  readonly seq: number;
+  readonly kind: 0 | 1; // 0 arrival, 1 finish
+  readonly ref: number; // model index or request id
+  readonly version: number;
+}
+
+const eventOrder = (a: Event, b: Event) => a.t < b.t || (a.t === b.t && a.seq < b.seq);
+
+export function simulate(o: SimOptions): RunResult {
+  const N = o.cores;
+  const plans = o.models.map((m) => m.plan);
+  const running = new Map<number, Running>();
+  const events = new Heap<Event>(eventOrder);
+  let seq = 0;
+  let now = 0;
+  let nextId = 0;
+  const metrics = new Metrics(plans, N, o.warmupMs, o.durationMs, o.models.map((m) => m.qps * Math.max(0, o.durationMs - o.warmupMs) / 1000));
+  const rngs: Rng[] = o.models.map((_, i) => streamFor(o.seed, i));
+  let gSum = 0, fSum = 0;
+  const predictLevel = (_cores: readonly number[], _model: number) => o.interference.levelFor(gSum, fSum);
+  const scheduler = new Scheduler({ policy: o.policy, models: plans, cores: N, ...(o.onConflict ? { onConflict: o.onConflict } : {}), predictLevel });
+  const timing = o.timeDecisions ? { calls: 0, totalNs: 0, samples: [] as number[] } : null;
+  // Only calls inside the counted window are timed: the first ones also pay V8's compilation.
+  const timed = <T>(f: () => T): T => {
+    if (!timing || now < o.warmupMs || now >= o.durationMs) return f();
+    const t0 = process.hrtime.bigint();
+    const r = f();
+    const ns = Number(process.hrtime.bigint() - t0);
+    timing.calls++;
+    timing.totalNs += ns;
+    if (timing.samples.length < 2_000_000) timing.samples.push(ns);
+    return r;
+  };
+
+  o.models.forEach((m, i) => {
+    if (m.qps > 0) events.push({ t: exponential(rngs[i]!, m.qps / 1000), seq: seq++, kind: 0, ref: i, version: 0 });
+  });
+
+  const advance = (t: number) => {
+    const dt = t - now;
+    if (dt > 0) for (const b of running.values()) b.remaining -= dt * b.rate;
+    metrics.advance(now, t, scheduler.inSystem, N - scheduler.pool.free);
+    now = t;
+  };
+
+  const startBlock = (d: Decision) => {
+    const p = plans[d.model]!;
+    const units = p.table.units;
+    const g = d.cores.length;
+    const claimMs = d.claim ? p.table.claimMs[g]! : 0;
+    const atLevel = new Float64Array(LEVEL_COUNT).fill(claimMs);
+    const unitMs = new Float64Array(d.last - d.first + 1);
+    let bytes = 0, footprint = 0;
+    for (let u = d.first; u <= d.last; u++) {
+      const unit = units[u]!;
+      const v = d.versions[u - d.first]!;
+      for (let l = 0; l < LEVEL_COUNT; l++) atLevel[l]! += latAt(unit, p.table.maxCores, v, g, l);
+      unitMs[u - d.first] = latAt(unit, p.table.maxCores, v, g, 0);
+      bytes += unit.bytes;
+      footprint = Math.max(footprint, unit.footprintBytes);
+    }
+    const gbps = atLevel[0]! > 0 ? bytes / (atLevel[0]! * 1e6) : 0;
+    running.set(d.request, { d, startMs: now, atLevel, claimMs, unitMs, gbps, footprint, remaining: 1, rate: 0, level: 0, version: 0 });
+    gSum += gbps;
+    fSum += footprint;
+    metrics.blockStarted(d, now);
+  };
+
+  /** Recompute every running block's level, rate and finish event (the running set changed). */
+  const reschedule = () => {
+    for (const [id, b] of running) {
+      const level = o.interference.levelFor(gSum - b.gbps, fSum - b.footprint);
+      const lo = Math.min(LEVEL_COUNT - 1, Math.floor(level)), f = level - lo;
+      const t = f === 0 || lo === LEVEL_COUNT - 1 ? b.atLevel[lo]! : b.atLevel[lo]! + (b.atLevel[lo + 1]! - b.atLevel[lo]!) * f;
+      const rate = t > 0 ? 1 / t : Infinity;
+      if (rate === b.rate && level === b.level) continue;
+      b.rate = rate;
+      b.level = level;
+      b.version++;
+      const left = Math.max(0, b.remaining) / rate;
+      events.push({ t: now + (Number.isFinite(left) ? left : 0), seq: seq++, kind: 1, ref: id, version: b.version });
+    }
+  };
+
+  let processed = 0;
+  let stop: StopReason = 'drained';
+  const view = (): EventView => ({ now, running: [...running.values()].map((b) => ({ request: b.d.request, model: b.d.model, cores: b.d.cores })), scheduler });
+
+  for (;;) {
+    const e = events.pop();
+    if (!e) break;
+    if (e.kind === 1) {
+      const b = running.get(e.ref);
+      if (!b || b.version !== e.version) continue; // superseded finish time
+    }
+    if (e.t > o.maxSimMs) { advance(o.maxSimMs); stop = 'time-bound'; break; }
+    if (processed >= o.maxEvents) { stop = 'event-bound'; break; }
+    processed++;
+    advance(e.t);
+    let decisions: Decision[];
+    if (e.kind === 0) {
+      const m = e.ref;
+      const id = nextId++;
+      metrics.arrived(id, m, now);
+      decisions = timed(() => scheduler.arrive({ id, model: m, arrivalMs: now }, now));
+      const gap = exponential(rngs[m]!, o.models[m]!.qps / 1000);
+      if (now + gap < o.durationMs) events.push({ t: now + gap, seq: seq++, kind: 0, ref: m, version: 0 });
+    } else {
+      const b = running.get(e.ref)!;
+      running.delete(e.ref);
+      gSum -= b.gbps;
+      fSum -= b.footprint;
+      metrics.blockFinished(b.d, b.startMs, now, b.claimMs, b.unitMs);
+      const r = timed(() => scheduler.blockFinished(e.ref, now));
+      if (r.completed) metrics.completed(e.ref, b.d.model, now);
+      decisions = r.decisions;
+    }
+    for (const d of decisions) startBlock(d);
+    if (running.size === 0) { gSum = 0; fSum = 0; } // no drift from float sums
+    if (decisions.length > 0 || e.kind === 1) reschedule();
+    if (o.onEvent) o.onEvent(view());
+    if (o.stopWhenFailed && metrics.anyModelFailed()) { stop = 'failed-early'; break; }
+  }
+  if (stop === 'drained' && scheduler.inSystem > 0) throw internalError(`simulation ended with ${scheduler.inSystem} requests in the system and no event pending`);
+  return {
+    stop, events: processed, endMs: now, metrics: metrics.summary(now, scheduler.stats),
+    timing: timing ? { calls: timing.calls, totalNs: timing.totalNs, samplesNs: Float64Array.from(timing.samples) } : null,
+  };
+}

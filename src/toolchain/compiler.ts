@@ -1,0 +1,82 @@
+/**
+ * The C compiler: found once, from `CC` (which may carry a launcher, e.g. `ccache gcc`: split into
+ * an argument array, never handed to a shell) or else `cc`. Every compile in veltair goes through
+ * runCompiler, so a missing compiler is one error, NO_COMPILER, wherever it is first needed.
+ */
+import { execa, type Options } from 'execa';
+import { userError, VeltairError } from '../errors.js';
+
+export interface Compiler {
+  /** The program to execute. */
+  readonly command: string;
+  /** Arguments before veltair's own (`ccache gcc`: ['gcc']). */
+  readonly leadingArgs: readonly string[];
+  /** As the user wrote it, for messages. */
+  readonly display: string;
+}
+
+/** A word of CC: a path or a flag, without shell syntax (CC is never given to a shell). */
+const CC_WORD = /^[\w./+=,:@%-]+$/;
+
+export function compiler(env: NodeJS.ProcessEnv = process.env): Compiler {
+  const raw = env['CC']?.trim();
+  if (!raw) return { command: 'cc', leadingArgs: [], display: 'cc' };
+  const words = raw.split(/\s+/);
+  const bad = words.find((w) => !CC_WORD.test(w));
+  if (bad !== undefined) {
+    throw userError('NO_COMPILER', `CC=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(bad)} is not a plain word`,
+      'set CC to a compiler path, optionally after a launcher (e.g. CC="ccache gcc"); quotes and shell syntax are not interpreted');
+  }
+  return { command: words[0]!, leadingArgs: words.slice(1), display: raw };
+}
+
+export function noCompiler(c: Compiler): VeltairError {
+  return userError('NO_COMPILER', `C compiler ${JSON.stringify(c.display)} was not found`,
+    'install gcc (e.g. `apt-get install gcc`) or point the CC environment variable at a C compiler');
+}
+
+const isMissing = (e: unknown) => (e as { code?: string }).code === 'ENOENT';
+
+/** Run the compiler with `args`; a missing compiler is NO_COMPILER, anything else is rethrown (execa's error, with stderr). */
+export async function runCompiler(args: readonly string[], options: Pick<Options, 'cwd'> = {}, c: Compiler = compiler()): Promise<void> {
+  try {
+    await execa(c.command, [...c.leadingArgs, ...args], { ...options, stdin: 'ignore' });
+  } catch (e) {
+    if (isMissing(e)) throw noCompiler(c);
+    throw e;
+  }
+}
+
+/** First lines of a compiler failure, for a one-line message. */
+export function compilerStderr(e: unknown, lines = 4): string {
+  return String((e as { stderr?: string }).stderr ?? e).split('\n').filter(Boolean).slice(0, lines).join('\n');
+}
+
+const versions = new Map<string, Promise<string>>();
+
+/** `cc --version` output, asked once per process and compiler. */
+export function compilerVersion(c: Compiler = compiler()): Promise<string> {
+  let v = versions.get(c.display);
+  if (!v) {
+    v = execa(c.command, [...c.leadingArgs, '--version'], { stdin: 'ignore' }).then((r) => r.stdout.trim(), (e: unknown) => {
+      versions.delete(c.display);
+      if (isMissing(e)) throw noCompiler(c);
+      throw e;
+    });
+    versions.set(c.display, v);
+  }
+  return v;
+}
+
+const targetHelp = new Map<string, Promise<string | undefined>>();
+
+/** gcc's `-march=… -Q --help=target` (the -m options that march enables); undefined for a compiler that cannot say. */
+export function compilerTargetHelp(march: string, c: Compiler = compiler()): Promise<string | undefined> {
+  let v = targetHelp.get(`${c.display}\0${march}`);
+  if (!v) {
+    v = execa(c.command, [...c.leadingArgs, march, '-Q', '--help=target'], { stdin: 'ignore', reject: false })
+      .then((r) => (r.exitCode === 0 && /\[enabled\]/.test(r.stdout) ? r.stdout : undefined), () => undefined);
+    targetHelp.set(`${c.display}\0${march}`, v);
+  }
+  return v;
+}

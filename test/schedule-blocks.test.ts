@@ -1,0 +1,65 @@
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { flatClaim, formBlock, idleCores, peakOf, shareScale, sprintClaim, thresholdFor } from '../src/schedule/blocks.js';
+import { blockQuietMs, blockShareMs } from '../src/schedule/requirement.js';
+import { handPlan, JAGGED, JAGGED_QOS_MS } from './schedule-fixture.js';
+
+const plan = () => handPlan('jagged', JAGGED, 16, JAGGED_QOS_MS);
+
+test('requirement: QoS split by single-core latency share; each layer needs the fewest cores meeting its share', () => {
+  const p = plan();
+  assert.deepEqual([...p.shareMs].map((x) => Number(x.toFixed(6))), Array(8).fill(0.5));
+  assert.deepEqual([...p.requirement], [2, 2, 2, 6, 2, 2, 2, 2]);
+  assert.equal(p.averageRequirement, 2.5);
+  assert.equal(p.peakRequirement, 6);
+  assert.ok(p.feasible.every(Boolean));
+});
+
+test('a spike splits a block: at threshold 0 the block before the spike ends there and the spike starts the next', () => {
+  const p = plan();
+  assert.deepEqual(formBlock(p, 0, 0), { first: 0, last: 2 });
+  assert.deepEqual(formBlock(p, 3, 0), { first: 3, last: 7 });
+  // A threshold that covers the spike (6 ≤ 2.5 + 3.5) leaves one block for the whole model.
+  assert.deepEqual(formBlock(p, 0, 3.5), { first: 0, last: 7 });
+  assert.deepEqual(formBlock(p, 0, 3.4), { first: 0, last: 2 });
+});
+
+test('borrowing keeps the block within its QoS share: the spike runs below its own requirement, the block meets its summed share', () => {
+  const p = plan();
+  const b = formBlock(p, 3, 0);
+  const c = flatClaim(p, b);
+  assert.equal(c, 3, 'block 3..7: 400 + 4600/c ≤ 2500 µs first holds at 3 cores');
+  assert.ok(c < peakOf(p, b), 'the spike borrowed: the block claims fewer cores than the spike alone needs');
+  assert.ok(blockQuietMs(p, b.first, b.last, c) <= blockShareMs(p, b.first, b.last) + 1e-12, 'the block as a whole meets its share');
+  assert.ok(blockQuietMs(p, 3, 3, c) > p.shareMs[3]!, 'the spike alone misses its own share at the block claim');
+  assert.ok(blockQuietMs(p, b.first, b.last, c - 1) > blockShareMs(p, b.first, b.last), 'one core fewer would miss it: the claim is the fewest');
+});
+
+test('threshold at zero idle and at full idle', () => {
+  assert.equal(idleCores(16, 20), 0, 'more average demand than cores: nothing idle');
+  assert.equal(thresholdFor(idleCores(16, 20), 2.5, 20), 0);
+  // Alone on an empty machine: every idle core is this model's.
+  assert.equal(idleCores(16, 2.5), 13.5);
+  assert.equal(thresholdFor(idleCores(16, 2.5), 2.5, 2.5), 13.5);
+  // Two models: idle cores shared in proportion to appetite.
+  assert.equal(thresholdFor(12, 1, 4), 3);
+  assert.equal(thresholdFor(12, 3, 4), 9);
+  const p = plan();
+  // At zero threshold the claim is the frugal one; at full idle it sprints up to the block's peak requirement.
+  const b = formBlock(p, 0, 13.5);
+  assert.deepEqual(b, { first: 0, last: 7 });
+  const frugal = flatClaim(p, b);
+  assert.equal(sprintClaim(p, b, frugal, 0), frugal);
+  assert.equal(sprintClaim(p, b, frugal, 13.5), 6);
+});
+
+test('deadline-aware shares: a request that waited gets tighter shares, one ahead gets looser ones', () => {
+  const p = plan();
+  assert.equal(shareScale(p, 0, 0), 1);
+  assert.equal(shareScale(p, 4, 2), 1, 'half the layers done in half the budget: on schedule');
+  assert.equal(shareScale(p, 4, 3), 0.5, '1 ms left for 2 ms of shares');
+  assert.equal(shareScale(p, 4, 1), 1.5);
+  assert.equal(shareScale(p, 4, 5), 0, 'past the QoS');
+  const b = { first: 4, last: 7 };
+  assert.ok(flatClaim(p, b, 0.5) > flatClaim(p, b, 1));
+});
