@@ -21,11 +21,12 @@ const ROOMS = {
   runtime: ['bundle', 'ir', 'onnx', 'toolchain', 'interference'],
   plot: ['bundle', 'runtime', 'tune', 'measure'],
   schedule: [],
+  sparse: ['onnx', 'toolchain'],
   profile: ['schedule', 'runtime', 'bundle', 'interference', 'toolchain'],
   simulate: ['schedule', 'plot'],
   serve: ['schedule', 'profile', 'runtime', 'bundle', 'onnx', 'interference', 'toolchain'],
-  bench: ['serve', 'simulate', 'profile', 'schedule', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain', 'interference', 'terminal'],
-  cli: ['bench', 'serve', 'simulate', 'profile', 'schedule', 'plot', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain',
+  bench: ['sparse', 'serve', 'simulate', 'profile', 'schedule', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain', 'interference', 'terminal'],
+  cli: ['sparse', 'bench', 'serve', 'simulate', 'profile', 'schedule', 'plot', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain',
     'interference', 'terminal'],
 };
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages veltair's test suite needs:
 #   libonnx-testdata     ONNX's backend node tests (shape inference is checked against them)
-#   python3-torch        PyTorch 1.13 for /usr/bin/python3: exports models with torch.onnx
+#   python3-torch        PyTorch 1.13 for /usr/bin/python3: exports models with torch.onnx; the dense
+#                        baseline of the sparse-training benchmark
+#   libopenblas0-pthread an optimised BLAS for that PyTorch (Debian's torch calls whatever libblas.so.3
+#                        the alternatives select; the reference BLAS is about 8x slower)
 #   python3-torchvision  standard vision architectures for those exports
 #   chromium             headless browser: the report test opens `veltair report` output in it
 #   fonts-dejavu-core    a sans and a mono font, so Chromium and the PNG renderer draw real text
@@ -9,7 +12,7 @@
 # `update`) only runs for what is missing.
 set -euo pipefail
 
-readonly PACKAGES=(libonnx-testdata python3-torch python3-torchvision chromium fonts-dejavu-core)
+readonly PACKAGES=(libonnx-testdata python3-torch python3-torchvision libopenblas0-pthread chromium fonts-dejavu-core)
 
 is_installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'

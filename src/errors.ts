@@ -32,6 +32,9 @@ export type ErrorCode =
   | 'TARGET_MISMATCH'
   | 'MISSING_DEPENDENCY'
   | 'BAD_PROFILE'
+  | 'BAD_SPEC'
+  | 'BAD_DATA'
+  | 'NOT_ENOUGH_MEMORY'
   | 'INTERNAL';
 
 export class VeltairError extends Error {

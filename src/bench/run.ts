@@ -3,9 +3,11 @@
  *  1. bench-layers on the zoo's ResNet-50 and MobileNet-V2 (every unique tunable workload; with
  *     --quick a representative subset): best of a small search vs ONNX Runtime's single-op model of
  *     the same layer, same thread count, measured alternately, beside the FMA peak of the same run;
- *  2. the interference trade-off (tradeoff.ts).
+ *  2. the interference trade-off (tradeoff.ts);
+ *  3. sparse training against PyTorch, the K/L/R grid and thread scaling (train-run.ts; about an
+ *     hour here, so opt in with --train, or run it alone: node dist/src/bench/train-run.js).
  *   npm run bench -- [--quick] [--models resnet50,mobilenet_v2] [--threads N] [--trials N] [--rounds N]
- *                    [--skip-layers] [--skip-tradeoff] [--json-out FILE]
+ *                    [--skip-layers] [--skip-tradeoff] [--train] [--json-out FILE]
  * A full run takes about 10–15 minutes on 2 cores; --quick about 4.
  */
 import { writeFile } from 'node:fs/promises';
@@ -141,6 +143,12 @@ async function main(): Promise<void> {
     }
   } finally {
     await models.dispose();
+  }
+  if (flag('--train')) {
+    const { runTrainBench } = await import('./train-run.js');
+    const { availableParallelism } = await import('node:os');
+    out.push((await runTrainBench({ sections: ['compare', 'grid', 'threads'], datasets: ['planted', 'words'], epochs: 3, gridEpochs: 2,
+      threads: availableParallelism(), log: (m) => log(`train ${m}`) })).markdown);
   }
   json.minutes = (Date.now() - started) / 60000;
   out.push(`(run took ${json.minutes.toFixed(1)} min; load average at the end ${(await machineInfo()).loadAvg.join(' ')})`, '');

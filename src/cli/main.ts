@@ -21,6 +21,8 @@ import { registerServeCommand } from './serve.js';
 import { registerLoadCommand } from './load.js';
 import { registerSimulateCommand } from './simulate.js';
 import { registerProfileCommand } from './profile.js';
+import { registerTrainCommand } from './train.js';
+import { registerDataCommand } from './data.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
@@ -28,6 +30,7 @@ const registrars: readonly CommandRegistrar[] = [
   registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
   registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
   registerProfileCommand, registerSimulateCommand, registerServeCommand, registerLoadCommand, registerKeygenCommand, registerSignCommand,
+  registerTrainCommand, registerDataCommand,
 ];
 
 export function buildProgram(): Command {

@@ -1,0 +1,533 @@
+/*
+ * The N-API addon of sparse training (built on first use like the runtime's, see
+ * src/sparse/native-build.ts). JavaScript owns the data arrays (the addon keeps references and
+ * reads them in place: a data set is never copied) and orchestrates epochs, schedules and files;
+ * every loop over samples, neurons or weights is in C.
+ *
+ * Exports (synchronous; one JS thread drives a model):
+ *   isa() -> "avx512" | "avx2" | "scalar"
+ *   codes() -> {activation, hash, mode}: the enum values compiled in (checked by native.ts at load)
+ *   create({inputDim, seed, threads, layers:[{dim, act, sparse, sparsity, family, K, L, R}]}) -> model
+ *   dataset(row F64, idx I32, val F32, lrow F64, labels I32, inputDim, outputDim) -> data
+ *   shuffle(order I32, seed, epoch)
+ *   backprop(model, data, order, start, count, threads, epoch, opts) -> F64 stats
+ *   adamStep(model, threads, opts); index(model, threads, all, round)
+ *   evaluate(model, data, start, count, threads, mode, sparsity) -> F64 stats
+ *   scores(model, data, start, count, threads, mode, sparsity) -> F32 [count x out]
+ *   getTensor(model, layer, name) -> F32 copy; setTensor(model, layer, name, F32)
+ *   getStep(model), setStep(model, step)
+ *   hashInfo(model, layer) -> {family, K, L, R, dim, rowBytes, perTable, seed: bigint, signs?: U8, bins?: I32}
+ *   tables(model, layer) -> {offsets: U32 [L*2^K+1], ids: U32, seen: U32 [L*2^K]}
+ *   query(model, layer, x F32) -> {ids: U32, codes: U32}
+ *   close(model)                      frees the model now (later calls throw)
+ * Errors are thrown with code VT_ARGUMENT (a wrong call) or VT_MEMORY (allocation failed).
+ */
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vs.h"
+#include "vs_model.h"
+
+#define CHECK(call) do { if ((call) != napi_ok) { napi_throw_error(env, "VT_ARGUMENT", "veltair sparse: N-API call failed: " #call); return NULL; } } while (0)
+#define FAIL(code, msg) do { napi_throw_error(env, code, msg); return NULL; } while (0)
+
+typedef struct { vs_model* m; } model_h;
+typedef struct { vs_data d; napi_ref refs[5]; int64_t n; int input_dim, output_dim; } data_h;
+
+static void model_finalize(napi_env env, void* data, void* hint) {
+  (void)env; (void)hint;
+  model_h* h = data;
+  vs_model_free(h->m);
+  free(h);
+}
+
+static void data_finalize(napi_env env, void* data, void* hint) {
+  (void)hint;
+  data_h* h = data;
+  for (int i = 0; i < 5; i++) if (h->refs[i]) napi_delete_reference(env, h->refs[i]);
+  free(h);
+}
+
+static void* external(napi_env env, napi_value v) {
+  void* p = NULL;
+  if (napi_get_value_external(env, v, &p) != napi_ok || !p) napi_throw_error(env, "VT_ARGUMENT", "not a veltair sparse handle");
+  return p;
+}
+
+static vs_model* get_model(napi_env env, napi_value v) {
+  model_h* h = external(env, v);
+  if (h && !h->m) napi_throw_error(env, "VT_ARGUMENT", "this veltair sparse model was closed");
+  return h ? h->m : NULL;
+}
+
+/* Free a model's memory now rather than at garbage collection (a benchmark creates many). */
+static napi_value close_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  model_h* h = argc ? external(env, argv[0]) : NULL;
+  if (!h) return NULL;
+  vs_model_free(h->m);
+  h->m = NULL;
+  return NULL;
+}
+
+/* A typed array of the given type: its data and length; 0 with a pending exception otherwise. */
+static int typed(napi_env env, napi_value v, napi_typedarray_type want, void** data, size_t* length) {
+  bool is = false;
+  napi_typedarray_type type;
+  napi_value ab;
+  size_t offset;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is
+      || napi_get_typedarray_info(env, v, &type, length, data, &ab, &offset) != napi_ok || type != want) {
+    napi_throw_error(env, "VT_ARGUMENT", "veltair sparse: a typed array of the wrong type");
+    return 0;
+  }
+  return 1;
+}
+
+static double num(napi_env env, napi_value v) {
+  double x = NAN;
+  napi_get_value_double(env, v, &x);
+  return x;
+}
+
+static double prop_num(napi_env env, napi_value o, const char* name) {
+  napi_value v;
+  if (napi_get_named_property(env, o, name, &v) != napi_ok) return NAN;
+  return num(env, v);
+}
+
+static napi_value make_f64(napi_env env, const double* src, size_t n) {
+  napi_value ab, arr;
+  void* data;
+  if (napi_create_arraybuffer(env, n * 8, &data, &ab) != napi_ok) return NULL;
+  memcpy(data, src, n * 8);
+  napi_create_typedarray(env, napi_float64_array, n, ab, 0, &arr);
+  return arr;
+}
+
+static napi_value make_typed(napi_env env, napi_typedarray_type type, size_t elem, size_t n, void** data) {
+  napi_value ab, arr;
+  const size_t bytes = n * elem;
+  if (napi_create_arraybuffer(env, bytes > 0 ? bytes : 1, data, &ab) != napi_ok) return NULL;
+  if (napi_create_typedarray(env, type, n, ab, 0, &arr) != napi_ok) return NULL;
+  return arr;
+}
+
+static void put_codes(napi_env env, napi_value o, const char* name, const char* const* names, const int* values, int n) {
+  napi_value t, v;
+  napi_create_object(env, &t);
+  for (int i = 0; i < n; i++) { napi_create_int32(env, values[i], &v); napi_set_named_property(env, t, names[i], v); }
+  napi_set_named_property(env, o, name, t);
+}
+
+/* The enum values this build was compiled with, so the loader can refuse a build whose codes differ from native.ts. */
+static napi_value codes_fn(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value o;
+  CHECK(napi_create_object(env, &o));
+  static const char* const acts[] = { "relu", "linear", "tanh", "softmax", "sigmoid" };
+  static const int act_v[] = { VS_ACT_RELU, VS_ACT_LINEAR, VS_ACT_TANH, VS_ACT_SOFTMAX, VS_ACT_SIGMOID };
+  static const char* const hashes[] = { "simhash", "dwta" };
+  static const int hash_v[] = { VS_HASH_SIMHASH, VS_HASH_DWTA };
+  static const char* const modes[] = { "dense", "sparse" };
+  static const int mode_v[] = { VS_MODE_DENSE, VS_MODE_SPARSE };
+  put_codes(env, o, "activation", acts, act_v, 5);
+  put_codes(env, o, "hash", hashes, hash_v, 2);
+  put_codes(env, o, "mode", modes, mode_v, 2);
+  return o;
+}
+
+static napi_value isa_fn(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value s;
+  CHECK(napi_create_string_utf8(env, vs_isa(), NAPI_AUTO_LENGTH, &s));
+  return s;
+}
+
+static napi_value create_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], layers, r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1) FAIL("VT_ARGUMENT", "create(config)");
+  const double input = prop_num(env, argv[0], "inputDim"), seed = prop_num(env, argv[0], "seed"), threads = prop_num(env, argv[0], "threads");
+  CHECK(napi_get_named_property(env, argv[0], "layers", &layers));
+  uint32_t n = 0;
+  CHECK(napi_get_array_length(env, layers, &n));
+  if (n < 1 || n > VS_MAX_LAYERS || !(input >= 1) || !(threads >= 1) || !(seed >= 0)) FAIL("VT_ARGUMENT", "create: bad inputDim, seed, threads or layer count");
+  vs_layer_spec specs[VS_MAX_LAYERS];
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value o;
+    CHECK(napi_get_element(env, layers, i, &o));
+    specs[i].out = (int)prop_num(env, o, "dim");
+    specs[i].act = (int)prop_num(env, o, "act");
+    specs[i].sparse = prop_num(env, o, "sparse") > 0;
+    specs[i].sparsity = (float)prop_num(env, o, "sparsity");
+    specs[i].family = (int)prop_num(env, o, "family");
+    specs[i].K = (int)prop_num(env, o, "K");
+    specs[i].L = (int)prop_num(env, o, "L");
+    specs[i].R = (int)prop_num(env, o, "R");
+    if (specs[i].out < 1 || !(specs[i].sparsity > 0 && specs[i].sparsity <= 1)) FAIL("VT_ARGUMENT", "create: a layer has a bad dim or sparsity");
+    if (specs[i].sparse && (specs[i].K < 1 || specs[i].L < 1 || specs[i].R < 1)) FAIL("VT_ARGUMENT", "create: a sparse layer needs K, L, R >= 1");
+  }
+  char err[VS_ERR_LEN] = { 0 };
+  vs_model* m = vs_model_create((int)input, (int)n, specs, (uint64_t)seed, (int)threads, err);
+  if (!m) FAIL("VT_MEMORY", err);
+  model_h* h = calloc(1, sizeof *h);
+  if (!h) { vs_model_free(m); FAIL("VT_MEMORY", "out of memory"); }
+  h->m = m;
+  if (napi_create_external(env, h, model_finalize, NULL, &r) != napi_ok) { vs_model_free(m); free(h); return NULL; }
+  return r;
+}
+
+static napi_value dataset_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7], r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 7) FAIL("VT_ARGUMENT", "dataset(row, idx, val, lrow, labels, inputDim, outputDim)");
+  void *row, *idx, *val, *lrow, *labels;
+  size_t nrow, nidx, nval, nlrow, nlab;
+  if (!typed(env, argv[0], napi_float64_array, &row, &nrow) || !typed(env, argv[1], napi_int32_array, &idx, &nidx)
+      || !typed(env, argv[2], napi_float32_array, &val, &nval) || !typed(env, argv[3], napi_float64_array, &lrow, &nlrow)
+      || !typed(env, argv[4], napi_int32_array, &labels, &nlab)) return NULL;
+  const int input = (int)num(env, argv[5]), output = (int)num(env, argv[6]);
+  if (nrow < 1 || nrow != nlrow || nidx < nval) FAIL("VT_ARGUMENT", "dataset: row and label offsets differ in length");
+  const double* R = row;
+  const double* LR = lrow;
+  const int64_t n = (int64_t)nrow - 1;
+  if (R[0] != 0 || LR[0] != 0 || R[n] > (double)nval || LR[n] > (double)nlab) FAIL("VT_ARGUMENT", "dataset: offsets out of range");
+  for (int64_t i = 0; i < n; i++) if (R[i + 1] < R[i] || LR[i + 1] < LR[i]) FAIL("VT_ARGUMENT", "dataset: offsets decrease");
+  const int32_t* I = idx;
+  const int32_t* Y = labels;
+  const float* V = val;
+  for (size_t k = 0; k < (size_t)R[n]; k++)
+    if (I[k] < 0 || I[k] >= input || !isfinite(V[k])) FAIL("VT_ARGUMENT", "dataset: a feature index or value is out of range");
+  for (size_t k = 0; k < (size_t)LR[n]; k++) if (Y[k] < 0 || Y[k] >= output) FAIL("VT_ARGUMENT", "dataset: a label is out of range");
+  data_h* h = calloc(1, sizeof *h);
+  if (!h) FAIL("VT_MEMORY", "out of memory");
+  h->d = (vs_data){ .n = n, .row = R, .idx = I, .val = V, .lrow = LR, .labels = Y };
+  h->n = n; h->input_dim = input; h->output_dim = output;
+  for (int i = 0; i < 5; i++) napi_create_reference(env, argv[i], 1, &h->refs[i]);
+  if (napi_create_external(env, h, data_finalize, NULL, &r) != napi_ok) { data_finalize(env, h, NULL); return NULL; }
+  return r;
+}
+
+static int check_pair(napi_env env, vs_model* m, data_h* d) {
+  if (!m || !d) return 0;
+  if (d->input_dim != m->input_dim || d->output_dim != m->layers[m->n_layers - 1].out) {
+    napi_throw_error(env, "VT_ARGUMENT", "the data set's dimensions do not match the network");
+    return 0;
+  }
+  return 1;
+}
+
+static napi_value shuffle_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  void* p; size_t n;
+  if (argc < 3 || !typed(env, argv[0], napi_int32_array, &p, &n)) return NULL;
+  int32_t* o = p;
+  vs_rng r = { vs_key((uint64_t)num(env, argv[1]), 0x5E1Full, (uint64_t)num(env, argv[2])) };
+  for (size_t i = 0; i < n; i++) o[i] = (int32_t)i;
+  for (size_t i = n; i > 1; i--) {
+    size_t j = vs_below(&r, (uint32_t)i);
+    int32_t t = o[i - 1]; o[i - 1] = o[j]; o[j] = t;
+  }
+  return NULL;
+}
+
+static void read_opts(napi_env env, napi_value o, vs_train_opts* t) {
+  t->lr = (float)prop_num(env, o, "lr");
+  t->beta1 = (float)prop_num(env, o, "beta1");
+  t->beta2 = (float)prop_num(env, o, "beta2");
+  t->eps = (float)prop_num(env, o, "eps");
+  t->aln = prop_num(env, o, "aln") > 0;
+}
+
+static napi_value backprop_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 8) FAIL("VT_ARGUMENT", "backprop(model, data, order, start, count, threads, epoch, opts)");
+  vs_model* m = get_model(env, argv[0]);
+  data_h* d = external(env, argv[1]);
+  if (!check_pair(env, m, d)) return NULL;
+  void* p; size_t n;
+  if (!typed(env, argv[2], napi_int32_array, &p, &n)) return NULL;
+  const int64_t start = (int64_t)num(env, argv[3]);
+  const int count = (int)num(env, argv[4]);
+  if (start < 0 || count < 1 || (size_t)(start + count) > n) FAIL("VT_ARGUMENT", "backprop: batch outside the order array");
+  const int32_t* order = p;
+  for (int i = 0; i < count; i++) if (order[start + i] < 0 || order[start + i] >= d->n) FAIL("VT_ARGUMENT", "backprop: order names a missing sample");
+  vs_train_opts o;
+  read_opts(env, argv[7], &o);
+  vs_pass_stats st;
+  vs_backprop(m, &d->d, order, start, count, (int)num(env, argv[5]), (uint64_t)num(env, argv[6]), &o, &st);
+  double out[9] = { st.loss, st.samples, st.unlabelled, st.union_sum, st.filled_sum, st.active_sum, st.queries, st.label_missed, st.aln_inserts };
+  return make_f64(env, out, 9);
+}
+
+static napi_value adam_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) FAIL("VT_ARGUMENT", "adamStep(model, threads, opts)");
+  vs_model* m = get_model(env, argv[0]);
+  if (!m) return NULL;
+  vs_train_opts o;
+  read_opts(env, argv[2], &o);
+  vs_adam_step(m, (int)num(env, argv[1]), &o);
+  return NULL;
+}
+
+static napi_value index_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 4) FAIL("VT_ARGUMENT", "index(model, threads, all, round)");
+  vs_model* m = get_model(env, argv[0]);
+  if (!m) return NULL;
+  bool all = false;
+  napi_get_value_bool(env, argv[2], &all);
+  for (int l = 0; l < m->n_layers; l++)
+    if (m->layers[l].sparse) vs_layer_index(m, l, all, (int)num(env, argv[1]), (uint64_t)num(env, argv[3]));
+  return NULL;
+}
+
+static napi_value evaluate_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 7) FAIL("VT_ARGUMENT", "evaluate(model, data, start, count, threads, mode, sparsity)");
+  vs_model* m = get_model(env, argv[0]);
+  data_h* d = external(env, argv[1]);
+  if (!check_pair(env, m, d)) return NULL;
+  const int64_t start = (int64_t)num(env, argv[2]), count = (int64_t)num(env, argv[3]);
+  const int mode = (int)num(env, argv[5]);
+  const double s = num(env, argv[6]);
+  if (start < 0 || count < 0 || start + count > d->n) FAIL("VT_ARGUMENT", "evaluate: rows outside the data set");
+  if ((mode != VS_MODE_DENSE && mode != VS_MODE_SPARSE) || !(s > 0 && s <= 1)) FAIL("VT_ARGUMENT", "evaluate: bad mode or sparsity");
+  vs_eval_stats st;
+  vs_evaluate(m, &d->d, start, count, (int)num(env, argv[4]), mode, (float)s, &st);
+  double out[7] = { st.counted, st.p1, st.p5, st.r5, st.loss, st.loss_counted, st.active_sum };
+  return make_f64(env, out, 7);
+}
+
+static napi_value scores_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 7) FAIL("VT_ARGUMENT", "scores(model, data, start, count, threads, mode, sparsity)");
+  vs_model* m = get_model(env, argv[0]);
+  data_h* d = external(env, argv[1]);
+  if (!check_pair(env, m, d)) return NULL;
+  const int64_t start = (int64_t)num(env, argv[2]);
+  const int count = (int)num(env, argv[3]);
+  const int mode = (int)num(env, argv[5]);
+  const double s = num(env, argv[6]);
+  if (start < 0 || count < 0 || start + count > d->n) FAIL("VT_ARGUMENT", "scores: rows outside the data set");
+  if ((mode != VS_MODE_DENSE && mode != VS_MODE_SPARSE) || !(s > 0 && s <= 1)) FAIL("VT_ARGUMENT", "scores: bad mode or sparsity");
+  const size_t width = (size_t)m->layers[m->n_layers - 1].out;
+  void* data;
+  napi_value arr = make_typed(env, napi_float32_array, 4, (size_t)count * width, &data);
+  if (!arr) FAIL("VT_MEMORY", "scores: out of memory");
+  vs_scores(m, &d->d, start, count, (int)num(env, argv[4]), mode, (float)s, data);
+  return arr;
+}
+
+static napi_value get_tensor_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  char name[8] = { 0 };
+  size_t len;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) FAIL("VT_ARGUMENT", "getTensor(model, layer, name)");
+  vs_model* m = get_model(env, argv[0]);
+  if (!m) return NULL;
+  CHECK(napi_get_value_string_utf8(env, argv[2], name, sizeof name, &len));
+  size_t n = 0;
+  float* t = vs_tensor(m, (int)num(env, argv[1]), name, &n);
+  if (!t) FAIL("VT_ARGUMENT", "getTensor: no such layer or tensor");
+  void* data;
+  napi_value arr = make_typed(env, napi_float32_array, 4, n, &data);
+  if (!arr) FAIL("VT_MEMORY", "getTensor: out of memory");
+  memcpy(data, t, n * 4);
+  return arr;
+}
+
+static napi_value set_tensor_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  char name[8] = { 0 };
+  size_t len;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 4) FAIL("VT_ARGUMENT", "setTensor(model, layer, name, values)");
+  vs_model* m = get_model(env, argv[0]);
+  if (!m) return NULL;
+  CHECK(napi_get_value_string_utf8(env, argv[2], name, sizeof name, &len));
+  size_t n = 0, given = 0;
+  float* t = vs_tensor(m, (int)num(env, argv[1]), name, &n);
+  void* src;
+  if (!t) FAIL("VT_ARGUMENT", "setTensor: no such layer or tensor");
+  if (!typed(env, argv[3], napi_float32_array, &src, &given)) return NULL;
+  if (given != n) FAIL("VT_ARGUMENT", "setTensor: wrong element count");
+  memcpy(t, src, n * 4);
+  return NULL;
+}
+
+static napi_value get_step_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  vs_model* m = argc ? get_model(env, argv[0]) : NULL;
+  if (!m) return NULL;
+  CHECK(napi_create_double(env, m->adam_step, &r));
+  return r;
+}
+
+static napi_value set_step_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  vs_model* m = argc == 2 ? get_model(env, argv[0]) : NULL;
+  if (!m) return NULL;
+  m->adam_step = num(env, argv[1]);
+  return NULL;
+}
+
+static vs_layer* sparse_layer(napi_env env, napi_value mv, napi_value lv) {
+  vs_model* m = get_model(env, mv);
+  if (!m) return NULL;
+  int l = (int)num(env, lv);
+  if (l < 0 || l >= m->n_layers || !m->layers[l].sparse) { napi_throw_error(env, "VT_ARGUMENT", "not a sparse layer"); return NULL; }
+  return &m->layers[l];
+}
+
+static void set_num(napi_env env, napi_value o, const char* name, double x) {
+  napi_value v;
+  napi_create_double(env, x, &v);
+  napi_set_named_property(env, o, name, v);
+}
+
+static napi_value hash_info_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2], o;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  vs_layer* L = argc == 2 ? sparse_layer(env, argv[0], argv[1]) : NULL;
+  if (!L) return NULL;
+  const vs_hash* h = &L->hash;
+  CHECK(napi_create_object(env, &o));
+  set_num(env, o, "family", h->family); set_num(env, o, "K", h->K); set_num(env, o, "L", h->L);
+  set_num(env, o, "R", L->tables.R); set_num(env, o, "dim", h->dim); set_num(env, o, "rowBytes", h->row_bytes);
+  set_num(env, o, "perTable", h->per_table);
+  napi_value seed;
+  CHECK(napi_create_bigint_uint64(env, h->seed, &seed));
+  napi_set_named_property(env, o, "seed", seed);
+  void* data;
+  if (h->family == VS_HASH_SIMHASH) {
+    size_t n = (size_t)h->dim * h->row_bytes;
+    napi_value arr = make_typed(env, napi_uint8_array, 1, n, &data);
+    if (!arr) FAIL("VT_MEMORY", "hashInfo: out of memory");
+    memcpy(data, h->signs, n);
+    napi_set_named_property(env, o, "signs", arr);
+  } else {
+    size_t n = (size_t)h->L * h->per_table * VS_DWTA_BIN;
+    napi_value arr = make_typed(env, napi_int32_array, 4, n, &data);
+    if (!arr) FAIL("VT_MEMORY", "hashInfo: out of memory");
+    memcpy(data, h->bins, n * 4);
+    napi_set_named_property(env, o, "bins", arr);
+  }
+  return o;
+}
+
+static napi_value tables_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2], o;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  vs_layer* L = argc == 2 ? sparse_layer(env, argv[0], argv[1]) : NULL;
+  if (!L) return NULL;
+  const vs_tables* T = &L->tables;
+  const size_t nb = (size_t)T->L * T->buckets;
+  size_t total = 0;
+  for (size_t b = 0; b < nb; b++) {
+    const uint32_t* s = T->slots + b * T->R;
+    size_t f = T->seen[b] < (uint32_t)T->R ? T->seen[b] : (size_t)T->R;
+    for (size_t k = 0; k < f; k++) total += s[k] != VS_EMPTY;
+  }
+  void *off_p, *ids_p, *seen_p;
+  napi_value off = make_typed(env, napi_uint32_array, 4, nb + 1, &off_p);
+  napi_value ids = make_typed(env, napi_uint32_array, 4, total, &ids_p);
+  napi_value seen = make_typed(env, napi_uint32_array, 4, nb, &seen_p);
+  if (!off || !ids || !seen) FAIL("VT_MEMORY", "tables: out of memory");
+  uint32_t* offsets = off_p;
+  uint32_t* out = ids_p;
+  size_t at = 0;
+  for (size_t b = 0; b < nb; b++) {
+    offsets[b] = (uint32_t)at;
+    const uint32_t* s = T->slots + b * T->R;
+    size_t f = T->seen[b] < (uint32_t)T->R ? T->seen[b] : (size_t)T->R;
+    for (size_t k = 0; k < f; k++) if (s[k] != VS_EMPTY) out[at++] = s[k];
+  }
+  offsets[nb] = (uint32_t)at;
+  memcpy(seen_p, T->seen, nb * 4);
+  CHECK(napi_create_object(env, &o));
+  napi_set_named_property(env, o, "offsets", off);
+  napi_set_named_property(env, o, "ids", ids);
+  napi_set_named_property(env, o, "seen", seen);
+  return o;
+}
+
+static napi_value query_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3], o;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) FAIL("VT_ARGUMENT", "query(model, layer, x)");
+  vs_layer* L = sparse_layer(env, argv[0], argv[1]);
+  if (!L) return NULL;
+  void* x; size_t n;
+  if (!typed(env, argv[2], napi_float32_array, &x, &n)) return NULL;
+  if ((int)n != L->in) FAIL("VT_ARGUMENT", "query: x has the wrong length");
+  uint32_t* ids = malloc((size_t)L->tables.L * L->tables.R * 4 + 4);
+  uint32_t* codes = malloc((size_t)L->tables.L * 4);
+  if (!ids || !codes) { free(ids); free(codes); FAIL("VT_MEMORY", "query: out of memory"); }
+  int count = vs_query_union(get_model(env, argv[0]), (int)num(env, argv[1]), x, ids, codes);
+  void *a, *b;
+  napi_value ia = make_typed(env, napi_uint32_array, 4, (size_t)count, &a);
+  napi_value ca = make_typed(env, napi_uint32_array, 4, (size_t)L->tables.L, &b);
+  if (ia && ca) { memcpy(a, ids, (size_t)count * 4); memcpy(b, codes, (size_t)L->tables.L * 4); }
+  free(ids); free(codes);
+  if (!ia || !ca) FAIL("VT_MEMORY", "query: out of memory");
+  CHECK(napi_create_object(env, &o));
+  napi_set_named_property(env, o, "ids", ia);
+  napi_set_named_property(env, o, "codes", ca);
+  return o;
+}
+
+NAPI_MODULE_INIT() {
+  napi_property_descriptor props[] = {
+    { "isa", NULL, isa_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "codes", NULL, codes_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "create", NULL, create_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "dataset", NULL, dataset_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "shuffle", NULL, shuffle_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "backprop", NULL, backprop_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "adamStep", NULL, adam_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "index", NULL, index_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "evaluate", NULL, evaluate_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "scores", NULL, scores_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "getTensor", NULL, get_tensor_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "setTensor", NULL, set_tensor_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "getStep", NULL, get_step_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "setStep", NULL, set_step_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "hashInfo", NULL, hash_info_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "tables", NULL, tables_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "query", NULL, query_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "close", NULL, close_fn, NULL, NULL, NULL, napi_default, NULL },
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}

@@ -1,0 +1,193 @@
+/*
+ * veltair sparse (BOLT-style) training: the native types every file of native-kernels/sparse/
+ * shares, and the few vector helpers its hot loops use.
+ *
+ * Vector width: AVX-512 where the compiler targets it, else AVX2 + FMA, else plain C; the
+ * primitives come from ../vt_simd.h (the kernels' one ISA layer), so all three paths share
+ * one body. Which one a build took is reported by vs_isa() and printed by `veltair train`.
+ *
+ * Layout decisions (why, not what):
+ *  - Layer 0 reads the raw sparse features, so its weights are input-major W[in][out]: a sample
+ *    touches only the rows of its non-zero features, contiguously. It is always dense.
+ *  - Every later layer is neuron-major W[out][in]: a neuron's weight vector is contiguous, which
+ *    is what the hash tables index and what the sparse forward/backward gather.
+ *  - Gradients are accumulated lock-free (HOGWILD) by the threads of a batch into gw/gb; Adam
+ *    then visits only the rows marked touched, so untouched parameters cost nothing.
+ */
+#ifndef VS_H
+#define VS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "vt_simd.h"
+
+#define VS_MAX_LAYERS 8
+#define VS_EMPTY 0xFFFFFFFFu
+#define VS_DWTA_BIN 8       /* dims per DWTA bin: 3 bits per winner-take-all hash */
+#define VS_DWTA_BITS 3
+#define VS_ERR_LEN 256
+
+enum { VS_ACT_RELU = 0, VS_ACT_LINEAR = 1, VS_ACT_TANH = 2, VS_ACT_SOFTMAX = 3, VS_ACT_SIGMOID = 4 };
+enum { VS_HASH_SIMHASH = 0, VS_HASH_DWTA = 1 };
+
+/* One family of L hash functions of K bits each over vectors of length `dim`. */
+typedef struct {
+  int family, K, L, dim;
+  int bits;          /* simhash: K*L sign bits */
+  int row_bytes;     /* simhash: bytes of sign bits per input dim (bits/8 rounded up to 32) */
+  uint8_t* signs;    /* simhash: [dim][row_bytes], bit b of dim j = sign of projection b at j */
+  int per_table;     /* dwta: winner-take-all hashes per table (ceil(K/3)) */
+  int32_t* bins;     /* dwta: [L*per_table][VS_DWTA_BIN] dims sampled per bin */
+  uint64_t seed;
+} vs_hash;
+
+/* L tables of 2^K buckets of at most R neuron ids; `seen` drives reservoir sampling. */
+typedef struct {
+  int K, L, R, d;
+  size_t buckets;      /* 2^K */
+  uint32_t* slots;     /* [L][2^K][R], VS_EMPTY where unused */
+  uint32_t* seen;      /* [L][2^K] inserts offered to the bucket since the last rebuild */
+} vs_tables;
+
+typedef struct {
+  int in, out, act;
+  int input_major;     /* layer 0 */
+  int sparse;          /* LSH-sampled */
+  float sparsity;
+  int target;          /* neurons computed per input when sparse: ceil(sparsity * out) */
+  float *w, *b, *gw, *gb, *mw, *vw, *mb, *vb;
+  uint8_t* touched;    /* per weight row (input row for layer 0, neuron otherwise) this batch */
+  uint8_t* dirty;      /* per neuron: updated since the last rehash (sparse layers) */
+  vs_hash hash;
+  vs_tables tables;
+} vs_layer;
+
+typedef struct {
+  float lr, beta1, beta2, eps;
+  int aln;             /* insert missed label neurons into the buckets their input selected */
+} vs_train_opts;
+
+/* Per-thread scratch, sized once for the network; cache-line padded, as each thread writes its
+ * own counters every sample. */
+typedef struct __attribute__((aligned(128))) {
+  float* act[VS_MAX_LAYERS];       /* outputs: dense [out] or values of the active neurons */
+  int32_t* idx[VS_MAX_LAYERS];     /* active neuron ids (sparse layers) */
+  int n_active[VS_MAX_LAYERS];
+  int listed[VS_MAX_LAYERS];       /* act[l][k] belongs to neuron idx[l][k] (else act[l][n] to neuron n) */
+  float* delta[VS_MAX_LAYERS];     /* dLoss/d(pre-activation), aligned with act */
+  float* dinput;                   /* dLoss/d(input of the current layer), dense [max width] */
+  float* hacc;                     /* simhash accumulators [max bits] */
+  uint32_t* codes;                 /* [max L] */
+  uint32_t* stamp;                 /* [max sparse out]: query id that last saw the neuron */
+  uint16_t* freq;                  /* [max sparse out]: how many tables returned it */
+  uint32_t* cand;                  /* [max sparse out] */
+  uint32_t* hist;                  /* [max L + 2]: candidates per table count */
+  uint32_t* pos;                   /* [max out]: position of a neuron in the active list */
+  uint32_t stamp_id;
+  int stamp_len;
+  float* dense_scratch;            /* [max width] for DWTA over sparse inputs */
+  /* statistics of the last pass, per thread */
+  double union_sum, filled_sum, active_sum, queries, label_missed, aln_inserts;
+} vs_work;
+
+typedef struct {
+  int n_layers, input_dim;
+  vs_layer layers[VS_MAX_LAYERS];
+  int threads_alloc;
+  vs_work* work;
+  uint64_t seed;
+  double adam_step;
+  int max_width;
+} vs_model;
+
+/* A dataset in CSR form; the arrays belong to JavaScript (the addon holds references). */
+typedef struct {
+  int64_t n;
+  const double* row;      /* [n+1] offsets into idx/val */
+  const int32_t* idx;
+  const float* val;
+  const double* lrow;     /* [n+1] offsets into labels */
+  const int32_t* labels;
+} vs_data;
+
+/* ---- counter-based randomness: the same (seed, stream, counter) always gives the same bits ---- */
+static inline uint64_t vs_mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+static inline uint64_t vs_key(uint64_t seed, uint64_t a, uint64_t b) { return vs_mix(vs_mix(seed ^ vs_mix(a)) ^ b); }
+typedef struct { uint64_t s; } vs_rng;
+static inline uint64_t vs_next(vs_rng* r) { r->s += 0x9E3779B97F4A7C15ull; return vs_mix(r->s); }
+static inline uint32_t vs_below(vs_rng* r, uint32_t n) { return (uint32_t)(((vs_next(r) >> 32) * (uint64_t)n) >> 32); }
+static inline float vs_uniform(vs_rng* r) { return (float)((vs_next(r) >> 40) * (1.0 / 16777216.0)); }
+
+/* ---- vector helpers ---- */
+#if defined(__AVX512F__)
+#define VS_W 16
+#define VS_(name) vt16_##name
+typedef vt16_t vs_v;
+static inline float vs_hsum(vs_v x) { return _mm512_reduce_add_ps(x); }
+static inline vs_v vs_sqrt(vs_v x) { return _mm512_sqrt_ps(x); }
+#define VS_ISA "avx512"
+#elif defined(__AVX2__) && defined(__FMA__)
+#define VS_W 8
+#define VS_(name) vt8_##name
+typedef vt8_t vs_v;
+static inline float vs_hsum(vs_v x) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+static inline vs_v vs_sqrt(vs_v x) { return _mm256_sqrt_ps(x); }
+#define VS_ISA "avx2"
+#else
+#define VS_W 1
+#define VS_(name) vt1_##name
+typedef vt1_t vs_v;
+static inline float vs_hsum(vs_v x) { return x; }
+static inline vs_v vs_sqrt(vs_v x) { return sqrtf(x); }
+#define VS_ISA "scalar"
+#endif
+
+/* model.c: zeroed, 64-byte aligned; arrays of 2 MiB and more are 2 MiB aligned and advised to use
+ * transparent huge pages, since the sparse passes touch rows and buckets at random and would
+ * otherwise miss the TLB on nearly every access. */
+void* vs_alloc(size_t bytes);
+
+static inline void vs_prefetch_row(const float* p, int n) {
+  for (int i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 3);
+}
+static inline void vs_prefetch_row_w(const float* p, int n) {
+  for (int i = 0; i < n; i += 16) __builtin_prefetch(p + i, 1, 3);
+}
+
+/* kernels.c */
+float vs_dot(const float* a, const float* b, int n);
+float vs_dot_sparse(const float* w, const int32_t* idx, const float* val, int nnz);
+void vs_axpy(float alpha, const float* x, float* y, int n);
+void vs_axpy_sparse(float alpha, const float* x, const int32_t* idx, float* y, int nnz);
+void vs_scatter_axpy(float alpha, const float* val, const int32_t* idx, float* y, int nnz);
+void vs_adam_row(float* w, float* g, float* m, float* v, int n, float step_size, float bc2_sqrt, const vs_train_opts* o);
+void vs_activate(float* z, int n, int act);
+void vs_exp_shift(float* z, int n, float shift);
+float vs_max(const float* z, int n);
+
+/* hash.c */
+int vs_hash_init(vs_hash* h, int family, int K, int L, int dim, uint64_t seed, char* err);
+void vs_hash_free(vs_hash* h);
+/* codes[t] for t < L; a sparse input when idx != NULL (nnz entries), else dense x[dim]. */
+void vs_hash_codes(const vs_hash* h, const float* x, const int32_t* idx, int nnz, uint32_t* codes, float* acc, float* scratch);
+
+/* tables.c */
+int vs_tables_init(vs_tables* t, int K, int L, int R, int d, char* err);
+void vs_tables_free(vs_tables* t);
+void vs_tables_clear(vs_tables* t, int threads);
+void vs_tables_insert(vs_tables* t, int table, uint32_t code, uint32_t id, uint64_t rnd, int concurrent);
+int vs_tables_contains(const vs_tables* t, int table, uint32_t code, uint32_t id);
+size_t vs_tables_fill(const vs_tables* t, int table, uint32_t code);
+/* Rehash neurons of layer l into its tables: all of them (rebuild, tables cleared first) or the dirty ones. */
+void vs_layer_index(vs_model* m, int l, int all, int threads, uint64_t round);
+
+#endif

@@ -1,0 +1,58 @@
+/* The network-level entry points of native-kernels/sparse/ (what addon.c calls). */
+#ifndef VS_MODEL_H
+#define VS_MODEL_H
+#include "vs.h"
+
+typedef struct {
+  int out, act, sparse, family, K, L, R;
+  float sparsity;
+} vs_layer_spec;
+
+/* Statistics of one pass, summed over samples. */
+typedef struct {
+  double loss, samples, unlabelled;
+  double union_sum, filled_sum, active_sum, queries, label_missed, aln_inserts;
+} vs_pass_stats;
+
+typedef struct {
+  double counted, p1, p5, r5, loss, loss_counted, active_sum;
+} vs_eval_stats;
+
+enum { VS_MODE_TRAIN = 0, VS_MODE_DENSE = 1, VS_MODE_SPARSE = 2 };
+
+vs_model* vs_model_create(int input_dim, int n_layers, const vs_layer_spec* specs, uint64_t seed, int threads, char* err);
+void vs_model_free(vs_model* m);
+float* vs_tensor(vs_model* m, int l, const char* name, size_t* count);
+const char* vs_isa(void);
+
+/* Gradients of `count` samples order[start..] accumulated into gw/gb (HOGWILD over threads). */
+void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t start, int count, int threads,
+                 uint64_t epoch, const vs_train_opts* o, vs_pass_stats* st);
+/* One Adam step over the touched rows; the gradients are zeroed. */
+void vs_adam_step(vs_model* m, int threads, const vs_train_opts* o);
+/* Metrics over rows [start, start+count) of d: mode VS_MODE_DENSE or VS_MODE_SPARSE (output at eval_sparsity). */
+void vs_evaluate(vs_model* m, const vs_data* d, int64_t start, int64_t count, int threads, int mode, float eval_sparsity, vs_eval_stats* st);
+/* Output probabilities of rows [start, start+count), dense, into out[count][d_out]. */
+void vs_scores(vs_model* m, const vs_data* d, int64_t start, int count, int threads, int mode, float eval_sparsity, float* out);
+/* Distinct ids the tables return for x (a dense vector of layer l's input width); returns the count. */
+int vs_query_union(vs_model* m, int l, const float* x, uint32_t* out, uint32_t* codes);
+
+
+/* ---- between the files of native-kernels/sparse/ ---- */
+typedef struct { const int32_t* idx; const float* val; int nnz; const int32_t* labels; int nlab; } vs_sample;
+
+static inline void vs_sample_at(const vs_data* d, int64_t i, vs_sample* s) {
+  const int64_t a = (int64_t)d->row[i], b = (int64_t)d->row[i + 1];
+  const int64_t la = (int64_t)d->lrow[i], lb = (int64_t)d->lrow[i + 1];
+  s->idx = d->idx + a; s->val = d->val + a; s->nnz = (int)(b - a);
+  s->labels = d->labels + la; s->nlab = (int)(lb - la);
+}
+
+/* Forward through every layer; the last layer is left unnormalised when `logits` (dense eval). */
+void vs_forward(vs_model* m, vs_work* w, const vs_sample* s, int mode, float eval_sparsity, const vs_train_opts* o, vs_rng* rng, int upto);
+/* Softmax/sigmoid of the last layer in place. */
+void vs_output(vs_model* m, vs_work* w);
+/* Loss of the sample and its gradients accumulated into the layers; needs vs_forward + vs_output first. */
+double vs_backward(vs_model* m, vs_work* w, const vs_sample* s, float scale);
+
+#endif

@@ -1,0 +1,82 @@
+/**
+ * The training section of `npm run bench`, also runnable alone:
+ *   node dist/src/bench/train-run.js [--sections compare,grid,threads] [--datasets planted,words]
+ *     [--epochs N] [--grid-epochs N] [--threads N] [--json-out FILE]
+ * Run it under the benchmark lock: `flock -x /work/.bench.lock node dist/src/bench/train-run.js`.
+ */
+import { writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { benchDataset } from './train-data.js';
+import { compareWithTorch, type CompareReport } from './train-compare.js';
+import { klrGrid, type GridReport } from './train-grid.js';
+import { compareMarkdown, gridMarkdown, threadsMarkdown } from './train-report.js';
+import { threadScaling, type ThreadsReport } from './train-threads.js';
+import { pinSelf } from './train-veltair.js';
+
+export interface TrainBenchOptions {
+  readonly sections: readonly string[];
+  readonly datasets: readonly string[];
+  readonly epochs: number;
+  readonly gridEpochs: number;
+  readonly threads: number;
+  readonly log: (m: string) => void;
+}
+
+export interface TrainBenchResult {
+  readonly markdown: string;
+  readonly compare: CompareReport[];
+  readonly grid: GridReport[];
+  readonly threads: ThreadsReport[];
+}
+
+export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchResult> {
+  const cores = Array.from({ length: o.threads }, (_, i) => i);
+  const pinned = await pinSelf(cores);
+  const out: string[] = [`### Sparse training (issue 16)`, '',
+    `veltair ${pinned ? 'pinned' : 'NOT pinned (no taskset)'} to cores ${cores.join(',')}; PyTorch runs under \`taskset -c ${cores.join(',')}\`.`, ''];
+  const result: TrainBenchResult = { markdown: '', compare: [], grid: [], threads: [] };
+  for (const name of o.datasets) {
+    const ds = await benchDataset(name, o.log);
+    if (o.sections.includes('compare')) {
+      const r = await compareWithTorch(ds, o.epochs, o.threads, cores, o.log);
+      result.compare.push(r);
+      out.push(compareMarkdown(r));
+    }
+    if (o.sections.includes('grid')) {
+      const g = await klrGrid(ds, o.gridEpochs, o.threads, o.log);
+      result.grid.push(g);
+      out.push(gridMarkdown(g));
+    }
+    if (o.sections.includes('threads') && o.threads > 1) {
+      const t = await threadScaling(ds, o.threads, 4, o.log);
+      result.threads.push(t);
+      out.push(threadsMarkdown(t));
+    }
+  }
+  return { ...result, markdown: out.join('\n') };
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const t0 = Date.now();
+  const { machineInfo, machineLine } = await import('./machine.js');
+  const machine = await machineInfo();
+  const r = await runTrainBench({
+    sections: (arg('--sections') ?? 'compare,grid,threads').split(','),
+    datasets: (arg('--datasets') ?? 'planted,words').split(','),
+    epochs: Number(arg('--epochs') ?? 3),
+    gridEpochs: Number(arg('--grid-epochs') ?? 2),
+    threads: Number(arg('--threads') ?? availableParallelism()),
+    log: (m) => process.stderr.write(`bench train [${((Date.now() - t0) / 1000).toFixed(0)} s]: ${m}\n`),
+  });
+  const command = `node dist/src/bench/train-run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
+  process.stdout.write([`### Run of ${machine.dateUtc}`, '', `- machine: ${machineLine(machine)}`, `- command: \`${command}\``, '', r.markdown,
+    `(took ${((Date.now() - t0) / 60000).toFixed(1)} min; load average at the end ${(await machineInfo()).loadAvg.join(' ')})`, ''].join('\n') + '\n');
+  const jsonOut = arg('--json-out');
+  if (jsonOut) await writeFile(jsonOut, JSON.stringify({ machine, command, ...r }, null, 2) + '\n');
+}
