@@ -157,7 +157,10 @@ const graphPlan = {
       type: 'array',
       items: {
         type: 'object', required: ['id', 'name', 'shape', 'dtype', 'layout', 'bytes', 'offset'], additionalProperties: false,
-        properties: { id: int, name: { type: 'string' }, shape: dims, dtype, layout, bytes: int, offset: { type: 'integer', minimum: 0, multipleOf: 64 } },
+        properties: {
+          id: int, name: { type: 'string' }, shape: dims, dtype, layout, bytes: int, offset: int,
+          viewOf: { type: 'object', required: ['value', 'byteOffset'], additionalProperties: false, properties: { value: int, byteOffset: int } },
+        },
       },
     },
     steps: {
