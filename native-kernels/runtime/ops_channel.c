@@ -89,7 +89,9 @@ static void gather_blocks(const void* p, long b, long e) {
     int aligned = sc0 % k->v == 0 && (lanes == k->v || sc0 + lanes == k->cin[s]);
     for (long l = 1; aligned && l < lanes; l++) aligned = map[2 * l] == s && map[2 * l + 1] == sc0 + l;
     if (aligned) {
-      memcpy(dst, k->in[s] + src_offset(k, s, n, sc0), (size_t)(k->hw * k->v) * sizeof(float));
+      /* An input the plan placed in its slice of the output (a zero-copy concat) is already there. */
+      const float* src = k->in[s] + src_offset(k, s, n, sc0);
+      if (src != dst) memcpy(dst, src, (size_t)(k->hw * k->v) * sizeof(float));
       continue;
     }
 #if defined(__AVX512F__)
