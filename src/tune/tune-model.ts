@@ -240,9 +240,19 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     const families = new Map<string, WorkloadFamily>();
     const primary = primaryThreads(threads, target.cores);
     for (const t of tasks) {
-      const fam = familyFromRecords(t, o, levels, threads, primary);
-      const profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
-        { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+      // Profiling a version at another thread count records a candidate at that count, which may
+      // join that count's family: select again until the families stand still, so a rerun against
+      // the same database (which holds those records from the start) picks the same versions.
+      let fam = familyFromRecords(t, o, levels, threads, primary);
+      let profiles: Record<string, number>[] = [];
+      for (let round = 0; round < 4; round++) {
+        profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
+          { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+        const again = familyFromRecords(t, o, levels, threads, primary);
+        const ids = (f: Family) => f.versions.map((v) => v.id).join(',');
+        if (ids(again) === ids(fam)) break;
+        fam = again;
+      }
       const trials = runs.reduce((n, r, i) => n + (r.use === t ? searches[i]!.visited.length : 0), 0);
       families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials, threadProfiles: profiles });
     }
