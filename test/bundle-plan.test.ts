@@ -23,21 +23,26 @@ async function graphOf(nodes: NodeSpec[], inits: [string, ReturnType<typeof f32>
 const choose = (g: LayerGraph, vec = 16): Map<number, LayerChoice> =>
   new Map(g.layers.filter((l) => l.tunable).map((l) => [l.index, { vec, versions: [`v${l.index}`] }]));
 
-/** No two values alive at the same step may share a byte, unless one is an in-place view of the other. */
+/** No two values alive at the same step may share a byte, unless one is a view inside the other. */
 function assertArenaSound(p: GraphPlan) {
-  const alias = new Map<number, number>();
-  for (const s of p.steps) if (s.op === 'layer' && s.inPlace) alias.set(s.outputs[0]!, s.inputs[0]!);
-  const root = (v: number): number => (alias.has(v) ? root(alias.get(v)!) : v);
+  const root = (v: number): { id: number; at: number } => {
+    const view = p.values[v]!.viewOf;
+    if (!view) return { id: v, at: 0 };
+    const r = root(view.value);
+    return { id: r.id, at: r.at + view.byteOffset };
+  };
   const life = new Map<number, [number, number]>();
-  const touch = (v: number, at: number) => { const r = root(v); const l = life.get(r) ?? [at, at]; life.set(r, [Math.min(l[0], at), Math.max(l[1], at)]); };
+  const touch = (v: number, at: number) => { const r = root(v).id; const l = life.get(r) ?? [at, at]; life.set(r, [Math.min(l[0], at), Math.max(l[1], at)]); };
   p.inputs.forEach((i) => touch(i.value, -1));
   p.steps.forEach((s) => [...s.inputs, ...s.outputs].forEach((v) => touch(v, s.index)));
   p.outputs.forEach((o) => touch(o.value, p.steps.length));
-  const roots = p.values.filter((v) => root(v.id) === v.id);
+  const roots = p.values.filter((v) => v.viewOf === undefined);
   for (const v of p.values) {
-    assert.equal(v.offset % 64, 0);
+    const r = root(v.id);
     assert.ok(v.offset + v.bytes <= p.arenaBytes);
-    assert.equal(v.offset, p.values[root(v.id)]!.offset, 'views share their source bytes');
+    assert.equal(v.offset, p.values[r.id]!.offset + r.at, 'a view sits at its root plus its offset');
+    assert.ok(r.at + v.bytes <= p.values[r.id]!.bytes, 'a view lies inside its root');
+    if (v.viewOf === undefined) assert.equal(v.offset % 64, 0);
   }
   for (const a of roots) for (const b of roots) {
     if (a.id >= b.id) continue;
@@ -47,6 +52,9 @@ function assertArenaSound(p: GraphPlan) {
     assert.ok(!(together && shareBytes), `values ${a.id} and ${b.id} are alive together and overlap`);
   }
 }
+
+const describe = (g: LayerGraph, p: GraphPlan) =>
+  p.steps.map((s) => (s.op === 'reorder' ? `reorder ${s.from}>${s.to}` : `${g.layers[s.layer]!.op} ${s.layout}${s.inPlace ? ' inplace' : ''}`));
 
 test('conv → relu → flatten → gemm: reorders at the input, before flatten and at the output; flatten in place', async () => {
   const g = await graphOf([
@@ -110,4 +118,75 @@ test('the arena reuses bytes of dead values and never overlaps live ones', () =>
   assert.equal(a.offsets.get(0), a.offsets.get(2), 'value 2 reuses value 0');
   assert.notEqual(a.offsets.get(0), a.offsets.get(1));
   assert.equal(a.bytes, 256);
+});
+
+test('a DenseNet block: every concat is a view of the next (prefixes), BN-ReLU chains stay blocked, no copy and no reorder inside', async () => {
+  const nodes: NodeSpec[] = [{ op: 'Conv', inputs: ['input', 'w0'], outputs: ['f0'], attrs: { kernel_shape: [1, 1] } }];
+  const inits: [string, ReturnType<typeof f32>][] = [['w0', f32([16, 3, 1, 1])]];
+  let features = ['f0'];
+  for (let i = 1; i <= 3; i++) {
+    const cin = 16 * i;
+    nodes.push({ op: 'Concat', inputs: [...features], outputs: [`c${i}`], attrs: { axis: 1 } },
+      { op: 'BatchNormalization', inputs: [`c${i}`, `g${i}`, `b${i}`, `m${i}`, `v${i}`], outputs: [`n${i}`] },
+      { op: 'Relu', inputs: [`n${i}`], outputs: [`r${i}`] },
+      { op: 'Conv', inputs: [`r${i}`, `w${i}`], outputs: [`f${i}`], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } });
+    inits.push([`g${i}`, f32([cin])], [`b${i}`, f32([cin])], [`m${i}`, f32([cin])], [`v${i}`, f32([cin])], [`w${i}`, f32([16, cin, 3, 3])]);
+    features = [...features, `f${i}`];
+  }
+  nodes.push({ op: 'Concat', inputs: features, outputs: ['output'], attrs: { axis: 1 } });
+  const g = await graphOf(nodes, inits, [1, 3, 8, 8]);
+  const p = buildGraphPlan(g, choose(g), 16);
+  const shape = describe(g, p);
+  assert.deepEqual(shape.filter((s) => s.startsWith('reorder')), ['reorder nchw>nchw16c', 'reorder nchw16c>nchw']);
+  assert.deepEqual(shape.filter((s) => s.startsWith('concat')), Array(4).fill('concat nchw16c inplace'));
+  assert.deepEqual(shape.filter((s) => s.startsWith('elementwise_chain')), Array(3).fill('elementwise_chain nchw16c'));
+  const last = p.values.find((v) => v.name === 'output' && v.layout === 'nchw16c')!;
+  for (const name of ['f0', 'f1', 'f2', 'f3', 'c1', 'c2', 'c3']) {
+    const v = p.values.find((x) => x.name === name)!;
+    assert.ok(v.viewOf, `${name} lives inside the block's last concat`);
+    assert.ok(v.offset >= last.offset && v.offset + v.bytes <= last.offset + last.bytes);
+  }
+  assertArenaSound(p);
+});
+
+test('a concat input off the V grid is copied; the aligned ones still go straight into their slice', async () => {
+  const g = await graphOf([
+    { op: 'Conv', inputs: ['input', 'wa'], outputs: ['a'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'Conv', inputs: ['input', 'wb'], outputs: ['b'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'Conv', inputs: ['input', 'wc'], outputs: ['c'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'Concat', inputs: ['a', 'b', 'c'], outputs: ['cat'], attrs: { axis: 1 } },
+    { op: 'Relu', inputs: ['cat'], outputs: ['output'] },
+  ], [['wa', f32([16, 4, 1, 1])], ['wb', f32([12, 4, 1, 1])], ['wc', f32([8, 4, 1, 1])]], [1, 4, 5, 5]);
+  const p = buildGraphPlan(g, choose(g), 16);
+  assert.deepEqual(describe(g, p).filter((s) => s.startsWith('concat')), ['concat nchw16c'], 'one input needs copying: the step stays');
+  const view = (name: string) => p.values.find((v) => v.name === name && v.layout === 'nchw16c')!.viewOf;
+  assert.ok(view('a'), 'channels 0..15: in place');
+  assert.equal(view('b'), undefined, 'channels 16..27 end off the grid: copied');
+  assert.equal(view('c'), undefined, 'channels 28..35 start off the grid: copied');
+  assertArenaSound(p);
+});
+
+test('a batch of two keeps concat copies (a slice of a batched value is not contiguous) and channel splits stay blocked', async () => {
+  const g = await graphOf([
+    { op: 'Conv', inputs: ['input', 'w'], outputs: ['a'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'Split', inputs: ['a', 'sp'], outputs: ['p', 'q'], attrs: { axis: 1 } },
+    { op: 'Concat', inputs: ['q', 'p'], outputs: ['output'], attrs: { axis: 1 } },
+  ], [['w', f32([32, 3, 1, 1])], ['sp', { dtype: 'int64', dims: [2], data: new Float64Array([16, 16]) }]], [2, 3, 4, 4]);
+  const p = buildGraphPlan(g, choose(g), 16);
+  assert.deepEqual(describe(g, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'split nchw16c', 'concat nchw16c', 'reorder nchw16c>nchw']);
+  assert.ok(p.values.every((v) => v.viewOf === undefined));
+  assertArenaSound(p);
+});
+
+test('a batch-1 channel split is two views of its input', async () => {
+  const g = await graphOf([
+    { op: 'Conv', inputs: ['input', 'w'], outputs: ['a'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'Split', inputs: ['a', 'sp'], outputs: ['p', 'q'], attrs: { axis: 1 } },
+    { op: 'Sub', inputs: ['p', 'q'], outputs: ['output'] },
+  ], [['w', f32([32, 3, 1, 1])], ['sp', { dtype: 'int64', dims: [2], data: new Float64Array([16, 16]) }]], [1, 3, 4, 4]);
+  const p = buildGraphPlan(g, choose(g), 16);
+  assert.deepEqual(describe(g, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'split nchw16c inplace', 'sub nchw16c', 'reorder nchw16c>nchw']);
+  const a = p.values.find((v) => v.name === 'a')!;
+  assert.deepEqual(['p', 'q'].map((n) => p.values.find((v) => v.name === n)!.viewOf), [{ value: a.id, byteOffset: 0 }, { value: a.id, byteOffset: 16 * 16 * 4 }]);
+  assertArenaSound(p);
 });

@@ -68,13 +68,16 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
 function checkContent(m: Manifest, text: string) {
   assert.equal(m.model.path, 'tiny.onnx');
   assert.ok(!text.includes(root), 'no absolute build paths in the manifest');
-  assert.equal(m.formatVersion, '2.0.0');
+  assert.equal(m.formatVersion, '2.1.0');
+  assert.deepEqual(m.options.threads, [...new Set([1, Math.min(2, m.target.spec.cores)])], 'tuned at every count 1..cores by default');
   const [conv, flat, dense] = m.layers;
   assert.equal(conv!.op, 'conv2d');
   assert.equal(flat!.name, '../../etc/passwd', 'a model-supplied name is only a JSON string');
   assert.equal(dense!.op, 'dense');
   for (const l of [conv!, dense!]) {
-    assert.ok(l.versions.length >= 1 && l.versions.length <= 2);
+    const counts = [...new Set(l.versions.map((v) => v.threads))];
+    assert.deepEqual(counts, m.options.threads, 'one family per tuned thread count');
+    for (const t of counts) assert.ok(l.versions.filter((v) => v.threads === t).length <= 2, '--max-versions 2 per count');
     assert.ok(l.params['bias'], 'bias ships raw in params.bin');
     assert.equal(l.params['weight'], undefined, 'the weight ships packed, per version');
     const usable = l.versions.filter((v) => v.inPlan);

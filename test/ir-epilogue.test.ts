@@ -178,7 +178,8 @@ for (const [label, alpha, fused] of [['1/6 (PyTorch HardSwish)', 1 / 6, true], [
       assert.equal(g.layers.length, 1);
       assert.deepEqual(g.layers[0]!.workload?.epilogue, ['hard_swish']);
     } else {
-      assert.deepEqual(g.layers.map((l) => l.op), ['conv2d', 'hardsigmoid', 'mul']);
+      // not HardSwish: the gate and the multiply run as one elementwise chain (x·hardsigmoid(x)) after the conv
+      assert.deepEqual(g.layers.map((l) => [l.op, l.attrs['fused']]), [['conv2d', undefined], ['elementwise_chain', 'hardsigmoid+mul']]);
     }
   });
 }

@@ -29,6 +29,9 @@ export function graphOf(spec: ModelSpec): { bytes: Uint8Array; graph: LayerGraph
   return { bytes, graph: lowerToLayers(inferModel(decodeModel(bytes, 'runtime-test.onnx'))) };
 }
 
+/** Ops whose blocked form writes the natural layout (src/bundle/plan-layouts.ts). */
+const NATURAL_OUT = new Set(['transpose', 'globalaveragepool', 'globalmaxpool']);
+
 /** A plan placing every value at its own offset (no reuse), the given layer run blocked with width `vec`. */
 export function blockedPlan(graph: LayerGraph, vec: number): GraphPlan {
   const values: PlanValue[] = [];
@@ -51,6 +54,12 @@ export function blockedPlan(graph: LayerGraph, vec: number): GraphPlan {
       steps.push({ index: steps.length, op: 'reorder', from: NATURAL, to: blocked, inputs: [natural.get(v)!], outputs: [id] });
       return id;
     });
+    if (NATURAL_OUT.has(l.op)) {
+      const outs = l.outputs.map((v) => add(v, NATURAL, 'float32'));
+      steps.push({ index: steps.length, op: 'layer', layer: l.index, layout: blocked, inputs: ins, outputs: outs });
+      l.outputs.forEach((v, i) => natural.set(v, outs[i]!));
+      continue;
+    }
     const outs = l.outputs.map((v) => add(v, blocked, 'float32'));
     steps.push({ index: steps.length, op: 'layer', layer: l.index, layout: blocked, inputs: ins, outputs: outs });
     l.outputs.forEach((v, i) => {

@@ -78,6 +78,7 @@ static const vt_op_fn OPS[VT_RT_OP_COUNT] = {
   [VT_RT_LAYERNORM] = vt_op_layernorm, [VT_RT_CHANNEL_AFFINE] = vt_op_channel_affine,
   [VT_RT_STRIDED_COPY] = vt_op_strided_copy, [VT_RT_GATHER] = vt_op_gather, [VT_RT_REDUCE] = vt_op_reduce,
   [VT_RT_CAST] = vt_op_cast, [VT_RT_TOPK] = vt_op_topk,
+  [VT_RT_CHANNEL_GATHER] = vt_op_channel_gather, [VT_RT_ELEMENTWISE_CHAIN] = vt_op_elementwise_chain,
 };
 
 void* vt_aligned_copy(const void* src, size_t bytes) {

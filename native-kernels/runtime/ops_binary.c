@@ -6,14 +6,16 @@
  *   fn 0 add, 1 sub, 2 mul, 3 div, 4 pow, 5 max, 6 min, 7 fmod, 8 prelu(a, slope b) on float32;
  *   9 equal, 10 less, 11 greater, 12 less_or_equal, 13 greater_or_equal write bool (uint8).
  *   fixV > 0: NCHW[V]c output whose padded lanes are re-zeroed.
- * BINARY_CHANNEL ints [fn, N, CB, HW, V, gate_has_batch, C]: a is NCHW[V]c, b a per-channel gate
- *   [N or 1][CB*V] (squeeze-excite, channel bias); the fast path for blocked conv chains.
+ * BINARY_CHANNEL ints [fn, N, CB, HW, V, gate_has_batch, C, reversed]: a is NCHW[V]c, b a per-channel
+ *   gate [N or 1][CB*V] (squeeze-excite, channel bias, a constant); reversed = 1 computes b (fn) a.
+ *   Vector path for V = 8 and 16 (the gate's lanes held in registers).
  * WHERE ints [rank, dims, cond strides, x strides, y strides, element bytes]: cond is bool (uint8).
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "vt_rt.h"
+#include "../vt_simd.h"
 
 #define MAX_RANK 8
 /* function codes: enum vt_binary_fn (vt_abi.h) */
@@ -104,7 +106,23 @@ int vt_op_binary(const vt_step* s) {
   return 0;
 }
 
-typedef struct { const float* a; const float* g; float* out; int fn; long cb, hw, v, gate_batch; } ch_ctx;
+typedef struct { const float* a; const float* g; float* out; int fn; long cb, hw, v, gate_batch; int reversed; } ch_ctx;
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define CH_W 8
+#define CH(name) vt8_##name
+#define CH_BIN(FN, X, Y) ((FN) == B_ADD ? CH(add)(X, Y) : (FN) == B_SUB ? CH(sub)(X, Y) : (FN) == B_MUL ? CH(mul)(X, Y) \
+  : (FN) == B_DIV ? CH(div)(X, Y) : (FN) == B_MAX ? CH(max)(X, Y) : CH(min)(X, Y))
+/* One plane of NCHW[V]c with V a multiple of 8: the gate's V lanes in registers, 8 floats per op. */
+static void ch_plane_vec(const ch_ctx* k, const float* a, const float* gate, float* o) {
+  vt8_t g[2] = { CH(load)(gate), k->v == 16 ? CH(load)(gate + 8) : CH(zero)() };
+  const long n = k->hw * k->v;
+  for (long i = 0; i < n; i += CH_W) {
+    vt8_t x = CH(load)(a + i), y = g[(i % k->v) / CH_W];
+    CH(store)(o + i, k->reversed ? CH_BIN(k->fn, y, x) : CH_BIN(k->fn, x, y));
+  }
+}
+#endif
 
 static void ch_planes(const void* p, long b, long e) {
   const ch_ctx* k = p;
@@ -113,13 +131,20 @@ static void ch_planes(const void* p, long b, long e) {
     const float* gate = k->g + (k->gate_batch ? n : 0) * k->cb * k->v + cb * k->v;
     const float* a = k->a + t * k->hw * k->v;
     float* o = k->out + t * k->hw * k->v;
-    for (long q = 0; q < k->hw; q++) row(k->fn, a + q * k->v, 1, gate, 1, o + q * k->v, k->v);
+#if defined(__AVX2__) && defined(__FMA__)
+    if ((k->v == 8 || k->v == 16) && k->fn <= B_MIN && k->fn != B_POW) { ch_plane_vec(k, a, gate, o); continue; }
+#endif
+    for (long q = 0; q < k->hw; q++) {
+      if (k->reversed) for (long l = 0; l < k->v; l++) o[q * k->v + l] = apply(k->fn, gate[l], a[q * k->v + l]);
+      else row(k->fn, a + q * k->v, 1, gate, 1, o + q * k->v, k->v);
+    }
   }
 }
 
+/* ints [fn, N, CB, HW, V, gate_has_batch, C(, reversed)]: reversed computes gate (fn) a. */
 int vt_op_binary_channel(const vt_step* s) {
   const int64_t* k = s->ints;
-  ch_ctx c = { s->in[0], s->in[1], s->out[0], (int)k[0], k[2], k[3], k[4], k[5] };
+  ch_ctx c = { s->in[0], s->in[1], s->out[0], (int)k[0], k[2], k[3], k[4], k[5], s->n_ints > 7 ? (int)k[7] : 0 };
   if (c.fn < 0 || c.fn >= B_EQUAL) { snprintf(s->err, VT_ERR_LEN, "channel binary: bad fn %d", c.fn); return 1; }
   vt_parallel(k[1] * c.cb, s->threads, 8, ch_planes, &c);
   vt_zero_pad_lanes(c.out, k[1], k[6], c.hw, c.v);

@@ -5,7 +5,8 @@
  *   Output size comes from the plan (so ceil_mode is already in OH/OW). Average divisor follows ONNX
  *   Runtime: with count_include_pad the taps inside the padded extent [-pt, H+pb) count, otherwise
  *   only taps inside the input. Padded lanes stay zero: max/mean over zeros.
- * GLOBAL_POOL ints [kind, N, C, HW, V]: out [N][ceil(C/V)][V].
+ * GLOBAL_POOL ints [kind, N, C, HW, V, natural_out]: out [N][ceil(C/V)][V], or [N][C] with natural_out.
+ *   Vector accumulators (V lanes at a time, or a vector row sum on plain NCHW).
  */
 #include <float.h>
 #include <stdio.h>
@@ -125,29 +126,68 @@ int vt_op_pool(const vt_step* s) {
   return 0;
 }
 
-typedef struct { const float* in; float* out; long kind, hw, v; } gp_ctx;
+typedef struct { const float* in; float* out; long kind, hw, v, c, cb; int natural_out; } gp_ctx;
 
-static void global_planes(const void* p, long b, long e) {
-  const gp_ctx* k = p;
-  for (long t = b; t < e; t++) {
-    const float* src = k->in + t * k->hw * k->v;
-    float acc[MAXV];
-    for (long l = 0; l < k->v; l++) acc[l] = k->kind == VT_POOL_MAX ? -FLT_MAX : 0.0f;
-    for (long q = 0; q < k->hw; q++) {
-      const float* px = src + q * k->v;
-      if (k->kind == VT_POOL_MAX) for (long l = 0; l < k->v; l++) acc[l] = px[l] > acc[l] ? px[l] : acc[l];
-      else for (long l = 0; l < k->v; l++) acc[l] += px[l];
+/* One plane's V lane results: vector accumulators per 8 lanes (V a multiple of 8), a vector row
+ * reduction (V = 1: one natural channel row), scalar lanes otherwise. */
+static void plane_reduce(const gp_ctx* k, const float* src, float* acc) {
+  const int max = k->kind == VT_POOL_MAX;
+#if defined(__AVX2__) && defined(__FMA__)
+  if (k->v % 8 == 0 && k->v <= MAXV) {
+    for (long g = 0; g < k->v; g += 8) {
+      vt8_t a0 = vt8_set1(max ? -FLT_MAX : 0.0f), a1 = a0;
+      long q = 0;
+      for (; q + 2 <= k->hw; q += 2) {
+        vt8_t x0 = vt8_load(src + q * k->v + g), x1 = vt8_load(src + (q + 1) * k->v + g);
+        if (max) { a0 = vt8_max(x0, a0); a1 = vt8_max(x1, a1); } else { a0 = vt8_add(a0, x0); a1 = vt8_add(a1, x1); }
+      }
+      for (; q < k->hw; q++) { vt8_t x0 = vt8_load(src + q * k->v + g); a0 = max ? vt8_max(x0, a0) : vt8_add(a0, x0); }
+      vt8_store(acc + g, max ? vt8_max(a0, a1) : vt8_add(a0, a1));
     }
-    float scale = k->kind == VT_POOL_MAX ? 1.0f : 1.0f / (float)k->hw;
-    for (long l = 0; l < k->v; l++) k->out[t * k->v + l] = acc[l] * scale;
+    return;
+  }
+#endif
+#if VT_W > 1
+  if (k->v == 1) {
+    vtw_t a = VTW(set1)(max ? -FLT_MAX : 0.0f);
+    long q = 0;
+    for (; q + VT_W <= k->hw; q += VT_W) a = max ? VTW(max)(VTW(load)(src + q), a) : VTW(add)(a, VTW(load)(src + q));
+    float r = max ? VTW(reduce_max)(a) : VTW(reduce_add)(a);
+    for (; q < k->hw; q++) r = max ? (src[q] > r ? src[q] : r) : r + src[q];
+    acc[0] = r;
+    return;
+  }
+#endif
+  for (long l = 0; l < k->v; l++) acc[l] = max ? -FLT_MAX : 0.0f;
+  for (long q = 0; q < k->hw; q++) {
+    const float* px = src + q * k->v;
+    if (max) for (long l = 0; l < k->v; l++) acc[l] = px[l] > acc[l] ? px[l] : acc[l];
+    else for (long l = 0; l < k->v; l++) acc[l] += px[l];
   }
 }
 
+static void global_planes(const void* p, long b, long e) {
+  const gp_ctx* k = p;
+  float scale = k->kind == VT_POOL_MAX ? 1.0f : 1.0f / (float)k->hw;
+  for (long t = b; t < e; t++) {
+    float acc[MAXV];
+    plane_reduce(k, k->in + t * k->hw * k->v, acc);
+    if (k->natural_out) {
+      long n = t / k->cb, cb = t % k->cb, lanes = k->c - cb * k->v < k->v ? k->c - cb * k->v : k->v;
+      for (long l = 0; l < lanes; l++) k->out[n * k->c + cb * k->v + l] = acc[l] * scale;
+    } else {
+      for (long l = 0; l < k->v; l++) k->out[t * k->v + l] = acc[l] * scale;
+    }
+  }
+}
+
+/* ints [kind, N, C, HW, V(, natural_out)]: natural_out = 1 writes [N][C] (the blocked input's real lanes only). */
 int vt_op_global_pool(const vt_step* s) {
   const int64_t* k = s->ints;
-  gp_ctx c = { s->in[0], s->out[0], k[0], k[3], k[4] };
+  gp_ctx c = { s->in[0], s->out[0], k[0], k[3], k[4], k[2], 0, s->n_ints > 5 ? (int)k[5] : 0 };
   if (c.v < 1 || c.v > MAXV) { snprintf(s->err, VT_ERR_LEN, "global pool: vector width %ld is not supported", c.v); return 1; }
-  long planes = k[1] * ((k[2] + c.v - 1) / c.v);
-  vt_parallel(planes, s->threads, 16, global_planes, &c);
+  c.cb = (k[2] + c.v - 1) / c.v;
+  long planes = k[1] * c.cb;
+  vt_parallel(planes, s->threads, 1 + 16384 / (c.hw * c.v + 1), global_planes, &c);
   return 0;
 }

@@ -2,8 +2,10 @@
  * REORDER: a value's layout change. ints [from_kind, from_v, to_kind, to_v, N, C, HW, rows, cols]
  * with kind 0 = natural, 1 = NCHW[V]c (logical [N][C][HW]), 2 = rows (logical [rows][cols], the
  * last dimension padded to a multiple of V). Every padded channel/column written is zero (the
- * kernel ABI's invariant). Fast paths for natural <-> blocked and natural <-> rows; any other
- * pair goes element by element through the natural index.
+ * kernel ABI's invariant). Vector paths for every pair a plan emits: natural <-> blocked (a masked
+ * gather per output pixel / a strided gather per natural row), blocked <-> blocked of any two
+ * widths (8c <-> 16c: runs of min(V1, V2) lanes copied per pixel), natural <-> rows and rows <-> rows
+ * (row copies); any other pair goes element by element through the natural index.
  */
 #include <stdint.h>
 #include <string.h>
@@ -64,8 +66,36 @@ static void to_blocked(const void* p, long b, long e) {
   }
 }
 
+/*
+ * NCHW[V]c -> NCHW for a vector width the build has: each natural row (one channel's pixels) is
+ * filled W pixels at a time by a strided gather (stride V) and one contiguous store.
+ */
+#define FROM_BLOCKED(W)                                                                                   \
+  static void from_blocked##W(const blk_ctx* k, long t) {                                                 \
+    long n = t / k->cb, cb = t % k->cb;                                                                   \
+    const float* src = k->in + t * k->hw * k->v;                                                          \
+    long lanes = k->c - cb * k->v < k->v ? k->c - cb * k->v : k->v;                                       \
+    float* dst = k->out + (n * k->c + cb * k->v) * k->hw;                                                 \
+    for (long l = 0; l < lanes; l++) {                                                                    \
+      long q = 0;                                                                                         \
+      for (; q + W <= k->hw; q += W) vt##W##_store(dst + l * k->hw + q, vt##W##_gather_lanes(src + q * k->v + l, k->v, W)); \
+      for (; q < k->hw; q++) dst[l * k->hw + q] = src[q * k->v + l];                                      \
+    }                                                                                                     \
+  }
+#if defined(__AVX512F__)
+FROM_BLOCKED(16)
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+FROM_BLOCKED(8)
+#endif
+
 static void from_blocked(const void* p, long b, long e) {
   const blk_ctx* k = p;
+#if defined(__AVX512F__)
+  if (k->hw * k->v <= INT32_MAX / 2) { for (long t = b; t < e; t++) from_blocked16(k, t); return; }
+#elif defined(__AVX2__) && defined(__FMA__)
+  if (k->hw * k->v <= INT32_MAX / 2) { for (long t = b; t < e; t++) from_blocked8(k, t); return; }
+#endif
   for (long t = b; t < e; t++) {
     long n = t / k->cb, cb = t % k->cb;
     const float* src = k->in + t * k->hw * k->v;
@@ -79,7 +109,45 @@ static void from_blocked(const void* p, long b, long e) {
   }
 }
 
+/*
+ * NCHW[V1]c -> NCHW[V2]c: output block t, lane run j holds channels ob*V2 + j*g .. + g - 1 with
+ * g = min(V1, V2), which sit in one input block at lane offset c0 % V1: g floats per pixel.
+ */
+typedef struct { const float* in; float* out; long c, hw, fv, tv, fcb, tcb; } b2b_ctx;
+
+static void blocked_to_blocked(const void* p, long b, long e) {
+  const b2b_ctx* k = p;
+  const long g = k->fv < k->tv ? k->fv : k->tv;
+  for (long t = b; t < e; t++) {
+    long n = t / k->tcb, ob = t % k->tcb;
+    float* dst = k->out + t * k->hw * k->tv;
+    for (long j = 0; j * g < k->tv; j++) {
+      long c0 = ob * k->tv + j * g;
+      if (c0 >= k->c) {
+        for (long q = 0; q < k->hw; q++) memset(dst + q * k->tv + j * g, 0, (size_t)g * sizeof(float));
+        continue;
+      }
+      const float* src = k->in + (n * k->fcb + c0 / k->fv) * k->hw * k->fv + c0 % k->fv;
+#if defined(__AVX2__) && defined(__FMA__)
+      if (g == 8) { for (long q = 0; q < k->hw; q++) vt8_store(dst + q * k->tv + j * g, vt8_load(src + q * k->fv)); continue; }
+#endif
+      for (long q = 0; q < k->hw; q++) memcpy(dst + q * k->tv + j * g, src + q * k->fv, (size_t)g * sizeof(float));
+    }
+  }
+}
+
 typedef struct { const float* in; float* out; long cols, v, padded; int pad; } rows_ctx;
+
+/* rows{V1} -> rows{V2}: each row's cols floats copied, the new padding zeroed. */
+typedef struct { const float* in; float* out; long cols, fp, tp; } r2r_ctx;
+
+static void rows_to_rows(const void* p, long b, long e) {
+  const r2r_ctx* k = p;
+  for (long r = b; r < e; r++) {
+    memcpy(k->out + r * k->tp, k->in + r * k->fp, (size_t)k->cols * sizeof(float));
+    memset(k->out + r * k->tp + k->cols, 0, (size_t)(k->tp - k->cols) * sizeof(float));
+  }
+}
 
 static void rows_copy(const void* p, long b, long e) {
   const rows_ctx* k = p;
@@ -126,6 +194,12 @@ int vt_op_reorder(const vt_step* s) {
     long v = to == ROWS ? tv : fv;
     rows_ctx ctx = { in, out, cols, v, (cols + v - 1) / v * v, to == ROWS };
     vt_parallel(rows, s->threads, 64, rows_copy, &ctx);
+  } else if (from == BLOCKED && to == BLOCKED && fv > 0 && tv > 0 && (fv % tv == 0 || tv % fv == 0)) {
+    b2b_ctx ctx = { in, out, c, hw, fv, tv, (c + fv - 1) / fv, (c + tv - 1) / tv };
+    vt_parallel(n * ctx.tcb, s->threads, 4, blocked_to_blocked, &ctx);
+  } else if (from == ROWS && to == ROWS && fv > 0 && tv > 0) {
+    r2r_ctx ctx = { in, out, cols, (cols + fv - 1) / fv * fv, (cols + tv - 1) / tv * tv };
+    vt_parallel(rows, s->threads, 64, rows_to_rows, &ctx);
   } else {
     memset(out, 0, (size_t)stored(to, tv, n, c, hw, rows, cols) * sizeof(float));
     long total = n * c * hw;

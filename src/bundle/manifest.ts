@@ -16,8 +16,14 @@ import type { GraphPlan } from './plan.js';
 /**
  * semver of the bundle format. Bump the major on any change an older reader would misread.
  * 2.0.0: kernel ABI 2 (kernels take their workspace from the caller; versions state workspaceBytes).
+ * 2.1.0: a layer's versions are one family per tuned thread count (up to MAX_LAYER_VERSIONS in
+ * all; family.byThreads has each count's own regret); graph-plan values may alias a slice of
+ * another value (`viewOf`: zero-copy concat and channel split), and layer steps may carry a fused
+ * prologue/chain (`fused`).
  */
-export const BUNDLE_FORMAT_VERSION = '2.0.0';
+export const BUNDLE_FORMAT_VERSION = '2.1.0';
+/** Versions one layer may ship: at most 5 per thread count, for up to 16 counts (16 × 5 = 80, bounded lower). */
+export const MAX_LAYER_VERSIONS = 64;
 export const BUNDLE_FORMAT_MAJOR = 2;
 
 /** Fixed file names inside a bundle (never derived from the model). */
@@ -69,11 +75,22 @@ export type ManifestEpilogueStep =
   | { readonly kind: 'residual_add'; readonly value: number }
   | { readonly kind: 'channel_mul'; readonly value: number };
 
-export interface ManifestFamily {
+export interface ManifestThreadFamily {
+  readonly count: number;
   readonly regretPercent: Readonly<Record<string, number>>;
   readonly bestMs: Readonly<Record<string, number>>;
   readonly candidates: number;
   readonly dominated: number;
+}
+
+export interface ManifestFamily {
+  /** Of the primary thread count's family (the widest count leaving a core for the co-runner). */
+  readonly regretPercent: Readonly<Record<string, number>>;
+  readonly bestMs: Readonly<Record<string, number>>;
+  readonly candidates: number;
+  readonly dominated: number;
+  /** Thread count → that count's family (absent in 1.0 bundles). */
+  readonly byThreads?: Readonly<Record<string, ManifestThreadFamily>>;
 }
 
 export interface ManifestLayer {

@@ -1,24 +1,28 @@
 /**
  * The graph plan: what the runtime executes. Values get a physical layout, every consumer that
- * needs another layout reads a 'reorder' step's output instead, and every value gets an offset in
- * one activation arena.
+ * needs another layout reads a 'reorder' step's output instead, values that are slices of other
+ * values share their bytes, and every storage root gets an offset in one activation arena.
  *
  * Layout rules (see layout.ts for the names):
  *  - conv2d runs in nchw{V}c, dense / batch_matmul in rows{V}, V = the vector width of the layer's
  *    usable versions (the target's widest, unless the family has none at that width);
  *  - residual_add operands use the layer's output layout; channel_mul gates the blocked layout of
  *    their own rank ([N][Cpad] for conv, [Npad] for dense);
- *  - pooling, channel-broadcast add/mul, unary activations and channel concat (every input's
- *    channels a multiple of V) keep a blocked input blocked, so conv chains never leave it; they
- *    must write zeros to padded channels;
- *  - every other op, graph inputs and graph outputs are natural ('nchw', row-major);
- *  - Reshape/Flatten/Squeeze/Unsqueeze of a natural value are in place: they share its bytes.
+ *  - a non-tunable layer with a blocked form runs blocked when an input arrives blocked
+ *    (plan-layouts.ts), so blocked values flow through pooling, elementwise ops and chains, batch
+ *    norm, channel concat / split / slice / shuffle; everything else, graph inputs and graph
+ *    outputs are natural ('nchw', row-major);
+ *  - Reshape/Flatten/Squeeze/Unsqueeze of a natural value are in place: they share its bytes;
+ *  - concat inputs are written straight into their slice of the concat buffer, and split/slice
+ *    outputs are slices of their input, where the bytes are contiguous (plan-views.ts): `viewOf`.
  */
 import type { Layer, LayerGraph } from '../ir/layer.js';
 import type { DType } from '../onnx/model.js';
 import { internalError } from '../errors.js';
 import { assignArena, type StorageGroup } from './arena.js';
-import { blockedLayout, canonicalLayout, dtypeBytes, layoutElements, NATURAL, parseLayout, rowsLayout, type Layout } from './layout.js';
+import { blockedLayout, canonicalLayout, dtypeBytes, layoutElements, NATURAL, rowsLayout, type Layout } from './layout.js';
+import { nonTunableNeeds, sliceOnChannels, type Needs } from './plan-layouts.js';
+import { channelSliceOffset, Placement, type ViewRef } from './plan-views.js';
 
 export interface PlanValue {
   readonly id: number;
@@ -29,6 +33,8 @@ export interface PlanValue {
   readonly layout: Layout;
   readonly bytes: number;
   readonly offset: number;
+  /** The value lives inside another one's bytes (an in-place view, a concat input's slice, a split part). */
+  readonly viewOf?: ViewRef;
 }
 
 export type PlanStep =
@@ -36,7 +42,7 @@ export type PlanStep =
       readonly inputs: readonly number[]; readonly outputs: readonly number[];
       /** Tunable layers: the version ids the runtime may pick from (all in `layout`). */
       readonly versions?: readonly string[];
-      /** View ops: the output shares the input's bytes; nothing to do. */
+      /** Nothing to do: every output already shares its bytes with the data it holds (views, placed concats, splits). */
       readonly inPlace?: true }
   | { readonly index: number; readonly op: 'reorder'; readonly from: Layout; readonly to: Layout;
       readonly inputs: readonly [number]; readonly outputs: readonly [number] };
@@ -53,29 +59,7 @@ export interface GraphPlan {
 /** A tunable layer's place in the plan: the vector width it runs at and the versions usable there. */
 export interface LayerChoice { readonly vec: number; readonly versions: readonly string[] }
 
-const UNARY = new Set(['relu', 'sigmoid', 'clip', 'hardsigmoid', 'hardswish', 'leakyrelu', 'tanh']);
-const POOLS = new Set(['maxpool', 'averagepool', 'globalaveragepool']);
 const VIEWS = new Set(['reshape', 'flatten', 'squeeze', 'unsqueeze']);
-const BINARY = new Set(['add', 'mul']);
-
-const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
-
-/** Can this non-tunable layer run on nchw{vec}c inputs and write nchw{vec}c? */
-function runsBlocked(l: Layer, vec: number): boolean {
-  const shapes = l.inputShapes;
-  if (Object.keys(l.params).length > 0 || shapes.some((s) => s.length !== 4) || l.outputShape.length !== 4) return false;
-  if (l.dtype !== 'float32' || l.outputs.length !== 1) return false;
-  if (UNARY.has(l.op) || POOLS.has(l.op)) return shapes.length === 1;
-  if (BINARY.has(l.op)) {
-    const [a, b] = shapes;
-    return shapes.length === 2 && same(a!, l.outputShape)
-      && (same(b!, a!) || (b![1] === a![1] && b![2] === 1 && b![3] === 1 && (b![0] === 1 || b![0] === a![0])));
-  }
-  if (l.op === 'concat') return l.attrs['axis'] === 1 && shapes.every((s) => s[1]! % vec === 0);
-  return false;
-}
-
-interface Needs { readonly layout: Layout; readonly inputs: readonly Layout[]; readonly outputs: readonly Layout[] }
 
 function tunableNeeds(l: Layer, vec: number): Needs {
   const own = l.op === 'conv2d' ? blockedLayout(vec) : rowsLayout(vec);
@@ -90,8 +74,11 @@ function tunableNeeds(l: Layer, vec: number): Needs {
   return { layout: own, inputs, outputs: l.outputs.map(() => own) };
 }
 
+type DraftValue = Omit<PlanValue, 'offset' | 'viewOf'>;
+type LayerStep = Extract<PlanStep, { op: 'layer' }>;
+
 export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, LayerChoice>, vectorWidth: number): GraphPlan {
-  const values: Omit<PlanValue, 'offset'>[] = [];
+  const values: DraftValue[] = [];
   const steps: PlanStep[] = [];
   const shapeOf = (name: string): readonly number[] => {
     const s = graph.shapes.get(name);
@@ -101,7 +88,7 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
   const dtypes = new Map<string, DType>(graph.inputs.map((i) => [i.name, i.dtype]));
   const physical = new Map<string, Map<Layout, number>>();
   const producedIn = new Map<string, Layout>();
-  const aliasOf = new Map<number, number>();
+  const placement = new Placement((id) => ({ ...values[id]!, elementBytes: dtypeBytes(values[id]!.dtype) }));
 
   const newValue = (name: string, layout: Layout): number => {
     const shape = shapeOf(name);
@@ -133,6 +120,7 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
   };
 
   const inputs = graph.inputs.map((i) => ({ name: i.name, value: produce(i.name, NATURAL) }));
+  const layerOf = new Map(graph.layers.map((l) => [l.index, l]));
   for (const l of graph.layers) {
     for (const o of l.outputs) dtypes.set(o, graph.dtypes?.get(o) ?? l.dtype);
     const choice = choices.get(l.index);
@@ -141,15 +129,12 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
       if (!choice) throw internalError(`plan: tunable layer ${l.index} has no usable version`);
       needs = tunableNeeds(l, choice.vec);
     } else {
-      const first = l.inputs[0] === undefined ? undefined : producedIn.get(l.inputs[0]);
-      const p = first === undefined ? undefined : parseLayout(first);
-      const blocked = p?.kind === 'blocked' && runsBlocked(l, p.vec) ? first! : NATURAL;
-      needs = { layout: blocked, inputs: l.inputs.map(() => blocked), outputs: l.outputs.map(() => blocked) };
+      needs = nonTunableNeeds(l, (v) => producedIn.get(v));
     }
     const ins = l.inputs.map((v, i) => read(v, needs.inputs[i]!));
     const outs = l.outputs.map((v, i) => produce(v, needs.outputs[i]!));
     const inPlace = VIEWS.has(l.op) && outs.length === 1 && ins.length === 1 && values[ins[0]!]!.bytes === values[outs[0]!]!.bytes;
-    if (inPlace) aliasOf.set(outs[0]!, ins[0]!);
+    if (inPlace) placement.attach(outs[0]!, ins[0]!, 0);
     steps.push({
       index: steps.length, op: 'layer', layer: l.index, layout: needs.layout, inputs: ins, outputs: outs,
       ...(l.tunable ? { versions: [...choice!.versions] } : {}),
@@ -157,30 +142,90 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
     });
   }
   const outputs = graph.outputs.map((o) => ({ name: o.name, value: read(o.name, NATURAL) }));
-  const offsets = arenaOffsets(values, steps, inputs.map((i) => i.value), outputs.map((o) => o.value), aliasOf);
+  const planned = placeSlices(steps, values, layerOf, placement, new Set(inputs.map((i) => i.value)));
+  const offsets = arenaOffsets(values, planned, placement, inputs.map((i) => i.value), outputs.map((o) => o.value));
   return {
     vectorWidth, inputs, outputs,
-    values: values.map((v) => ({ ...v, offset: offsets.offsets.get(v.id)! })),
-    steps, arenaBytes: offsets.bytes,
+    values: values.map((v) => {
+      const view = placement.viewOf(v.id);
+      return { ...v, offset: offsets.offsets.get(v.id)!, ...(view ? { viewOf: view } : {}) };
+    }),
+    steps: planned, arenaBytes: offsets.bytes,
   };
 }
 
-/** Lifetimes per storage group (a value plus its in-place views), then the arena. */
-function arenaOffsets(values: readonly Omit<PlanValue, 'offset'>[], steps: readonly PlanStep[], graphInputs: readonly number[],
-  graphOutputs: readonly number[], aliasOf: ReadonlyMap<number, number>): { offsets: Map<number, number>; bytes: number } {
-  const root = (id: number): number => { let r = id; while (aliasOf.has(r)) r = aliasOf.get(r)!; return r; };
+/** Channel-axis slice offsets of a concat's inputs / a split's outputs (undefined: not contiguous). */
+function sliceOffsets(parts: readonly DraftValue[], whole: DraftValue): (number | undefined)[] {
+  let c0 = 0;
+  return parts.map((p, i) => {
+    const c = p.shape[1] ?? 0;
+    const off = channelSliceOffset({ ...whole, elementBytes: dtypeBytes(whole.dtype) }, c0, c, i === parts.length - 1);
+    c0 += c;
+    return p.layout === whole.layout && p.dtype === whole.dtype ? off : undefined;
+  });
+}
+
+function sliceStart(l: Layer): number | undefined {
+  const starts = l.attrs['starts'];
+  const s = Array.isArray(starts) ? starts[0] : starts;
+  if (typeof s !== 'number') return undefined;
+  const dim = l.inputShapes[0]![1]!;
+  const start = s < 0 ? s + dim : s;
+  return Math.min(Math.max(start, 0), dim);
+}
+
+/** Concat inputs into their slices, split / slice outputs as slices of their input; steps with nothing left to do become in place. */
+function placeSlices(steps: readonly PlanStep[], values: readonly DraftValue[], layerOf: ReadonlyMap<number, Layer>, placement: Placement,
+  graphInputs: ReadonlySet<number>): PlanStep[] {
+  const movable = (id: number) => !graphInputs.has(id);
+  return steps.map((s): PlanStep => {
+    if (s.op !== 'layer' || s.inPlace) return s;
+    const l = layerOf.get(s.layer)!;
+    if (l.tunable || (l.attrs['axis'] !== 1 && l.op !== 'slice')) return s;
+    if (l.op === 'concat' && s.outputs.length === 1) {
+      const out = values[s.outputs[0]!]!;
+      const offs = sliceOffsets(s.inputs.map((i) => values[i]!), out);
+      const placed = placement.placeConcat(out.id, s.inputs.map((id, i) => ({ id, offset: offs[i] })), movable);
+      return placed.every(Boolean) ? inPlaceStep(s) : s;
+    }
+    const src = values[s.inputs[0]!];
+    if (src === undefined || s.inputs.length !== 1) return s;
+    let parts: (number | undefined)[] | undefined;
+    if (l.op === 'split') {
+      parts = sliceOffsets(s.outputs.map((o) => values[o]!), src);
+    } else if (l.op === 'slice' && s.outputs.length === 1 && sliceOnChannels(l)) {
+      const start = sliceStart(l);
+      const out = values[s.outputs[0]!]!;
+      const last = start !== undefined && start + (out.shape[1] ?? 0) === src.shape[1];
+      parts = start === undefined || out.layout !== src.layout ? [undefined]
+        : [channelSliceOffset({ ...src, elementBytes: dtypeBytes(src.dtype) }, start, out.shape[1] ?? 0, last)];
+    }
+    if (parts === undefined || parts.some((p) => p === undefined)) return s;
+    s.outputs.forEach((o, i) => placement.attach(o, src.id, parts![i]!));
+    return inPlaceStep(s);
+  });
+}
+
+const inPlaceStep = (s: LayerStep): LayerStep => ({ ...s, inPlace: true });
+
+/** Lifetimes per storage root (a value and every view inside it), then the arena; a view's offset is its root's plus its own. */
+function arenaOffsets(values: readonly DraftValue[], steps: readonly PlanStep[], placement: Placement, graphInputs: readonly number[],
+  graphOutputs: readonly number[]): { offsets: Map<number, number>; bytes: number } {
   const first = new Map<number, number>(), last = new Map<number, number>();
   const touch = (id: number, step: number) => {
-    const r = root(id);
+    const r = placement.rootOf(id).root;
     first.set(r, Math.min(first.get(r) ?? step, step));
     last.set(r, Math.max(last.get(r) ?? step, step));
   };
   for (const id of graphInputs) touch(id, -1);
   for (const s of steps) { for (const v of s.outputs) touch(v, s.index); for (const v of s.inputs) touch(v, s.index); }
   for (const id of graphOutputs) touch(id, steps.length);
-  const groups: StorageGroup[] = values.filter((v) => root(v.id) === v.id)
+  const groups: StorageGroup[] = values.filter((v) => placement.viewOf(v.id) === undefined)
     .map((v) => ({ id: v.id, bytes: v.bytes, first: first.get(v.id) ?? -1, last: last.get(v.id) ?? steps.length }));
   const arena = assignArena(groups);
-  const offsets = new Map(values.map((v) => [v.id, arena.offsets.get(root(v.id))!]));
+  const offsets = new Map(values.map((v) => {
+    const r = placement.rootOf(v.id);
+    return [v.id, arena.offsets.get(r.root)! + r.offset];
+  }));
   return { offsets, bytes: arena.bytes };
 }

@@ -9,6 +9,7 @@ import { Ajv } from 'ajv';
 import { userError } from '../errors.js';
 import { FINGERPRINT_PATTERN } from '../db/target-fingerprint.js';
 import { LAYOUT_PATTERN } from './layout.js';
+import { MAX_LAYER_VERSIONS } from './manifest.js';
 
 export const SEMVER_PATTERN = '^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$';
 /** A relative path of plain segments: letters, digits, '.', '_', '-'; never '.' or '..' alone. */
@@ -118,12 +119,22 @@ const layer = {
     epilogue: { type: 'array', items: epilogueStep },
     epilogueParams: { type: 'array', items: { type: 'number' } },
     params: { type: 'object', propertyNames: { pattern: '^[A-Za-z0-9_]{1,64}$' }, additionalProperties: paramRef },
-    versions: { type: 'array', items: version, maxItems: 5 },
+    versions: { type: 'array', items: version, maxItems: MAX_LAYER_VERSIONS },
     family: {
       type: 'object', required: ['regretPercent', 'bestMs', 'candidates', 'dominated'], additionalProperties: false,
       properties: {
         regretPercent: { type: 'object', propertyNames: levelKey, additionalProperties: { type: 'number' } },
         bestMs: latencyMap, candidates: int, dominated: int,
+        byThreads: {
+          type: 'object', propertyNames: { pattern: '^[1-9][0-9]{0,3}$' },
+          additionalProperties: {
+            type: 'object', required: ['count', 'regretPercent', 'bestMs', 'candidates', 'dominated'], additionalProperties: false,
+            properties: {
+              count: positiveInt, regretPercent: { type: 'object', propertyNames: levelKey, additionalProperties: { type: 'number' } },
+              bestMs: latencyMap, candidates: int, dominated: int,
+            },
+          },
+        },
       },
     },
   },
@@ -147,7 +158,10 @@ const graphPlan = {
       type: 'array',
       items: {
         type: 'object', required: ['id', 'name', 'shape', 'dtype', 'layout', 'bytes', 'offset'], additionalProperties: false,
-        properties: { id: int, name: { type: 'string' }, shape: dims, dtype, layout, bytes: int, offset: { type: 'integer', minimum: 0, multipleOf: 64 } },
+        properties: {
+          id: int, name: { type: 'string' }, shape: dims, dtype, layout, bytes: int, offset: int,
+          viewOf: { type: 'object', required: ['value', 'byteOffset'], additionalProperties: false, properties: { value: int, byteOffset: int } },
+        },
       },
     },
     steps: {
@@ -159,7 +173,7 @@ const graphPlan = {
             properties: {
               index: int, op: { const: 'layer' }, layer: int, layout,
               inputs: { type: 'array', items: int }, outputs: { type: 'array', items: int, minItems: 1 },
-              versions: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 5 },
+              versions: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: MAX_LAYER_VERSIONS },
               inPlace: { const: true },
             },
           },

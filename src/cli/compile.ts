@@ -1,7 +1,7 @@
 /**
  * `veltair compile MODEL.onnx -o OUT [--trials N] [--levels 0,1,2,3,4] [--max-versions 5]
  *  [--threads N] [--db DIR] [--shard i/n] [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
- * load → lower → tune the unique workloads (one pass, every level) → families → bundle.
+ * load → lower → tune the unique workloads (one pass, every level, at every thread count) → families → bundle.
  * Every argument and the output location are checked, and a C compiler is found, before the
  * first candidate is measured. With --shard only that shard's workloads are tuned into the
  * database (its own records file) and no bundle is written. With --sign KEY the manifest is signed
@@ -271,9 +271,10 @@ export function registerCompileCommand(program: Command): void {
     .option('-o, --output <dir>', 'bundle directory to write (not needed with --shard)')
     .option('--trials <n>', `measured candidates per unique workload (default ${DEFAULT_TRIALS})`)
     .option('--levels <list>', 'interference levels to measure every candidate at (default 0,1,2,3,4)')
-    .option('--max-versions <n>', `versions kept per layer, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
+    .option('--max-versions <n>', `versions kept per layer and thread count, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
     .option('--isa <level>', 'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512)')
-    .option('--threads <list>', 'thread counts candidates may use, e.g. 1 or 1,2 (default: all cores but one)')
+    .option('--threads <list>', 'thread counts to tune at, each with its own --trials and family, e.g. 1 or 1,2 '
+      + '(default: every count 1..cores; above 8 cores the powers of two and the core count)')
     .option('--profile-threads <list>', 'thread counts to profile kept versions at (level 0): a list, none, or auto (1, 2, 4 … cores; default)')
     .option('--db <dir>', `tuning database directory (default ${defaultDatabaseDir()})`)
     .option('--shard <i/n>', 'tune only shard i of n of the workloads into the database; write no bundle')

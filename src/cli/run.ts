@@ -9,6 +9,10 @@
  * for a float32 input are narrowed (numpy's default dtype is float64), int32 files for an int64
  * input are widened. Output file names come from the model, so they are sanitised to
  * [A-Za-z0-9._-] (and made unique) before they touch the file system.
+ *
+ * --profile FILE.json: after that run, `--profile-runs` (default 10) more with per-step timing,
+ * written as a Chrome trace (Perfetto, chrome://tracing; src/profile/trace.ts), and a table of the
+ * time by op kind on stderr (stdout stays machine output with --json).
  */
 import type { Command } from 'commander';
 import { randomBytes } from 'node:crypto';
@@ -23,6 +27,8 @@ import { decodePb } from '../runtime/io-pb.js';
 import { tensorStats, type HostTensor } from '../runtime/host-tensor.js';
 import { orderFeeds, type TensorInfo } from '../runtime/feeds.js';
 import { chooseLevel, type LevelChoice } from './run-level.js';
+import { chromeTrace, nonKernelShare, profileSession, summaryByKind, type KindRow } from '../profile/trace.js';
+import { median } from '../stats.js';
 import { parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
@@ -32,6 +38,8 @@ interface RunFlags {
   level?: string;
   threads?: string;
   trust?: string[];
+  profile?: string;
+  profileRuns?: string;
   json?: boolean;
 }
 
@@ -41,6 +49,11 @@ export interface RunSummary {
   readonly latencyMs: number;
   /** With --trust: the key id whose signature was verified. */
   readonly signedBy?: string;
+  /** With --profile: the trace file, profiled runs, median run (ms), time by op kind, share outside kernels. */
+  readonly profile?: {
+    readonly path: string; readonly runs: number; readonly medianRunMs: number; readonly nonKernelShare: number;
+    readonly byKind: readonly KindRow[];
+  };
 }
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
@@ -187,14 +200,38 @@ async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
       writeAtomically(path, encodeNpy(results[o.name]!));
       return { name: o.name, shape: [...o.shape], dtype: o.dtype as string, path };
     });
+    const profile = f.profile === undefined ? undefined
+      : writeProfile(session, feeds, f.profile, f.profileRuns === undefined ? 10 : parsePositiveInt('--profile-runs', f.profileRuns, 100_000),
+        { bundle: bundlePath, threads: threads ?? null, level: choice.level });
     const summary: RunSummary = {
-      outputs, level: choice.level, latencyMs: Math.round(latencyMs * 1000) / 1000, ...(session.signedBy ? { signedBy: session.signedBy } : {}),
+      outputs, level: choice.level, latencyMs: Math.round(latencyMs * 1000) / 1000,
+      ...(session.signedBy ? { signedBy: session.signedBy } : {}), ...(profile ? { profile } : {}),
     };
     if (json) printJson(summary);
     else printLine(summaryText(summary, results, choice));
   } finally {
     session.close();
   }
+}
+
+function writeProfile(session: Session, feeds: Record<string, HostTensor>, file: string, runs: number,
+  meta: { bundle: string; threads: number | null; level: number }): NonNullable<RunSummary['profile']> {
+  const path = resolve(file);
+  if (extname(path).toLowerCase() !== '.json') {
+    throw userError('BAD_ARGUMENT', `--profile ${quoteForMessage(file)} must name a .json file`, 'e.g. --profile trace.json (open it in https://ui.perfetto.dev)');
+  }
+  const p = profileSession(session, feeds, runs);
+  const trace = chromeTrace(p, session.manifest, { ...meta, model: session.manifest.model.path });
+  writeAtomically(path, new TextEncoder().encode(JSON.stringify(trace) + '\n'));
+  const byKind = summaryByKind(p);
+  const total = byKind.reduce((t, r) => t + r.ms, 0);
+  const rows = byKind.map((r) => [r.kind, String(r.steps), r.ms.toFixed(3), `${(r.share * 100).toFixed(1)}%`, (r.ms * 1000 / r.steps).toFixed(1)]);
+  const share = nonKernelShare(p);
+  note(formatTable([['op kind', 'steps', 'ms', 'share', 'µs/step'], ...rows, ['total', String(p.steps.length), total.toFixed(3), '100%', '']],
+    new Set([1, 2, 3, 4])));
+  note(`profile: ${runs} runs (median step times; median run ${median(p.runsMs).toFixed(3)} ms), ${(share * 100).toFixed(1)}% outside tuned kernels; `
+    + `trace written to ${path}`);
+  return { path, runs, medianRunMs: Math.round(median(p.runsMs) * 1000) / 1000, nonKernelShare: Math.round(share * 10000) / 10000, byKind };
 }
 
 /** A feed refusal, with the file that input came from. */
@@ -220,8 +257,10 @@ export function registerRunCommand(program: Command): void {
     .option('--input <name=file>', 'a model input from a .npy or ONNX TensorProto .pb file (repeatable; NAME= may be left out for a one-input model)', collect)
     .option('--output-dir <dir>', 'where to write <output>.npy files (default ./outputs, created if missing)')
     .option('--level <auto|n>', 'interference level whose best-profiled versions to run: 0 to 4, or auto (the interference proxy) (default 0)')
-    .option('--threads <n>', 'run every layer with n threads (default: each version at its tuned thread count)')
+    .option('--threads <n>', 'run with n threads and the versions tuned for n (default: the widest tuned count leaving a core free)')
     .option('--trust <key>', 'run only if this Ed25519 public key (veltair keygen PREFIX.pub) signed the bundle (repeatable: any of them)', collect)
+    .option('--profile <file.json>', 'also time every step over --profile-runs runs: a Chrome trace (Perfetto) and a table by op kind on stderr')
+    .option('--profile-runs <n>', 'profiled runs for --profile (default 10)')
     .option('--json', 'machine-readable summary on stdout, nothing else there')
     .action(runAction);
 }

@@ -1,8 +1,10 @@
 /**
  * Epilogue fusion: starting from a tunable layer's output, absorb the chain of nodes that only it
  * feeds — BatchNormalization and constant bias adds (folded into weight/bias while nothing non-linear
- * has happened yet), activations, and residual adds of a same-shaped activation value — in whatever
- * order the model applies them. The chain stops at the first value something else also reads.
+ * has happened yet), activations, residual adds of a same-shaped activation value, and multiplies
+ * by a per-channel gate computed elsewhere (channel_mul: a squeeze-excite gate that does not come
+ * from this layer's own output) — in whatever order the model applies them. The chain stops at the
+ * first value something else also reads.
  */
 import type { OnnxNode, Tensor } from '../onnx/model.js';
 import { attrFloat, attrInt, attrString } from '../onnx/attributes.js';
@@ -136,11 +138,49 @@ function absorb(g: WorkGraph, ix: GraphIndex, d: LayerDraft, n: OnnxNode, v: str
     d.epilogue.push({ kind: 'residual_add', value: other });
     return true;
   }
+  if (n.domain === '' && n.opType === 'Mul') {
+    const gate = otherOperand(n, v);
+    if (gate !== undefined && gate !== '' && isChannelGate(g, ix, d, gate, v, outShape)) {
+      d.epilogue.push({ kind: 'channel_mul', value: gate });
+      return true;
+    }
+  }
   if (n.inputs[0] !== v || n.inputs.slice(1).includes(v)) return false;
   const activation = activationOf(g, n);
   if (activation === undefined) return false;
   d.epilogue.push({ kind: 'activation', activation } satisfies EpilogueStep);
   return true;
+}
+
+/**
+ * A per-channel gate the layer can multiply in its epilogue: one value per (batch, channel) of the
+ * output ([N|1, C, 1, 1] for conv, [N|1, C] for dense), an activation, and not computed from the
+ * layer's own output (a squeeze-excite gate usually is: then the multiply stays its own op).
+ */
+function isChannelGate(g: WorkGraph, ix: GraphIndex, d: LayerDraft, gate: string, v: string, out: readonly number[]): boolean {
+  if (g.constants.has(gate) || d.epilogue.some((s) => s.kind === 'channel_mul')) return false;
+  const t = g.types.get(gate);
+  if (t === undefined || t.dtype !== d.dtype) return false;
+  const s = t.shape;
+  const perChannel = d.op === 'conv2d'
+    ? s.length === 4 && s[1] === out[1] && s[2] === 1 && s[3] === 1 && (s[0] === 1 || s[0] === out[0])
+    : d.op === 'dense' && out.length === 2 && s.length === 2 && s[1] === out[1] && s[0] === 1;
+  return perChannel && !dependsOn(ix, gate, v);
+}
+
+/** Is `value` computed (transitively) from `target`? */
+function dependsOn(ix: GraphIndex, value: string, target: string): boolean {
+  const seen = new Set<string>();
+  const stack = [value];
+  while (stack.length > 0) {
+    const x = stack.pop()!;
+    if (x === target) return true;
+    if (seen.has(x)) continue;
+    seen.add(x);
+    const p = ix.producer.get(x);
+    if (p) for (const i of p.inputs) if (i !== '') stack.push(i);
+  }
+  return false;
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {

@@ -9,10 +9,11 @@
  *  - sliding-window pooling: window size × output elements;
  *  - reductions and normalisations (GlobalAveragePool, Reduce*, Softmax, LayerNorm, BatchNorm…):
  *    one per input element;
- *  - pure data movement (Reshape, Transpose, Concat, Split, Slice, Gather, Pad, Expand, Cast…): 0.
+ *  - pure data movement (Reshape, Transpose, Concat, Split, Slice, Gather, Pad, Expand, Cast,
+ *    veltair.ChannelGather…): 0.
  */
 import type { OnnxNode, Tensor } from '../onnx/model.js';
-import { attrInt } from '../onnx/attributes.js';
+import { attrInt, attrInts } from '../onnx/attributes.js';
 import type { AttrValue, LayerDraft } from './draft.js';
 import { activationOf } from './fuse.js';
 import { isViewOp } from './simplify.js';
@@ -102,6 +103,7 @@ function normaliseAxes(attrs: Record<string, AttrValue>, key: string, rank: numb
 }
 
 function opCount(g: WorkGraph, n: OnnxNode, outShape: readonly number[], attrs: Record<string, AttrValue>): number {
+  if (n.domain === VELTAIR_DOMAIN && n.opType === 'ChannelGather') return 0;
   if (n.domain === VELTAIR_DOMAIN || ELEMENTWISE.has(n.opType)) return elementCount(outShape);
   if (n.opType === 'MaxPool' || n.opType === 'AveragePool' || n.opType === 'LpPool') {
     return elementCount(outShape) * elementCount(attrs.kernel as readonly number[]);
@@ -120,7 +122,26 @@ function poolAttrs(g: WorkGraph, n: OnnxNode, attrs: Record<string, AttrValue>):
   Object.assign(attrs, { kernel: win.kernel, strides: win.strides, pads: win.pads, dilations: win.dilations });
 }
 
+/** ReduceMean / ReduceMax over exactly the spatial axes of a rank-4 value: a global pool (same values, same bytes). */
+function globalPoolOf(g: WorkGraph, n: OnnxNode, opset: number): string | undefined {
+  if (n.domain !== '' || (n.opType !== 'ReduceMean' && n.opType !== 'ReduceMax')) return undefined;
+  const x = n.inputs[0] ?? '';
+  const rank = shapeOf(g, x).length;
+  const fromInput = n.inputs[1] !== undefined && n.inputs[1] !== '' ? g.constants.get(n.inputs[1]) : undefined;
+  const raw = fromInput !== undefined ? [...numbers(fromInput)] : opset < 18 ? attrInts(n, 'axes') : undefined;
+  if (rank !== 4 || raw === undefined) return undefined;
+  const axes = raw.map((a) => (a < 0 ? a + rank : a)).sort();
+  if (axes.length !== 2 || axes[0] !== 2 || axes[1] !== 3) return undefined;
+  return n.opType === 'ReduceMean' ? 'globalaveragepool' : 'globalmaxpool';
+}
+
 export function lowerGeneric(g: WorkGraph, n: OnnxNode, position: number, opset: number): LayerDraft {
+  const pool = globalPoolOf(g, n, opset);
+  if (pool !== undefined) {
+    const x = n.inputs[0] ?? '';
+    return { name: n.name, op: pool, inputs: [x], outputs: [n.outputs[0] ?? ''], dtype: g.types.get(x)?.dtype ?? 'float32', attrs: {}, params: {},
+      epilogue: [], position, core: undefined, macs: elementCount(shapeOf(g, x)) };
+  }
   const y = n.outputs[0] ?? '';
   const outShape = shapeOf(g, y);
   const inRank = shapeOf(g, n.inputs[0] ?? y).length;

@@ -2,10 +2,13 @@
  * InferredModel → LayerGraph. The stages, in order:
  *  1. simplify: drop aliases (Identity, Dropout, no-op views/Transposes), merge view chains;
  *  2. desugar Gemm into MatMul (+ Mul) + Add so dense has one spelling;
- *  3. recognise exporter patterns (decomposed LayerNorm, GELU, SiLU);
+ *  3. recognise exporter patterns (decomposed LayerNorm, GELU, SiLU) and channel shuffles with the
+ *     concat before and the slices after them (channel-moves.ts);
  *  4. lower tunable cores (Conv, MatMul) and fuse their epilogues (BN, bias, activations, residual);
  *  5. lower every remaining node to a non-tunable layer;
- *  6. order layers by where their last absorbed node stood, and freeze them (workload keys, MACs,
+ *  6. fuse the non-tunable layers: batch norms into consumer convs, elementwise chains into one
+ *     layer (fuse-ops.ts);
+ *  7. order layers by where their last absorbed node stood, and freeze them (workload keys, MACs,
  *     overflow guard).
  */
 import type { DType, InferredModel, OnnxNode } from '../onnx/model.js';
@@ -13,9 +16,11 @@ import { userError } from '../errors.js';
 import type { Layer, LayerGraph } from './layer.js';
 import { finishLayer, type LayerDraft } from './draft.js';
 import { fuseEpilogue } from './fuse.js';
+import { fuseNonTunable } from './fuse-ops.js';
 import { desugarGemms } from './gemm.js';
 import { lowerGeneric } from './generic.js';
 import { recognisePatterns } from './patterns.js';
+import { recogniseChannelMoves } from './channel-moves.js';
 import { dropAliases, mergeViewChains } from './simplify.js';
 import { lowerConv, lowerMatMul } from './tunable.js';
 import { indexGraph, shapeOf, workGraphOf, type WorkGraph } from './work-graph.js';
@@ -43,14 +48,16 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   dropAliases(g);
   desugarGemms(g);
   recognisePatterns(g);
+  recogniseChannelMoves(g);
 
   const consumed = new Set<OnnxNode>();
   const cores = lowerCores(g, consumed);
-  const drafts: LayerDraft[] = [];
+  const lowered: LayerDraft[] = [];
   g.nodes.forEach((n, position) => {
     if (consumed.has(n)) return;
-    drafts.push(cores.get(n) ?? lowerGeneric(g, n, position, opset));
+    lowered.push(cores.get(n) ?? lowerGeneric(g, n, position, opset));
   });
+  const drafts = fuseNonTunable(g, lowered);
   // Stable sort: a fused layer moves to its last absorbed node; everything it reads is earlier.
   drafts.sort((a, b) => a.position - b.position);
   const layers: Layer[] = drafts.map((d, i) => finishLayer(g, d, i));

@@ -216,9 +216,12 @@ const matchSilu: Matcher = (g, ix, sigmoid) => {
 
 const matchHardSwish: Matcher = (g, ix, gate) => {
   if (!isOp(gate, 'HardSigmoid')) return undefined;
+  // ONNX defaults (alpha 0.2, beta 0.5) apply when an attribute is absent: PyTorch writes only alpha.
   const alpha = gate.attributes.get('alpha');
   const beta = gate.attributes.get('beta');
-  if (alpha?.kind !== 'float' || beta?.kind !== 'float' || !near(alpha.value, 1 / 6) || !near(beta.value, 0.5)) return undefined;
+  const a = alpha === undefined ? 0.2 : alpha.kind === 'float' ? alpha.value : NaN;
+  const b = beta === undefined ? 0.5 : beta.kind === 'float' ? beta.value : NaN;
+  if (!near(a, 1 / 6) || !near(b, 0.5)) return undefined;
   const x = gate.inputs[0] ?? '';
   const mul = soleConsumer(g, ix, out(gate));
   if (!isOp(mul, 'Mul') || otherOperand(mul, out(gate)) !== x) return undefined;

@@ -1,6 +1,6 @@
 /**
  * Graph clean-up before lowering: values that are only another name for a value (Identity,
- * inference-time Dropout, shape-preserving views, identity Transposes) are merged into it, and
+ * inference-time Dropout, shape-preserving views, identity Transposes, pads of nothing) are merged into it, and
  * chains of views (Reshape/Flatten/Squeeze/Unsqueeze over row-major data never move a byte) collapse
  * into one Reshape.
  */
@@ -32,6 +32,14 @@ function aliasSource(g: WorkGraph, n: OnnxNode, unusedOutputs: (vs: readonly str
     case 'Transpose': {
       const perm = attrInts(n, 'perm');
       return perm !== undefined && perm.every((p, i) => p === i) ? x : undefined;
+    }
+    case 'Pad': {
+      // A constant pad of nothing (PyTorch writes one before some average pools).
+      const pads = n.inputs[1] ? g.constants.get(n.inputs[1]) : undefined;
+      const mode = n.attributes.get('mode');
+      const constantMode = mode === undefined || (mode.kind === 'string' && mode.value === 'constant');
+      return constantMode && pads !== undefined && !Array.isArray(pads.data) && Array.from(pads.data as ArrayLike<number | bigint>).every((p) => Number(p) === 0)
+        && sameShape(shapeOf(g, x), shapeOf(g, n.outputs[0] ?? '')) ? x : undefined;
     }
     default:
       return isViewOp(n) && sameShape(shapeOf(g, x), shapeOf(g, n.outputs[0] ?? '')) ? x : undefined;

@@ -5,8 +5,9 @@
  */
 import { BINARY_FN, FIRST_COMPARISON, KIND, OP, POOL_KIND, REDUCE_FN, UNARY_FN } from './ops.js';
 import { broadcastShape, broadcastStrides, coalesce, MAX_NATIVE_RANK, product, roundUp, stridesOf } from './geometry.js';
-import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type LoweredOp, type Lowering, type OpContext } from './lower-context.js';
+import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type LoweredOp, type Lowering, type OpContext, type Operand } from './lower-context.js';
 import { paramFloats } from './runtime-layer.js';
+import { elementwiseChain } from './lower-chain.js';
 
 /** Padded-lane fix-up ints for a blocked output (all zero on the natural layout). */
 function laneFix(c: OpContext): number[] {
@@ -40,28 +41,43 @@ function stored(c: OpContext): number {
   return g.n * roundUp(g.c, g.v) * g.h * g.w;
 }
 
+/**
+ * A constant operand of a blocked binary as the per-channel gate BINARY_CHANNEL reads: [CB*V]
+ * floats, channel c at index c, zero-padded (a scalar is one value per channel).
+ */
+function channelGateParam(c: OpContext, o: Operand, channels: number, v: number): Operand {
+  const src = paramFloats(o.param!);
+  const gate = new Float32Array(roundUp(channels, v));
+  for (let ch = 0; ch < channels; ch++) gate[ch] = src.length === 1 ? src[0]! : src[ch]!;
+  return { ...o, ref: c.addParam(gate), shape: [1, channels, 1, 1] };
+}
+
 export const binary: Lowering = (c) => {
   const fn = BINARY_FN[c.layer.op];
   if (fn === undefined || c.ins.length !== 2) unsupported(c, 'binary ops take exactly two operands');
-  const [a, b] = c.ins as [typeof c.ins[0], typeof c.ins[0]];
-  if (a!.dtype !== 'float32' || b!.dtype !== 'float32') unsupported(c, 'native binary ops run on float32');
+  let [a, b] = c.ins as [Operand, Operand];
+  if (a.dtype !== 'float32' || b.dtype !== 'float32') unsupported(c, 'native binary ops run on float32');
   const out = c.outs[0]!;
   if (isBlocked(c.layout)) {
     const g = blockedGeometry(out);
-    const same = a!.shape.length === b!.shape.length && a!.shape.every((d, i) => d === b!.shape[i]);
-    if (same) {
-      return { op: OP.BINARY, inputs: [a!.ref, b!.ref], outputs: [out.ref], ints: [fn, 1, stored(c), 1, 1, ...laneFix(c)] };
+    const sameShape = (x: Operand) => x.shape.length === out.shape.length && x.shape.every((d, i) => d === out.shape[i]);
+    if (sameShape(a) && sameShape(b) && !a.param && !b.param) {
+      return { op: OP.BINARY, inputs: [a.ref, b.ref], outputs: [out.ref], ints: [fn, 1, stored(c), 1, 1, ...laneFix(c)] };
     }
     if (fn >= FIRST_COMPARISON || fn === BINARY_FN['pow'] || fn === BINARY_FN['prelu'] || fn === BINARY_FN['mod']) {
       unsupported(c, 'this op has no per-channel blocked form');
     }
-    return { op: OP.BINARY_CHANNEL, inputs: [a!.ref, b!.ref], outputs: [out.ref],
-      ints: [fn, g.n, Math.ceil(g.c / g.v), g.h * g.w, g.v, b!.shape[0] === g.n && g.n > 1 ? 1 : 0, g.c] };
+    // The full-sized operand first; `reversed` keeps gate - x and gate / x right.
+    const reversed = !sameShape(a) || (a.param !== undefined && b.param === undefined);
+    if (reversed) [a, b] = [b, a];
+    if (b.param) b = channelGateParam(c, b, g.c, g.v);
+    return { op: OP.BINARY_CHANNEL, inputs: [a.ref, b.ref], outputs: [out.ref],
+      ints: [fn, g.n, Math.ceil(g.c / g.v), g.h * g.w, g.v, b.shape[0] === g.n && g.n > 1 ? 1 : 0, g.c, reversed ? 1 : 0] };
   }
-  const shape = broadcastShape([a!.shape, b!.shape]);
-  const walk = coalesce(shape, [broadcastStrides(a!.shape, shape), broadcastStrides(b!.shape, shape)]);
+  const shape = broadcastShape([a.shape, b.shape]);
+  const walk = coalesce(shape, [broadcastStrides(a.shape, shape), broadcastStrides(b.shape, shape)]);
   if (walk.dims.length > MAX_NATIVE_RANK) unsupported(c, 'broadcast rank above 8');
-  return { op: OP.BINARY, inputs: [a!.ref, b!.ref], outputs: [out.ref],
+  return { op: OP.BINARY, inputs: [a.ref, b.ref], outputs: [out.ref],
     ints: [fn, walk.dims.length, ...walk.dims, ...walk.strides[0]!, ...walk.strides[1]!, 0, 0, 0, 0] };
 };
 
@@ -110,7 +126,9 @@ export const globalPool: Lowering = (c) => {
   const v = blockedGeometry(x).v;
   const [n = 1, ch = 1, ...spatial] = x.shape;
   const kind = c.layer.op === 'globalmaxpool' ? POOL_KIND.max : POOL_KIND.average;
-  return { op: OP.GLOBAL_POOL, inputs: [x.ref], outputs: [c.outs[0]!.ref], ints: [kind, n, ch, product(spatial), v] };
+  // A blocked input may write its result in the natural layout ([N][C]: no reorder for what reads it).
+  const naturalOut = v > 1 && !isBlocked(c.outs[0]!.layout) ? 1 : 0;
+  return { op: OP.GLOBAL_POOL, inputs: [x.ref], outputs: [c.outs[0]!.ref], ints: [kind, n, ch, product(spatial), v, naturalOut] };
 };
 
 export const softmax: Lowering = (c) => {
@@ -214,6 +232,7 @@ export const COMPUTE_LOWERINGS: Readonly<Record<string, Lowering>> = {
   ...Object.fromEntries(Object.keys(REDUCE_FN).map((k) => [k, reduce])),
   where, maxpool: pool, averagepool: pool, globalaveragepool: globalPool, globalmaxpool: globalPool,
   softmax, logsoftmax: softmax, layernormalization: layerNorm, batchnormalization: batchNorm, cast, topk,
+  elementwise_chain: elementwiseChain,
 };
 
 export type { LoweredOp };

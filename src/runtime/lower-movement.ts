@@ -6,7 +6,7 @@
 import { dtypeBytes } from '../bundle/layout.js';
 import { KIND, OP } from './ops.js';
 import { broadcastStrides, coalesce, MAX_NATIVE_RANK, product, stridesOf } from './geometry.js';
-import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type Lowering, type OpContext } from './lower-context.js';
+import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type Lowering, type OpContext, type Operand } from './lower-context.js';
 import { paramFloats } from './runtime-layer.js';
 
 interface Job {
@@ -53,14 +53,49 @@ export const copy: Lowering = (c) => {
 export const transpose: Lowering = (c) => {
   const x = c.ins[0]!;
   const perm = attrList(c, 'perm') ?? [...x.shape.keys()].reverse();
-  const inStrides = stridesOf(x.shape);
   const out = c.outs[0]!.shape;
+  if (isBlocked(x.layout)) return blockedTranspose(c, perm);
+  const inStrides = stridesOf(x.shape);
   return stridedCopy(c, [{ src: 0, dst: 0, srcBase: 0, dstBase: 0, dims: out, srcStrides: perm.map((p) => inStrides[p]!), dstStrides: contiguous(out) }]);
 };
+
+/**
+ * A rank-4 transpose reading NCHW[V]c and writing the natural layout: the channel axis splits into
+ * (block, lane), so the copy is one rank-5 strided job (NCHW → NHWC moves V contiguous floats at a
+ * time when C is a multiple of V; the tail block's real lanes only otherwise).
+ */
+function blockedTranspose(c: OpContext, perm: readonly number[]): ReturnType<Lowering> {
+  const g = blockedGeometry(c.ins[0]!);
+  const cb = Math.ceil(g.c / g.v);
+  // Source element strides of the logical axes n, c, h, w, with c = block * V + lane.
+  const logical = [cb * g.h * g.w * g.v, 0, g.w * g.v, g.v];
+  const outShape = c.outs[0]!.shape;
+  const outStrides = stridesOf(outShape);
+  const cAt = perm.indexOf(1);
+  const jobs: Job[] = [];
+  const full = Math.floor(g.c / g.v);
+  const part = (blocks: number, lanes: number, firstBlock: number): Job => {
+    const dims = perm.map((p) => (p === 1 ? blocks : outShape[perm.indexOf(p)]!));
+    const srcStrides = perm.map((p) => (p === 1 ? g.h * g.w * g.v : logical[p]!));
+    const dstStrides = outStrides.map((s, i) => (i === cAt ? s * g.v : s));
+    return { src: 0, dst: 0, srcBase: firstBlock * g.h * g.w * g.v, dstBase: firstBlock * g.v * outStrides[cAt]!,
+      dims: [...dims, lanes], srcStrides: [...srcStrides, 1], dstStrides: [...dstStrides, outStrides[cAt]!] };
+  };
+  if (full > 0) jobs.push(part(full, g.v, 0));
+  if (g.c % g.v !== 0) jobs.push(part(1, g.c % g.v, full));
+  return stridedCopy(c, jobs);
+}
 
 export const slice: Lowering = (c) => {
   const x = c.ins[0]!;
   if (c.ins.length > 1) unsupported(c, 'slice bounds must be constant');
+  if (isBlocked(c.layout)) {
+    // The plan runs only step-1 channel slices blocked.
+    const s0 = (attrList(c, 'starts') ?? [0])[0]!;
+    const start = Math.min(Math.max(s0 < 0 ? s0 + x.shape[1]! : s0, 0), x.shape[1]!);
+    const out = c.outs[0]!;
+    return channelGather(c, [Array.from({ length: out.shape[1]! }, (_, ch) => [0, start + ch] as const)], x, c.outs);
+  }
   const rank = x.shape.length;
   const starts = attrList(c, 'starts') ?? [];
   const axes = attrList(c, 'axes') ?? starts.map((_, i) => i);
@@ -85,42 +120,107 @@ export const slice: Lowering = (c) => {
 export const split: Lowering = (c) => {
   const x = c.ins[0]!;
   const axis = attrNumber(c, 'axis', 0);
+  if (isBlocked(c.layout)) {
+    const starts = channelStarts(c.outs);
+    return channelGather(c, c.outs.map((o, i) => Array.from({ length: o.shape[1]! }, (_, ch) => [0, starts[i]! + ch] as const)), x, c.outs);
+  }
   const inStrides = stridesOf(x.shape);
   let offset = 0;
-  const jobs = c.outs.map((o, i) => {
+  const jobs: Job[] = [];
+  c.outs.forEach((o, i) => {
     const job = { src: 0, dst: i, srcBase: offset * inStrides[axis]!, dstBase: 0, dims: o.shape, srcStrides: inStrides, dstStrides: contiguous(o.shape) };
+    // An output the plan placed inside the input (a zero-copy split) is already there.
+    if (!(o.ref === x.ref + offset * inStrides[axis]! * dtypeBytes(x.dtype) && o.ref >= 0)) jobs.push(job);
     offset += o.shape[axis]!;
-    return job;
   });
   return stridedCopy(c, jobs);
 };
+
+/** First channel of each part of a channel concat / split. */
+function channelStarts(parts: readonly Operand[]): number[] {
+  let c0 = 0;
+  return parts.map((p) => { const s = c0; c0 += p.shape[1]!; return s; });
+}
+
+/** Byte offset of channel c0 in a batch-1 value of this geometry (blocked: c0 a multiple of V). */
+function channelByteOffset(o: Operand, c0: number): number {
+  const inner = o.shape.slice(2).reduce((a, b) => a * b, 1);
+  return c0 * inner * dtypeBytes(o.dtype);
+}
+
+/**
+ * CHANNEL_GATHER: `sources[o][ch]` = [input index, input channel] of output o's channel ch, over
+ * NCHW[V]c (or NCHW: V = 1, the channel axis second, the rest flattened).
+ */
+export function channelGather(c: OpContext, sources: readonly (readonly (readonly [number, number])[])[], ...parts: [Operand | readonly Operand[], readonly Operand[]]):
+  ReturnType<Lowering> {
+  const ins = Array.isArray(parts[0]) ? parts[0] as readonly Operand[] : [parts[0] as Operand];
+  const outs = parts[1];
+  const all = [...ins, ...outs];
+  if (all.some((o) => o.dtype !== 'float32' || o.shape.length < 2)) unsupported(c, 'channel gathers run on float32 values with a channel axis');
+  const geo = (o: Operand) => {
+    const g = blockedGeometry(o);
+    return { n: o.shape[0]!, hw: isBlocked(o.layout) ? g.h * g.w : o.shape.slice(2).reduce((a, b) => a * b, 1), v: g.v };
+  };
+  const first = geo(all[0]!);
+  if (all.some((o) => { const g = geo(o); return g.n !== first.n || g.hw !== first.hw || g.v !== first.v; })) {
+    unsupported(c, 'channel gather operands differ in batch, spatial size or layout');
+  }
+  const map = sources.flatMap((list) => list.flatMap(([i, ch]) => [i, ch]));
+  return { op: OP.CHANNEL_GATHER, inputs: ins.map((o) => o.ref), outputs: outs.map((o) => o.ref),
+    ints: [first.v, first.n, first.hw, ins.length, outs.length, ...ins.map((o) => o.shape[1]!), ...outs.map((o) => o.shape[1]!), ...map] };
+}
+
+/** A fused channel movement (channel shuffle with its concat and split): `sources` = [input, channel] per output channel, outputs in order. */
+const channelGatherLayer: Lowering = (c) => {
+  const flat = attrList(c, 'sources') ?? [];
+  let at = 0;
+  const sources = c.outs.map((o) => Array.from({ length: o.shape[1]! }, () => {
+    const pair = [flat[at]!, flat[at + 1]!] as const;
+    at += 2;
+    return pair;
+  }));
+  if (at !== flat.length) unsupported(c, 'channel gather sources do not match the output channels');
+  return channelGather(c, sources, c.ins, c.outs);
+};
+
+/** Is input `o` already at channel `c0` of `out` (the plan wrote it there: a zero-copy concat)? */
+function inSlice(o: Operand, out: Operand, c0: number): boolean {
+  return o.ref >= 0 && out.ref >= 0 && out.shape[0] === 1 && o.ref === out.ref + channelByteOffset(out, c0);
+}
 
 export const concat: Lowering = (c) => {
   const out = c.outs[0]!;
   const axis = attrNumber(c, 'axis', 0);
   if (isBlocked(c.layout)) {
-    // NCHW[V]c along C with every input's channels a multiple of V: copy whole channel blocks.
+    if (axis !== 1) unsupported(c, 'blocked concat runs along channels');
     const og = blockedGeometry(out);
+    const starts = channelStarts(c.ins);
+    if (c.ins.some((o, i) => starts[i]! % og.v !== 0 || (i < c.ins.length - 1 && o.shape[1]! % og.v !== 0))) {
+      // Channel counts off the V grid: assemble each output block lane by lane.
+      const owner = (ch: number) => { let i = 0; while (ch >= starts[i]! + c.ins[i]!.shape[1]!) i++; return i; };
+      return channelGather(c, [Array.from({ length: og.c }, (_, ch) => { const i = owner(ch); return [i, ch - starts[i]!] as const; })], c.ins, c.outs);
+    }
+    // Whole channel blocks: one contiguous run per batch and input, skipping inputs already in place.
     const plane = og.h * og.w * og.v;
     const outCb = Math.ceil(og.c / og.v);
-    let cb = 0;
-    const jobs = c.ins.map((o, i) => {
+    const jobs: Job[] = [];
+    c.ins.forEach((o, i) => {
       const g = blockedGeometry(o);
-      const blocks = g.c / g.v;
-      if (axis !== 1 || !Number.isInteger(blocks)) unsupported(c, 'blocked concat needs channel counts that are multiples of V');
-      const job = { src: i, dst: 0, srcBase: 0, dstBase: cb * plane,
-        dims: [g.n, blocks * plane], srcStrides: [blocks * plane, 1], dstStrides: [outCb * plane, 1] };
-      cb += blocks;
-      return job;
+      const blocks = Math.ceil(g.c / g.v), cb = starts[i]! / og.v;
+      if (inSlice(o, out, starts[i]!)) return;
+      jobs.push({ src: i, dst: 0, srcBase: 0, dstBase: cb * plane, dims: [g.n, blocks * plane], srcStrides: [blocks * plane, 1], dstStrides: [outCb * plane, 1] });
     });
     return stridedCopy(c, jobs);
   }
   const outStrides = stridesOf(out.shape);
   let offset = 0;
-  const jobs = c.ins.map((o, i) => {
+  const jobs: Job[] = [];
+  c.ins.forEach((o, i) => {
     const job = { src: i, dst: 0, srcBase: 0, dstBase: offset * outStrides[axis]!, dims: o.shape, srcStrides: contiguous(o.shape), dstStrides: outStrides };
+    const placed = axis === 1 && inSlice(o, out, offset);
+    if (!placed) jobs.push(job);
     offset += o.shape[axis]!;
-    return job;
   });
   return stridedCopy(c, jobs);
 };
@@ -161,5 +261,5 @@ export const gather: Lowering = (c) => {
 
 export const MOVEMENT_LOWERINGS: Readonly<Record<string, Lowering>> = {
   identity: copy, dropout, reshape: copy, flatten: copy, squeeze: copy, unsqueeze: copy,
-  transpose, slice, split, concat, expand, pad, gather,
+  transpose, slice, split, concat, expand, pad, gather, channelgather: channelGatherLayer,
 };

@@ -20,15 +20,19 @@
  * | softmax, logsoftmax                    | SOFTMAX          | axis, coerce2d (opset < 13)                  | nchw               |
  * | layernormalization                     | LAYERNORM        | axis, epsilon; Scale, B                      | nchw               |
  * | batchnormalization (inference)         | CHANNEL_AFFINE   | epsilon; scale, B, input_mean, input_var     | nchw, nchw{V}c     |
- * | concat                                 | STRIDED_COPY     | axis                                         | nchw; nchw{V}c on axis 1 at multiples of V |
- * | transpose, slice, split, expand, pad (constant) | STRIDED_COPY | perm / starts ends axes steps / axis split / shape / pads constant_value mode | nchw |
+ * | concat                                 | STRIDED_COPY / CHANNEL_GATHER | axis (inputs already in their slice are skipped) | nchw; nchw{V}c on axis 1 |
+ * | split, slice (channel axis)            | STRIDED_COPY / CHANNEL_GATHER | axis, split / starts ends (step 1)   | nchw; nchw{V}c on axis 1 |
+ * | channelgather (fused shuffle/concat/split) | CHANNEL_GATHER | sources (input, channel per output channel) | nchw, nchw{V}c   |
+ * | elementwise_chain (fused)              | ELEMENTWISE_CHAIN | chain (steps), operands, params             | nchw, nchw{V}c     |
+ * | transpose, slice, split, expand, pad (constant) | STRIDED_COPY | perm / starts ends axes steps / axis split / shape / pads constant_value mode | nchw; transpose also from nchw{V}c |
  * | reshape flatten squeeze unsqueeze identity dropout | (none: in place) or COPY | —                         | nchw               |
  * | gather                                 | GATHER           | axis (int32/int64 indices, any data dtype)   | nchw               |
  * | reducemean reducesum reducemax reducemin reduceprod reducesumsquare reducel1 reducel2 | REDUCE | axes, keepdims, noop_with_empty_axes | nchw |
  * | cast                                   | CAST             | to (output dtype)                            | nchw               |
  * | topk                                   | TOPK             | axis, K, largest (values float32, indices int64, sorted) | nchw      |
  */
-import { BINARY_ENUM, codesOf, KIND_ENUM, LAYOUT_ENUM, POOL_ENUM, REDUCE_ENUM, RUNTIME_OP_ENUM, UNARY_ENUM } from '../toolchain/abi.js';
+import { BINARY_ENUM, CHAIN_STEP_ENUM, codesOf, KIND_ENUM, LAYOUT_ENUM, OPERAND_ENUM, POOL_ENUM, REDUCE_ENUM, RUNTIME_OP_ENUM,
+  UNARY_ENUM } from '../toolchain/abi.js';
 
 const RT = codesOf(RUNTIME_OP_ENUM);
 
@@ -37,6 +41,7 @@ export const OP = {
   KERNEL: RT.kernel, COPY: RT.copy, REORDER: RT.reorder, POOL: RT.pool, GLOBAL_POOL: RT.global_pool, UNARY: RT.unary,
   BINARY: RT.binary, BINARY_CHANNEL: RT.binary_channel, WHERE: RT.where, SOFTMAX: RT.softmax, LAYERNORM: RT.layernorm,
   CHANNEL_AFFINE: RT.channel_affine, STRIDED_COPY: RT.strided_copy, GATHER: RT.gather, REDUCE: RT.reduce, CAST: RT.cast, TOPK: RT.topk,
+  CHANNEL_GATHER: RT.channel_gather, ELEMENTWISE_CHAIN: RT.elementwise_chain,
 } as const;
 export type OpCode = (typeof OP)[keyof typeof OP];
 
@@ -71,3 +76,7 @@ export const LAYOUT_KIND = codesOf(LAYOUT_ENUM);
 
 /** Pool kinds (POOL, GLOBAL_POOL). */
 export const POOL_KIND = codesOf(POOL_ENUM);
+
+/** ELEMENTWISE_CHAIN step kinds and operand broadcasts. */
+export const CHAIN_STEP = codesOf(CHAIN_STEP_ENUM);
+export const OPERAND_KIND = codesOf(OPERAND_ENUM);

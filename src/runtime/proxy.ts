@@ -55,7 +55,7 @@ export class InterferenceProxy {
     });
     this.steps = kernelSteps(o.manifest, o.stepOfPlan);
     this.kernelStepIds = Int32Array.from(this.steps.map((s) => s.step));
-    this.table = pickTable(this.steps, o.executor.stepCount, [...new Set([0, ...this.levels])]);
+    this.table = pickTable(this.steps, o.executor.stepCount, [...new Set([0, ...this.levels])], o.threads);
     this.profiled = new Map([...this.table].map(([l, pick]) => [l, profiledKernelMs(this.steps, pick, o.threads)]));
   }
 

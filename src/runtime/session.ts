@@ -8,9 +8,12 @@
  * keep the signature, `runSync` is the same call without the Promise for hot loops.
  *
  * Versions: a *version vector* has one entry per tunable layer (in `tunableLayers` order): an
- * index into that layer's `versions`. `versionsForLevel(l)` is the vector of each layer's lowest
- * profiled latency at interference level l; `useVersions(v)` switches to any vector;
- * `setLevel(l)` does both. The interference proxy drives these (or the executor directly).
+ * index into that layer's `versions`. A layer ships one family per thread count it was tuned at;
+ * `versionsForLevel(l)` is the vector of each layer's lowest profiled latency at interference
+ * level l among the versions tuned for the session's thread count (`threads`, default: the widest
+ * tuned count that leaves a core free); `versionsFor(l, t)` the same for t threads; `useVersions(v)`
+ * switches to any vector; `setLevel(l)` does both. The interference proxy drives these (or the
+ * executor directly). A block run on c cores without versions runs the versions tuned for c.
  *
  * Sharing a CPU: `run` and `begin` execute off the event loop, on the session's own native thread,
  * with the OpenMP team pinned to the cores given (default: the first `threads` cores this process
@@ -30,15 +33,16 @@ import { executorForBundle } from './bundle-executor.js';
 import type { Executor } from './native-bridge.js';
 import { orderFeeds, type Feeds, type TensorInfo } from './feeds.js';
 import type { HostTensor } from './host-tensor.js';
-import { bestVersionAt, kernelSteps } from './version-picker.js';
+import { bestVersionAt, defaultThreadsOf, kernelSteps } from './version-picker.js';
 
 export type { Feed, Feeds, TensorInfo } from './feeds.js';
 export type { HostTensor, TensorData } from './host-tensor.js';
 
 export interface LoadBundleOptions {
   /**
-   * One thread count for every step, kernels included. Default: each kernel runs at the thread
-   * count its version was tuned and profiled at; the other ops at the bundle's widest tuned count.
+   * One thread count for every step, kernels included, and the versions tuned for that count (the
+   * nearest tuned count below it when the bundle has none at it). Default: the widest tuned count
+   * that leaves a core free (bounded by this machine); each kernel runs at its version's tuned count.
    */
   readonly threads?: number;
   /** Interference level whose best versions the session starts on (default 0). */
@@ -84,7 +88,11 @@ export interface BlockOptions {
   readonly cores: readonly number[];
   /** A full version vector (tunableLayers order); only the block's steps are switched. */
   readonly versions?: readonly number[];
-  /** Or: each layer's best version at this interference level. */
+  /**
+   * Or: each layer's best version at this interference level among those tuned for the block's
+   * core count. With none of versions, level and stepVersions: the versions tuned for the block's
+   * core count at the session's level (0 after useVersions).
+   */
   readonly level?: number;
   /** Or: step index → version index for the block's tunable steps (what the scheduler decides). */
   readonly stepVersions?: ReadonlyMap<number, number>;
@@ -147,10 +155,15 @@ export interface Session {
   /** Another session of the same model: its own arena and queue, the same weights and kernels. */
   replicate(): Session;
   versionsForLevel(level: number): number[];
+  /** Each layer's best version at `level` among those tuned for `threads` threads. */
+  versionsFor(level: number, threads: number): number[];
   useVersions(vector: readonly number[]): void;
   /** useVersions(versionsForLevel(level)); returns the vector. */
   setLevel(level: number): number[];
-  /** Change the thread override (undefined: back to each version's own count). */
+  /**
+   * Change the thread override (undefined: back to the default count, each version at its own
+   * count); when the session is on a level's picks, it moves to the versions tuned for the new count.
+   */
   setThreads(threads: number | undefined): void;
   close(): void;
 }
@@ -170,10 +183,9 @@ function checkThreads(threads: number | undefined): void {
   }
 }
 
-/** Widest thread count the bundle's versions were tuned with, bounded by this machine. */
+/** The session's default thread count: the widest tuned count that leaves a core free, bounded by this machine. */
 function defaultOpThreads(m: Manifest): number {
-  const tuned = Math.max(1, ...m.options.threads);
-  return Math.max(1, Math.min(tuned, availableParallelism()));
+  return defaultThreadsOf(m.options.threads, availableParallelism());
 }
 
 function tunableLayersOf(b: LoadedBundle, stepOfPlan: readonly number[]): TunableLayer[] {
@@ -236,10 +248,12 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     executor.setAllThreads(opThreads);
     tunable.forEach((t, i) => executor.setThreads(t.step, Math.max(1, t.versions[Math.max(0, current[i]!)]!.threads)));
   };
-  const versionsForLevel = (l: number): number[] => {
+  const versionsFor = (l: number, threads: number): number[] => {
     checkLevel(l);
-    return tunable.map((t) => bestVersionAt(t.versions, l));
+    checkThreads(threads);
+    return tunable.map((t) => bestVersionAt(t.versions, l, threads));
   };
+  const versionsForLevel = (l: number): number[] => versionsFor(l, threadOverride ?? opThreads);
   const useVersions = (vector: readonly number[]): void => {
     live();
     if (!Array.isArray(vector) || vector.length !== tunable.length) {
@@ -266,8 +280,16 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     level = l;
     return vector;
   };
-  // A block sets its steps' threads to its core count; whole-model runs restore the session's counts.
+  // A block sets its steps' threads to its core count (and, given no versions, the versions tuned
+  // for it); whole-model runs restore the session's counts and its level's versions.
   let threadsSetByBlocks = false;
+  let versionsSetByBlocks = false;
+  const restoreAfterBlocks = () => {
+    if (versionsSetByBlocks && level !== undefined) setLevel(level);
+    else applyThreads();
+    threadsSetByBlocks = false;
+    versionsSetByBlocks = false;
+  };
   const byName = (results: readonly ArrayBufferView[]): Record<string, HostTensor> => {
     const out: Record<string, HostTensor> = {};
     outputs.forEach((o, i) => { out[o.name] = { dtype: o.dtype, shape: o.shape, data: results[i] as HostTensor['data'] }; });
@@ -275,7 +297,7 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
   };
   const runSync = (feeds: Feeds): Record<string, HostTensor> => {
     live();
-    if (threadsSetByBlocks) { applyThreads(); threadsSetByBlocks = false; }
+    if (threadsSetByBlocks) restoreAfterBlocks();
     return byName(executor.run(orderFeeds(inputs, feeds)));
   };
 
@@ -308,7 +330,8 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
             'blocks cover consecutive steps: from inference.next to a later step index');
         }
         checkCores(o.cores);
-        const vector = o.versions ?? (o.level !== undefined ? versionsForLevel(o.level) : undefined);
+        const given = o.versions !== undefined || o.level !== undefined || o.stepVersions !== undefined;
+        const vector = o.versions ?? (given && o.level === undefined ? undefined : versionsFor(o.level ?? level ?? 0, o.cores.length));
         for (let s = next; s < to; s++) {
           const t = stepOfTunable.get(s);
           const chosen = t === undefined ? undefined : o.stepVersions?.get(s) ?? vector?.[t];
@@ -318,7 +341,12 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
               throw userError('BAD_ARGUMENT', `version ${quoteForMessage(String(v))} does not exist for layer ${tunable[t]!.layer}`,
                 'pass a vector from session.versionsForLevel(level)');
             }
-            if (current[t] !== v) { executor.setVersion(s, v!); current[t] = v!; level = undefined; }
+            if (current[t] !== v) {
+              executor.setVersion(s, v!);
+              current[t] = v!;
+              if (given) level = undefined;
+              else versionsSetByBlocks = true;
+            }
           }
           executor.setThreads(s, o.cores.length);
         }
@@ -356,7 +384,7 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     const cores = o.cores ?? defaultCores();
     checkCores(cores);
     const inference = await begin(feeds);
-    if (threadsSetByBlocks) { applyThreads(); threadsSetByBlocks = false; }
+    if (threadsSetByBlocks) restoreAfterBlocks();
     // One block over every step, each on its own thread count (capped at the cores given).
     try {
       if (steps.length > 0) await executor.runBlock(0, steps.length, cores);
@@ -373,7 +401,7 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     levels: [...m.options.levels], tunableLayers: tunable, executor, stepOfPlan, steps,
     get versions() { return [...current]; },
     get level() { return level; },
-    run, runSync, begin, versionsForLevel, useVersions, setLevel,
+    run, runSync, begin, versionsForLevel, versionsFor, useVersions, setLevel,
     replicate() {
       live();
       const twin = createSession(bundle, executor.clone(), stepOfPlan, { ...options, level: options.level ?? 0 }, opThreads);
@@ -381,7 +409,13 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
       if (threadOverride !== undefined) twin.setThreads(threadOverride);
       return twin;
     },
-    setThreads(threads) { live(); checkThreads(threads); threadOverride = threads; applyThreads(); },
+    setThreads(threads) {
+      live();
+      checkThreads(threads);
+      threadOverride = threads;
+      if (level !== undefined) setLevel(level);
+      else applyThreads();
+    },
     close() { if (!closed) { closed = true; executor.close(); } },
   };
   return session;

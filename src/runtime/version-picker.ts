@@ -37,27 +37,51 @@ export function profiledMs(v: ManifestVersion, level: number): number | undefine
 }
 
 /**
- * Index of the version with the lowest profiled latency at `level`. Versions not measured at that
- * level (e.g. a schedule using every core has no noisy levels) compete only when none was; then
- * the level-0 profile decides.
+ * The versions that run at `threads`: those tuned at that count; else those tuned at the widest
+ * count below it; else those at the narrowest count above (a bundle tuned at other counts).
+ * Indices into `versions`; every version when `threads` is undefined.
  */
-export function bestVersionAt(versions: readonly ManifestVersion[], level: number): number {
-  const at = (l: number) => versions.map((v, i) => ({ i, ms: profiledMs(v, l) })).filter((x) => x.ms !== undefined) as { i: number; ms: number }[];
+export function versionsTunedFor(versions: readonly ManifestVersion[], threads: number | undefined): number[] {
+  const all = versions.map((_, i) => i);
+  if (threads === undefined) return all;
+  const counts = [...new Set(versions.map((v) => v.threads))];
+  const below = counts.filter((c) => c <= threads);
+  const count = below.length > 0 ? Math.max(...below) : Math.min(...counts);
+  return all.filter((i) => versions[i]!.threads === count);
+}
+
+/**
+ * Index of the version with the lowest profiled latency at `level` among the versions tuned for
+ * `threads` (versionsTunedFor; every version when undefined). Versions not measured at that level
+ * (e.g. a schedule using every core has no noisy levels) compete only when none was; then the
+ * level-0 profile decides.
+ */
+export function bestVersionAt(versions: readonly ManifestVersion[], level: number, threads?: number): number {
+  const pool0 = versionsTunedFor(versions, threads);
+  const at = (l: number) => pool0.map((i) => ({ i, ms: profiledMs(versions[i]!, l) })).filter((x) => x.ms !== undefined) as { i: number; ms: number }[];
   const measured = at(level);
   const pool = measured.length > 0 ? measured : at(0);
-  if (pool.length === 0) return 0;
+  if (pool.length === 0) return pool0[0] ?? 0;
   return pool.reduce((a, b) => (b.ms < a.ms ? b : a)).i;
 }
 
-/** Version index per native step (-1: not a kernel step) for every level in `levels`. */
-export function pickTable(steps: readonly KernelStepChoice[], stepCount: number, levels: readonly number[]): Map<number, Int32Array> {
+/** Version index per native step (-1: not a kernel step) for every level in `levels`, among the versions tuned for `threads`. */
+export function pickTable(steps: readonly KernelStepChoice[], stepCount: number, levels: readonly number[], threads?: number): Map<number, Int32Array> {
   const table = new Map<number, Int32Array>();
   for (const level of levels) {
     const v = new Int32Array(stepCount).fill(-1);
-    for (const s of steps) v[s.step] = bestVersionAt(s.versions, level);
+    for (const s of steps) v[s.step] = bestVersionAt(s.versions, level, threads);
     table.set(level, v);
   }
   return table;
+}
+
+/** The thread count a session runs at by default: the widest tuned count that leaves a core free, bounded by the machine. */
+export function defaultThreadsOf(tuned: readonly number[], machineCores: number): number {
+  const usable = tuned.filter((t) => t <= machineCores);
+  const pool = usable.length > 0 ? usable : [1];
+  const fitting = pool.filter((t) => t < machineCores);
+  return fitting.length > 0 ? Math.max(...fitting) : Math.max(...pool);
 }
 
 /**

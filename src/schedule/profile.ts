@@ -20,7 +20,8 @@ import { Ajv } from 'ajv';
 import { userError } from '../errors.js';
 
 export const PROFILE_FORMAT = 'veltair-profile';
-export const PROFILE_FORMAT_VERSION = '1.0.0';
+/** 1.1: up to 64 versions per step (bundles ship one family per tuned thread count). */
+export const PROFILE_FORMAT_VERSION = '1.1.0';
 export const PROFILE_FORMAT_MAJOR = 1;
 
 export type FigureSource = 'measured' | 'modelled' | 'artifact';
@@ -162,7 +163,7 @@ export const PROFILE_SCHEMA = {
           kind: { enum: ['tunable', 'op', 'reorder'] }, layer: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }] },
           flops: nonNegative, bytes: nonNegative, footprintBytes: nonNegative,
           versions: {
-            type: 'array', minItems: 1, maxItems: 16,
+            type: 'array', minItems: 1, maxItems: 64,
             items: {
               type: 'object', required: ['id', 'symbol', 'tunedThreads', 'parallelChunks', 'latencyUs'], additionalProperties: false,
               properties: {

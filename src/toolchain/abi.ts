@@ -44,7 +44,15 @@ export const EPILOGUE_ENUM = abiEnum({
 export const RUNTIME_OP_ENUM = abiEnum({
   cName: 'vt_rt_op', prefix: 'VT_RT_', count: 'VT_RT_OP_COUNT',
   names: ['kernel', 'copy', 'reorder', 'pool', 'global_pool', 'unary', 'binary', 'binary_channel', 'where', 'softmax', 'layernorm',
-    'channel_affine', 'strided_copy', 'gather', 'reduce', 'cast', 'topk'],
+    'channel_affine', 'strided_copy', 'gather', 'reduce', 'cast', 'topk', 'channel_gather', 'elementwise_chain'],
+});
+
+/** ELEMENTWISE_CHAIN's step kinds (ops_chain.c). */
+export const CHAIN_STEP_ENUM = abiEnum({ cName: 'vt_chain_step', prefix: 'CH_', count: 'CH_COUNT', names: ['affine', 'unary', 'binary'] });
+
+/** How an ELEMENTWISE_CHAIN binary step's operand broadcasts against the data. */
+export const OPERAND_ENUM = abiEnum({
+  cName: 'vt_operand_kind', prefix: 'OPND_', count: 'OPND_COUNT', names: ['full', 'channel', 'channel_batch', 'scalar'],
 });
 
 export const UNARY_ENUM = abiEnum({
@@ -79,7 +87,8 @@ export const LAYOUT_ENUM = abiEnum({ cName: 'vt_layout_kind', prefix: 'VT_LAYOUT
 /** POOL / GLOBAL_POOL kinds. */
 export const POOL_ENUM = abiEnum({ cName: 'vt_pool_kind', prefix: 'VT_POOL_', names: ['max', 'average'] });
 
-const ENUMS = [KERNEL_OP_ENUM, EPILOGUE_ENUM, RUNTIME_OP_ENUM, UNARY_ENUM, BINARY_ENUM, REDUCE_ENUM, KIND_ENUM, LAYOUT_ENUM, POOL_ENUM] as const;
+const ENUMS = [KERNEL_OP_ENUM, EPILOGUE_ENUM, RUNTIME_OP_ENUM, UNARY_ENUM, BINARY_ENUM, REDUCE_ENUM, KIND_ENUM, LAYOUT_ENUM, POOL_ENUM,
+  CHAIN_STEP_ENUM, OPERAND_ENUM] as const;
 
 /** name → code of an enum. */
 export function codesOf<N extends string>(e: AbiEnum<N>): Readonly<Record<N, number>> {

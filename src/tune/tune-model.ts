@@ -52,7 +52,10 @@ export interface TuneOptions {
   readonly db: TuningDatabase;
   readonly levels?: readonly number[];
   readonly maxVersions?: number;
-  /** Thread counts candidates may use (default: all cores but one, or 1 on a 1-core machine). */
+  /**
+   * Thread counts to tune at (default: every count the runtime may use, defaultThreadCounts). Each
+   * count is its own search with its own `trials` budget and its own family of versions.
+   */
   readonly threads?: readonly number[];
   readonly seed?: number;
   readonly shard?: Shard;
@@ -91,8 +94,24 @@ export interface TransferSummary {
   readonly medianDistance: number | null;
 }
 
+/** The family tuned at one thread count (its versions are among the workload family's). */
+export interface ThreadFamily {
+  readonly count: number;
+  readonly regretPercent: Readonly<Record<string, number>>;
+  readonly bestMs: Readonly<Record<string, number>>;
+  readonly candidates: number;
+  readonly dominated: number;
+}
+
+/**
+ * A workload's family: the union of the families tuned at each thread count, ordered by thread
+ * count, then locality-heavy first. The Family fields (regret, best) are those of the primary
+ * count (the widest one that leaves a core to the co-runner, see primaryThreads); `byThreads`
+ * has every count's own.
+ */
 export interface WorkloadFamily extends Family {
   readonly key: string;
+  readonly byThreads: Readonly<Record<string, ThreadFamily>>;
   readonly occurrences: number;
   /** Trials this pass gave the workload (measured + database hits). */
   readonly trials: number;
@@ -136,10 +155,10 @@ function checkOptions(o: TuneOptions, target: Target): { levels: number[]; threa
   if (levels.length === 0 || levels.some((l) => !Number.isInteger(l) || l < 0 || l > 4)) {
     throw userError('BAD_ARGUMENT', `--levels ${JSON.stringify(o.levels)} must be interference levels from 0 to 4`, 'e.g. --levels 0,1,2,3,4');
   }
-  const threads = [...new Set(o.threads ?? [Math.max(1, target.cores - 1)])].sort((a, b) => a - b);
+  const threads = [...new Set(o.threads ?? defaultThreadCounts(target.cores))].sort((a, b) => a - b);
   if (threads.length === 0 || threads.some((t) => !Number.isInteger(t) || t < 1 || t > target.cores)) {
     throw userError('BAD_ARGUMENT', `--threads ${JSON.stringify(o.threads)} must be thread counts from 1 to ${target.cores}`,
-      `e.g. --threads ${Math.max(1, target.cores - 1)}`);
+      `e.g. --threads 1,${target.cores}`);
   }
   if (o.maxVersions !== undefined && (!Number.isInteger(o.maxVersions) || o.maxVersions < 1)) {
     throw userError('BAD_ARGUMENT', `--max-versions ${o.maxVersions} is not a positive integer`, 'e.g. --max-versions 5');
@@ -149,6 +168,25 @@ function checkOptions(o: TuneOptions, target: Target): { levels: number[]; threa
     throw userError('BAD_ARGUMENT', `--shard ${o.shard.index}/${o.shard.count} is not a shard i/n with 0 ≤ i < n`, 'e.g. --shard 0/4');
   }
   return { levels, threads };
+}
+
+/**
+ * The thread counts a default compile tunes at: every count from 1 to the machine's cores (the
+ * scheduler grants blocks any of them), beyond 8 cores only the powers of two and the core count
+ * itself (a version tuned at the nearest count below stands in for the counts between).
+ */
+export function defaultThreadCounts(cores: number): number[] {
+  const counts = new Set<number>();
+  for (let t = 1; t <= Math.min(cores, 8); t++) counts.add(t);
+  for (let t = 16; t < cores; t *= 2) counts.add(t);
+  counts.add(Math.max(1, cores));
+  return [...counts].sort((a, b) => a - b);
+}
+
+/** The count whose family stands for the workload in summaries: the widest that leaves a core free, else the widest. */
+export function primaryThreads(threads: readonly number[], cores: number): number {
+  const fitting = threads.filter((t) => t < cores);
+  return fitting.length > 0 ? Math.max(...fitting) : Math.max(...threads);
 }
 
 /** Merge duplicate workloads (summing counts), order by key, keep this shard's part. */
@@ -181,24 +219,30 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     : Promise.resolve(undefined));
 
   let measured = 0, dbHits = 0, done = 0, profileMeasured = 0;
+  // One search per (workload, thread count): each count gets its own budget and its own family.
+  // A run with no record of its own at its count but with other targets' records at that count
+  // starts from their frontier (db/transfer.ts) and is capped at transferCap trials.
+  const runs = tasks.flatMap((use) => threads.map((t) => ({ use, threads: t })));
   const transferCap = o.transferTrials ?? Math.max(2, Math.ceil(o.trials / 3));
-  const seedsOf = tasks.map((t) => (transferCap > 0 && o.db.lookup(t.workload.key).length === 0
-    ? transferSeeds(o.db.foreign(t.workload.key), target, fingerprint, transferCap) : []));
+  const ownAt = (key: string, n: number) => o.db.lookup(key).filter((r) => r.threads === n);
+  const seedsOf = runs.map((r) => (transferCap > 0 && ownAt(r.use.workload.key, r.threads).length === 0
+    ? transferSeeds(o.db.foreign(r.use.workload.key).filter((f) => f.threads === r.threads), target, fingerprint, transferCap) : []));
   const caps = seedsOf.map((seeds) => (seeds.length > 0 ? Math.min(o.trials, transferCap) : o.trials));
   const budget = caps.reduce((a, b) => a + b, 0);
-  const searches: TaskSearch[] = tasks.map((t, i) => createTaskSearch(t.workload, target, {
-    levels, threads, levelsFor, seed: o.seed ?? 1, ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
-    seedSchedules: o.db.seeds(t.workload.key).map((r) => r.schedule),
+  const searches: TaskSearch[] = runs.map((r, i) => createTaskSearch(r.use.workload, target, {
+    levels, threads: [r.threads], levelsFor, seed: o.seed ?? 1, ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
+    seedSchedules: o.db.seeds(r.use.workload.key).filter((s) => s.threads === r.threads).map((s) => s.schedule),
     priors: seedsOf[i]!.map((s) => ({ schedule: s.record.schedule,
       medianMs: Object.fromEntries(levelsOf(s.record).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(s.record, l)!])) })),
   }));
-  const progress: (TaskProgress & { history: number[]; exhausted: boolean })[] = tasks.map((t) => ({ weight: t.count, history: [], exhausted: false }));
-  const transferred = seedsOf.filter((x) => x.length > 0);
-  const distances = transferred.map((x) => x[0]!.distance).sort((a, b) => a - b);
+  const progress: (TaskProgress & { history: number[]; exhausted: boolean })[] = runs.map((r) => ({ weight: r.use.count, history: [], exhausted: false }));
+  const transferredOf = (t: WorkloadUse) => runs.flatMap((r, i) => (r.use === t ? [seedsOf[i]!] : [])).filter((x) => x.length > 0);
+  const distances = tasks.flatMap((t) => transferredOf(t).map((x) => x[0]!.distance)).sort((a, b) => a - b);
   const transfer: TransferSummary = {
     exactWorkloads: tasks.filter((t) => o.db.lookup(t.workload.key).length > 0).length,
-    transferredWorkloads: transferred.length, transferredSeeds: transferred.reduce((n, x) => n + x.length, 0),
-    freshWorkloads: tasks.filter((t, i) => o.db.lookup(t.workload.key).length === 0 && seedsOf[i]!.length === 0).length,
+    transferredWorkloads: tasks.filter((t) => transferredOf(t).length > 0).length,
+    transferredSeeds: tasks.reduce((n, t) => n + transferredOf(t).reduce((m, x) => m + x.length, 0), 0),
+    freshWorkloads: tasks.filter((t) => o.db.lookup(t.workload.key).length === 0 && transferredOf(t).length === 0).length,
     medianDistance: distances.length > 0 ? Number(distances[Math.floor(distances.length / 2)]!.toFixed(3)) : null,
   };
   const batch = Math.max(1, o.batchSize ?? Math.min(8, o.trials));
@@ -220,12 +264,12 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       if (room <= 0) { progress[i]!.exhausted = true; continue; }
       const schedules = search.propose(Math.min(batch, budget - done, room));
       if (schedules.length === 0) { progress[i]!.exhausted = true; continue; }
-      const results = await evaluateBatch(tasks[i]!.workload, schedules, {
+      const results = await evaluateBatch(runs[i]!.use.workload, schedules, {
         ...ctxBase,
         onTrial: (r) => {
           count(r);
           done++;
-          o.onProgress?.({ workload: tasks[i]!.workload.key, taskIndex: i, tasks: tasks.length, taskTrials: search.visited.length + 1,
+          o.onProgress?.({ workload: runs[i]!.use.workload.key, taskIndex: i, tasks: runs.length, taskTrials: search.visited.length + 1,
             trialsDone: done, budget, measured, dbHits, seconds: (Date.now() - started) / 1000 });
         },
       });
@@ -236,11 +280,23 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     }
 
     const families = new Map<string, WorkloadFamily>();
-    for (const [i, t] of tasks.entries()) {
-      const fam = familyFromRecords(t, o, levels, threads);
-      const profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
-        { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
-      families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials: searches[i]!.visited.length, threadProfiles: profiles });
+    const primary = primaryThreads(threads, target.cores);
+    for (const t of tasks) {
+      // Profiling a version at another thread count records a candidate at that count, which may
+      // join that count's family: select again until the families stand still, so a rerun against
+      // the same database (which holds those records from the start) picks the same versions.
+      let fam = familyFromRecords(t, o, levels, threads, primary);
+      let profiles: Record<string, number>[] = [];
+      for (let round = 0; round < 4; round++) {
+        profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
+          { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+        const again = familyFromRecords(t, o, levels, threads, primary);
+        const ids = (f: Family) => f.versions.map((v) => v.id).join(',');
+        if (ids(again) === ids(fam)) break;
+        fam = again;
+      }
+      const trials = runs.reduce((n, r, i) => n + (r.use === t ? searches[i]!.visited.length : 0), 0);
+      families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials, threadProfiles: profiles });
     }
     const runners = bankPromise ? await bankPromise : undefined;
     return {
@@ -257,15 +313,32 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   }
 }
 
-/** The family from every ok record of this workload in the database (this target, threads considered). */
-function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[]): Family & { profile: WorkloadProfile } {
+/**
+ * The family from every ok record of this workload in the database (this target): one family per
+ * thread count, from the records tuned at that count, joined in thread-count order.
+ */
+function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[], primary: number):
+  Family & { profile: WorkloadProfile; byThreads: Record<string, ThreadFamily> } {
   const cands: FamilyCandidate[] = o.db.lookup(t.workload.key).filter((r) => threads.includes(r.threads)).map((r) => ({
     id: recordId(r), schedule: r.schedule, features: r.features, symbol: kernelSymbol(t.workload, r.schedule),
     latencyMs: Object.fromEntries(levelsOf(r).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(r, l)!])),
   }));
-  const family = selectFamily(cands, { maxVersions: o.maxVersions ?? 5, tolerance: o.regretTolerance ?? 0.03 });
+  const perCount = threads.map((n) => ({
+    n, family: selectFamily(cands.filter((c) => c.schedule.threads === n), { maxVersions: o.maxVersions ?? 5, tolerance: o.regretTolerance ?? 0.03 }),
+  }));
+  const byThreads: Record<string, ThreadFamily> = {};
+  for (const { n, family: f } of perCount) {
+    if (f.count > 0) byThreads[String(n)] = { count: f.count, regretPercent: f.regretPercent, bestMs: f.bestMs, candidates: f.candidates, dominated: f.dominated };
+  }
+  const versions = perCount.flatMap((p) => p.family.versions);
+  const lead = perCount.find((p) => p.n === primary && p.family.count > 0) ?? perCount.find((p) => p.family.count > 0);
+  const family: Family = {
+    versions, count: versions.length,
+    regretPercent: lead?.family.regretPercent ?? {}, bestMs: lead?.family.bestMs ?? {},
+    candidates: cands.length, dominated: perCount.reduce((s, p) => s + p.family.dominated, 0),
+  };
   const records = o.db.records(t.workload.key).filter((r) => threads.includes(r.threads));
-  return { ...family, profile: workloadProfile(t.workload.key, records, levels, family, cands) };
+  return { ...family, byThreads, profile: workloadProfile(t.workload.key, records, levels, family, cands) };
 }
 
 /** Level-0 latency of each kept version at each requested thread count (measured or from the database). */

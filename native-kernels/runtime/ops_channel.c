@@ -1,0 +1,143 @@
+/*
+ * CHANNEL_GATHER: outputs assembled channel by channel from inputs, on NCHW[V]c (V = 1: plain
+ * NCHW, any rank with the channel axis second). One op covers channel concat, split and slice at
+ * any channel counts, a channel shuffle (reshape–transpose–reshape) and the three fused together
+ * (ShuffleNet: concat → shuffle → split in one pass over the data).
+ * ints [V, N, HW, n_in, n_out, C of each input, C of each output, then per output channel (outputs
+ *       in order): source input index, source channel]; float32 in / out.
+ * Per output block of V channels: an aligned block (V consecutive source channels starting at a
+ * multiple of V, or the source's last block) is one contiguous copy of the plane; any other block
+ * is one masked vector gather per source per pixel (vt_simd.h gather_offsets); padded lanes are zero.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "vt_rt.h"
+#include "../vt_simd.h"
+
+#define MAX_PARTS 64
+#define MAXV 16
+
+typedef struct {
+  const float* in[MAX_PARTS]; float* out[MAX_PARTS];
+  long v, n, hw, n_in, n_out, cin[MAX_PARTS], cout[MAX_PARTS], cb_in[MAX_PARTS], cb_out[MAX_PARTS];
+  long first_block[MAX_PARTS + 1], first_channel[MAX_PARTS + 1];
+  const int64_t* map;
+} cg_ctx;
+
+/* Source element offset (floats, from the source's base) of channel `sc`, batch `n`, pixel 0. */
+static inline long src_offset(const cg_ctx* k, long s, long n, long sc) {
+  return ((n * k->cb_in[s] + sc / k->v) * k->hw) * k->v + sc % k->v;
+}
+
+/* Lanes [g0, g0 + G) of every pixel of the block: one masked gather per distinct source. */
+#define GATHER_GROUP(G)                                                                                   \
+  static void gather_group##G(const cg_ctx* k, const int64_t* map, long lanes, long n, long g0, float* dst) { \
+    int32_t off[MAX_PARTS][G];                                                                            \
+    unsigned mask[MAX_PARTS] = { 0 };                                                                     \
+    long used[MAX_PARTS], n_used = 0;                                                                     \
+    for (long l = 0; l < G && g0 + l < lanes; l++) {                                                      \
+      long s = map[2 * (g0 + l)], sc = map[2 * (g0 + l) + 1];                                             \
+      if (!mask[s]) { used[n_used++] = s; memset(off[s], 0, sizeof off[s]); }                             \
+      mask[s] |= 1u << l;                                                                                 \
+      off[s][l] = (int32_t)src_offset(k, s, n, sc);                                                       \
+    }                                                                                                     \
+    for (long q = 0; q < k->hw; q++) {                                                                    \
+      vt##G##_t acc = vt##G##_zero();                                                                     \
+      for (long u = 0; u < n_used; u++) {                                                                 \
+        long s = used[u];                                                                                 \
+        acc = vt##G##_add(acc, vt##G##_gather_offsets(k->in[s] + q * k->v, off[s], mask[s]));             \
+      }                                                                                                   \
+      vt##G##_store(dst + q * k->v + g0, acc);                                                            \
+    }                                                                                                     \
+  }
+#if defined(__AVX512F__)
+GATHER_GROUP(16)
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+GATHER_GROUP(8)
+#endif
+
+static void gather_scalar(const cg_ctx* k, const int64_t* map, long lanes, long n, float* dst) {
+  long off[MAXV];
+  for (long l = 0; l < lanes; l++) off[l] = src_offset(k, map[2 * l], n, map[2 * l + 1]);
+  for (long q = 0; q < k->hw; q++) {
+    float* o = dst + q * k->v;
+    for (long l = 0; l < lanes; l++) o[l] = k->in[map[2 * l]][off[l] + q * k->v];
+    for (long l = lanes; l < k->v; l++) o[l] = 0.0f;
+  }
+}
+
+/* Largest source offset that fits the 32-bit gather index (checked once per op). */
+static int offsets_fit(const cg_ctx* k) {
+  for (long s = 0; s < k->n_in; s++) if (k->n * k->cb_in[s] * k->hw * k->v > INT32_MAX) return 0;
+  return 1;
+}
+
+typedef struct { const cg_ctx* k; int vector_ok; } cg_run;
+
+static void gather_blocks(const void* p, long b, long e) {
+  const cg_run* r = p;
+  const cg_ctx* k = r->k;
+  long o = 0;
+  for (long t = b; t < e; t++) {
+    while (t >= k->first_block[o + 1]) o++;
+    long local = t - k->first_block[o], n = local / k->cb_out[o], ob = local % k->cb_out[o];
+    float* dst = k->out[o] + (n * k->cb_out[o] + ob) * k->hw * k->v;
+    const int64_t* map = k->map + 2 * (k->first_channel[o] + ob * k->v);
+    long lanes = k->cout[o] - ob * k->v < k->v ? k->cout[o] - ob * k->v : k->v;
+    long s = map[0], sc0 = map[1];
+    int aligned = sc0 % k->v == 0 && (lanes == k->v || sc0 + lanes == k->cin[s]);
+    for (long l = 1; aligned && l < lanes; l++) aligned = map[2 * l] == s && map[2 * l + 1] == sc0 + l;
+    if (aligned) {
+      /* An input the plan placed in its slice of the output (a zero-copy concat) is already there. */
+      const float* src = k->in[s] + src_offset(k, s, n, sc0);
+      if (src != dst) memcpy(dst, src, (size_t)(k->hw * k->v) * sizeof(float));
+      continue;
+    }
+#if defined(__AVX512F__)
+    if (r->vector_ok && k->v == 16) { gather_group16(k, map, lanes, n, 0, dst); continue; }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+    if (r->vector_ok && k->v % 8 == 0) {
+      for (long g0 = 0; g0 < k->v; g0 += 8) gather_group8(k, map, lanes, n, g0, dst);
+      continue;
+    }
+#endif
+    gather_scalar(k, map, lanes, n, dst);
+  }
+}
+
+int vt_op_channel_gather(const vt_step* s) {
+  const int64_t* k = s->ints;
+  cg_ctx c;
+  memset(&c, 0, sizeof c);
+  c.v = k[0]; c.n = k[1]; c.hw = k[2]; c.n_in = k[3]; c.n_out = k[4];
+  if (c.v < 1 || c.v > MAXV || c.n_in < 1 || c.n_in > MAX_PARTS || c.n_out < 1 || c.n_out > MAX_PARTS
+      || c.n_in != s->n_in || c.n_out != s->n_out) {
+    snprintf(s->err, VT_ERR_LEN, "channel gather: malformed geometry (V %ld, %ld inputs, %ld outputs)", c.v, c.n_in, c.n_out);
+    return 1;
+  }
+  long total_channels = 0;
+  for (long i = 0; i < c.n_in; i++) { c.in[i] = s->in[i]; c.cin[i] = k[5 + i]; c.cb_in[i] = (c.cin[i] + c.v - 1) / c.v; }
+  for (long o = 0; o < c.n_out; o++) {
+    c.out[o] = s->out[o]; c.cout[o] = k[5 + c.n_in + o]; c.cb_out[o] = (c.cout[o] + c.v - 1) / c.v;
+    c.first_block[o + 1] = c.first_block[o] + c.n * c.cb_out[o];
+    c.first_channel[o + 1] = c.first_channel[o] + c.cout[o];
+    total_channels += c.cout[o];
+  }
+  c.map = k + 5 + c.n_in + c.n_out;
+  if (s->n_ints != 5 + c.n_in + c.n_out + 2 * total_channels) {
+    snprintf(s->err, VT_ERR_LEN, "channel gather: %d ints for %ld output channels", s->n_ints, total_channels);
+    return 1;
+  }
+  for (long i = 0; i < total_channels; i++) {
+    if (c.map[2 * i] < 0 || c.map[2 * i] >= c.n_in || c.map[2 * i + 1] < 0 || c.map[2 * i + 1] >= c.cin[c.map[2 * i]]) {
+      snprintf(s->err, VT_ERR_LEN, "channel gather: output channel %ld names a source channel that does not exist", i);
+      return 1;
+    }
+  }
+  cg_run r = { &c, offsets_fit(&c) };
+  long grain = 1 + 16384 / (c.hw * c.v + 1);
+  vt_parallel(c.first_block[c.n_out], s->threads, grain, gather_blocks, &r);
+  return 0;
+}

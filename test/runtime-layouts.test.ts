@@ -1,0 +1,151 @@
+/**
+ * The blocked forms the layout planner relies on, op by op against ONNX Runtime at V = 8 and 16
+ * (both widths run on any host: the ops are plain C over the SIMD layer), channel counts off the
+ * V grid included: the channel gather (concat, split, slice, shuffle), elementwise chains, binaries
+ * against gates and constants (either operand order), blocked→natural transposes and global
+ * pools; and every reorder pair round-tripping exactly with zeroed padding (8c ↔ 16c, rows8 ↔ rows16).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Tensor } from '../src/onnx/model.js';
+import { LAYOUT_KIND, OP } from '../src/runtime/ops.js';
+import { createExecutor } from '../src/runtime/native-bridge.js';
+import { arenaRef } from '../src/runtime/native-plan.js';
+import { check, f32, graphOf, named, seeded, X, type Case } from './runtime-harness.js';
+
+const ints = (dims: number[], values: number[]): Tensor => ({ dtype: 'int64', dims, data: new Float64Array(values) });
+const consts = (dims: number[], seed: number, lo = -1, hi = 1): Tensor => ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
+
+/** Concat → channel shuffle (groups 2) → two Slices: ShuffleNet's unit tail, 2 × C channels. */
+function shuffleUnit(c: number): Pick<Case, 'nodes' | 'inits'> {
+  return {
+    nodes: [
+      { op: 'Concat', inputs: ['x', 'b'], outputs: ['cat'], attrs: { axis: 1 } },
+      { op: 'Reshape', inputs: ['cat', 'to5'], outputs: ['r5'] },
+      { op: 'Transpose', inputs: ['r5'], outputs: ['t5'], attrs: { perm: [0, 2, 1, 3, 4] } },
+      { op: 'Reshape', inputs: ['t5', 'to4'], outputs: ['sh'] },
+      { op: 'Slice', inputs: ['sh', 's0', 'e0', 'ax'], outputs: ['lo'] },
+      { op: 'Slice', inputs: ['sh', 'e0', 'e1', 'ax'], outputs: ['hi'] },
+      { op: 'Sub', inputs: ['lo', 'hi'], outputs: ['y'] },
+    ],
+    inits: [['to5', ints([5], [1, 2, c, 3, 4])], ['to4', ints([4], [1, 2 * c, 3, 4])], ['s0', ints([1], [0])], ['e0', ints([1], [c])],
+      ['e1', ints([1], [2 * c])], ['ax', ints([1], [1])]],
+  };
+}
+
+const CASES: Case[] = [
+  { name: 'channel shuffle with its concat and slices (12 + 12 channels)', ...shuffleUnit(12),
+    feeds: [X([1, 12, 3, 4]), named('b', f32([1, 12, 3, 4], 4))], out: [1, 12, 3, 4] },
+  { name: 'channel shuffle off the grid (29 + 29 channels)', ...shuffleUnit(29),
+    feeds: [X([1, 29, 3, 4]), named('b', f32([1, 29, 3, 4], 4))], out: [1, 29, 3, 4] },
+  { name: 'concat off the grid (12 + 20 + 3 channels)', node: { op: 'Concat', inputs: ['x', 'b', 'c'], attrs: { axis: 1 } },
+    feeds: [X([2, 12, 3, 3]), named('b', f32([2, 20, 3, 3], 5)), named('c', f32([2, 3, 3, 3], 6))], out: [2, 35, 3, 3] },
+  { name: 'split off the grid (5 + 11 channels)',
+    nodes: [{ op: 'Split', inputs: ['x', 'sp'], outputs: ['p', 'q'], attrs: { axis: 1 } }, { op: 'Concat', inputs: ['q', 'p'], outputs: ['y'], attrs: { axis: 1 } }],
+    feeds: [X([1, 16, 2, 5])], out: [1, 16, 2, 5], inits: [['sp', ints([2], [5, 11])]] },
+  { name: 'channel slice 3..14', node: { op: 'Slice', inputs: ['x', 's', 'e', 'a'] }, feeds: [X([1, 20, 3, 3])], out: [1, 11, 3, 3],
+    inits: [['s', ints([1], [3])], ['e', ints([1], [14])], ['a', ints([1], [1])]] },
+  { name: 'chain: batch norm, relu, a gate, a scalar, a reversed per-channel sub, x·tanh(x)',
+    nodes: [
+      { op: 'BatchNormalization', inputs: ['x', 'g', 'bb', 'm', 'v'], outputs: ['bn'] },
+      { op: 'Relu', inputs: ['bn'], outputs: ['r'] },
+      { op: 'Mul', inputs: ['r', 'gate'], outputs: ['gm'] },
+      { op: 'Add', inputs: ['gm', 'half'], outputs: ['a'] },
+      { op: 'Sub', inputs: ['k', 'a'], outputs: ['s'] },
+      { op: 'Tanh', inputs: ['s'], outputs: ['t'] },
+      { op: 'Mul', inputs: ['s', 't'], outputs: ['y'] },
+    ],
+    feeds: [X([2, 13, 3, 5]), named('gate', f32([2, 13, 1, 1], 9, 0, 1))], out: [2, 13, 3, 5],
+    inits: [['g', consts([13], 1, 0.5, 1.5)], ['bb', consts([13], 2)], ['m', consts([13], 3)], ['v', consts([13], 4, 0.5, 2)],
+      ['half', { dtype: 'float32', dims: [], data: new Float32Array([0.5]) }], ['k', consts([1, 13, 1, 1], 5)]] },
+  { name: 'gate minus value and constant over value (reversed channel binaries)',
+    nodes: [{ op: 'Sub', inputs: ['gate', 'x'], outputs: ['d'] }, { op: 'Div', inputs: ['k', 'd'], outputs: ['y'] }],
+    feeds: [X([1, 20, 2, 3], 1, 1, 2), named('gate', f32([1, 20, 1, 1], 3, 3, 4))], out: [1, 20, 2, 3], inits: [['k', consts([20, 1, 1], 7)]] },
+  { name: 'transpose of a blocked value to NHWC (12 channels)', node: { op: 'Transpose', attrs: { perm: [0, 2, 3, 1] } }, feeds: [X([2, 12, 3, 5])],
+    out: [2, 3, 5, 12] },
+  { name: 'transpose of a blocked value, channels to the end of the spatial axes', node: { op: 'Transpose', attrs: { perm: [0, 3, 1, 2] } },
+    feeds: [X([1, 19, 4, 2])], out: [1, 2, 19, 4] },
+  { name: 'global average pool (a blocked input writing [N][C])', node: { op: 'GlobalAveragePool' }, feeds: [X([2, 21, 5, 5])], out: [2, 21, 1, 1] },
+  { name: 'ReduceMean over H, W is a global pool', node: { op: 'ReduceMean', attrs: { axes: [2, 3], keepdims: 0 } }, feeds: [X([1, 24, 3, 7])],
+    out: [1, 24], opset: 13 },
+  { name: 'global max pool', node: { op: 'GlobalMaxPool' }, feeds: [X([1, 9, 4, 4])], out: [1, 9, 1, 1] },
+];
+
+for (const c of CASES) {
+  for (const vec of [undefined, 8, 16]) {
+    test(`${c.name}, ${vec ? `nchw${vec}c` : 'natural'}, matches ONNX Runtime`, async () => { await check({ ...c, ...(vec ? { vec } : {}) }); });
+  }
+}
+
+test('the chain and shuffle cases lower to one fused layer each', () => {
+  const chain = CASES.find((c) => c.name.startsWith('chain'))!;
+  const { graph } = graphOf({
+    inputs: chain.feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })), outputs: [{ name: 'y', dtype: 'float32', shape: [2, 13, 3, 5] }],
+    initializers: chain.inits ?? [], nodes: chain.nodes!,
+  });
+  // s = k − (relu(bn(x))·gate + ½) has two readers (tanh and the last mul): the first chain ends there.
+  assert.deepEqual(graph.layers.map((l) => [l.op, l.attrs['program']]), [
+    ['elementwise_chain', 'affine(p0,p1);relu;mul(in1);add(p2);sub_rev(p3)'],
+    ['elementwise_chain', 'tanh;mul_rev(in0)'], // x·tanh(x): the operand is the chain's own input
+  ]);
+  const shuffle = CASES[0]!;
+  const s = graphOf({
+    inputs: shuffle.feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })), outputs: [{ name: 'y', dtype: 'float32', shape: [1, 12, 3, 4] }],
+    initializers: shuffle.inits ?? [], nodes: shuffle.nodes!,
+  });
+  assert.deepEqual(s.graph.layers.map((l) => l.op), ['channelgather', 'sub']);
+  assert.equal(s.graph.layers[0]!.outputs.length, 2);
+});
+
+/** One REORDER step from value a (at 0) to value b. */
+function reorderPlan(from: [number, number], to: [number, number], d: { n: number; c: number; hw: number; rows: number; cols: number },
+  inBytes: number, outBytes: number) {
+  const outAt = Math.ceil(inBytes / 64) * 64;
+  return {
+    arenaBytes: outAt + outBytes,
+    inputs: [{ name: 'a', dtype: 'float32' as const, shape: [], offset: 0, bytes: inBytes }],
+    outputs: [{ name: 'b', dtype: 'float32' as const, shape: [], offset: outAt, bytes: outBytes }],
+    steps: [{ op: OP.REORDER, threads: 2, inputs: [arenaRef(0)], outputs: [arenaRef(outAt)], floats: [], label: 'reorder',
+      ints: [...from, ...to, d.n, d.c, d.hw, d.rows, d.cols] }],
+    symbols: [], params: [],
+  };
+}
+
+test('NCHW[8]c ↔ NCHW[16]c reorders keep every channel and zero the padding', async () => {
+  for (const [n, c, hw] of [[2, 20, 7], [1, 8, 3], [1, 33, 5], [3, 16, 1]] as const) {
+    const dims = { n, c, hw, rows: 0, cols: 0 };
+    const bytes = (v: number) => n * Math.ceil(c / v) * v * hw * 4;
+    const nat = seeded(n * c * hw, c);
+    const steps = [
+      reorderPlan([LAYOUT_KIND.natural, 1], [LAYOUT_KIND.blocked, 8], dims, nat.byteLength, bytes(8)),
+      reorderPlan([LAYOUT_KIND.blocked, 8], [LAYOUT_KIND.blocked, 16], dims, bytes(8), bytes(16)),
+      reorderPlan([LAYOUT_KIND.blocked, 16], [LAYOUT_KIND.blocked, 8], dims, bytes(16), bytes(8)),
+      reorderPlan([LAYOUT_KIND.blocked, 8], [LAYOUT_KIND.natural, 1], dims, bytes(8), nat.byteLength),
+    ];
+    const execs = await Promise.all(steps.map((p) => createExecutor(p, null)));
+    const b8 = execs[0]!.run([nat])[0] as Float32Array;
+    const b16 = execs[1]!.run([b8])[0] as Float32Array;
+    const cb = Math.ceil(c / 16);
+    for (let i = 0; i < n; i++) for (let ch = 0; ch < cb * 16; ch++) for (let p = 0; p < hw; p++) {
+      assert.equal(b16[((i * cb + Math.floor(ch / 16)) * hw + p) * 16 + (ch % 16)], ch < c ? nat[(i * c + ch) * hw + p] : 0, `n=${i} c=${ch} p=${p}`);
+    }
+    const back8 = execs[2]!.run([b16])[0] as Float32Array;
+    assert.deepEqual(back8, b8);
+    assert.deepEqual(execs[3]!.run([back8])[0], nat);
+    for (const e of execs) e.close();
+  }
+});
+
+test('rows8 ↔ rows16 reorders keep every column and zero the padding', async () => {
+  const [m, k] = [5, 19];
+  const d = { n: 1, c: k, hw: 1, rows: m, cols: k };
+  const x = seeded(m * k, 2);
+  const pad = (v: number) => Math.ceil(k / v) * v;
+  const to8 = await createExecutor(reorderPlan([LAYOUT_KIND.natural, 1], [LAYOUT_KIND.rows, 8], d, x.byteLength, m * pad(8) * 4), null);
+  const to16 = await createExecutor(reorderPlan([LAYOUT_KIND.rows, 8], [LAYOUT_KIND.rows, 16], d, m * pad(8) * 4, m * pad(16) * 4), null);
+  const back = await createExecutor(reorderPlan([LAYOUT_KIND.rows, 16], [LAYOUT_KIND.natural, 1], d, m * pad(16) * 4, x.byteLength), null);
+  const r16 = to16.run([to8.run([x])[0]!])[0] as Float32Array;
+  for (let r = 0; r < m; r++) for (let j = 0; j < pad(16); j++) assert.equal(r16[r * pad(16) + j], j < k ? x[r * k + j] : 0);
+  assert.deepEqual(back.run([r16])[0], x);
+  for (const e of [to8, to16, back]) e.close();
+});
