@@ -187,6 +187,7 @@ test('a batch-1 channel split is two views of its input', async () => {
   const p = buildGraphPlan(g, choose(g), 16);
   assert.deepEqual(describe(g, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'split nchw16c inplace', 'sub nchw16c', 'reorder nchw16c>nchw']);
   const a = p.values.find((v) => v.name === 'a')!;
-  assert.deepEqual(['p', 'q'].map((n) => p.values.find((v) => v.name === n)!.viewOf), [{ value: a.id, byteOffset: 0 }, { value: a.id, byteOffset: 16 * 16 * 4 }]);
+  assert.deepEqual(['p', 'q'].map((n) => p.values.find((v) => v.name === n)!.viewOf), 
+    [{ value: a.id, byteOffset: 0 }, { value: a.id, byteOffset: 16 * 16 * 4 }]);
   assertArenaSound(p);
 });

@@ -14,7 +14,8 @@ import { arenaRef } from '../src/runtime/native-plan.js';
 import { check, f32, graphOf, named, seeded, X, type Case } from './runtime-harness.js';
 
 const ints = (dims: number[], values: number[]): Tensor => ({ dtype: 'int64', dims, data: new Float64Array(values) });
-const consts = (dims: number[], seed: number, lo = -1, hi = 1): Tensor => ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
+const consts = (dims: number[], seed: number, lo = -1, hi = 1): Tensor => ({ dtype: 'float32', dims, 
+  data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
 
 /** Concat → channel shuffle (groups 2) → two Slices: ShuffleNet's unit tail, 2 × C channels. */
 function shuffleUnit(c: number): Pick<Case, 'nodes' | 'inits'> {
@@ -41,7 +42,8 @@ const CASES: Case[] = [
   { name: 'concat off the grid (12 + 20 + 3 channels)', node: { op: 'Concat', inputs: ['x', 'b', 'c'], attrs: { axis: 1 } },
     feeds: [X([2, 12, 3, 3]), named('b', f32([2, 20, 3, 3], 5)), named('c', f32([2, 3, 3, 3], 6))], out: [2, 35, 3, 3] },
   { name: 'split off the grid (5 + 11 channels)',
-    nodes: [{ op: 'Split', inputs: ['x', 'sp'], outputs: ['p', 'q'], attrs: { axis: 1 } }, { op: 'Concat', inputs: ['q', 'p'], outputs: ['y'], attrs: { axis: 1 } }],
+    nodes: [{ op: 'Split', inputs: ['x', 'sp'], outputs: ['p', 'q'], attrs: { axis: 1 } }, { op: 'Concat', inputs: ['q', 'p'], outputs: ['y'],
+      attrs: { axis: 1 } }],
     feeds: [X([1, 16, 2, 5])], out: [1, 16, 2, 5], inits: [['sp', ints([2], [5, 11])]] },
   { name: 'channel slice 3..14', node: { op: 'Slice', inputs: ['x', 's', 'e', 'a'] }, feeds: [X([1, 20, 3, 3])], out: [1, 11, 3, 3],
     inits: [['s', ints([1], [3])], ['e', ints([1], [14])], ['a', ints([1], [1])]] },

@@ -24,7 +24,8 @@ function checkNoDoubleBooking(v: EventView): void {
   assert.equal(seen.size, v.scheduler.pool.size - v.scheduler.pool.free, 'busy cores = cores of running blocks');
 }
 
-for (const [policy, onConflict] of [['veltair', 'shrink'], ['veltair', 'wait'], ['fcfs', 'wait'], ['layerwise', 'shrink'], ['prema', 'wait'], ['static:3', 'wait']] as const) {
+for (const [policy, onConflict] of [['veltair', 'shrink'], ['veltair', 'wait'], ['fcfs', 'wait'], ['layerwise', 'shrink'], ['prema', 'wait'],
+  ['static:3', 'wait']] as const) {
   test(`no core is double-booked at any event of a long seeded run (${policy}, ${onConflict})`, () => {
     let events = 0;
     const r = simulate({

@@ -48,7 +48,8 @@ before(async () => {
 
 const stepShape = (m: Manifest) => m.graphPlan.steps.map((s) => {
   const l = s.op === 'layer' ? m.layers[s.layer]! : undefined;
-  return { op: s.op === 'reorder' ? 'reorder' : l!.op, layout: s.op === 'reorder' ? `${s.from}>${s.to}` : s.layout, inPlace: s.op === 'layer' && s.inPlace === true, layer: l };
+  return { op: s.op === 'reorder' ? 'reorder' : l!.op, layout: s.op === 'reorder' ? `${s.from}>${s.to}` : s.layout, 
+    inPlace: s.op === 'layer' && s.inPlace === true, layer: l };
 });
 
 test('the plan stays blocked from the first conv to the head: reorders only at the graph input and output', () => {

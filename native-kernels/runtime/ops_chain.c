@@ -152,7 +152,8 @@ int vt_op_elementwise_chain(const vt_step* s) {
     *st = (chain_step){ q[0], q[1], q[2], q[3], q[4], (float)s->floats[2 * i], (float)s->floats[2 * i + 1] };
     int operands_ok = st->kind == CH_UNARY || (st->operand >= 0 && st->operand < s->n_in && s->in[st->operand] != NULL);
     if (st->kind == CH_AFFINE) operands_ok = operands_ok && st->operand >= 1 && st->operand2 >= 1 && st->operand2 < s->n_in && s->in[st->operand2] != NULL;
-    if (st->kind == CH_BINARY) operands_ok = operands_ok && st->operand2 >= 0 && st->operand2 < OPND_COUNT && st->fn >= B_ADD && st->fn <= B_MIN && st->fn != B_POW;
+    if (st->kind == CH_BINARY) operands_ok = operands_ok && st->operand2 >= 0 && st->operand2 < OPND_COUNT && st->fn >= B_ADD && st->fn <= B_MIN
+      && st->fn != B_POW;
     if (st->kind < 0 || st->kind >= CH_COUNT || !operands_ok) {
       snprintf(s->err, VT_ERR_LEN, "elementwise chain: step %ld is malformed", i);
       return 1;

@@ -51,7 +51,8 @@ async function main(): Promise<void> {
   const both = m(alone.both), slower = Math.max(m(alone.a), m(alone.b)), sum = m(alone.a) + m(alone.b);
   const ratios = alone.both.map((x, i) => x / Math.max(alone.a[i]!, alone.b[i]!)).sort((x, y) => x - y);
   console.log(`### Two models on disjoint cores in one process (${machineLine(await machineInfo())}, ${new Date().toISOString().slice(0, 10)})\n`);
-  console.log(`Command: \`node dist/src/bench/tenancy.js ${process.argv.slice(2).join(' ')}\`; ${runs} runs per arm per round, ${rounds} rounds, arms interleaved.\n`);
+  console.log(`Command: \`node dist/src/bench/tenancy.js ${process.argv.slice(2).join(' ')}\`; `
+    + `${runs} runs per arm per round, ${rounds} rounds, arms interleaved.\n`);
   console.log('| arm | wall ms (median) |\n|---|---|');
   console.log(`| ${a.manifest.model.path} alone on core ${c0} | ${m(alone.a).toFixed(1)} |`);
   console.log(`| ${b.manifest.model.path} alone on core ${c1} | ${m(alone.b).toFixed(1)} |`);

@@ -236,7 +236,8 @@ function manifestLayer(l: Layer, params: Record<string, ParamRef>, idOf: (name: 
         regretPercent: sortedRecord(fam.regretPercent), bestMs: sortedRecord(fam.bestMs), candidates: fam.candidates, dominated: fam.dominated,
         byThreads: Object.fromEntries(Object.keys(fam.byThreads).sort((a, b) => Number(a) - Number(b)).map((t) => {
           const f = fam.byThreads[t]!;
-          return [t, { count: f.count, regretPercent: sortedRecord(f.regretPercent), bestMs: sortedRecord(f.bestMs), candidates: f.candidates, dominated: f.dominated }];
+          return [t, { count: f.count, regretPercent: sortedRecord(f.regretPercent), bestMs: sortedRecord(f.bestMs), candidates: f.candidates,
+            dominated: f.dominated }];
         })),
       },
     } : {}),

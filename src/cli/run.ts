@@ -218,7 +218,8 @@ function writeProfile(session: Session, feeds: Record<string, HostTensor>, file:
   meta: { bundle: string; threads: number | null; level: number }): NonNullable<RunSummary['profile']> {
   const path = resolve(file);
   if (extname(path).toLowerCase() !== '.json') {
-    throw userError('BAD_ARGUMENT', `--profile ${quoteForMessage(file)} must name a .json file`, 'e.g. --profile trace.json (open it in https://ui.perfetto.dev)');
+    throw userError('BAD_ARGUMENT', `--profile ${quoteForMessage(file)} must name a .json file`,
+      'e.g. --profile trace.json (open it in https://ui.perfetto.dev)');
   }
   const p = profileSession(session, feeds, runs);
   const trace = chromeTrace(p, session.manifest, { ...meta, model: session.manifest.model.path });

@@ -212,7 +212,8 @@ export function registerSimulateCommand(program: Command): void {
     .option('--fork-join-us <u>', 'scaling model: fork/join cost per doubling of threads, µs (default fitted to the artifact)')
     .option('--serial-fraction <f>', 'scaling model: serial fraction for steps profiled at one core count')
     .option('--claim-us <u>', 'block claim/release cost at 1 core, µs (default: the profile\'s measurement)')
-    .option('--on-conflict <rule>', 'a block finding too few free cores: wait or shrink (run on what is free), for every policy (default: each policy\'s own rule)')
+    .option('--on-conflict <rule>', 'a block finding too few free cores: wait or shrink (run on what is free), for every policy '
+      + '(default: each policy\'s own rule)')
     .option('--plot <dir>', 'write the figures (SVG) and their data (JSON) into this directory')
     .option('--timing', 'with --json: add the measured decision time (stdout then differs between runs)')
     .option('--scaling-report', 'print how the scaling model fits and predicts the given profiles, and exit')

@@ -29,7 +29,8 @@ function shuffleAt(g: WorkGraph, ix: GraphIndex, r1: OnnxNode): { nodes: OnnxNod
   if (a * b !== xs[1] || a < 2 || b < 2) return undefined;
   const t = soleConsumer(g, ix, out(r1));
   const perm = t && isOp(t, 'Transpose') ? attrInts(t, 'perm') : undefined;
-  if (!t || !perm || perm.length !== mid.length || perm[0] !== 0 || perm[1] !== 2 || perm[2] !== 1 || perm.slice(3).some((p, i) => p !== i + 3)) return undefined;
+  if (!t || !perm || perm.length !== mid.length || perm[0] !== 0 || perm[1] !== 2 || perm[2] !== 1
+    || perm.slice(3).some((p, i) => p !== i + 3)) return undefined;
   const r2 = soleConsumer(g, ix, out(t));
   if (!isOp(r2, 'Reshape') || !same(shapeOf(g, out(r2)), xs)) return undefined;
   // transposed [N, b, a, …]: output channel i·a + j holds input channel j·b + i.
@@ -47,7 +48,8 @@ function channelRange(g: WorkGraph, n: OnnxNode, channels: number): [number, num
   if (n.domain !== '') return undefined;
   if (n.opType === 'Slice') {
     const [starts, ends, axes, steps] = [1, 2, 3, 4].map((i) => constInts(g, n.inputs[i]));
-    if (!starts || !ends || starts.length !== 1 || (axes && (axes.length !== 1 || (axes[0] !== 1 && axes[0] !== 1 - shapeOf(g, n.inputs[0]!).length)))) return undefined;
+    if (!starts || !ends || starts.length !== 1
+      || (axes && (axes.length !== 1 || (axes[0] !== 1 && axes[0] !== 1 - shapeOf(g, n.inputs[0]!).length)))) return undefined;
     if (!axes || (steps && steps[0] !== 1)) return undefined;
     const clamp = (v: number) => Math.min(Math.max(v < 0 ? v + channels : v, 0), channels);
     const s = clamp(starts[0]!), e = clamp(ends[0]!);

@@ -100,7 +100,8 @@ function asElementwise(g: WorkGraph, d: LayerDraft): Elementwise | undefined {
   }
   if (acts.length !== 2 || params.length !== 0) return undefined;
   const [a, b] = [shapeOf(g, acts[0]!), shapeOf(g, acts[1]!)];
-  if (same(a, out) && (same(b, out) || isGate(b, out))) return { main: acts[0]!, piece: { kind: 'binary', fn: d.op, reversed: false, operand: { value: acts[1]! } } };
+  if (same(a, out) && (same(b, out) || isGate(b, out))) return { main: acts[0]!, piece: { kind: 'binary', fn: d.op, reversed: false,
+    operand: { value: acts[1]! } } };
   if (same(b, out) && isGate(a, out)) return { main: acts[1]!, piece: { kind: 'binary', fn: d.op, reversed: true, operand: { value: acts[0]! } } };
   return undefined;
 }

@@ -38,7 +38,8 @@ function aliasSource(g: WorkGraph, n: OnnxNode, unusedOutputs: (vs: readonly str
       const pads = n.inputs[1] ? g.constants.get(n.inputs[1]) : undefined;
       const mode = n.attributes.get('mode');
       const constantMode = mode === undefined || (mode.kind === 'string' && mode.value === 'constant');
-      return constantMode && pads !== undefined && !Array.isArray(pads.data) && Array.from(pads.data as ArrayLike<number | bigint>).every((p) => Number(p) === 0)
+      return constantMode && pads !== undefined && !Array.isArray(pads.data)
+        && Array.from(pads.data as ArrayLike<number | bigint>).every((p) => Number(p) === 0)
         && sameShape(shapeOf(g, x), shapeOf(g, n.outputs[0] ?? '')) ? x : undefined;
     }
     default:

@@ -152,7 +152,8 @@ function channelByteOffset(o: Operand, c0: number): number {
  * CHANNEL_GATHER: `sources[o][ch]` = [input index, input channel] of output o's channel ch, over
  * NCHW[V]c (or NCHW: V = 1, the channel axis second, the rest flattened).
  */
-export function channelGather(c: OpContext, sources: readonly (readonly (readonly [number, number])[])[], ...parts: [Operand | readonly Operand[], readonly Operand[]]):
+export function channelGather(c: OpContext, sources: readonly (readonly (readonly [number, number])[])[], ...parts: [Operand | readonly Operand[],
+  readonly Operand[]]):
   ReturnType<Lowering> {
   const ins = Array.isArray(parts[0]) ? parts[0] as readonly Operand[] : [parts[0] as Operand];
   const outs = parts[1];
@@ -209,7 +210,8 @@ export const concat: Lowering = (c) => {
       const g = blockedGeometry(o);
       const blocks = Math.ceil(g.c / g.v), cb = starts[i]! / og.v;
       if (inSlice(o, out, starts[i]!)) return;
-      jobs.push({ src: i, dst: 0, srcBase: 0, dstBase: cb * plane, dims: [g.n, blocks * plane], srcStrides: [blocks * plane, 1], dstStrides: [outCb * plane, 1] });
+      jobs.push({ src: i, dst: 0, srcBase: 0, dstBase: cb * plane, dims: [g.n, blocks * plane], srcStrides: [blocks * plane, 1],
+        dstStrides: [outCb * plane, 1] });
     });
     return stridedCopy(c, jobs);
   }

@@ -24,7 +24,8 @@
  * | split, slice (channel axis)            | STRIDED_COPY / CHANNEL_GATHER | axis, split / starts ends (step 1)   | nchw; nchw{V}c on axis 1 |
  * | channelgather (fused shuffle/concat/split) | CHANNEL_GATHER | sources (input, channel per output channel) | nchw, nchw{V}c   |
  * | elementwise_chain (fused)              | ELEMENTWISE_CHAIN | chain (steps), operands, params             | nchw, nchw{V}c     |
- * | transpose, slice, split, expand, pad (constant) | STRIDED_COPY | perm / starts ends axes steps / axis split / shape / pads constant_value mode | nchw; transpose also from nchw{V}c |
+ * | transpose, slice, split, expand, pad (constant) | STRIDED_COPY | perm / starts ends axes steps / axis split / shape / pads value mode | nchw (*) |
+ *   (*) transpose also from nchw{V}c
  * | reshape flatten squeeze unsqueeze identity dropout | (none: in place) or COPY | —                         | nchw               |
  * | gather                                 | GATHER           | axis (int32/int64 indices, any data dtype)   | nchw               |
  * | reducemean reducesum reducemax reducemin reduceprod reducesumsquare reducel1 reducel2 | REDUCE | axes, keepdims, noop_with_empty_axes | nchw |

@@ -94,7 +94,11 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
   const q = (u: number, c: number) => worst[u * (N + 1) + c]!;
   const work = Array.from({ length: U }, (_, u) => quiet(u, 1));
   // A unit's fastest, claim included: as a block of its own it pays one claim/release.
-  const fastestOf = Array.from({ length: U }, (_, u) => { let m = Infinity; for (let c = 1; c <= N; c++) m = Math.min(m, q(u, c) + table.claimMs[c]!); return m; });
+  const fastestOf = Array.from({ length: U }, (_, u) => {
+    let m = Infinity;
+    for (let c = 1; c <= N; c++) m = Math.min(m, q(u, c) + table.claimMs[c]!);
+    return m;
+  });
   const qosReachable = fastestOf.reduce((s, x) => s + x, 0) <= qosMs;
   const { share: shareMs, capped } = splitBudget(qosMs, work, fastestOf);
   const requirement = new Int32Array(U);
@@ -107,8 +111,8 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
     }
     requirement[u] = need > 0 ? need : fastest;
   }
-  const averageRequirement = U === 0 || !(qosMs > 0) ? 0 : requirement.reduce((s, r, u) => s + r * shareMs[u]!, 0) / Math.max(qosMs, shareMs.reduce((s, x) =>
-    s + x, 0));
+  const averageRequirement = U === 0 || !(qosMs > 0) ? 0 : requirement.reduce((s, r, u) => s + r * shareMs[u]!, 0)
+    / Math.max(qosMs, shareMs.reduce((s, x) => s + x, 0));
   const prefixMs = best.map((b) => {
     const pre = new Float64Array((N + 1) * (U + 1));
     for (let c = 1; c <= N; c++) for (let u = 0; u < U; u++) pre[c * (U + 1) + u + 1] = pre[c * (U + 1) + u]! + b[u * (N + 1) + c]!;
@@ -116,7 +120,9 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
   });
   const prefixQuietVersionsWorstMs = new Float64Array((N + 1) * (U + 1));
   for (let c = 1; c <= N; c++) {
-    for (let u = 0; u < U; u++) prefixQuietVersionsWorstMs[c * (U + 1) + u + 1] = prefixQuietVersionsWorstMs[c * (U + 1) + u]! + quietVersionsWorst[u * (N + 1) + c]!;
+    for (let u = 0; u < U; u++) {
+      prefixQuietVersionsWorstMs[c * (U + 1) + u + 1] = prefixQuietVersionsWorstMs[c * (U + 1) + u]! + quietVersionsWorst[u * (N + 1) + c]!;
+    }
   }
   const prefixShareMs = new Float64Array(U + 1);
   for (let u = 0; u < U; u++) prefixShareMs[u + 1] = prefixShareMs[u]! + shareMs[u]!;

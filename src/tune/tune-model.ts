@@ -328,7 +328,8 @@ function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly numb
   }));
   const byThreads: Record<string, ThreadFamily> = {};
   for (const { n, family: f } of perCount) {
-    if (f.count > 0) byThreads[String(n)] = { count: f.count, regretPercent: f.regretPercent, bestMs: f.bestMs, candidates: f.candidates, dominated: f.dominated };
+    if (f.count > 0) byThreads[String(n)] = { count: f.count, regretPercent: f.regretPercent, bestMs: f.bestMs, candidates: f.candidates,
+      dominated: f.dominated };
   }
   const versions = perCount.flatMap((p) => p.family.versions);
   const lead = perCount.find((p) => p.n === primary && p.family.count > 0) ?? perCount.find((p) => p.family.count > 0);
