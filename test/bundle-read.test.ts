@@ -45,6 +45,8 @@ test('the schema rejects what a 2.x manifest may not contain', () => {
   const unaligned = structuredClone(good);
   unaligned.graphPlan.values[1].offset = 3;
   assert.ok(manifestSchemaProblem(unaligned));
+  unaligned.graphPlan.values[1].viewOf = { value: unaligned.graphPlan.values[0].id, byteOffset: 3 };
+  assert.equal(manifestSchemaProblem(unaligned), undefined, 'a view (a slice of another value) need not start on a cache line');
 });
 
 test('a tampered file is a sha256 error; a truncated one a size error', async () => {

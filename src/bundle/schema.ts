@@ -162,6 +162,9 @@ const graphPlan = {
           id: int, name: { type: 'string' }, shape: dims, dtype, layout, bytes: int, offset: int,
           viewOf: { type: 'object', required: ['value', 'byteOffset'], additionalProperties: false, properties: { value: int, byteOffset: int } },
         },
+        // A value of its own starts on a cache line (the kernels' aligned loads); a view is a slice of
+        // another value and starts wherever its slice does.
+        if: { not: { required: ['viewOf'] } }, then: { properties: { offset: { type: 'integer', multipleOf: 64 } } },
       },
     },
     steps: {

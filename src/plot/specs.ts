@@ -99,7 +99,7 @@ function candidatePanel(points: readonly CandidatePoint[]): Json {
   const color = { field: 'latencyQuietMs', type: 'quantitative', title: 'quiet latency (ms, level 0)',
     scale: { type: 'log', scheme: { name: 'viridis', extent: [0, 0.85] } }, legend: { direction: 'horizontal', gradientLength: 240, format: '~g' } };
   const multiThread = new Set(points.map((p) => p.threads)).size > 1;
-  const shape = multiThread ? { shape: { field: 'threads', type: 'ordinal', title: 'threads' } } : {};
+  const shape = multiThread ? { shape: { field: 'threads', type: 'nominal', title: 'threads' } } : {};
   const label = (parity: 0 | 1) => ({
     transform: [{ filter: 'datum.kept' }, { window: [{ op: 'row_number', as: 'labelRank' }] }, { filter: `datum.labelRank % 2 == ${parity}` }],
     mark: { type: 'text', align: 'left', dx: 11, dy: parity === 1 ? -11 : 15, fontSize: 13, fontWeight: 'bold', color: '#111' },
