@@ -287,13 +287,16 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       // the same database (which holds those records from the start) picks the same versions.
       let fam = familyFromRecords(t, o, levels, threads, primary);
       let profiles: Record<string, number>[] = [];
-      for (let round = 0; round < 4; round++) {
+      // Each round that changes the family measures a version not profiled before, so this ends; the
+      // family kept is the one selected after the last profiling, whose candidate counts a rerun sees.
+      const ids = (f: Family) => f.versions.map((v) => v.id).join(',');
+      for (let round = 0; round < 16; round++) {
         profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
           { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
         const again = familyFromRecords(t, o, levels, threads, primary);
-        const ids = (f: Family) => f.versions.map((v) => v.id).join(',');
-        if (ids(again) === ids(fam)) break;
+        const settled = ids(again) === ids(fam);
         fam = again;
+        if (settled) break;
       }
       const trials = runs.reduce((n, r, i) => n + (r.use === t ? searches[i]!.visited.length : 0), 0);
       families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials, threadProfiles: profiles });
