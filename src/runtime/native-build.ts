@@ -7,23 +7,12 @@
  * Why no node-gyp: see native-kernels/runtime/addon.c — one compiler for kernels and runtime,
  * nothing to build at install time, and the JS→C crossing happens once per inference.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { userError } from '../errors.js';
+import { join } from 'node:path';
 import { ensureProgram } from '../toolchain/build-cache.js';
+import { nodeIncludeDir } from '../toolchain/node-headers.js';
 import { nativeDir } from '../toolchain/paths.js';
-
-/** Where node_api.h lives for the running Node (the official layout: <prefix>/include/node). */
-export function nodeIncludeDir(): string {
-  const candidates = [join(dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'];
-  const found = candidates.find((d) => existsSync(join(d, 'node_api.h')));
-  if (found === undefined) {
-    throw userError('NO_COMPILER', `node_api.h was not found (looked in ${candidates.join(', ')})`,
-      'install the Node.js development headers (e.g. `apt-get install libnode-dev` or a Node.js tarball, which ships include/node)');
-  }
-  return found;
-}
 
 export function runtimeSourceDir(): string {
   return join(nativeDir(), 'runtime');

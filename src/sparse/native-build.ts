@@ -8,34 +8,21 @@
  * else AVX2 + FMA) is what training uses; `portable` (the same flags at -march=x86-64: the plain C
  * path) exists so the tests can check that the vector paths and the scalar path agree.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { VeltairError, userError } from '../errors.js';
+import { join } from 'node:path';
+import { VeltairError } from '../errors.js';
 import { buildKey, ensureProgram, installOnce } from '../toolchain/build-cache.js';
 import { compiler, compilerStderr, compilerVersion, runCompiler } from '../toolchain/compiler.js';
 import { flagsFor, libsFor } from '../toolchain/flags.js';
 import { headerSnapshot, writeSources, type SourceFile } from '../toolchain/headers.js';
+import { nodeIncludeDir } from '../toolchain/node-headers.js';
 import { cacheDir, nativeDir } from '../toolchain/paths.js';
 
 export type SparseBuild = 'native' | 'portable';
 
 const HINT = 'check that the C compiler supports OpenMP (libgomp); this is a veltair bug if it does';
-
-/**
- * Where node_api.h lives for the running Node. The same search as the runtime's addon build
- * (src/runtime/native-build.ts); repeated here because sparse/ must not depend on runtime/.
- */
-function nodeIncludeDir(): string {
-  const candidates = [join(dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'];
-  const found = candidates.find((d) => existsSync(join(d, 'node_api.h')));
-  if (found === undefined) {
-    throw userError('NO_COMPILER', `node_api.h was not found (looked in ${candidates.join(', ')})`,
-      'install the Node.js development headers (e.g. `apt-get install libnode-dev` or a Node.js tarball, which ships include/node)');
-  }
-  return found;
-}
 
 export function sparseSourceDir(): string {
   return join(nativeDir(), 'sparse');
