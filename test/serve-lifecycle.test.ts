@@ -110,6 +110,30 @@ test('the ONNX Runtime baseline behind the same front end gives the same answers
   assert.equal((await child).exitCode, 0);
 });
 
+test('veltair load --find-max against two servers: one side-by-side comparison at the first server\'s QoS', { timeout: 300_000 }, async () => {
+  // The slow model keeps the rates (and so each find-max) small.
+  const a = await serve([bundles['slow']!, '--policy', 'veltair']);
+  const b = await serve([bundles['slow']!, '--policy', 'fcfs', '--qos-multiple', '50']);
+  try {
+    const r = await veltair(['load', a.url, b.url, '--models', 'slow', '--find-max', '--duration', '1', '--rounds', '2', '--json']);
+    assert.equal(r.exitCode, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { qosMs: Record<string, number>; rounds: number; servers: { url: string; maxQps: number[]; medianMaxQps: number }[] };
+    assert.equal(out.rounds, 2);
+    assert.deepEqual(out.servers.map((s) => s.url), [a.url, b.url]);
+    const metaQos = async (url: string) => ((await (await fetch(`${url}/v2/models/slow`)).json()) as { parameters: { qos_ms: number } }).parameters.qos_ms;
+    assert.ok(Math.abs(out.qosMs['slow']! - await metaQos(a.url)) < 1e-3, 'the first server\'s QoS');
+    assert.ok(await metaQos(b.url) > out.qosMs['slow']!, 'the second server states a laxer QoS, which is not used');
+    for (const s of out.servers) {
+      assert.equal(s.maxQps.length, 2, 'one find-max per round');
+      assert.ok(s.maxQps.every((q) => q > 0), `${s.url} serves the slow model at some rate within QoS`);
+    }
+    assertOneClearError(await veltair(['load', a.url, b.url, '--models', 'slow', '--qps', '1']), 'BAD_ARGUMENT', ['--find-max']);
+  } finally {
+    a.child.kill('SIGTERM'); b.child.kill('SIGTERM');
+    await Promise.all([a.child, b.child]);
+  }
+});
+
 test('bad start-up input is one clear error line and exit 1', async () => {
   assertOneClearError(await veltair(['serve', bundles['tiny']!, '--policy', 'sometimes']), 'BAD_ARGUMENT', ['sometimes']);
   assertOneClearError(await veltair(['serve', bundles['tiny']!, '--port', '99999']), 'BAD_ARGUMENT', ['--port']);

@@ -1,6 +1,8 @@
 /**
- * `veltair load URL --models NAME[=WEIGHT],… (--qps Q | --find-max) [--duration S] [--seed N]
- *  [--qos NAME=MS]… [--json]`: open-loop Poisson load on a v2 server on this machine (src/serve/load.ts).
+ * `veltair load URL [URL…] --models NAME[=WEIGHT],… (--qps Q | --find-max) [--duration S] [--seed N]
+ *  [--qos NAME=MS]… [--rounds R] [--json]`: open-loop Poisson load on a v2 server on this machine (src/serve/load.ts).
+ * With several URLs (`--find-max` only), the servers are searched in turn, order reversed every
+ * other round, all at the first server's QoS, and one side-by-side table compares them.
  * Inputs are seeded random tensors of each model's declared shapes; each model's QoS is what the
  * server's metadata states unless --qos overrides it. `--find-max` binary-searches the highest
  * total QPS at which every model keeps ≥ 99% of its requests within QoS.
@@ -8,6 +10,7 @@
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
 import { findMaxQps, loopbackUrl, requestFor, runLoad, type LoadModel, type LoadResult, type Metadata } from '../serve/load.js';
+import { median } from '../stats.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
@@ -19,6 +22,7 @@ interface LoadFlags {
   seed: string;
   qos: string[];
   jsonTensors?: boolean;
+  rounds: string;
   json?: boolean;
 }
 
@@ -68,7 +72,7 @@ export function registerLoadCommand(program: Command): void {
   program
     .command('load')
     .description('open-loop Poisson load on a v2 server on this machine: achieved QPS, latency percentiles, QoS satisfaction')
-    .argument('<url>', 'the server, e.g. http://127.0.0.1:8000 (loopback only)')
+    .argument('<url...>', 'the server, e.g. http://127.0.0.1:8000 (loopback only); with --find-max, several servers to compare side by side')
     .requiredOption('--models <list>', 'models to load, NAME[=WEIGHT],… (weights share the total rate; default 1 each)')
     .option('--qps <q>', 'total requests per second over all models')
     .option('--find-max', 'binary-search the highest total QPS with every model at ≥ 99% within QoS')
@@ -76,9 +80,11 @@ export function registerLoadCommand(program: Command): void {
     .option('--seed <n>', 'seed of the arrival times and inputs', '1')
     .option('--qos <name=ms>', 'override a model\'s QoS (repeatable)', collect, [])
     .option('--json-tensors', 'send tensors as JSON data (default: the binary tensor data extension)')
+    .option('--rounds <n>', 'with several servers: find-max rounds over all of them, order reversed every other round', '1')
     .option('--json', 'machine-readable results on stdout')
-    .action(async (urlText: string, flags: LoadFlags) => {
-      const base = loopbackUrl(urlText);
+    .action(async (urlTexts: string[], flags: LoadFlags) => {
+      if (urlTexts.length > 1) { await compareServers(urlTexts, flags); return; }
+      const base = loopbackUrl(urlTexts[0]!);
       const durationS = parsePositiveInt('--duration', flags.duration, 3600);
       const seed = parsePositiveInt('--seed', flags.seed);
       const qps = flags.qps === undefined ? undefined : Number(flags.qps);
@@ -101,4 +107,44 @@ export function registerLoadCommand(program: Command): void {
       if (flags.json) printJson(r);
       else printLine(loadTable(r));
     });
+}
+
+/** `--find-max` against several servers, interleaved over rounds, at the first server's QoS. */
+async function compareServers(urlTexts: readonly string[], flags: LoadFlags): Promise<void> {
+  if (!flags.findMax) {
+    throw userError('BAD_ARGUMENT', `${urlTexts.length} servers given without --find-max`, 'compare servers with --find-max, or give one URL with --qps');
+  }
+  const bases = urlTexts.map((u) => loopbackUrl(u));
+  const durationS = parsePositiveInt('--duration', flags.duration, 3600);
+  const seed = parsePositiveInt('--seed', flags.seed);
+  const rounds = parsePositiveInt('--rounds', flags.rounds, 100);
+  const first = await loadModels(bases[0]!, flags, seed);
+  // One QoS for every server (the first one's, or --qos): a server stating a laxer QoS would win by that alone.
+  const sameQos = { ...flags, qos: first.map((m) => `${m.name}=${m.qosMs.toFixed(3)}`) };
+  const models = [first, ...await Promise.all(bases.slice(1).map((b) => loadModels(b, sameQos, seed)))];
+  const start = flags.qps !== undefined ? Number(flags.qps) : first.reduce((s, m) => s + 1000 / m.qosMs, 0) / first.length;
+  if (!(start > 0)) throw badArgument('--qps', flags.qps!, 'is not a rate above 0', 'e.g. --qps 20');
+  const maxQps: number[][] = bases.map(() => []);
+  for (let round = 0; round < rounds; round++) {
+    const order = bases.map((_, i) => i);
+    if (round % 2 === 1) order.reverse();
+    for (const i of order) {
+      const found = await findMaxQps(bases[i]!, models[i]!, { durationS, seed: seed + round * 1000, startQps: start });
+      maxQps[i]!.push(found.maxQps);
+      if (!flags.json) note(`round ${round + 1}: ${bases[i]!.origin} max ${found.maxQps.toFixed(2)} QPS (${found.runs.length} runs)`);
+    }
+  }
+  const medians = maxQps.map(median);
+  if (flags.json) {
+    printJson({ qosMs: Object.fromEntries(first.map((m) => [m.name, m.qosMs])), rounds,
+      servers: bases.map((b, i) => ({ url: b.origin, maxQps: maxQps[i], medianMaxQps: medians[i] })) });
+    return;
+  }
+  printLine(`QoS (the first server's): ${first.map((m) => `${m.name} ${m.qosMs.toFixed(1)} ms`).join(', ')}; ${rounds} round(s), `
+    + `servers interleaved; max QPS with every model ≥ 99% within QoS`);
+  printLine(formatTable([
+    ['server', 'max QPS per round', 'median', `× ${bases[0]!.origin}`],
+    ...bases.map((b, i) => [b.origin, maxQps[i]!.map((q) => q.toFixed(2)).join(' / '), medians[i]!.toFixed(2),
+      medians[0]! > 0 ? (medians[i]! / medians[0]!).toFixed(2) : '-']),
+  ], new Set([2, 3])));
 }
