@@ -111,9 +111,10 @@ test('the ONNX Runtime baseline behind the same front end gives the same answers
 });
 
 test('veltair load --find-max against two servers: one side-by-side comparison at the first server\'s QoS', { timeout: 300_000 }, async () => {
-  // The slow model keeps the rates (and so each find-max) small.
-  const a = await serve([bundles['slow']!, '--policy', 'veltair']);
-  const b = await serve([bundles['slow']!, '--policy', 'fcfs', '--qos-multiple', '50']);
+  // The slow model keeps the rates (and so each find-max) small. Both QoS targets are lax: the suite shares a
+  // 2-core machine with other test files, and a tight target can be missed at every rate, which is not what this checks.
+  const a = await serve([bundles['slow']!, '--policy', 'veltair', '--qos-multiple', '25']);
+  const b = await serve([bundles['slow']!, '--policy', 'fcfs', '--qos-multiple', '75']);
   try {
     const r = await veltair(['load', a.url, b.url, '--models', 'slow', '--find-max', '--duration', '1', '--rounds', '2', '--json']);
     assert.equal(r.exitCode, 0, r.stderr);
