@@ -1,12 +1,13 @@
 /**
- * The database directory's writer lock: `<dir>/.lock`, created with O_EXCL and holding
+ * The database directory's writer lock: `<dir>/.lock`, created atomically (written aside, then linked into place) and holding
  * {pid, host, nonce, since}. Every writer takes it: appenders for the duration of one write (a
  * few syscalls), prune and merge for their whole read–rewrite–rename. That is what makes pruning
  * during a concurrent append safe: an append either lands before prune reads the file or after
  * prune renamed the new file into place — never into the old inode prune is about to replace.
  *
  * A holder killed with -9 leaves its lock behind; it is broken when its pid is gone on this host
- * (or, for an unreadable lock file, once it is older than STALE_UNREADABLE_MS). Breaking renames
+ * (or, for an unreadable lock file, once it is older than STALE_UNREADABLE_MS; tryCreate never
+ * leaves one, but a lock written by hand or by an older veltair may be). Breaking renames
  * the lock aside and checks it was the stale one, so two breakers cannot both win; if a breaker
  * finds it took a live lock it links it back. Locks from another host are never broken (the
  * database must live on a local filesystem anyway: see store.ts).
@@ -73,18 +74,27 @@ async function breakStale(path: string, seen: LockInfo | undefined): Promise<voi
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The lock appears with its content or not at all: written to a file of our own, then linked into
+ * place (link fails with EEXIST like O_EXCL). Created empty and then written, a holder killed
+ * between the two left an unreadable lock that blocked every writer for STALE_UNREADABLE_MS.
+ */
 async function tryCreate(path: string, info: LockInfo): Promise<boolean> {
+  const mine = `${path}.new-${info.nonce}`;
   try {
-    const fh = await open(path, 'wx');
+    const fh = await open(mine, 'wx');
     try {
       await fh.write(JSON.stringify(info));
     } finally {
       await fh.close();
     }
+    await link(mine, path);
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw e;
+  } finally {
+    await unlink(mine).catch(() => undefined);
   }
 }
 
