@@ -1,7 +1,8 @@
 /**
  * Builder and runner: content-addressed object cache (nothing compiles twice), compile errors
  * isolated to their candidate, a missing compiler reported as NO_COMPILER, and every failure mode
- * of a candidate (wrong answer, crash, hang) recorded while its neighbours are still measured.
+ * of a candidate (wrong answer, crash, hang) recorded while its neighbours are still measured; a
+ * job the caller skips runs nothing, and a kernel is checked once per run of the same kernel.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ import { makeCandidate } from '../src/space/candidate.js';
 import { defaultSchedule, parallelHeavy } from '../src/space/presets.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { buildKernels } from '../src/measure/build.js';
-import { measureJobs, type MeasureJob } from '../src/measure/run-candidate.js';
+import { measureJobs, measureJobsSkippable, type MeasureJob } from '../src/measure/run-candidate.js';
 import { isVeltairError } from '../src/errors.js';
 
 const W: WorkloadShape = { op: 'conv2d', dtype: 'float32', n: 1, cin: 16, h: 8, w: 8, cout: 16, kh: 3, kw: 3, strideH: 1,
@@ -112,3 +113,27 @@ test('with a cache flush every call is timed alone, and the minimum repeat count
   assert.equal(f!.number, 1);
   assert.equal(f!.repeatsMs.length, 5);
 }));
+
+test('a skipped job runs nothing; a kernel measured twice in a row is checked once, again after another kernel', { timeout: 300_000 },
+  () => withTempCache(async (dir) => {
+    const [a, b] = await kernels();
+    // Right on its first call only: a second check of it fails, a reused check does not.
+    const once = variant(a!, 'once', (src, sym) => src.replace(new RegExp(`(void ${sym}_run\\([^)]*\\) \\{)`),
+      '$1 static int vt_calls; if (vt_calls++ > 0) return;'));
+    const built = await buildKernels([once, b!], { cacheDir: dir });
+    assert.ok(built.every((r) => r.status === 'ok'));
+    const so = new Map(built.map((r) => [r.symbol, r.status === 'ok' ? r.soPath : '']));
+    const job = (k: KernelSource): MeasureJob => ({ soPath: so.get(k.symbol)!, symbol: k.symbol, threads: 1 });
+    const events: string[] = [];
+    const res = await measureJobsSkippable([job(once), job(b!), job(once), job(once), job(b!)], {
+      cacheDir: dir, cores: [0], minTimeMs: 2, minRepeats: 2,
+      skipJob: (i) => i === 1,
+      beforeJob: (i) => { events.push(`start ${i}`); },
+      afterJob: (i, m) => { events.push(`end ${i} ${m.status}`); },
+    });
+    assert.equal(res[1], undefined, 'skipped');
+    assert.deepEqual(res.map((m) => m?.status), ['ok', undefined, 'ok', 'ok', 'ok'], 'job 2 reuses job 0\'s check, job 3 job 2\'s');
+    assert.deepEqual(events, ['start 0', 'end 0 ok', 'start 2', 'end 2 ok', 'start 3', 'end 3 ok', 'start 4', 'end 4 ok'], 'no hooks for a skipped job');
+    const again = await measureJobs([job(once), job(b!), job(once)], { cacheDir: dir, cores: [0], minTimeMs: 2, minRepeats: 2 });
+    assert.deepEqual(again.map((m) => m.status), ['ok', 'ok', 'wrong'], 'after another kernel, the check runs again');
+  }));

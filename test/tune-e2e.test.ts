@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/db/store.js';
-import { levelsOf } from '../src/db/record.js';
+import { levelsOf, medianMs } from '../src/db/record.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { tuneWorkloads, shardOf, tasksOf } from '../src/tune/tune-model.js';
@@ -49,7 +49,7 @@ test('one pass measures every candidate at every level with real, switched co-ru
   const db = await openDatabase(dbDir, { target, shipped: false });
   const seenDuring: { pid: number; state: string }[][] = [];
   const first = await tuneWorkloads([{ workload: conv, count: 2 }], {
-    trials: 4, levels: [0, 1], threads: [1], seed: 3, db, minTimeMs: 20, target, profileThreads: [1, 2],
+    trials: 4, levels: [0, 1], threads: [1], seed: 3, db, minTimeMs: 20, target, profileThreads: [1, 2], noisyScreen: Infinity,
     onProgress: () => { seenDuring.push(noiseChildren()); },
   });
   assert.equal(first.measured - first.profileMeasured, 4);
@@ -85,9 +85,27 @@ test('one pass measures every candidate at every level with real, switched co-ru
   // a fresh process's view of the same database: the same trials replay as hits
   const again = await openDatabase(dbDir, { target, shipped: false });
   const second = await tuneWorkloads([{ workload: conv, count: 2 }],
-    { trials: 4, levels: [0, 1], threads: [1], seed: 3, db: again, minTimeMs: 20, target, profileThreads: [1, 2] });
+    { trials: 4, levels: [0, 1], threads: [1], seed: 3, db: again, minTimeMs: 20, target, profileThreads: [1, 2], noisyScreen: Infinity });
   assert.equal(second.measured, 0);
   assert.equal(second.dbHits, first.measured);
   assert.deepEqual(second.families.get(conv.key)!.versions.map((v) => v.id), fam.versions.map((v) => v.id));
   assert.deepEqual(second.noise, {}, 'nothing to measure: no co-runner started');
+});
+
+test('screening: a candidate slower quiet than the screen × the best so far is measured quiet only, and never kept', async () => {
+  const target = await detectTarget();
+  const db = await openDatabase(join(root, 'db-screen'), { target, shipped: false });
+  // Screen 1: noisy levels only for a candidate at least as fast quiet as every one before it.
+  const r = await tuneWorkloads([{ workload: conv, count: 1 }], { trials: 6, levels: [0, 1], threads: [1], seed: 5, db, minTimeMs: 10, target,
+    noisyScreen: 1 });
+  const ok = db.records(conv.key).filter((x) => x.threads === 1 && x.status === 'ok');
+  assert.ok(ok.length >= 2, 'enough candidates to compare');
+  let best = Infinity;
+  for (const rec of ok) {
+    const ms = medianMs(rec, 0)!;
+    const expectNoisy = ms <= best;
+    assert.deepEqual(levelsOf(rec), expectNoisy ? [0, 1] : [0], `record measured ${ms} ms quiet, best before it ${best} ms`);
+    best = Math.min(best, ms);
+  }
+  for (const v of r.families.get(conv.key)!.versions) assert.deepEqual(Object.keys(v.latencyMs).sort(), ['0', '1'], 'kept versions have every level');
 });

@@ -52,6 +52,11 @@ export interface MeasureOptions {
   readonly cacheDir?: string;
   /** Runs before job `index` starts (awaited) and after it ends. */
   readonly beforeJob?: (index: number) => Promise<void> | void;
+  /**
+   * Asked when job `index` is next, with every earlier job's result known: true skips it (nothing
+   * runs, no hooks; measureJobsSkippable reports it as undefined).
+   */
+  readonly skipJob?: (index: number) => Promise<boolean> | boolean;
   readonly afterJob?: (index: number, m: Measurement) => Promise<void> | void;
 }
 
@@ -76,11 +81,11 @@ function ompEnv(cores: readonly number[]): Record<string, string> {
   };
 }
 
-interface HarnessLine { job: number; event: 'ready' | 'result'; status?: MeasureStatus; [k: string]: unknown }
+interface HarnessLine { job: number; event: 'ready' | 'result'; status?: MeasureStatus | 'skipped'; [k: string]: unknown }
 
 function toMeasurement(l: HarnessLine): Measurement {
   return {
-    status: l.status ?? 'crash',
+    status: l.status === undefined || l.status === 'skipped' ? 'crash' : l.status,
     ...(typeof l['medianMs'] === 'number' ? { medianMs: l['medianMs'] } : {}),
     repeatsMs: Array.isArray(l['repeatsMs']) ? (l['repeatsMs'] as number[]) : [],
     ...(typeof l['number'] === 'number' ? { number: l['number'] } : {}),
@@ -92,7 +97,7 @@ function toMeasurement(l: HarnessLine): Measurement {
 
 /** One child over `jobs`; returns the measurements it finished (a crash/timeout ends it early). */
 async function runChild(bin: string, jobs: readonly MeasureJob[], indices: readonly number[], o: MeasureOptions,
-  done: Map<number, Measurement>): Promise<void> {
+  done: Map<number, Measurement | undefined>): Promise<void> {
   const cores = o.cores ?? Array.from({ length: availableParallelism() }, (_, i) => i);
   const args = ['--cores', cores.join(','), '--min-time-ms', String(o.minTimeMs ?? 100),
     '--min-repeats', String(o.minRepeats ?? 3), '--max-repeats', String(o.maxRepeats ?? 1000),
@@ -111,10 +116,13 @@ async function runChild(bin: string, jobs: readonly MeasureJob[], indices: reado
     const index = indices[line.job];
     if (index === undefined) continue;
     if (line.event === 'ready') {
+      if (await o.skipJob?.(index)) { child.stdin?.write('skip\n'); continue; }
       current = index;
       await o.beforeJob?.(index);
       watchdog = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, o.timeoutMs ?? 60_000);
       child.stdin?.write('go\n');
+    } else if (line.status === 'skipped') {
+      done.set(index, undefined);
     } else {
       clearTimeout(watchdog);
       const m = toMeasurement(line);
@@ -136,9 +144,14 @@ async function runChild(bin: string, jobs: readonly MeasureJob[], indices: reado
 }
 
 /** Measure jobs serially, in order; one Measurement per job, failures included. */
-export async function measureJobs(jobs: readonly MeasureJob[], o: MeasureOptions = {}): Promise<Measurement[]> {
+export async function measureJobs(jobs: readonly MeasureJob[], o: Omit<MeasureOptions, 'skipJob'> = {}): Promise<Measurement[]> {
+  return (await measureJobsSkippable(jobs, o)).map((m) => m!);
+}
+
+/** measureJobs with `skipJob`: a skipped job's entry is undefined. */
+export async function measureJobsSkippable(jobs: readonly MeasureJob[], o: MeasureOptions = {}): Promise<(Measurement | undefined)[]> {
   const bin = await ensureHarness(o.cacheDir ?? cacheDir());
-  const done = new Map<number, Measurement>();
+  const done = new Map<number, Measurement | undefined>();
   let pending = jobs.map((_, i) => i);
   while (pending.length > 0) {
     const before = done.size;
@@ -150,5 +163,5 @@ export async function measureJobs(jobs: readonly MeasureJob[], o: MeasureOptions
       pending = pending.slice(1);
     }
   }
-  return jobs.map((_, i) => done.get(i)!);
+  return jobs.map((_, i) => done.get(i));
 }

@@ -14,7 +14,7 @@ import type { TuningDatabase } from '../db/store.js';
 import { shardFileName } from '../db/store.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
 import { transferSeeds } from '../db/transfer.js';
-import { userError } from '../errors.js';
+import { internalError, userError } from '../errors.js';
 import type { Workload } from '../ir/workload.js';
 import type { NoiseSettings } from '../interference/levels.js';
 import { repair, isValid } from '../space/schedule.js';
@@ -79,6 +79,14 @@ export interface TuneOptions {
    * from nothing. Default: max(2, ⌈trials / 3⌉); 0 turns transfer off.
    */
   readonly transferTrials?: number;
+  /**
+   * Co-runners the caller started and still owns (kept warm across tuning passes: starting levels
+   * 2–4 touches gigabytes, tens of seconds on this VM). tuneWorkloads neither starts nor closes
+   * any then; the bank must have every noisy level requested and this session's core plan.
+   */
+  readonly bank?: LevelBank;
+  /** Noisy levels only for candidates within this factor of the best quiet median (evaluate.ts; default 1.5, Infinity: every one). */
+  readonly noisyScreen?: number;
 }
 
 /** Of a tuning pass's workloads: how their starting points came about. */
@@ -213,7 +221,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   const tasks = tasksOf(uses, o.shard);
   const fingerprint = targetFingerprint(target);
   const recordsFile = o.shard ? shardFileName(o.shard.index, o.shard.count) : undefined;
-  let bankPromise: Promise<LevelBank | undefined> | undefined;
+  if (o.bank && (levels.some((l) => l !== 0 && !o.bank!.levels.includes(l)) || o.bank.plan.noiseCores.join() !== plan.noiseCores.join())) {
+    throw internalError(`the given co-runner bank (levels ${o.bank.levels.join(',')}) does not serve levels ${levels.join(',')} on this core plan`);
+  }
+  let bankPromise: Promise<LevelBank | undefined> | undefined = o.bank ? Promise.resolve(o.bank) : undefined;
   const bank = () => (bankPromise ??= levels.some((l) => l !== 0) && plan.noiseCores.length > 0
     ? openLevelBank({ levels, plan, ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}), ...(o.noiseSettingsFor ? { settingsFor: o.noiseSettingsFor } : {}) })
     : Promise.resolve(undefined));
@@ -252,6 +263,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}),
     ...(o.minTimeMs !== undefined ? { minTimeMs: o.minTimeMs } : {}),
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+    ...(o.noisyScreen !== undefined ? { noisyScreen: o.noisyScreen } : {}),
   };
   const count = (r: TrialResult) => { if (r.fromDb) dbHits++; else measured++; };
 
@@ -308,10 +320,11 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       workloadVersionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, 1])),
       perLevelRegret: regretSummary([...families.values()], levels),
       levels, threads, transfer,
-      noise: Object.fromEntries([...(runners?.runners ?? new Map())].map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }])),
+      noise: Object.fromEntries([...(runners?.runners ?? new Map())].filter(([l]) => levels.includes(l))
+        .map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }])),
     };
   } finally {
-    const b = bankPromise ? await bankPromise.catch(() => undefined) : undefined;
+    const b = bankPromise && !o.bank ? await bankPromise.catch(() => undefined) : undefined;
     await b?.close();
   }
 }
