@@ -1,6 +1,6 @@
 /**
  * `veltair compile MODEL.onnx -o OUT [--trials N] [--levels 0,1,2,3,4] [--max-versions 5]
- *  [--threads N] [--db DIR] [--shard i/n] [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
+ *  [--threads N] [--db DIR] [--no-shipped-records] [--shard i/n] [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
  * load → lower → tune the unique workloads (one pass, every level, at every thread count) → families → bundle.
  * Every argument and the output location are checked, and a C compiler is found, before the
  * first candidate is measured. With --shard only that shard's workloads are tuned into the
@@ -49,6 +49,7 @@ interface CompileFlags {
   profileThreads?: string;
   isa?: string;
   db?: string;
+  shippedRecords?: boolean;
   shard?: string;
   seed?: string;
   inputShape: Map<string, readonly number[]>;
@@ -212,7 +213,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   for (const guess of await targetNotes()) note(`warning: ${guess}; tuning records and kernels are sized for it`);
   assertRunnable(graph, vectorWidths(target.isa)[0]!, modelPath);
   const dbDir = f.db ?? defaultDatabaseDir();
-  const db = await openDatabase(dbDir, { target, onWarning: (m) => note(`warning: ${m}`) });
+  const db = await openDatabase(dbDir, { target, onWarning: (m) => note(`warning: ${m}`), ...(f.shippedRecords === false ? { shipped: false } : {}) });
   const profileThreads = args.profileThreads === 'auto' ? powersUpTo(target.cores) : args.profileThreads.filter((t) => t <= target.cores);
 
   const bar = progressBar(f.json === true);
@@ -277,6 +278,7 @@ export function registerCompileCommand(program: Command): void {
       + '(default: every count 1..cores; above 8 cores the powers of two and the core count)')
     .option('--profile-threads <list>', 'thread counts to profile kept versions at (level 0): a list, none, or auto (1, 2, 4 … cores; default)')
     .option('--db <dir>', `tuning database directory (default ${defaultDatabaseDir()})`)
+    .option('--no-shipped-records', 'ignore the records shipped in the package\'s tuning-db/: tune from --db alone')
     .option('--shard <i/n>', 'tune only shard i of n of the workloads into the database; write no bundle')
     .option('--seed <n>', 'search seed (default 1)')
     .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable)', collectInputShape, new Map<string, readonly number[]>())

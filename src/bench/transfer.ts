@@ -1,0 +1,135 @@
+/**
+ * Tuning transfer to a target with no records of its own (issue 15), on one machine:
+ *  1. from scratch: `veltair compile` of the model with an empty database, the shipped records
+ *     ignored (--no-shipped-records) and an empty kernel cache: a fresh machine with nothing to start from;
+ *  2. the simulated new target: every record of step 1, relabelled as measured on another host
+ *     type (the fingerprint input's L1d and L2 changed to those of the other host type seen, 48 KiB
+ *     and 1 MiB; ISA, cores and compiler kept), into a second empty database. Nothing there matches
+ *     this machine exactly, so `veltair compile` with it (empty kernel cache again) transfers:
+ *     it measures the nearest target's frontier first, capped per workload (db/transfer.ts);
+ *  3. the two bundles, loaded in one process, timed back to back in alternating order over R rounds
+ *     (quiet, on the cores the bundle would use), paired ratio transfer / scratch with its spread.
+ * The relabelled records rank candidates exactly as this machine does, which real records from
+ * another host would not: this is transfer's best case for ranking, not for its budget.
+ *
+ *   npm run build && node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1] [--work DIR]
+ * Markdown on stdout, progress on stderr. --work keeps the databases and bundles (default: a temp dir, removed).
+ */
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { parseRecordLine, recordLine, type TuningRecord } from '../db/record.js';
+import { targetFingerprint } from '../db/target-fingerprint.js';
+import { loadBundle, type Session } from '../runtime/session.js';
+import { repoRoot } from '../toolchain/paths.js';
+import { median, summarizeRatios } from '../stats.js';
+import { modelFeeds } from './feeds.js';
+import { machineInfo, machineLine } from './machine.js';
+
+const KiB = 1024;
+const arg = (name: string, fallback: string) => { const i = process.argv.indexOf(name); return i >= 0 ? process.argv[i + 1]! : fallback; };
+const log = (m: string) => process.stderr.write(`transfer: ${m}\n`);
+
+interface CompileRun {
+  readonly seconds: number;
+  readonly summary: { measured: number; dbHits: number; transfer: { exactWorkloads: number; transferredWorkloads: number;
+    transferredSeeds: number; freshWorkloads: number; medianDistance: number | null } };
+}
+
+async function compile(model: string, db: string, cache: string, out: string): Promise<CompileRun> {
+  const t0 = Date.now();
+  const r = await execa(join(repoRoot(), 'bin', 'veltair'), ['compile', model, '-o', out, '--db', db, '--no-shipped-records', '--json'],
+    { env: { VELTAIR_CACHE_DIR: cache }, reject: false, stderr: 'inherit' });
+  if (r.exitCode !== 0) throw new Error(`veltair compile failed (exit ${r.exitCode})`);
+  return { seconds: (Date.now() - t0) / 1000, summary: JSON.parse(r.stdout) as CompileRun['summary'] };
+}
+
+/** Every record of `from`, as if measured on the other host type: caches changed, fingerprint recomputed. */
+async function relabel(from: string, to: string): Promise<number> {
+  await mkdir(to, { recursive: true });
+  const lines: string[] = [];
+  for (const f of (await readdir(from)).filter((n) => n.endsWith('.jsonl'))) {
+    for (const text of (await readFile(join(from, f), 'utf8')).split('\n')) {
+      if (!text) continue;
+      const parsed = parseRecordLine(text);
+      if (!('record' in parsed)) continue;
+      const r: TuningRecord = parsed.record;
+      const targetSpec = { ...r.targetSpec, caches: { ...r.targetSpec.caches, l1d: 48 * KiB, l2: 1024 * KiB } };
+      lines.push(recordLine({ ...r, targetSpec, target: targetFingerprint(targetSpec) }));
+    }
+  }
+  await writeFile(join(to, 'records.jsonl'), lines.join(''));
+  return lines.length;
+}
+
+/** Median of `runs` timed runs after one warm-up (ms). */
+function timeRuns(s: Session, feeds: ReturnType<typeof modelFeeds>, outs: ReturnType<Session['executor']['run']>, runs: number): number {
+  s.executor.run(feeds, outs);
+  const xs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = process.hrtime.bigint();
+    s.executor.run(feeds, outs);
+    xs.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  return median(xs);
+}
+
+async function main(): Promise<void> {
+  const modelName = arg('--model', 'resnet50'), rounds = Number(arg('--rounds', '7')), runs = Number(arg('--runs', '5'));
+  const threads = Number(arg('--threads', '1'));
+  const keep = process.argv.includes('--work');
+  const work = keep ? arg('--work', '') : await mkdtemp(join(tmpdir(), 'veltair-transfer-'));
+  await mkdir(work, { recursive: true });
+  const machine = await machineInfo();
+  try {
+    const model = join(work, `${modelName}.onnx`);
+    await execa(join(repoRoot(), 'bin', 'veltair'), ['zoo', 'build', modelName, '-o', model, '--force']);
+    log(`from scratch: empty database, empty kernel cache`);
+    const scratch = await compile(model, join(work, 'db-scratch'), join(work, 'cache-scratch'), join(work, 'scratch.bundle'));
+    log(`from scratch: ${scratch.seconds.toFixed(1)} s, ${scratch.summary.measured} measured`);
+    const relabelled = await relabel(join(work, 'db-scratch'), join(work, 'db-other-host'));
+    log(`${relabelled} records relabelled as the other host type's; compiling with them, empty kernel cache`);
+    const moved = await compile(model, join(work, 'db-other-host'), join(work, 'cache-transfer'), join(work, 'transfer.bundle'));
+    log(`transfer: ${moved.seconds.toFixed(1)} s, ${moved.summary.measured} measured`);
+
+    const bundles = await Promise.all(['scratch', 'transfer'].map((b) => loadBundle(join(work, `${b}.bundle`), { threads, pinThreads: true })));
+    const feeds = modelFeeds(bundles[0]!.manifest.model.inputs);
+    const outs = bundles.map((b) => b.executor.run(feeds));
+    const ratios: number[] = [];
+    const ms: number[][] = [[], []];
+    for (let r = 0; r < rounds; r++) {
+      const order = r % 2 === 0 ? [0, 1] : [1, 0];
+      const t: number[] = [];
+      for (const i of order) t[i] = timeRuns(bundles[i]!, feeds, outs[i]!, runs);
+      ms[0]!.push(t[0]!); ms[1]!.push(t[1]!);
+      ratios.push(t[1]! / t[0]!);
+    }
+    const s = summarizeRatios(ratios);
+    const row = (name: string, c: CompileRun, latency: number[]) => {
+      const tr = c.summary.transfer;
+      return `| ${name} | ${c.seconds.toFixed(1)} | ${c.summary.measured} | ${tr.exactWorkloads} / ${tr.transferredWorkloads} / ${tr.freshWorkloads} `
+        + `| ${median(latency).toFixed(2)} |`;
+    };
+    process.stdout.write([
+      `### Tuning transfer to a target with no records (${machineLine(machine)})`,
+      '',
+      `Command: \`node dist/src/bench/transfer.js --model ${modelName} --rounds ${rounds} --runs ${runs} --threads ${threads}\`. Default budget; `
+        + `the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).`,
+      '',
+      '| compile | wall (s) | measured | workloads exact / transferred / fresh | latency, median of rounds (ms) |',
+      '|---|---|---|---|---|',
+      row('from scratch', scratch, ms[0]!),
+      row('transfer', moved, ms[1]!),
+      '',
+      `Whole-model latency transfer / scratch, paired over ${rounds} rounds (${runs} runs each, ${threads} thread(s)): `
+        + `median ${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]. `
+        + `Transfer compile time / scratch: ${(moved.seconds / scratch.seconds).toFixed(2)}.`,
+      '',
+    ].join('\n'));
+  } finally {
+    if (!keep) await rm(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => { process.stderr.write(`transfer: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`); process.exit(2); });
