@@ -11,11 +11,16 @@
  *     (quiet, on the cores the bundle would use), paired ratio transfer / scratch with its spread.
  * The relabelled records rank candidates exactly as this machine does, which real records from
  * another host would not: this is transfer's best case for ranking, not for its budget.
+ * With --isa LEVEL the second compile is instead `--isa LEVEL` with the scratch database as is:
+ * a portable ISA level is another target (its flags are in the fingerprint), so the native records
+ * transfer to it, and the pairing measures what the portable level costs in speed here.
  *
- *   npm run build && node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1] [--work DIR]
- * Markdown on stdout, progress on stderr. --work keeps the databases and bundles (default: a temp dir, removed).
+ *   npm run build && node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1] [--isa LEVEL] [--work DIR [--reuse]]
+ * Markdown on stdout, progress on stderr. --work keeps the databases and bundles (default: a temp dir, removed);
+ * --reuse takes step 1's bundle and database from an earlier run in that --work.
  */
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -37,9 +42,9 @@ interface CompileRun {
     transferredSeeds: number; freshWorkloads: number; medianDistance: number | null } };
 }
 
-async function compile(model: string, db: string, cache: string, out: string): Promise<CompileRun> {
+async function compile(model: string, db: string, cache: string, out: string, isa = 'native'): Promise<CompileRun> {
   const t0 = Date.now();
-  const r = await execa(join(repoRoot(), 'bin', 'veltair'), ['compile', model, '-o', out, '--db', db, '--no-shipped-records', '--json'],
+  const r = await execa(join(repoRoot(), 'bin', 'veltair'), ['compile', model, '-o', out, '--db', db, '--no-shipped-records', '--isa', isa, '--json'],
     { env: { VELTAIR_CACHE_DIR: cache }, reject: false, stderr: 'inherit' });
   if (r.exitCode !== 0) throw new Error(`veltair compile failed (exit ${r.exitCode})`);
   return { seconds: (Date.now() - t0) / 1000, summary: JSON.parse(r.stdout) as CompileRun['summary'] };
@@ -78,22 +83,36 @@ function timeRuns(s: Session, feeds: ReturnType<typeof modelFeeds>, outs: Return
 async function main(): Promise<void> {
   const modelName = arg('--model', 'resnet50'), rounds = Number(arg('--rounds', '7')), runs = Number(arg('--runs', '5'));
   const threads = Number(arg('--threads', '1'));
+  const isa = process.argv.includes('--isa') ? arg('--isa', '') : undefined;
   const keep = process.argv.includes('--work');
   const work = keep ? arg('--work', '') : await mkdtemp(join(tmpdir(), 'veltair-transfer-'));
   await mkdir(work, { recursive: true });
   const machine = await machineInfo();
   try {
     const model = join(work, `${modelName}.onnx`);
-    await execa(join(repoRoot(), 'bin', 'veltair'), ['zoo', 'build', modelName, '-o', model, '--force']);
-    log(`from scratch: empty database, empty kernel cache`);
-    const scratch = await compile(model, join(work, 'db-scratch'), join(work, 'cache-scratch'), join(work, 'scratch.bundle'));
-    log(`from scratch: ${scratch.seconds.toFixed(1)} s, ${scratch.summary.measured} measured`);
-    const relabelled = await relabel(join(work, 'db-scratch'), join(work, 'db-other-host'));
-    log(`${relabelled} records relabelled as the other host type's; compiling with them, empty kernel cache`);
-    const moved = await compile(model, join(work, 'db-other-host'), join(work, 'cache-transfer'), join(work, 'transfer.bundle'));
+    if (!existsSync(model)) await execa(join(repoRoot(), 'bin', 'veltair'), ['zoo', 'build', modelName, '-o', model]);
+    const reuse = process.argv.includes('--reuse') && existsSync(join(work, 'scratch.bundle', 'manifest.json'));
+    let scratch: CompileRun | undefined;
+    if (reuse) log(`from scratch: reusing ${join(work, 'scratch.bundle')} and its database`);
+    else {
+      log(`from scratch: empty database, empty kernel cache`);
+      scratch = await compile(model, join(work, 'db-scratch'), join(work, 'cache-scratch'), join(work, 'scratch.bundle'));
+      log(`from scratch: ${scratch.seconds.toFixed(1)} s, ${scratch.summary.measured} measured`);
+    }
+    let moved: CompileRun;
+    if (isa === undefined) {
+      const relabelled = await relabel(join(work, 'db-scratch'), join(work, 'db-other-host'));
+      log(`${relabelled} records relabelled as the other host type's; compiling with them, empty kernel cache`);
+      moved = await compile(model, join(work, 'db-other-host'), join(work, 'cache-transfer'), join(work, 'transfer.bundle'));
+    } else {
+      await cp(join(work, 'db-scratch'), join(work, `db-${isa}`), { recursive: true });
+      log(`compiling for --isa ${isa} with the native records, empty kernel cache`);
+      moved = await compile(model, join(work, `db-${isa}`), join(work, `cache-${isa}`), join(work, `transfer-${isa}.bundle`), isa);
+    }
     log(`transfer: ${moved.seconds.toFixed(1)} s, ${moved.summary.measured} measured`);
 
-    const bundles = await Promise.all(['scratch', 'transfer'].map((b) => loadBundle(join(work, `${b}.bundle`), { threads, pinThreads: true })));
+    const second = isa === undefined ? 'transfer' : `transfer-${isa}`;
+    const bundles = await Promise.all(['scratch', second].map((b) => loadBundle(join(work, `${b}.bundle`), { threads, pinThreads: true })));
     const feeds = modelFeeds(bundles[0]!.manifest.model.inputs);
     const outs = bundles.map((b) => b.executor.run(feeds));
     const ratios: number[] = [];
@@ -106,7 +125,8 @@ async function main(): Promise<void> {
       ratios.push(t[1]! / t[0]!);
     }
     const s = summarizeRatios(ratios);
-    const row = (name: string, c: CompileRun, latency: number[]) => {
+    const row = (name: string, c: CompileRun | undefined, latency: number[]) => {
+      if (!c) return `| ${name} | (reused from an earlier run in --work) | | | ${median(latency).toFixed(2)} |`;
       const tr = c.summary.transfer;
       return `| ${name} | ${c.seconds.toFixed(1)} | ${c.summary.measured} | ${tr.exactWorkloads} / ${tr.transferredWorkloads} / ${tr.freshWorkloads} `
         + `| ${median(latency).toFixed(2)} |`;
@@ -114,17 +134,19 @@ async function main(): Promise<void> {
     process.stdout.write([
       `### Tuning transfer to a target with no records (${machineLine(machine)})`,
       '',
-      `Command: \`node dist/src/bench/transfer.js --model ${modelName} --rounds ${rounds} --runs ${runs} --threads ${threads}\`. Default budget; `
-        + `the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).`,
+      `Command: \`node dist/src/bench/transfer.js --model ${modelName} --rounds ${rounds} --runs ${runs} --threads ${threads}`
+        + `${isa ? ` --isa ${isa}` : ''}${reuse ? ' --work DIR --reuse' : ''}\`${reuse ? ' (DIR: that of an earlier run without --isa)' : ''}. Default budget; `
+        + (isa ? `the second compile is \`--isa ${isa}\` with the native records (another target: its flags differ).`
+          : 'the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).'),
       '',
       '| compile | wall (s) | measured | workloads exact / transferred / fresh | latency, median of rounds (ms) |',
       '|---|---|---|---|---|',
       row('from scratch', scratch, ms[0]!),
-      row('transfer', moved, ms[1]!),
+      row(isa ? `transfer, --isa ${isa}` : 'transfer', moved, ms[1]!),
       '',
       `Whole-model latency transfer / scratch, paired over ${rounds} rounds (${runs} runs each, ${threads} thread(s)): `
         + `median ${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]. `
-        + `Transfer compile time / scratch: ${(moved.seconds / scratch.seconds).toFixed(2)}.`,
+        + (scratch ? `Transfer compile time / scratch: ${(moved.seconds / scratch.seconds).toFixed(2)}.` : ''),
       '',
     ].join('\n'));
   } finally {
