@@ -62,3 +62,19 @@ export async function writeFileAtomic(path: string, chunks: Iterable<Uint8Array>
 export function writeTextAtomic(path: string, text: string): Promise<void> {
   return writeFileAtomic(path, [Buffer.from(text, 'utf8')]);
 }
+
+/** A header line, then `lines`, as UTF-8 chunks of about 1 MiB: text for writeFileAtomic without one write per line. */
+export function* lineChunks(header: string, lines: Iterable<string>): Generator<Uint8Array> {
+  let buf: string[] = [header];
+  let size = header.length + 1;
+  for (const line of lines) {
+    buf.push(line);
+    size += line.length + 1;
+    if (size >= 1 << 20) {
+      yield Buffer.from(buf.join('\n') + '\n', 'utf8');
+      buf = [];
+      size = 0;
+    }
+  }
+  if (buf.length > 0) yield Buffer.from(buf.join('\n') + '\n', 'utf8');
+}

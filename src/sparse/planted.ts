@@ -9,11 +9,8 @@
  *  - train and test are independent draws from the same distribution (separate random streams).
  * The same options and seed give byte-identical files on every machine.
  */
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { once } from 'node:events';
-import { rename, rm } from 'node:fs/promises';
 import { seededRng, type Rng } from '../random.js';
-import { tempNameFor, unwritableFile } from './atomic-file.js';
+import { lineChunks, writeFileAtomic } from './atomic-file.js';
 
 export interface PlantedOptions {
   readonly labels: number;
@@ -104,39 +101,9 @@ export function plantedLine(m: PlantedModel, rng: Rng): string {
   return `${labels.sort((a, b) => a - b).join(',')} ${feats.join(' ')}`;
 }
 
-async function writeLines(out: WriteStream, lines: () => string | undefined): Promise<void> {
-  let buf: string[] = [];
-  let size = 0;
-  for (let line = lines(); line !== undefined; line = lines()) {
-    buf.push(line);
-    size += line.length + 1;
-    if (size >= 1 << 20) {
-      if (!out.write(buf.join('\n') + '\n')) await once(out, 'drain');
-      buf = [];
-      size = 0;
-    }
-  }
-  if (buf.length) out.write(buf.join('\n') + '\n');
-}
-
 /** Write `count` samples of stream `stream` as an XC file at `path` (atomically). */
 export async function writePlantedFile(m: PlantedModel, path: string, count: number, stream: number): Promise<void> {
-  const temp = tempNameFor(path);
-  const out = createWriteStream(temp, { flags: 'wx' });
-  const failed = new Promise<never>((_, reject) => out.once('error', (e) => reject(unwritableFile(path, e))));
-  try {
-    const rng = seededRng(mixSeed(m.options.seed, stream));
-    let i = -1;
-    await Promise.race([failed, (async () => {
-      out.write(`${count} ${m.options.features} ${m.options.labels}\n`);
-      await writeLines(out, () => (++i < count ? plantedLine(m, rng) : undefined));
-      out.end();
-      await once(out, 'finish');
-    })()]);
-    await rename(temp, path);
-  } catch (e) {
-    out.destroy();
-    await rm(temp, { force: true });
-    throw e;
-  }
+  const rng = seededRng(mixSeed(m.options.seed, stream));
+  function* samples(): Generator<string> { for (let i = 0; i < count; i++) yield plantedLine(m, rng); }
+  await writeFileAtomic(path, lineChunks(`${count} ${m.options.features} ${m.options.labels}`, samples()));
 }

@@ -20,13 +20,11 @@
  * most maxTrain / maxTest samples; every keep decision is a hash of (document, position).
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { once } from 'node:events';
-import { lstat, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { userError } from '../errors.js';
-import { tempNameFor, unwritableFile, writeTextAtomic } from './atomic-file.js';
+import { lineChunks, writeFileAtomic, writeTextAtomic } from './atomic-file.js';
 
 export const DEFAULT_WORD_ROOTS = ['/usr/share/doc', '/usr/share/info', ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((s) => `/usr/share/man/man${s}`)];
 export const WORDS_DEFAULTS = { minClassCount: 5, maxClasses: 100000, window: 4, maxTrain: 200000, maxTest: 10000 };
@@ -198,7 +196,7 @@ export async function buildWordsDataset(o: WordsOptions): Promise<WordsSummary> 
     }
   }
   for (const [split, name] of [[0, 'train.txt'], [1, 'test.txt']] as const) {
-    await writeLinesAtomic(join(o.outDir, name), `${lines[split].length} ${featureWords.length} ${classWords.length}`, lines[split]);
+    await writeFileAtomic(join(o.outDir, name), lineChunks(`${lines[split].length} ${featureWords.length} ${classWords.length}`, lines[split]));
   }
   await writeTextAtomic(join(o.outDir, 'classes.txt'), classWords.join('\n') + '\n');
   await writeTextAtomic(join(o.outDir, 'features.txt'), featureWords.join('\n') + '\n');
@@ -223,25 +221,4 @@ export async function buildWordsDataset(o: WordsOptions): Promise<WordsSummary> 
     },
   }, null, 2) + '\n');
   return summary;
-}
-
-async function writeLinesAtomic(path: string, header: string, lines: readonly string[]): Promise<void> {
-  const temp = tempNameFor(path);
-  const out = createWriteStream(temp, { flags: 'wx' });
-  const failed = new Promise<never>((_, reject) => out.once('error', (e) => reject(unwritableFile(path, e))));
-  try {
-    await Promise.race([failed, (async () => {
-      out.write(header + '\n');
-      for (let i = 0; i < lines.length; i += 4096) {
-        if (!out.write(lines.slice(i, i + 4096).join('\n') + '\n')) await once(out, 'drain');
-      }
-      out.end();
-      await once(out, 'finish');
-    })()]);
-    await rename(temp, path);
-  } catch (e) {
-    out.destroy();
-    await rm(temp, { force: true });
-    throw e;
-  }
 }
