@@ -1,0 +1,167 @@
+/**
+ * `veltair compile`'s sparse output layer: the flags, the split of the model into the layers the
+ * tuner compiles and the head (src/ir/sparse-head.ts), and — inside the staging directory, once the
+ * prefix bundle is built — the head's family: its index (the trained one beside the model when it
+ * indexes these very weights, else built from them), the calibration inputs run through the
+ * staged prefix, every sparsity measured against dense, the frontier kept, and the head's files
+ * added to the manifest (hashed like every other file) before the bundle is signed and renamed.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { addFilesToManifest } from '../bundle/extra-files.js';
+import { userError } from '../errors.js';
+import { findSparseHead, type SparseHeadSplit } from '../ir/sparse-head.js';
+import type { LayerGraph } from '../ir/layer.js';
+import { loadBundle } from '../runtime/session.js';
+import { INDEX_JSON, readHashIndex } from '../sparse/hash-index.js';
+import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HeadVersion } from '../sparse/head-format.js';
+import { buildHeadIndex, createNativeHead, headIndexFromTrained, trainedLayerFor, type HeadIndex } from '../sparse/head-index.js';
+import { DEFAULT_SPARSITIES, measureVersions, parseSparsities, type Calibration } from '../sparse/head-versions.js';
+import { loadSparseAddon } from '../sparse/native.js';
+import { parsePositiveInt } from '../terminal/args.js';
+import { calibrationInputs } from './sparse-calibration.js';
+
+export const DEFAULT_SPARSE_MIN_OUTPUTS = 10_000;
+export const DEFAULT_TOP_K = 5;
+export const DEFAULT_CALIBRATION_ROWS = 500;
+
+export interface SparseFlags {
+  sparse?: boolean;
+  sparseMinOutputs?: string;
+  sparsities?: string;
+  calibration?: string;
+  calibrationRows?: string;
+  topK?: string;
+}
+
+export interface SparseArgs {
+  readonly enabled: boolean;
+  readonly minOutputs: number;
+  readonly sparsities: readonly number[];
+  readonly calibration: string | undefined;
+  readonly calibrationRows: number;
+  readonly topK: number;
+}
+
+/** Checked before any tuning, like every other argument. */
+export function parseSparseArgs(f: SparseFlags): SparseArgs {
+  return {
+    enabled: f.sparse !== false,
+    minOutputs: f.sparseMinOutputs === undefined ? DEFAULT_SPARSE_MIN_OUTPUTS : parsePositiveInt('--sparse-min-outputs', f.sparseMinOutputs),
+    sparsities: f.sparsities === undefined ? DEFAULT_SPARSITIES : parseSparsities(f.sparsities),
+    calibration: f.calibration,
+    calibrationRows: f.calibrationRows === undefined ? DEFAULT_CALIBRATION_ROWS : parsePositiveInt('--calibration-rows', f.calibrationRows),
+    topK: f.topK === undefined ? DEFAULT_TOP_K : parsePositiveInt('--top-k', f.topK, 1024),
+  };
+}
+
+export interface SparsePlan {
+  /** What the tuner compiles: the whole graph, or the layers before the head. */
+  readonly graph: LayerGraph;
+  readonly split: SparseHeadSplit | undefined;
+  /** Why no head, when none (shown only when the user asked for one). */
+  readonly reason: string | undefined;
+}
+
+export function planSparse(graph: LayerGraph, a: SparseArgs): SparsePlan {
+  if (!a.enabled) return { graph, split: undefined, reason: '--no-sparse' };
+  const search = findSparseHead(graph, a.minOutputs);
+  if ('reason' in search) return { graph, split: undefined, reason: search.reason };
+  if (a.topK > search.found.head.n) {
+    throw userError('BAD_ARGUMENT', `--top-k ${a.topK} is more than the output layer's ${search.found.head.n} classes`, 'e.g. --top-k 5');
+  }
+  return { graph: search.found.prefix, split: search.found, reason: undefined };
+}
+
+export interface SparseSummary {
+  readonly layer: string;
+  readonly classes: number;
+  readonly index: string;
+  readonly calibration: string;
+  readonly versions: readonly Pick<HeadVersion, 'id' | 'sparsity' | 'latencyMs' | 'recallAt1' | 'recallAt5' | 'precisionAt1' | 'scoredMean' | 'kept'>[];
+}
+
+async function chooseIndex(modelPath: string, split: SparseHeadSplit, sparsities: readonly number[], seed: number, threads: number,
+  notes: string[]): Promise<HeadIndex> {
+  const { weight, bias, n, d } = split.head;
+  const sha = headWeightsSha256(weight, bias);
+  const dir = dirname(modelPath);
+  if (existsSync(join(dir, INDEX_JSON))) {
+    const loaded = await readHashIndex(dir);  // a damaged index beside the model is an error, not a silent rebuild
+    const layer = trainedLayerFor(loaded, sha, n, d);
+    if (layer) return headIndexFromTrained(loaded, layer, weight, bias, join(dir, INDEX_JSON));
+    notes.push(`${join(dir, INDEX_JSON)} indexes other weights than this model's output layer (sha256 differs): building the index from the weights`);
+  }
+  const densestSparse = Math.max(...sparsities.filter((s) => s < 1), 0.005);
+  return buildHeadIndex(await loadSparseAddon(), weight, bias, n, d, { sparsity: densestSparse, family: 'dwta', seed: BigInt(seed), threads });
+}
+
+/** Calibration inputs through the staged prefix: the head's inputs, rows × d. */
+async function hiddenRows(dir: string, inputs: Float32Array, rows: number, width: number, split: SparseHeadSplit): Promise<Float32Array> {
+  const session = await loadBundle(dir, { threads: 1, read: { skipHashes: true } });
+  try {
+    const input = session.inputs[0]!;
+    const batch = split.head.batch;
+    const d = split.head.d;
+    const hidden = new Float32Array(rows * d);
+    for (let r = 0; r < rows; r += batch) {
+      const feed = new Float32Array(batch * width);
+      for (let b = 0; b < batch; b++) feed.set(inputs.subarray(Math.min(r + b, rows - 1) * width, (Math.min(r + b, rows - 1) + 1) * width), b * width);
+      const out = session.runSync({ [input.name]: { dtype: 'float32', shape: input.shape, data: feed } })[split.head.input]!;
+      const data = out.data as Float32Array;
+      for (let b = 0; b < batch && r + b < rows; b++) hidden.set(data.subarray(b * d, (b + 1) * d), (r + b) * d);
+    }
+    return hidden;
+  } finally {
+    session.close();
+  }
+}
+
+/** Build, measure and write the head's family into the staged bundle `dir`; returns the summary and notes. */
+export async function buildSparseFamily(dir: string, o: { modelPath: string; split: SparseHeadSplit; args: SparseArgs; seed: number; threads: number;
+  graph: LayerGraph }): Promise<{ summary: SparseSummary; notes: string[] }> {
+  const { split, args } = o;
+  const { n, d } = split.head;
+  const modelInput = o.graph.inputs[0]!;
+  if (o.graph.inputs.length !== 1) throw userError('BAD_INPUT', `${o.modelPath} has ${o.graph.inputs.length} inputs; a sparse head is compiled for one`, '--no-sparse');
+  const width = modelInput.shape.slice(1).reduce((a, b) => a * b, 1);
+  const notes: string[] = [];
+  const cal = await calibrationInputs({ file: args.calibration, modelPath: o.modelPath, width, classes: n, rows: args.calibrationRows, seed: o.seed });
+  if (cal.source === 'generated') notes.push(cal.note);
+  const index = await chooseIndex(o.modelPath, split, args.sparsities, o.seed, o.threads, notes);
+  const addon = await loadSparseAddon();
+  const head = createNativeHead(addon, index.hash, n, d, index.arrays);
+  const calibration: Calibration = { hidden: await hiddenRows(dir, cal.inputs, cal.rows, width, split), rows: cal.rows, labels: cal.labels };
+  const versions = measureVersions(addon, head, calibration, n, d, args.topK, args.sparsities);
+  await mkdir(join(dir, 'sparse'), { recursive: true });
+  const out = split.head.output;
+  await writeHead(dir, {
+    format: HEAD_FORMAT, version: HEAD_VERSION,
+    layer: { index: split.head.layer.index, name: split.head.layer.name, input: split.head.input, output: out, activation: split.head.activation, n, d,
+      k: args.topK, outputs: { values: `${out}_topk_values`, indices: `${out}_topk_indices` } },
+    weightsSha256: headWeightsSha256(split.head.weight, split.head.bias),
+    hash: index.hash, index: index.index,
+    calibration: { source: cal.source, path: cal.path, rows: cal.rows, labelled: cal.labels !== null, note: cal.note },
+    latencyLevels: [0], versions,
+  }, index.arrays);
+  await addFilesToManifest(dir, [HEAD_BIN, HEAD_JSON]);
+  return {
+    summary: {
+      layer: split.head.layer.name, classes: n, index: index.index.note, calibration: cal.note,
+      versions: versions.map(({ id, sparsity, latencyMs, recallAt1, recallAt5, precisionAt1, scoredMean, kept }) =>
+        ({ id, sparsity, latencyMs, recallAt1, recallAt5, precisionAt1, scoredMean, kept })),
+    },
+    notes,
+  };
+}
+
+export function sparseSummaryText(s: SparseSummary): string[] {
+  const pct = (x: number | null) => (x === null ? '-' : `${(100 * x).toFixed(1)}%`);
+  return [
+    `sparse     ${s.layer} (${s.classes} classes): ${s.versions.filter((v) => v.kept).length} of ${s.versions.length} versions kept; ${s.index}`,
+    `           calibration: ${s.calibration}; latency quiet only (level 0)`,
+    ...s.versions.map((v) => `           ${v.kept ? '*' : ' '} ${v.id.padEnd(7)} ${v.latencyMs['0']!.toFixed(4)} ms  recall@1 ${pct(v.recallAt1)}  `
+      + `recall@5 ${pct(v.recallAt5)}  precision@1 ${pct(v.precisionAt1)}  ${Math.round(v.scoredMean)} neurons scored`),
+  ];
+}
