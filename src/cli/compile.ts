@@ -29,7 +29,7 @@ import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TransferSumm
 import { collectInputShape } from './inspect.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { note, printJson, printLine, progressBar } from '../terminal/output.js';
-import { buildSparseFamily, DEFAULT_SPARSE_MIN_OUTPUTS, parseSparseArgs, planSparse, sparseSummaryText, type SparseFlags,
+import { buildSparseFamily, DEFAULT_SPARSE_MIN_OUTPUTS, loadCalibration, parseSparseArgs, planSparse, sparseSummaryText, type SparseFlags,
   type SparseSummary } from './sparse-compile.js';
 
 /**
@@ -210,6 +210,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   if (!sparsePlan.split && (f.sparsities !== undefined || f.calibration !== undefined)) note(`note: no sparse output layer: ${sparsePlan.reason}`);
   // With a sparse head, the tuner compiles the layers before it; the head's family is built after the bundle (sparse-compile.ts).
   const graph = sparsePlan.graph;
+  const calibration = sparsePlan.split && !args.shard ? await loadCalibration(modelPath, graph, sparsePlan.split, sparseArgs, args.seed) : undefined;
   const totals = summarise(graph);
   const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
   if (uses.length === 0) {
@@ -252,8 +253,8 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
         modelPath, model: inferred, graph, families: tune.families, target,
         options: { trials: args.trials, levels: [...tune.levels], maxVersions: args.maxVersions, threads: [...tune.threads], profileThreads, seed: args.seed },
       });
-      if (sparsePlan.split && !args.shard) {
-        const built = await buildSparseFamily(dir, { modelPath, split: sparsePlan.split, args: sparseArgs, seed: args.seed, threads: 1, graph });
+      if (sparsePlan.split && calibration) {
+        const built = await buildSparseFamily(dir, { modelPath, split: sparsePlan.split, args: sparseArgs, seed: args.seed, threads: 1, graph, calibration });
         sparseSummary = built.summary;
         for (const n of built.notes) note(`note: ${n}`);
       }

@@ -36,7 +36,8 @@ const evenly = (total: number, want: number): number[] => {
 function fromNpy(bytes: Uint8Array, path: string, width: number, want: number): CalibrationInputs {
   const t = decodeNpy(bytes, path);
   if (t.dtype !== 'float32' && t.dtype !== 'float64') {
-    throw userError('BAD_INPUT', `calibration file ${path} holds ${t.dtype}; model inputs are float32`, 'save the inputs as float32 (numpy: x.astype("float32"))');
+    throw userError('BAD_INPUT', `calibration file ${path} holds ${t.dtype}; model inputs are float32`,
+      'save the inputs as float32 (numpy: x.astype("float32"))');
   }
   const w = t.shape.length === 1 ? t.shape[0]! : t.shape.slice(1).reduce((a, b) => a * b, 1);
   const total = t.shape.length === 1 ? 1 : t.shape[0]!;

@@ -20,7 +20,7 @@ import { buildHeadIndex, createNativeHead, headIndexFromTrained, trainedLayerFor
 import { DEFAULT_SPARSITIES, measureVersions, parseSparsities, type Calibration } from '../sparse/head-versions.js';
 import { loadSparseAddon } from '../sparse/native.js';
 import { parsePositiveInt } from '../terminal/args.js';
-import { calibrationInputs } from './sparse-calibration.js';
+import { calibrationInputs, type CalibrationInputs } from './sparse-calibration.js';
 
 export const DEFAULT_SPARSE_MIN_OUTPUTS = 10_000;
 export const DEFAULT_TOP_K = 5;
@@ -118,16 +118,23 @@ async function hiddenRows(dir: string, inputs: Float32Array, rows: number, width
   }
 }
 
+/** The calibration inputs, read and checked before any tuning (a wrong width fails at once). */
+export async function loadCalibration(modelPath: string, graph: LayerGraph, split: SparseHeadSplit, args: SparseArgs, seed: number): Promise<CalibrationInputs> {
+  if (graph.inputs.length !== 1) {
+    throw userError('BAD_INPUT', `${modelPath} has ${graph.inputs.length} inputs; a sparse head is compiled for one`, 'compile it with --no-sparse');
+  }
+  const width = graph.inputs[0]!.shape.slice(1).reduce((a, b) => a * b, 1);
+  return calibrationInputs({ file: args.calibration, modelPath, width, classes: split.head.n, rows: args.calibrationRows, seed });
+}
+
 /** Build, measure and write the head's family into the staged bundle `dir`; returns the summary and notes. */
 export async function buildSparseFamily(dir: string, o: { modelPath: string; split: SparseHeadSplit; args: SparseArgs; seed: number; threads: number;
-  graph: LayerGraph }): Promise<{ summary: SparseSummary; notes: string[] }> {
+  graph: LayerGraph; calibration: CalibrationInputs }): Promise<{ summary: SparseSummary; notes: string[] }> {
   const { split, args } = o;
   const { n, d } = split.head;
-  const modelInput = o.graph.inputs[0]!;
-  if (o.graph.inputs.length !== 1) throw userError('BAD_INPUT', `${o.modelPath} has ${o.graph.inputs.length} inputs; a sparse head is compiled for one`, '--no-sparse');
-  const width = modelInput.shape.slice(1).reduce((a, b) => a * b, 1);
+  const width = o.graph.inputs[0]!.shape.slice(1).reduce((a, b) => a * b, 1);
   const notes: string[] = [];
-  const cal = await calibrationInputs({ file: args.calibration, modelPath: o.modelPath, width, classes: n, rows: args.calibrationRows, seed: o.seed });
+  const cal = o.calibration;
   if (cal.source === 'generated') notes.push(cal.note);
   const index = await chooseIndex(o.modelPath, split, args.sparsities, o.seed, o.threads, notes);
   const addon = await loadSparseAddon();

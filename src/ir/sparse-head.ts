@@ -61,7 +61,8 @@ export function findSparseHead(graph: LayerGraph, minOutputs: number): SparseHea
   const input = layer.inputs[0]!;
   const readers = graph.layers.filter((l) => l.inputs.includes(input)).length;
   if (readers !== 1 || graph.inputs.some((i) => i.name === input)) {
-    return { reason: `layer ${layer.index}'s input is ${readers !== 1 ? 'read by other layers too' : 'the model input: there are no layers before it to compile'}` };
+    const why = readers !== 1 ? 'read by other layers too' : 'the model input: there are no layers before it to compile';
+    return { reason: `layer ${layer.index}'s input is ${why}` };
   }
   const hasBias = layer.epilogue.some((s) => s.kind === 'bias');
   if (hasBias && !(bias && bias.data instanceof Float32Array && bias.data.length === n)) {

@@ -30,7 +30,8 @@ export function buildHeadIndex(addon: SparseAddon, weight: Float32Array, bias: F
   const t = addon.headTables({ family: HASH_CODE[o.family], K, L, R, seed: o.seed, threads: o.threads }, weight, n, d);
   return {
     hash: { family: o.family, K, L, R, seed: o.seed.toString(), rowBytes: t.rowBytes, perTable: t.perTable },
-    index: { source: 'compiled', note: `built at compile time from the layer's weights (${o.family}, K=${K} L=${L} R=${R} for sparsity ${o.sparsity}: ${reason})` },
+    index: { source: 'compiled',
+      note: `built at compile time from the layer's weights (${o.family}, K=${K} L=${L} R=${R} for sparsity ${o.sparsity}: ${reason})` },
     arrays: { weight, bias, signs: t.signs ?? null, bins: t.bins ?? null, offsets: t.offsets, ids: t.ids },
   };
 }
