@@ -119,7 +119,8 @@ async function hiddenRows(dir: string, inputs: Float32Array, rows: number, width
 }
 
 /** The calibration inputs, read and checked before any tuning (a wrong width fails at once). */
-export async function loadCalibration(modelPath: string, graph: LayerGraph, split: SparseHeadSplit, args: SparseArgs, seed: number): Promise<CalibrationInputs> {
+export async function loadCalibration(modelPath: string, graph: LayerGraph, split: SparseHeadSplit, args: SparseArgs,
+  seed: number): Promise<CalibrationInputs> {
   if (graph.inputs.length !== 1) {
     throw userError('BAD_INPUT', `${modelPath} has ${graph.inputs.length} inputs; a sparse head is compiled for one`, 'compile it with --no-sparse');
   }

@@ -70,7 +70,14 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
   const { meta, arrays } = await readHead(bundleDir);
   const native = addon ?? await loadSparseAddon();
   const { n, d, k, input, outputs } = meta.layer;
-  const handle = createNativeHead(native, meta.hash, n, d, arrays);
+  let handle: object;
+  try {
+    handle = createNativeHead(native, meta.hash, n, d, arrays);
+  } catch (e) {
+    // The addon checks every shape and neuron id before it reads a table: a failure here is a damaged bundle.
+    throw userError('BAD_BUNDLE', `${bundleDir}/${HEAD_JSON}: its hash index is not usable (${(e as Error).message})`,
+      'the bundle was modified or is corrupt; recompile it with veltair compile');
+  }
   const versions = meta.versions.filter((v) => v.kept).sort((a, b) => b.sparsity - a.sparsity);
   if (versions.length === 0 || versions[0]!.sparsity !== 1) {
     throw userError('BAD_BUNDLE', `${bundleDir}/${HEAD_JSON} keeps no dense (sparsity 1) version`, 'recompile the bundle with veltair compile');
