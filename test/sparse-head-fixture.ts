@@ -20,26 +20,27 @@ export interface PlantedHead {
   readonly model: string;
   readonly calibration: string;
   readonly planted: PlantedModel;
-  /** Neuron-major [LABELS][FEATURES] output weights. */
+  /** Neuron-major [labels][FEATURES] output weights. */
   readonly weight: Float32Array;
 }
 
-export async function writePlantedHead(dir: string): Promise<PlantedHead> {
+/** `labels` classes (default LABELS); the serve test takes more, so that a request's output layer is slow enough to queue behind. */
+export async function writePlantedHead(dir: string, labels = LABELS): Promise<PlantedHead> {
   await mkdir(dir, { recursive: true });
-  const planted = plantedModel({ ...PLANTED_DEFAULTS, labels: LABELS, features: FEATURES, train: 0, test: CALIBRATION_ROWS, seed: 3 });
-  const p = planted.protoFeatures.length / LABELS;
-  const weight = new Float32Array(LABELS * FEATURES);
-  for (let c = 0; c < LABELS; c++) for (let k = 0; k < p; k++) weight[c * FEATURES + planted.protoFeatures[c * p + k]!] = planted.protoWeights[c * p + k]!;
+  const planted = plantedModel({ ...PLANTED_DEFAULTS, labels, features: FEATURES, train: 0, test: CALIBRATION_ROWS, seed: 3 });
+  const p = planted.protoFeatures.length / labels;
+  const weight = new Float32Array(labels * FEATURES);
+  for (let c = 0; c < labels; c++) for (let k = 0; k < p; k++) weight[c * FEATURES + planted.protoFeatures[c * p + k]!] = planted.protoWeights[c * p + k]!;
   const identity = new Float32Array(FEATURES * FEATURES);
   for (let i = 0; i < FEATURES; i++) identity[i * FEATURES + i] = 1;
   const model = join(dir, 'planted.onnx');
   await writeFile(model, encodeModel({
     inputs: [{ name: 'features', dtype: 'float32', shape: [1, FEATURES] }],
-    outputs: [{ name: 'scores', dtype: 'float32', shape: [1, LABELS] }],
+    outputs: [{ name: 'scores', dtype: 'float32', shape: [1, labels] }],
     initializers: [
       ['eye', { dtype: 'float32', dims: [FEATURES, FEATURES], data: identity }],
-      ['classes', { dtype: 'float32', dims: [LABELS, FEATURES], data: weight }],
-      ['classes_bias', { dtype: 'float32', dims: [LABELS], data: new Float32Array(LABELS) }],
+      ['classes', { dtype: 'float32', dims: [labels, FEATURES], data: weight }],
+      ['classes_bias', { dtype: 'float32', dims: [labels], data: new Float32Array(labels) }],
     ],
     nodes: [
       { op: 'Gemm', name: 'hidden', inputs: ['features', 'eye'], outputs: ['h'] },
