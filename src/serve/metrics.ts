@@ -51,7 +51,8 @@ export function createMetrics(): ServerMetrics {
       labelNames: ['model'], ...r }),
     sparseRecallAt1: new Gauge({ name: 'veltair_sparse_recall_at1',
       help: 'Recall@1 against dense (compile-time calibration) of the version answering now', labelNames: ['model'], ...r }),
-    sparseAnswers: new Counter({ name: 'veltair_sparse_answers_total', help: 'Answers by model and output-layer version', labelNames: ['model', 'version'], ...r }),
+    sparseAnswers: new Counter({ name: 'veltair_sparse_answers_total', help: 'Answers by model and output-layer version',
+      labelNames: ['model', 'version'], ...r }),
     sparseMoves: new Counter({ name: 'veltair_sparse_moves_total', help: 'Moves along the sparsity family: down (sparser, under load) or up',
       labelNames: ['model', 'direction'], ...r }),
   };
