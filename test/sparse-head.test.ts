@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import { loadBundle, type Session } from '../src/runtime/session.js';
 import { HEAD_BIN, HEAD_JSON, type HeadMeta } from '../src/sparse/head-format.js';
 import { readXc, type XcDataset } from '../src/sparse/xc-reader.js';
+import { assertOneClearError, veltair } from './compile-fixture.js';
 import { CALIBRATION_ROWS, compilePlanted, FEATURES, LABELS, writePlantedHead, type PlantedHead } from './sparse-head-fixture.js';
 
 let work: string;
@@ -141,4 +142,20 @@ test('an accuracy floor runs the fastest kept version meeting it; a floor outsid
     s.close();
   }
   await assert.rejects(loadBundle(bundle, { sparse: { minRecallAt1: 1.5 } }), (e: Error & { code?: string }) => e.code === 'BAD_ARGUMENT');
+});
+
+test('veltair plot --sparse draws the recall–latency frontier with the kept versions marked, and writes its rows', async () => {
+  const svg = join(work, 'frontier.svg');
+  const csv = join(work, 'frontier.csv');
+  const r = await veltair(['plot', bundle, '--sparse', '-o', svg, '--data', csv, '--json']);
+  assert.equal(r.exitCode, 0, r.stderr);
+  const summary = JSON.parse(r.stdout) as { points: number; versions: number };
+  assert.equal(summary.points, meta.versions.length);
+  assert.equal(summary.versions, meta.versions.filter((v) => v.kept).length);
+  const text = await readFile(svg, 'utf8');
+  for (const v of meta.versions) assert.ok(text.includes(`>${v.id}<`), `the figure labels ${v.id}`);
+  const rows = (await readFile(csv, 'utf8')).trim().split('\r\n');
+  assert.equal(rows.length, 1 + meta.versions.length);
+  assert.ok(rows[0]!.includes('kept') && rows[0]!.includes('recallAt1'));
+  assertOneClearError(await veltair(['plot', denseBundle, '--sparse', '-o', join(work, 'never.svg')]), 'BAD_ARGUMENT', ['no sparse output layer']);
 });

@@ -179,12 +179,26 @@ export async function writeHead(bundleDir: string, meta: Omit<HeadMeta, 'blobs'>
   return full;
 }
 
+const HINT = 'the bundle was modified or is corrupt; recompile it with veltair compile';
+
+/** Only head.json, schema-checked (readers that run nothing, e.g. plots; readBundle has hashed the files). */
+export async function readHeadMeta(bundleDir: string): Promise<HeadMeta> {
+  const path = join(bundleDir, HEAD_JSON);
+  let data: unknown;
+  try {
+    data = JSON.parse(await readFile(path, 'utf8'));
+  } catch (e) {
+    throw userError('BAD_BUNDLE', `cannot read the sparse head ${path}: ${(e as Error).message}`, HINT);
+  }
+  const problem = schemaProblem(data);
+  if (problem) throw userError('BAD_BUNDLE', `${path} is not a veltair sparse head: ${problem}`, HINT);
+  return data as HeadMeta;
+}
+
 export interface LoadedHead {
   readonly meta: HeadMeta;
   readonly arrays: HeadArrays;
 }
-
-const HINT = 'the bundle was modified or is corrupt; recompile it with veltair compile';
 
 /**
  * Read and check a head: schema, every blob inside head.bin with the length its shape needs, and
