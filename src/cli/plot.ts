@@ -54,7 +54,8 @@ async function plotAction(bundlePath: string, f: PlotFlags): Promise<void> {
   const profiles = readBundleProfiles(bundle);
   if (f.sparse && f.layer !== undefined) throw userError('BAD_ARGUMENT', '--sparse and --layer are two different figures', 'pass one of them');
   if (f.sparse && !hasSparseHead(m.files)) {
-    throw userError('BAD_ARGUMENT', `${bundlePath} has no sparse output layer`, 'veltair compile gives a dense output layer of ≥ 10000 outputs a sparse family');
+    throw userError('BAD_ARGUMENT', `${bundlePath} has no sparse output layer`,
+      'veltair compile gives a dense output layer of ≥ 10000 outputs a sparse family');
   }
   const head = f.sparse ? await readHeadMeta(bundle.paths.dir) : undefined;
   const layer = f.layer === undefined ? undefined : resolveLayer(m, f.layer);
