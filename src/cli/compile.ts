@@ -304,6 +304,8 @@ export function registerCompileCommand(program: Command): void {
     .option('--calibration <file>', 'inputs to measure the sparse versions\' recall on: FILE.npy [rows, width] or an XC-format file with labels')
     .option('--calibration-rows <n>', 'calibration rows used at most (default 500)')
     .option('--top-k <n>', 'classes a sparse output layer returns per input (default 5)')
+    .option('--sparse-tables <L>', 'hash tables of a sparse index built at compile time (default: BOLT\'s autotuned L)')
+    .option('--sparse-hash <family>', 'hash family of a sparse index built at compile time: dwta (default, as veltair train) or simhash')
     .option('--force', 'replace an existing bundle at -o')
     .option('--json', 'machine-readable summary on stdout, nothing else there')
     .action(compileAction);

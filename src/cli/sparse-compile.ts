@@ -15,11 +15,11 @@ import { findSparseHead, type SparseHeadSplit } from '../ir/sparse-head.js';
 import type { LayerGraph } from '../ir/layer.js';
 import { loadBundle } from '../runtime/session.js';
 import { INDEX_JSON, readHashIndex } from '../sparse/hash-index.js';
-import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HeadVersion } from '../sparse/head-format.js';
+import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HashFamily, type HeadVersion } from '../sparse/head-format.js';
 import { buildHeadIndex, createNativeHead, headIndexFromTrained, trainedLayerFor, type HeadIndex } from '../sparse/head-index.js';
 import { DEFAULT_SPARSITIES, measureVersions, parseSparsities, type Calibration } from '../sparse/head-versions.js';
 import { loadSparseAddon } from '../sparse/native.js';
-import { parsePositiveInt } from '../terminal/args.js';
+import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { calibrationInputs, type CalibrationInputs } from './sparse-calibration.js';
 
 export const DEFAULT_SPARSE_MIN_OUTPUTS = 10_000;
@@ -33,6 +33,8 @@ export interface SparseFlags {
   calibration?: string;
   calibrationRows?: string;
   topK?: string;
+  sparseHash?: string;
+  sparseTables?: string;
 }
 
 export interface SparseArgs {
@@ -42,6 +44,10 @@ export interface SparseArgs {
   readonly calibration: string | undefined;
   readonly calibrationRows: number;
   readonly topK: number;
+  /** Hash family of an index built at compile time (a trained index keeps its own). */
+  readonly hash: HashFamily;
+  /** Tables of an index built at compile time (default: BOLT's autotuned L). */
+  readonly tables: number | undefined;
 }
 
 /** Checked before any tuning, like every other argument. */
@@ -53,7 +59,15 @@ export function parseSparseArgs(f: SparseFlags): SparseArgs {
     calibration: f.calibration,
     calibrationRows: f.calibrationRows === undefined ? DEFAULT_CALIBRATION_ROWS : parsePositiveInt('--calibration-rows', f.calibrationRows),
     topK: f.topK === undefined ? DEFAULT_TOP_K : parsePositiveInt('--top-k', f.topK, 1024),
+    hash: parseHash(f.sparseHash),
+    tables: f.sparseTables === undefined ? undefined : parsePositiveInt('--sparse-tables', f.sparseTables, 4096),
   };
+}
+
+function parseHash(text: string | undefined): HashFamily {
+  if (text === undefined) return 'dwta';
+  if (text !== 'dwta' && text !== 'simhash') throw badArgument('--sparse-hash', text, 'is not dwta or simhash', 'e.g. --sparse-hash simhash');
+  return text;
 }
 
 export interface SparsePlan {
@@ -82,8 +96,9 @@ export interface SparseSummary {
   readonly versions: readonly Pick<HeadVersion, 'id' | 'sparsity' | 'latencyMs' | 'recallAt1' | 'recallAt5' | 'precisionAt1' | 'scoredMean' | 'kept'>[];
 }
 
-async function chooseIndex(modelPath: string, split: SparseHeadSplit, sparsities: readonly number[], seed: number, threads: number,
+async function chooseIndex(modelPath: string, split: SparseHeadSplit, args: SparseArgs, seed: number, threads: number,
   notes: string[]): Promise<HeadIndex> {
+  const sparsities = args.sparsities;
   const { weight, bias, n, d } = split.head;
   const sha = headWeightsSha256(weight, bias);
   const dir = dirname(modelPath);
@@ -94,7 +109,8 @@ async function chooseIndex(modelPath: string, split: SparseHeadSplit, sparsities
     notes.push(`${join(dir, INDEX_JSON)} indexes other weights than this model's output layer (sha256 differs): building the index from the weights`);
   }
   const densestSparse = Math.max(...sparsities.filter((s) => s < 1), 0.005);
-  return buildHeadIndex(await loadSparseAddon(), weight, bias, n, d, { sparsity: densestSparse, family: 'dwta', seed: BigInt(seed), threads });
+  return buildHeadIndex(await loadSparseAddon(), weight, bias, n, d, { sparsity: densestSparse, family: args.hash, seed: BigInt(seed), threads,
+    ...(args.tables ? { tables: args.tables } : {}) });
 }
 
 /** Calibration inputs through the staged prefix: the head's inputs, rows × d. */
@@ -137,7 +153,7 @@ export async function buildSparseFamily(dir: string, o: { modelPath: string; spl
   const notes: string[] = [];
   const cal = o.calibration;
   if (cal.source === 'generated') notes.push(cal.note);
-  const index = await chooseIndex(o.modelPath, split, args.sparsities, o.seed, o.threads, notes);
+  const index = await chooseIndex(o.modelPath, split, args, o.seed, o.threads, notes);
   const addon = await loadSparseAddon();
   const head = createNativeHead(addon, index.hash, n, d, index.arrays);
   const calibration: Calibration = { hidden: await hiddenRows(dir, cal.inputs, cal.rows, width, split), rows: cal.rows, labels: cal.labels };

@@ -23,10 +23,15 @@ export interface BuildIndexOptions {
   readonly family: HashFamily;
   readonly seed: bigint;
   readonly threads: number;
+  /** Replace the autotuned table count L (more tables: more candidates to trim from, more hashing). */
+  readonly tables?: number;
 }
 
 export function buildHeadIndex(addon: SparseAddon, weight: Float32Array, bias: Float32Array, n: number, d: number, o: BuildIndexOptions): HeadIndex {
-  const { K, L, R, reason } = autotuneKLR(n, d, o.sparsity);
+  const tuned = autotuneKLR(n, d, o.sparsity);
+  const { K, R } = tuned;
+  const L = o.tables ?? tuned.L;
+  const reason = o.tables ? `L=${L} given by --sparse-tables; K, R autotuned` : tuned.reason;
   const t = addon.headTables({ family: HASH_CODE[o.family], K, L, R, seed: o.seed, threads: o.threads }, weight, n, d);
   return {
     hash: { family: o.family, K, L, R, seed: o.seed.toString(), rowBytes: t.rowBytes, perTable: t.perTable },
