@@ -67,7 +67,47 @@ static inline int offer(float* values, int32_t* indices, int have, int k, float 
   return have < k ? have + 1 : k;
 }
 
-static inline float score(const vs_head* h, uint32_t i, const float* x) { return vs_dot(h->w + (size_t)i * h->d, x, h->d) + h->b[i]; }
+/*
+ * Scores. The dense path streams the whole weight matrix (batch 1 is memory-bound), so it scores
+ * four neurons per pass over x, sharing each load of x; a sparse query scores neurons one by one.
+ * Both sum in exactly the same order (one vector accumulator per neuron over x's chunks, then its
+ * horizontal sum, then the scalar tail, then the bias), so a neuron's score is the same bits on
+ * either path: what lets a sparse version's scores be checked against dense exactly.
+ */
+static inline float score(const vs_head* h, uint32_t i, const float* x) {
+  const float* w = h->w + (size_t)i * h->d;
+  int j = 0;
+#if VS_W > 1
+  vs_v a = VS_(zero)();
+  for (; j + VS_W <= h->d; j += VS_W) a = VS_(fma)(VS_(load)(w + j), VS_(load)(x + j), a);
+  float s = vs_hsum(a);
+#else
+  float s = 0.0f;
+#endif
+  for (; j < h->d; j++) s += w[j] * x[j];
+  return s + h->b[i];
+}
+
+static inline void score4(const vs_head* h, uint32_t i, const float* x, float* out) {
+  const size_t d = (size_t)h->d;
+  const float* w = h->w + (size_t)i * d;
+  int j = 0;
+#if VS_W > 1
+  vs_v a0 = VS_(zero)(), a1 = VS_(zero)(), a2 = VS_(zero)(), a3 = VS_(zero)();
+  for (; j + VS_W <= h->d; j += VS_W) {
+    const vs_v xv = VS_(load)(x + j);
+    a0 = VS_(fma)(VS_(load)(w + j), xv, a0);
+    a1 = VS_(fma)(VS_(load)(w + d + j), xv, a1);
+    a2 = VS_(fma)(VS_(load)(w + 2 * d + j), xv, a2);
+    a3 = VS_(fma)(VS_(load)(w + 3 * d + j), xv, a3);
+  }
+  float s[4] = { vs_hsum(a0), vs_hsum(a1), vs_hsum(a2), vs_hsum(a3) };
+#else
+  float s[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+#endif
+  for (; j < h->d; j++) for (int r = 0; r < 4; r++) s[r] += w[r * d + j] * x[j];
+  for (int r = 0; r < 4; r++) out[r] = s[r] + h->b[i + r];
+}
 
 /* Gather x's candidates into h->cand (each once, h->freq counting its tables); returns how many. */
 static int gather(vs_head* h, const float* x) {
@@ -105,7 +145,17 @@ static int trim(vs_head* h, int m, int budget) {
 int vs_head_topk(vs_head* h, const float* x, int k, int budget, float* values, int32_t* indices) {
   int have = 0;
   if (budget <= 0 || budget >= h->n) {
-    for (int i = 0; i < h->n; i++) have = offer(values, indices, have, k, score(h, (uint32_t)i, x), i);
+    int i = 0;
+    float s4[4];
+    /* 16 rows ahead: on 50k x 128 here it took the dense path from ~1.6x to ~1.0-1.3x ONNX Runtime's time */
+    const size_t ahead = (size_t)16 * h->d;
+    for (; i + 4 <= h->n; i += 4) {
+      const float* next = h->w + (size_t)i * h->d + ahead;
+      if (i + 20 <= h->n) for (size_t p = 0; p < (size_t)4 * h->d; p += 16) __builtin_prefetch(next + p, 0, 0);
+      score4(h, (uint32_t)i, x, s4);
+      for (int r = 0; r < 4; r++) have = offer(values, indices, have, k, s4[r], i + r);
+    }
+    for (; i < h->n; i++) have = offer(values, indices, have, k, score(h, (uint32_t)i, x), i);
   } else {
     const int m = trim(h, gather(h, x), budget);
     for (int c = 0; c < m; c++) {
