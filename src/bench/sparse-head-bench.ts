@@ -12,7 +12,7 @@
  * over 64 inputs, interleaved; speed-ups are paired per round (median, min–max). Recall and
  * precision are the compile's measurements on its calibration set (head.json).
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -180,6 +180,7 @@ function table(p: Prepared, meta: HeadMeta, rows: readonly Row[]): string {
 export async function sparseHeadBench(o: { only: readonly string[]; classes: number; rounds: number; tables: number; keep?: string;
   log: (m: string) => void }): Promise<string> {
   const work = o.keep ?? await mkdtemp(join(tmpdir(), 'veltair-sparse-bench-'));
+  await mkdir(work, { recursive: true });
   try {
     const pinned = await pinSelf([0]);
     const parts = [`Machine: ${machineLine(await machineInfo())}; ${pinned ? 'pinned to core 0' : 'not pinned'}; ${o.rounds} rounds.`, ''];
