@@ -159,3 +159,13 @@ test('veltair plot --sparse draws the recall–latency frontier with the kept ve
   assert.ok(rows[0]!.includes('kept') && rows[0]!.includes('recallAt1'));
   assertOneClearError(await veltair(['plot', denseBundle, '--sparse', '-o', join(work, 'never.svg')]), 'BAD_ARGUMENT', ['no sparse output layer']);
 });
+
+test('with --levels 0,1 every version is also timed under the level-1 co-runner', async () => {
+  const out = join(work, 'levels.bundle');
+  await compilePlanted(planted, out, ['--levels', '0,1', '--sparsities', '1,0.01']);
+  const m = JSON.parse(await readFile(join(out, HEAD_JSON), 'utf8')) as HeadMeta;
+  // One core: no core is left for the co-runner and the compile says so; the figure is then quiet only.
+  const want = (await import('../src/toolchain/cpu.js')).availableCores().length > 1 ? [0, 1] : [0];
+  assert.deepEqual(m.latencyLevels, want);
+  for (const v of m.versions) assert.deepEqual(Object.keys(v.latencyMs).map(Number), want);
+});

@@ -26,9 +26,14 @@
  *   headCreate({n, d, family, K, L, seed: bigint, rowBytes, perTable}, w F32, b F32, signs U8 | null, bins I32 | null, offsets U32, ids U32)
  *     -> head (keeps references to the arrays: nothing is copied or rehashed)
  *   headTopK(head, x F32 [rows x d], rows, k, budget) -> {values: F32 [rows x k], indices: I32 [rows x k], scored}
+ *   pinCallingThread(core | -1) -> bool   pins the calling (JS) thread to one core; -1 restores the mask it had before
  * Errors are thrown with code VT_ARGUMENT (a wrong call) or VT_MEMORY (allocation failed).
  */
 #define NAPI_VERSION 8
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* sched_setaffinity, CPU_SET */
+#endif
+#include <sched.h>
 #include <node_api.h>
 #include <math.h>
 #include <stdlib.h>
@@ -646,6 +651,30 @@ static napi_value head_topk_fn(napi_env env, napi_callback_info info) {
   return o;
 }
 
+/* Timing a head under a co-runner needs the timed thread on a known core, away from the noise. */
+static cpu_set_t saved_mask;
+static int saved = 0;
+
+static napi_value pin_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  const int core = argc ? (int)num(env, argv[0]) : -1;
+  int ok;
+  if (core < 0) {
+    ok = saved && sched_setaffinity(0, sizeof saved_mask, &saved_mask) == 0;
+    saved = 0;
+  } else {
+    if (!saved) saved = sched_getaffinity(0, sizeof saved_mask, &saved_mask) == 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    ok = saved && sched_setaffinity(0, sizeof set, &set) == 0;
+  }
+  CHECK(napi_get_boolean(env, ok, &r));
+  return r;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
     { "isa", NULL, isa_fn, NULL, NULL, NULL, napi_default, NULL },
@@ -669,6 +698,7 @@ NAPI_MODULE_INIT() {
     { "headTables", NULL, head_tables_fn, NULL, NULL, NULL, napi_default, NULL },
     { "headCreate", NULL, head_create_fn, NULL, NULL, NULL, napi_default, NULL },
     { "headTopK", NULL, head_topk_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "pinCallingThread", NULL, pin_fn, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

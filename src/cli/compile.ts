@@ -254,7 +254,8 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
         options: { trials: args.trials, levels: [...tune.levels], maxVersions: args.maxVersions, threads: [...tune.threads], profileThreads, seed: args.seed },
       });
       if (sparsePlan.split && calibration) {
-        const built = await buildSparseFamily(dir, { modelPath, split: sparsePlan.split, args: sparseArgs, seed: args.seed, threads: 1, graph, calibration });
+        const built = await buildSparseFamily(dir, { modelPath, split: sparsePlan.split, args: sparseArgs, seed: args.seed, threads: 1, graph, calibration,
+          levels: tune.levels });
         sparseSummary = built.summary;
         for (const n of built.notes) note(`note: ${n}`);
       }

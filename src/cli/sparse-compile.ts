@@ -17,8 +17,10 @@ import { loadBundle } from '../runtime/session.js';
 import { INDEX_JSON, readHashIndex } from '../sparse/hash-index.js';
 import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HashFamily, type HeadVersion } from '../sparse/head-format.js';
 import { buildHeadIndex, createNativeHead, headIndexFromTrained, trainedLayerFor, type HeadIndex } from '../sparse/head-index.js';
-import { DEFAULT_SPARSITIES, measureVersions, parseSparsities, type Calibration } from '../sparse/head-versions.js';
-import { loadSparseAddon } from '../sparse/native.js';
+import { budgetFor, DEFAULT_SPARSITIES, measureVersions, median, parseSparsities, timeBudgets, type Calibration } from '../sparse/head-versions.js';
+import { noiseCores, startNoise } from '../interference/generator.js';
+import { availableCores } from '../toolchain/cpu.js';
+import { loadSparseAddon, type SparseAddon } from '../sparse/native.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { calibrationInputs, type CalibrationInputs } from './sparse-calibration.js';
 
@@ -134,6 +136,50 @@ async function hiddenRows(dir: string, inputs: Float32Array, rows: number, width
   }
 }
 
+/**
+ * Each version's latency at the compile's interference levels above 0, like every kernel's: the
+ * co-runner (src/interference) on every core but one, the timing thread pinned to that one. On a
+ * one-core machine, or when the co-runner cannot start, the versions keep their quiet figure only
+ * (a note says so). The family is chosen on the quiet latency.
+ */
+async function timeUnderNoise(addon: SparseAddon, head: object, c: Calibration, d: number, k: number, versions: HeadVersion[],
+  levels: readonly number[], n: number, notes: string[]): Promise<{ versions: HeadVersion[]; levels: number[] }> {
+  const noisy = levels.filter((l) => l > 0);
+  const cores = availableCores();
+  if (noisy.length === 0) return { versions, levels: [0] };
+  const core = cores[0]!;
+  const others = noiseCores([core], cores);
+  if (others.length === 0) { notes.push('one core: the sparse versions are timed quiet only'); return { versions, levels: [0] }; }
+  const budgets = versions.map((v) => budgetFor(v.sparsity, n, k));
+  const byLevel = new Map<number, number[]>();
+  for (const level of noisy) {
+    let noise;
+    try {
+      noise = await startNoise({ level, cores: others });  // before pinning: the generator checks its cores against this thread's
+    } catch (e) {
+      notes.push(`the co-runner for level ${level} did not start (${(e as Error).message}): the sparse versions are not timed at it`);
+      continue;
+    }
+    try {
+      if (!addon.pinCallingThread(core)) { notes.push(`could not pin the timing thread: the sparse versions are not timed at level ${level}`); continue; }
+      try {
+        byLevel.set(level, timeBudgets(addon, head, c, d, k, budgets).map(median));
+      } finally {
+        addon.pinCallingThread(-1);
+      }
+    } finally {
+      await noise.stop();
+    }
+  }
+  const measured = [0, ...byLevel.keys()].sort((a, b) => a - b);
+  return {
+    versions: versions.map((v, i) => ({
+      ...v, latencyMs: Object.fromEntries(measured.map((l) => [String(l), l === 0 ? v.latencyMs['0']! : byLevel.get(l)![i]!])),
+    })),
+    levels: measured,
+  };
+}
+
 /** The calibration inputs, read and checked before any tuning (a wrong width fails at once). */
 export async function loadCalibration(modelPath: string, graph: LayerGraph, split: SparseHeadSplit, args: SparseArgs,
   seed: number): Promise<CalibrationInputs> {
@@ -146,7 +192,7 @@ export async function loadCalibration(modelPath: string, graph: LayerGraph, spli
 
 /** Build, measure and write the head's family into the staged bundle `dir`; returns the summary and notes. */
 export async function buildSparseFamily(dir: string, o: { modelPath: string; split: SparseHeadSplit; args: SparseArgs; seed: number; threads: number;
-  graph: LayerGraph; calibration: CalibrationInputs }): Promise<{ summary: SparseSummary; notes: string[] }> {
+  graph: LayerGraph; calibration: CalibrationInputs; levels: readonly number[] }): Promise<{ summary: SparseSummary; notes: string[] }> {
   const { split, args } = o;
   const { n, d } = split.head;
   const width = o.graph.inputs[0]!.shape.slice(1).reduce((a, b) => a * b, 1);
@@ -157,7 +203,8 @@ export async function buildSparseFamily(dir: string, o: { modelPath: string; spl
   const addon = await loadSparseAddon();
   const head = createNativeHead(addon, index.hash, n, d, index.arrays);
   const calibration: Calibration = { hidden: await hiddenRows(dir, cal.inputs, cal.rows, width, split), rows: cal.rows, labels: cal.labels };
-  const versions = measureVersions(addon, head, calibration, n, d, args.topK, args.sparsities);
+  const quiet = measureVersions(addon, head, calibration, n, d, args.topK, args.sparsities);
+  const { versions, levels } = await timeUnderNoise(addon, head, calibration, d, args.topK, quiet, o.levels, n, notes);
   await mkdir(join(dir, 'sparse'), { recursive: true });
   const out = split.head.output;
   await writeHead(dir, {
@@ -167,7 +214,7 @@ export async function buildSparseFamily(dir: string, o: { modelPath: string; spl
     weightsSha256: headWeightsSha256(split.head.weight, split.head.bias),
     hash: index.hash, index: index.index,
     calibration: { source: cal.source, path: cal.path, rows: cal.rows, labelled: cal.labels !== null, note: cal.note },
-    latencyLevels: [0], versions,
+    latencyLevels: levels, versions,
   }, index.arrays);
   await addFilesToManifest(dir, [HEAD_BIN, HEAD_JSON]);
   return {
@@ -184,8 +231,9 @@ export function sparseSummaryText(s: SparseSummary): string[] {
   const pct = (x: number | null) => (x === null ? '-' : `${(100 * x).toFixed(1)}%`);
   return [
     `sparse     ${s.layer} (${s.classes} classes): ${s.versions.filter((v) => v.kept).length} of ${s.versions.length} versions kept; ${s.index}`,
-    `           calibration: ${s.calibration}; latency quiet only (level 0)`,
-    ...s.versions.map((v) => `           ${v.kept ? '*' : ' '} ${v.id.padEnd(7)} ${v.latencyMs['0']!.toFixed(4)} ms  recall@1 ${pct(v.recallAt1)}  `
+    `           calibration: ${s.calibration}; latency per input at level ${Object.keys(s.versions[0]!.latencyMs).join(', ')} (quiet first)`,
+    ...s.versions.map((v) => `           ${v.kept ? '*' : ' '} ${v.id.padEnd(7)} ${Object.values(v.latencyMs).map((x) => x.toFixed(4)).join(' / ')} ms  `
+      + `recall@1 ${pct(v.recallAt1)}  `
       + `recall@5 ${pct(v.recallAt5)}  precision@1 ${pct(v.precisionAt1)}  ${Math.round(v.scoredMean)} neurons scored`),
   ];
 }

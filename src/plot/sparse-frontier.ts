@@ -2,7 +2,7 @@
  * The recall–latency frontier of a bundle's sparse output layer (`veltair plot BUNDLE --sparse`):
  * every measured version at (quiet latency per input, recall@1 against dense), the kept family
  * large, outlined, labelled by sparsity and joined as the frontier; recall@5 as hollow marks.
- * Latency is the compile-time measurement (level 0 only: the head is not timed under noise yet).
+ * Latency is the compile-time quiet measurement (level 0; the other levels are in head.json).
  */
 import type { TopLevelSpec } from 'vega-lite';
 import type { HeadMeta } from '../sparse/head-format.js';

@@ -83,7 +83,7 @@ export function measureAccuracy(addon: SparseAddon, head: object, c: Calibration
   });
 }
 
-const median = (xs: readonly number[]) => {
+export const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
