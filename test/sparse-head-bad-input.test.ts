@@ -86,3 +86,14 @@ test('an out-of-range neuron id in the tables is refused by the addon\'s checks,
   const dir = await tampered('bad-id.bundle', (bin, meta) => { bin.writeUInt32LE(0xfffffff0, meta.blobs.ids.offset); }, true);
   await assert.rejects(loadBundle(dir), (e: Error & { code?: string }) => e.code === 'BAD_BUNDLE' && /not a neuron/.test(e.message));
 });
+
+test('veltair run --min-recall runs the fastest version meeting it and says which; a floor outside [0, 1] is one clear error', async () => {
+  const meta = JSON.parse(await readFile(join(bundle, HEAD_JSON), 'utf8')) as HeadMeta;
+  const kept = meta.versions.filter((v) => v.kept);
+  const floor = Math.min(...kept.map((v) => v.recallAt1));
+  const want = kept.filter((v) => v.recallAt1 >= floor).sort((a, b) => a.latencyMs['0']! - b.latencyMs['0']!)[0]!;
+  const r = await veltair(['run', bundle, '--input', input, '--output-dir', join(work, 'out-floor'), '--min-recall', String(floor), '--json']);
+  assert.equal(r.exitCode, 0, r.stderr);
+  assert.deepEqual((JSON.parse(r.stdout) as { sparseVersion: unknown }).sparseVersion, { id: want.id, recallAt1: want.recallAt1 });
+  assertOneClearError(await veltair(['run', bundle, '--input', input, '--min-recall', '1.5']), 'BAD_ARGUMENT', ['--min-recall']);
+});
