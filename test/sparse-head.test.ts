@@ -158,6 +158,12 @@ test('veltair plot --sparse draws the recall–latency frontier with the kept ve
   assert.equal(rows.length, 1 + meta.versions.length);
   assert.ok(rows[0]!.includes('kept') && rows[0]!.includes('recallAt1'));
   assertOneClearError(await veltair(['plot', denseBundle, '--sparse', '-o', join(work, 'never.svg')]), 'BAD_ARGUMENT', ['no sparse output layer']);
+  const html = join(work, 'report.html');
+  const report = await veltair(['report', bundle, '-o', html, '--json']);
+  assert.equal(report.exitCode, 0, report.stderr);
+  const page = await readFile(html, 'utf8');
+  assert.ok(page.includes('id="sparse"') && page.includes('id="fig-sparse"'), 'the report has the sparse section and its figure');
+  assert.ok(!page.includes(work), 'no absolute path of the bundle or its calibration file in the report');
 });
 
 test('with --levels 0,1 every version is also timed under the level-1 co-runner', async () => {

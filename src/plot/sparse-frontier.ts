@@ -33,6 +33,12 @@ export function sparseFigureData(meta: HeadMeta): FigureData {
     panels: { sparseVersions: sparsePoints(meta) as unknown as FigureData['panels'][string] } };
 }
 
+/** Where recall was measured, without file paths (a report is the same bytes wherever the bundle sits). */
+export function calibrationText(c: HeadMeta['calibration']): string {
+  const what = { file: 'a calibration file', 'training-data': 'the training run\'s data', generated: 'GENERATED inputs (not real data)' }[c.source];
+  return `${c.rows} rows of ${what}${c.labelled ? ', with labels' : ''}`;
+}
+
 export function sparseFrontierFigure(meta: HeadMeta): TopLevelSpec {
   const points = sparsePoints(meta);
   const lat = points.map((p) => p.latencyMs);
@@ -46,7 +52,7 @@ export function sparseFrontierFigure(meta: HeadMeta): TopLevelSpec {
       text: `sparse output layer ${figureText(meta.layer.name)}: recall vs latency`,
       subtitle: [`${meta.layer.n} classes · top-${meta.layer.k} · ${kept} of ${points.length} versions kept (outlined, joined) · index ${meta.index.source}`,
         'filled circles: recall@1 (grey: not kept) · hollow diamonds: recall@5 of the dense top-5',
-        `calibration: ${figureText(meta.calibration.note)}`],
+        `calibration: ${calibrationText(meta.calibration)}`],
     },
     width: PANEL_WIDTH + 120, height: PANEL_HEIGHT,
     data: { values: points },
