@@ -18,8 +18,10 @@ const ROOMS = {
   db: ['codegen', 'ir', 'space', 'toolchain', 'measure'],
   tune: ['measure', 'db', 'space', 'codegen', 'ir', 'toolchain', 'interference'],
   bundle: ['tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'toolchain', 'interference'],
-  runtime: ['bundle', 'ir', 'onnx', 'toolchain', 'interference'],
-  plot: ['bundle', 'runtime', 'tune', 'measure'],
+  // runtime -> sparse: a bundle's sparse output layer runs on the sparse addon's hashing and head kernels (src/runtime/sparse-head.ts).
+  runtime: ['bundle', 'ir', 'onnx', 'toolchain', 'interference', 'sparse'],
+  // plot -> sparse: the recall-latency frontier of a bundle's sparse head is read from its sparse/head.json.
+  plot: ['bundle', 'runtime', 'tune', 'measure', 'sparse'],
   schedule: [],
   sparse: ['onnx', 'toolchain'],
   profile: ['schedule', 'runtime', 'bundle', 'interference', 'toolchain'],

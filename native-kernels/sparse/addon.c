@@ -20,15 +20,27 @@
  *   tables(model, layer) -> {offsets: U32 [L*2^K+1], ids: U32, seen: U32 [L*2^K]}
  *   query(model, layer, x F32) -> {ids: U32, codes: U32}
  *   close(model)                      frees the model now (later calls throw)
+ * Sparse inference over one output layer (infer.c, vs_head.h):
+ *   headTables({family, K, L, R, seed: bigint, threads}, w F32 [n x d], n, d)
+ *     -> {signs?: U8, bins?: I32, rowBytes, perTable, offsets: U32, ids: U32}   (hash functions drawn, neurons hashed)
+ *   headCreate({n, d, family, K, L, seed: bigint, rowBytes, perTable}, w F32, b F32, signs U8 | null, bins I32 | null, offsets U32, ids U32)
+ *     -> head (keeps references to the arrays: nothing is copied or rehashed)
+ *   headTopK(head, x F32 [rows x d], rows, k, budget) -> {values: F32 [rows x k], indices: I32 [rows x k], scored}
+ *   pinCallingThread(core | -1) -> bool   pins the calling (JS) thread to one core; -1 restores the mask it had before
  * Errors are thrown with code VT_ARGUMENT (a wrong call) or VT_MEMORY (allocation failed).
  */
 #define NAPI_VERSION 8
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* sched_setaffinity, CPU_SET */
+#endif
+#include <sched.h>
 #include <node_api.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "vs.h"
 #include "vs_model.h"
+#include "vs_head.h"
 
 #define CHECK(call) do { if ((call) != napi_ok) { napi_throw_error(env, "VT_ARGUMENT", "veltair sparse: N-API call failed: " #call); return NULL; } } while (0)
 #define FAIL(code, msg) do { napi_throw_error(env, code, msg); return NULL; } while (0)
@@ -507,6 +519,162 @@ static napi_value query_fn(napi_env env, napi_callback_info info) {
   return o;
 }
 
+/* ---- sparse inference heads ---- */
+typedef struct { vs_head h; napi_ref refs[6]; int live; } head_h;
+
+static void head_finalize(napi_env env, void* data, void* hint) {
+  (void)hint;
+  head_h* h = data;
+  if (h->live) vs_head_free(&h->h);
+  for (int i = 0; i < 6; i++) if (h->refs[i]) napi_delete_reference(env, h->refs[i]);
+  free(h);
+}
+
+static int prop_u64(napi_env env, napi_value o, const char* name, uint64_t* out) {
+  napi_value v;
+  bool lossless = false;
+  if (napi_get_named_property(env, o, name, &v) != napi_ok || napi_get_value_bigint_uint64(env, v, out, &lossless) != napi_ok || !lossless) {
+    napi_throw_error(env, "VT_ARGUMENT", "veltair sparse: the seed must be a u64 bigint");
+    return 0;
+  }
+  return 1;
+}
+
+static int is_null(napi_env env, napi_value v) {
+  napi_valuetype t;
+  return napi_typeof(env, v, &t) == napi_ok && (t == napi_null || t == napi_undefined);
+}
+
+static napi_value head_tables_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4], o;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 4) FAIL("VT_ARGUMENT", "headTables(config, w, n, d)");
+  void* w; size_t nw;
+  uint64_t seed;
+  if (!typed(env, argv[1], napi_float32_array, &w, &nw) || !prop_u64(env, argv[0], "seed", &seed)) return NULL;
+  const int family = (int)prop_num(env, argv[0], "family"), K = (int)prop_num(env, argv[0], "K"), L = (int)prop_num(env, argv[0], "L");
+  const int R = (int)prop_num(env, argv[0], "R"), threads = (int)prop_num(env, argv[0], "threads");
+  const int n = (int)num(env, argv[2]), d = (int)num(env, argv[3]);
+  if (n < 1 || d < 1 || nw != (size_t)n * d || R < 1 || threads < 1) FAIL("VT_ARGUMENT", "headTables: w is not n x d, or R or threads < 1");
+  char err[VS_ERR_LEN] = { 0 };
+  vs_hash hash;
+  if (vs_hash_init(&hash, family, K, L, d, seed, err)) FAIL("VT_ARGUMENT", err);
+  uint32_t *offsets = NULL, *ids = NULL;
+  size_t n_ids = 0;
+  if (vs_head_build_tables(w, n, d, &hash, R, threads, &offsets, &ids, &n_ids, err)) { vs_hash_free(&hash); FAIL("VT_MEMORY", err); }
+  const size_t n_off = (size_t)L * ((size_t)1 << K) + 1;
+  void *po, *pi, *ph = NULL;
+  napi_value off = make_typed(env, napi_uint32_array, 4, n_off, &po);
+  napi_value idv = make_typed(env, napi_uint32_array, 4, n_ids, &pi);
+  napi_value hv = family == VS_HASH_SIMHASH ? make_typed(env, napi_uint8_array, 1, (size_t)d * hash.row_bytes, &ph)
+                                            : make_typed(env, napi_int32_array, 4, (size_t)L * hash.per_table * VS_DWTA_BIN, &ph);
+  if (off && idv && hv) {
+    memcpy(po, offsets, n_off * 4);
+    memcpy(pi, ids, n_ids * 4);
+    if (family == VS_HASH_SIMHASH) memcpy(ph, hash.signs, (size_t)d * hash.row_bytes);
+    else memcpy(ph, hash.bins, (size_t)L * hash.per_table * VS_DWTA_BIN * 4);
+  }
+  free(offsets); free(ids);
+  const int row_bytes = hash.row_bytes, per_table = hash.per_table;
+  vs_hash_free(&hash);
+  if (!off || !idv || !hv) FAIL("VT_MEMORY", "headTables: out of memory");
+  napi_value rb, pt;
+  CHECK(napi_create_object(env, &o));
+  napi_create_int32(env, row_bytes, &rb);
+  napi_create_int32(env, per_table, &pt);
+  napi_set_named_property(env, o, family == VS_HASH_SIMHASH ? "signs" : "bins", hv);
+  napi_set_named_property(env, o, "rowBytes", rb);
+  napi_set_named_property(env, o, "perTable", pt);
+  napi_set_named_property(env, o, "offsets", off);
+  napi_set_named_property(env, o, "ids", idv);
+  return o;
+}
+
+static napi_value head_create_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7], r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 7) FAIL("VT_ARGUMENT", "headCreate(config, w, b, signs, bins, offsets, ids)");
+  const int n = (int)prop_num(env, argv[0], "n"), d = (int)prop_num(env, argv[0], "d"), family = (int)prop_num(env, argv[0], "family");
+  const int K = (int)prop_num(env, argv[0], "K"), L = (int)prop_num(env, argv[0], "L");
+  const int row_bytes = (int)prop_num(env, argv[0], "rowBytes"), per_table = (int)prop_num(env, argv[0], "perTable");
+  uint64_t seed;
+  if (!prop_u64(env, argv[0], "seed", &seed)) return NULL;
+  void *w, *b, *signs = NULL, *bins = NULL, *offsets, *ids;
+  size_t nw, nbias, ns = 0, nbins = 0, noff, nids;
+  if (!typed(env, argv[1], napi_float32_array, &w, &nw) || !typed(env, argv[2], napi_float32_array, &b, &nbias)) return NULL;
+  if (!is_null(env, argv[3]) && !typed(env, argv[3], napi_uint8_array, &signs, &ns)) return NULL;
+  if (!is_null(env, argv[4]) && !typed(env, argv[4], napi_int32_array, &bins, &nbins)) return NULL;
+  if (!typed(env, argv[5], napi_uint32_array, &offsets, &noff) || !typed(env, argv[6], napi_uint32_array, &ids, &nids)) return NULL;
+  if (n < 1 || d < 1 || nw != (size_t)n * d || nbias != (size_t)n) FAIL("VT_ARGUMENT", "headCreate: w is not n x d or b not n long");
+  if (family == VS_HASH_SIMHASH && ns != (size_t)d * row_bytes) FAIL("VT_ARGUMENT", "headCreate: the simhash signs are not d x rowBytes");
+  if (family == VS_HASH_DWTA && nbins != (size_t)L * per_table * VS_DWTA_BIN) FAIL("VT_ARGUMENT", "headCreate: the DWTA bins are not L x perTable x 8");
+  char err[VS_ERR_LEN] = { 0 };
+  vs_hash hash;
+  if (vs_hash_wrap(&hash, family, K, L, d, seed, signs, row_bytes, bins, per_table, err)) FAIL("VT_ARGUMENT", err);
+  head_h* h = calloc(1, sizeof *h);
+  if (!h) FAIL("VT_MEMORY", "out of memory");
+  if (vs_head_init(&h->h, n, d, w, b, &hash, offsets, noff, ids, nids, err)) { free(h); FAIL("VT_ARGUMENT", err); }
+  h->live = 1;
+  /* the head reads w, b, signs/bins, offsets and ids in place: hold them for its lifetime */
+  for (int i = 0; i < 6; i++) if (!is_null(env, argv[i + 1])) napi_create_reference(env, argv[i + 1], 1, &h->refs[i]);
+  if (napi_create_external(env, h, head_finalize, NULL, &r) != napi_ok) { head_finalize(env, h, NULL); return NULL; }
+  return r;
+}
+
+static napi_value head_topk_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5], o, sv;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 5) FAIL("VT_ARGUMENT", "headTopK(head, x, rows, k, budget)");
+  head_h* h = external(env, argv[0]);
+  if (!h) return NULL;
+  void* x; size_t nx;
+  if (!typed(env, argv[1], napi_float32_array, &x, &nx)) return NULL;
+  const int rows = (int)num(env, argv[2]), k = (int)num(env, argv[3]), budget = (int)num(env, argv[4]);
+  if (rows < 1 || nx != (size_t)rows * h->h.d) FAIL("VT_ARGUMENT", "headTopK: x is not rows x d");
+  if (k < 1 || k > h->h.n || budget < 0) FAIL("VT_ARGUMENT", "headTopK: k must be 1..n and budget >= 0");
+  void *pv, *pi;
+  napi_value values = make_typed(env, napi_float32_array, 4, (size_t)rows * k, &pv);
+  napi_value indices = make_typed(env, napi_int32_array, 4, (size_t)rows * k, &pi);
+  if (!values || !indices) FAIL("VT_MEMORY", "headTopK: out of memory");
+  double scored = 0;
+  for (int r = 0; r < rows; r++) {
+    scored += vs_head_topk(&h->h, (const float*)x + (size_t)r * h->h.d, k, budget, (float*)pv + (size_t)r * k, (int32_t*)pi + (size_t)r * k);
+  }
+  CHECK(napi_create_object(env, &o));
+  napi_create_double(env, scored, &sv);
+  napi_set_named_property(env, o, "values", values);
+  napi_set_named_property(env, o, "indices", indices);
+  napi_set_named_property(env, o, "scored", sv);
+  return o;
+}
+
+/* Timing a head under a co-runner needs the timed thread on a known core, away from the noise. */
+static cpu_set_t saved_mask;
+static int saved = 0;
+
+static napi_value pin_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  const int core = argc ? (int)num(env, argv[0]) : -1;
+  int ok;
+  if (core < 0) {
+    ok = saved && sched_setaffinity(0, sizeof saved_mask, &saved_mask) == 0;
+    saved = 0;
+  } else {
+    if (!saved) saved = sched_getaffinity(0, sizeof saved_mask, &saved_mask) == 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    ok = saved && sched_setaffinity(0, sizeof set, &set) == 0;
+  }
+  CHECK(napi_get_boolean(env, ok, &r));
+  return r;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
     { "isa", NULL, isa_fn, NULL, NULL, NULL, napi_default, NULL },
@@ -527,6 +695,10 @@ NAPI_MODULE_INIT() {
     { "tables", NULL, tables_fn, NULL, NULL, NULL, napi_default, NULL },
     { "query", NULL, query_fn, NULL, NULL, NULL, napi_default, NULL },
     { "close", NULL, close_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "headTables", NULL, head_tables_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "headCreate", NULL, head_create_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "headTopK", NULL, head_topk_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "pinCallingThread", NULL, pin_fn, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -71,6 +71,31 @@ int vs_hash_init(vs_hash* h, int family, int K, int L, int dim, uint64_t seed, c
   return 1;
 }
 
+/* A hash over arrays someone else owns (a loaded index): nothing is drawn or rehashed, and
+ * vs_hash_free must not be called on it. Checks the shapes the arrays must have. */
+int vs_hash_wrap(vs_hash* h, int family, int K, int L, int dim, uint64_t seed,
+                 uint8_t* signs, int row_bytes, int32_t* bins, int per_table, char* err) {
+  memset(h, 0, sizeof *h);
+  h->family = family; h->K = K; h->L = L; h->dim = dim; h->seed = seed;
+  if (K < 1 || K > 30 || L < 1 || L > 4096 || dim < 1) { snprintf(err, VS_ERR_LEN, "hash: bad K=%d L=%d dim=%d", K, L, dim); return 1; }
+  if (family == VS_HASH_SIMHASH) {
+    build_lut();
+    h->bits = K * L;
+    h->row_bytes = ((h->bits + 7) / 8 + 31) / 32 * 32;
+    if (!signs || row_bytes != h->row_bytes) { snprintf(err, VS_ERR_LEN, "hash: simhash rows of %d bytes, expected %d", row_bytes, h->row_bytes); return 1; }
+    h->signs = signs;
+    return 0;
+  }
+  if (family == VS_HASH_DWTA) {
+    h->per_table = (K + VS_DWTA_BITS - 1) / VS_DWTA_BITS;
+    if (!bins || per_table != h->per_table) { snprintf(err, VS_ERR_LEN, "hash: %d DWTA hashes per table, expected %d", per_table, h->per_table); return 1; }
+    h->bins = bins;
+    return 0;
+  }
+  snprintf(err, VS_ERR_LEN, "hash: unknown family %d", family);
+  return 1;
+}
+
 void vs_hash_free(vs_hash* h) {
   free(h->signs);
   free(h->bins);

@@ -177,6 +177,9 @@ float vs_max(const float* z, int n);
 /* hash.c */
 int vs_hash_init(vs_hash* h, int family, int K, int L, int dim, uint64_t seed, char* err);
 void vs_hash_free(vs_hash* h);
+/* A hash over arrays the caller owns (a loaded index): checked, never drawn or freed. */
+int vs_hash_wrap(vs_hash* h, int family, int K, int L, int dim, uint64_t seed,
+                 uint8_t* signs, int row_bytes, int32_t* bins, int per_table, char* err);
 /* codes[t] for t < L; a sparse input when idx != NULL (nnz entries), else dense x[dim]. */
 void vs_hash_codes(const vs_hash* h, const float* x, const int32_t* idx, int nnz, uint32_t* codes, float* acc, float* scratch);
 

@@ -29,6 +29,8 @@ import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TransferSumm
 import { collectInputShape } from './inspect.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { note, printJson, printLine, progressBar } from '../terminal/output.js';
+import { buildSparseFamily, DEFAULT_SPARSE_MIN_OUTPUTS, loadCalibration, parseSparseArgs, planSparse, sparseSummaryText, type SparseFlags,
+  type SparseSummary } from './sparse-compile.js';
 
 /**
  * Trials per unique workload when --trials is not given. A budget choice: the search is seeded with
@@ -40,7 +42,7 @@ import { note, printJson, printLine, progressBar } from '../terminal/output.js';
 export const DEFAULT_TRIALS = 8;
 export const MAX_VERSIONS_LIMIT = 5;
 
-interface CompileFlags {
+interface CompileFlags extends SparseFlags {
   output?: string;
   trials?: string;
   levels?: string;
@@ -71,6 +73,8 @@ export interface CompileSummary {
   readonly transfer: TransferSummary;
   /** Key id of the signing key (--sign), else absent. */
   readonly signedBy?: string;
+  /** The large output layer's sparse family (sparse-compile.ts), when the model has one. */
+  readonly sparse?: SparseSummary;
 }
 
 
@@ -167,6 +171,7 @@ function summaryText(
     `versions   ${fmtHistogram(s.versionsHistogram)}`,
     `regret     ${fmtRegret(s.perLevelRegret)}`,
   ];
+  if (s.sparse) lines.push(...sparseSummaryText(s.sparse));
   if (s.signedBy) lines.push(`signed     manifest.sig, Ed25519 key ${s.signedBy}`);
   if (!built) lines.push('next: veltair db merge SHARD_DBS… -o DB, then veltair compile MODEL -o OUT --db DB (measures nothing)');
   return lines.join('\n');
@@ -190,6 +195,7 @@ export function checkFitsInMemory(modelPath: string, graph: LayerGraph, memoryBy
 
 async function compileAction(modelPath: string, f: CompileFlags): Promise<void> {
   const args = parseArgs(f);
+  const sparseArgs = parseSparseArgs(f);
   if (!args.shard && !f.output) {
     throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
   }
@@ -201,7 +207,11 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   await compilerVersion();
 
   const inferred = await loadModel(modelPath, { inputShapes: f.inputShape });
-  const graph = lowerToLayers(inferred);
+  const sparsePlan = planSparse(lowerToLayers(inferred), sparseArgs);
+  if (!sparsePlan.split && (f.sparsities !== undefined || f.calibration !== undefined)) note(`note: no sparse output layer: ${sparsePlan.reason}`);
+  // With a sparse head, the tuner compiles the layers before it; the head's family is built after the bundle (sparse-compile.ts).
+  const graph = sparsePlan.graph;
+  const calibration = sparsePlan.split && !args.shard ? await loadCalibration(modelPath, graph, sparsePlan.split, sparseArgs, args.seed) : undefined;
   const totals = summarise(graph);
   const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
   if (uses.length === 0) {
@@ -236,6 +246,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
 
   let built: BuiltBundle | undefined;
   let signedBy: string | undefined;
+  let sparseSummary: SparseSummary | undefined;
   if (!args.shard) {
     const staging = await prepareOutput(f.output!, f.force === true);
     built = await writeBundleAtomically(staging, async (dir) => {
@@ -243,6 +254,12 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
         modelPath, model: inferred, graph, families: tune.families, target,
         options: { trials: args.trials, levels: [...tune.levels], maxVersions: args.maxVersions, threads: [...tune.threads], profileThreads, seed: args.seed },
       });
+      if (sparsePlan.split && calibration) {
+        const built = await buildSparseFamily(dir, { modelPath, split: sparsePlan.split, args: sparseArgs, seed: args.seed, threads: 1, graph, calibration,
+          levels: tune.levels });
+        sparseSummary = built.summary;
+        for (const n of built.notes) note(`note: ${n}`);
+      }
       if (signingKey) signedBy = (await signBundleDir(dir, signingKey)).keyId;
       return b;
     });
@@ -259,6 +276,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
     perLevelRegret: tune.perLevelRegret,
     transfer: tune.transfer,
     ...(signedBy ? { signedBy } : {}),
+    ...(sparseSummary ? { sparse: sparseSummary } : {}),
   };
   if (f.json) printJson(summary);
   else printLine(summaryText(summary, tune, built, tasksOf(uses).length, args.shard, dbDir));
@@ -283,6 +301,14 @@ export function registerCompileCommand(program: Command): void {
     .option('--seed <n>', 'search seed (default 1)')
     .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable)', collectInputShape, new Map<string, readonly number[]>())
     .option('--sign <key>', 'sign the bundle\'s manifest with this Ed25519 private key (veltair keygen), into manifest.sig')
+    .option('--no-sparse', 'compile a large output layer densely only, with no sparse (LSH) family')
+    .option('--sparse-min-outputs <n>', `outputs from which a dense output layer gets a sparse family (default ${DEFAULT_SPARSE_MIN_OUTPUTS})`)
+    .option('--sparsities <list>', 'sparsities of the sparse family\'s versions, each in (0, 1] (default 1,0.05,0.01,0.005; 1 = dense)')
+    .option('--calibration <file>', 'inputs to measure the sparse versions\' recall on: FILE.npy [rows, width] or an XC-format file with labels')
+    .option('--calibration-rows <n>', 'calibration rows used at most (default 500)')
+    .option('--top-k <n>', 'classes a sparse output layer returns per input (default 5)')
+    .option('--sparse-tables <L>', 'hash tables of a sparse index built at compile time (default: BOLT\'s autotuned L)')
+    .option('--sparse-hash <family>', 'hash family of a sparse index built at compile time: dwta (default, as veltair train) or simhash')
     .option('--force', 'replace an existing bundle at -o')
     .option('--json', 'machine-readable summary on stdout, nothing else there')
     .action(compileAction);

@@ -13,10 +13,14 @@ import { figureDataCsv, figureDataJson, layerFigureData, modelFigureData } from 
 import { resolveLayer } from '../plot/layer-id.js';
 import { commitFiles, discardFiles, planOutput, stageFile, type StagedFile } from '../plot/output-file.js';
 import { layerFigure, modelFigure } from '../plot/specs.js';
+import { sparseFigureData, sparseFrontierFigure } from '../plot/sparse-frontier.js';
+import { readHeadMeta } from '../sparse/head-format.js';
+import { hasSparseHead } from '../runtime/sparse-head.js';
 import { printJson, printLine } from '../terminal/output.js';
 
 interface PlotFlags {
   layer?: string;
+  sparse?: boolean;
   output?: string;
   data?: string;
   force?: boolean;
@@ -48,10 +52,16 @@ async function plotAction(bundlePath: string, f: PlotFlags): Promise<void> {
   const bundle = await readBundle(bundlePath, { cpuFlags: ANY_CPU });
   const m = bundle.manifest;
   const profiles = readBundleProfiles(bundle);
+  if (f.sparse && f.layer !== undefined) throw userError('BAD_ARGUMENT', '--sparse and --layer are two different figures', 'pass one of them');
+  if (f.sparse && !hasSparseHead(m.files)) {
+    throw userError('BAD_ARGUMENT', `${bundlePath} has no sparse output layer`,
+      'veltair compile gives a dense output layer of ≥ 10000 outputs a sparse family');
+  }
+  const head = f.sparse ? await readHeadMeta(bundle.paths.dir) : undefined;
   const layer = f.layer === undefined ? undefined : resolveLayer(m, f.layer);
 
-  const spec = layer ? layerFigure(m, profiles, layer.index) : modelFigure(m);
-  const rows = layer ? layerFigureData(m, profiles, layer.index) : modelFigureData(m);
+  const spec = head ? sparseFrontierFigure(head) : layer ? layerFigure(m, profiles, layer.index) : modelFigure(m);
+  const rows = head ? sparseFigureData(head) : layer ? layerFigureData(m, profiles, layer.index) : modelFigureData(m);
   // vega, vega-lite and resvg load here, not at startup: every other command would pay for them.
   const { renderPng, renderSvg } = await import('../plot/render.js');
   const svg = await renderSvg(spec);
@@ -70,13 +80,15 @@ async function plotAction(bundlePath: string, f: PlotFlags): Promise<void> {
     output: figure.path,
     ...(data ? { data: data.path } : {}),
     ...(layer ? { layer: { index: layer.index, name: layer.name, op: layer.op } } : {}),
-    points: layer ? rows.panels['candidates']!.length : versionsPanel.length,
-    versions: layer ? layer.versions.length : versionsPanel.reduce((s, r) => s + Number(r['versions']), 0),
+    points: head ? head.versions.length : layer ? rows.panels['candidates']!.length : versionsPanel.length,
+    versions: head ? head.versions.filter((v) => v.kept).length
+      : layer ? layer.versions.length : versionsPanel.reduce((s, r) => s + Number(r['versions']), 0),
   };
   if (f.json) printJson(summary);
   else {
-    const what = layer ? `layer ${layer.index} (${layer.op}): ${summary.points} candidate points, ${summary.versions} kept versions`
-      : `model: ${summary.points} tunable layers, ${summary.versions} kept versions`;
+    const what = head ? `sparse output layer ${head.layer.name}: ${summary.points} measured versions, ${summary.versions} kept`
+      : layer ? `layer ${layer.index} (${layer.op}): ${summary.points} candidate points, ${summary.versions} kept versions`
+        : `model: ${summary.points} tunable layers, ${summary.versions} kept versions`;
     printLine(`wrote ${figure.path}${data ? ` and ${data.path}` : ''} (${what})`);
   }
 }
@@ -87,6 +99,7 @@ export function registerPlotCommand(program: Command): void {
     .description('draw a layer\'s Pareto family (--layer) or the model\'s versions and adaptive-vs-fixed latency, as SVG or PNG')
     .argument('<bundle>', 'bundle directory written by veltair compile')
     .option('--layer <id>', 'layer index (as veltair inspect prints it) or exact layer name; omit for the model figure')
+    .option('--sparse', 'the recall–latency frontier of the bundle\'s sparse output layer, kept versions marked')
     .option('-o, --output <file>', 'figure to write: .svg or .png (the format follows the extension)')
     .option('--data <file>', 'also write the rows behind the figure: .csv or .json')
     .option('--force', 'replace existing output files')

@@ -3,6 +3,8 @@
  * bundle's model, target, tuning cost, versions per layer, layer table and every layer's figure.
  * The output is checked before anything is rendered and written atomically.
  */
+import { hasSparseHead } from '../runtime/sparse-head.js';
+import { readHeadMeta } from '../sparse/head-format.js';
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
 import { commitFiles, planOutput, stageFile } from '../plot/output-file.js';
@@ -32,10 +34,11 @@ async function reportAction(bundleDir: string, f: ReportFlags): Promise<void> {
   let started = false;
   let report;
   try {
+    const sparse = hasSparseHead(bundle.manifest.files) ? await readHeadMeta(bundle.paths.dir) : undefined;
     report = await buildReport(bundle.manifest, profiles, (done, total) => {
       if (!started) { bar.start(total, 'rendering layer figures'); started = true; }
       bar.update(done);
-    });
+    }, sparse);
   } finally {
     bar.stop();
   }

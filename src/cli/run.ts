@@ -29,7 +29,7 @@ import { orderFeeds, type TensorInfo } from '../runtime/feeds.js';
 import { chooseLevel, type LevelChoice } from './run-level.js';
 import { chromeTrace, nonKernelShare, profileSession, summaryByKind, type KindRow } from '../profile/trace.js';
 import { median } from '../stats.js';
-import { parsePositiveInt } from '../terminal/args.js';
+import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
 interface RunFlags {
@@ -40,6 +40,7 @@ interface RunFlags {
   trust?: string[];
   profile?: string;
   profileRuns?: string;
+  minRecall?: string;
   json?: boolean;
 }
 
@@ -49,6 +50,8 @@ export interface RunSummary {
   readonly latencyMs: number;
   /** With --trust: the key id whose signature was verified. */
   readonly signedBy?: string;
+  /** A sparse output layer's version that answered, and its calibrated recall@1 against dense. */
+  readonly sparseVersion?: { readonly id: string; readonly recallAt1: number };
   /** With --profile: the trace file, profiled runs, median run (ms), time by op kind, share outside kernels. */
   readonly profile?: {
     readonly path: string; readonly runs: number; readonly medianRunMs: number; readonly nonKernelShare: number;
@@ -168,12 +171,21 @@ function summaryText(s: RunSummary, results: Record<string, HostTensor>, choice:
   ].join('\n');
 }
 
+/** --min-recall: a recall@1 floor in [0, 1] for a sparse output layer (runtime/sparse-head.ts). */
+function parseRecall(text: string): number {
+  const x = Number(text);
+  if (text.trim() === '' || !(x >= 0 && x <= 1)) throw badArgument('--min-recall', text, 'is not a recall between 0 and 1', 'e.g. --min-recall 0.95');
+  return x;
+}
+
 async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
   const json = f.json === true;
   const threads = f.threads === undefined ? undefined : parsePositiveInt('--threads', f.threads, 4096);
   const levelFlag = parseLevelFlag(f.level ?? '0');
   const trustedKeys = f.trust?.map((k) => readTrustedKey(k));
-  const session = await loadBundle(bundlePath, { ...(threads === undefined ? {} : { threads }), ...(trustedKeys ? { trustedKeys } : {}) });
+  const minRecall = f.minRecall === undefined ? undefined : parseRecall(f.minRecall);
+  const session = await loadBundle(bundlePath, { ...(threads === undefined ? {} : { threads }), ...(trustedKeys ? { trustedKeys } : {}),
+    ...(minRecall === undefined ? {} : { sparse: { minRecallAt1: minRecall } }) });
   try {
     if (!json) for (const w of session.warnings) note(`warning: ${w}`);
     const files = parseInputFlags(f.input ?? [], session.inputs);
@@ -203,8 +215,10 @@ async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
     const profile = f.profile === undefined ? undefined
       : writeProfile(session, feeds, f.profile, f.profileRuns === undefined ? 10 : parsePositiveInt('--profile-runs', f.profileRuns, 100_000),
         { bundle: bundlePath, threads: threads ?? null, level: choice.level });
+    const head = session.sparse;
     const summary: RunSummary = {
       outputs, level: choice.level, latencyMs: Math.round(latencyMs * 1000) / 1000,
+      ...(head ? { sparseVersion: { id: head.versions[head.current]!.id, recallAt1: head.versions[head.current]!.recallAt1 } } : {}),
       ...(session.signedBy ? { signedBy: session.signedBy } : {}), ...(profile ? { profile } : {}),
     };
     if (json) printJson(summary);
@@ -262,6 +276,7 @@ export function registerRunCommand(program: Command): void {
     .option('--trust <key>', 'run only if this Ed25519 public key (veltair keygen PREFIX.pub) signed the bundle (repeatable: any of them)', collect)
     .option('--profile <file.json>', 'also time every step over --profile-runs runs: a Chrome trace (Perfetto) and a table by op kind on stderr')
     .option('--profile-runs <n>', 'profiled runs for --profile (default 10)')
+    .option('--min-recall <r>', 'a sparse output layer runs its fastest version with recall@1 ≥ r against dense (default: its dense version)')
     .option('--json', 'machine-readable summary on stdout, nothing else there')
     .action(runAction);
 }

@@ -8,6 +8,8 @@
 import type { Manifest, ManifestLayer } from '../bundle/manifest.js';
 import type { BundleProfiles } from '../bundle/profiles.js';
 import { layerFigure, modelFigure } from './specs.js';
+import { sparseFrontierFigure } from './sparse-frontier.js';
+import type { HeadMeta } from '../sparse/head-format.js';
 import { renderSvg } from './render.js';
 import { el, raw, type Content, type Html } from './report-html.js';
 import { workloadLayers } from './report-cost.js';
@@ -81,4 +83,17 @@ export async function layerFiguresHtml(m: Manifest, profiles: BundleProfiles | u
   }
   onProgress(groups.length, groups.length);
   return out;
+}
+
+/** The sparse output layer's recall–latency frontier (sparse-frontier.ts). */
+export async function sparseFigureHtml(meta: HeadMeta): Promise<Figure> {
+  const id = 'fig-sparse';
+  const svg = await renderSvg(sparseFrontierFigure(meta));
+  return {
+    id,
+    html: el('figure', { id },
+      el('figcaption', {}, `Output layer `, el('code', {}, meta.layer.name), `: ${meta.layer.n} classes compiled into versions at sparsities `
+        + `${meta.versions.map((v) => v.sparsity).join(', ')}; each measured for quiet latency and recall against dense; the kept family outlined.`),
+      inline(svg, id)),
+  };
 }

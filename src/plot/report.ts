@@ -7,7 +7,8 @@ import type { Manifest } from '../bundle/manifest.js';
 import { readBundleProfiles, type BundleProfiles } from '../bundle/profiles.js';
 import { readBundle, type LoadedBundle } from '../bundle/read.js';
 import { el, htmlDocument, section, type Html } from './report-html.js';
-import { layerFiguresHtml, modelFigureHtml, type LayerFigureProgress } from './report-figures.js';
+import { layerFiguresHtml, modelFigureHtml, sparseFigureHtml, type LayerFigureProgress } from './report-figures.js';
+import type { HeadMeta } from '../sparse/head-format.js';
 import { layerTable, versionsTable } from './report-layers.js';
 import { modelSection, targetSection, tuningCostSection } from './report-summary.js';
 
@@ -38,20 +39,23 @@ const NAV: readonly (readonly [string, string])[] = [
   ['layers', 'Layers'], ['figures', 'Layer figures'],
 ];
 
-function header(m: Manifest): Html {
+function header(m: Manifest, sparse: boolean): Html {
+  const nav = sparse ? [...NAV, ['sparse', 'Sparse output layer'] as const] : NAV;
   return el('header', {},
     el('h1', {}, `veltair report: ${m.model.path}`),
     el('p', { class: 'sub' }, `Pareto kernel families of ${m.layers.filter((l) => l.tunable).length} tunable layers, tuned on ${m.target.spec.cpuModel} `
       + `(${m.target.spec.cores} cores) at interference levels ${m.options.levels.join(', ')}. Level 0 is a quiet machine; 1–4 run a calibrated `
       + 'co-runner of increasing L3 and memory-bandwidth pressure on the other cores.'),
-    el('nav', {}, el('ol', {}, NAV.map(([id, title]) => el('li', {}, el('a', { href: `#${id}` }, title))))));
+    el('nav', {}, el('ol', {}, nav.map(([id, title]) => el('li', {}, el('a', { href: `#${id}` }, title))))));
 }
 
-export async function buildReport(m: Manifest, profiles: BundleProfiles | undefined, onProgress?: LayerFigureProgress): Promise<Report> {
+/** `sparse`: the bundle's sparse output layer (sparse/head.json), when it has one: one more section and figure. */
+export async function buildReport(m: Manifest, profiles: BundleProfiles | undefined, onProgress?: LayerFigureProgress, sparse?: HeadMeta): Promise<Report> {
   const model = await modelFigureHtml(m);
   const figures = await layerFiguresHtml(m, profiles, onProgress);
+  const sparseFigure = sparse ? await sparseFigureHtml(sparse) : undefined;
   const html = htmlDocument(`veltair report: ${m.model.path}`,
-    header(m),
+    header(m, sparse !== undefined),
     modelSection(m),
     targetSection(m),
     tuningCostSection(m, profiles),
@@ -63,6 +67,7 @@ export async function buildReport(m: Manifest, profiles: BundleProfiles | undefi
     section('figures', 'Layer figures',
       el('p', { class: 'sub' }, 'For each tunable workload: every measured candidate in the parallelism–locality plane with the kept '
         + 'family highlighted, and the kept versions\u2019 latency against the interference level with the oracle envelope.'),
-      figures.length ? figures.map((f) => f.html) : el('p', { class: 'muted' }, 'No tunable layer has kept versions to plot.')));
-  return { html, layers: m.layers.length, figures: 1 + figures.length };
+      figures.length ? figures.map((f) => f.html) : el('p', { class: 'muted' }, 'No tunable layer has kept versions to plot.')),
+    ...(sparseFigure ? [section('sparse', 'Sparse output layer', sparseFigure.html)] : []));
+  return { html, layers: m.layers.length, figures: 1 + figures.length + (sparseFigure ? 1 : 0) };
 }

@@ -34,6 +34,7 @@ import type { Executor } from './native-bridge.js';
 import { orderFeeds, type Feeds, type TensorInfo } from './feeds.js';
 import type { HostTensor } from './host-tensor.js';
 import { bestVersionAt, defaultThreadsOf, kernelSteps } from './version-picker.js';
+import { hasSparseHead, loadSparseHead, type SparseHead, type SparseHeadControl, type SparseOptions } from './sparse-head.js';
 
 export type { Feed, Feeds, TensorInfo } from './feeds.js';
 export type { HostTensor, TensorData } from './host-tensor.js';
@@ -57,6 +58,11 @@ export interface LoadBundleOptions {
    * BAD_SIGNATURE, a file changed since signing BAD_BUNDLE — before any native code is loaded.
    */
   readonly trustedKeys?: readonly (KeyObject | string)[];
+  /**
+   * For a bundle with a sparse output layer (sparse-head.ts): an accuracy floor, e.g.
+   * { minRecallAt1: 0.95 } runs the fastest kept version meeting it; without one, the densest.
+   */
+  readonly sparse?: SparseOptions;
 }
 
 /** A layer with a family of compiled versions the session can switch between. */
@@ -138,6 +144,8 @@ export interface Session {
   readonly versions: readonly number[];
   /** The level whose picks are in use; undefined after useVersions with another vector. */
   readonly level: number | undefined;
+  /** The sparse output layer's family and its version in use (sparse-head.ts), when the bundle has one. */
+  readonly sparse: SparseHeadControl | undefined;
   /** Advanced: the native executor and plan-step → executor-step map (for the interference proxy). */
   readonly executor: Executor;
   readonly stepOfPlan: readonly number[];
@@ -220,7 +228,9 @@ export async function loadBundle(path: string, options: LoadBundleOptions = {}):
   const { executor, translated } = await executorForBundle(bundle, {
     threads: opThreads, ...(options.pinThreads ? { pinThreads: true } : {}),
   });
-  return createSession(bundle, executor, translated.stepOfPlan, options, opThreads);
+  // After readBundle: the head's files were hashed with the rest; readHead checks its weights' sha256.
+  const head = hasSparseHead(bundle.manifest.files) ? await loadSparseHead(bundle.paths.dir, options.sparse ?? {}) : undefined;
+  return createSession(bundle, executor, translated.stepOfPlan, options, opThreads, head);
 }
 
 function checkCores(cores: readonly number[]): void {
@@ -229,12 +239,14 @@ function checkCores(cores: readonly number[]): void {
   }
 }
 
-function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: readonly number[], options: LoadBundleOptions, opThreads: number): Session {
+function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: readonly number[], options: LoadBundleOptions, opThreads: number,
+  head?: SparseHead): Session {
   const m = bundle.manifest;
   const tunable = tunableLayersOf(bundle, stepOfPlan);
   const steps = stepsOf(bundle, stepOfPlan);
   const inputs: TensorInfo[] = executor.inputs.map((t) => ({ name: t.name, dtype: t.dtype, shape: [...t.shape] }));
-  const outputs: TensorInfo[] = executor.outputs.map((t) => ({ name: t.name, dtype: t.dtype, shape: [...t.shape] }));
+  const planOutputs: TensorInfo[] = executor.outputs.map((t) => ({ name: t.name, dtype: t.dtype, shape: [...t.shape] }));
+  const outputs: TensorInfo[] = head ? head.outputsFor(planOutputs) : planOutputs;
   let threadOverride = options.threads;
   let current: number[] = tunable.map(() => -1);
   let level: number | undefined;
@@ -292,8 +304,8 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
   };
   const byName = (results: readonly ArrayBufferView[]): Record<string, HostTensor> => {
     const out: Record<string, HostTensor> = {};
-    outputs.forEach((o, i) => { out[o.name] = { dtype: o.dtype, shape: o.shape, data: results[i] as HostTensor['data'] }; });
-    return out;
+    planOutputs.forEach((o, i) => { out[o.name] = { dtype: o.dtype, shape: o.shape, data: results[i] as HostTensor['data'] }; });
+    return head ? head.apply(out) : out;
   };
   const runSync = (feeds: Feeds): Record<string, HostTensor> => {
     live();
@@ -398,13 +410,13 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
   setLevel(options.level ?? 0);
   const session: Session = {
     path: bundle.paths.dir, manifest: m, warnings: bundle.warnings, signedBy: bundle.signedBy, inputs, outputs,
-    levels: [...m.options.levels], tunableLayers: tunable, executor, stepOfPlan, steps,
+    levels: [...m.options.levels], tunableLayers: tunable, sparse: head, executor, stepOfPlan, steps,
     get versions() { return [...current]; },
     get level() { return level; },
     run, runSync, begin, versionsForLevel, versionsFor, useVersions, setLevel,
     replicate() {
       live();
-      const twin = createSession(bundle, executor.clone(), stepOfPlan, { ...options, level: options.level ?? 0 }, opThreads);
+      const twin = createSession(bundle, executor.clone(), stepOfPlan, { ...options, level: options.level ?? 0 }, opThreads, head);
       twin.useVersions(current);
       if (threadOverride !== undefined) twin.setThreads(threadOverride);
       return twin;

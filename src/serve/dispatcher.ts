@@ -22,6 +22,7 @@ import type { Inference, Session } from '../runtime/session.js';
 import type { Backend, InferOutcome, ServedModel } from './backend.js';
 import { unavailable } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
+import { nextSparseVersion } from './sparse-degrade.js';
 
 export interface DispatchModel {
   readonly served: ServedModel;
@@ -216,6 +217,7 @@ export class Dispatcher implements Backend {
 
   private complete(r: Live): void {
     if (r.failed !== undefined) { this.finish(r, r.failed); return; }
+    const sparse = this.chooseSparse(r.model);
     let outputs: Record<string, HostTensor>;
     try {
       outputs = r.inference!.finish();
@@ -231,9 +233,32 @@ export class Dispatcher implements Backend {
         veltair_levels: r.levels.map((l) => Number(l.toFixed(2))).join(','), veltair_versions: r.versions.join(','),
         veltair_conflicts: r.conflicts, veltair_queue_ms: Number(((r.startedMs ?? done) - r.arrivalMs).toFixed(3)),
         veltair_scheduler_us: Number(r.decideUs.toFixed(2)),
+        ...sparse,
       },
     });
     this.release(r);
+  }
+
+  /** A sparse output layer's version for the answer about to be finished (sparse-degrade.ts), and what to report about it. */
+  private chooseSparse(model: number): Record<string, string | number> {
+    const m = this.o.models[model]!;
+    const head = m.session.sparse;
+    if (!head) return {};
+    const inst = this.instances[model]!;
+    const next = nextSparseVersion({
+      headMs: head.versions.map((v) => v.latencyMs['0']!), prefixMs: m.plan.fastestMs, qosMs: m.served.qosMs, queued: inst.admitted,
+      parallel: Math.min(m.maxInstances, this.o.cpus.length), current: head.current,
+    });
+    const name = m.served.name;
+    if (next !== head.current) {
+      this.o.metrics.sparseMoves.inc({ model: name, direction: next > head.current ? 'down' : 'up' });
+      head.use(next);
+    }
+    const v = head.versions[head.current]!;
+    this.o.metrics.sparseSparsity.set({ model: name }, v.sparsity);
+    this.o.metrics.sparseRecallAt1.set({ model: name }, v.recallAt1);
+    this.o.metrics.sparseAnswers.inc({ model: name, version: v.id });
+    return { veltair_sparse_version: v.id, veltair_sparse_sparsity: v.sparsity, veltair_sparse_recall_at1: v.recallAt1 };
   }
 
   private finish(r: Live, e: unknown): void {

@@ -18,6 +18,11 @@ export interface ServerMetrics {
   readonly versionChoices: Counter<'model' | 'level' | 'version'>;
   readonly conflicts: Counter<'model'>;
   readonly decisionSeconds: Histogram;
+  /** Models with a sparse output layer (sparse-degrade.ts): the version answering now, its recall, and each move. */
+  readonly sparseSparsity: Gauge<'model'>;
+  readonly sparseRecallAt1: Gauge<'model'>;
+  readonly sparseAnswers: Counter<'model' | 'version'>;
+  readonly sparseMoves: Counter<'model' | 'direction'>;
 }
 
 export function createMetrics(): ServerMetrics {
@@ -42,5 +47,13 @@ export function createMetrics(): ServerMetrics {
     conflicts: new Counter({ name: 'veltair_conflicts_total', help: 'Block claims that found too few free cores', labelNames: ['model'], ...r }),
     decisionSeconds: new Histogram({ name: 'veltair_scheduler_decision_seconds', help: 'Real time the scheduler took per event',
       buckets: [1e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3], ...r }),
+    sparseSparsity: new Gauge({ name: 'veltair_sparse_sparsity', help: 'Sparsity of the output-layer version answering now (1: dense)',
+      labelNames: ['model'], ...r }),
+    sparseRecallAt1: new Gauge({ name: 'veltair_sparse_recall_at1',
+      help: 'Recall@1 against dense (compile-time calibration) of the version answering now', labelNames: ['model'], ...r }),
+    sparseAnswers: new Counter({ name: 'veltair_sparse_answers_total', help: 'Answers by model and output-layer version',
+      labelNames: ['model', 'version'], ...r }),
+    sparseMoves: new Counter({ name: 'veltair_sparse_moves_total', help: 'Moves along the sparsity family: down (sparser, under load) or up',
+      labelNames: ['model', 'direction'], ...r }),
   };
 }

@@ -68,7 +68,8 @@ export async function setupDispatcher(o: SetupOptions): Promise<ServedSetup> {
     const session = sessions[i]!;
     const { profile, how } = await profileOf(m, N, say);
     const table = buildModelTable(profile, { maxCores: N, scaling: scalingFor(profile) });
-    const fastest = planModel(table, 1).fastestMs;
+    // A sparse output layer runs after the plan (runtime/sparse-head.ts): its dense version's measured time is part of the model's.
+    const fastest = planModel(table, 1).fastestMs + (session.sparse?.versions[0]!.latencyMs['0'] ?? 0);
     const qosMs = m.qosMs ?? o.qosMultiple * fastest;
     const plan = planModel(table, qosMs);
     models.push({

@@ -53,6 +53,34 @@ export interface TablesDump {
   readonly seen: Uint32Array;
 }
 
+/** Hash functions and compact tables drawn for one output layer (headTables). */
+export interface HeadTables {
+  readonly signs?: Uint8Array;
+  readonly bins?: Int32Array;
+  readonly rowBytes: number;
+  readonly perTable: number;
+  readonly offsets: Uint32Array;
+  readonly ids: Uint32Array;
+}
+
+export interface HeadConfig {
+  readonly n: number;
+  readonly d: number;
+  readonly family: number;
+  readonly K: number;
+  readonly L: number;
+  readonly seed: bigint;
+  readonly rowBytes: number;
+  readonly perTable: number;
+}
+
+export interface HeadTopK {
+  readonly values: Float32Array;
+  readonly indices: Int32Array;
+  /** Neurons scored over all rows. */
+  readonly scored: number;
+}
+
 export interface SparseAddon {
   isa(): string;
   codes(): { activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number> };
@@ -74,6 +102,15 @@ export interface SparseAddon {
   tables(model: Handle, layer: number): TablesDump;
   query(model: Handle, layer: number, x: Float32Array): { ids: Uint32Array; codes: Uint32Array };
   close(model: Handle): void;
+  /** Sparse inference (native-kernels/sparse/infer.c): draw a hash and build tables over w [n x d], neuron-major. */
+  headTables(config: { family: number; K: number; L: number; R: number; seed: bigint; threads: number }, w: Float32Array, n: number, d: number): HeadTables;
+  /** A head over the given arrays, read in place (nothing rehashed); the addon checks every shape and id. */
+  headCreate(config: HeadConfig, w: Float32Array, b: Float32Array, signs: Uint8Array | null, bins: Int32Array | null, offsets: Uint32Array,
+    ids: Uint32Array): Handle;
+  /** Top k of each of `rows` inputs x [rows x d]; budget 0 (or >= n) scores every neuron (dense). */
+  headTopK(head: Handle, x: Float32Array, rows: number, k: number, budget: number): HeadTopK;
+  /** Pin the calling (JS) thread to `core` (false if refused); -1 restores the affinity it had before the first pin. */
+  pinCallingThread(core: number): boolean;
 }
 
 const loaded = new Map<SparseBuild, SparseAddon>();

@@ -1,0 +1,209 @@
+/**
+ * Sparse output layers against dense: `node dist/src/bench/sparse-head-bench.js [--only trained,generated]
+ *   [--classes 500000] [--rounds 15] [--tables 64] [--keep DIR]`, under the benchmark lock:
+ *   flock -x /work/.bench.lock node dist/src/bench/sparse-head-bench.js
+ * Two models, each compiled by `veltair compile` (the real CLI, in a child) into a bundle with a
+ * sparse family, then timed here, one input per call, on one pinned core:
+ *  - trained: `veltair data planted` (20 000 labels) → `veltair train` (3 epochs) → compile with the
+ *    trained index, calibrated on the training run's held-out data;
+ *  - generated: 500 000 random Gaussian class vectors of 128 dims behind an identity layer, queries a
+ *    class vector plus noise (label: that class), index built at compile time (--sparse-tables).
+ * Per round every version and ONNX Runtime (the same layer as Gemm + TopK, one thread) run one pass
+ * over 64 inputs, interleaved; speed-ups are paired per round (median, min–max). Recall and
+ * precision are the compile's measurements on its calibration set (head.json).
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { execa } from 'execa';
+import * as ort from 'onnxruntime-node';
+import { encodeModel } from '../onnx/encode.js';
+import { loadModel } from '../onnx/load.js';
+import { seededRng } from '../random.js';
+import { readXc } from '../sparse/xc-reader.js';
+import { readHead, type HeadMeta } from '../sparse/head-format.js';
+import { loadSparseAddon } from '../sparse/native.js';
+import { createNativeHead } from '../sparse/head-index.js';
+import { machineInfo, machineLine } from './machine.js';
+import { pinSelf } from './train-veltair.js';
+
+const BIN = resolve('bin/veltair');
+const ROWS = 64;
+
+async function veltair(args: readonly string[], log: (m: string) => void): Promise<void> {
+  log(`veltair ${args.join(' ')}`);
+  const r = await execa(process.execPath, [BIN, ...args], { reject: false, stdin: 'ignore' });
+  if (r.exitCode !== 0) throw new Error(`veltair ${args[0]} failed: ${r.stderr}`);
+}
+
+const compileArgs = (model: string, out: string, db: string) =>
+  ['compile', model, '-o', out, '--trials', '2', '--levels', '0', '--threads', '1', '--profile-threads', 'none', '--db', db, '--force'];
+
+interface Prepared { readonly name: string; readonly bundle: string; readonly hidden: Float32Array; readonly note: string }
+
+async function trained(work: string, log: (m: string) => void): Promise<Prepared> {
+  const data = join(work, 'planted');
+  await veltair(['data', 'planted', '-o', data, '--labels', '20000', '--features', '5000', '--train', '40000', '--test', '2000'], log);
+  const run = join(work, 'run');
+  await veltair(['train', join(data, 'spec.json'), join(data, 'train.txt'), '--eval', join(data, 'test.txt'), '-o', run, '--epochs', '3',
+    '--threads', '1'], log);
+  const bundle = join(work, 'trained.bundle');
+  await veltair(compileArgs(join(run, 'model.onnx'), bundle, join(work, 'db')), log);
+  // The head's inputs: relu(x·W0 + b0) of held-out rows, from the exported first layer.
+  const m = await loadModel(join(run, 'model.onnx'), { inputShapes: new Map() });
+  const w0 = m.model.graph.initializers.get('layers.0.weight')!, b0 = m.model.graph.initializers.get('layers.0.bias')!;
+  const [inDim, d] = w0.dims as [number, number];
+  const test = await readXc(join(data, 'test.txt'), { inputDim: inDim, outputDim: 20000 });
+  const hidden = new Float32Array(ROWS * d);
+  for (let r = 0; r < ROWS; r++) {
+    const x = new Float32Array(inDim);
+    for (let p = test.row[r]!; p < test.row[r + 1]!; p++) x[test.idx[p]!] = test.val[p]!;
+    for (let o = 0; o < d; o++) {
+      let s = (b0.data as Float32Array)[o]!;
+      for (let i = 0; i < inDim; i++) if (x[i]) s += x[i]! * (w0.data as Float32Array)[i * d + o]!;
+      hidden[r * d + o] = Math.max(0, s);
+    }
+  }
+  return { name: 'trained (planted, 20k labels)', bundle, hidden,
+    note: 'veltair train (3 epochs) on `veltair data planted --labels 20000`; timed on its first 64 held-out rows' };
+}
+
+function gaussian(rng: ReturnType<typeof seededRng>): number {
+  const u = Math.max(rng.next(), 1e-12), v = rng.next();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+async function generated(work: string, classes: number, tables: number, log: (m: string) => void): Promise<Prepared> {
+  const d = 128;
+  const rng = seededRng(11);
+  const w = new Float32Array(classes * d);
+  for (let i = 0; i < w.length; i++) w[i] = gaussian(rng) / Math.sqrt(d);
+  const eye = new Float32Array(d * d);
+  for (let i = 0; i < d; i++) eye[i * d + i] = 1;
+  const model = join(work, 'generated.onnx');
+  await writeFile(model, encodeModel({
+    inputs: [{ name: 'features', dtype: 'float32', shape: [1, d] }], outputs: [{ name: 'scores', dtype: 'float32', shape: [1, classes] }],
+    initializers: [['eye', { dtype: 'float32', dims: [d, d], data: eye }], ['classes', { dtype: 'float32', dims: [classes, d], data: w }],
+      ['bias', { dtype: 'float32', dims: [classes], data: new Float32Array(classes) }]],
+    nodes: [{ op: 'Gemm', inputs: ['features', 'eye'], outputs: ['h'] },
+      { op: 'Gemm', inputs: ['h', 'classes', 'bias'], outputs: ['logits'], attrs: { transB: 1 } },
+      { op: 'Softmax', inputs: ['logits'], outputs: ['scores'], attrs: { axis: 1 } }],
+  }));
+  const query = (c: number) => Array.from({ length: d }, (_, j) => w[c * d + j]! + (0.5 * gaussian(rng)) / Math.sqrt(d));
+  const lines = ['300 128 ' + classes];
+  const hidden = new Float32Array(ROWS * d);
+  for (let r = 0; r < 300; r++) {
+    const c = Math.floor(rng.next() * classes);
+    const q = query(c);
+    if (r < ROWS) hidden.set(q, r * d);
+    lines.push(`${c} ${q.map((v, j) => `${j}:${v.toPrecision(6)}`).join(' ')}`);
+  }
+  const calibration = join(work, 'generated-calibration.txt');
+  await writeFile(calibration, lines.join('\n') + '\n');
+  const bundle = join(work, 'generated.bundle');
+  await veltair([...compileArgs(model, bundle, join(work, 'db')), '--calibration', calibration, '--sparsities', '1,0.01,0.005,0.002',
+    '--sparse-tables', String(tables)], log);
+  return { name: `generated (${classes} classes)`, bundle, hidden, note: `Gaussian class vectors, queries = class + noise; --sparse-tables ${tables}` };
+}
+
+const median = (xs: readonly number[]) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]!; };
+
+interface Row { readonly label: string; readonly scored: string; readonly ms: number; readonly vsDense: string; readonly r1: string; readonly r5: string;
+  readonly p1: string }
+
+async function measure(p: Prepared, rounds: number): Promise<{ rows: Row[]; meta: HeadMeta }> {
+  const { meta, arrays } = await readHead(p.bundle);
+  const addon = await loadSparseAddon();
+  const native = createNativeHead(addon, meta.hash, meta.layer.n, meta.layer.d, arrays);
+  const { n, d, k } = meta.layer;
+  // ONNX Runtime: the same layer (weights as stored, transB) and its top-k, one thread.
+  const bytes = encodeModel({
+    inputs: [{ name: 'h', dtype: 'float32', shape: [1, d] }],
+    outputs: [{ name: 'values', dtype: 'float32', shape: [1, k] }, { name: 'indices', dtype: 'int64', shape: [1, k] }],
+    initializers: [['w', { dtype: 'float32', dims: [n, d], data: arrays.weight }], ['b', { dtype: 'float32', dims: [n], data: arrays.bias }],
+      ['k', { dtype: 'int64', dims: [1], data: Int32Array.from([k]) }]],
+    nodes: [{ op: 'Gemm', inputs: ['h', 'w', 'b'], outputs: ['z'], attrs: { transB: 1 } },
+      { op: 'TopK', inputs: ['z', 'k'], outputs: ['values', 'indices'] }],
+  });
+  const session = await ort.InferenceSession.create(bytes,
+    { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' });
+  const inputs = Array.from({ length: ROWS }, (_, r) => p.hidden.subarray(r * d, (r + 1) * d));
+  const versions = meta.versions.filter((v) => v.kept).sort((a, b) => b.sparsity - a.sparsity);
+  const passVersion = (budget: number) => {
+    const t0 = performance.now();
+    for (const x of inputs) addon.headTopK(native, x, 1, k, budget);
+    return (performance.now() - t0) / ROWS;
+  };
+  const passOrt = async () => {
+    const t0 = performance.now();
+    for (const x of inputs) await session.run({ h: new ort.Tensor('float32', x, [1, d]) });
+    return (performance.now() - t0) / ROWS;
+  };
+  const times = versions.map(() => [] as number[]);
+  const ortTimes: number[] = [];
+  versions.forEach((v) => passVersion(v.budget));
+  await passOrt();
+  for (let r = 0; r < rounds; r++) {
+    versions.forEach((v, i) => times[i]!.push(passVersion(v.budget)));
+    ortTimes.push(await passOrt());
+  }
+  await session.release();
+  const pct = (x: number | null) => (x === null ? '-' : x.toFixed(3));
+  const ratio = (num: readonly number[], den: readonly number[]) => {
+    const rs = num.map((a, i) => a / den[i]!);
+    return `${median(rs).toFixed(2)}× (${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)})`;
+  };
+  const rows: Row[] = versions.map((v, i) => ({
+    label: `veltair ${v.id}${v.sparsity === 1 ? ' (dense)' : ''}`, scored: String(Math.round(v.scoredMean)), ms: median(times[i]!),
+    vsDense: i === 0 ? '1' : ratio(times[0]!, times[i]!), r1: pct(v.recallAt1), r5: pct(v.recallAt5), p1: pct(v.precisionAt1),
+  }));
+  rows.push({ label: 'ONNX Runtime dense (Gemm + TopK, 1 thread)', scored: String(n), ms: median(ortTimes), vsDense: ratio(times[0]!, ortTimes),
+    r1: '1', r5: '1', p1: pct(versions[0]!.precisionAt1) });
+  return { rows, meta };
+}
+
+function table(p: Prepared, meta: HeadMeta, rows: readonly Row[]): string {
+  return [
+    `### ${p.name}: ${meta.layer.n} classes × ${meta.layer.d} inputs, top-${meta.layer.k}`,
+    '',
+    `${p.note}. Index: ${meta.index.note}. Calibration: ${meta.calibration.note}.`,
+    '',
+    '| version | neurons scored | ms per input (median) | speed-up vs veltair dense (paired, median (min–max)) | recall@1 | recall@5 | precision@1 |',
+    '|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.label} | ${r.scored} | ${r.ms.toFixed(4)} | ${r.vsDense} | ${r.r1} | ${r.r5} | ${r.p1} |`),
+    '',
+    'The ONNX Runtime row\'s speed-up column is veltair dense ÷ ONNX Runtime per round (above 1: veltair dense is slower).',
+  ].join('\n');
+}
+
+export async function sparseHeadBench(o: { only: readonly string[]; classes: number; rounds: number; tables: number; keep?: string;
+  log: (m: string) => void }): Promise<string> {
+  const work = o.keep ?? await mkdtemp(join(tmpdir(), 'veltair-sparse-bench-'));
+  await mkdir(work, { recursive: true });
+  try {
+    const pinned = await pinSelf([0]);
+    const parts = [`Machine: ${machineLine(await machineInfo())}; ${pinned ? 'pinned to core 0' : 'not pinned'}; ${o.rounds} rounds.`, ''];
+    for (const which of o.only) {
+      const p = which === 'trained' ? await trained(work, o.log) : await generated(work, o.classes, o.tables, o.log);
+      const { rows, meta } = await measure(p, o.rounds);
+      parts.push(table(p, meta, rows), '');
+    }
+    return parts.join('\n');
+  } finally {
+    if (!o.keep) await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function main(argv: readonly string[]): Promise<void> {
+  const arg = (name: string) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : undefined; };
+  const md = await sparseHeadBench({
+    only: (arg('--only') ?? 'trained,generated').split(','), classes: Number(arg('--classes') ?? 500_000), rounds: Number(arg('--rounds') ?? 15),
+    tables: Number(arg('--tables') ?? 64), ...(arg('--keep') ? { keep: arg('--keep')! } : {}), log: (m) => process.stderr.write(`${m}\n`),
+  });
+  process.stdout.write(md + '\n');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main(process.argv.slice(2)).catch((e: unknown) => { process.stderr.write(`${(e as Error).stack ?? String(e)}\n`); process.exitCode = 1; });
+}

@@ -1,0 +1,239 @@
+/**
+ * `veltair compile`'s sparse output layer: the flags, the split of the model into the layers the
+ * tuner compiles and the head (src/ir/sparse-head.ts), and — inside the staging directory, once the
+ * prefix bundle is built — the head's family: its index (the trained one beside the model when it
+ * indexes these very weights, else built from them), the calibration inputs run through the
+ * staged prefix, every sparsity measured against dense, the frontier kept, and the head's files
+ * added to the manifest (hashed like every other file) before the bundle is signed and renamed.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { addFilesToManifest } from '../bundle/extra-files.js';
+import { userError } from '../errors.js';
+import { findSparseHead, type SparseHeadSplit } from '../ir/sparse-head.js';
+import type { LayerGraph } from '../ir/layer.js';
+import { loadBundle } from '../runtime/session.js';
+import { INDEX_JSON, readHashIndex } from '../sparse/hash-index.js';
+import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HashFamily, type HeadVersion } from '../sparse/head-format.js';
+import { buildHeadIndex, createNativeHead, headIndexFromTrained, trainedLayerFor, type HeadIndex } from '../sparse/head-index.js';
+import { budgetFor, DEFAULT_SPARSITIES, measureVersions, median, parseSparsities, timeBudgets, type Calibration } from '../sparse/head-versions.js';
+import { noiseCores, startNoise } from '../interference/generator.js';
+import { availableCores } from '../toolchain/cpu.js';
+import { loadSparseAddon, type SparseAddon } from '../sparse/native.js';
+import { badArgument, parsePositiveInt } from '../terminal/args.js';
+import { calibrationInputs, type CalibrationInputs } from './sparse-calibration.js';
+
+export const DEFAULT_SPARSE_MIN_OUTPUTS = 10_000;
+export const DEFAULT_TOP_K = 5;
+export const DEFAULT_CALIBRATION_ROWS = 500;
+
+export interface SparseFlags {
+  sparse?: boolean;
+  sparseMinOutputs?: string;
+  sparsities?: string;
+  calibration?: string;
+  calibrationRows?: string;
+  topK?: string;
+  sparseHash?: string;
+  sparseTables?: string;
+}
+
+export interface SparseArgs {
+  readonly enabled: boolean;
+  readonly minOutputs: number;
+  readonly sparsities: readonly number[];
+  readonly calibration: string | undefined;
+  readonly calibrationRows: number;
+  readonly topK: number;
+  /** Hash family of an index built at compile time (a trained index keeps its own). */
+  readonly hash: HashFamily;
+  /** Tables of an index built at compile time (default: BOLT's autotuned L). */
+  readonly tables: number | undefined;
+}
+
+/** Checked before any tuning, like every other argument. */
+export function parseSparseArgs(f: SparseFlags): SparseArgs {
+  return {
+    enabled: f.sparse !== false,
+    minOutputs: f.sparseMinOutputs === undefined ? DEFAULT_SPARSE_MIN_OUTPUTS : parsePositiveInt('--sparse-min-outputs', f.sparseMinOutputs),
+    sparsities: f.sparsities === undefined ? DEFAULT_SPARSITIES : parseSparsities(f.sparsities),
+    calibration: f.calibration,
+    calibrationRows: f.calibrationRows === undefined ? DEFAULT_CALIBRATION_ROWS : parsePositiveInt('--calibration-rows', f.calibrationRows),
+    topK: f.topK === undefined ? DEFAULT_TOP_K : parsePositiveInt('--top-k', f.topK, 1024),
+    hash: parseHash(f.sparseHash),
+    tables: f.sparseTables === undefined ? undefined : parsePositiveInt('--sparse-tables', f.sparseTables, 4096),
+  };
+}
+
+function parseHash(text: string | undefined): HashFamily {
+  if (text === undefined) return 'dwta';
+  if (text !== 'dwta' && text !== 'simhash') throw badArgument('--sparse-hash', text, 'is not dwta or simhash', 'e.g. --sparse-hash simhash');
+  return text;
+}
+
+export interface SparsePlan {
+  /** What the tuner compiles: the whole graph, or the layers before the head. */
+  readonly graph: LayerGraph;
+  readonly split: SparseHeadSplit | undefined;
+  /** Why no head, when none (shown only when the user asked for one). */
+  readonly reason: string | undefined;
+}
+
+export function planSparse(graph: LayerGraph, a: SparseArgs): SparsePlan {
+  if (!a.enabled) return { graph, split: undefined, reason: '--no-sparse' };
+  const search = findSparseHead(graph, a.minOutputs);
+  if ('reason' in search) return { graph, split: undefined, reason: search.reason };
+  if (a.topK > search.found.head.n) {
+    throw userError('BAD_ARGUMENT', `--top-k ${a.topK} is more than the output layer's ${search.found.head.n} classes`, 'e.g. --top-k 5');
+  }
+  return { graph: search.found.prefix, split: search.found, reason: undefined };
+}
+
+export interface SparseSummary {
+  readonly layer: string;
+  readonly classes: number;
+  readonly index: string;
+  readonly calibration: string;
+  readonly versions: readonly Pick<HeadVersion, 'id' | 'sparsity' | 'latencyMs' | 'recallAt1' | 'recallAt5' | 'precisionAt1' | 'scoredMean' | 'kept'>[];
+}
+
+async function chooseIndex(modelPath: string, split: SparseHeadSplit, args: SparseArgs, seed: number, threads: number,
+  notes: string[]): Promise<HeadIndex> {
+  const sparsities = args.sparsities;
+  const { weight, bias, n, d } = split.head;
+  const sha = headWeightsSha256(weight, bias);
+  const dir = dirname(modelPath);
+  if (existsSync(join(dir, INDEX_JSON))) {
+    const loaded = await readHashIndex(dir);  // a damaged index beside the model is an error, not a silent rebuild
+    const layer = trainedLayerFor(loaded, sha, n, d);
+    if (layer) return headIndexFromTrained(loaded, layer, weight, bias, join(dir, INDEX_JSON));
+    notes.push(`${join(dir, INDEX_JSON)} indexes other weights than this model's output layer (sha256 differs): building the index from the weights`);
+  }
+  const densestSparse = Math.max(...sparsities.filter((s) => s < 1), 0.005);
+  return buildHeadIndex(await loadSparseAddon(), weight, bias, n, d, { sparsity: densestSparse, family: args.hash, seed: BigInt(seed), threads,
+    ...(args.tables ? { tables: args.tables } : {}) });
+}
+
+/** Calibration inputs through the staged prefix: the head's inputs, rows × d. */
+async function hiddenRows(dir: string, inputs: Float32Array, rows: number, width: number, split: SparseHeadSplit): Promise<Float32Array> {
+  const session = await loadBundle(dir, { threads: 1, read: { skipHashes: true } });
+  try {
+    const input = session.inputs[0]!;
+    const batch = split.head.batch;
+    const d = split.head.d;
+    const hidden = new Float32Array(rows * d);
+    for (let r = 0; r < rows; r += batch) {
+      const feed = new Float32Array(batch * width);
+      for (let b = 0; b < batch; b++) feed.set(inputs.subarray(Math.min(r + b, rows - 1) * width, (Math.min(r + b, rows - 1) + 1) * width), b * width);
+      const out = session.runSync({ [input.name]: { dtype: 'float32', shape: input.shape, data: feed } })[split.head.input]!;
+      const data = out.data as Float32Array;
+      for (let b = 0; b < batch && r + b < rows; b++) hidden.set(data.subarray(b * d, (b + 1) * d), (r + b) * d);
+    }
+    return hidden;
+  } finally {
+    session.close();
+  }
+}
+
+/**
+ * Each version's latency at the compile's interference levels above 0, like every kernel's: the
+ * co-runner (src/interference) on every core but one, the timing thread pinned to that one. On a
+ * one-core machine, or when the co-runner cannot start, the versions keep their quiet figure only
+ * (a note says so). The family is chosen on the quiet latency.
+ */
+async function timeUnderNoise(addon: SparseAddon, head: object, c: Calibration, d: number, k: number, versions: HeadVersion[],
+  levels: readonly number[], n: number, notes: string[]): Promise<{ versions: HeadVersion[]; levels: number[] }> {
+  const noisy = levels.filter((l) => l > 0);
+  const cores = availableCores();
+  if (noisy.length === 0) return { versions, levels: [0] };
+  const core = cores[0]!;
+  const others = noiseCores([core], cores);
+  if (others.length === 0) { notes.push('one core: the sparse versions are timed quiet only'); return { versions, levels: [0] }; }
+  const budgets = versions.map((v) => budgetFor(v.sparsity, n, k));
+  const byLevel = new Map<number, number[]>();
+  for (const level of noisy) {
+    let noise;
+    try {
+      noise = await startNoise({ level, cores: others });  // before pinning: the generator checks its cores against this thread's
+    } catch (e) {
+      notes.push(`the co-runner for level ${level} did not start (${(e as Error).message}): the sparse versions are not timed at it`);
+      continue;
+    }
+    try {
+      if (!addon.pinCallingThread(core)) { notes.push(`could not pin the timing thread: the sparse versions are not timed at level ${level}`); continue; }
+      try {
+        byLevel.set(level, timeBudgets(addon, head, c, d, k, budgets).map(median));
+      } finally {
+        addon.pinCallingThread(-1);
+      }
+    } finally {
+      await noise.stop();
+    }
+  }
+  const measured = [0, ...byLevel.keys()].sort((a, b) => a - b);
+  return {
+    versions: versions.map((v, i) => ({
+      ...v, latencyMs: Object.fromEntries(measured.map((l) => [String(l), l === 0 ? v.latencyMs['0']! : byLevel.get(l)![i]!])),
+    })),
+    levels: measured,
+  };
+}
+
+/** The calibration inputs, read and checked before any tuning (a wrong width fails at once). */
+export async function loadCalibration(modelPath: string, graph: LayerGraph, split: SparseHeadSplit, args: SparseArgs,
+  seed: number): Promise<CalibrationInputs> {
+  if (graph.inputs.length !== 1) {
+    throw userError('BAD_INPUT', `${modelPath} has ${graph.inputs.length} inputs; a sparse head is compiled for one`, 'compile it with --no-sparse');
+  }
+  const width = graph.inputs[0]!.shape.slice(1).reduce((a, b) => a * b, 1);
+  return calibrationInputs({ file: args.calibration, modelPath, width, classes: split.head.n, rows: args.calibrationRows, seed });
+}
+
+/** Build, measure and write the head's family into the staged bundle `dir`; returns the summary and notes. */
+export async function buildSparseFamily(dir: string, o: { modelPath: string; split: SparseHeadSplit; args: SparseArgs; seed: number; threads: number;
+  graph: LayerGraph; calibration: CalibrationInputs; levels: readonly number[] }): Promise<{ summary: SparseSummary; notes: string[] }> {
+  const { split, args } = o;
+  const { n, d } = split.head;
+  const width = o.graph.inputs[0]!.shape.slice(1).reduce((a, b) => a * b, 1);
+  const notes: string[] = [];
+  const cal = o.calibration;
+  if (cal.source === 'generated') notes.push(cal.note);
+  const index = await chooseIndex(o.modelPath, split, args, o.seed, o.threads, notes);
+  const addon = await loadSparseAddon();
+  const head = createNativeHead(addon, index.hash, n, d, index.arrays);
+  const calibration: Calibration = { hidden: await hiddenRows(dir, cal.inputs, cal.rows, width, split), rows: cal.rows, labels: cal.labels };
+  const quiet = measureVersions(addon, head, calibration, n, d, args.topK, args.sparsities);
+  const { versions, levels } = await timeUnderNoise(addon, head, calibration, d, args.topK, quiet, o.levels, n, notes);
+  await mkdir(join(dir, 'sparse'), { recursive: true });
+  const out = split.head.output;
+  await writeHead(dir, {
+    format: HEAD_FORMAT, version: HEAD_VERSION,
+    layer: { index: split.head.layer.index, name: split.head.layer.name, input: split.head.input, output: out, activation: split.head.activation, n, d,
+      k: args.topK, outputs: { values: `${out}_topk_values`, indices: `${out}_topk_indices` } },
+    weightsSha256: headWeightsSha256(split.head.weight, split.head.bias),
+    hash: index.hash, index: index.index,
+    calibration: { source: cal.source, path: cal.path, rows: cal.rows, labelled: cal.labels !== null, note: cal.note },
+    latencyLevels: levels, versions,
+  }, index.arrays);
+  await addFilesToManifest(dir, [HEAD_BIN, HEAD_JSON]);
+  return {
+    summary: {
+      layer: split.head.layer.name, classes: n, index: index.index.note, calibration: cal.note,
+      versions: versions.map(({ id, sparsity, latencyMs, recallAt1, recallAt5, precisionAt1, scoredMean, kept }) =>
+        ({ id, sparsity, latencyMs, recallAt1, recallAt5, precisionAt1, scoredMean, kept })),
+    },
+    notes,
+  };
+}
+
+export function sparseSummaryText(s: SparseSummary): string[] {
+  const pct = (x: number | null) => (x === null ? '-' : `${(100 * x).toFixed(1)}%`);
+  return [
+    `sparse     ${s.layer} (${s.classes} classes): ${s.versions.filter((v) => v.kept).length} of ${s.versions.length} versions kept; ${s.index}`,
+    `           calibration: ${s.calibration}; latency per input at level ${Object.keys(s.versions[0]!.latencyMs).join(', ')} (quiet first)`,
+    ...s.versions.map((v) => `           ${v.kept ? '*' : ' '} ${v.id.padEnd(7)} ${Object.values(v.latencyMs).map((x) => x.toFixed(4)).join(' / ')} ms  `
+      + `recall@1 ${pct(v.recallAt1)}  `
+      + `recall@5 ${pct(v.recallAt5)}  precision@1 ${pct(v.precisionAt1)}  ${Math.round(v.scoredMean)} neurons scored`),
+  ];
+}
