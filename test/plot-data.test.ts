@@ -67,6 +67,12 @@ test('modelLatencyPerLevel: adaptive takes each layer\'s fastest runnable versio
     ...m, layers: m.layers.map((l) => (l.index !== 3 ? l : { ...l, versions: l.versions.map((v) => ({ ...v, latencyMs: { '0': 0.5, '1': 0.6 } })) })),
   };
   assert.deepEqual(table(missing).map((r) => r[0]), [0, 0, 1, 1], 'a level some layer lacks is left out, not summed over fewer layers');
+
+  // A faster quiet version at another thread count (every core: no noisy figure) changes nothing:
+  // the rows come from the count measured at every level.
+  const wide = { ...m, layers: m.layers.map((l) => (!l.tunable ? l : { ...l, versions: [...l.versions,
+    { ...l.versions[0]!, threads: l.versions[0]!.threads + 1, latencyMs: { '0': 0.01 } }] })) };
+  assert.deepEqual(table(wide), table(plotManifest()), 'versions of another thread count are not mixed in');
 });
 
 test('--layer accepts an index or an exact name; anything else is one BAD_ARGUMENT naming the layer and the tunable count', () => {

@@ -139,13 +139,27 @@ function runnable(l: ManifestLayer): readonly ManifestVersion[] {
 }
 
 /**
+ * Of a layer's versions, those of the thread count measured at the most levels (ties: the widest).
+ * Versions of other counts run only in sessions of those counts, so a per-level comparison mixing
+ * them would compare a 2-thread quiet figure with 1-thread noisy ones; and a version using every
+ * core has no noisy figure at all, so whether it was quiet-best must not decide which rows exist.
+ */
+function levelledVersions(vs: readonly ManifestVersion[]): readonly ManifestVersion[] {
+  const counts = [...new Set(vs.map((v) => v.threads))];
+  const levels = (t: number) => new Set(vs.filter((v) => v.threads === t).flatMap((v) => Object.keys(v.latencyMs))).size;
+  const best = counts.reduce((a, b) => (levels(b) > levels(a) || (levels(b) === levels(a) && b > a) ? b : a));
+  return vs.filter((v) => v.threads === best);
+}
+
+/**
  * Per level, the sum over tunable layers of profiled layer latencies under two policies: adaptive
  * (each layer's fastest runnable version at that level, as the runtime's picker chooses) and fixed
- * (each layer's best-quiet version at every level). A level where some layer's chosen version was
+ * (each layer's best-quiet version at every level), among the versions of the thread count
+ * measured at the most levels (levelledVersions). A level where some layer's chosen version was
  * not measured is left out rather than summed over fewer layers.
  */
 export function modelLatencyPerLevel(m: Manifest): PolicyLatency[] {
-  const layers = m.layers.filter((l) => l.tunable && l.versions.length > 0).map(runnable);
+  const layers = m.layers.filter((l) => l.tunable && l.versions.length > 0).map((l) => levelledVersions(runnable(l)));
   if (layers.length === 0) return [];
   const rows: PolicyLatency[] = [];
   for (const level of levelsOf(m)) {
