@@ -206,15 +206,7 @@ export interface LoadedHead {
  */
 export async function readHead(bundleDir: string): Promise<LoadedHead> {
   const path = join(bundleDir, HEAD_JSON);
-  let data: unknown;
-  try {
-    data = JSON.parse(await readFile(path, 'utf8'));
-  } catch (e) {
-    throw userError('BAD_BUNDLE', `cannot read the sparse head ${path}: ${(e as Error).message}`, HINT);
-  }
-  const problem = schemaProblem(data);
-  if (problem) throw userError('BAD_BUNDLE', `${path} is not a veltair sparse head: ${problem}`, HINT);
-  const meta = data as HeadMeta;
+  const meta = await readHeadMeta(bundleDir);
   const file = await readFile(join(bundleDir, HEAD_BIN));
   // A fresh, 64-byte aligned copy: typed-array views need their element alignment, and a Buffer may sit at any offset of a shared pool.
   const bin = new Uint8Array(file.byteLength);
