@@ -23,6 +23,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { internalError, userError } from '../errors.js';
+import { blobWriter, type Blob } from './aligned-blobs.js';
 import { writeFileAtomic, writeTextAtomic } from './atomic-file.js';
 import { biasName, weightName, type LayerWeights } from './export-onnx.js';
 import type { SparseLayer } from './layers.js';
@@ -76,7 +77,6 @@ export const LSH_INDEX_SCHEMA = {
 
 const validate = new Ajv({ allErrors: false, strict: true, strictRequired: false }).compile(LSH_INDEX_SCHEMA);
 
-interface Blob { readonly offset: number; readonly bytes: number }
 
 export interface IndexLayer {
   readonly layer: number;
@@ -120,17 +120,7 @@ export interface IndexedLayer {
 }
 
 export async function writeHashIndex(dir: string, model: string, layers: readonly IndexedLayer[]): Promise<HashIndex> {
-  const parts: Uint8Array[] = [];
-  let offset = 0;
-  const put = (a: ArrayBufferView): Blob => {
-    const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    const at = offset;
-    parts.push(bytes);
-    offset += bytes.byteLength;
-    const pad = (64 - (offset % 64)) % 64;
-    if (pad) { parts.push(new Uint8Array(pad)); offset += pad; }
-    return { offset: at, bytes: bytes.byteLength };
-  };
+  const { put, parts } = blobWriter();
   const entries: IndexLayer[] = layers.map(({ layer: l, weights, hash, tables }) => {
     if (!l.hash) throw internalError(`layer ${l.index} is not sparse`);
     const family = l.hash.family;

@@ -19,6 +19,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { internalError, userError } from '../errors.js';
+import { blobWriter, type Blob } from './aligned-blobs.js';
 import { writeFileAtomic, writeTextAtomic } from './atomic-file.js';
 
 export const HEAD_JSON = 'sparse/head.json';
@@ -90,7 +91,6 @@ export const HEAD_SCHEMA = {
 
 const validate = new Ajv({ allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true }).compile(HEAD_SCHEMA);
 
-export interface Blob { readonly offset: number; readonly bytes: number }
 export type HashFamily = 'simhash' | 'dwta';
 
 export interface HeadVersion {
@@ -155,17 +155,7 @@ export function schemaProblem(value: unknown): string | undefined {
 
 /** Write head.bin then head.json under `bundleDir` (its sparse/ directory must exist); returns the metadata written. */
 export async function writeHead(bundleDir: string, meta: Omit<HeadMeta, 'blobs'>, a: HeadArrays): Promise<HeadMeta> {
-  const parts: Uint8Array[] = [];
-  let offset = 0;
-  const put = (v: ArrayBufferView): Blob => {
-    const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-    const at = offset;
-    parts.push(bytes);
-    offset += bytes.byteLength;
-    const pad = (64 - (offset % 64)) % 64;
-    if (pad) { parts.push(new Uint8Array(pad)); offset += pad; }
-    return { offset: at, bytes: bytes.byteLength };
-  };
+  const { put, parts } = blobWriter();
   const blobs = {
     weight: put(a.weight), bias: put(a.bias),
     ...(a.signs ? { signs: put(a.signs) } : {}), ...(a.bins ? { bins: put(a.bins) } : {}),
