@@ -24,7 +24,7 @@ import { summarizeRatios, median } from '../stats.js';
 import { makeCandidate } from '../space/candidate.js';
 import type { Schedule } from '../space/schedule.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
-import { measureAtLevels } from '../measure/at-levels.js';
+import { measureCandidatesAtLevels } from '../measure/at-levels.js';
 import { openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
 import { DEFAULT_NOISY_SCREEN } from '../tune/evaluate.js';
 import { tuneWorkloads } from '../tune/tune-model.js';
@@ -91,7 +91,7 @@ async function paired(w: Workload, a: Schedule, b: Schedule, level: number, roun
     const order = r % 2 === 0 ? [0, 1] : [1, 0];
     const ms: number[] = [];
     for (const i of order) {
-      const [m] = await measureAtLevels(job(i), [level], bank, { cacheDir, minTimeMs });
+      const [[m]] = await measureCandidatesAtLevels([{ job: job(i), levels: [level] }], bank, { cacheDir, minTimeMs });
       if (m!.status !== 'ok') throw new Error(`re-measurement failed: ${m!.status} ${m!.message ?? ''}`);
       ms[i] = m!.medianMs!;
     }

@@ -20,11 +20,12 @@
  * --reuse takes step 1's bundle and database from an earlier run in that --work.
  */
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { parseRecordLine, recordLine, type TuningRecord } from '../db/record.js';
+import { recordLine } from '../db/record.js';
+import { scanDatabase } from '../db/scan.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
 import { loadBundle, type Session } from '../runtime/session.js';
 import { repoRoot } from '../toolchain/paths.js';
@@ -53,17 +54,10 @@ async function compile(model: string, db: string, cache: string, out: string, is
 /** Every record of `from`, as if measured on the other host type: caches changed, fingerprint recomputed. */
 async function relabel(from: string, to: string): Promise<number> {
   await mkdir(to, { recursive: true });
-  const lines: string[] = [];
-  for (const f of (await readdir(from)).filter((n) => n.endsWith('.jsonl'))) {
-    for (const text of (await readFile(join(from, f), 'utf8')).split('\n')) {
-      if (!text) continue;
-      const parsed = parseRecordLine(text);
-      if (!('record' in parsed)) continue;
-      const r: TuningRecord = parsed.record;
-      const targetSpec = { ...r.targetSpec, caches: { ...r.targetSpec.caches, l1d: 48 * KiB, l2: 1024 * KiB } };
-      lines.push(recordLine({ ...r, targetSpec, target: targetFingerprint(targetSpec) }));
-    }
-  }
+  const lines = [...(await scanDatabase(from)).records.values()].map((r) => {
+    const targetSpec = { ...r.targetSpec, caches: { ...r.targetSpec.caches, l1d: 48 * KiB, l2: 1024 * KiB } };
+    return recordLine({ ...r, targetSpec, target: targetFingerprint(targetSpec) });
+  });
   await writeFile(join(to, 'records.jsonl'), lines.join(''));
   return lines.length;
 }
