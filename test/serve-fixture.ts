@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { encodeModel, type ModelSpec } from '../src/onnx/encode.js';
@@ -104,6 +105,27 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   const r = await fetch(url, { method: 'POST', headers, body: payload as BodyInit });
   const bytes = new Uint8Array(await r.arrayBuffer());
   return { status: r.status, headers: r.headers, bytes, json: () => JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown> };
+}
+
+/**
+ * POST the same body n times so that every request reaches the server at once: all n connections
+ * are opened first, then every request is written in one synchronous loop. fetch() opens its
+ * connections one by one, and a fast model answers each before the next arrives on a loaded machine.
+ */
+export async function postTogether(url: string, body: Uint8Array, headers: Record<string, string>, n: number) {
+  const requests = Array.from({ length: n }, () => http.request(url, {
+    method: 'POST', agent: false, headers: { ...headers, 'Content-Length': String(body.byteLength) },
+  }));
+  const answers = requests.map((req) => new Promise<{ status: number; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res) => { res.resume(); res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers })); });
+  }));
+  await Promise.all(requests.map((req) => new Promise<void>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('socket', (socket) => socket.once('connect', () => resolve()));
+  })));
+  for (const req of requests) req.end(body);
+  return Promise.all(answers);
 }
 
 export function assertClose(got: ArrayLike<number>, want: ArrayLike<number>, what: string): void {

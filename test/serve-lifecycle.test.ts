@@ -48,8 +48,14 @@ test('serve binds loopback by default, and SIGTERM answers the request in flight
   const x = Array.from(seeded(3 * 40 * 40, 5, -1, 1));
   const body = { inputs: [{ name: 'x', shape: [1, 3, 40, 40], datatype: 'FP32', data: x }] };
   assert.equal((await post(`${url}/v2/models/slow/infer`, body)).status, 200);
-  const inFlight = Array.from({ length: 4 }, () => post(`${url}/v2/models/slow/infer`, body));
-  await new Promise((r) => setTimeout(r, 20));
+  let settled = 0;
+  const inFlight = Array.from({ length: 6 }, () => post(`${url}/v2/models/slow/infer`, body).finally(() => settled++));
+  // Signal once the server holds requests (its queue-depth gauge), not after a guessed delay.
+  const admitted = async () => Number(/veltair_queue_depth\{model="slow"\} (\d+)/.exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? 0);
+  while (await admitted() < 2) {
+    assert.ok(settled < inFlight.length, 'every request was answered before the server was seen holding two');
+    await new Promise((r) => setTimeout(r, 2));
+  }
   child.kill('SIGTERM');
   const answers = await Promise.all(inFlight);
   for (const a of answers) assert.ok(a.status === 200 || a.status === 503, `an in-flight request is answered (got ${a.status})`);
