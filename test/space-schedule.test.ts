@@ -6,7 +6,7 @@ import { scheduleFeatures } from '../src/space/features.js';
 import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { problemOf } from '../src/space/problem.js';
 import { seededRng } from '../src/random.js';
-import { isValid, makeSchedule, mutate, sampleSchedules, whyInvalid, type Schedule } from '../src/space/schedule.js';
+import { isValid, makeSchedule, mutate, registerTiles, sampleSchedules, whyInvalid, type Schedule } from '../src/space/schedule.js';
 import { detectTarget, syntheticTarget } from '../src/toolchain/target.js';
 import { parseCacheSize } from '../src/toolchain/caches.js';
 
@@ -74,6 +74,20 @@ test('validity rules: register file, ISA, group divisibility, tile bounds, threa
   const grouped = conv(12, 8, 8, 3, 1, 4);
   assert.match(whyInvalid({ ...defaultSchedule(grouped, AVX512), vec: 16 }, grouped, AVX512) ?? '', /group/);
   assert.equal(defaultSchedule(grouped, AVX512).vec, 1);
+});
+
+test('register tiles rank a tile that leaves gcc a spare register above one that takes them all', () => {
+  const used = (r: { regOc: number; regCols: number }) => r.regOc * r.regCols + r.regOc + 1;
+  for (const w of [WORKLOADS[0]!, WORKLOADS[1]!, WORKLOADS[5]!]) {
+    const tiles = registerTiles(problemOf(w, 8), AVX2);
+    assert.ok(used(tiles[0]!) < 16, `${JSON.stringify(tiles[0])} for ${JSON.stringify(w).slice(0, 60)} takes all 16 ymm`);
+    // the full tiles stay in the space: the tuner may still measure them
+    assert.ok(tiles.some((r) => used(r) === 16));
+  }
+  // 64→64 3×3 at 56×56: (2,6), 12 accumulators with weights in registers, leads on AVX2
+  assert.deepEqual(registerTiles(problemOf(WORKLOADS[0]!, 8), AVX2)[0], { regOc: 2, regCols: 6 });
+  // AVX-512 (32 zmm): the measured best tile (2,14) leaves one spare and still leads
+  assert.deepEqual(registerTiles(problemOf(WORKLOADS[0]!, 16), AVX512)[0], { regOc: 2, regCols: 14 });
 });
 
 test('schedules serialise with a stable field order', () => {

@@ -139,7 +139,11 @@ export function registerTiles(p: Problem, t: Target): { regOc: number; regCols: 
       // useful work per microkernel call, discounted for padded tails in both directions
       const ocUse = p.ocVecs / (Math.ceil(p.ocVecs / oc) * oc);
       const colUse = p.cols / (Math.ceil(p.cols / cols) * cols);
-      const loadsPerFma = (oc + cols) / (oc * cols);
+      // A tile that takes every register leaves gcc none to spare: it keeps the regOc weight
+      // vectors in memory and folds a load into every FMA (measured on Zen 3 AVX2: (1,14) and
+      // (3,4) ran at 52–60 GFLOP/s where (2,6), one register free, ran at 75–81; peak 99).
+      const spare = regs - (oc * cols + oc + 1);
+      const loadsPerFma = spare > 0 ? (oc + cols) / (oc * cols) : (oc * cols + cols) / (oc * cols);
       tiles.push({ regOc: oc, regCols: cols, score: oc * cols * ocUse * colUse / (1 + loadsPerFma) });
     }
   }
