@@ -4,14 +4,15 @@
 #   bench/torchvision/suite.sh models  WORK         export the torchvision set (export.py) and build the zoo models
 #   bench/torchvision/suite.sh compile WORK [NAME…] veltair compile each model (under flock -s: a long CPU job)
 #   bench/torchvision/suite.sh bench   WORK [NAME…] veltair bench --noise 0 at 1 and 2 threads (under flock -x: timing)
+#   bench/torchvision/suite.sh profile WORK [NAME…] per-step profile at 1 and 2 threads: the time outside tuned kernels
 #   node dist/src/bench/suite-table.js WORK          the table (per-model ratios, geomeans, non-kernel share)
 #
 # WORK/models/NAME.onnx, WORK/db (the tuning records all compiles share), WORK/bundles/NAME.bundle,
-# WORK/results/NAME.tT.json. TRIALS (default 2) trials per workload and thread count, LEVELS (default 0):
+# WORK/results/NAME.tT.json, WORK/results/NAME.profile.tT.json. TRIALS (default 2) trials per workload and thread count, LEVELS (default 0):
 # the budget this 2-core machine affords for ~25 models; raise both for a real deployment.
 set -euo pipefail
-cmd=${1:?usage: suite.sh models|compile|bench WORK [NAME...]}
-work=${2:?usage: suite.sh models|compile|bench WORK [NAME...]}
+cmd=${1:?usage: suite.sh models|compile|bench|profile WORK [NAME...]}
+work=${2:?usage: suite.sh models|compile|bench|profile WORK [NAME...]}
 shift 2
 here=$(cd "$(dirname "$0")/../.." && pwd)
 # VELTAIR_BIN: run another build (e.g. a snapshot of dist/, so rebuilding the tree cannot change a long run).
@@ -47,6 +48,15 @@ case "$cmd" in
         echo "== bench $m, $t thread(s) ($(date -u +%H:%M:%S))" >&2
         flock -x "$lock" "${veltair[@]}" bench "$work/bundles/$m.bundle" --model "$work/models/$m.onnx" --threads "$t" --noise 0 \
           --rounds "${ROUNDS:-5}" --runs "${RUNS:-3}" --json > "$work/results/$m.t$t.json" || echo "bench $m at $t threads failed" >&2
+      done
+    done
+    ;;
+  profile)
+    for m in $(names "$@"); do
+      [ -f "$work/bundles/$m.bundle/manifest.json" ] || { echo "no bundle for $m" >&2; continue; }
+      for t in 1 2; do
+        flock -x "$lock" "$(command -v node)" "$here/dist/src/bench/step-profile.js" "$work/bundles/$m.bundle" --threads "$t" --runs 15 --json \
+          > "$work/results/$m.profile.t$t.json" || echo "profile $m at $t threads failed" >&2
       done
     done
     ;;

@@ -1,10 +1,12 @@
 /**
  * Where a bundle's inference time goes, step by step: the executor's own step timer (two clock
  * reads per step) over R runs on a seeded input after one warm-up run, on the level-0 versions,
- * with the bundle's thread counts. Reports the mean per step, the kernel steps' total against the
- * sum of their profiled level-0 latencies (what tuning measured for the same versions, one layer
- * at a time), the other steps' total, and the slowest steps with their observed/profiled ratio.
- *   node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--json]
+ * with the bundle's thread counts (--threads N: the versions tuned for N, as `run --threads`).
+ * Reports the mean per step, the kernel steps' total against the sum of their profiled level-0
+ * latencies (what tuning measured for the same versions, one layer at a time), the other steps'
+ * total (its share of the run is the non-kernel share), and the slowest steps with their
+ * observed/profiled ratio.
+ *   node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]
  * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
  */
 import { fileURLToPath } from 'node:url';
@@ -30,8 +32,8 @@ export interface StepProfile {
   readonly steps: readonly StepTime[];
 }
 
-export async function profileSteps(bundleDir: string, runs: number): Promise<StepProfile> {
-  const session = await loadBundle(bundleDir);
+export async function profileSteps(bundleDir: string, runs: number, threads?: number): Promise<StepProfile> {
+  const session = await loadBundle(bundleDir, threads === undefined ? {} : { threads });
   try {
     session.setLevel(0);
     const arrays = modelFeeds(session.manifest.model.inputs);
@@ -67,12 +69,12 @@ export async function profileSteps(bundleDir: string, runs: number): Promise<Ste
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const bundle = process.argv[2];
   if (!bundle || bundle.startsWith('--')) {
-    process.stderr.write('usage: node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--json]\n');
+    process.stderr.write('usage: node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]\n');
     process.exit(1);
   }
   const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
-  const p = await profileSteps(bundle, arg('--runs', 15));
-  if (process.argv.includes('--json')) process.stdout.write(JSON.stringify({ machine: await machineInfo(), bundle, ...p }) + '\n');
+  const p = await profileSteps(bundle, arg('--runs', 15), process.argv.includes('--threads') ? arg('--threads', 1) : undefined);
+  if (process.argv.includes('--json')) process.stdout.write(JSON.stringify({ machine: await machineInfo(), bundle, nonKernelShare: p.otherMs / p.totalMs, ...p }) + '\n');
   else {
     const f = (x: number) => x.toFixed(3);
     const top = [...p.steps].sort((a, b) => b.meanMs - a.meanMs).slice(0, arg('--top', 10));

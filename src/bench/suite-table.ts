@@ -1,7 +1,8 @@
 /**
  * The whole-model table of bench/RESULTS.md from a `bench/torchvision/suite.sh` work folder:
  * per model the quiet veltair/ORT ratio at 1 and 2 threads (medians of paired rounds, from
- * `veltair bench --json`), the compile's budget, then the geomean and the worst model per count.
+ * `veltair bench --json`), the share of the run outside tuned kernels (`suite.sh profile`: the
+ * step profiler at 1 and 2 threads), the compile's budget, then the geomean and the worst model per count.
  *
  *   node dist/src/bench/suite-table.js WORK
  */
@@ -9,7 +10,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 interface BenchCase { readonly noise: number; readonly veltairMs: number; readonly ortMs: number; readonly ratioVsOrt: number }
-interface Row { readonly model: string; readonly byThreads: Map<number, BenchCase>; readonly compile?: { tuningSeconds: number; measured: number } }
+interface Row {
+  readonly model: string;
+  readonly byThreads: Map<number, BenchCase>;
+  /** threads → share of the profiled run outside tuned kernels. */
+  readonly nonKernel: Map<number, number>;
+  readonly compile?: { tuningSeconds: number; measured: number };
+}
 
 const THREADS = [1, 2] as const;
 
@@ -24,8 +31,13 @@ function rowOf(work: string, model: string): Row {
     const quiet = r?.results?.find((c) => c.noise === 0);
     if (quiet) byThreads.set(t, quiet);
   }
+  const nonKernel = new Map<number, number>();
+  for (const t of THREADS) {
+    const p = readJson(join(work, 'results', `${model}.profile.t${t}.json`)) as { nonKernelShare?: number } | undefined;
+    if (typeof p?.nonKernelShare === 'number') nonKernel.set(t, p.nonKernelShare);
+  }
   const c = readJson(join(work, 'results', `${model}.compile.json`)) as { tuningSeconds?: number; measured?: number } | undefined;
-  return { model, byThreads, ...(c?.tuningSeconds !== undefined ? { compile: { tuningSeconds: c.tuningSeconds, measured: c.measured ?? 0 } } : {}) };
+  return { model, byThreads, nonKernel, ...(c?.tuningSeconds !== undefined ? { compile: { tuningSeconds: c.tuningSeconds, measured: c.measured ?? 0 } } : {}) };
 }
 
 const geomean = (xs: readonly number[]) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
@@ -34,9 +46,11 @@ const cell = (c: BenchCase | undefined) => (c ? `${c.ratioVsOrt.toFixed(3)} (${c
 export function suiteTable(work: string): string {
   const models = readdirSync(join(work, 'models')).filter((f) => f.endsWith('.onnx')).map((f) => f.slice(0, -5)).sort();
   const rows = models.map((m) => rowOf(work, m)).filter((r) => r.byThreads.size > 0 || r.compile);
-  const lines = ['| model | 1 thread veltair/ORT (veltair / ORT ms) | 2 threads veltair/ORT | compile s (measured) |', '|---|---|---|---|'];
+  const lines = ['| model | 1 thread veltair/ORT (veltair / ORT ms) | 2 threads veltair/ORT | outside kernels (1 / 2 threads) | compile s (measured) |',
+    '|---|---|---|---|---|'];
+  const share = (x: number | undefined) => (x === undefined ? 'none' : `${(x * 100).toFixed(1)}%`);
   for (const r of rows) {
-    lines.push(`| ${r.model} | ${cell(r.byThreads.get(1))} | ${cell(r.byThreads.get(2))} | `
+    lines.push(`| ${r.model} | ${cell(r.byThreads.get(1))} | ${cell(r.byThreads.get(2))} | ${share(r.nonKernel.get(1))} / ${share(r.nonKernel.get(2))} | `
       + `${r.compile ? `${r.compile.tuningSeconds.toFixed(0)} (${r.compile.measured})` : 'none'} |`);
   }
   lines.push('');
@@ -46,6 +60,11 @@ export function suiteTable(work: string): string {
     const worst = got.reduce((a, b) => (b.ratio > a.ratio ? b : a));
     lines.push(`${t} thread(s): ${got.length} models, geomean veltair/ORT ${geomean(got.map((g) => g.ratio)).toFixed(3)}, `
       + `worst ${worst.model} ${worst.ratio.toFixed(3)}, above 1.1×: ${got.filter((g) => g.ratio > 1.1).map((g) => g.model).join(', ') || 'none'}`);
+    const shares = rows.flatMap((r) => (r.nonKernel.has(t) ? [{ model: r.model, share: r.nonKernel.get(t)! }] : []));
+    if (shares.length > 0) {
+      lines.push(`${t} thread(s): outside tuned kernels above 10% of the run: `
+        + `${shares.filter((x) => x.share > 0.1).map((x) => `${x.model} ${share(x.share)}`).join(', ') || 'none'} (of ${shares.length} profiled)`);
+    }
   }
   return lines.join('\n');
 }
