@@ -99,6 +99,9 @@ export async function benchModel(bundle: LoadedBundle, o: BenchOptions): Promise
   }
 }
 
+/** Wait before an ONNX Runtime turn so veltair's OpenMP workers have stopped spinning (the ORT child is stopped between its turns: pinned-child.ts). */
+const OMP_SETTLE_MS = 20;
+
 async function measureAll(bundle: LoadedBundle, o: BenchOptions, ort: OrtModelChild, bank: LevelBank | undefined, ortVersion: string,
   say: (m: string) => void): Promise<BenchReport> {
   const session = await loadBundle(bundle.paths.dir, { threads: o.threads, pinThreads: true });
@@ -137,7 +140,12 @@ async function measureAll(bundle: LoadedBundle, o: BenchOptions, ort: OrtModelCh
         return t;
       };
       const turn = async (arm: BenchArm): Promise<number[]> => {
-        if (arm === 'ort') return ort.run(o.runs);
+        if (arm === 'ort') {
+          // libgomp's idle workers spin (GOMP_SPINCOUNT, ~300k pauses) after veltair's last kernel
+          // before they sleep; on two shared cores that spin would take one from ORT's turn.
+          await new Promise((r) => setTimeout(r, OMP_SETTLE_MS));
+          return ort.run(o.runs);
+        }
         if (arm === 'veltairFixed') {
           proxy.apply(0);
           timedRun();

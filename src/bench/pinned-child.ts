@@ -5,6 +5,13 @@
  *
  * Protocol: the parent writes `{...request, id}` per stdin line; the child answers one line per
  * request, `{id, ...reply}` or `{id, error}`. The child runs `node SCRIPT --serve`.
+ *
+ * Between requests the child is stopped (SIGSTOP; SIGCONT before the next request, and before it
+ * is closed or this process exits). ONNX Runtime's intra-op threads keep spin-waiting after Run()
+ * returns; on the two cores both arms share, that took a core from the arm timed next (veltair's
+ * 2-thread samples of mobilenet_v3_small fell into two modes, 2.4 and 6.5 ms). Stopped, the child
+ * cannot run between its turns, and its own runs keep every ORT default, spinning included; each
+ * turn starts with an unreported warm-up run.
  */
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
@@ -46,29 +53,45 @@ export async function startPinnedChild(script: string, cores: readonly number[],
   createInterface({ input: child.stdout! }).on('line', (text) => {
     let r: Reply;
     try { r = JSON.parse(text) as Reply; } catch { return; }
-    pending.get(r.id)?.(r);
+    const settle = pending.get(r.id);
     pending.delete(r.id);
+    settle?.(r);
   });
   const exited = child.then(() => {
     for (const [id, resolve] of pending) resolve({ id, error: `ONNX Runtime child exited: ${firstStderrLine()}` });
     pending.clear();
   });
+  // A stopped child must not outlive this process stopped: continue it on the way out (execa's
+  // cleanup then ends it; a signal sent to a stopped process waits until it continues).
+  let stopped = false;
+  const signal = (sig: 'SIGSTOP' | 'SIGCONT') => {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+    try { process.kill(child.pid, sig); stopped = sig === 'SIGSTOP'; } catch { /* it has just exited */ }
+  };
+  const resumeOnExit = () => { if (stopped) signal('SIGCONT'); };
+  process.once('exit', resumeOnExit);
   let next = 0;
   return {
     pinned,
     ask<R extends object>(request: Record<string, unknown>) {
       return new Promise<R>((resolve, reject) => {
         const id = next++;
-        pending.set(id, (r) => (r.error !== undefined ? reject(new Error(r.error)) : resolve(r as unknown as R)));
+        pending.set(id, (r) => {
+          if (pending.size === 0) signal('SIGSTOP');
+          if (r.error !== undefined) reject(new Error(r.error)); else resolve(r as unknown as R);
+        });
         if (child.exitCode !== null || !child.stdin?.writable) {
           pending.delete(id);
           reject(new Error(`ONNX Runtime child is not running: ${firstStderrLine()}`));
           return;
         }
+        if (stopped) signal('SIGCONT');
         child.stdin.write(JSON.stringify({ ...request, id }) + '\n');
       });
     },
     async close() {
+      if (stopped) signal('SIGCONT');
+      process.removeListener('exit', resumeOnExit);
       child.stdin?.end();
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await exited;
