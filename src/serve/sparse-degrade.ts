@@ -4,9 +4,11 @@
  * faster, lower recall) when the requests it holds would otherwise miss QoS, and one version back
  * up (denser) when the load has fallen far enough that the denser version fits again.
  *
- * "Would miss": the requests admitted for the model, served `parallel` at a time, each taking the
- * prefix's fastest profiled time plus the version's measured head latency, end later than
- * DEGRADE_AT × QoS. "Fits again": the same with the denser version ends before RECOVER_AT × QoS.
+ * "Would miss": the requests admitted for the model end later than DEGRADE_AT × QoS, each taking
+ * the prefix's fastest profiled time (`parallel` prefixes run at once, on the scheduler's cores)
+ * plus the version's measured head latency — one head at a time: the head runs on the event loop
+ * after the plan's last block, so heads queue behind each other whatever the core count. "Fits
+ * again": the same with the denser version ends before RECOVER_AT × QoS.
  * The gap between the two thresholds keeps the choice from flapping between neighbours.
  */
 export const DEGRADE_AT = 0.8;
@@ -20,12 +22,12 @@ export interface DegradeInput {
   readonly qosMs: number;
   /** Requests the model holds now, this one included. */
   readonly queued: number;
-  /** How many of them run at once. */
+  /** How many of their prefixes run at once (their heads run one at a time). */
   readonly parallel: number;
   readonly current: number;
 }
 
-const drainMs = (o: DegradeInput, v: number) => (o.queued * (o.prefixMs + o.headMs[v]!)) / Math.max(1, o.parallel);
+const drainMs = (o: DegradeInput, v: number) => (o.queued * o.prefixMs) / Math.max(1, o.parallel) + o.queued * o.headMs[v]!;
 
 /** The version to answer with next: current, one sparser, or one denser. */
 export function nextSparseVersion(o: DegradeInput): number {
