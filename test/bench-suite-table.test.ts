@@ -10,7 +10,9 @@ const work = mkdtempSync(join(tmpdir(), 'veltair-suite-'));
 after(() => rmSync(work, { recursive: true, force: true }));
 
 const put = (file: string, value: unknown) => writeFileSync(join(work, 'results', file), JSON.stringify(value));
-const bench = (ratio: number) => ({ results: [{ noise: 0, veltairMs: 10 * ratio, ortMs: 10, ratioVsOrt: ratio }, { noise: 2, veltairMs: 1, ortMs: 9, ratioVsOrt: 0.1 }] });
+const bench = (ratio: number) => ({
+  results: [{ noise: 0, veltairMs: 10 * ratio, ortMs: 10, ratioVsOrt: ratio }, { noise: 2, veltairMs: 1, ortMs: 9, ratioVsOrt: 0.1 }],
+});
 
 test('the table has a row per benchmarked model, the geomean and worst per thread count, and flags non-kernel shares over 10%', () => {
   mkdirSync(join(work, 'models'));

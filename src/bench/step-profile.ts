@@ -74,8 +74,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   }
   const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
   const p = await profileSteps(bundle, arg('--runs', 15), process.argv.includes('--threads') ? arg('--threads', 1) : undefined);
-  if (process.argv.includes('--json')) process.stdout.write(JSON.stringify({ machine: await machineInfo(), bundle, nonKernelShare: p.otherMs / p.totalMs, ...p }) + '\n');
-  else {
+  if (process.argv.includes('--json')) {
+    process.stdout.write(JSON.stringify({ machine: await machineInfo(), bundle, nonKernelShare: p.otherMs / p.totalMs, ...p }) + '\n');
+  } else {
     const f = (x: number) => x.toFixed(3);
     const top = [...p.steps].sort((a, b) => b.meanMs - a.meanMs).slice(0, arg('--top', 10));
     process.stdout.write([
