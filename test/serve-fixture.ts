@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import http from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { encodeModel, type ModelSpec } from '../src/onnx/encode.js';
@@ -107,25 +107,51 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   return { status: r.status, headers: r.headers, bytes, json: () => JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown> };
 }
 
+/** One HTTP/1.1 exchange on an open socket: write the request, read one response (status, headers, body length). */
+function exchange(socket: Socket, request: Buffer): Promise<{ status: number; headers: Record<string, string> }> {
+  return new Promise((resolve, reject) => {
+    let got = Buffer.alloc(0);
+    const onData = (d: Buffer) => {
+      got = Buffer.concat([got, d]);
+      const end = got.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const [statusLine, ...lines] = got.subarray(0, end).toString('latin1').split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      if (got.length < end + 4 + Number(headers['content-length'] ?? 0)) return;
+      socket.off('data', onData);
+      socket.off('error', reject);
+      resolve({ status: Number(statusLine!.split(' ')[1]), headers });
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+    socket.write(request);
+  });
+}
+
 /**
- * POST the same body n times so that every request reaches the server at once: all n connections
- * are opened first, then every request is written in one synchronous loop. fetch() opens its
- * connections one by one, and a fast model answers each before the next arrives on a loaded machine.
+ * POST the same body n times so that every request reaches the server at once. Each of n sockets
+ * first gets an answer to a health check, so the server has accepted and is reading all of them;
+ * then every POST is written in one synchronous loop. (fetch() opens connections one by one, and
+ * even sockets connected up front may still wait in the listen backlog: a fast model answers each
+ * request before the next arrives on a loaded machine.)
  */
 export async function postTogether(url: string, body: Uint8Array, headers: Record<string, string>, n: number) {
-  const requests = Array.from({ length: n }, () => http.request(url, {
-    method: 'POST', agent: false, headers: { ...headers, 'Content-Length': String(body.byteLength) },
-  }));
-  const answers = requests.map((req) => new Promise<{ status: number; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
-    req.on('error', reject);
-    req.on('response', (res) => { res.resume(); res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers })); });
-  }));
-  await Promise.all(requests.map((req) => new Promise<void>((resolve, reject) => {
-    req.on('error', reject);
-    req.on('socket', (socket) => socket.once('connect', () => resolve()));
+  const { hostname, port, pathname } = new URL(url);
+  const sockets = await Promise.all(Array.from({ length: n }, () => new Promise<Socket>((resolve, reject) => {
+    const s = connect(Number(port), hostname, () => resolve(s));
+    s.once('error', reject);
   })));
-  for (const req of requests) req.end(body);
-  return Promise.all(answers);
+  const health = Buffer.from(`GET /v2/health/live HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+  await Promise.all(sockets.map((s) => exchange(s, health)));
+  const head = [`POST ${pathname} HTTP/1.1`, `Host: ${hostname}`, `Content-Length: ${body.byteLength}`, 'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+  const post = Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]);
+  const answers = sockets.map((s) => exchange(s, post));  // every write happens here, before any answer is read
+  try {
+    return await Promise.all(answers);
+  } finally {
+    for (const s of sockets) s.destroy();
+  }
 }
 
 export function assertClose(got: ArrayLike<number>, want: ArrayLike<number>, what: string): void {
