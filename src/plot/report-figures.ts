@@ -10,6 +10,7 @@ import type { BundleProfiles } from '../bundle/profiles.js';
 import { layerFigure, modelFigure } from './specs.js';
 import { sparseFrontierFigure } from './sparse-frontier.js';
 import type { HeadMeta } from '../sparse/head-format.js';
+import type { TopLevelSpec } from 'vega-lite';
 import { renderSvg } from './render.js';
 import { el, raw, type Content, type Html } from './report-html.js';
 import { workloadLayers } from './report-cost.js';
@@ -40,16 +41,16 @@ function inline(svg: string, id: string): Html {
   return raw(scopeSvgIds(svg.replace(/^\s*<\?xml[^>]*\?>\s*/, ''), id));
 }
 
-export async function modelFigureHtml(m: Manifest): Promise<Figure> {
-  const id = 'fig-model';
-  const svg = await renderSvg(modelFigure(m));
-  return {
-    id,
-    html: el('figure', { id },
-      el('figcaption', {}, 'Versions kept per tunable layer along the network, and per interference level the sum of the layers\u2019 '
-        + 'profiled latencies when each layer runs its best kept version for that level (adaptive) or its best quiet version (fixed).'),
-      inline(svg, id)),
-  };
+/** A figure of its own: the plot rendered and inlined under an anchor, with a caption above it. */
+async function captionedFigure(id: string, spec: TopLevelSpec, ...captionContent: Content[]): Promise<Figure> {
+  const svg = await renderSvg(spec);
+  return { id, html: el('figure', { id }, el('figcaption', {}, ...captionContent), inline(svg, id)) };
+}
+
+export function modelFigureHtml(m: Manifest): Promise<Figure> {
+  return captionedFigure('fig-model', modelFigure(m),
+    'Versions kept per tunable layer along the network, and per interference level the sum of the layers\u2019 '
+    + 'profiled latencies when each layer runs its best kept version for that level (adaptive) or its best quiet version (fixed).');
 }
 
 const layerRef = (l: ManifestLayer): Content => [el('a', { href: `#${layerId(l.index)}` }, `layer ${l.index}`), ' ', el('code', {}, l.name)];
@@ -86,14 +87,8 @@ export async function layerFiguresHtml(m: Manifest, profiles: BundleProfiles | u
 }
 
 /** The sparse output layer's recall–latency frontier (sparse-frontier.ts). */
-export async function sparseFigureHtml(meta: HeadMeta): Promise<Figure> {
-  const id = 'fig-sparse';
-  const svg = await renderSvg(sparseFrontierFigure(meta));
-  return {
-    id,
-    html: el('figure', { id },
-      el('figcaption', {}, `Output layer `, el('code', {}, meta.layer.name), `: ${meta.layer.n} classes compiled into versions at sparsities `
-        + `${meta.versions.map((v) => v.sparsity).join(', ')}; each measured for quiet latency and recall against dense; the kept family outlined.`),
-      inline(svg, id)),
-  };
+export function sparseFigureHtml(meta: HeadMeta): Promise<Figure> {
+  return captionedFigure('fig-sparse', sparseFrontierFigure(meta), 'Output layer ', el('code', {}, meta.layer.name),
+    `: ${meta.layer.n} classes compiled into versions at sparsities ${meta.versions.map((v) => v.sparsity).join(', ')}; `
+    + 'each measured for quiet latency and recall against dense; the kept family outlined.');
 }
