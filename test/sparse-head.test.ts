@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadBundle, type Session } from '../src/runtime/session.js';
+import { availableCores } from '../src/toolchain/cpu.js';
 import { HEAD_BIN, HEAD_JSON, type HeadMeta } from '../src/sparse/head-format.js';
 import { readXc, type XcDataset } from '../src/sparse/xc-reader.js';
 import { assertOneClearError, veltair } from './compile-fixture.js';
@@ -125,6 +126,32 @@ test('recall is measured: recomputed from the session\'s answers it is what the 
     assert.ok(versions[0]!.precisionAt1! >= 0.6, `dense precision@1 ${versions[0]!.precisionAt1}`);
     const all = meta.versions;
     assert.ok(all.some((v) => v.recallAt1 < 1), 'a sparse version misses some of dense\'s answers (recall is not assumed to be 1)');
+  } finally {
+    s.close();
+  }
+});
+
+test('finishPlan frees the session, then runs the head off the event loop with the same answers as runSync, one query at a time', async () => {
+  const s = await loadBundle(bundle);
+  try {
+    const cores = [availableCores()[0]!];
+    for (let i = 0; i < s.sparse!.versions.length; i++) {
+      s.sparse!.use(i);
+      for (const r of [0, 1, 2]) {
+        const x = rowInput(r);
+        const inference = await s.begin({ features: { dtype: 'float32', shape: [1, FEATURES], data: x } });
+        if (s.steps.length > 0) await inference.block(s.steps.length, { cores });
+        const runHead = inference.finishPlan();
+        const second = await s.begin({ features: { dtype: 'float32', shape: [1, FEATURES], data: x } });
+        second.abort(); // the session was free before the head ran
+        const pending = runHead();
+        assert.throws(() => topOf(s, x), /synchronously while an asynchronous query ran/, 'a synchronous query waits for no one: it is refused');
+        const out = await pending;
+        const sync = topOf(s, x);
+        assert.deepEqual(Array.from(out['scores_topk_indices']!.data as BigInt64Array, Number), sync.indices, `version ${i} row ${r}`);
+        assert.deepEqual(Array.from(out['scores_topk_values']!.data as Float32Array), Array.from(sync.values));
+      }
+    }
   } finally {
     s.close();
   }

@@ -4,7 +4,7 @@
  * reads them in place: a data set is never copied) and orchestrates epochs, schedules and files;
  * every loop over samples, neurons or weights is in C.
  *
- * Exports (synchronous; one JS thread drives a model):
+ * Exports (synchronous unless named Async; one JS thread drives a model):
  *   isa() -> "avx512" | "avx2" | "scalar"
  *   codes() -> {activation, hash, mode}: the enum values compiled in (checked by native.ts at load)
  *   create({inputDim, seed, threads, layers:[{dim, act, sparse, sparsity, family, K, L, R}]}) -> model
@@ -26,8 +26,10 @@
  *   headCreate({n, d, family, K, L, seed: bigint, rowBytes, perTable}, w F32, b F32, signs U8 | null, bins I32 | null, offsets U32, ids U32)
  *     -> head (keeps references to the arrays: nothing is copied or rehashed)
  *   headTopK(head, x F32 [rows x d], rows, k, budget) -> {values: F32 [rows x k], indices: I32 [rows x k], scored}
+ *   headTopKAsync(head, x, rows, k, budget) -> Promise of the same, computed on a libuv worker thread
  *   pinCallingThread(core | -1) -> bool   pins the calling (JS) thread to one core; -1 restores the mask it had before
- * Errors are thrown with code VT_ARGUMENT (a wrong call) or VT_MEMORY (allocation failed).
+ * Errors are thrown with code VT_ARGUMENT (a wrong call), VT_MEMORY (allocation failed) or VT_BUSY (a head
+ * queried while its asynchronous query runs).
  */
 #define NAPI_VERSION 8
 #ifndef _GNU_SOURCE
@@ -520,7 +522,8 @@ static napi_value query_fn(napi_env env, napi_callback_info info) {
 }
 
 /* ---- sparse inference heads ---- */
-typedef struct { vs_head h; napi_ref refs[6]; int live; } head_h;
+/* busy: a headTopKAsync job holds the head's query scratch (one query at a time per head). */
+typedef struct { vs_head h; napi_ref refs[6]; int live; int busy; } head_h;
 
 static void head_finalize(napi_env env, void* data, void* hint) {
   (void)hint;
@@ -623,32 +626,124 @@ static napi_value head_create_fn(napi_env env, napi_callback_info info) {
   return r;
 }
 
-static napi_value head_topk_fn(napi_env env, napi_callback_info info) {
+/* The arguments both headTopK forms share, checked on the JS thread: 0 with a pending exception. */
+typedef struct { head_h* h; napi_value x_value; const float* x; int rows, k, budget; } topk_args;
+
+static int topk_args_of(napi_env env, napi_callback_info info, const char* usage, topk_args* a) {
   size_t argc = 5;
-  napi_value argv[5], o, sv;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 5) FAIL("VT_ARGUMENT", "headTopK(head, x, rows, k, budget)");
-  head_h* h = external(env, argv[0]);
-  if (!h) return NULL;
+  napi_value argv[5];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5) { napi_throw_error(env, "VT_ARGUMENT", usage); return 0; }
+  a->h = external(env, argv[0]);
+  if (!a->h) return 0;
+  if (a->h->busy) { napi_throw_error(env, "VT_BUSY", "headTopK: this head is answering another query (one at a time per head)"); return 0; }
   void* x; size_t nx;
-  if (!typed(env, argv[1], napi_float32_array, &x, &nx)) return NULL;
-  const int rows = (int)num(env, argv[2]), k = (int)num(env, argv[3]), budget = (int)num(env, argv[4]);
-  if (rows < 1 || nx != (size_t)rows * h->h.d) FAIL("VT_ARGUMENT", "headTopK: x is not rows x d");
-  if (k < 1 || k > h->h.n || budget < 0) FAIL("VT_ARGUMENT", "headTopK: k must be 1..n and budget >= 0");
-  void *pv, *pi;
-  napi_value values = make_typed(env, napi_float32_array, 4, (size_t)rows * k, &pv);
-  napi_value indices = make_typed(env, napi_int32_array, 4, (size_t)rows * k, &pi);
-  if (!values || !indices) FAIL("VT_MEMORY", "headTopK: out of memory");
+  if (!typed(env, argv[1], napi_float32_array, &x, &nx)) return 0;
+  a->x_value = argv[1];
+  a->x = x;
+  a->rows = (int)num(env, argv[2]); a->k = (int)num(env, argv[3]); a->budget = (int)num(env, argv[4]);
+  if (a->rows < 1 || nx != (size_t)a->rows * a->h->h.d) { napi_throw_error(env, "VT_ARGUMENT", "headTopK: x is not rows x d"); return 0; }
+  if (a->k < 1 || a->k > a->h->h.n || a->budget < 0) { napi_throw_error(env, "VT_ARGUMENT", "headTopK: k must be 1..n and budget >= 0"); return 0; }
+  return 1;
+}
+
+static double topk_rows(head_h* h, const float* x, int rows, int k, int budget, float* values, int32_t* indices) {
   double scored = 0;
   for (int r = 0; r < rows; r++) {
-    scored += vs_head_topk(&h->h, (const float*)x + (size_t)r * h->h.d, k, budget, (float*)pv + (size_t)r * k, (int32_t*)pi + (size_t)r * k);
+    scored += vs_head_topk(&h->h, x + (size_t)r * h->h.d, k, budget, values + (size_t)r * k, indices + (size_t)r * k);
   }
-  CHECK(napi_create_object(env, &o));
-  napi_create_double(env, scored, &sv);
+  return scored;
+}
+
+static napi_value topk_result(napi_env env, napi_value values, napi_value indices, double scored) {
+  napi_value o, sv;
+  if (napi_create_object(env, &o) != napi_ok || napi_create_double(env, scored, &sv) != napi_ok) return NULL;
   napi_set_named_property(env, o, "values", values);
   napi_set_named_property(env, o, "indices", indices);
   napi_set_named_property(env, o, "scored", sv);
   return o;
+}
+
+static napi_value head_topk_fn(napi_env env, napi_callback_info info) {
+  topk_args a;
+  if (!topk_args_of(env, info, "headTopK(head, x, rows, k, budget)", &a)) return NULL;
+  void *pv, *pi;
+  napi_value values = make_typed(env, napi_float32_array, 4, (size_t)a.rows * a.k, &pv);
+  napi_value indices = make_typed(env, napi_int32_array, 4, (size_t)a.rows * a.k, &pi);
+  if (!values || !indices) FAIL("VT_MEMORY", "headTopK: out of memory");
+  return topk_result(env, values, indices, topk_rows(a.h, a.x, a.rows, a.k, a.budget, pv, pi));
+}
+
+/*
+ * headTopKAsync: the same query on a libuv worker thread, so that a server's event loop keeps
+ * accepting and queueing requests while a dense 500k-class head scores for tens of milliseconds
+ * (the degrade rule can only see requests the loop has read). The head, x and the output arrays
+ * are referenced until the job completes; the head refuses other queries meanwhile (VT_BUSY).
+ */
+typedef struct {
+  napi_async_work work;
+  napi_deferred deferred;
+  napi_ref head_ref, x_ref, values_ref, indices_ref;
+  topk_args a;
+  float* values;
+  int32_t* indices;
+  double scored;
+} topk_job;
+
+static void topk_execute(napi_env env, void* data) {
+  (void)env;
+  topk_job* j = data;
+  j->scored = topk_rows(j->a.h, j->a.x, j->a.rows, j->a.k, j->a.budget, j->values, j->indices);
+}
+
+static void topk_complete(napi_env env, napi_status status, void* data) {
+  topk_job* j = data;
+  j->a.h->busy = 0;
+  napi_value values, indices, result = NULL, error, code, msg;
+  if (status == napi_ok && napi_get_reference_value(env, j->values_ref, &values) == napi_ok
+      && napi_get_reference_value(env, j->indices_ref, &indices) == napi_ok) {
+    result = topk_result(env, values, indices, j->scored);
+  }
+  if (result) {
+    napi_resolve_deferred(env, j->deferred, result);
+  } else {
+    napi_create_string_utf8(env, "VT_ARGUMENT", NAPI_AUTO_LENGTH, &code);
+    napi_create_string_utf8(env, "headTopKAsync: the query was cancelled or its result could not be built", NAPI_AUTO_LENGTH, &msg);
+    napi_create_error(env, code, msg, &error);
+    napi_reject_deferred(env, j->deferred, error);
+  }
+  napi_delete_reference(env, j->head_ref);
+  napi_delete_reference(env, j->x_ref);
+  napi_delete_reference(env, j->values_ref);
+  napi_delete_reference(env, j->indices_ref);
+  napi_delete_async_work(env, j->work);
+  free(j);
+}
+
+static napi_value head_topk_async_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value head_value, promise, name;
+  CHECK(napi_get_cb_info(env, info, &argc, &head_value, NULL, NULL));
+  topk_job* j = calloc(1, sizeof *j);
+  if (!j) FAIL("VT_MEMORY", "headTopKAsync: out of memory");
+  if (!topk_args_of(env, info, "headTopKAsync(head, x, rows, k, budget)", &j->a)) { free(j); return NULL; }
+  void *pv, *pi;
+  napi_value values = make_typed(env, napi_float32_array, 4, (size_t)j->a.rows * j->a.k, &pv);
+  napi_value indices = make_typed(env, napi_int32_array, 4, (size_t)j->a.rows * j->a.k, &pi);
+  if (!values || !indices) { free(j); FAIL("VT_MEMORY", "headTopKAsync: out of memory"); }
+  j->values = pv;
+  j->indices = pi;
+  if (napi_create_reference(env, head_value, 1, &j->head_ref) != napi_ok || napi_create_reference(env, j->a.x_value, 1, &j->x_ref) != napi_ok
+      || napi_create_reference(env, values, 1, &j->values_ref) != napi_ok || napi_create_reference(env, indices, 1, &j->indices_ref) != napi_ok
+      || napi_create_string_utf8(env, "veltair sparse head", NAPI_AUTO_LENGTH, &name) != napi_ok
+      || napi_create_promise(env, &j->deferred, &promise) != napi_ok
+      || napi_create_async_work(env, NULL, name, topk_execute, topk_complete, j, &j->work) != napi_ok) {
+    /* a reference made before the failure leaks with its value: these calls fail only when N-API itself does */
+    free(j);
+    FAIL("VT_ARGUMENT", "headTopKAsync: N-API could not start the query");
+  }
+  if (napi_queue_async_work(env, j->work) != napi_ok) FAIL("VT_ARGUMENT", "headTopKAsync: N-API could not queue the query");
+  j->a.h->busy = 1;
+  return promise;
 }
 
 /* Timing a head under a co-runner needs the timed thread on a known core, away from the noise. */
@@ -698,6 +793,7 @@ NAPI_MODULE_INIT() {
     { "headTables", NULL, head_tables_fn, NULL, NULL, NULL, napi_default, NULL },
     { "headCreate", NULL, head_create_fn, NULL, NULL, NULL, napi_default, NULL },
     { "headTopK", NULL, head_topk_fn, NULL, NULL, NULL, napi_default, NULL },
+    { "headTopKAsync", NULL, head_topk_async_fn, NULL, NULL, NULL, napi_default, NULL },
     { "pinCallingThread", NULL, pin_fn, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

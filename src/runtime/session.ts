@@ -123,6 +123,13 @@ export interface Inference {
   block(to: number, options: BlockOptions): Promise<BlockResult>;
   /** After the last block: the outputs by name (fresh arrays); frees the session for the next inference. */
   finish(): Record<string, HostTensor>;
+  /**
+   * After the last block: reads the plan's outputs and frees the session at once; the returned
+   * function runs the sparse output layer, if the bundle has one, on a worker thread, with the
+   * head's version in use when it is called. A server's way to finish: its event loop and the
+   * session are not held while a large head scores.
+   */
+  finishPlan(): () => Promise<Record<string, HostTensor>>;
   /** Give up on this inference (e.g. its request was cancelled); frees the session. */
   abort(): void;
 }
@@ -302,11 +309,12 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     threadsSetByBlocks = false;
     versionsSetByBlocks = false;
   };
-  const byName = (results: readonly ArrayBufferView[]): Record<string, HostTensor> => {
+  const planByName = (results: readonly ArrayBufferView[]): Record<string, HostTensor> => {
     const out: Record<string, HostTensor> = {};
     planOutputs.forEach((o, i) => { out[o.name] = { dtype: o.dtype, shape: o.shape, data: results[i] as HostTensor['data'] }; });
-    return head ? head.apply(out) : out;
+    return out;
   };
+  const byName = (results: readonly ArrayBufferView[]) => (head ? head.apply(planByName(results)) : planByName(results));
   const runSync = (feeds: Feeds): Record<string, HostTensor> => {
     live();
     if (threadsSetByBlocks) restoreAfterBlocks();
@@ -332,6 +340,14 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     }
     let next = 0, done = false, running = false;
     const end = () => { if (!done) { done = true; release(); } };
+    /** The plan's outputs, once every step has run; the session is free for the next inference after it. */
+    const readPlan = () => {
+      if (done) throw userError('BAD_ARGUMENT', 'this inference has finished', 'start another with session.begin(feeds)');
+      if (next !== steps.length) {
+        throw userError('BAD_ARGUMENT', `the inference has run ${next} of ${steps.length} steps`, 'run blocks up to session.steps.length first');
+      }
+      try { return executor.readOutputs(); } finally { end(); }
+    };
     const inference: Inference = {
       get next() { return next; },
       async block(to, o) {
@@ -376,12 +392,10 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
           running = false;
         }
       },
-      finish() {
-        if (done) throw userError('BAD_ARGUMENT', 'this inference has finished', 'start another with session.begin(feeds)');
-        if (next !== steps.length) {
-          throw userError('BAD_ARGUMENT', `the inference has run ${next} of ${steps.length} steps`, 'run blocks up to session.steps.length first');
-        }
-        try { return byName(executor.readOutputs()); } finally { end(); }
+      finish: () => byName(readPlan()),
+      finishPlan() {
+        const plan = planByName(readPlan());
+        return () => (head ? head.applyAsync(plan) : Promise.resolve(plan));
       },
       abort: end,
     };

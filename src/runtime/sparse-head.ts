@@ -2,7 +2,8 @@
  * A bundle's sparse output layer at run time (`sparse/head.json` + `sparse/head.bin`, compiled by
  * `veltair compile` for a large output layer, src/sparse/head-format.ts). The bundle's graph plan
  * ends at the head's input; the head then runs natively (hash the input, gather the candidate
- * neurons from their buckets, score them with SIMD dot products, top-k) on the calling thread.
+ * neurons from their buckets, score them with SIMD dot products, top-k) on the calling thread, or
+ * on a worker thread (applyAsync: what the server uses, so that its event loop is never blocked).
  *
  * Output contract: the model's output (e.g. `scores [B, N]`) is replaced by two outputs,
  * `<output>_topk_values` float32 [B, k] — the layer's scores (its Gemm + bias, before the softmax
@@ -12,10 +13,10 @@
  * Versions: the kept family, densest first. Without a floor the session runs the densest (sparsity
  * 1, the dense path); with `minRecallAt1` the fastest whose measured recall@1 meets it.
  */
-import { userError, quoteForMessage } from '../errors.js';
+import { internalError, userError, quoteForMessage } from '../errors.js';
 import { HEAD_JSON, readHead, type HeadMeta, type HeadVersion } from '../sparse/head-format.js';
 import { createNativeHead } from '../sparse/head-index.js';
-import { loadSparseAddon, type SparseAddon } from '../sparse/native.js';
+import { loadSparseAddon, type HeadTopK, type SparseAddon } from '../sparse/native.js';
 import type { TensorInfo } from './feeds.js';
 import type { HostTensor } from './host-tensor.js';
 
@@ -41,6 +42,11 @@ export interface SparseHead extends SparseHeadControl {
   outputsFor(prefix: readonly TensorInfo[]): TensorInfo[];
   /** Replace the head input in the prefix outputs by the top-k outputs. */
   apply(outputs: Record<string, HostTensor>): Record<string, HostTensor>;
+  /**
+   * The same on a worker thread, with the version in use when the query starts; queries (of every
+   * replica sharing this head) run one at a time, in call order.
+   */
+  applyAsync(outputs: Record<string, HostTensor>): Promise<Record<string, HostTensor>>;
 }
 
 export function hasSparseHead(files: Readonly<Record<string, unknown>>): boolean {
@@ -83,6 +89,22 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
     throw userError('BAD_BUNDLE', `${bundleDir}/${HEAD_JSON} keeps no dense (sparsity 1) version`, 'recompile the bundle with veltair compile');
   }
   let current = pickVersion(versions, options);
+  let queue: Promise<void> = Promise.resolve();
+  let pending = 0;
+  const hiddenOf = (out: Record<string, HostTensor>) => {
+    const t = out[input];
+    return t && t.data instanceof Float32Array ? { data: t.data, rows: t.shape[0] ?? 1 } : undefined;
+  };
+  const withTopK = (out: Record<string, HostTensor>, hidden: { rows: number }, r: HeadTopK) => {
+    const rows = hidden.rows;
+    const result: Record<string, HostTensor> = {};
+    for (const [name, t] of Object.entries(out)) {
+      if (name !== input) { result[name] = t; continue; }
+      result[outputs.values] = { dtype: 'float32', shape: [rows, k], data: r.values };
+      result[outputs.indices] = { dtype: 'int64', shape: [rows, k], data: BigInt64Array.from(r.indices, (x) => BigInt(x)) };
+    }
+    return result;
+  };
   const head: SparseHead = {
     layer: meta.layer, calibration: meta.calibration, versions,
     get current() { return current; },
@@ -101,17 +123,18 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
       ]));
     },
     apply(out) {
-      const hidden = out[input];
-      if (!hidden || !(hidden.data instanceof Float32Array)) return out;
-      const rows = hidden.shape[0] ?? 1;
-      const r = native.headTopK(handle, hidden.data, rows, k, versions[current]!.budget);
-      const result: Record<string, HostTensor> = {};
-      for (const [name, t] of Object.entries(out)) {
-        if (name !== input) { result[name] = t; continue; }
-        result[outputs.values] = { dtype: 'float32', shape: [rows, k], data: r.values };
-        result[outputs.indices] = { dtype: 'int64', shape: [rows, k], data: BigInt64Array.from(r.indices, (x) => BigInt(x)) };
-      }
-      return result;
+      const hidden = hiddenOf(out);
+      if (!hidden) return out;
+      if (pending > 0) throw internalError('a sparse head was queried synchronously while an asynchronous query ran');
+      return withTopK(out, hidden, native.headTopK(handle, hidden.data, hidden.rows, k, versions[current]!.budget));
+    },
+    applyAsync(out) {
+      const hidden = hiddenOf(out);
+      if (!hidden) return Promise.resolve(out);
+      pending++;
+      const run = queue.then(() => native.headTopKAsync(handle, hidden.data, hidden.rows, k, versions[current]!.budget));
+      queue = run.then(() => undefined, () => undefined);
+      return run.then((r) => withTopK(out, hidden, r)).finally(() => { pending--; });
     },
   };
   return head;

@@ -7,6 +7,8 @@
  *  for each Decision: the session runs the decided units as one block, pinned to the granted cores
  *  (mapped from the scheduler's core indices to this server's CPU ids), with the decided version
  *  per tunable step → blockFinished → the next decisions … → the last block's outputs answer it.
+ *  A model with a sparse output layer frees its instance after the last block; its heads then run
+ *  one at a time off the event loop, each with the version the degrade rule picks as it starts.
  *
  * All scheduler calls happen on the event loop, one at a time; each is timed in real time
  * (decisionSeconds). A block that fails ends its request with the error, and its cores go back.
@@ -22,7 +24,7 @@ import type { Inference, Session } from '../runtime/session.js';
 import type { Backend, InferOutcome, ServedModel } from './backend.js';
 import { unavailable } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
-import { nextSparseVersion } from './sparse-degrade.js';
+import { holdAfterMove, NO_HOLD, nextSparseVersion, type Hold } from './sparse-degrade.js';
 
 export interface DispatchModel {
   readonly served: ServedModel;
@@ -95,6 +97,9 @@ export class Dispatcher implements Backend {
   private readonly instances: Instances[];
   private readonly units: UnitSteps[][];
   private readonly live = new Map<number, Live>();
+  /** Per model: the last sparse head queued (heads of one model run one at a time), and the degrade rule's hold. */
+  private readonly headTail: Promise<void>[];
+  private readonly holds: Hold[];
   private nextId = 1;
   private closed = false;
 
@@ -104,6 +109,8 @@ export class Dispatcher implements Backend {
     this.byName = new Map(o.models.map((m, i) => [m.served.name, i]));
     this.instances = o.models.map((m) => ({ all: [m.session], free: [m.session], waiting: [], admitted: 0 }));
     this.units = o.models.map((m) => unitSteps(m.plan.table, m.session));
+    this.headTail = o.models.map(() => Promise.resolve());
+    this.holds = o.models.map(() => NO_HOLD);
     this.scheduler = new Scheduler({
       policy: o.policy, models: o.models.map((m) => m.plan), cores: o.cpus.length, priorities: o.models.map((m) => m.priority),
       ...(o.predictLevel ? { predictLevel: (cores, model) => o.predictLevel!(cores.map((c) => o.cpus[c]!), model) } : {}),
@@ -217,14 +224,37 @@ export class Dispatcher implements Backend {
 
   private complete(r: Live): void {
     if (r.failed !== undefined) { this.finish(r, r.failed); return; }
-    const sparse = this.chooseSparse(r.model);
-    let outputs: Record<string, HostTensor>;
+    if (!this.o.models[r.model]!.session.sparse) {
+      let outputs: Record<string, HostTensor>;
+      try {
+        outputs = r.inference!.finish();
+      } catch (e) {
+        this.finish(r, e);
+        return;
+      }
+      this.answer(r, outputs, {});
+      return;
+    }
+    let runHead: () => Promise<Record<string, HostTensor>>;
     try {
-      outputs = r.inference!.finish();
+      runHead = r.inference!.finishPlan();
     } catch (e) {
       this.finish(r, e);
       return;
     }
+    // The instance can start the next request while this one's head waits and scores; the request stays admitted (queued) until answered.
+    this.freeInstance(r);
+    this.headTail[r.model] = this.headTail[r.model]!.then(async () => {
+      const sparse = this.chooseSparse(r.model);
+      try {
+        this.answer(r, await runHead(), sparse);
+      } catch (e) {
+        this.finish(r, e);
+      }
+    });
+  }
+
+  private answer(r: Live, outputs: Record<string, HostTensor>, sparse: Record<string, string | number>): void {
     const done = nowMs();
     r.resolve({
       outputs,
@@ -245,13 +275,16 @@ export class Dispatcher implements Backend {
     const head = m.session.sparse;
     if (!head) return {};
     const inst = this.instances[model]!;
+    const now = nowMs();
     const next = nextSparseVersion({
       headMs: head.versions.map((v) => v.latencyMs['0']!), prefixMs: m.plan.fastestMs, qosMs: m.served.qosMs, queued: inst.admitted,
-      parallel: Math.min(m.maxInstances, this.o.cpus.length), current: head.current,
+      parallel: Math.min(m.maxInstances, this.o.cpus.length), current: head.current, nowMs: now, hold: this.holds[model]!,
     });
     const name = m.served.name;
     if (next !== head.current) {
-      this.o.metrics.sparseMoves.inc({ model: name, direction: next > head.current ? 'down' : 'up' });
+      const direction = next > head.current ? 'down' : 'up';
+      this.o.metrics.sparseMoves.inc({ model: name, direction });
+      this.holds[model] = holdAfterMove(this.holds[model]!, direction, now, m.served.qosMs);
       head.use(next);
     }
     const v = head.versions[head.current]!;
@@ -272,7 +305,13 @@ export class Dispatcher implements Backend {
     const inst = this.instances[r.model]!;
     inst.admitted--;
     this.o.metrics.queueDepth.set({ model: this.models[r.model]!.name }, inst.admitted);
-    if (r.instance) inst.free.push(r.instance);
+    this.freeInstance(r);
+  }
+
+  private freeInstance(r: Live): void {
+    if (!r.instance) return;
+    this.instances[r.model]!.free.push(r.instance);
+    r.instance = undefined;
     this.admitWaiting(r.model);
   }
 

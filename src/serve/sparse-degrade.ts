@@ -6,13 +6,26 @@
  *
  * "Would miss": the requests admitted for the model end later than DEGRADE_AT × QoS, each taking
  * the prefix's fastest profiled time (`parallel` prefixes run at once, on the scheduler's cores)
- * plus the version's measured head latency — one head at a time: the head runs on the event loop
- * after the plan's last block, so heads queue behind each other whatever the core count. "Fits
- * again": the same with the denser version ends before RECOVER_AT × QoS.
+ * plus the version's measured head latency — one head at a time: a model's heads run one after
+ * another (on a worker thread, off the event loop), whatever the core count. "Fits again": the
+ * same with the denser version ends before RECOVER_AT × QoS.
  * The gap between the two thresholds keeps the choice from flapping between neighbours.
+ *
+ * Moving back up is also a probe. While sparse answers are fast, a queue cannot tell an open-loop
+ * load that would swamp the denser version from a client that sends its next request when the
+ * last one is answered, whose rate falls with the denser version's speed. So the server tries:
+ * after a move down it holds the sparser version for a while (`Hold`), then moves up if the
+ * queue fits. A move down within PROBE_WINDOW_QOS × QoS of the last move up means the probe failed
+ * (the load is still there), and the next hold is twice as long, up to MAX_HOLD_QOS × QoS; a move
+ * down after a longer quiet starts again from FIRST_HOLD_QOS × QoS. A closed-loop client's probe
+ * succeeds (its queue never grows at the denser version), so it ends up dense; a sustained
+ * overload spends most of its time sparse, with a probe every few seconds at most.
  */
 export const DEGRADE_AT = 0.8;
 export const RECOVER_AT = 0.5;
+export const PROBE_WINDOW_QOS = 10;
+export const FIRST_HOLD_QOS = 2;
+export const MAX_HOLD_QOS = 40;
 
 export interface DegradeInput {
   /** Head latency (ms, level 0) of each kept version, densest first. */
@@ -25,7 +38,19 @@ export interface DegradeInput {
   /** How many of their prefixes run at once (their heads run one at a time). */
   readonly parallel: number;
   readonly current: number;
+  /** The clock (ms) and the hold after the last move down: no move up before `hold.untilMs`. */
+  readonly nowMs?: number;
+  readonly hold?: Hold;
 }
+
+/** The state of the probing: when the model last moved up, and how long the last move down holds. */
+export interface Hold {
+  readonly lastUpMs: number;
+  readonly untilMs: number;
+  readonly holdMs: number;
+}
+
+export const NO_HOLD: Hold = { lastUpMs: -Infinity, untilMs: -Infinity, holdMs: 0 };
 
 const drainMs = (o: DegradeInput, v: number) => (o.queued * o.prefixMs) / Math.max(1, o.parallel) + o.queued * o.headMs[v]!;
 
@@ -33,6 +58,15 @@ const drainMs = (o: DegradeInput, v: number) => (o.queued * o.prefixMs) / Math.m
 export function nextSparseVersion(o: DegradeInput): number {
   const last = o.headMs.length - 1;
   if (o.current < last && drainMs(o, o.current) > DEGRADE_AT * o.qosMs) return o.current + 1;
-  if (o.current > 0 && drainMs(o, o.current - 1) < RECOVER_AT * o.qosMs) return o.current - 1;
+  const held = o.hold !== undefined && o.nowMs !== undefined && o.nowMs < o.hold.untilMs;
+  if (o.current > 0 && !held && drainMs(o, o.current - 1) < RECOVER_AT * o.qosMs) return o.current - 1;
   return o.current;
+}
+
+/** The hold after a move (`down`: sparser), made at `nowMs`. */
+export function holdAfterMove(h: Hold, direction: 'down' | 'up', nowMs: number, qosMs: number): Hold {
+  if (direction === 'up') return { ...h, lastUpMs: nowMs };
+  const failedProbe = nowMs - h.lastUpMs <= PROBE_WINDOW_QOS * qosMs;
+  const holdMs = failedProbe ? Math.min(MAX_HOLD_QOS * qosMs, Math.max(FIRST_HOLD_QOS * qosMs, 2 * h.holdMs)) : FIRST_HOLD_QOS * qosMs;
+  return { lastUpMs: h.lastUpMs, untilMs: nowMs + holdMs, holdMs };
 }

@@ -109,6 +109,8 @@ export interface SparseAddon {
     ids: Uint32Array): Handle;
   /** Top k of each of `rows` inputs x [rows x d]; budget 0 (or >= n) scores every neuron (dense). */
   headTopK(head: Handle, x: Float32Array, rows: number, k: number, budget: number): HeadTopK;
+  /** The same on a libuv worker thread. The head takes one query at a time: another call meanwhile throws VT_BUSY. */
+  headTopKAsync(head: Handle, x: Float32Array, rows: number, k: number, budget: number): Promise<HeadTopK>;
   /** Pin the calling (JS) thread to `core` (false if refused); -1 restores the affinity it had before the first pin. */
   pinCallingThread(core: number): boolean;
 }
