@@ -10,9 +10,10 @@ const base = { headMs: [20.7, 0.68, 0.32], prefixMs: 1, qosMs: 4 * 21.7, paralle
 
 test('the model moves one version sparser once the requests it holds would end after DEGRADE_AT × QoS', () => {
   assert.equal(nextSparseVersion({ ...base, queued: 1, current: 0 }), 0, 'one request fits at dense');
-  // heads run one at a time on the event loop: 4 × 20.7 + 4 × 1 / 2 = 84.8 ms > 0.8 × 86.8
-  assert.ok(4 * 20.7 + 2 > DEGRADE_AT * base.qosMs);
-  assert.equal(nextSparseVersion({ ...base, queued: 4, current: 0 }), 1, 'the head is not divided by the core count');
+  assert.equal(nextSparseVersion({ ...base, queued: 2, current: 0 }), 0, 'two fit: 2 × 20.7 + 2 × 1 / 2 = 42.4 ms');
+  // heads run one at a time: 3 × 20.7 + 3 × 1 / 2 = 63.6 ms > 0.6 × 86.8 (divided by the 2 cores it would be 32.6, and fit)
+  assert.ok(3 * 20.7 + 1.5 > DEGRADE_AT * base.qosMs && (3 * 20.7 + 1.5) / 2 < DEGRADE_AT * base.qosMs);
+  assert.equal(nextSparseVersion({ ...base, queued: 3, current: 0 }), 1, 'the head is not divided by the core count');
   assert.equal(nextSparseVersion({ ...base, queued: 4, current: 1 }), 1, 'one step at a time, and no further than needed');
   assert.equal(nextSparseVersion({ ...base, queued: 400, current: 1 }), 2);
   assert.equal(nextSparseVersion({ ...base, queued: 4000, current: 2 }), 2, 'the sparsest version is the floor');
