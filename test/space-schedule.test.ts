@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkloadShape } from '../src/ir/workload.js';
 import { scheduleFeatures } from '../src/space/features.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
+import { defaultSchedule, localityGreedy, parallelHeavy, weightHeavy, weightStreaming } from '../src/space/presets.js';
 import { problemOf } from '../src/space/problem.js';
 import { seededRng } from '../src/random.js';
 import { isValid, makeSchedule, mutate, registerTiles, sampleSchedules, whyInvalid, type Schedule } from '../src/space/schedule.js';
@@ -88,6 +88,22 @@ test('register tiles rank a tile that leaves gcc a spare register above one that
   assert.deepEqual(registerTiles(problemOf(WORKLOADS[0]!, 8), AVX2)[0], { regOc: 2, regCols: 6 });
   // AVX-512 (32 zmm): the measured best tile (2,14) leaves one spare and still leads
   assert.deepEqual(registerTiles(problemOf(WORKLOADS[0]!, 16), AVX512)[0], { regOc: 2, regCols: 14 });
+});
+
+test('weight streaming: only for convs whose weights outweigh their activations; one ic block per pass, the cache tile in L1', () => {
+  const late = conv(512, 7, 512, 3), early = conv(64, 56, 64, 3), depthwise = conv(512, 7, 512, 3, 1, 512);
+  assert.ok(weightHeavy(late) && !weightHeavy(early) && !weightHeavy(depthwise));
+  assert.equal(weightStreaming(early, AVX2, 1), undefined);
+  assert.equal(weightStreaming(depthwise, AVX2, 1), undefined);
+  for (const t of [AVX2, AVX512]) {
+    for (const w of [late, conv(256, 14, 256, 3), conv(1024, 14, 256, 1), conv(512, 14, 512, 3, 2)]) {
+      const s = weightStreaming(w, t, 2)!;
+      assert.ok(isValid(s, w, t), whyInvalid(s, w, t) ?? '');
+      assert.equal(s.tileIc, 1);
+      assert.equal(s.loopOrder, 'oc_outer');
+      assert.ok(scheduleFeatures(w, s).footprintBytes.l2 <= t.caches.l1d || s.tileRows === 1, JSON.stringify(s));
+    }
+  }
 });
 
 test('schedules serialise with a stable field order', () => {

@@ -18,7 +18,7 @@ import type { Workload } from '../ir/workload.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
 import type { ScheduleFeatures } from '../space/features.js';
 import { scheduleFeatures } from '../space/features.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../space/presets.js';
+import { defaultSchedule, localityGreedy, parallelHeavy, weightStreaming } from '../space/presets.js';
 import { seededRng, type Rng } from '../random.js';
 import { isValid, makeSchedule, mutate, repair, sampleSchedule, type Schedule } from '../space/schedule.js';
 import type { Target } from '../toolchain/target.js';
@@ -106,6 +106,8 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
   const priors = (o.priors ?? []).map((p) => ({ schedule: snap(p.schedule), medianMs: p.medianMs })).filter((p) => usable(p.schedule));
   const seeds: Schedule[] = [...(o.seedSchedules ?? []).slice(0, MAX_CARRIED_SEEDS).map(snap), ...priors.map((p) => p.schedule)];
   for (const t of threadOptions) {
+    const streaming = weightStreaming(workload, target, t);
+    if (streaming) seeds.push(streaming);
     for (const make of [localityGreedy, parallelHeavy, defaultSchedule]) seeds.push(make(workload, target, t));
   }
   const random = (): Schedule => snap({ ...sampleSchedule(workload, target, rng), threads: rng.pick(threadOptions) });
