@@ -83,13 +83,17 @@ static inline vt8_t vt8_gather_lanes(const float* base, long stride, int lanes) 
   __m256i index = _mm256_mullo_epi32(lane, _mm256_set1_epi32((int)stride));
   return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, index, _mm256_castsi256_ps(m), 4);
 }
-/* base[off[i]] for the lanes i whose bit is set in `mask`, zero in the others. */
-static inline vt8_t vt8_gather_offsets(const float* base, const int32_t* off, unsigned mask) {
+/* A fixed lane permutation for vt8_permute, built once and reused: lane i of the result is lane idx[i] (0..7). */
+typedef __m256i vt8_perm_t;
+static inline vt8_perm_t vt8_perm_index(const int32_t* idx) { return _mm256_loadu_si256((const __m256i*)idx); }
+static inline vt8_t vt8_permute(vt8_t x, vt8_perm_t idx) { return _mm256_permutevar8x32_ps(x, idx); }
+/* A lane selector for vt8_select: lane i is picked where bit i of `mask` is set. */
+static inline vt8_t vt8_lane_mask(unsigned mask) {
   const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-  __m256i m = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)mask), bit), bit);
-  __m256i index = _mm256_loadu_si256((const __m256i*)off);
-  return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, index, _mm256_castsi256_ps(m), 4);
+  return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)mask), bit), bit));
 }
+/* b in the lanes `pick` selects, a in the others (bitwise: NaNs pass through untouched). */
+static inline vt8_t vt8_select(vt8_t pick, vt8_t a, vt8_t b) { return _mm256_blendv_ps(a, b, pick); }
 #endif
 
 /* ---- AVX-512: V = 16 ---- */

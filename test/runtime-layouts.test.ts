@@ -34,11 +34,29 @@ function shuffleUnit(c: number): Pick<Case, 'nodes' | 'inits'> {
   };
 }
 
+/** Concat of `cs` → channel shuffle with `groups` groups, the shuffled value the output. */
+function shuffleOf(cs: number[], groups: number, hw: [number, number]): Pick<Case, 'nodes' | 'inits' | 'feeds' | 'out'> {
+  const names = cs.map((_, i) => (i === 0 ? 'x' : `in${i}`));
+  const total = cs.reduce((a, b) => a + b, 0);
+  return {
+    nodes: [
+      { op: 'Concat', inputs: names, outputs: ['cat'], attrs: { axis: 1 } },
+      { op: 'Reshape', inputs: ['cat', 'to5'], outputs: ['r5'] },
+      { op: 'Transpose', inputs: ['r5'], outputs: ['t5'], attrs: { perm: [0, 2, 1, 3, 4] } },
+      { op: 'Reshape', inputs: ['t5', 'to4'], outputs: ['y'] },
+    ],
+    inits: [['to5', ints([5], [1, groups, total / groups, ...hw])], ['to4', ints([4], [1, total, ...hw])]],
+    feeds: cs.map((c, i) => named(names[i]!, f32([1, c, ...hw], 10 + i))), out: [1, total, ...hw],
+  };
+}
+
 const CASES: Case[] = [
   { name: 'channel shuffle with its concat and slices (12 + 12 channels)', ...shuffleUnit(12),
     feeds: [X([1, 12, 3, 4]), named('b', f32([1, 12, 3, 4], 4))], out: [1, 12, 3, 4] },
   { name: 'channel shuffle off the grid (29 + 29 channels)', ...shuffleUnit(29),
     feeds: [X([1, 29, 3, 4]), named('b', f32([1, 29, 3, 4], 4))], out: [1, 29, 3, 4] },
+  // Groups 4 over five inputs: an 8-lane output block draws from up to five sources, and the last block is partial.
+  { name: 'channel shuffle, groups 4, of five inputs (1 + 4 + 5 + 5 + 5 channels)', ...shuffleOf([1, 4, 5, 5, 5], 4, [3, 2]) },
   { name: 'concat off the grid (12 + 20 + 3 channels)', node: { op: 'Concat', inputs: ['x', 'b', 'c'], attrs: { axis: 1 } },
     feeds: [X([2, 12, 3, 3]), named('b', f32([2, 20, 3, 3], 5)), named('c', f32([2, 3, 3, 3], 6))], out: [2, 35, 3, 3] },
   { name: 'split off the grid (5 + 11 channels)',
@@ -97,6 +115,13 @@ test('the chain and shuffle cases lower to one fused layer each', () => {
   });
   assert.deepEqual(s.graph.layers.map((l) => l.op), ['channelgather', 'sub']);
   assert.equal(s.graph.layers[0]!.outputs.length, 2);
+  const groups4 = CASES.find((c) => c.name.includes('groups 4'))!;
+  const g = graphOf({
+    inputs: groups4.feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })),
+    outputs: [{ name: 'y', dtype: 'float32', shape: [...groups4.out] }],
+    initializers: groups4.inits ?? [], nodes: groups4.nodes!,
+  });
+  assert.deepEqual(g.graph.layers.map((l) => l.op), ['channelgather']);
 });
 
 /** One REORDER step from value a (at 0) to value b. */
@@ -135,6 +160,42 @@ test('NCHW[8]c ↔ NCHW[16]c reorders keep every channel and zero the padding', 
     assert.deepEqual(back8, b8);
     assert.deepEqual(execs[3]!.run([back8])[0], nat);
     for (const e of execs) e.close();
+  }
+});
+
+test('a CHANNEL_GATHER on NCHW[V]c zeroes the output padding and never reads the inputs\' padding lanes', async () => {
+  // The planned cases compare natural outputs, which drop the padded lanes this test reads.
+  const [n, hw, cin] = [2, 3, [5, 7]];
+  const map = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? [0, (i / 2 + 1) % 5] : [1, (3 * i) % 7]));
+  for (const v of [8, 16]) {
+    const cb = (c: number) => Math.ceil(c / v);
+    const blocked = (c: number, seed: number) => {
+      const x = new Float32Array(n * cb(c) * v * hw).fill(NaN);
+      const vals = seeded(n * c * hw, seed);
+      for (let i = 0; i < n; i++) for (let ch = 0; ch < c; ch++) for (let p = 0; p < hw; p++) {
+        x[((i * cb(c) + Math.floor(ch / v)) * hw + p) * v + (ch % v)] = vals[(i * c + ch) * hw + p]!;
+      }
+      return x;
+    };
+    const ins = cin.map((c, i) => blocked(c, 3 + i));
+    const outBytes = n * cb(12) * v * hw * 4;
+    const at = [0, Math.ceil(ins[0]!.byteLength / 64) * 64];
+    const outAt = at[1]! + Math.ceil(ins[1]!.byteLength / 64) * 64;
+    const exec = await createExecutor({
+      arenaBytes: outAt + outBytes,
+      inputs: ins.map((x, i) => ({ name: `in${i}`, dtype: 'float32' as const, shape: [], offset: at[i]!, bytes: x.byteLength })),
+      outputs: [{ name: 'y', dtype: 'float32' as const, shape: [], offset: outAt, bytes: outBytes }],
+      steps: [{ op: OP.CHANNEL_GATHER, threads: 2, inputs: at.map((o) => arenaRef(o)), outputs: [arenaRef(outAt)], floats: [], label: 'gather',
+        ints: [v, n, hw, 2, 1, ...cin, 12, ...map.flat()] }],
+      symbols: [], params: [],
+    }, null);
+    const y = exec.run(ins)[0] as Float32Array;
+    exec.close();
+    for (let i = 0; i < n; i++) for (let ch = 0; ch < cb(12) * v; ch++) for (let p = 0; p < hw; p++) {
+      const [s, sc] = map[ch] ?? [0, 0];
+      const want = ch < 12 ? ins[s!]![((i * cb(cin[s!]!) + Math.floor(sc! / v)) * hw + p) * v + (sc! % v)] : 0;
+      assert.equal(y[((i * cb(12) + Math.floor(ch / v)) * hw + p) * v + (ch % v)], want, `V=${v} n=${i} c=${ch} p=${p}`);
+    }
   }
 });
 
