@@ -1,11 +1,13 @@
 /**
- * Sparse output layers against dense: `node dist/src/bench/sparse-head-bench.js [--only trained,generated]
+ * Sparse output layers against dense: `node dist/src/bench/sparse-head-bench.js [--only trained,words,generated]
  *   [--classes 500000] [--rounds 15] [--tables 64] [--keep DIR]`, under the benchmark lock:
  *   flock -x /work/.bench.lock node dist/src/bench/sparse-head-bench.js
- * Two models, each compiled by `veltair compile` (the real CLI, in a child) into a bundle with a
+ * Models, each compiled by `veltair compile` (the real CLI, in a child) into a bundle with a
  * sparse family, then timed here, one input per call, on one pinned core:
  *  - trained: `veltair data planted` (20 000 labels) → `veltair train` (3 epochs) → compile with the
  *    trained index, calibrated on the training run's held-out data;
+ *  - words: the same from `veltair data words` (the training issue's real set, built from Debian's
+ *    English text: about 56 000 classes), 3 epochs on 2 threads; only with --only words;
  *  - generated: 500 000 random Gaussian class vectors of 128 dims behind an identity layer, queries a
  *    class vector plus noise (label: that class), index built at compile time (--sparse-tables).
  * Per round every version and ONNX Runtime (the same layer as Gemm + TopK, one thread) run one pass
@@ -42,31 +44,47 @@ const compileArgs = (model: string, out: string, db: string) =>
 
 interface Prepared { readonly name: string; readonly bundle: string; readonly hidden: Float32Array; readonly note: string }
 
-async function trained(work: string, log: (m: string) => void): Promise<Prepared> {
-  const data = join(work, 'planted');
-  await veltair(['data', 'planted', '-o', data, '--labels', '20000', '--features', '5000', '--train', '40000', '--test', '2000'], log);
-  const run = join(work, 'run');
-  await veltair(['train', join(data, 'spec.json'), join(data, 'train.txt'), '--eval', join(data, 'test.txt'), '-o', run, '--epochs', '3',
-    '--threads', '1'], log);
-  const bundle = join(work, 'trained.bundle');
+interface TrainedSource {
+  readonly key: string;
+  readonly name: string;
+  /** `veltair data …` arguments before `-o DIR`. */
+  readonly data: readonly string[];
+  readonly epochs: number;
+  readonly threads: number;
+}
+
+const TRAINED: Record<string, TrainedSource> = {
+  trained: { key: 'trained', name: 'trained (planted, 20k labels)', epochs: 3, threads: 1,
+    data: ['data', 'planted', '--labels', '20000', '--features', '5000', '--train', '40000', '--test', '2000'] },
+  // The training issue's real set (src/sparse/words.ts): the words around a word in Debian's English text, predicting it.
+  words: { key: 'words', name: 'words (Debian text)', epochs: 3, threads: 2,
+    data: ['data', 'words', '--max-train', '100000', '--max-test', '10000'] },
+};
+
+async function trained(work: string, src: TrainedSource, log: (m: string) => void): Promise<Prepared> {
+  const data = join(work, src.key);
+  await veltair([...src.data, '-o', data], log);
+  const run = join(work, `${src.key}-run`);
+  await veltair(['train', join(data, 'spec.json'), join(data, 'train.txt'), '--eval', join(data, 'test.txt'), '-o', run, '--epochs',
+    String(src.epochs), '--threads', String(src.threads)], log);
+  const bundle = join(work, `${src.key}.bundle`);
   await veltair(compileArgs(join(run, 'model.onnx'), bundle, join(work, 'db')), log);
   // The head's inputs: relu(x·W0 + b0) of held-out rows, from the exported first layer.
   const m = await loadModel(join(run, 'model.onnx'), { inputShapes: new Map() });
   const w0 = m.model.graph.initializers.get('layers.0.weight')!, b0 = m.model.graph.initializers.get('layers.0.bias')!;
   const [inDim, d] = w0.dims as [number, number];
-  const test = await readXc(join(data, 'test.txt'), { inputDim: inDim, outputDim: 20000 });
+  const classes = m.model.graph.initializers.get('layers.1.bias')!.dims[0]!;
+  const test = await readXc(join(data, 'test.txt'), { inputDim: inDim, outputDim: classes });
   const hidden = new Float32Array(ROWS * d);
   for (let r = 0; r < ROWS; r++) {
-    const x = new Float32Array(inDim);
-    for (let p = test.row[r]!; p < test.row[r + 1]!; p++) x[test.idx[p]!] = test.val[p]!;
     for (let o = 0; o < d; o++) {
       let s = (b0.data as Float32Array)[o]!;
-      for (let i = 0; i < inDim; i++) if (x[i]) s += x[i]! * (w0.data as Float32Array)[i * d + o]!;
+      for (let p = test.row[r]!; p < test.row[r + 1]!; p++) s += test.val[p]! * (w0.data as Float32Array)[test.idx[p]! * d + o]!;
       hidden[r * d + o] = Math.max(0, s);
     }
   }
-  return { name: 'trained (planted, 20k labels)', bundle, hidden,
-    note: 'veltair train (3 epochs) on `veltair data planted --labels 20000`; timed on its first 64 held-out rows' };
+  return { name: src.name, bundle, hidden,
+    note: `veltair train (${src.epochs} epochs, ${src.threads} thread(s)) on \`veltair ${src.data.join(' ')}\`; timed on its first ${ROWS} held-out rows` };
 }
 
 function gaussian(rng: ReturnType<typeof seededRng>): number {
@@ -185,7 +203,9 @@ export async function sparseHeadBench(o: { only: readonly string[]; classes: num
     const pinned = await pinSelf([0]);
     const parts = [`Machine: ${machineLine(await machineInfo())}; ${pinned ? 'pinned to core 0' : 'not pinned'}; ${o.rounds} rounds.`, ''];
     for (const which of o.only) {
-      const p = which === 'trained' ? await trained(work, o.log) : await generated(work, o.classes, o.tables, o.log);
+      const src = TRAINED[which];
+      if (!src && which !== 'generated') throw new Error(`--only takes ${[...Object.keys(TRAINED), 'generated'].join(', ')}; not ${which}`);
+      const p = src ? await trained(work, src, o.log) : await generated(work, o.classes, o.tables, o.log);
       const { rows, meta } = await measure(p, o.rounds);
       parts.push(table(p, meta, rows), '');
     }
