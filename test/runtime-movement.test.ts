@@ -66,7 +66,8 @@ function reorder(
 }
 
 test('NCHW ↔ NCHW[V]c reorders round-trip exactly and zero the padded channels', async () => {
-  for (const [n, c, hw, v] of [[2, 19, 35, 16], [1, 3, 50, 8], [3, 32, 7, 16], [1, 5, 1, 16]] as const) {
+  // V = 8: a 3-channel image split into pixel runs (PART_PX = 2048 in ops_reorder.c) with a tail of 7, and full and partial blocks
+  for (const [n, c, hw, v] of [[2, 19, 35, 16], [1, 3, 50, 8], [3, 32, 7, 16], [1, 5, 1, 16], [1, 3, 4103, 8], [2, 19, 35, 8], [1, 8, 8, 8]] as const) {
     const x = seeded(n * c * hw, 7 + c);
     const cb = Math.ceil(c / v);
     const blockedBytes = n * cb * v * hw * 4;

@@ -2,8 +2,9 @@
  * REORDER: a value's layout change. ints [from_kind, from_v, to_kind, to_v, N, C, HW, rows, cols]
  * with kind 0 = natural, 1 = NCHW[V]c (logical [N][C][HW]), 2 = rows (logical [rows][cols], the
  * last dimension padded to a multiple of V). Every padded channel/column written is zero (the
- * kernel ABI's invariant). Vector paths for every pair a plan emits: natural <-> blocked (a masked
- * gather per output pixel / a strided gather per natural row), blocked <-> blocked of any two
+ * kernel ABI's invariant). Vector paths for every pair a plan emits: natural <-> blocked (8 x 8
+ * register transposes on AVX2, a masked gather per output pixel on AVX-512 / a strided gather per
+ * natural row), blocked <-> blocked of any two
  * widths (8c <-> 16c: runs of min(V1, V2) lanes copied per pixel), natural <-> rows and rows <-> rows
  * (row copies); any other pair goes element by element through the natural index.
  */
@@ -15,54 +16,69 @@
 /* layout kinds: enum vt_layout_kind (vt_abi.h) */
 enum { NATURAL = VT_LAYOUT_NATURAL, BLOCKED = VT_LAYOUT_BLOCKED, ROWS = VT_LAYOUT_ROWS };
 
-typedef struct { const float* in; float* out; long n, c, hw, v, cb; } blk_ctx;
+/* parts, part_px: NCHW -> NCHW[V]c splits each block's pixels into `parts` runs of part_px, so a
+ * model's 3-channel input (one block) still gives every thread work. */
+typedef struct { const float* in; float* out; long n, c, hw, v, cb, parts, part_px; } blk_ctx;
+
+/* Pixels per unit of NCHW -> NCHW[V]c work: 2048 x 8 floats = 64 KiB written. */
+#define PART_PX 2048
 
 /*
- * NCHW -> NCHW[V]c for a vector width V this build has (16: AVX-512, 8: AVX2): one output pixel per
- * vector store, a masked gather of the block's real channels (zeros in the padded lanes), instead
- * of V strided scalar stores per pixel.
+ * NCHW -> NCHW[V]c, pixels [q0, q1) of block t. AVX2: 8 pixels of each real channel are one load
+ * (zeros for the padded lanes), transposed in registers into 8 pixel vectors. AVX-512: a masked
+ * gather of the block's real channels per output pixel. Otherwise element by element.
  */
-#define TO_BLOCKED(V)                                                                   \
-  static void to_blocked##V(const blk_ctx* k, long t) {                                 \
-    long n = t / k->cb, cb = t % k->cb;                                                 \
-    float* dst = k->out + t * k->hw * V;                                                \
-    int lanes = (int)(k->c - cb * V < V ? k->c - cb * V : V);                           \
-    const float* src = k->in + (n * k->c + cb * V) * k->hw;                             \
-    for (long q = 0; q < k->hw; q++) vt##V##_store(dst + q * V, vt##V##_gather_lanes(src + q, k->hw, lanes)); \
-  }
 #if defined(__AVX512F__)
-TO_BLOCKED(16)
+static void to_blocked16(const blk_ctx* k, long t, long q0, long q1) {
+  long n = t / k->cb, cb = t % k->cb;
+  float* dst = k->out + t * k->hw * 16;
+  int lanes = (int)(k->c - cb * 16 < 16 ? k->c - cb * 16 : 16);
+  const float* src = k->in + (n * k->c + cb * 16) * k->hw;
+  for (long q = q0; q < q1; q++) vt16_store(dst + q * 16, vt16_gather_lanes(src + q, k->hw, lanes));
+}
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
-TO_BLOCKED(8)
+static void to_blocked8(const blk_ctx* k, long t, long q0, long q1) {
+  long n = t / k->cb, cb = t % k->cb;
+  float* dst = k->out + t * k->hw * 8;
+  int lanes = (int)(k->c - cb * 8 < 8 ? k->c - cb * 8 : 8);
+  const float* src = k->in + (n * k->c + cb * 8) * k->hw;
+  long q = q0;
+  for (; q + 8 <= q1; q += 8) {
+    vt8_t r[8];
+    for (int l = 0; l < 8; l++) r[l] = l < lanes ? vt8_load(src + l * k->hw + q) : vt8_zero();
+    vt8_transpose8(r);
+    for (int j = 0; j < 8; j++) vt8_store(dst + (q + j) * 8, r[j]);
+  }
+  for (; q < q1; q++) vt8_store(dst + q * 8, vt8_gather_lanes(src + q, k->hw, lanes));
+}
 #endif
+
+static void to_blocked_scalar(const blk_ctx* k, long t, long q0, long q1) {
+  long n = t / k->cb, cb = t % k->cb;
+  float* dst = k->out + t * k->hw * k->v;
+  long lanes = k->c - cb * k->v < k->v ? k->c - cb * k->v : k->v;
+  const float* src = k->in + (n * k->c + cb * k->v) * k->hw;
+  for (long p0 = q0; p0 < q1; p0 += 32) {
+    long p1 = p0 + 32 < q1 ? p0 + 32 : q1;
+    for (long l = 0; l < lanes; l++)
+      for (long q = p0; q < p1; q++) dst[q * k->v + l] = src[l * k->hw + q];
+    for (long l = lanes; l < k->v; l++)
+      for (long q = p0; q < p1; q++) dst[q * k->v + l] = 0.0f;
+  }
+}
 
 static void to_blocked(const void* p, long b, long e) {
   const blk_ctx* k = p;
+  for (long u = b; u < e; u++) {
+    long t = u / k->parts, q0 = (u % k->parts) * k->part_px, q1 = q0 + k->part_px < k->hw ? q0 + k->part_px : k->hw;
 #if defined(__AVX512F__)
-  if (k->v == 16 && k->hw <= INT32_MAX / 16) {
-    for (long t = b; t < e; t++) to_blocked16(k, t);
-    return;
-  }
+    if (k->v == 16 && k->hw <= INT32_MAX / 16) { to_blocked16(k, t, q0, q1); continue; }
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
-  if (k->v == 8 && k->hw <= INT32_MAX / 8) {
-    for (long t = b; t < e; t++) to_blocked8(k, t);
-    return;
-  }
+    if (k->v == 8 && k->hw <= INT32_MAX / 8) { to_blocked8(k, t, q0, q1); continue; }
 #endif
-  for (long t = b; t < e; t++) {
-    long n = t / k->cb, cb = t % k->cb;
-    float* dst = k->out + t * k->hw * k->v;
-    long lanes = k->c - cb * k->v < k->v ? k->c - cb * k->v : k->v;
-    const float* src = k->in + (n * k->c + cb * k->v) * k->hw;
-    for (long p0 = 0; p0 < k->hw; p0 += 32) {
-      long p1 = p0 + 32 < k->hw ? p0 + 32 : k->hw;
-      for (long l = 0; l < lanes; l++)
-        for (long q = p0; q < p1; q++) dst[q * k->v + l] = src[l * k->hw + q];
-      for (long l = lanes; l < k->v; l++)
-        for (long q = p0; q < p1; q++) dst[q * k->v + l] = 0.0f;
-    }
+    to_blocked_scalar(k, t, q0, q1);
   }
 }
 
@@ -185,10 +201,11 @@ int vt_op_reorder(const vt_step* s) {
   const float* in = s->in[0];
   float* out = s->out[0];
   if (from == NATURAL && to == BLOCKED) {
-    blk_ctx ctx = { in, out, n, c, hw, tv, (c + tv - 1) / tv };
-    vt_parallel(n * ctx.cb, s->threads, 4, to_blocked, &ctx);
+    long parts = (hw + PART_PX - 1) / PART_PX;
+    blk_ctx ctx = { in, out, n, c, hw, tv, (c + tv - 1) / tv, parts, PART_PX };
+    vt_parallel(n * ctx.cb * parts, s->threads, 2, to_blocked, &ctx);
   } else if (from == BLOCKED && to == NATURAL) {
-    blk_ctx ctx = { in, out, n, c, hw, fv, (c + fv - 1) / fv };
+    blk_ctx ctx = { in, out, n, c, hw, fv, (c + fv - 1) / fv, 1, hw };
     vt_parallel(n * ctx.cb, s->threads, 4, from_blocked, &ctx);
   } else if ((from == NATURAL && to == ROWS) || (from == ROWS && to == NATURAL)) {
     long v = to == ROWS ? tv : fv;
