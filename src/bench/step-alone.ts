@@ -85,6 +85,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   process.stdout.write([
     `machine: ${machineLine(await machineInfo())}`, `${bundle}, one thread, ms (one figure per round):`,
     '| step | layer | model | alone | harness warm | harness flushed | profiled |', '|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.step} | ${r.layer} | ${f(r.modelMs)} | ${fs(r.aloneMs)} | ${fs(r.harnessWarmMs)} | ${fs(r.harnessFlushedMs)} | ${f(r.profiledMs)} |`),
+    ...rows.map((r) => `| ${r.step} | ${r.layer} | ${f(r.modelMs)} | ${fs(r.aloneMs)} | ${fs(r.harnessWarmMs)} | ${fs(r.harnessFlushedMs)} `
+      + `| ${f(r.profiledMs)} |`),
   ].join('\n') + '\n');
 }
