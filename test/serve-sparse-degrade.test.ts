@@ -19,7 +19,7 @@ test('the model moves one version sparser once the requests it holds would end a
   assert.equal(nextSparseVersion({ ...base, queued: 4000, current: 2 }), 2, 'the sparsest version is the floor');
 });
 
-test('it moves back up only when the denser version would end before RECOVER_AT × QoS', () => {
+test('it moves back up only when the denser version would end by RECOVER_AT × QoS', () => {
   assert.equal(nextSparseVersion({ ...base, queued: 1, current: 1 }), 0, 'one request at dense ends at 21.2 ms');
   assert.ok(2 * 20.7 + 1 < RECOVER_AT * base.qosMs);
   assert.equal(nextSparseVersion({ ...base, queued: 2, current: 1 }), 0);
@@ -46,4 +46,15 @@ test('after a move down the model holds the sparser version; a failed probe doub
   hold = holdAfterMove(hold, 'up', hold.untilMs, q);
   hold = holdAfterMove(hold, 'down', hold.lastUpMs + PROBE_WINDOW_QOS * q + 1, q);
   assert.equal(hold.holdMs, FIRST_HOLD_QOS * q);
+});
+
+test('one failed probe doubles the hold once, however many versions the load then pushes the model down', () => {
+  const q = base.qosMs;
+  let hold = holdAfterMove(NO_HOLD, 'down', 0, q);
+  hold = holdAfterMove(holdAfterMove(hold, 'up', hold.untilMs, q), 'up', hold.untilMs + 1, q);
+  hold = holdAfterMove(hold, 'down', hold.lastUpMs + 1, q);
+  assert.equal(hold.holdMs, 2 * FIRST_HOLD_QOS * q);
+  hold = holdAfterMove(hold, 'down', hold.lastUpMs + 2, q);
+  assert.equal(hold.holdMs, 2 * FIRST_HOLD_QOS * q, 'the second move down of the same episode neither doubles nor resets');
+  assert.equal(nextSparseVersion({ ...base, queued: 1, current: 1, nowMs: hold.untilMs, hold }), 0, 'at the boundary (≤) the probe goes up');
 });

@@ -4,7 +4,7 @@
  * down the sparsity family (sparser, faster); when requests come one at a time again they move
  * back up to dense (after the hold that follows a move down) and stay there. Which version answered, and its recall, is in every response's parameters and
  * in /metrics. The moves follow the model's own estimates (queue × per-request time against
- * QoS = 2 × that time); the test reads no clock.
+ * QoS = 2 × that time) and, after a move down, a hold; the test's clock bounds its waiting only.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -68,10 +68,12 @@ test('overload moves answers down the sparsity family; one request at a time mov
   const sparseAnswers = ['s0.05', 's0.01', 's0.005'].map((v) => metricValue(text, 'veltair_sparse_answers_total', `model="planted",version="${v}"`) || 0);
   assert.ok(sparseAnswers.some((n) => n > 0), `sparse versions answered: ${sparseAnswers.join(',')}`);
 
-  // One request at a time: once the hold after the last move down is over (at most MAX_HOLD_QOS × QoS), the probe up holds.
+  // One request at a time: once the hold after the last move down is over (at most MAX_HOLD_QOS × QoS, well under a second here),
+  // the probe up holds. The deadline bounds the wait only; nothing is asserted about how long it took.
   let last: Answer | undefined;
   let sent = 0;
-  for (; sent < 2000 && last?.parameters['veltair_sparse_version'] !== 's1'; sent++) last = await infer(1000 + sent);
+  const deadline = Date.now() + 60_000;
+  for (; Date.now() < deadline && last?.parameters['veltair_sparse_version'] !== 's1'; sent++) last = await infer(1000 + sent);
   assert.equal(last!.parameters['veltair_sparse_version'], 's1', `back on the dense version once the queue is gone (${sent} requests)`);
   for (let i = 0; i < 20; i++) last = await infer(5000 + i);
   assert.equal(last!.parameters['veltair_sparse_version'], 's1', 'and it stays there: a closed-loop client is not an overload');

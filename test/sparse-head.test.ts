@@ -142,8 +142,12 @@ test('finishPlan frees the session, then runs the head off the event loop with t
         const inference = await s.begin({ features: { dtype: 'float32', shape: [1, FEATURES], data: x } });
         if (s.steps.length > 0) await inference.block(s.steps.length, { cores });
         const runHead = inference.finishPlan();
-        const second = await s.begin({ features: { dtype: 'float32', shape: [1, FEATURES], data: x } });
-        second.abort(); // the session was free before the head ran
+        // The session was free before the head ran: another inference starts at once (a session still held would keep it waiting).
+        let timer: NodeJS.Timeout | undefined;
+        const held = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('the session was still held')), 10_000); });
+        const second = await Promise.race([s.begin({ features: { dtype: 'float32', shape: [1, FEATURES], data: x } }), held]);
+        clearTimeout(timer);
+        second.abort();
         const pending = runHead();
         assert.throws(() => topOf(s, x), /synchronously while an asynchronous query ran/, 'a synchronous query waits for no one: it is refused');
         const out = await pending;

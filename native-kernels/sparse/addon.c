@@ -732,18 +732,28 @@ static napi_value head_topk_async_fn(napi_env env, napi_callback_info info) {
   if (!values || !indices) { free(j); FAIL("VT_MEMORY", "headTopKAsync: out of memory"); }
   j->values = pv;
   j->indices = pi;
-  if (napi_create_reference(env, head_value, 1, &j->head_ref) != napi_ok || napi_create_reference(env, j->a.x_value, 1, &j->x_ref) != napi_ok
-      || napi_create_reference(env, values, 1, &j->values_ref) != napi_ok || napi_create_reference(env, indices, 1, &j->indices_ref) != napi_ok
-      || napi_create_string_utf8(env, "veltair sparse head", NAPI_AUTO_LENGTH, &name) != napi_ok
-      || napi_create_promise(env, &j->deferred, &promise) != napi_ok
-      || napi_create_async_work(env, NULL, name, topk_execute, topk_complete, j, &j->work) != napi_ok) {
-    /* a reference made before the failure leaks with its value: these calls fail only when N-API itself does */
-    free(j);
-    FAIL("VT_ARGUMENT", "headTopKAsync: N-API could not start the query");
+  int ok = napi_create_reference(env, head_value, 1, &j->head_ref) == napi_ok && napi_create_reference(env, j->a.x_value, 1, &j->x_ref) == napi_ok
+      && napi_create_reference(env, values, 1, &j->values_ref) == napi_ok && napi_create_reference(env, indices, 1, &j->indices_ref) == napi_ok
+      && napi_create_string_utf8(env, "veltair sparse head", NAPI_AUTO_LENGTH, &name) == napi_ok
+      && napi_create_async_work(env, NULL, name, topk_execute, topk_complete, j, &j->work) == napi_ok
+      && napi_create_promise(env, &j->deferred, &promise) == napi_ok;
+  if (ok && napi_queue_async_work(env, j->work) == napi_ok) {
+    j->a.h->busy = 1;
+    return promise;
   }
-  if (napi_queue_async_work(env, j->work) != napi_ok) FAIL("VT_ARGUMENT", "headTopKAsync: N-API could not queue the query");
-  j->a.h->busy = 1;
-  return promise;
+  /* Nothing was queued: undo what was made (a created promise is settled so that no caller waits on it). */
+  if (j->deferred) {
+    napi_value error, code, msg;
+    napi_create_string_utf8(env, "VT_ARGUMENT", NAPI_AUTO_LENGTH, &code);
+    napi_create_string_utf8(env, "headTopKAsync: N-API could not queue the query", NAPI_AUTO_LENGTH, &msg);
+    napi_create_error(env, code, msg, &error);
+    napi_reject_deferred(env, j->deferred, error);
+  }
+  if (j->work) napi_delete_async_work(env, j->work);
+  napi_ref refs[4] = { j->head_ref, j->x_ref, j->values_ref, j->indices_ref };
+  for (int i = 0; i < 4; i++) if (refs[i]) napi_delete_reference(env, refs[i]);
+  free(j);
+  FAIL("VT_ARGUMENT", "headTopKAsync: N-API could not start the query");
 }
 
 /* Timing a head under a co-runner needs the timed thread on a known core, away from the noise. */

@@ -78,7 +78,15 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stderr.write('usage: node dist/src/bench/step-alone.js BUNDLE [--top 6] [--rounds 2] [--core 0]\n');
     process.exit(1);
   }
-  const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
+  const arg = (name: string, fallback: number) => {
+    const i = process.argv.indexOf(name);
+    const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+    if (!Number.isInteger(v) || v < 0) {
+      process.stderr.write(`step-alone: ${name} takes a whole number ≥ 0, not ${JSON.stringify(process.argv[i + 1] ?? '')}\n`);
+      process.exit(1);
+    }
+    return v;
+  };
   const rows = await timeStepsAlone(bundle, { top: arg('--top', 6), rounds: arg('--rounds', 2), core: arg('--core', 0) });
   const f = (x: number | undefined) => (x === undefined ? 'failed' : x.toFixed(3));
   const fs = (xs: readonly (number | undefined)[]) => xs.map(f).join(' / ');

@@ -134,7 +134,9 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
       pending++;
       const run = queue.then(() => native.headTopKAsync(handle, hidden.data, hidden.rows, k, versions[current]!.budget));
       queue = run.then(() => undefined, () => undefined);
-      return run.then((r) => withTopK(out, hidden, r)).finally(() => { pending--; });
+      return run.then((r) => withTopK(out, hidden, r), (e: unknown) => {
+        throw internalError(`the sparse output layer ${quoteForMessage(input)} failed: ${(e as Error).message}`);
+      }).finally(() => { pending--; });
     },
   };
   return head;

@@ -151,7 +151,13 @@ export class Dispatcher implements Backend {
     while (inst.waiting.length > 0) {
       let session = inst.free.pop();
       if (!session && inst.all.length < m.maxInstances) {
-        session = m.session.replicate();
+        try {
+          session = m.session.replicate();
+        } catch (e) {
+          // No arena for another instance (e.g. out of memory): this request fails, the server goes on.
+          this.finish(inst.waiting.shift()!, e);
+          continue;
+        }
         inst.all.push(session);
       }
       if (!session) return;
@@ -242,16 +248,22 @@ export class Dispatcher implements Backend {
       this.finish(r, e);
       return;
     }
+    // Each head answers or fails its own request; the chain itself never rejects, so one failure cannot stall the model's later heads.
+    this.headTail[r.model] = this.headTail[r.model]!.then(() => this.runHead(r, runHead));
     // The instance can start the next request while this one's head waits and scores; the request stays admitted (queued) until answered.
     this.freeInstance(r);
-    this.headTail[r.model] = this.headTail[r.model]!.then(async () => {
-      const sparse = this.chooseSparse(r.model);
-      try {
-        this.answer(r, await runHead(), sparse);
-      } catch (e) {
-        this.finish(r, e);
-      }
-    });
+  }
+
+  private async runHead(r: Live, run: () => Promise<Record<string, HostTensor>>): Promise<void> {
+    let outputs: Record<string, HostTensor>, sparse: Record<string, string | number>;
+    try {
+      sparse = this.chooseSparse(r.model);
+      outputs = await run();
+    } catch (e) {
+      this.finish(r, e);
+      return;
+    }
+    this.answer(r, outputs, sparse);
   }
 
   private answer(r: Live, outputs: Record<string, HostTensor>, sparse: Record<string, string | number>): void {

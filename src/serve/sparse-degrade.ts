@@ -8,7 +8,7 @@
  * the prefix's fastest profiled time (`parallel` prefixes run at once, on the scheduler's cores)
  * plus the version's measured head latency — one head at a time: a model's heads run one after
  * another (on a worker thread, off the event loop), whatever the core count. "Fits again": the
- * same with the denser version ends before RECOVER_AT × QoS.
+ * same with the denser version ends by RECOVER_AT × QoS.
  * The gap between the two thresholds keeps the choice from flapping between neighbours. The
  * estimate leaves out what a request spends outside the model (HTTP, JSON, the event loop: about
  * 4 ms of a 5.5 ms median sparse answer on loopback, 2 cores), hence DEGRADE_AT well below 1.
@@ -45,14 +45,15 @@ export interface DegradeInput {
   readonly hold?: Hold;
 }
 
-/** The state of the probing: when the model last moved up, and how long the last move down holds. */
+/** The state of the probing: when the model last moved up, whether that probe is still unjudged, and the hold of the last move down. */
 export interface Hold {
   readonly lastUpMs: number;
+  readonly probing: boolean;
   readonly untilMs: number;
   readonly holdMs: number;
 }
 
-export const NO_HOLD: Hold = { lastUpMs: -Infinity, untilMs: -Infinity, holdMs: 0 };
+export const NO_HOLD: Hold = { lastUpMs: -Infinity, probing: false, untilMs: -Infinity, holdMs: 0 };
 
 const drainMs = (o: DegradeInput, v: number) => (o.queued * o.prefixMs) / Math.max(1, o.parallel) + o.queued * o.headMs[v]!;
 
@@ -61,14 +62,16 @@ export function nextSparseVersion(o: DegradeInput): number {
   const last = o.headMs.length - 1;
   if (o.current < last && drainMs(o, o.current) > DEGRADE_AT * o.qosMs) return o.current + 1;
   const held = o.hold !== undefined && o.nowMs !== undefined && o.nowMs < o.hold.untilMs;
-  if (o.current > 0 && !held && drainMs(o, o.current - 1) < RECOVER_AT * o.qosMs) return o.current - 1;
+  if (o.current > 0 && !held && drainMs(o, o.current - 1) <= RECOVER_AT * o.qosMs) return o.current - 1;
   return o.current;
 }
 
 /** The hold after a move (`down`: sparser), made at `nowMs`. */
 export function holdAfterMove(h: Hold, direction: 'down' | 'up', nowMs: number, qosMs: number): Hold {
-  if (direction === 'up') return { ...h, lastUpMs: nowMs };
-  const failedProbe = nowMs - h.lastUpMs <= PROBE_WINDOW_QOS * qosMs;
-  const holdMs = failedProbe ? Math.min(MAX_HOLD_QOS * qosMs, Math.max(FIRST_HOLD_QOS * qosMs, 2 * h.holdMs)) : FIRST_HOLD_QOS * qosMs;
-  return { lastUpMs: h.lastUpMs, untilMs: nowMs + holdMs, holdMs };
+  if (direction === 'up') return { ...h, lastUpMs: nowMs, probing: true };
+  const first = FIRST_HOLD_QOS * qosMs;
+  if (nowMs - h.lastUpMs > PROBE_WINDOW_QOS * qosMs) return { ...h, probing: false, untilMs: nowMs + first, holdMs: first };
+  // A failed probe doubles the hold once; further moves down in the same episode keep it.
+  const holdMs = h.probing ? Math.min(MAX_HOLD_QOS * qosMs, Math.max(first, 2 * h.holdMs)) : Math.max(first, h.holdMs);
+  return { ...h, probing: false, untilMs: nowMs + holdMs, holdMs };
 }

@@ -6,7 +6,7 @@
 import type { WorkloadShape } from '../ir/workload.js';
 import { scheduleFeatures } from './features.js';
 import { problemOf } from './problem.js';
-import { makeSchedule, registerTiles, repair, tileCounts, widthsFor, type Schedule } from './schedule.js';
+import { isValid, makeSchedule, registerTiles, repair, tileCounts, widthsFor, type Schedule } from './schedule.js';
 import type { Target } from '../toolchain/target.js';
 
 /**
@@ -82,8 +82,8 @@ export function weightHeavy(w: WorkloadShape): boolean {
 export function weightStreaming(w: WorkloadShape, t: Target, threads = t.cores): Schedule | undefined {
   if (!weightHeavy(w)) return undefined;
   let s = repair({ ...base(w, t, threads, threads), tileIc: 1, tileOc: 1, loopOrder: 'oc_outer', parallelAxis: 'oc' }, w, t);
-  while (s.tileRows > 1 && scheduleFeatures(w, s).footprintBytes.l2 > t.caches.l1d) s = { ...s, tileRows: Math.ceil(s.tileRows / 2) };
-  return s;
+  while (s.tileRows > 1 && scheduleFeatures(w, s).footprintBytes.l2 > t.caches.l1d) s = repair({ ...s, tileRows: Math.ceil(s.tileRows / 2) }, w, t);
+  return isValid(s, w, t) ? s : undefined;
 }
 
 /** A balanced starting point: best register tile, L2-sized tiles, ≥ 4 chunks per thread. */
