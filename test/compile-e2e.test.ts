@@ -67,6 +67,24 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
   assert.ok(readFileSync(join(out, 'manifest.json')).equals(manifestBytes), 'byte-identical manifest.json');
 });
 
+test('a compile resumes from the records this target holds: another search seed measures nothing; a larger budget only the difference', async () => {
+  const db = join(root, 'db-resume');
+  const args = (trials: number, seed: number) => ['compile', model, '-o', join(root, `resume-${trials}-${seed}.bundle`), '--db', db, '--trials',
+    String(trials), '--levels', '0', '--seed', String(seed), '--threads', '1', '--profile-threads', 'none', '--json'];
+  const first = await veltair(args(5, 1), env);
+  assert.equal(first.exitCode, 0, first.stderr);
+  const measured = JSON.parse(first.stdout).measured as number;
+  assert.ok(measured >= 8, `two workloads × 5 trials (${measured})`);
+  // Seed 2 would propose other random schedules after the presets: the records already fill the budget.
+  const other = await veltair(args(5, 2), env);
+  assert.equal(other.exitCode, 0, other.stderr);
+  assert.equal(JSON.parse(other.stdout).measured, 0);
+  assert.equal(JSON.parse(other.stdout).dbHits, measured);
+  const more = await veltair(args(6, 2), env);
+  assert.equal(more.exitCode, 0, more.stderr);
+  assert.ok(JSON.parse(more.stdout).measured >= 1 && JSON.parse(more.stdout).measured <= 2, `one more trial per workload (${more.stdout})`);
+});
+
 function checkContent(m: Manifest, text: string) {
   assert.equal(m.model.path, 'tiny.onnx');
   assert.ok(!text.includes(root), 'no absolute build paths in the manifest');

@@ -19,7 +19,7 @@ import type { Workload } from '../ir/workload.js';
 import type { NoiseSettings } from '../interference/levels.js';
 import { repair, isValid } from '../space/schedule.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
-import { evaluateBatch } from './evaluate.js';
+import { evaluateBatch, trialFromRecord } from './evaluate.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
 import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
 import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
@@ -266,6 +266,22 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     ...(o.noisyScreen !== undefined ? { noisyScreen: o.noisyScreen } : {}),
   };
   const count = (r: TrialResult) => { if (r.fromDb) dbHits++; else measured++; };
+
+  // Resume, as a tuner reading its own log does: the records this target already holds for a run
+  // count toward the run's budget (fastest first), whichever search proposed them. Without this, a
+  // change to the presets or the seeds makes every rerun against a full database (the shipped
+  // records included) measure a new batch of candidates for workloads it has tuned.
+  runs.forEach((r, i) => {
+    const quiet = (x: TrialResult) => (x.status === 'ok' ? x.medianMs['0'] ?? Infinity : Infinity);
+    const own = o.db.records(r.use.workload.key).filter((x) => x.threads === r.threads)
+      .map((x) => trialFromRecord(x, recordId(x), levels, true)).sort((a, b) => quiet(a) - quiet(b) || (a.id < b.id ? -1 : 1));
+    for (const t of own.slice(0, caps[i]!)) {
+      searches[i]!.observe(t);
+      progress[i]!.history.push(taskCost(searches[i]!.bestMs()));
+      count(t);
+      done++;
+    }
+  });
 
   try {
     while (done < budget) {
