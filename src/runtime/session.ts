@@ -125,11 +125,12 @@ export interface Inference {
   finish(): Record<string, HostTensor>;
   /**
    * After the last block: reads the plan's outputs and frees the session at once; the returned
-   * function runs the sparse output layer, if the bundle has one, on a worker thread, with the
-   * head's version in use when it is called. A server's way to finish: its event loop and the
-   * session are not held while a large head scores.
+   * function queues the sparse output layer, if the bundle has one, on a worker thread (one query
+   * at a time per head, in call order; `atStart` runs as this one's turn comes, before the head's
+   * version is read). A server's way to finish: its event loop and the session are not held while
+   * a large head scores.
    */
-  finishPlan(): () => Promise<Record<string, HostTensor>>;
+  finishPlan(): (atStart?: () => void) => Promise<Record<string, HostTensor>>;
   /** Give up on this inference (e.g. its request was cancelled); frees the session. */
   abort(): void;
 }
@@ -395,7 +396,11 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
       finish: () => byName(readPlan()),
       finishPlan() {
         const plan = planByName(readPlan());
-        return () => (head ? head.applyAsync(plan) : Promise.resolve(plan));
+        return (atStart) => {
+          if (head) return head.applyAsync(plan, atStart);
+          atStart?.();
+          return Promise.resolve(plan);
+        };
       },
       abort: end,
     };

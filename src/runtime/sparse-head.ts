@@ -44,9 +44,10 @@ export interface SparseHead extends SparseHeadControl {
   apply(outputs: Record<string, HostTensor>): Record<string, HostTensor>;
   /**
    * The same on a worker thread, with the version in use when the query starts; queries (of every
-   * replica sharing this head) run one at a time, in call order.
+   * replica sharing this head) run one at a time, in call order. `atStart` runs as the query's turn
+   * comes, just before the version is read (a server picks the version there).
    */
-  applyAsync(outputs: Record<string, HostTensor>): Promise<Record<string, HostTensor>>;
+  applyAsync(outputs: Record<string, HostTensor>, atStart?: () => void): Promise<Record<string, HostTensor>>;
 }
 
 export function hasSparseHead(files: Readonly<Record<string, unknown>>): boolean {
@@ -128,11 +129,14 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
       if (pending > 0) throw internalError('a sparse head was queried synchronously while an asynchronous query ran');
       return withTopK(out, hidden, native.headTopK(handle, hidden.data, hidden.rows, k, versions[current]!.budget));
     },
-    applyAsync(out) {
+    applyAsync(out, atStart) {
       const hidden = hiddenOf(out);
-      if (!hidden) return Promise.resolve(out);
+      if (!hidden) { atStart?.(); return Promise.resolve(out); }
       pending++;
-      const run = queue.then(() => native.headTopKAsync(handle, hidden.data, hidden.rows, k, versions[current]!.budget));
+      const run = queue.then(() => {
+        atStart?.();
+        return native.headTopKAsync(handle, hidden.data, hidden.rows, k, versions[current]!.budget);
+      });
       queue = run.then(() => undefined, () => undefined);
       return run.then((r) => withTopK(out, hidden, r), (e: unknown) => {
         throw internalError(`the sparse output layer ${quoteForMessage(input)} failed: ${(e as Error).message}`);

@@ -97,8 +97,7 @@ export class Dispatcher implements Backend {
   private readonly instances: Instances[];
   private readonly units: UnitSteps[][];
   private readonly live = new Map<number, Live>();
-  /** Per model: the last sparse head queued (heads of one model run one at a time), and the degrade rule's hold. */
-  private readonly headTail: Promise<void>[];
+  /** Per model: the degrade rule's hold (sparse-degrade.ts). */
   private readonly holds: Hold[];
   private nextId = 1;
   private closed = false;
@@ -109,7 +108,6 @@ export class Dispatcher implements Backend {
     this.byName = new Map(o.models.map((m, i) => [m.served.name, i]));
     this.instances = o.models.map((m) => ({ all: [m.session], free: [m.session], waiting: [], admitted: 0 }));
     this.units = o.models.map((m) => unitSteps(m.plan.table, m.session));
-    this.headTail = o.models.map(() => Promise.resolve());
     this.holds = o.models.map(() => NO_HOLD);
     this.scheduler = new Scheduler({
       policy: o.policy, models: o.models.map((m) => m.plan), cores: o.cpus.length, priorities: o.models.map((m) => m.priority),
@@ -241,29 +239,18 @@ export class Dispatcher implements Backend {
       this.answer(r, outputs, {});
       return;
     }
-    let runHead: () => Promise<Record<string, HostTensor>>;
+    let head: Promise<Record<string, HostTensor>>;
+    let sparse: Record<string, string | number> = {};
     try {
-      runHead = r.inference!.finishPlan();
+      // The head queues behind the model's earlier heads (sparse-head.ts); the version is picked as its turn comes.
+      head = r.inference!.finishPlan()(() => { sparse = this.chooseSparse(r.model); });
     } catch (e) {
       this.finish(r, e);
       return;
     }
-    // Each head answers or fails its own request; the chain itself never rejects, so one failure cannot stall the model's later heads.
-    this.headTail[r.model] = this.headTail[r.model]!.then(() => this.runHead(r, runHead));
     // The instance can start the next request while this one's head waits and scores; the request stays admitted (queued) until answered.
     this.freeInstance(r);
-  }
-
-  private async runHead(r: Live, run: () => Promise<Record<string, HostTensor>>): Promise<void> {
-    let outputs: Record<string, HostTensor>, sparse: Record<string, string | number>;
-    try {
-      sparse = this.chooseSparse(r.model);
-      outputs = await run();
-    } catch (e) {
-      this.finish(r, e);
-      return;
-    }
-    this.answer(r, outputs, sparse);
+    head.then((outputs) => this.answer(r, outputs, sparse), (e: unknown) => this.finish(r, e));
   }
 
   private answer(r: Live, outputs: Record<string, HostTensor>, sparse: Record<string, string | number>): void {
