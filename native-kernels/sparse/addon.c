@@ -695,6 +695,14 @@ static void topk_execute(napi_env env, void* data) {
   j->scored = topk_rows(j->a.h, j->a.x, j->a.rows, j->a.k, j->a.budget, j->values, j->indices);
 }
 
+/* Drop what a job holds (references, the work) and free it; every field may still be unset. */
+static void topk_release(napi_env env, topk_job* j) {
+  napi_ref refs[4] = { j->head_ref, j->x_ref, j->values_ref, j->indices_ref };
+  for (int i = 0; i < 4; i++) if (refs[i]) napi_delete_reference(env, refs[i]);
+  if (j->work) napi_delete_async_work(env, j->work);
+  free(j);
+}
+
 static void topk_complete(napi_env env, napi_status status, void* data) {
   topk_job* j = data;
   j->a.h->busy = 0;
@@ -711,12 +719,7 @@ static void topk_complete(napi_env env, napi_status status, void* data) {
     napi_create_error(env, code, msg, &error);
     napi_reject_deferred(env, j->deferred, error);
   }
-  napi_delete_reference(env, j->head_ref);
-  napi_delete_reference(env, j->x_ref);
-  napi_delete_reference(env, j->values_ref);
-  napi_delete_reference(env, j->indices_ref);
-  napi_delete_async_work(env, j->work);
-  free(j);
+  topk_release(env, j);
 }
 
 static napi_value head_topk_async_fn(napi_env env, napi_callback_info info) {
@@ -741,18 +744,14 @@ static napi_value head_topk_async_fn(napi_env env, napi_callback_info info) {
     j->a.h->busy = 1;
     return promise;
   }
-  /* Nothing was queued: undo what was made (a created promise is settled so that no caller waits on it). */
+  /* Nothing was queued: the caller gets the thrown error, so a promise already made is settled
+   * quietly (resolved: a rejection nobody holds would be an unhandled one). */
   if (j->deferred) {
-    napi_value error, code, msg;
-    napi_create_string_utf8(env, "VT_ARGUMENT", NAPI_AUTO_LENGTH, &code);
-    napi_create_string_utf8(env, "headTopKAsync: N-API could not queue the query", NAPI_AUTO_LENGTH, &msg);
-    napi_create_error(env, code, msg, &error);
-    napi_reject_deferred(env, j->deferred, error);
+    napi_value undefined;
+    napi_get_undefined(env, &undefined);
+    napi_resolve_deferred(env, j->deferred, undefined);
   }
-  if (j->work) napi_delete_async_work(env, j->work);
-  napi_ref refs[4] = { j->head_ref, j->x_ref, j->values_ref, j->indices_ref };
-  for (int i = 0; i < 4; i++) if (refs[i]) napi_delete_reference(env, refs[i]);
-  free(j);
+  topk_release(env, j);
   FAIL("VT_ARGUMENT", "headTopKAsync: N-API could not start the query");
 }
 
