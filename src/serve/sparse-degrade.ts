@@ -10,8 +10,9 @@
  * another (on a worker thread, off the event loop), whatever the core count. "Fits again": the
  * same with the denser version ends by RECOVER_AT × QoS.
  * The gap between the two thresholds keeps the choice from flapping between neighbours. The
- * estimate leaves out what a request spends outside the model (HTTP, JSON, the event loop: about
- * 4 ms of a 5.5 ms median sparse answer on loopback, 2 cores), hence DEGRADE_AT well below 1.
+ * estimate leaves out what a request spends outside the model (HTTP, JSON, the event loop: most of
+ * a 5.3–5.7 ms median answer on loopback, 2 cores, whose s0.005 head takes 0.68 ms), hence
+ * DEGRADE_AT well below 1.
  *
  * Moving back up is also a probe. While sparse answers are fast, a queue cannot tell an open-loop
  * load that would swamp the denser version from a client that sends its next request when the
