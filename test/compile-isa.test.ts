@@ -76,7 +76,10 @@ test('a level this CPU cannot run is refused before measuring; an unknown level 
 });
 
 test('running a bundle whose required extensions this CPU lacks is one clear error', async () => {
-  const fake = join(root, 'amx.bundle');
-  writeFakeBundle(fake, (m) => ({ ...m, target: { ...m.target, requiredIsa: ['amx_tile', 'avx2'] } }));
-  assertOneClearError(await veltair(['run', fake, '--input', `x=${join(root, 'none.npy')}`]), 'TARGET_MISMATCH', ['amx_tile']);
+  // An extension this CPU lacks, whichever vendor it is: AMX on AMD, AMD's XOP/FMA4/SSE4a on Intel.
+  const lacking = ['amx_tile', 'xop', 'fma4', 'sse4a', 'avx512_vp2intersect'].find((f) => !cpuInfo().flags.has(f));
+  assert.ok(lacking, 'this CPU has every candidate extension: add one it lacks');
+  const fake = join(root, 'lacking.bundle');
+  writeFakeBundle(fake, (m) => ({ ...m, target: { ...m.target, requiredIsa: [lacking, 'avx2'] } }));
+  assertOneClearError(await veltair(['run', fake, '--input', `x=${join(root, 'none.npy')}`]), 'TARGET_MISMATCH', [lacking]);
 });
