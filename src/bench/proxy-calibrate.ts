@@ -80,6 +80,31 @@ export async function calibrateProxy(bundle: LoadedBundle, o: CalibrateOptions):
   return { proxy: summarise(samples, levels, o.cores, o.threads, o.windowMs ?? DEFAULT_REFRESH_MS), samples };
 }
 
+const SETTLE_WINDOW_MS = 50;
+const SETTLE_MAX_MS = 1500;
+
+/**
+ * A resumed co-runner takes a while to reach its rate: on an Intel host the first 100 ms after
+ * SIGCONT of the 2 GiB random level moved 9–37% of what the next ones did, and a 50 ms window
+ * there read no traffic at all. Samples labelled with a level must see that level, so the sweep
+ * keeps the model running until two successive windows of the co-runner's own counters agree
+ * within 10% (at most SETTLE_MAX_MS; at level 0 nothing runs and this returns at once).
+ */
+async function untilCoRunnerSteady(bank: LevelBank, runOnce: () => void): Promise<void> {
+  const deadline = Date.now() + SETTLE_MAX_MS;
+  let start = await bank.counters();
+  let previous: number | undefined;
+  while (start && Date.now() < deadline) {
+    const until = Date.now() + SETTLE_WINDOW_MS;
+    while (Date.now() < until) runOnce();
+    const end = await bank.counters();
+    const gbps = end ? trafficGBps(start, end) : 0;
+    if (previous !== undefined && gbps > 0 && Math.abs(gbps - previous) <= 0.1 * previous) return;
+    previous = gbps;
+    start = end;
+  }
+}
+
 async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly number[], cores: RuntimeCores, o: CalibrateOptions,
   say: (m: string) => void): Promise<CalibrationSample[]> {
   const session = await loadBundle(bundle.paths.dir, { threads: o.threads, pinThreads: true });
@@ -105,6 +130,7 @@ async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly num
       say(`calibrating at level ${level}`);
       await bank.activate(level);
       for (let i = 0; i < (o.warmupRuns ?? 3); i++) runOnce();
+      await untilCoRunnerSteady(bank, runOnce);
       proxy.sampler.restartWindow();
       let start = await bank.counters();
       for (let got = 0; got < perVisit;) {
