@@ -91,6 +91,31 @@ test('a conv chain stays blocked through pooling and a residual add; only graph 
   assertArenaSound(p);
 });
 
+test('pooled features off the vector grid: blocked into the Gemm through a rows view, natural when they are the output', async () => {
+  const head = (tail: NodeSpec[], fw: [string, ReturnType<typeof f32>][]) => graphOf([
+    { op: 'Conv', inputs: ['input', 'w'], outputs: ['c'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'GlobalAveragePool', inputs: ['c'], outputs: ['g'] },
+    ...tail,
+  ], [['w', f32([40, 3, 1, 1])], ...fw], [1, 3, 4, 4]);
+  const gemm = await head([
+    { op: 'Flatten', inputs: ['g'], outputs: ['f'], attrs: { axis: 1 } },
+    { op: 'Gemm', inputs: ['f', 'fw', 'fb'], outputs: ['output'], attrs: { transB: 1 } },
+  ], [['fw', f32([10, 40])], ['fb', f32([10])]]);
+  const p = buildGraphPlan(gemm, choose(gemm), 16);
+  assert.deepEqual(describe(gemm, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', 'flatten rows16 inplace',
+    'dense rows16', 'reorder rows16>nchw']);
+  const flat = p.values[p.steps[3]!.outputs[0]!]!;
+  assert.deepEqual([flat.layout, flat.bytes, flat.viewOf?.byteOffset], ['rows16', 48 * 4, 0], '[1][48]: channel c at c, padded channels zero');
+  assertArenaSound(p);
+  // At V=8 the 40 channels are on the grid: both layouts are natural, nothing changes.
+  const p8 = buildGraphPlan(gemm, choose(gemm, 8), 8);
+  assert.deepEqual(describe(gemm, p8), ['reorder nchw>nchw8c', 'conv2d nchw8c', 'globalaveragepool nchw8c', 'flatten nchw inplace',
+    'dense rows8', 'reorder rows8>nchw']);
+  const out = await head([{ op: 'Flatten', inputs: ['g'], outputs: ['output'], attrs: { axis: 1 } }], []);
+  assert.deepEqual(describe(out, buildGraphPlan(out, choose(out), 16)),
+    ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', 'flatten nchw inplace'], 'a natural reader: the pool writes [N][C]');
+});
+
 test('a family without the target width runs at its own width, with reorders around it', async () => {
   const g = await graphOf([
     { op: 'Conv', inputs: ['input', 'w'], outputs: ['output'], attrs: { kernel_shape: [1, 1] } },

@@ -5,15 +5,18 @@
  *  - unary activations, batch normalisation, elementwise chains (one pass over several ops);
  *  - binary add/sub/mul/div/max/min of same-shaped values, or of a value and a per-channel gate
  *    ([N|1, C, 1, 1]: squeeze-excite, channel bias) or a constant scalar / per-channel vector;
- *  - max/average pooling, and global pooling (written in the natural layout: [N][C] is what its
- *    readers take, and a Flatten of it is then a view);
+ *  - max/average pooling, and global pooling (written in the natural layout, [N][C], unless a
+ *    blocked reader takes it: see globalPoolReadBlocked);
+ *  - a Flatten/Reshape/Squeeze of a blocked [N, C, 1, 1] to [N, C] is a view in rows{V}: both put
+ *    channel c of row n at n·roundUp(C, V) + c, padded channels zero (the pooled features a Gemm
+ *    reads, when C is not a multiple of V);
  *  - channel concat, split and slice (any channel counts: unaligned ones become channel gathers),
  *    and channel gathers (a recognised channel shuffle, with the concat before and the split after);
  *  - transpose of a rank-4 value reads it blocked and writes the natural layout.
  * Blocked ops write zeros to padded channels (the kernel ABI's invariant).
  */
 import type { Layer } from '../ir/layer.js';
-import { blockedLayout, NATURAL, parseLayout, type Layout } from './layout.js';
+import { blockedLayout, NATURAL, parseLayout, rowsLayout, type Layout } from './layout.js';
 
 /** Unary ops whose native form runs on any float layout (padded lanes are re-zeroed). */
 export const BLOCKED_UNARY: ReadonlySet<string> = new Set(['relu', 'clip', 'leakyrelu', 'sigmoid', 'hardsigmoid', 'hardswish', 'silu',
@@ -23,6 +26,9 @@ const POOLS: ReadonlySet<string> = new Set(['maxpool', 'averagepool', 'globalave
 const BINARY: ReadonlySet<string> = new Set(['add', 'sub', 'mul', 'div', 'max', 'min']);
 const CHANNEL_MOVES: ReadonlySet<string> = new Set(['concat', 'split', 'channelgather']);
 const NATURAL_OUT: ReadonlySet<string> = new Set(['transpose', 'globalaveragepool', 'globalmaxpool']);
+const GLOBAL_POOLS: ReadonlySet<string> = new Set(['globalaveragepool', 'globalmaxpool']);
+/** Ops that only rename a value's shape: in place when the bytes agree. */
+export const VIEW_OPS: ReadonlySet<string> = new Set(['reshape', 'flatten', 'squeeze', 'unsqueeze']);
 
 export interface Needs { readonly layout: Layout; readonly inputs: readonly Layout[]; readonly outputs: readonly Layout[] }
 
@@ -77,20 +83,52 @@ export function runsBlocked(l: Layer): boolean {
   return false;
 }
 
+/** A view op from [N, C, 1, 1] to [N, C]: the same bytes in nchw{V}c and in rows{V}. */
+export function isPooledRowsView(l: Layer): boolean {
+  const [n, c, h, w] = l.inputShapes[0] ?? [];
+  const out = l.outputShape;
+  return VIEW_OPS.has(l.op) && l.inputs.length === 1 && l.outputs.length === 1 && l.inputShapes[0]!.length === 4 && h === 1 && w === 1
+    && out.length === 2 && out[0] === n && out[1] === c;
+}
+
+/**
+ * Whether a global pool's [N, C, 1, 1] result has a blocked reader: a tunable layer (the conv of a
+ * squeeze-excite), a binary that runs blocked (a channel gate), or — through a pooled-rows view —
+ * a tunable dense (the classifier's Gemm). Then the pool writes nchw{V}c and nobody reorders;
+ * otherwise [N][C], what natural readers (and graph outputs) take. The two agree byte for byte
+ * when C is a multiple of V, so this only matters for channel counts off the vector grid.
+ */
+export function globalPoolReadBlocked(pooled: string, readersOf: (value: string) => readonly Layer[], isOutput: (value: string) => boolean): boolean {
+  const blockedReader = (value: string): boolean => !isOutput(value) && readersOf(value).some((r) =>
+    r.tunable || (BINARY.has(r.op) && runsBlocked(r)) || (isPooledRowsView(r) && blockedReader(r.outputs[0]!)));
+  return blockedReader(pooled);
+}
+
+export interface NeedsContext {
+  /** The layout each input value was produced in. */
+  readonly producedIn: (value: string) => Layout | undefined;
+  /** Whether a global pool's output has a blocked reader (globalPoolReadBlocked); false when not given. */
+  readonly poolReadBlocked?: (value: string) => boolean;
+}
+
 /**
  * The layouts a non-tunable layer reads and writes, given the layouts its inputs were produced
  * in: blocked at the width of the first blocked input when the op has a blocked form, else natural.
  */
-export function nonTunableNeeds(l: Layer, producedIn: (value: string) => Layout | undefined): Needs {
+export function nonTunableNeeds(l: Layer, ctx: NeedsContext): Needs {
   let vec = 0;
   for (const v of l.inputs) {
-    const have = producedIn(v);
+    const have = ctx.producedIn(v);
     const p = have === undefined ? undefined : parseLayout(have);
     if (p?.kind === 'blocked') { vec = p.vec; break; }
   }
-  if (vec <= 1 || !runsBlocked(l)) return { layout: NATURAL, inputs: l.inputs.map(() => NATURAL), outputs: l.outputs.map(() => NATURAL) };
+  const natural = { layout: NATURAL, inputs: l.inputs.map(() => NATURAL), outputs: l.outputs.map(() => NATURAL) };
+  if (vec > 1 && isPooledRowsView(l)) return { layout: rowsLayout(vec), inputs: [blockedLayout(vec)], outputs: [rowsLayout(vec)] };
+  if (vec <= 1 || !runsBlocked(l)) return natural;
   const blocked = blockedLayout(vec);
-  // Transposes and global pools read blocked and write the natural layout (their readers are rarely blocked).
-  const out = NATURAL_OUT.has(l.op) ? NATURAL : blocked;
+  // Transposes and global pools read blocked and write the natural layout (their readers are rarely
+  // blocked), but a global pool whose result a blocked reader takes writes it blocked.
+  const blockedOut = !NATURAL_OUT.has(l.op) || (GLOBAL_POOLS.has(l.op) && (ctx.poolReadBlocked?.(l.outputs[0]!) ?? false));
+  const out = blockedOut ? blocked : NATURAL;
   return { layout: blocked, inputs: l.inputs.map(() => blocked), outputs: l.outputs.map(() => out) };
 }

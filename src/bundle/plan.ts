@@ -12,7 +12,8 @@
  *    (plan-layouts.ts), so blocked values flow through pooling, elementwise ops and chains, batch
  *    norm, channel concat / split / slice / shuffle; everything else, graph inputs and graph
  *    outputs are natural ('nchw', row-major);
- *  - Reshape/Flatten/Squeeze/Unsqueeze of a natural value are in place: they share its bytes;
+ *  - Reshape/Flatten/Squeeze/Unsqueeze of a natural value are in place: they share its bytes; so
+ *    is one of a blocked [N, C, 1, 1] to [N, C], read as rows{V} (plan-layouts.ts);
  *  - concat inputs are written straight into their slice of the concat buffer, and split/slice
  *    outputs are slices of their input, where the bytes are contiguous (plan-views.ts): `viewOf`.
  */
@@ -21,7 +22,7 @@ import type { DType } from '../onnx/model.js';
 import { internalError } from '../errors.js';
 import { assignArena, type StorageGroup } from './arena.js';
 import { blockedLayout, canonicalLayout, dtypeBytes, layoutElements, NATURAL, rowsLayout, type Layout } from './layout.js';
-import { nonTunableNeeds, sliceOnChannels, type Needs } from './plan-layouts.js';
+import { globalPoolReadBlocked, nonTunableNeeds, sliceOnChannels, VIEW_OPS, type Needs } from './plan-layouts.js';
 import { channelSliceOffset, Placement, type ViewRef } from './plan-views.js';
 
 export interface PlanValue {
@@ -58,8 +59,6 @@ export interface GraphPlan {
 
 /** A tunable layer's place in the plan: the vector width it runs at and the versions usable there. */
 export interface LayerChoice { readonly vec: number; readonly versions: readonly string[] }
-
-const VIEWS = new Set(['reshape', 'flatten', 'squeeze', 'unsqueeze']);
 
 function tunableNeeds(l: Layer, vec: number): Needs {
   const own = l.op === 'conv2d' ? blockedLayout(vec) : rowsLayout(vec);
@@ -121,6 +120,10 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
 
   const inputs = graph.inputs.map((i) => ({ name: i.name, value: produce(i.name, NATURAL) }));
   const layerOf = new Map(graph.layers.map((l) => [l.index, l]));
+  const readers = new Map<string, Layer[]>();
+  for (const l of graph.layers) for (const v of l.inputs) readers.set(v, [...(readers.get(v) ?? []), l]);
+  const graphOutputs = new Set(graph.outputs.map((o) => o.name));
+  const poolReadBlocked = (v: string) => globalPoolReadBlocked(v, (x) => readers.get(x) ?? [], (x) => graphOutputs.has(x));
   for (const l of graph.layers) {
     for (const o of l.outputs) dtypes.set(o, graph.dtypes?.get(o) ?? l.dtype);
     const choice = choices.get(l.index);
@@ -129,11 +132,11 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
       if (!choice) throw internalError(`plan: tunable layer ${l.index} has no usable version`);
       needs = tunableNeeds(l, choice.vec);
     } else {
-      needs = nonTunableNeeds(l, (v) => producedIn.get(v));
+      needs = nonTunableNeeds(l, { producedIn: (v) => producedIn.get(v), poolReadBlocked });
     }
     const ins = l.inputs.map((v, i) => read(v, needs.inputs[i]!));
     const outs = l.outputs.map((v, i) => produce(v, needs.outputs[i]!));
-    const inPlace = VIEWS.has(l.op) && outs.length === 1 && ins.length === 1 && values[ins[0]!]!.bytes === values[outs[0]!]!.bytes;
+    const inPlace = VIEW_OPS.has(l.op) && outs.length === 1 && ins.length === 1 && values[ins[0]!]!.bytes === values[outs[0]!]!.bytes;
     if (inPlace) placement.attach(outs[0]!, ins[0]!, 0);
     steps.push({
       index: steps.length, op: 'layer', layer: l.index, layout: needs.layout, inputs: ins, outputs: outs,
