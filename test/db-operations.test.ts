@@ -50,9 +50,10 @@ test('merging shards into their own directory folds them into records.jsonl', as
   await assert.rejects(mergeDatabases([join(root, 'nope')], freshDir()), (e: Error & { code?: string }) => e.code === 'FILE_NOT_FOUND');
 });
 
-test('prune keeps the best N per workload at every level, keeps failures unless asked, and rewrites atomically', async () => {
+test('prune keeps the best N per workload and thread count at every level, keeps failures unless asked, and rewrites atomically', async () => {
   const dir = freshDir();
-  // level 0 favours low i, level 3 favours high i: keep 2 keeps {0, 1} ∪ {8, 9}
+  // level 0 favours low i, level 3 favours high i; even i run at 1 thread, odd at 2 (db-fixture), each count its own family:
+  // keep 2 keeps {0, 2} ∪ {6, 8} at 1 thread and {1, 3} ∪ {7, 9} at 2; the 3 conv records are at most 2 per count
   const dense = Array.from({ length: 10 }, (_, i) => sampleRecord(i, { levelMs: { 0: 1 + i, 3: 20 - i } }));
   const conv = Array.from({ length: 3 }, (_, i) => sampleRecord(i, { workload: CONV, levelMs: { 0: 5 + i } }));
   const failed = sampleRecord(20, { status: 'compile_error' });
@@ -62,9 +63,9 @@ test('prune keeps the best N per workload at every level, keeps failures unless 
   const inodeBefore = statSync(join(dir, 'records.jsonl')).ino;
 
   const r = await pruneDatabase(dir, { keepPerWorkload: 2 });
-  assert.deepEqual(r.dropped, { corrupt: 1, duplicates: 1, failed: 0, otherTargets: 0, beyondKeep: 6 + 1 });
+  assert.deepEqual(r.dropped, { corrupt: 1, duplicates: 1, failed: 0, otherTargets: 0, beyondKeep: 2 });
   const kept = new Set((await scanDatabase(dir)).records.keys());
-  const expected = [dense[0]!, dense[1]!, dense[8]!, dense[9]!, conv[0]!, conv[1]!, failed, foreign].map(recordId);
+  const expected = [...[0, 1, 2, 3, 6, 7, 8, 9].map((i) => dense[i]!), ...conv, failed, foreign].map(recordId);
   assert.deepEqual(kept, new Set(expected));
   assert.equal(r.kept, expected.length);
   assert.notEqual(statSync(join(dir, 'records.jsonl')).ino, inodeBefore, 'a new file was renamed into place');
@@ -75,7 +76,7 @@ test('prune keeps the best N per workload at every level, keeps failures unless 
   assert.equal(r2.dropped.otherTargets, 1);
   const left = [...(await scanDatabase(dir)).records.values()];
   assert.ok(left.every((x) => x.status === 'ok' && x.target === targetFingerprint(TARGET_A)));
-  assert.equal(left.length, 6);
+  assert.equal(left.length, 11);
   await assert.rejects(pruneDatabase(join(root, 'missing')), (e: Error & { code?: string }) => e.code === 'FILE_NOT_FOUND');
 });
 

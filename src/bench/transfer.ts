@@ -14,8 +14,14 @@
  * With --isa LEVEL the second compile is instead `--isa LEVEL` with the scratch database as is:
  * a portable ISA level is another target (its flags are in the fingerprint), so the native records
  * transfer to it, and the pairing measures what the portable level costs in speed here.
+ * With --shipped the second compile is what a fresh clone does on this machine: an empty database
+ * and the records shipped in tuning-db/. On a host type those records do not cover, that is a real
+ * transfer from other machines' measurements (no simulation); where they do, it is exact reuse,
+ * and the table's "workloads exact / transferred / fresh" column says which it was.
  *
- *   npm run build && node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1] [--isa LEVEL] [--work DIR [--reuse]]
+ *   npm run build && node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1]
+ *     [--isa LEVEL | --shipped] [--transfer-trials N] [--work DIR [--reuse]]
+ * --transfer-trials N is passed to the second compile (its cap per workload and thread count).
  * Markdown on stdout, progress on stderr. --work keeps the databases and bundles (default: a temp dir, removed);
  * --reuse takes step 1's bundle and database from an earlier run in that --work.
  */
@@ -43,9 +49,10 @@ interface CompileRun {
     transferredSeeds: number; freshWorkloads: number; medianDistance: number | null } };
 }
 
-async function compile(model: string, db: string, cache: string, out: string, isa = 'native'): Promise<CompileRun> {
+async function compile(model: string, db: string, cache: string, out: string, isa = 'native', shipped = false, extra: string[] = []): Promise<CompileRun> {
   const t0 = Date.now();
-  const r = await execa(join(repoRoot(), 'bin', 'veltair'), ['compile', model, '-o', out, '--db', db, '--no-shipped-records', '--isa', isa, '--json'],
+  const args = ['compile', model, '-o', out, '--db', db, ...(shipped ? [] : ['--no-shipped-records']), '--isa', isa, '--json', ...extra];
+  const r = await execa(join(repoRoot(), 'bin', 'veltair'), args,
     { env: { VELTAIR_CACHE_DIR: cache }, reject: false, stderr: 'inherit' });
   if (r.exitCode !== 0) throw new Error(`veltair compile failed (exit ${r.exitCode})`);
   return { seconds: (Date.now() - t0) / 1000, summary: JSON.parse(r.stdout) as CompileRun['summary'] };
@@ -78,6 +85,11 @@ async function main(): Promise<void> {
   const modelName = arg('--model', 'resnet50'), rounds = Number(arg('--rounds', '7')), runs = Number(arg('--runs', '5'));
   const threads = Number(arg('--threads', '1'));
   const isa = process.argv.includes('--isa') ? arg('--isa', '') : undefined;
+  const shipped = process.argv.includes('--shipped');
+  const cap = process.argv.includes('--transfer-trials') ? arg('--transfer-trials', '') : undefined;
+  const extra = cap === undefined ? [] : ['--transfer-trials', cap];
+  const tag = cap === undefined ? '' : `-cap${cap}`;
+  if (shipped && isa !== undefined) throw new Error('--shipped and --isa are two different second compiles: pick one');
   const keep = process.argv.includes('--work');
   const work = keep ? arg('--work', '') : await mkdtemp(join(tmpdir(), 'veltair-transfer-'));
   await mkdir(work, { recursive: true });
@@ -94,18 +106,22 @@ async function main(): Promise<void> {
       log(`from scratch: ${scratch.seconds.toFixed(1)} s, ${scratch.summary.measured} measured`);
     }
     let moved: CompileRun;
-    if (isa === undefined) {
+    if (shipped) {
+      log('compiling as a fresh clone would: empty database, the shipped records, empty kernel cache');
+      moved = await compile(model, join(work, `db-shipped${tag}`), join(work, `cache-shipped${tag}`), join(work, `transfer-shipped${tag}.bundle`),
+        'native', true, extra);
+    } else if (isa === undefined) {
       const relabelled = await relabel(join(work, 'db-scratch'), join(work, 'db-other-host'));
       log(`${relabelled} records relabelled as the other host type's; compiling with them, empty kernel cache`);
-      moved = await compile(model, join(work, 'db-other-host'), join(work, 'cache-transfer'), join(work, 'transfer.bundle'));
+      moved = await compile(model, join(work, 'db-other-host'), join(work, `cache-transfer${tag}`), join(work, `transfer${tag}.bundle`), 'native', false, extra);
     } else {
       await cp(join(work, 'db-scratch'), join(work, `db-${isa}`), { recursive: true });
       log(`compiling for --isa ${isa} with the native records, empty kernel cache`);
-      moved = await compile(model, join(work, `db-${isa}`), join(work, `cache-${isa}`), join(work, `transfer-${isa}.bundle`), isa);
+      moved = await compile(model, join(work, `db-${isa}`), join(work, `cache-${isa}`), join(work, `transfer-${isa}.bundle`), isa, false, extra);
     }
     log(`transfer: ${moved.seconds.toFixed(1)} s, ${moved.summary.measured} measured`);
 
-    const second = isa === undefined ? 'transfer' : `transfer-${isa}`;
+    const second = shipped ? `transfer-shipped${tag}` : isa === undefined ? `transfer${tag}` : `transfer-${isa}`;
     const bundles = await Promise.all(['scratch', second].map((b) => loadBundle(join(work, `${b}.bundle`), { threads, pinThreads: true })));
     const feeds = modelFeeds(bundles[0]!.manifest.model.inputs);
     const outs = bundles.map((b) => b.executor.run(feeds));
@@ -129,14 +145,17 @@ async function main(): Promise<void> {
       `### Tuning transfer to a target with no records (${machineLine(machine)})`,
       '',
       `Command: \`node dist/src/bench/transfer.js --model ${modelName} --rounds ${rounds} --runs ${runs} --threads ${threads}`
-        + `${isa ? ` --isa ${isa}` : ''}${reuse ? ' --work DIR --reuse' : ''}\`${reuse ? ' (DIR: that of an earlier run without --isa)' : ''}. Default budget; `
+        + `${isa ? ` --isa ${isa}` : ''}${shipped ? ' --shipped' : ''}${cap !== undefined ? ` --transfer-trials ${cap}` : ''}`
+        + `${reuse ? ' --work DIR --reuse' : ''}\``
+        + `${reuse ? ' (DIR: that of an earlier run)' : ''}. Default budget; `
         + (isa ? `the second compile is \`--isa ${isa}\` with the native records (another target: its flags differ).`
-          : 'the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).'),
+          : shipped ? 'the second compile is a fresh clone\'s: an empty database and the records shipped in tuning-db/ (no simulation).'
+            : 'the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).'),
       '',
       '| compile | wall (s) | measured | workloads exact / transferred / fresh | latency, median of rounds (ms) |',
       '|---|---|---|---|---|',
       row('from scratch', scratch, ms[0]!),
-      row(isa ? `transfer, --isa ${isa}` : 'transfer', moved, ms[1]!),
+      row(isa ? `transfer, --isa ${isa}` : shipped ? 'fresh clone (shipped records)' : 'transfer', moved, ms[1]!),
       '',
       `Whole-model latency transfer / scratch, paired over ${rounds} rounds (${runs} runs each, ${threads} thread(s)): `
         + `median ${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]. `

@@ -45,6 +45,7 @@ export const MAX_VERSIONS_LIMIT = 5;
 interface CompileFlags extends SparseFlags {
   output?: string;
   trials?: string;
+  transferTrials?: string;
   levels?: string;
   maxVersions?: string;
   threads?: string;
@@ -112,6 +113,8 @@ export function parseSeed(text: string): number {
 
 interface CompileArgs {
   readonly trials: number;
+  /** undefined: the tuner's default cap (max(2, ⌈trials/3⌉)). */
+  readonly transferTrials: number | undefined;
   readonly levels: number[];
   readonly maxVersions: number;
   readonly threads: number[] | undefined;
@@ -134,10 +137,18 @@ function parseIsa(text: string): IsaLevel {
   return level;
 }
 
+function parseTransferTrials(text: string): number {
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(Number(text))) {
+    throw badArgument('--transfer-trials', text, 'is not a whole number', 'e.g. --transfer-trials 2 (0: search from scratch, no transfer)');
+  }
+  return Number(text);
+}
+
 function parseArgs(f: CompileFlags): CompileArgs {
   const profile = f.profileThreads ?? 'auto';
   return {
     trials: f.trials === undefined ? DEFAULT_TRIALS : parsePositiveInt('--trials', f.trials),
+    transferTrials: f.transferTrials === undefined ? undefined : parseTransferTrials(f.transferTrials),
     levels: f.levels === undefined ? [0, 1, 2, 3, 4] : parseLevels(f.levels),
     maxVersions: f.maxVersions === undefined ? MAX_VERSIONS_LIMIT : parsePositiveInt('--max-versions', f.maxVersions, MAX_VERSIONS_LIMIT),
     threads: f.threads === undefined ? undefined : parseThreadList('--threads', f.threads),
@@ -232,6 +243,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   try {
     tune = await tuneWorkloads(uses, {
       trials: args.trials, levels: args.levels, maxVersions: args.maxVersions, seed: args.seed, db, target,
+      ...(args.transferTrials !== undefined ? { transferTrials: args.transferTrials } : {}),
       ...(args.threads ? { threads: args.threads } : {}),
       ...(args.shard ? { shard: args.shard } : {}),
       profileThreads,
@@ -289,6 +301,8 @@ export function registerCompileCommand(program: Command): void {
     .argument('<model>', 'path to an .onnx file')
     .option('-o, --output <dir>', 'bundle directory to write (not needed with --shard)')
     .option('--trials <n>', `measured candidates per unique workload (default ${DEFAULT_TRIALS})`)
+    .option('--transfer-trials <n>', 'candidates per workload and thread count when only other machines\' records seed it '
+      + '(default max(2, ⌈trials/3⌉); 0: no transfer, search from scratch)')
     .option('--levels <list>', 'interference levels to measure every candidate at (default 0,1,2,3,4)')
     .option('--max-versions <n>', `versions kept per layer and thread count, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
     .option('--isa <level>', 'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512)')

@@ -70,7 +70,7 @@ export async function mergeDatabases(sources: readonly string[], destDir: string
 }
 
 export interface PruneOptions {
-  /** Per target and workload, keep the N fastest ok records at each measured level (their union). */
+  /** Per target, workload and thread count, keep the N fastest ok records at each measured level (their union). */
   readonly keepPerWorkload?: number;
   /** Drop records whose status is not ok (a later tune may then measure those candidates again). */
   readonly dropFailed?: boolean;
@@ -124,7 +124,8 @@ export async function pruneDatabase(dir: string, o: PruneOptions = {}): Promise<
         if (o.dropFailed) dropped.failed++; else kept.push([id, r]);
         continue;
       }
-      const key = `${r.target}\0${r.workload}`;
+      // A family is per thread count: ranking 2-thread records against 1-thread ones would prune one count's family away.
+      const key = `${r.target}\0${r.workload}\0${r.threads}`;
       groups.set(key, [...(groups.get(key) ?? []), [id, r]]);
     }
     for (const group of groups.values()) {
