@@ -72,4 +72,10 @@ test('end to end: no record of its own → the nearest target\'s kept candidates
   const again = await tuneWorkloads([{ workload: conv, count: 1 }], { trials: 6, levels: [0], threads: [1], seed: 5, db, minTimeMs: 10, target: other });
   assert.equal(again.transfer.exactWorkloads, 1);
   assert.equal(again.transfer.transferredWorkloads, 0);
+  // transferTrials 0 (compile --transfer-trials 0): a third target searches from scratch at the full budget.
+  const third: Target = { ...other, caches: { ...other.caches, l2: other.caches.l2 * 2 } };
+  const off = await tuneWorkloads([{ workload: conv, count: 1 }],
+    { trials: 3, transferTrials: 0, levels: [0], threads: [1], seed: 5, db: await openDatabase(join(root, 'db'), { target: third, shipped: false }),
+      minTimeMs: 10, target: third });
+  assert.deepEqual([off.transfer.transferredWorkloads, off.transfer.freshWorkloads, off.measured], [0, 1, 3]);
 });
