@@ -113,7 +113,8 @@ async function main(): Promise<void> {
     } else if (isa === undefined) {
       const relabelled = await relabel(join(work, 'db-scratch'), join(work, 'db-other-host'));
       log(`${relabelled} records relabelled as the other host type's; compiling with them, empty kernel cache`);
-      moved = await compile(model, join(work, 'db-other-host'), join(work, `cache-transfer${tag}`), join(work, `transfer${tag}.bundle`), 'native', false, extra);
+      moved = await compile(model, join(work, 'db-other-host'), join(work, `cache-transfer${tag}`), join(work, `transfer${tag}.bundle`),
+        'native', false, extra);
     } else {
       await cp(join(work, 'db-scratch'), join(work, `db-${isa}`), { recursive: true });
       log(`compiling for --isa ${isa} with the native records, empty kernel cache`);
