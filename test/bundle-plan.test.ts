@@ -111,6 +111,16 @@ test('pooled features off the vector grid: blocked into the Gemm through a rows 
   const p8 = buildGraphPlan(gemm, choose(gemm, 8), 8);
   assert.deepEqual(describe(gemm, p8), ['reorder nchw>nchw8c', 'conv2d nchw8c', 'globalaveragepool nchw8c', 'flatten nchw inplace',
     'dense rows8', 'reorder rows8>nchw']);
+  // A ReduceMean over H, W without keepdims (torchvision's MNASNet) is a global pool to [N, C]: it writes rows16 itself.
+  const mean = await graphOf([
+    { op: 'Conv', inputs: ['input', 'w'], outputs: ['c'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'ReduceMean', inputs: ['c'], outputs: ['g'], attrs: { axes: [2, 3], keepdims: 0 } },
+    { op: 'Gemm', inputs: ['g', 'fw', 'fb'], outputs: ['output'], attrs: { transB: 1 } },
+  ], [['w', f32([40, 3, 1, 1])], ['fw', f32([10, 40])], ['fb', f32([10])]], [1, 3, 4, 4]);
+  const pm = buildGraphPlan(mean, choose(mean), 16);
+  assert.deepEqual(describe(mean, pm), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', 'dense rows16', 'reorder rows16>nchw']);
+  assert.equal(pm.values[pm.steps[2]!.outputs[0]!]!.layout, 'rows16');
+  assertArenaSound(pm);
   const out = await head([{ op: 'Flatten', inputs: ['g'], outputs: ['output'], attrs: { axis: 1 } }], []);
   assert.deepEqual(describe(out, buildGraphPlan(out, choose(out), 16)),
     ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', 'flatten nchw inplace'], 'a natural reader: the pool writes [N][C]');

@@ -47,9 +47,19 @@ const MODEL: ModelSpec = {
   ],
 };
 
-async function prepare() {
+/** The same network with torchvision MNASNet's head: a ReduceMean over H, W without keepdims (a global pool to [N, C]) into the Gemm. */
+const MEAN_HEAD: ModelSpec = {
+  ...MODEL,
+  nodes: [
+    ...MODEL.nodes.slice(0, 3),
+    { op: 'ReduceMean', inputs: ['p'], outputs: ['f'], attrs: { axes: [2, 3], keepdims: 0 } },
+    ...MODEL.nodes.slice(5),
+  ],
+};
+
+async function prepare(model: ModelSpec = MODEL) {
   const target = await detectTarget();
-  const { bytes, graph } = graphOf(MODEL);
+  const { bytes, graph } = graphOf(model);
   const cache = await mkdtemp(join(tmpdir(), 'veltair-rt-e2e-'));
   const tunable = graph.layers.filter((l) => l.tunable);
   assert.deepEqual(tunable.map((l) => l.op), ['conv2d', 'dense']);
@@ -139,5 +149,25 @@ test('a conv → pool → dense → softmax plan with generated kernels matches 
     }
   } finally {
     await rm(p.cache, { recursive: true, force: true });
+  }
+});
+
+test('pooled features off the vector grid (20 channels) reach the Gemm with no reorder, as a Flatten view or a ReduceMean head, '
+  + 'and match ONNX Runtime', { timeout: 240_000 }, async () => {
+  for (const model of [MODEL, MEAN_HEAD]) {
+    const p = await prepare(model);
+    try {
+      const steps = p.plan.steps.map((s) => (s.op === 'reorder' ? `reorder ${s.from}→${s.to}` : `${p.graph.layers[s.layer]!.op}@${s.layout}`));
+      assert.deepEqual(steps.filter((s) => s.startsWith('reorder')), [`reorder nchw→nchw${p.vec}c`, `reorder rows${p.vec}→nchw`], steps.join(', '));
+      const { plan } = translatePlan(p.plan, p.layers, { threads: 2 });
+      const exec = await createExecutor(plan, p.so);
+      const x = seeded(2 * 3 * 15 * 13, 12, -1, 1);
+      const session = await ort.InferenceSession.create(p.bytes, { intraOpNumThreads: 1 });
+      const ref = (await session.run({ x: new ort.Tensor('float32', x, [2, 3, 15, 13]) }))['y']!.data as Float32Array;
+      assertClose(exec.run([x])[0] as Float32Array, ref, steps.join(', '), 1e-3, 1e-5);
+      exec.close();
+    } finally {
+      await rm(p.cache, { recursive: true, force: true });
+    }
   }
 });

@@ -6,6 +6,7 @@
 import { BINARY_FN, FIRST_COMPARISON, KIND, OP, POOL_KIND, REDUCE_FN, UNARY_FN } from './ops.js';
 import { broadcastShape, broadcastStrides, coalesce, MAX_NATIVE_RANK, product, roundUp, stridesOf } from './geometry.js';
 import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type LoweredOp, type Lowering, type OpContext, type Operand } from './lower-context.js';
+import { parseLayout } from '../bundle/layout.js';
 import { paramFloats } from './runtime-layer.js';
 import { elementwiseChain } from './lower-chain.js';
 
@@ -126,8 +127,11 @@ export const globalPool: Lowering = (c) => {
   const v = blockedGeometry(x).v;
   const [n = 1, ch = 1, ...spatial] = x.shape;
   const kind = c.layer.op === 'globalmaxpool' ? POOL_KIND.max : POOL_KIND.average;
-  // A blocked input may write its result in the natural layout ([N][C]: no reorder for what reads it).
-  const naturalOut = v > 1 && !isBlocked(c.outs[0]!.layout) ? 1 : 0;
+  // A blocked input writes its result blocked, as rows{V} of [N, C] (the same bytes: padded channels zero), or
+  // in the natural layout ([N][C]: no reorder for what reads it).
+  const out = parseLayout(c.outs[0]!.layout);
+  if (v > 1 && out.kind !== 'natural' && out.vec !== v) unsupported(c, `a global pool from nchw${v}c into ${c.outs[0]!.layout}`);
+  const naturalOut = v > 1 && out.kind === 'natural' ? 1 : 0;
   return { op: OP.GLOBAL_POOL, inputs: [x.ref], outputs: [c.outs[0]!.ref], ints: [kind, n, ch, product(spatial), v, naturalOut] };
 };
 
