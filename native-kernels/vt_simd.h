@@ -149,6 +149,37 @@ static inline vt16_t vt16_gather_offsets(const float* base, const int32_t* off, 
   __m512i index = _mm512_loadu_si512((const void*)off);
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)mask, index, base, 4);
 }
+/*
+ * r[i] lane j <-> r[j] lane i: a 16 x 16 transpose in registers (64 shuffles; a gather per pixel
+ * instead runs far below cache bandwidth). Within each 128-bit lane, a 4 x 4 transpose of every
+ * group of four rows; then the 4 x 4 grid of 128-bit lanes across the groups.
+ */
+static inline void vt16_transpose16(vt16_t r[16]) {
+  __m512 q[16];
+  for (int g = 0; g < 16; g += 4) {
+    const __m512 t0 = _mm512_unpacklo_ps(r[g], r[g + 1]), t1 = _mm512_unpackhi_ps(r[g], r[g + 1]);
+    const __m512 t2 = _mm512_unpacklo_ps(r[g + 2], r[g + 3]), t3 = _mm512_unpackhi_ps(r[g + 2], r[g + 3]);
+    q[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    q[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    q[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    q[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+  }
+  for (int j = 0; j < 4; j++) {
+    const __m512 u0 = _mm512_shuffle_f32x4(q[j], q[4 + j], 0x44), u1 = _mm512_shuffle_f32x4(q[j], q[4 + j], 0xEE);
+    const __m512 u2 = _mm512_shuffle_f32x4(q[8 + j], q[12 + j], 0x44), u3 = _mm512_shuffle_f32x4(q[8 + j], q[12 + j], 0xEE);
+    r[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+    r[4 + j] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+    r[8 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+    r[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+  }
+}
+/* A fixed lane permutation, built once and reused: lane i of the result is lane idx[i] (0..15). */
+typedef __m512i vt16_perm_t;
+static inline vt16_perm_t vt16_perm_index(const int32_t* idx) { return _mm512_loadu_si512((const void*)idx); }
+/* acc with the lanes whose bit is set in `pick` replaced by x permuted by idx. */
+static inline vt16_t vt16_permute_into(vt16_t acc, unsigned pick, vt16_perm_t idx, vt16_t x) {
+  return _mm512_mask_permutexvar_ps(acc, (__mmask16)pick, idx, x);
+}
 #endif
 
 /*

@@ -7,10 +7,10 @@
  *       in order): source input index, source channel]; float32 in / out.
  * Per output block of V channels: an aligned block (V consecutive source channels starting at a
  * multiple of V, or the source's last block) is one contiguous copy of the plane. Any other block,
- * per pixel: with AVX-512 at V = 16, one masked vector gather per source (vt_simd.h gather_offsets);
- * with AVX2 at V a multiple of 8, per 8 lanes, one contiguous load, lane permute and blend for each
- * 8-lane piece of a source block it draws from (no gathers: they are slow on Zen 3); else lane by
- * lane. Padded lanes are zero.
+ * per pixel: with AVX-512 at V = 16, one contiguous load and masked permute per source block it
+ * draws from; with AVX2 at V a multiple of 8, per 8 lanes, one contiguous load, lane permute and
+ * blend for each 8-lane piece of a source block (no gathers: they run far below cache bandwidth on
+ * Zen 3); else lane by lane. Padded lanes are zero.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,29 +32,45 @@ static inline long src_offset(const cg_ctx* k, long s, long n, long sc) {
   return ((n * k->cb_in[s] + sc / k->v) * k->hw) * k->v + sc % k->v;
 }
 
-/* Lanes [g0, g0 + G) of every pixel of the block: one masked gather per distinct source. */
-#define GATHER_GROUP(G)                                                                                   \
-  static void gather_group##G(const cg_ctx* k, const int64_t* map, long lanes, long n, long g0, float* dst) { \
-    int32_t off[MAX_PARTS][G];                                                                            \
-    unsigned mask[MAX_PARTS] = { 0 };                                                                     \
-    long used[MAX_PARTS], n_used = 0;                                                                     \
-    for (long l = 0; l < G && g0 + l < lanes; l++) {                                                      \
-      long s = map[2 * (g0 + l)], sc = map[2 * (g0 + l) + 1];                                             \
-      if (!mask[s]) { used[n_used++] = s; memset(off[s], 0, sizeof off[s]); }                             \
-      mask[s] |= 1u << l;                                                                                 \
-      off[s][l] = (int32_t)src_offset(k, s, n, sc);                                                       \
-    }                                                                                                     \
-    for (long q = 0; q < k->hw; q++) {                                                                    \
-      vt##G##_t acc = vt##G##_zero();                                                                     \
-      for (long u = 0; u < n_used; u++) {                                                                 \
-        long s = used[u];                                                                                 \
-        acc = vt##G##_add(acc, vt##G##_gather_offsets(k->in[s] + q * k->v, off[s], mask[s]));             \
-      }                                                                                                   \
-      vt##G##_store(dst + q * k->v + g0, acc);                                                            \
-    }                                                                                                     \
-  }
 #if defined(__AVX512F__)
-GATHER_GROUP(16)
+/*
+ * V = 16 without gathers: each lane comes from one piece, a source block (16 consecutive lanes
+ * starting at a multiple of 16), and per pixel each piece is one contiguous load and one masked
+ * permute into the result; the index vectors and masks are fixed for the block.
+ */
+typedef struct { const float* src; vt16_perm_t idx; unsigned pick; } cg_piece16;
+
+static inline __attribute__((always_inline)) void permute_pixels16(const cg_piece16* piece, int n_pieces, long hw, float* dst) {
+  for (long q = 0; q < hw; q++) {
+    vt16_t acc = vt16_zero();
+    for (int u = 0; u < n_pieces; u++) acc = vt16_permute_into(acc, piece[u].pick, piece[u].idx, vt16_load(piece[u].src + q * 16));
+    vt16_store(dst + q * 16, acc);
+  }
+}
+
+static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, long n, float* dst) {
+  long piece_s[16], piece_c[16];
+  int32_t idx[16][16];
+  unsigned pick[16];
+  int n_pieces = 0;
+  for (long l = 0; l < lanes; l++) {
+    long s = map[2 * l], sc = map[2 * l + 1], c16 = sc - sc % 16;
+    int u = 0;
+    while (u < n_pieces && (piece_s[u] != s || piece_c[u] != c16)) u++;
+    if (u == n_pieces) { piece_s[u] = s; piece_c[u] = c16; pick[u] = 0; memset(idx[u], 0, sizeof idx[u]); n_pieces++; }
+    idx[u][l] = (int32_t)(sc % 16);
+    pick[u] |= 1u << l;
+  }
+  cg_piece16 piece[16];
+  for (int u = 0; u < n_pieces; u++) piece[u] = (cg_piece16){ k->in[piece_s[u]] + src_offset(k, piece_s[u], n, piece_c[u]), vt16_perm_index(idx[u]), pick[u] };
+  switch (n_pieces) {
+    case 1: permute_pixels16(piece, 1, k->hw, dst); break;
+    case 2: permute_pixels16(piece, 2, k->hw, dst); break;
+    case 3: permute_pixels16(piece, 3, k->hw, dst); break;
+    case 4: permute_pixels16(piece, 4, k->hw, dst); break;
+    default: permute_pixels16(piece, n_pieces, k->hw, dst); break;
+  }
+}
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -120,13 +136,7 @@ static void gather_scalar(const cg_ctx* k, const int64_t* map, long lanes, long 
   }
 }
 
-/* Largest source offset that fits the 32-bit gather index (checked once per op). */
-static int offsets_fit(const cg_ctx* k) {
-  for (long s = 0; s < k->n_in; s++) if (k->n * k->cb_in[s] * k->hw * k->v > INT32_MAX) return 0;
-  return 1;
-}
-
-typedef struct { const cg_ctx* k; int vector_ok; } cg_run;
+typedef struct { const cg_ctx* k; } cg_run;
 
 static void gather_blocks(const void* p, long b, long e) {
   const cg_run* r = p;
@@ -148,10 +158,9 @@ static void gather_blocks(const void* p, long b, long e) {
       continue;
     }
 #if defined(__AVX512F__)
-    if (r->vector_ok && k->v == 16) { gather_group16(k, map, lanes, n, 0, dst); continue; }
+    if (k->v == 16) { permute_group16(k, map, lanes, n, dst); continue; }
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
-    /* Not gated on vector_ok: pieces are addressed by pointer, with no 32-bit gather index to overflow. */
     if (k->v % 8 == 0) {
       for (long g0 = 0; g0 < k->v; g0 += 8) permute_group8(k, map, lanes, n, g0, dst);
       continue;
@@ -190,7 +199,7 @@ int vt_op_channel_gather(const vt_step* s) {
       return 1;
     }
   }
-  cg_run r = { &c, offsets_fit(&c) };
+  cg_run r = { &c };
   long grain = 1 + 16384 / (c.hw * c.v + 1);
   vt_parallel(c.first_block[c.n_out], s->threads, grain, gather_blocks, &r);
   return 0;

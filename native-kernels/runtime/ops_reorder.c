@@ -2,9 +2,9 @@
  * REORDER: a value's layout change. ints [from_kind, from_v, to_kind, to_v, N, C, HW, rows, cols]
  * with kind 0 = natural, 1 = NCHW[V]c (logical [N][C][HW]), 2 = rows (logical [rows][cols], the
  * last dimension padded to a multiple of V). Every padded channel/column written is zero (the
- * kernel ABI's invariant). Vector paths for every pair a plan emits: natural <-> blocked (8 x 8
- * register transposes on AVX2, a masked gather per output pixel on AVX-512 / a strided gather per
- * natural row), blocked <-> blocked of any two
+ * kernel ABI's invariant). Vector paths for every pair a plan emits: natural <-> blocked (register
+ * transposes, 8 x 8 on AVX2 and 16 x 16 on AVX-512, for blocks of the build's widths; a strided
+ * gather per natural row for a narrower block), blocked <-> blocked of any two
  * widths (8c <-> 16c: runs of min(V1, V2) lanes copied per pixel), natural <-> rows and rows <-> rows
  * (row copies); any other pair goes element by element through the natural index.
  */
@@ -24,9 +24,9 @@ typedef struct { const float* in; float* out; long n, c, hw, v, cb, parts, part_
 #define PART_PX 2048
 
 /*
- * NCHW -> NCHW[V]c, pixels [q0, q1) of block t. AVX2: 8 pixels of each real channel are one load
- * (zeros for the padded lanes), transposed in registers into 8 pixel vectors. AVX-512: a masked
- * gather of the block's real channels per output pixel. Otherwise element by element.
+ * NCHW -> NCHW[V]c, pixels [q0, q1) of block t. V pixels of each real channel are one load (zeros
+ * for the padded lanes), transposed in registers into V pixel vectors (AVX2: 8 x 8, AVX-512:
+ * 16 x 16); the last pixels of a run, a masked gather each. Otherwise element by element.
  */
 #if defined(__AVX512F__)
 static void to_blocked16(const blk_ctx* k, long t, long q0, long q1) {
@@ -34,7 +34,14 @@ static void to_blocked16(const blk_ctx* k, long t, long q0, long q1) {
   float* dst = k->out + t * k->hw * 16;
   int lanes = (int)(k->c - cb * 16 < 16 ? k->c - cb * 16 : 16);
   const float* src = k->in + (n * k->c + cb * 16) * k->hw;
-  for (long q = q0; q < q1; q++) vt16_store(dst + q * 16, vt16_gather_lanes(src + q, k->hw, lanes));
+  long q = q0;
+  for (; q + 16 <= q1; q += 16) {
+    vt16_t r[16];
+    for (int l = 0; l < 16; l++) r[l] = l < lanes ? vt16_load(src + l * k->hw + q) : vt16_zero();
+    vt16_transpose16(r);
+    for (int j = 0; j < 16; j++) vt16_store(dst + (q + j) * 16, r[j]);
+  }
+  for (; q < q1; q++) vt16_store(dst + q * 16, vt16_gather_lanes(src + q, k->hw, lanes));
 }
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
@@ -100,6 +107,22 @@ static void to_blocked(const void* p, long b, long e) {
   }
 #if defined(__AVX512F__)
 FROM_BLOCKED(16)
+/* NCHW16c -> NCHW by 16 x 16 register transposes: 16 pixels of the block in, 16 pixels of each real channel out. */
+static void from_blocked16_transposed(const blk_ctx* k, long t) {
+  long n = t / k->cb, cb = t % k->cb;
+  const float* src = k->in + t * k->hw * 16;
+  int lanes = (int)(k->c - cb * 16 < 16 ? k->c - cb * 16 : 16);
+  float* dst = k->out + (n * k->c + cb * 16) * k->hw;
+  long q = 0;
+  for (; q + 16 <= k->hw; q += 16) {
+    vt16_t r[16];
+    for (int j = 0; j < 16; j++) r[j] = vt16_load(src + (q + j) * 16);
+    vt16_transpose16(r);
+    for (int l = 0; l < lanes; l++) vt16_store(dst + l * k->hw + q, r[l]);
+  }
+  for (; q < k->hw; q++)
+    for (int l = 0; l < lanes; l++) dst[l * k->hw + q] = src[q * 16 + l];
+}
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
 FROM_BLOCKED(8)
@@ -108,6 +131,7 @@ FROM_BLOCKED(8)
 static void from_blocked(const void* p, long b, long e) {
   const blk_ctx* k = p;
 #if defined(__AVX512F__)
+  if (k->v == 16) { for (long t = b; t < e; t++) from_blocked16_transposed(k, t); return; }
   if (k->hw * k->v <= INT32_MAX / 2) { for (long t = b; t < e; t++) from_blocked16(k, t); return; }
 #elif defined(__AVX2__) && defined(__FMA__)
   if (k->hw * k->v <= INT32_MAX / 2) { for (long t = b; t < e; t++) from_blocked8(k, t); return; }
