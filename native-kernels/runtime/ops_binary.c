@@ -124,6 +124,29 @@ static void ch_plane_vec(const ch_ctx* k, const float* a, const float* gate, flo
 }
 #endif
 
+#if defined(__AVX512F__)
+/*
+ * One plane of NCHW16c: the gate's 16 lanes are one register and each pixel one load, op and
+ * store; the op is chosen once per plane (a loop per op), not per vector as in ch_plane_vec.
+ */
+#define CH16_LOOP(EXPR) \
+  for (long q = 0; q < hw; q++) { const vt16_t x = vt16_load(a + q * 16); vt16_store(o + q * 16, EXPR); } \
+  return
+static void ch_plane16(const ch_ctx* k, const float* a, const float* gate, float* o) {
+  const vt16_t g = vt16_load(gate);
+  const long hw = k->hw;
+  switch (k->fn) {
+    case B_ADD: CH16_LOOP(vt16_add(x, g)); /* commutative, NaNs included */
+    case B_MUL: CH16_LOOP(vt16_mul(x, g));
+    case B_MAX: if (k->reversed) { CH16_LOOP(vt16_max(g, x)); } CH16_LOOP(vt16_max(x, g)); /* operand order decides NaNs */
+    case B_MIN: if (k->reversed) { CH16_LOOP(vt16_min(g, x)); } CH16_LOOP(vt16_min(x, g));
+    case B_SUB: if (k->reversed) { CH16_LOOP(vt16_sub(g, x)); } CH16_LOOP(vt16_sub(x, g));
+    default: if (k->reversed) { CH16_LOOP(vt16_div(g, x)); } CH16_LOOP(vt16_div(x, g)); /* B_DIV: the caller sends no other fn */
+  }
+}
+#undef CH16_LOOP
+#endif
+
 static void ch_planes(const void* p, long b, long e) {
   const ch_ctx* k = p;
   for (long t = b; t < e; t++) {
@@ -131,6 +154,12 @@ static void ch_planes(const void* p, long b, long e) {
     const float* gate = k->g + (k->gate_batch ? n : 0) * k->cb * k->v + cb * k->v;
     const float* a = k->a + t * k->hw * k->v;
     float* o = k->out + t * k->hw * k->v;
+#if defined(__AVX512F__)
+    if (k->v == 16 && (k->fn == B_ADD || k->fn == B_SUB || k->fn == B_MUL || k->fn == B_DIV || k->fn == B_MAX || k->fn == B_MIN)) {
+      ch_plane16(k, a, gate, o);
+      continue;
+    }
+#endif
 #if defined(__AVX2__) && defined(__FMA__)
     if ((k->v == 8 || k->v == 16) && k->fn <= B_MIN && k->fn != B_POW) { ch_plane_vec(k, a, gate, o); continue; }
 #endif
