@@ -35,7 +35,6 @@ static inline float vt1_reduce_max(vt1_t x) { return x; }
 /* Whether any lane of x is greater than t (false for NaN lanes). */
 static inline int vt1_any_gt(vt1_t x, float t) { return x > t; }
 static inline vt1_t vt1_gather_lanes(const float* base, long stride, int lanes) { (void)stride; return lanes > 0 ? *base : 0.0f; }
-static inline vt1_t vt1_gather_offsets(const float* base, const int32_t* off, unsigned mask) { return (mask & 1u) ? base[off[0]] : 0.0f; }
 
 /* ---- AVX2: V = 8 ---- */
 #if defined(__AVX2__) && defined(__FMA__)
@@ -143,11 +142,6 @@ static inline vt16_t vt16_gather_lanes(const float* base, long stride, int lanes
   const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32((int)stride));
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)((1u << lanes) - 1u), index, base, 4);
-}
-/* base[off[i]] for the lanes i whose bit is set in `mask`, zero in the others. */
-static inline vt16_t vt16_gather_offsets(const float* base, const int32_t* off, unsigned mask) {
-  __m512i index = _mm512_loadu_si512((const void*)off);
-  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)mask, index, base, 4);
 }
 /*
  * r[i] lane j <-> r[j] lane i: a 16 x 16 transpose in registers (64 shuffles; a gather per pixel

@@ -11,7 +11,7 @@ import { lowerToLayers } from '../src/ir/lower.js';
 import type { LayerGraph } from '../src/ir/layer.js';
 import { loadModel } from '../src/onnx/load.js';
 import type { NodeSpec } from '../src/onnx/encode.js';
-import { f32, writeModel } from './onnx-test-models.js';
+import { f32, i64, writeModel } from './onnx-test-models.js';
 
 async function graphOf(nodes: NodeSpec[], inits: [string, ReturnType<typeof f32>][], input: number[]): Promise<LayerGraph> {
   const path = writeModel({
@@ -124,6 +124,39 @@ test('pooled features off the vector grid: blocked into the Gemm through a rows 
   const out = await head([{ op: 'Flatten', inputs: ['g'], outputs: ['output'], attrs: { axis: 1 } }], []);
   assert.deepEqual(describe(out, buildGraphPlan(out, choose(out), 16)),
     ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', 'flatten nchw inplace'], 'a natural reader: the pool writes [N][C]');
+});
+
+test('the pooled-rows view: a batch of two, Reshape and Squeeze alike; a squeeze-excite conv reads the pooled value with no reorder', async () => {
+  const pooled = (view: NodeSpec[], extra: [string, ReturnType<typeof f32> | ReturnType<typeof i64>][] = []) => graphOf([
+    { op: 'Conv', inputs: ['input', 'w'], outputs: ['c'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'GlobalAveragePool', inputs: ['c'], outputs: ['g'] },
+    ...view,
+    { op: 'Gemm', inputs: ['f', 'fw', 'fb'], outputs: ['output'], attrs: { transB: 1 } },
+  ], [['w', f32([40, 3, 1, 1])], ['fw', f32([10, 40])], ['fb', f32([10])], ...extra], [2, 3, 4, 4]);
+  const cases: [string, Promise<LayerGraph>][] = [
+    ['flatten', pooled([{ op: 'Flatten', inputs: ['g'], outputs: ['f'], attrs: { axis: 1 } }])],
+    ['reshape', pooled([{ op: 'Reshape', inputs: ['g', 'to'], outputs: ['f'] }], [['to', i64([2, 40])]])],
+    ['squeeze', pooled([{ op: 'Squeeze', inputs: ['g', 'axes'], outputs: ['f'] }], [['axes', i64([2, 3])]])],
+  ];
+  for (const [op, graph] of cases) {
+    const g = await graph;
+    const p = buildGraphPlan(g, choose(g), 16);
+    assert.deepEqual(describe(g, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', `${op} rows16 inplace`,
+      'dense rows16', 'reorder rows16>nchw'], op);
+    const view = p.values[p.steps[3]!.outputs[0]!]!;
+    assert.deepEqual([view.shape, view.bytes], [[2, 40], 2 * 48 * 4], `${op}: [2][48], each row padded to 48`);
+    assertArenaSound(p);
+  }
+  const se = await graphOf([
+    { op: 'Conv', inputs: ['input', 'w'], outputs: ['c'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'GlobalAveragePool', inputs: ['c'], outputs: ['g'] },
+    { op: 'Conv', inputs: ['g', 'w2'], outputs: ['s'], attrs: { kernel_shape: [1, 1] } },
+    { op: 'Sigmoid', inputs: ['s'], outputs: ['gate'] },
+    { op: 'Mul', inputs: ['c', 'gate'], outputs: ['output'] },
+  ], [['w', f32([40, 3, 1, 1])], ['w2', f32([40, 40, 1, 1])]], [1, 3, 4, 4]);
+  const ps = buildGraphPlan(se, choose(se), 16);
+  assert.deepEqual(describe(se, ps).filter((s) => s.startsWith('reorder')), ['reorder nchw>nchw16c', 'reorder nchw16c>nchw'],
+    'the 40-channel pooled value goes to the gate conv blocked: only the graph edges reorder');
 });
 
 test('a family without the target width runs at its own width, with reorders around it', async () => {

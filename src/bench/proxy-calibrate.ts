@@ -90,19 +90,24 @@ const SETTLE_MAX_MS = 1500;
  * keeps the model running until two successive windows of the co-runner's own counters agree
  * within 10% (at most SETTLE_MAX_MS; at level 0 nothing runs and this returns at once).
  */
-async function untilCoRunnerSteady(bank: LevelBank, runOnce: () => void): Promise<void> {
+async function untilCoRunnerSteady(bank: LevelBank, runOnce: () => void, say: (m: string) => void, level: number): Promise<void> {
   const deadline = Date.now() + SETTLE_MAX_MS;
   let start = await bank.counters();
-  let previous: number | undefined;
-  while (start && Date.now() < deadline) {
+  if (!start) return;
+  const seen: number[] = [];
+  while (Date.now() < deadline) {
     const until = Date.now() + SETTLE_WINDOW_MS;
     while (Date.now() < until) runOnce();
     const end = await bank.counters();
-    const gbps = end ? trafficGBps(start, end) : 0;
+    if (!end) return; // the bank went quiet: nothing runs, nothing to wait for
+    const gbps = trafficGBps(start, end);
+    const previous = seen[seen.length - 1];
+    seen.push(gbps);
     if (previous !== undefined && gbps > 0 && Math.abs(gbps - previous) <= 0.1 * previous) return;
-    previous = gbps;
     start = end;
   }
+  say(`level ${level}: the co-runner's traffic was not steady after ${SETTLE_MAX_MS} ms (last windows ${seen.slice(-2).map((g) => g.toFixed(2))
+    .join(', ')} GB/s); sampling anyway`);
 }
 
 async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly number[], cores: RuntimeCores, o: CalibrateOptions,
@@ -130,7 +135,7 @@ async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly num
       say(`calibrating at level ${level}`);
       await bank.activate(level);
       for (let i = 0; i < (o.warmupRuns ?? 3); i++) runOnce();
-      await untilCoRunnerSteady(bank, runOnce);
+      await untilCoRunnerSteady(bank, runOnce, say, level);
       proxy.sampler.restartWindow();
       let start = await bank.counters();
       for (let got = 0; got < perVisit;) {

@@ -106,23 +106,25 @@ async function main(): Promise<void> {
       log(`from scratch: ${scratch.seconds.toFixed(1)} s, ${scratch.summary.measured} measured`);
     }
     let moved: CompileRun;
+    // The second compile starts from nothing of its own, rerun or not: an earlier run's records would be exact reuse.
+    const second = shipped ? `transfer-shipped${tag}` : isa === undefined ? `transfer${tag}` : `transfer-${isa}${tag}`;
+    const secondDb = join(work, shipped ? `db-shipped${tag}` : isa === undefined ? 'db-other-host' : `db-${isa}${tag}`);
+    const secondCache = join(work, `cache-${second}`);
+    await Promise.all([secondDb, secondCache, join(work, `${second}.bundle`)].map((d) => rm(d, { recursive: true, force: true })));
     if (shipped) {
       log('compiling as a fresh clone would: empty database, the shipped records, empty kernel cache');
-      moved = await compile(model, join(work, `db-shipped${tag}`), join(work, `cache-shipped${tag}`), join(work, `transfer-shipped${tag}.bundle`),
-        'native', true, extra);
+      moved = await compile(model, secondDb, secondCache, join(work, `${second}.bundle`), 'native', true, extra);
     } else if (isa === undefined) {
-      const relabelled = await relabel(join(work, 'db-scratch'), join(work, 'db-other-host'));
+      const relabelled = await relabel(join(work, 'db-scratch'), secondDb);
       log(`${relabelled} records relabelled as the other host type's; compiling with them, empty kernel cache`);
-      moved = await compile(model, join(work, 'db-other-host'), join(work, `cache-transfer${tag}`), join(work, `transfer${tag}.bundle`),
-        'native', false, extra);
+      moved = await compile(model, secondDb, secondCache, join(work, `${second}.bundle`), 'native', false, extra);
     } else {
-      await cp(join(work, 'db-scratch'), join(work, `db-${isa}`), { recursive: true });
+      await cp(join(work, 'db-scratch'), secondDb, { recursive: true });
       log(`compiling for --isa ${isa} with the native records, empty kernel cache`);
-      moved = await compile(model, join(work, `db-${isa}`), join(work, `cache-${isa}`), join(work, `transfer-${isa}.bundle`), isa, false, extra);
+      moved = await compile(model, secondDb, secondCache, join(work, `${second}.bundle`), isa, false, extra);
     }
     log(`transfer: ${moved.seconds.toFixed(1)} s, ${moved.summary.measured} measured`);
 
-    const second = shipped ? `transfer-shipped${tag}` : isa === undefined ? `transfer${tag}` : `transfer-${isa}`;
     const bundles = await Promise.all(['scratch', second].map((b) => loadBundle(join(work, `${b}.bundle`), { threads, pinThreads: true })));
     const feeds = modelFeeds(bundles[0]!.manifest.model.inputs);
     const outs = bundles.map((b) => b.executor.run(feeds));

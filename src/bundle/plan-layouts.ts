@@ -85,9 +85,10 @@ export function runsBlocked(l: Layer): boolean {
 
 /** A view op from [N, C, 1, 1] to [N, C]: the same bytes in nchw{V}c and in rows{V}. */
 export function isPooledRowsView(l: Layer): boolean {
-  const [n, c, h, w] = l.inputShapes[0] ?? [];
+  const input = l.inputShapes[0] ?? [];
+  const [n, c, h, w] = input;
   const out = l.outputShape;
-  return VIEW_OPS.has(l.op) && l.inputs.length === 1 && l.outputs.length === 1 && l.inputShapes[0]!.length === 4 && h === 1 && w === 1
+  return VIEW_OPS.has(l.op) && l.inputs.length === 1 && l.outputs.length === 1 && input.length === 4 && h === 1 && w === 1
     && out.length === 2 && out[0] === n && out[1] === c;
 }
 

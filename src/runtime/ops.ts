@@ -10,7 +10,7 @@
  * | conv2d, dense, batch_matmul            | KERNEL           | (the kernel's own; bias, epilogue params)    | nchw{V}c / rows{V} |
  * | reorder (plan step)                    | REORDER          | from, to                                     | any pair           |
  * | maxpool, averagepool                   | POOL | kernel, strides, pads, dilations, count_include_pad (ceil_mode via output shape) | nchw, nchw{V}c |
- * | globalaveragepool, globalmaxpool       | GLOBAL_POOL      | —                                            | nchw, nchw{V}c     |
+ * | globalaveragepool, globalmaxpool       | GLOBAL_POOL      | — (from nchw{V}c: out nchw, nchw{V}c or rows{V}) | nchw, nchw{V}c |
  * | relu clip leakyrelu sigmoid hardsigmoid hardswish silu tanh gelu erf exp log sqrt | UNARY | min/max (clip), alpha, beta, gamma (selu), | nchw, nchw{V}c |
  * |   neg abs reciprocal floor ceil round sin cos softplus elu selu sign |  | approximate (gelu) | (padded lanes re-zeroed) |
  * | add sub mul div pow max min mod prelu  | BINARY           | (multidirectional broadcast)                 | nchw; same-shape nchw{V}c |
@@ -26,7 +26,8 @@
  * | elementwise_chain (fused)              | ELEMENTWISE_CHAIN | chain (steps), operands, params             | nchw, nchw{V}c     |
  * | transpose, slice, split, expand, pad (constant) | STRIDED_COPY | perm / starts ends axes steps / axis split / shape / pads value mode | nchw (*) |
  *   (*) transpose also from nchw{V}c
- * | reshape flatten squeeze unsqueeze identity dropout | (none: in place) or COPY | —                         | nchw               |
+ * | reshape flatten squeeze unsqueeze identity dropout | (none: in place) or COPY | —                         | nchw (**)          |
+ *   (**) and nchw{V}c [N, C, 1, 1] to rows{V} [N, C], in place: the same bytes
  * | gather                                 | GATHER           | axis (int32/int64 indices, any data dtype)   | nchw               |
  * | reducemean reducesum reducemax reducemin reduceprod reducesumsquare reducel1 reducel2 | REDUCE | axes, keepdims, noop_with_empty_axes | nchw |
  * | cast                                   | CAST             | to (output dtype)                            | nchw               |
