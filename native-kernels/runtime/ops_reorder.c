@@ -5,7 +5,8 @@
  * kernel ABI's invariant). Vector paths for every pair a plan emits: natural <-> blocked (register
  * transposes, 8 x 8 on AVX2 and 16 x 16 on AVX-512, for blocks of the build's widths; a strided
  * gather per natural row for a narrower block), blocked <-> blocked of any two
- * widths (8c <-> 16c: runs of min(V1, V2) lanes copied per pixel), natural <-> rows and rows <-> rows
+ * widths (8c <-> 16c on AVX-512: whole pixels, one 64-byte line each; otherwise runs of min(V1, V2)
+ * lanes copied per pixel), natural <-> rows and rows <-> rows
  * (row copies); any other pair goes element by element through the natural index.
  */
 #include <stdint.h>
@@ -155,6 +156,44 @@ static void from_blocked(const void* p, long b, long e) {
  */
 typedef struct { const float* in; float* out; long c, hw, fv, tv, fcb, tcb; } b2b_ctx;
 
+#if defined(__AVX512F__)
+/*
+ * NCHW8c <-> NCHW16c by whole pixels: 8c -> 16c stores one full 64-byte line per pixel from the two
+ * source blocks (not two half-line passes over the output, each a partial write); 16c -> 8c reads
+ * each source line once and writes both halves (not once per output block). Units: 8c -> 16c one
+ * output block, 16c -> 8c one input block. A missing second 8c block (C ≤ 16·ob + 8) reads as zeros.
+ */
+static void eight_to_sixteen(const void* p, long b, long e) {
+  const b2b_ctx* k = p;
+  for (long t = b; t < e; t++) {
+    long n = t / k->tcb, ob = t % k->tcb;
+    float* dst = k->out + t * k->hw * 16;
+    const float* lo = k->in + (n * k->fcb + 2 * ob) * k->hw * 8;
+    const float* hi = 2 * ob + 1 < k->fcb ? lo + k->hw * 8 : NULL;
+    for (long q = 0; q < k->hw; q++) {
+      __m256 h = hi ? _mm256_loadu_ps(hi + q * 8) : _mm256_setzero_ps();
+      __m512d both = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(lo + q * 8))), _mm256_castps_pd(h), 1);
+      vt16_store(dst + q * 16, _mm512_castpd_ps(both));
+    }
+  }
+}
+
+static void sixteen_to_eight(const void* p, long b, long e) {
+  const b2b_ctx* k = p;
+  for (long t = b; t < e; t++) {
+    long n = t / k->fcb, ib = t % k->fcb;
+    const float* src = k->in + t * k->hw * 16;
+    float* lo = k->out + (n * k->tcb + 2 * ib) * k->hw * 8;
+    float* hi = 2 * ib + 1 < k->tcb ? lo + k->hw * 8 : NULL;
+    for (long q = 0; q < k->hw; q++) {
+      __m512 x = vt16_load(src + q * 16);
+      _mm256_storeu_ps(lo + q * 8, _mm512_castps512_ps256(x));
+      if (hi) _mm256_storeu_ps(hi + q * 8, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+    }
+  }
+}
+#endif
+
 static void blocked_to_blocked(const void* p, long b, long e) {
   const b2b_ctx* k = p;
   const long g = k->fv < k->tv ? k->fv : k->tv;
@@ -237,6 +276,10 @@ int vt_op_reorder(const vt_step* s) {
     vt_parallel(rows, s->threads, 64, rows_copy, &ctx);
   } else if (from == BLOCKED && to == BLOCKED && fv > 0 && tv > 0 && (fv % tv == 0 || tv % fv == 0)) {
     b2b_ctx ctx = { in, out, c, hw, fv, tv, (c + fv - 1) / fv, (c + tv - 1) / tv };
+#if defined(__AVX512F__)
+    if (fv == 8 && tv == 16) { vt_parallel(n * ctx.tcb, s->threads, 2, eight_to_sixteen, &ctx); return 0; }
+    if (fv == 16 && tv == 8) { vt_parallel(n * ctx.fcb, s->threads, 2, sixteen_to_eight, &ctx); return 0; }
+#endif
     vt_parallel(n * ctx.tcb, s->threads, 4, blocked_to_blocked, &ctx);
   } else if (from == ROWS && to == ROWS && fv > 0 && tv > 0) {
     r2r_ctx ctx = { in, out, cols, (cols + fv - 1) / fv * fv, (cols + tv - 1) / tv * tv };
