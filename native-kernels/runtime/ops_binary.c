@@ -108,6 +108,9 @@ int vt_op_binary(const vt_step* s) {
 
 typedef struct { const float* a; const float* g; float* out; int fn; long cb, hw, v, gate_batch; int reversed; } ch_ctx;
 
+/* add sub mul div max min: the channel binary's vector paths; pow (between div and max in the enum) stays scalar. */
+static inline int has_vector_form(int fn) { return fn <= B_MIN && fn != B_POW; }
+
 #if defined(__AVX2__) && defined(__FMA__)
 #define CH_W 8
 #define CH(name) vt8_##name
@@ -141,7 +144,7 @@ static void ch_plane16(const ch_ctx* k, const float* a, const float* gate, float
     case B_MAX: if (k->reversed) { CH16_LOOP(vt16_max(g, x)); } CH16_LOOP(vt16_max(x, g)); /* operand order decides NaNs */
     case B_MIN: if (k->reversed) { CH16_LOOP(vt16_min(g, x)); } CH16_LOOP(vt16_min(x, g));
     case B_SUB: if (k->reversed) { CH16_LOOP(vt16_sub(g, x)); } CH16_LOOP(vt16_sub(x, g));
-    default: if (k->reversed) { CH16_LOOP(vt16_div(g, x)); } CH16_LOOP(vt16_div(x, g)); /* B_DIV: the caller sends no other fn */
+    default: if (k->reversed) { CH16_LOOP(vt16_div(g, x)); } CH16_LOOP(vt16_div(x, g)); /* B_DIV: has_vector_form admits no other */
   }
 }
 #undef CH16_LOOP
@@ -155,13 +158,10 @@ static void ch_planes(const void* p, long b, long e) {
     const float* a = k->a + t * k->hw * k->v;
     float* o = k->out + t * k->hw * k->v;
 #if defined(__AVX512F__)
-    if (k->v == 16 && (k->fn == B_ADD || k->fn == B_SUB || k->fn == B_MUL || k->fn == B_DIV || k->fn == B_MAX || k->fn == B_MIN)) {
-      ch_plane16(k, a, gate, o);
-      continue;
-    }
+    if (k->v == 16 && has_vector_form(k->fn)) { ch_plane16(k, a, gate, o); continue; }
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
-    if ((k->v == 8 || k->v == 16) && k->fn <= B_MIN && k->fn != B_POW) { ch_plane_vec(k, a, gate, o); continue; }
+    if ((k->v == 8 || k->v == 16) && has_vector_form(k->fn)) { ch_plane_vec(k, a, gate, o); continue; }
 #endif
     for (long q = 0; q < k->hw; q++) {
       if (k->reversed) for (long l = 0; l < k->v; l++) o[q * k->v + l] = apply(k->fn, gate[l], a[q * k->v + l]);

@@ -29,37 +29,26 @@ typedef struct { const float* in; float* out; long n, c, hw, v, cb, parts, part_
  * for the padded lanes), transposed in registers into V pixel vectors (AVX2: 8 x 8, AVX-512:
  * 16 x 16); the last pixels of a run, a masked gather each. Otherwise element by element.
  */
-#if defined(__AVX512F__)
-static void to_blocked16(const blk_ctx* k, long t, long q0, long q1) {
-  long n = t / k->cb, cb = t % k->cb;
-  float* dst = k->out + t * k->hw * 16;
-  int lanes = (int)(k->c - cb * 16 < 16 ? k->c - cb * 16 : 16);
-  const float* src = k->in + (n * k->c + cb * 16) * k->hw;
-  long q = q0;
-  for (; q + 16 <= q1; q += 16) {
-    vt16_t r[16];
-    for (int l = 0; l < 16; l++) r[l] = l < lanes ? vt16_load(src + l * k->hw + q) : vt16_zero();
-    vt16_transpose16(r);
-    for (int j = 0; j < 16; j++) vt16_store(dst + (q + j) * 16, r[j]);
+#define TO_BLOCKED(W)                                                                                     \
+  static void to_blocked##W(const blk_ctx* k, long t, long q0, long q1) {                                \
+    long n = t / k->cb, cb = t % k->cb;                                                                   \
+    float* dst = k->out + t * k->hw * W;                                                                  \
+    int lanes = (int)(k->c - cb * W < W ? k->c - cb * W : W);                                             \
+    const float* src = k->in + (n * k->c + cb * W) * k->hw;                                               \
+    long q = q0;                                                                                          \
+    for (; q + W <= q1; q += W) {                                                                         \
+      vt##W##_t r[W];                                                                                     \
+      for (int l = 0; l < W; l++) r[l] = l < lanes ? vt##W##_load(src + l * k->hw + q) : vt##W##_zero();  \
+      vt##W##_transpose##W(r);                                                                            \
+      for (int j = 0; j < W; j++) vt##W##_store(dst + (q + j) * W, r[j]);                                 \
+    }                                                                                                     \
+    for (; q < q1; q++) vt##W##_store(dst + q * W, vt##W##_gather_lanes(src + q, k->hw, lanes));           \
   }
-  for (; q < q1; q++) vt16_store(dst + q * 16, vt16_gather_lanes(src + q, k->hw, lanes));
-}
+#if defined(__AVX512F__)
+TO_BLOCKED(16)
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
-static void to_blocked8(const blk_ctx* k, long t, long q0, long q1) {
-  long n = t / k->cb, cb = t % k->cb;
-  float* dst = k->out + t * k->hw * 8;
-  int lanes = (int)(k->c - cb * 8 < 8 ? k->c - cb * 8 : 8);
-  const float* src = k->in + (n * k->c + cb * 8) * k->hw;
-  long q = q0;
-  for (; q + 8 <= q1; q += 8) {
-    vt8_t r[8];
-    for (int l = 0; l < 8; l++) r[l] = l < lanes ? vt8_load(src + l * k->hw + q) : vt8_zero();
-    vt8_transpose8(r);
-    for (int j = 0; j < 8; j++) vt8_store(dst + (q + j) * 8, r[j]);
-  }
-  for (; q < q1; q++) vt8_store(dst + q * 8, vt8_gather_lanes(src + q, k->hw, lanes));
-}
+TO_BLOCKED(8)
 #endif
 
 static void to_blocked_scalar(const blk_ctx* k, long t, long q0, long q1) {

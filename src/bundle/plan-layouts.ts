@@ -104,7 +104,6 @@ export function globalPoolReadBlocked(pooled: string, readersOf: (value: string)
     r.tunable || (BINARY.has(r.op) && runsBlocked(r)) || (isPooledRowsView(r) && blockedReader(r.outputs[0]!)));
   return blockedReader(pooled);
 }
-// (For a pool written as [N, C], only a tunable reader — the dense — counts: a rank-2 value has no blocked binary.)
 
 export interface NeedsContext {
   /** The layout each input value was produced in. */
@@ -129,9 +128,9 @@ export function nonTunableNeeds(l: Layer, ctx: NeedsContext): Needs {
   if (vec <= 1 || !runsBlocked(l)) return natural;
   const blocked = blockedLayout(vec);
   // Transposes and global pools read blocked and write the natural layout (their readers are rarely
-  // blocked), but a global pool whose result a blocked reader takes writes it blocked.
-  const blockedOut = !NATURAL_OUT.has(l.op) || (GLOBAL_POOLS.has(l.op) && (ctx.poolReadBlocked?.(l.outputs[0]!) ?? false));
-  // A pool whose output is already [N, C] (a ReduceMean over H, W without keepdims) writes the same bytes as rows{V}.
+  // blocked), but a global pool whose result a blocked reader takes writes it blocked: nchw{V}c, or
+  // rows{V} (the same bytes) when its output is already [N, C] (a ReduceMean over H, W without keepdims).
+  const blockedOut = GLOBAL_POOLS.has(l.op) ? ctx.poolReadBlocked?.(l.outputs[0]!) ?? false : !NATURAL_OUT.has(l.op);
   const out = !blockedOut ? NATURAL : l.outputShape.length === 4 ? blocked : rowsLayout(vec);
   return { layout: blocked, inputs: l.inputs.map(() => blocked), outputs: l.outputs.map(() => out) };
 }

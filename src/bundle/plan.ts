@@ -121,7 +121,7 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
   const inputs = graph.inputs.map((i) => ({ name: i.name, value: produce(i.name, NATURAL) }));
   const layerOf = new Map(graph.layers.map((l) => [l.index, l]));
   const readers = new Map<string, Layer[]>();
-  for (const l of graph.layers) for (const v of l.inputs) readers.set(v, [...(readers.get(v) ?? []), l]);
+  for (const l of graph.layers) for (const v of l.inputs) { if (!readers.has(v)) readers.set(v, []); readers.get(v)!.push(l); }
   const graphOutputs = new Set(graph.outputs.map((o) => o.name));
   const poolReadBlocked = (v: string) => globalPoolReadBlocked(v, (x) => readers.get(x) ?? [], (x) => graphOutputs.has(x));
   for (const l of graph.layers) {
