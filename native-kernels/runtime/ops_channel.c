@@ -32,6 +32,24 @@ static inline long src_offset(const cg_ctx* k, long s, long n, long sc) {
   return ((n * k->cb_in[s] + sc / k->v) * k->hw) * k->v + sc % k->v;
 }
 
+#if defined(__AVX2__) && defined(__FMA__)
+/* Where lanes [g0, g0 + live) of an output block come from, grouped into pieces: W consecutive channels
+ * of one source starting at a multiple of W. Per piece: its source and first channel, the lane of the
+ * piece each output lane takes (idx, 0 elsewhere) and the output lanes it fills (pick). Returns the count. */
+static int group_pieces(const int64_t* map, long g0, long live, long w, long* piece_s, long* piece_c, int32_t (*idx)[16], unsigned* pick) {
+  int n_pieces = 0;
+  for (long l = 0; l < live; l++) {
+    long s = map[2 * (g0 + l)], sc = map[2 * (g0 + l) + 1], cw = sc - sc % w;
+    int u = 0;
+    while (u < n_pieces && (piece_s[u] != s || piece_c[u] != cw)) u++;
+    if (u == n_pieces) { piece_s[u] = s; piece_c[u] = cw; pick[u] = 0; memset(idx[u], 0, sizeof idx[u]); n_pieces++; }
+    idx[u][l] = (int32_t)(sc % w);
+    pick[u] |= 1u << l;
+  }
+  return n_pieces;
+}
+#endif
+
 #if defined(__AVX512F__)
 /*
  * V = 16 without gathers: each lane comes from one piece, a source block (16 consecutive lanes
@@ -52,15 +70,7 @@ static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, lon
   long piece_s[16], piece_c[16];
   int32_t idx[16][16];
   unsigned pick[16];
-  int n_pieces = 0;
-  for (long l = 0; l < lanes; l++) {
-    long s = map[2 * l], sc = map[2 * l + 1], c16 = sc - sc % 16;
-    int u = 0;
-    while (u < n_pieces && (piece_s[u] != s || piece_c[u] != c16)) u++;
-    if (u == n_pieces) { piece_s[u] = s; piece_c[u] = c16; pick[u] = 0; memset(idx[u], 0, sizeof idx[u]); n_pieces++; }
-    idx[u][l] = (int32_t)(sc % 16);
-    pick[u] |= 1u << l;
-  }
+  int n_pieces = group_pieces(map, 0, lanes, 16, piece_s, piece_c, idx, pick);
   cg_piece16 piece[16];
   for (int u = 0; u < n_pieces; u++) piece[u] = (cg_piece16){ k->in[piece_s[u]] + src_offset(k, piece_s[u], n, piece_c[u]), vt16_perm_index(idx[u]), pick[u] };
   switch (n_pieces) {
@@ -101,17 +111,9 @@ static void permute_group8(const cg_ctx* k, const int64_t* map, long lanes, long
     return;
   }
   long piece_s[8], piece_c[8];
-  int32_t idx[8][8];
+  int32_t idx[8][16];
   unsigned mask[8];
-  int n_pieces = 0;
-  for (long l = 0; l < live; l++) {
-    long s = map[2 * (g0 + l)], sc = map[2 * (g0 + l) + 1], c8 = sc - sc % 8;
-    int u = 0;
-    while (u < n_pieces && (piece_s[u] != s || piece_c[u] != c8)) u++;
-    if (u == n_pieces) { piece_s[u] = s; piece_c[u] = c8; mask[u] = 0; memset(idx[u], 0, sizeof idx[u]); n_pieces++; }
-    idx[u][l] = (int32_t)(sc % 8);
-    mask[u] |= 1u << l;
-  }
+  int n_pieces = group_pieces(map, g0, live, 8, piece_s, piece_c, idx, mask);
   cg_piece8 piece[8];
   for (int u = 0; u < n_pieces; u++) {
     piece[u] = (cg_piece8){ k->in[piece_s[u]] + src_offset(k, piece_s[u], n, piece_c[u]), vt8_perm_index(idx[u]), vt8_lane_mask(mask[u]) };
