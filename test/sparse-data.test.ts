@@ -49,12 +49,15 @@ test('words: classes and features from the training documents, document-level cu
   const corpus = join(root, 'corpus');
   mkdirSync(join(corpus, 'doc', 'pkg'), { recursive: true });
   mkdirSync(join(corpus, 'man', 'man1'), { recursive: true });
-  const sentence = (i: number) =>
-    `the quick brown fox jumps over the lazy dog number ${['one', 'two', 'three', 'four'][i % 4]} again and again line ${'abcdefghij'[i % 10]}`;
+  // Each file's lines name the file (a letter pair: words are letters only), so every file brings lines of its own. Duplicate
+  // lines are dropped corpus-wide, so with lines shared by all files the first file read would hold them all, and whenever
+  // sha256 of its (random, temp-dir) path put it in the test split (26 of 256 first bytes), training had no words.
+  const sentence = (i: number, f: number) => `the quick brown fox jumps over the lazy dog number ${['one', 'two', 'three', 'four'][i % 4]} `
+    + `again and again line ${'abcdefghij'[i % 10]} of file ${String.fromCharCode(97 + (f % 26), 97 + Math.floor(f / 26))}`;
   const docs: string[] = [];
   for (let f = 0; f < 30; f++) {
     const p = join(corpus, 'doc', 'pkg', `file${f}.txt`);
-    writeFileSync(p, Array.from({ length: 40 }, (_, i) => sentence(i + f * 7)).join('\n') + '\nthe same licence line in every file\n');
+    writeFileSync(p, Array.from({ length: 40 }, (_, i) => sentence(i + f * 7, f)).join('\n') + '\nthe same licence line in every file\n');
     docs.push(p);
   }
   const man = join(corpus, 'man', 'man1', 'tool.1.gz');

@@ -85,7 +85,7 @@ const SETTLE_MAX_MS = 1500;
 
 /**
  * A resumed co-runner takes a while to reach its rate: on an Intel host the first 100 ms after
- * SIGCONT of the 2 GiB random level moved 9–37% of what the next ones did, and a 50 ms window
+ * SIGCONT of the 1.9 GiB random level moved 9–37% of what the next ones did, and a 50 ms window
  * there read no traffic at all. Samples labelled with a level must see that level, so the sweep
  * keeps the model running until two successive windows of the co-runner's own counters agree
  * within 10% (at most SETTLE_MAX_MS; at level 0 nothing runs and this returns at once).
