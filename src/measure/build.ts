@@ -4,8 +4,9 @@
  *  - Each candidate's translation unit becomes one object file keyed by sha256 of its source, the
  *    kernel headers, the flags, `cc --version` and the CPU identity (-march=native).
  *  - Missing objects are compiled in batches (one `cc -c a.c b.c …` per batch), batches in
- *    parallel up to the core count. A failing batch is retried one candidate at a time, so one bad
+ *    parallel up to the core count, and never fewer batches than cores while units remain. A failing batch is retried one candidate at a time, so one bad
  *    candidate is a recorded compile_error and its neighbours still build.
+ *  - precompileKernels fills the object cache ahead of need (a tuner's known next candidates).
  *  - The requested candidates are linked, in groups, into shared objects keyed by their objects'
  *    hashes (many symbols per .so; linking is cheap and cached too).
  * Every cache entry is written under a temp name and renamed into place.
@@ -105,8 +106,28 @@ async function link(keys: readonly string[], cc: Compiler, objDir: string, libDi
     runCompiler([...kernelLinkFlags(), '-o', temp, ...keys.map((k) => join(objDir, `${k}.o`)), ...libsFor('kernel')], {}, cc));
 }
 
-/** Build every unit (deduplicated by symbol); the result has one outcome per distinct symbol, in input order. */
-export async function buildKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<BuildOutcome[]> {
+/**
+ * Compiler calls for `missing` units: at most batchSize units a call, and never fewer calls than
+ * cores while there are units to give them (3 candidates in one `cc -c` call would leave the other
+ * core idle for the whole batch).
+ */
+export function compileChunks<T>(missing: readonly T[], batchSize: number, jobs: number): T[][] {
+  const perCall = Math.max(1, Math.min(batchSize, Math.ceil(missing.length / Math.max(1, jobs))));
+  return chunk(missing, perCall);
+}
+
+interface Prepared {
+  readonly cc: Compiler;
+  readonly flags: readonly string[];
+  readonly headers: HeaderSnapshot;
+  readonly objDir: string;
+  readonly libDir: string;
+  readonly keyed: (KernelUnit & { key: string })[];
+  readonly jobs: number;
+  readonly batchSize: number;
+}
+
+async function prepare(units: readonly KernelUnit[], options: BuildOptions): Promise<Prepared> {
   const cc = compiler();
   const [version, headers] = await Promise.all([compilerVersion(cc), headerSnapshot()]);
   const root = options.cacheDir ?? cacheDir();
@@ -115,13 +136,35 @@ export async function buildKernels(units: readonly KernelUnit[], options: BuildO
   const unique = [...new Map(units.map((u) => [u.symbol, u])).values()];
   const flags = options.cflags ?? flagsFor('kernel');
   const keyed = unique.map((u) => ({ ...u, key: buildKey([u.source, headers.hash], flags, version).slice(0, 40) }));
-  const missing = keyed.filter((u) => !existsSync(join(objDir, `${u.key}.o`)));
-  const batchSize = Math.max(1, options.batchSize ?? 8);
-  const jobs = options.jobs ?? availableParallelism();
+  return { cc, flags, headers, objDir, libDir, keyed, jobs: options.jobs ?? availableParallelism(), batchSize: Math.max(1, options.batchSize ?? 8) };
+}
+
+/** Compile the units whose objects are not cached yet; symbol → compiled (with its error, if it failed). */
+async function compileMissing(p: Prepared): Promise<Map<string, Compiled>> {
+  const missing = p.keyed.filter((u) => !existsSync(join(p.objDir, `${u.key}.o`)));
   const compiled = new Map<string, Compiled>();
-  for (const m of await pool(chunk(missing, batchSize), jobs, (b) => compileBatch(b, cc, flags, objDir, headers))) {
+  for (const m of await pool(compileChunks(missing, p.batchSize, p.jobs), p.jobs, (b) => compileBatch(b, p.cc, p.flags, p.objDir, p.headers))) {
     for (const [k, v] of m) compiled.set(k, v);
   }
+  return compiled;
+}
+
+/**
+ * Compile the units' objects into the cache ahead of need, linking nothing: a tuner that knows
+ * its next candidates builds them all at once, on every core, and each batch later only links.
+ * Returns how many failed to compile (buildKernels records those, when they are asked for).
+ */
+export async function precompileKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<number> {
+  if (units.length === 0) return 0;
+  const compiled = await compileMissing(await prepare(units, options));
+  return [...compiled.values()].filter((c) => c.error !== undefined).length;
+}
+
+/** Build every unit (deduplicated by symbol); the result has one outcome per distinct symbol, in input order. */
+export async function buildKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<BuildOutcome[]> {
+  const p = await prepare(units, options);
+  const { cc, objDir, libDir, keyed, jobs, batchSize } = p;
+  const compiled = await compileMissing(p);
   const failed = new Map([...compiled].filter(([, v]) => v.error !== undefined).map(([k, v]) => [k, v.error!]));
   const good = keyed.filter((u) => !failed.has(u.symbol));
   const libs = await pool(chunk(good, batchSize), jobs, async (group) => {

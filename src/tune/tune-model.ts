@@ -25,6 +25,7 @@ import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
 import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
 import { pickTask, taskCost, type TaskProgress } from './scheduler.js';
 import { createTaskSearch, type TaskSearch, type TrialResult } from './search.js';
+import { prebuildWarmups, proposeWarmups } from './warmup.js';
 
 export interface WorkloadUse {
   readonly workload: Workload;
@@ -284,13 +285,16 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   });
 
   try {
+    const warmups = proposeWarmups(searches, progress, caps, batch, budget, done).batches;
+    await prebuildWarmups(runs, warmups, { ...ctxBase, batch });
     while (done < budget) {
       const i = pickTask(progress);
       if (i === undefined) break;
       const search = searches[i]!;
       const room = caps[i]! - search.visited.length;
       if (room <= 0) { progress[i]!.exhausted = true; continue; }
-      const schedules = search.propose(Math.min(batch, budget - done, room));
+      const schedules = warmups.get(i) ?? search.propose(Math.min(batch, budget - done, room));
+      warmups.delete(i);
       if (schedules.length === 0) { progress[i]!.exhausted = true; continue; }
       const results = await evaluateBatch(runs[i]!.use.workload, schedules, {
         ...ctxBase,
