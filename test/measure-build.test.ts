@@ -2,11 +2,12 @@
  * Builder and runner: content-addressed object cache (nothing compiles twice), compile errors
  * isolated to their candidate, a missing compiler reported as NO_COMPILER, and every failure mode
  * of a candidate (wrong answer, crash, hang) recorded while its neighbours are still measured; a
- * job the caller skips runs nothing, and a kernel is checked once per run of the same kernel.
+ * job the caller skips runs nothing, and a kernel is checked once per run of the same kernel; the
+ * naive reference of a workload is computed once and kept on disk for later children.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkloadShape } from '../src/ir/workload.js';
@@ -136,4 +137,33 @@ test('a skipped job runs nothing; a kernel measured twice in a row is checked on
     assert.deepEqual(events, ['start 0', 'end 0 ok', 'start 2', 'end 2 ok', 'start 3', 'end 3 ok', 'start 4', 'end 4 ok'], 'no hooks for a skipped job');
     const again = await measureJobs([job(once), job(b!), job(once)], { cacheDir: dir, cores: [0], minTimeMs: 2, minRepeats: 2 });
     assert.deepEqual(again.map((m) => m.status), ['ok', 'ok', 'wrong'], 'after another kernel, the check runs again');
+  }));
+
+test('a slow reference is computed once and read back by later children; a torn or foreign file is a miss', { timeout: 300_000 },
+  () => withTempCache(async (dir) => {
+    // 115 M multiply-adds: the naive reference takes far longer than the 20 ms below which it is not cached.
+    const big: WorkloadShape = { ...W, cin: 64, cout: 64, h: 56, w: 56, oh: 56, ow: 56 };
+    const t = await detectTarget();
+    const k = generateKernel(makeCandidate(big, defaultSchedule(big, t, 1), t));
+    const [built] = await buildKernels([k], { cacheDir: dir });
+    assert.equal(built!.status, 'ok');
+    const job: MeasureJob = { soPath: built!.status === 'ok' ? built!.soPath : '', symbol: k.symbol, threads: 1 };
+    const once = { cacheDir: dir, cores: [0], minTimeMs: 0, minRepeats: 1, maxRepeats: 1 };
+    assert.equal((await measureJobs([job], once))[0]!.status, 'ok');
+    const [harnessDir] = await readdir(join(dir, 'refs'));
+    const files = (await readdir(join(dir, 'refs', harnessDir!))).filter((f) => f.endsWith('.f32'));
+    assert.equal(files.length, 1, 'one reference written, no temp file left');
+    const file = join(dir, 'refs', harnessDir!, files[0]!);
+    const whole = await readFile(file);
+    const headerBytes = 280;
+    // The stored outputs, zeroed behind an intact header: a child that reads them finds the kernel wrong.
+    await writeFile(file, Buffer.concat([whole.subarray(0, headerBytes), Buffer.alloc(whole.length - headerBytes)]));
+    assert.equal((await measureJobs([job], once))[0]!.status, 'wrong', 'the next child checked against the stored reference');
+    await writeFile(file, whole.subarray(0, headerBytes + 100));
+    assert.equal((await measureJobs([job], once))[0]!.status, 'ok', 'a torn file is recomputed');
+    assert.equal((await stat(file)).size, whole.length, 'and written whole again');
+    const foreign = Buffer.from(whole);
+    foreign.writeInt32LE(foreign.readInt32LE(32) + 1, 32); // the key's cin
+    await writeFile(file, Buffer.concat([foreign.subarray(0, headerBytes), Buffer.alloc(whole.length - headerBytes)]));
+    assert.equal((await measureJobs([job], once))[0]!.status, 'ok', 'a file whose key differs is not this workload\'s reference');
   }));

@@ -7,9 +7,9 @@
  * candidates (A@0, A@2, B@0, B@2, …) without a process start per measurement. A per-job watchdog
  * kills a hung child; a crash loses only the job in flight: a new child takes the rest.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
 import { VeltairError } from '../errors.js';
@@ -96,12 +96,12 @@ function toMeasurement(l: HarnessLine): Measurement {
 }
 
 /** One child over `jobs`; returns the measurements it finished (a crash/timeout ends it early). */
-async function runChild(bin: string, jobs: readonly MeasureJob[], indices: readonly number[], o: MeasureOptions,
+async function runChild(bin: string, refCache: string, jobs: readonly MeasureJob[], indices: readonly number[], o: MeasureOptions,
   done: Map<number, Measurement | undefined>): Promise<void> {
   const cores = o.cores ?? Array.from({ length: availableParallelism() }, (_, i) => i);
   const args = ['--cores', cores.join(','), '--min-time-ms', String(o.minTimeMs ?? 100),
     '--min-repeats', String(o.minRepeats ?? 3), '--max-repeats', String(o.maxRepeats ?? 1000),
-    '--flush', o.flushCache ? '1' : '0', '--seed', String(o.seed ?? 1), '--handshake'];
+    '--flush', o.flushCache ? '1' : '0', '--seed', String(o.seed ?? 1), '--handshake', '--ref-cache', refCache];
   for (const i of indices) args.push('--job', jobs[i]!.soPath, jobs[i]!.symbol, String(jobs[i]!.threads));
   const child = execa(bin, args, { env: ompEnv(cores), stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false });
   let current: number | undefined;
@@ -151,11 +151,14 @@ export async function measureJobs(jobs: readonly MeasureJob[], o: Omit<MeasureOp
 /** measureJobs with `skipJob`: a skipped job's entry is undefined. */
 export async function measureJobsSkippable(jobs: readonly MeasureJob[], o: MeasureOptions = {}): Promise<(Measurement | undefined)[]> {
   const bin = await ensureHarness(o.cacheDir ?? cacheDir());
+  // Reference outputs outlive one child (harness.c): kept per harness build, so a changed reference never answers.
+  const refCache = join(o.cacheDir ?? cacheDir(), 'refs', basename(bin));
+  await mkdir(refCache, { recursive: true });
   const done = new Map<number, Measurement | undefined>();
   let pending = jobs.map((_, i) => i);
   while (pending.length > 0) {
     const before = done.size;
-    await runChild(bin, jobs, pending, o, done);
+    await runChild(bin, refCache, jobs, pending, o, done);
     pending = pending.filter((i) => !done.has(i));
     if (done.size === before) {
       // the child died before starting anything: record the first job as crashed so we always progress
