@@ -6,6 +6,7 @@
  * column blocks in the schedule's loop order. batch_matmul with transposed B first packs every
  * (batch, oc group) B^T panel once into the caller's workspace (a parallel loop, then the tiles;
  * that packing is part of the timed work). A kernel never allocates: see directWorkspace.
+ * Small-cin convs also export `<sym>_run_nchw`, the same run on a plain NCHW input (compactInput).
  */
 import type { DirectProblem } from '../space/problem.js';
 import { tileCounts, type Schedule } from '../space/schedule.js';
@@ -124,7 +125,6 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
   kpad: number, nPad: number, transposed: boolean): string {
   const c = tileCounts(p, s);
   const panelQ = kpad * s.regOc * p.vec;
-  const lastBlockPartial = p.icLanesLast < p.vec;
   const realN = (p.ocVecs - 1) * p.vec + p.ocLanesLast;
   const wBase = p.weights === 'packed'
     ? `w + (long)(g * ${c.ocGroups} + q) * ${layout.slot} + (long)icb0 * ${p.kh * p.kw * p.vec} `
@@ -171,11 +171,25 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
   ] : [];
   const compact = p.inputLayout === 'nchw' ? compactInput(p) : undefined;
   const ws = directWorkspace(p, s);
+  const signature = (name: string, input: string) => `void ${name}(const float* ${input}, const float* w, const float* bias, `
+    + 'const float* res, const float* gate, const float* prm, float* out, void* workspace, int nthreads) {';
+  const tiles = emitTiles(p, s, ws, transposed, packPanels, loops, dispatch);
+  const run = [signature(`${sym}_run`, compact ? 'in_blocked' : 'in'), ws.bytes === 0 ? '  (void)workspace;' : '', ...(compact?.head ?? []), ...tiles];
+  if (!compact) return run.join('\n');
+  // `<sym>_run_nchw`: the same tiles straight on the caller's plain NCHW input, which is exactly the
+  // gathered copy `_run` builds (batch stride cin·H·W), so the graph plan can hand a stem its
+  // natural-layout graph input: no reorder to NCHW[V]c before it and no gather back inside it.
+  // `_run` stays as it was: tuning records measure it. A conv's workspace holds only that copy.
+  const nchw = [signature(`${sym}_run_nchw`, 'in'), '  (void)workspace;', ...tiles];
+  return [...run, '', ...nchw].join('\n');
+}
+
+/** The run function's body after its prologue: one parallel loop over the cache tiles. */
+function emitTiles(p: DirectProblem, s: Schedule, ws: DirectWorkspace, transposed: boolean, packPanels: readonly string[],
+  loops: readonly string[], dispatch: readonly string[]): string[] {
+  const c = tileCounts(p, s);
+  const lastBlockPartial = p.icLanesLast < p.vec;
   return [
-    `void ${sym}_run(const float* ${compact ? 'in_blocked' : 'in'}, const float* w, const float* bias, const float* res, `
-      + 'const float* gate, const float* prm, float* out, void* workspace, int nthreads) {',
-    ws.bytes === 0 ? '  (void)workspace;' : '',
-    ...(compact?.head ?? []),
     transposed ? `  float* panel = (float*)((char*)workspace + ${ws.panelOffset});` : '',
     `  #pragma omp parallel num_threads(nthreads)`,
     '  {',
@@ -202,14 +216,15 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
     '    }',
     '  }',
     '}',
-  ].join('\n');
+  ];
 }
 
 /**
- * Small-cin convs (problem.ts smallCinInput) run on plain NCHW input, but the ABI still hands them
- * NCHW[V]c (the graph plan feeds every conv blocked): the run function first gathers the real
- * channels into a dense NCHW copy in its workspace (timed with the kernel; ~V/cin times less data
- * for the reduction to walk than the blocked input it came from), then runs the tiles on that copy.
+ * Small-cin convs (problem.ts smallCinInput) run on plain NCHW input, but `<sym>_run` takes the
+ * ABI's NCHW[V]c (what the harness measures, and what a plan hands a stem whose input exists only
+ * blocked): it first gathers the real channels into a dense NCHW copy in its workspace (timed with
+ * the kernel; ~V/cin times less data for the reduction to walk than the blocked input it came
+ * from), then runs the tiles on that copy. `<sym>_run_nchw` takes that copy from the caller.
  */
 function compactInput(p: DirectProblem): { head: string[] } {
   const cin = p.icLanesLast, plane = p.inH * p.inW, v = p.vec;
