@@ -11,7 +11,9 @@
  * A ref is an arena byte offset (>= 0), -1 (none: NULL, 0 bytes) or -(2 + i) for params[i]; its
  * bytes are the extent the step may touch there. resolve() checks offset + bytes against the arena
  * and bytes against the param, so no operand the plan names reaches past its buffer.
- * VT_RT_KERNEL steps: in = [x, bias, residual, chanmul, epi_params, workspace], out = [y], no ints.
+ * VT_RT_KERNEL steps: in = [x, bias, residual, chanmul, epi_params, workspace], out = [y], and no
+ *   ints, or one: 1 when x is a small-cin conv's input in plain NCHW (the plan gave the stem the
+ *   graph input as it is), so each version runs <sym>_run_nchw, and x holds N*Cin*H*W floats.
  *   Every version's descriptor is checked against those sizes (check_kernel): x, y, residual and
  *   the weight exactly; bias, chanmul and workspace at least what the kernel reads; epi_params
  *   its parameter count; and each buffer its epilogue uses must be there. A kernel built for
@@ -162,13 +164,20 @@ static int measure(reader r, int n_steps, size_t* ptrs, size_t* ints, size_t* fl
   return 1;
 }
 
-static const vt_desc* version_desc(vt_exec* e, const char* sym, vt_run_fn* run) {
+/* A kernel step's one int: its input arrives in plain NCHW (KERNEL_READS_NCHW in src/runtime/native-plan.ts). */
+#define K_READS_NCHW 1
+
+/* The descriptor, when <sym>_run and <sym>_desc exist; *run is <sym>_run, or for a step whose input
+ * is plain NCHW <sym>_run_nchw (NULL when the kernel has none: check_kernel refuses it). */
+static const vt_desc* version_desc(vt_exec* e, const char* sym, int nchw, vt_run_fn* run) {
   char name[128];
   snprintf(name, sizeof name, "%s_run", sym);
-  *run = (vt_run_fn)dlsym(e->so, name);
+  vt_run_fn blocked = (vt_run_fn)dlsym(e->so, name);
+  snprintf(name, sizeof name, "%s_run_nchw", sym);
+  *run = nchw ? (vt_run_fn)dlsym(e->so, name) : blocked;
   snprintf(name, sizeof name, "%s_desc", sym);
   vt_desc_fn d = (vt_desc_fn)dlsym(e->so, name);
-  return (*run && d) ? d() : NULL;
+  return (blocked && d) ? d() : NULL;
 }
 
 static int has_step(const vt_desc* d, int step) {
@@ -180,11 +189,13 @@ static int has_step(const vt_desc* d, int step) {
 enum { K_X, K_BIAS, K_RES, K_GATE, K_EPI, K_WS, K_IN };
 
 /* Does the version's descriptor fit the operands the plan gives its step (sizes, and the buffers its epilogue uses)? */
-static int check_kernel(vt_exec* e, vt_step* st, int s, const char* sym, const vt_desc* d, int64_t weight_bytes) {
+static int check_kernel(vt_exec* e, vt_step* st, int s, int v, const char* sym, const vt_desc* d, int64_t weight_bytes, int nchw) {
   const size_t* in = st->in_bytes;
   const char* why = NULL;
+  const size_t input_floats = nchw ? (size_t)d->n * (size_t)d->cin * (size_t)d->h * (size_t)d->w : d->input_floats;
   if (d->abi_version != VT_ABI_VERSION) why = "kernel ABI version";
-  else if (d->input_floats * 4 != in[K_X]) why = "input size";
+  else if (nchw && (d->op != VT_OP_CONV2D || !st->versions[v].run)) why = "plain NCHW input to a kernel without _run_nchw";
+  else if (input_floats * 4 != in[K_X]) why = "input size";
   else if (d->output_floats * 4 != st->out_bytes[0]) why = "output size";
   else if ((uint64_t)weight_bytes != d->weight_floats * 4) why = "weight size";
   else if (has_step(d, VT_EPI_BIAS) && (!st->in[K_BIAS] || in[K_BIAS] < d->bias_floats * 4)) why = "bias size";
@@ -277,18 +288,20 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
     for (int i = 0; i < st->n_floats; i++) fl[i] = next(&r);
     st->floats = fl;
     st->versions = e->versions + iv; iv += (size_t)st->n_versions;
-    if (st->op == VT_RT_KERNEL && (st->n_versions < 1 || st->n_in != K_IN || st->n_out != 1 || st->n_ints != 0)) {
+    if (st->op == VT_RT_KERNEL && (st->n_versions < 1 || st->n_in != K_IN || st->n_out != 1 || st->n_ints > 1
+                                   || (st->n_ints == 1 && ints[0] != 0 && ints[0] != K_READS_NCHW))) {
       return fail(e, err, "plan step %d is a kernel step without versions or with the wrong arity", s);
     }
+    const int nchw = st->op == VT_RT_KERNEL && st->n_ints == 1 && ints[0] == K_READS_NCHW;
     for (int v = 0; v < st->n_versions; v++) {
       int64_t sym = next_int(&r), wref = next_int(&r), wbytes = next_int(&r);
       if (r.bad) return fail(e, err, "plan blob is truncated at step %d", s);
       if (sym < 0 || sym >= n_symbols) return fail(e, err, "plan step %d names symbol %ld, which is not in the symbol table", s, (long)sym);
       st->versions[v].weight = resolve(e, wref, wbytes, &ok);
       if (!ok) return fail(e, err, "plan step %d version weight refers to a buffer that does not exist or reaches past its end", s);
-      const vt_desc* d = version_desc(e, symbols[sym], &st->versions[v].run);
+      const vt_desc* d = version_desc(e, symbols[sym], nchw, &st->versions[v].run);
       if (!d) return fail(e, err, "kernels library has no %s_run/%s_desc (step %d)", symbols[sym], symbols[sym], s);
-      if (!check_kernel(e, st, s, symbols[sym], d, wbytes)) { snprintf(err, VT_ERR_LEN, "%s", e->err); vt_exec_destroy(e); return NULL; }
+      if (!check_kernel(e, st, s, v, symbols[sym], d, wbytes, nchw)) { snprintf(err, VT_ERR_LEN, "%s", e->err); vt_exec_destroy(e); return NULL; }
     }
     if (r.bad) return fail(e, err, "plan blob is truncated at step %d", s);
   }

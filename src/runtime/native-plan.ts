@@ -67,6 +67,12 @@ export interface NativePlan {
 
 export const SYMBOL_PATTERN = /^vt_k[0-9a-f]{16}$/;
 
+/**
+ * A KERNEL step's one int (none: 0): its input is a small-cin conv's in plain NCHW, so the
+ * executor runs every version's `<sym>_run_nchw` (native-kernels/runtime/executor.c K_READS_NCHW).
+ */
+export const KERNEL_READS_NCHW = 1;
+
 /** The (ref, bytes) pairs of an operand list, each checked to lie inside its buffer. */
 function sizedRefs(refs: readonly Ref[], bytes: readonly number[] | undefined, arenaBytes: number, params: readonly ArrayBufferView[],
   where: string): number[] {

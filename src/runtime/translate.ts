@@ -10,7 +10,8 @@
  *  step op 'layer', inPlace          nothing (the view shares its input's bytes)
  *  step op 'layer', tunable          KERNEL: in [x, bias, residual, chanmul, epi_params, workspace],
  *                                    out [y], one version per step.versions id: (symbol, packed
- *                                    weight param | B's arena ref for batch_matmul)
+ *                                    weight param | B's arena ref for batch_matmul); ints
+ *                                    [KERNEL_READS_NCHW] when a conv's x is natural (`_run_nchw`)
  *  versions' workspaceBytes          one workspace region after the plan's arena, sized for the
  *                                    largest version: steps run one at a time over one arena, so
  *                                    they can share it as they share the arena's bytes
@@ -24,9 +25,9 @@
  */
 import { internalError, quoteForMessage, VeltairError } from '../errors.js';
 import type { GraphPlan, PlanStep, PlanValue } from '../bundle/plan.js';
-import { parseLayout, type Layout } from '../bundle/layout.js';
+import { canonicalLayout, NATURAL, parseLayout, type Layout } from '../bundle/layout.js';
 import { LAYOUT_KIND, OP } from './ops.js';
-import { arenaRef, NONE, paramRef, type NativePlan, type NativeStep, type Ref, SYMBOL_PATTERN } from './native-plan.js';
+import { arenaRef, KERNEL_READS_NCHW, NONE, paramRef, type NativePlan, type NativeStep, type Ref, SYMBOL_PATTERN } from './native-plan.js';
 import { product, roundUp } from './geometry.js';
 import { unsupported, type LoweredOp, type Operand, type OpContext } from './lower-context.js';
 import { COMPUTE_LOWERINGS } from './lower-compute.js';
@@ -245,6 +246,15 @@ function kernelStep(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, 
   return {
     op: OP.KERNEL, inputs: [x.ref, bias, residual?.ref ?? NONE, gate?.ref ?? NONE, epi, ws], outputs: [y.ref],
     inputBytes: [x.bytes, biasBytes, residual?.bytes ?? 0, gate?.bytes ?? 0, layer.epilogueParams.length * 4, workspace.bytes],
-    outputBytes: [y.bytes], ints: [], floats: [], versions,
+    outputBytes: [y.bytes], ints: kernelInts(layer, p, x), floats: [], versions,
   };
+}
+
+/** A conv whose step reads its input in the natural layout (a small-cin stem fed the graph input) runs `_run_nchw`. */
+function kernelInts(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, x: Operand): number[] {
+  if (x.layout === canonicalLayout(x.shape, p.layout)) return [];
+  if (layer.op !== 'conv2d' || x.layout !== NATURAL || x.shape.length !== 4) {
+    throw internalError(`plan step ${p.index} (layer ${layer.index}) feeds its ${p.layout} kernel a ${x.layout} input`);
+  }
+  return [KERNEL_READS_NCHW];
 }
