@@ -56,7 +56,8 @@ function assertArenaSound(p: GraphPlan) {
 const describe = (g: LayerGraph, p: GraphPlan) =>
   p.steps.map((s) => (s.op === 'reorder' ? `reorder ${s.from}>${s.to}` : `${g.layers[s.layer]!.op} ${s.layout}${s.inPlace ? ' inplace' : ''}`));
 
-test('conv → relu → flatten → gemm: reorders at the input, before flatten and at the output; flatten in place', async () => {
+test('conv → relu → flatten → gemm: the RGB stem reads the graph input as it is; reorders before flatten and at the output; flatten in place',
+  async () => {
   const g = await graphOf([
     { op: 'Conv', inputs: ['input', 'w', 'b'], outputs: ['c'], attrs: { pads: [1, 1, 1, 1], kernel_shape: [3, 3] } },
     { op: 'Relu', inputs: ['c'], outputs: ['r'] },
@@ -65,15 +66,16 @@ test('conv → relu → flatten → gemm: reorders at the input, before flatten 
   ], [['w', f32([8, 3, 3, 3])], ['b', f32([8])], ['fw', f32([10, 512])], ['fb', f32([10])]], [1, 3, 8, 8]);
   const p = buildGraphPlan(g, choose(g), 16);
   const shape = p.steps.map((s) => (s.op === 'reorder' ? `reorder ${s.from}>${s.to}` : `${g.layers[s.layer]!.op} ${s.layout}${s.inPlace ? ' inplace' : ''}`));
-  assert.deepEqual(shape, ['reorder nchw>nchw16c', 'conv2d nchw16c', 'reorder nchw16c>nchw', 'flatten nchw inplace', 'dense rows16', 'reorder rows16>nchw']);
-  const convStep = p.steps[1]!;
-  assert.equal(p.values[convStep.inputs[0]!]!.bytes, 16 * 8 * 8 * 4, 'input padded to 16 channels');
+  assert.deepEqual(shape, ['conv2d nchw16c', 'reorder nchw16c>nchw', 'flatten nchw inplace', 'dense rows16', 'reorder rows16>nchw']);
+  const convStep = p.steps[0]!;
+  assert.equal(convStep.inputs[0], p.inputs[0]!.value, 'the stem reads the graph input value itself');
+  assert.equal(p.values[convStep.inputs[0]!]!.bytes, 3 * 8 * 8 * 4, 'unpadded: 3 channels');
   assert.deepEqual(p.outputs.map((o) => p.values[o.value]!.layout), ['nchw']);
   assert.equal(p.values[p.outputs[0]!.value]!.bytes, 40);
   assertArenaSound(p);
 });
 
-test('a conv chain stays blocked through pooling and a residual add; only graph edges reorder', async () => {
+test('a conv chain stays blocked through pooling and a residual add; nothing reorders', async () => {
   const g = await graphOf([
     { op: 'Conv', inputs: ['input', 'w1'], outputs: ['a'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
     { op: 'MaxPool', inputs: ['a'], outputs: ['p'], attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
@@ -85,7 +87,7 @@ test('a conv chain stays blocked through pooling and a residual add; only graph 
   ], [['w1', f32([32, 3, 3, 3])], ['w2', f32([32, 32, 1, 1])], ['w3', f32([32, 32, 1, 1])]], [1, 3, 16, 16]);
   const p = buildGraphPlan(g, choose(g), 16);
   const reorders = p.steps.filter((s) => s.op === 'reorder');
-  assert.equal(reorders.length, 1, 'only the graph input is reordered (the pooled 32-channel 1x1 output is already natural)');
+  assert.equal(reorders.length, 0, 'the RGB stem reads the graph input as it is and the pooled 32-channel 1x1 output is already natural');
   const pool = p.steps.find((s) => s.op === 'layer' && g.layers[s.layer]!.op === 'maxpool')!;
   assert.equal(pool.op === 'layer' && pool.layout, 'nchw16c');
   assertArenaSound(p);
@@ -102,15 +104,13 @@ test('pooled features off the vector grid: blocked into the Gemm through a rows 
     { op: 'Gemm', inputs: ['f', 'fw', 'fb'], outputs: ['output'], attrs: { transB: 1 } },
   ], [['fw', f32([10, 40])], ['fb', f32([10])]]);
   const p = buildGraphPlan(gemm, choose(gemm), 16);
-  assert.deepEqual(describe(gemm, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', 'flatten rows16 inplace',
-    'dense rows16', 'reorder rows16>nchw']);
-  const flat = p.values[p.steps[3]!.outputs[0]!]!;
+  assert.deepEqual(describe(gemm, p), ['conv2d nchw16c', 'globalaveragepool nchw16c', 'flatten rows16 inplace', 'dense rows16', 'reorder rows16>nchw']);
+  const flat = p.values[p.steps[2]!.outputs[0]!]!;
   assert.deepEqual([flat.layout, flat.bytes, flat.viewOf?.byteOffset], ['rows16', 48 * 4, 0], '[1][48]: channel c at c, padded channels zero');
   assertArenaSound(p);
   // At V=8 the 40 channels are on the grid: both layouts are natural, nothing changes.
   const p8 = buildGraphPlan(gemm, choose(gemm, 8), 8);
-  assert.deepEqual(describe(gemm, p8), ['reorder nchw>nchw8c', 'conv2d nchw8c', 'globalaveragepool nchw8c', 'flatten nchw inplace',
-    'dense rows8', 'reorder rows8>nchw']);
+  assert.deepEqual(describe(gemm, p8), ['conv2d nchw8c', 'globalaveragepool nchw8c', 'flatten nchw inplace', 'dense rows8', 'reorder rows8>nchw']);
   // A ReduceMean over H, W without keepdims (torchvision's MNASNet) is a global pool to [N, C]: it writes rows16 itself.
   const mean = await graphOf([
     { op: 'Conv', inputs: ['input', 'w'], outputs: ['c'], attrs: { kernel_shape: [1, 1] } },
@@ -118,12 +118,12 @@ test('pooled features off the vector grid: blocked into the Gemm through a rows 
     { op: 'Gemm', inputs: ['g', 'fw', 'fb'], outputs: ['output'], attrs: { transB: 1 } },
   ], [['w', f32([40, 3, 1, 1])], ['fw', f32([10, 40])], ['fb', f32([10])]], [1, 3, 4, 4]);
   const pm = buildGraphPlan(mean, choose(mean), 16);
-  assert.deepEqual(describe(mean, pm), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', 'dense rows16', 'reorder rows16>nchw']);
-  assert.equal(pm.values[pm.steps[2]!.outputs[0]!]!.layout, 'rows16');
+  assert.deepEqual(describe(mean, pm), ['conv2d nchw16c', 'globalaveragepool nchw16c', 'dense rows16', 'reorder rows16>nchw']);
+  assert.equal(pm.values[pm.steps[1]!.outputs[0]!]!.layout, 'rows16');
   assertArenaSound(pm);
   const out = await head([{ op: 'Flatten', inputs: ['g'], outputs: ['output'], attrs: { axis: 1 } }], []);
   assert.deepEqual(describe(out, buildGraphPlan(out, choose(out), 16)),
-    ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', 'flatten nchw inplace'], 'a natural reader: the pool writes [N][C]');
+    ['conv2d nchw16c', 'globalaveragepool nchw16c', 'flatten nchw inplace'], 'a natural reader: the pool writes [N][C]');
 });
 
 test('the pooled-rows view: a batch of two, Reshape and Squeeze alike; a squeeze-excite conv reads the pooled value with no reorder', async () => {
@@ -141,9 +141,8 @@ test('the pooled-rows view: a batch of two, Reshape and Squeeze alike; a squeeze
   for (const [op, graph] of cases) {
     const g = await graph;
     const p = buildGraphPlan(g, choose(g), 16);
-    assert.deepEqual(describe(g, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'globalaveragepool nchw16c', `${op} rows16 inplace`,
-      'dense rows16', 'reorder rows16>nchw'], op);
-    const view = p.values[p.steps[3]!.outputs[0]!]!;
+    assert.deepEqual(describe(g, p), ['conv2d nchw16c', 'globalaveragepool nchw16c', `${op} rows16 inplace`, 'dense rows16', 'reorder rows16>nchw'], op);
+    const view = p.values[p.steps[2]!.outputs[0]!]!;
     assert.deepEqual([view.shape, view.bytes], [[2, 40], 2 * 48 * 4], `${op}: [2][48], each row padded to 48`);
     assertArenaSound(p);
   }
@@ -155,8 +154,8 @@ test('the pooled-rows view: a batch of two, Reshape and Squeeze alike; a squeeze
     { op: 'Mul', inputs: ['c', 'gate'], outputs: ['output'] },
   ], [['w', f32([40, 3, 1, 1])], ['w2', f32([40, 40, 1, 1])]], [1, 3, 4, 4]);
   const ps = buildGraphPlan(se, choose(se), 16);
-  assert.deepEqual(describe(se, ps).filter((s) => s.startsWith('reorder')), ['reorder nchw>nchw16c', 'reorder nchw16c>nchw'],
-    'the 40-channel pooled value goes to the gate conv blocked: only the graph edges reorder');
+  assert.deepEqual(describe(se, ps).filter((s) => s.startsWith('reorder')), ['reorder nchw16c>nchw'],
+    'the 40-channel pooled value goes to the gate conv blocked: only the graph output reorders');
 });
 
 test('a family without the target width runs at its own width, with reorders around it', async () => {
@@ -205,7 +204,7 @@ test('a DenseNet block: every concat is a view of the next (prefixes), BN-ReLU c
   const g = await graphOf(nodes, inits, [1, 3, 8, 8]);
   const p = buildGraphPlan(g, choose(g), 16);
   const shape = describe(g, p);
-  assert.deepEqual(shape.filter((s) => s.startsWith('reorder')), ['reorder nchw>nchw16c', 'reorder nchw16c>nchw']);
+  assert.deepEqual(shape.filter((s) => s.startsWith('reorder')), ['reorder nchw16c>nchw']);
   assert.deepEqual(shape.filter((s) => s.startsWith('concat')), Array(4).fill('concat nchw16c inplace'));
   assert.deepEqual(shape.filter((s) => s.startsWith('elementwise_chain')), Array(3).fill('elementwise_chain nchw16c'));
   const last = p.values.find((v) => v.name === 'output' && v.layout === 'nchw16c')!;
@@ -241,7 +240,7 @@ test('a batch of two keeps concat copies (a slice of a batched value is not cont
     { op: 'Concat', inputs: ['q', 'p'], outputs: ['output'], attrs: { axis: 1 } },
   ], [['w', f32([32, 3, 1, 1])], ['sp', { dtype: 'int64', dims: [2], data: new Float64Array([16, 16]) }]], [2, 3, 4, 4]);
   const p = buildGraphPlan(g, choose(g), 16);
-  assert.deepEqual(describe(g, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'split nchw16c', 'concat nchw16c', 'reorder nchw16c>nchw']);
+  assert.deepEqual(describe(g, p), ['conv2d nchw16c', 'split nchw16c', 'concat nchw16c', 'reorder nchw16c>nchw']);
   assert.ok(p.values.every((v) => v.viewOf === undefined));
   assertArenaSound(p);
 });
@@ -253,7 +252,7 @@ test('a batch-1 channel split is two views of its input', async () => {
     { op: 'Sub', inputs: ['p', 'q'], outputs: ['output'] },
   ], [['w', f32([32, 3, 1, 1])], ['sp', { dtype: 'int64', dims: [2], data: new Float64Array([16, 16]) }]], [1, 3, 4, 4]);
   const p = buildGraphPlan(g, choose(g), 16);
-  assert.deepEqual(describe(g, p), ['reorder nchw>nchw16c', 'conv2d nchw16c', 'split nchw16c inplace', 'sub nchw16c', 'reorder nchw16c>nchw']);
+  assert.deepEqual(describe(g, p), ['conv2d nchw16c', 'split nchw16c inplace', 'sub nchw16c', 'reorder nchw16c>nchw']);
   const a = p.values.find((v) => v.name === 'a')!;
   assert.deepEqual(['p', 'q'].map((n) => p.values.find((v) => v.name === n)!.viewOf), 
     [{ value: a.id, byteOffset: 0 }, { value: a.id, byteOffset: 16 * 16 * 4 }]);

@@ -20,8 +20,11 @@ import type { GraphPlan } from './plan.js';
  * all; family.byThreads has each count's own regret); graph-plan values may alias a slice of
  * another value (`viewOf`: zero-copy concat and channel split), and layer steps may carry a fused
  * prologue/chain (`fused`).
+ * 2.2.0: a small-cin conv's step may read its input in 'nchw' (the graph input as it is) while
+ * the step runs nchw{V}c: the runtime calls the kernel's `<sym>_run_nchw`. An older runtime
+ * refuses such a bundle at load (the kernel's input size differs), it never misreads it.
  */
-export const BUNDLE_FORMAT_VERSION = '2.1.0';
+export const BUNDLE_FORMAT_VERSION = '2.2.0';
 /** Versions one layer may ship: at most 5 per thread count, for up to 16 counts (16 × 5 = 80, bounded lower). */
 export const MAX_LAYER_VERSIONS = 64;
 export const BUNDLE_FORMAT_MAJOR = 2;

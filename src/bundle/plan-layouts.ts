@@ -16,6 +16,7 @@
  * Blocked ops write zeros to padded channels (the kernel ABI's invariant).
  */
 import type { Layer } from '../ir/layer.js';
+import { smallCinInput } from '../space/problem.js';
 import { blockedLayout, NATURAL, parseLayout, rowsLayout, type Layout } from './layout.js';
 
 /** Unary ops whose native form runs on any float layout (padded lanes are re-zeroed). */
@@ -133,4 +134,14 @@ export function nonTunableNeeds(l: Layer, ctx: NeedsContext): Needs {
   const blockedOut = GLOBAL_POOLS.has(l.op) ? ctx.poolReadBlocked?.(l.outputs[0]!) ?? false : !NATURAL_OUT.has(l.op);
   const out = !blockedOut ? NATURAL : l.outputShape.length === 4 ? blocked : rowsLayout(vec);
   return { layout: blocked, inputs: l.inputs.map(() => blocked), outputs: l.outputs.map(() => out) };
+}
+
+/**
+ * Whether a tunable layer's kernels at width `vec` reduce over a plain NCHW copy of their input
+ * (space/problem.ts smallCinInput: convs with at most 4 input channels). Those kernels export
+ * `<sym>_run_nchw`, which reads that copy from the caller: the plan may then feed them the value
+ * in the natural layout instead of reordering it to nchw{V}c for the kernel to gather back.
+ */
+export function readsNchw(l: Layer, vec: number): boolean {
+  return l.tunable && l.dtype === 'float32' && l.workload !== undefined && smallCinInput(l.workload, vec);
 }

@@ -5,7 +5,9 @@
  *
  * Layout rules (see layout.ts for the names):
  *  - conv2d runs in nchw{V}c, dense / batch_matmul in rows{V}, V = the vector width of the layer's
- *    usable versions (the target's widest, unless the family has none at that width);
+ *    usable versions (the target's widest, unless the family has none at that width); a conv with
+ *    very few input channels (an RGB stem) reads a value that exists in the natural layout (the
+ *    graph input) as it is, through its kernel's `_run_nchw`: no reorder unless another reader needs one;
  *  - residual_add operands use the layer's output layout; channel_mul gates the blocked layout of
  *    their own rank ([N][Cpad] for conv, [Npad] for dense);
  *  - a non-tunable layer with a blocked form runs blocked when an input arrives blocked
@@ -22,7 +24,7 @@ import type { DType } from '../onnx/model.js';
 import { internalError } from '../errors.js';
 import { assignArena, type StorageGroup } from './arena.js';
 import { blockedLayout, canonicalLayout, dtypeBytes, layoutElements, NATURAL, rowsLayout, type Layout } from './layout.js';
-import { globalPoolReadBlocked, nonTunableNeeds, sliceOnChannels, VIEW_OPS, type Needs } from './plan-layouts.js';
+import { globalPoolReadBlocked, nonTunableNeeds, readsNchw, sliceOnChannels, VIEW_OPS, type Needs } from './plan-layouts.js';
 import { channelSliceOffset, Placement, type ViewRef } from './plan-views.js';
 
 export interface PlanValue {
@@ -60,12 +62,17 @@ export interface GraphPlan {
 /** A tunable layer's place in the plan: the vector width it runs at and the versions usable there. */
 export interface LayerChoice { readonly vec: number; readonly versions: readonly string[] }
 
-function tunableNeeds(l: Layer, vec: number): Needs {
+/**
+ * A tunable layer's layouts. A small-cin conv (readsNchw) takes its data input in the natural
+ * layout when `natural(value)` says that layout exists: its kernel's `_run_nchw` reads it as is.
+ */
+function tunableNeeds(l: Layer, vec: number, natural: (value: string) => boolean): Needs {
   const own = l.op === 'conv2d' ? blockedLayout(vec) : rowsLayout(vec);
   const extras = l.epilogue.filter((s) => s.kind === 'residual_add' || s.kind === 'channel_mul');
   const args = l.inputs.length - extras.length;
   const gateLayout = (shape: readonly number[]) => (shape.length === 4 ? blockedLayout(vec) : rowsLayout(vec));
-  const inputs = l.inputs.map((_, i) => {
+  const inputs = l.inputs.map((v, i) => {
+    if (i === 0 && readsNchw(l, vec) && natural(v)) return NATURAL;
     if (i < args) return own;
     const step = extras[i - args]!;
     return step.kind === 'residual_add' ? own : gateLayout(l.inputShapes[i] ?? []);
@@ -130,7 +137,7 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
     let needs: Needs;
     if (l.tunable) {
       if (!choice) throw internalError(`plan: tunable layer ${l.index} has no usable version`);
-      needs = tunableNeeds(l, choice.vec);
+      needs = tunableNeeds(l, choice.vec, (v) => physical.get(v)?.has(NATURAL) === true);
     } else {
       needs = nonTunableNeeds(l, { producedIn: (v) => producedIn.get(v), poolReadBlocked });
     }
