@@ -18,9 +18,12 @@
  * and the records shipped in tuning-db/. On a host type those records do not cover, that is a real
  * transfer from other machines' measurements (no simulation); where they do, it is exact reuse,
  * and the table's "workloads exact / transferred / fresh" column says which it was.
+ * --shipped --foreign-only hides this host type's own shipped records: the second compile gets only
+ * the other host types' records (measured there, not relabelled), so a host type whose records ship
+ * can still measure the fresh-clone case it had before they shipped.
  *
  *   npm run build && node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1]
- *     [--isa LEVEL | --shipped] [--transfer-trials N] [--work DIR [--reuse]]
+ *     [--isa LEVEL | --shipped [--foreign-only]] [--transfer-trials N] [--work DIR [--reuse]]
  * --transfer-trials N is passed to the second compile (its cap per workload and thread count).
  * Markdown on stdout, progress on stderr. --work keeps the databases and bundles (default: a temp dir, removed);
  * --reuse takes step 1's bundle and database from an earlier run in that --work.
@@ -33,6 +36,7 @@ import { execa } from 'execa';
 import { recordLine } from '../db/record.js';
 import { scanDatabase } from '../db/scan.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
+import { detectTarget } from '../toolchain/target.js';
 import { loadBundle, type Session } from '../runtime/session.js';
 import { repoRoot } from '../toolchain/paths.js';
 import { median, summarizeRatios } from '../stats.js';
@@ -69,6 +73,15 @@ async function relabel(from: string, to: string): Promise<number> {
   return lines.length;
 }
 
+/** The shipped records of every target but this machine's, as one database. */
+async function foreignShipped(to: string): Promise<number> {
+  await mkdir(to, { recursive: true });
+  const own = targetFingerprint(await detectTarget());
+  const records = [...(await scanDatabase(join(repoRoot(), 'tuning-db'))).records.values()].filter((r) => r.target !== own);
+  await writeFile(join(to, 'records.jsonl'), records.map(recordLine).join(''));
+  return records.length;
+}
+
 /** Median of `runs` timed runs after one warm-up (ms). */
 function timeRuns(s: Session, feeds: ReturnType<typeof modelFeeds>, outs: ReturnType<Session['executor']['run']>, runs: number): number {
   s.executor.run(feeds, outs);
@@ -86,6 +99,8 @@ async function main(): Promise<void> {
   const threads = Number(arg('--threads', '1'));
   const isa = process.argv.includes('--isa') ? arg('--isa', '') : undefined;
   const shipped = process.argv.includes('--shipped');
+  const foreignOnly = process.argv.includes('--foreign-only');
+  if (foreignOnly && !shipped) throw new Error('--foreign-only hides this host\'s own shipped records: it goes with --shipped');
   const cap = process.argv.includes('--transfer-trials') ? arg('--transfer-trials', '') : undefined;
   const extra = cap === undefined ? [] : ['--transfer-trials', cap];
   const tag = cap === undefined ? '' : `-cap${cap}`;
@@ -107,11 +122,15 @@ async function main(): Promise<void> {
     }
     let moved: CompileRun;
     // The second compile starts from nothing of its own, rerun or not: an earlier run's records would be exact reuse.
-    const second = shipped ? `transfer-shipped${tag}` : isa === undefined ? `transfer${tag}` : `transfer-${isa}${tag}`;
-    const secondDb = join(work, shipped ? `db-shipped${tag}` : isa === undefined ? 'db-other-host' : `db-${isa}${tag}`);
+    const second = shipped ? `transfer-shipped${foreignOnly ? '-foreign' : ''}${tag}` : isa === undefined ? `transfer${tag}` : `transfer-${isa}${tag}`;
+    const secondDb = join(work, shipped ? `db-shipped${foreignOnly ? '-foreign' : ''}${tag}` : isa === undefined ? 'db-other-host' : `db-${isa}${tag}`);
     const secondCache = join(work, `cache-${second}`);
     await Promise.all([secondDb, secondCache, join(work, `${second}.bundle`)].map((d) => rm(d, { recursive: true, force: true })));
-    if (shipped) {
+    if (shipped && foreignOnly) {
+      const n = await foreignShipped(secondDb);
+      log(`compiling as a fresh clone of a host type without records would: the ${n} shipped records of other targets, empty kernel cache`);
+      moved = await compile(model, secondDb, secondCache, join(work, `${second}.bundle`), 'native', false, extra);
+    } else if (shipped) {
       log('compiling as a fresh clone would: empty database, the shipped records, empty kernel cache');
       moved = await compile(model, secondDb, secondCache, join(work, `${second}.bundle`), 'native', true, extra);
     } else if (isa === undefined) {
@@ -148,17 +167,19 @@ async function main(): Promise<void> {
       `### Tuning transfer to a target with no records (${machineLine(machine)})`,
       '',
       `Command: \`node dist/src/bench/transfer.js --model ${modelName} --rounds ${rounds} --runs ${runs} --threads ${threads}`
-        + `${isa ? ` --isa ${isa}` : ''}${shipped ? ' --shipped' : ''}${cap !== undefined ? ` --transfer-trials ${cap}` : ''}`
+        + `${isa ? ` --isa ${isa}` : ''}${shipped ? ' --shipped' : ''}${foreignOnly ? ' --foreign-only' : ''}${cap !== undefined ? ` --transfer-trials ${cap}` : ''}`
         + `${reuse ? ' --work DIR --reuse' : ''}\``
         + `${reuse ? ' (DIR: that of an earlier run)' : ''}. Default budget; `
         + (isa ? `the second compile is \`--isa ${isa}\` with the native records (another target: its flags differ).`
+          : shipped && foreignOnly ? 'the second compile is a fresh clone\'s on a host type with no shipped records: the records shipped in '
+            + 'tuning-db/ for other targets only (no simulation, no relabelling).'
           : shipped ? 'the second compile is a fresh clone\'s: an empty database and the records shipped in tuning-db/ (no simulation).'
             : 'the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).'),
       '',
       '| compile | wall (s) | measured | workloads exact / transferred / fresh | latency, median of rounds (ms) |',
       '|---|---|---|---|---|',
       row('from scratch', scratch, ms[0]!),
-      row(isa ? `transfer, --isa ${isa}` : shipped ? 'fresh clone (shipped records)' : 'transfer', moved, ms[1]!),
+      row(isa ? `transfer, --isa ${isa}` : shipped ? `fresh clone (shipped records${foreignOnly ? ' of other targets' : ''})` : 'transfer', moved, ms[1]!),
       '',
       `Whole-model latency transfer / scratch, paired over ${rounds} rounds (${runs} runs each, ${threads} thread(s)): `
         + `median ${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]. `
