@@ -52,7 +52,8 @@ async function main(): Promise<void> {
     '| bundle | latency, median of rounds (ms) | ratio to the first, paired median [min–max] |', '|---|---|---|',
     ...paths.map((p, i) => {
       const s = summarizeRatios(ms[i]!.map((x, r) => x / ms[0]![r]!));
-      return `| ${p} | ${median(ms[i]!).toFixed(2)} | ${i === 0 ? '1 (baseline)' : `${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]`} |`;
+      const ratio = i === 0 ? '1 (baseline)' : `${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]`;
+      return `| ${p} | ${median(ms[i]!).toFixed(2)} | ${ratio} |`;
     }), '',
   ];
   process.stdout.write(lines.join('\n'));

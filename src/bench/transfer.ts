@@ -167,7 +167,8 @@ async function main(): Promise<void> {
       `### Tuning transfer to a target with no records (${machineLine(machine)})`,
       '',
       `Command: \`node dist/src/bench/transfer.js --model ${modelName} --rounds ${rounds} --runs ${runs} --threads ${threads}`
-        + `${isa ? ` --isa ${isa}` : ''}${shipped ? ' --shipped' : ''}${foreignOnly ? ' --foreign-only' : ''}${cap !== undefined ? ` --transfer-trials ${cap}` : ''}`
+        + `${isa ? ` --isa ${isa}` : ''}${shipped ? ' --shipped' : ''}${foreignOnly ? ' --foreign-only' : ''}`
+        + `${cap !== undefined ? ` --transfer-trials ${cap}` : ''}`
         + `${reuse ? ' --work DIR --reuse' : ''}\``
         + `${reuse ? ' (DIR: that of an earlier run)' : ''}. Default budget; `
         + (isa ? `the second compile is \`--isa ${isa}\` with the native records (another target: its flags differ).`

@@ -92,8 +92,10 @@ export function widthFits(w: WorkloadShape, vec: number): boolean {
 /**
  * Convs with at most SMALL_CIN input channels (e.g. an RGB stem) reduce over plain NCHW input:
  * blocked, each pixel would drag V - cin zero lanes through the caches (13 of 16 for RGB) while
- * the reduction only ever visits the real lanes. The ABI still hands them NCHW[V]c; the run
- * function gathers the real channels first (src/codegen/direct.ts compactInput).
+ * the reduction only ever visits the real lanes. The ABI's `_run` still takes NCHW[V]c and gathers
+ * the real channels first (src/codegen/direct.ts compactInput): that is what tuning measures. When
+ * the plan has the input in NCHW already (the graph input), the runtime calls `_run_nchw`, which
+ * reads it as is.
  */
 export const SMALL_CIN = 4;
 
