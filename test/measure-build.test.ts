@@ -139,31 +139,49 @@ test('a skipped job runs nothing; a kernel measured twice in a row is checked on
     assert.deepEqual(again.map((m) => m.status), ['ok', 'ok', 'wrong'], 'after another kernel, the check runs again');
   }));
 
-test('a slow reference is computed once and read back by later children; a torn or foreign file is a miss', { timeout: 300_000 },
-  () => withTempCache(async (dir) => {
-    // 115 M multiply-adds: the naive reference takes far longer than the 20 ms below which it is not cached.
-    const big: WorkloadShape = { ...W, cin: 64, cout: 64, h: 56, w: 56, oh: 56, ow: 56 };
-    const t = await detectTarget();
-    const k = generateKernel(makeCandidate(big, defaultSchedule(big, t, 1), t));
-    const [built] = await buildKernels([k], { cacheDir: dir });
-    assert.equal(built!.status, 'ok');
-    const job: MeasureJob = { soPath: built!.status === 'ok' ? built!.soPath : '', symbol: k.symbol, threads: 1 };
-    const once = { cacheDir: dir, cores: [0], minTimeMs: 0, minRepeats: 1, maxRepeats: 1 };
-    assert.equal((await measureJobs([job], once))[0]!.status, 'ok');
-    const [harnessDir] = await readdir(join(dir, 'refs'));
-    const files = (await readdir(join(dir, 'refs', harnessDir!))).filter((f) => f.endsWith('.f32'));
-    assert.equal(files.length, 1, 'one reference written, no temp file left');
-    const file = join(dir, 'refs', harnessDir!, files[0]!);
-    const whole = await readFile(file);
-    const headerBytes = 280;
-    // The stored outputs, zeroed behind an intact header: a child that reads them finds the kernel wrong.
-    await writeFile(file, Buffer.concat([whole.subarray(0, headerBytes), Buffer.alloc(whole.length - headerBytes)]));
-    assert.equal((await measureJobs([job], once))[0]!.status, 'wrong', 'the next child checked against the stored reference');
-    await writeFile(file, whole.subarray(0, headerBytes + 100));
-    assert.equal((await measureJobs([job], once))[0]!.status, 'ok', 'a torn file is recomputed');
-    assert.equal((await stat(file)).size, whole.length, 'and written whole again');
-    const foreign = Buffer.from(whole);
-    foreign.writeInt32LE(foreign.readInt32LE(32) + 1, 32); // the key's cin
-    await writeFile(file, Buffer.concat([foreign.subarray(0, headerBytes), Buffer.alloc(whole.length - headerBytes)]));
-    assert.equal((await measureJobs([job], once))[0]!.status, 'ok', 'a file whose key differs is not this workload\'s reference');
-  }));
+/** FNV-1a 64 of the bytes, as harness.c checks a stored reference's floats. */
+function fnv1a(bytes: Uint8Array): bigint {
+  let h = 1469598103934665603n;
+  for (const b of bytes) h = BigInt.asUintN(64, (h ^ BigInt(b)) * 1099511628211n);
+  return h;
+}
+
+test('a slow reference is computed once and read back by later children; a torn, damaged or foreign file is a miss, '
+  + 'and a stored reference never condemns a kernel alone', { timeout: 300_000 }, () => withTempCache(async (dir) => {
+  // 115 M multiply-adds: the naive reference takes far longer than the 20 ms below which it is not cached.
+  const big: WorkloadShape = { ...W, cin: 64, cout: 64, h: 56, w: 56, oh: 56, ow: 56 };
+  const t = await detectTarget();
+  const k = generateKernel(makeCandidate(big, defaultSchedule(big, t, 1), t));
+  const [built] = await buildKernels([k], { cacheDir: dir });
+  assert.equal(built!.status, 'ok');
+  const job: MeasureJob = { soPath: built!.status === 'ok' ? built!.soPath : '', symbol: k.symbol, threads: 1 };
+  const once = async () => (await measureJobs([job], { cacheDir: dir, cores: [0], minTimeMs: 0, minRepeats: 1, maxRepeats: 1 }))[0]!;
+  const first = await once();
+  assert.equal(first.status, 'ok');
+  assert.equal(first.referenceCached, false, 'the first child computes the reference');
+  const [harnessDir] = await readdir(join(dir, 'refs'));
+  const files = await readdir(join(dir, 'refs', harnessDir!));
+  assert.equal(files.length, 1, 'one reference written, no temp file left');
+  const file = join(dir, 'refs', harnessDir!, files[0]!);
+  const whole = await readFile(file);
+  assert.deepEqual({ status: (await once()).status, cached: (await once()).referenceCached }, { status: 'ok', cached: true }, 'later children read it');
+
+  const headerBytes = 288, sumAt = 24, cinAt = 32 + 2 * 4;
+  const zeros = Buffer.alloc(whole.length - headerBytes);
+  // damaged: zeroed floats behind the header, which no longer sums them
+  await writeFile(file, Buffer.concat([whole.subarray(0, headerBytes), zeros]));
+  assert.deepEqual(await once().then((m) => [m.status, m.referenceCached]), ['ok', false], 'a damaged file is recomputed');
+  assert.deepEqual(await readFile(file), whole, 'and written whole again');
+  // forged: zeroed floats with a checksum that matches them; the kernel fails against them, then passes against a fresh reference
+  const forged = Buffer.concat([whole.subarray(0, headerBytes), zeros]);
+  forged.writeBigUInt64LE(fnv1a(zeros), sumAt);
+  await writeFile(file, forged);
+  assert.deepEqual(await once().then((m) => [m.status, m.referenceCached]), ['ok', false], 'a stored reference alone never makes a kernel wrong');
+  await writeFile(file, whole.subarray(0, headerBytes + 100));
+  assert.deepEqual(await once().then((m) => [m.status, m.referenceCached]), ['ok', false], 'a torn file is recomputed');
+  assert.deepEqual(await readFile(file), whole, 'and written whole again');
+  const foreign = Buffer.from(whole);
+  foreign.writeInt32LE(foreign.readInt32LE(cinAt) + 1, cinAt);
+  await writeFile(file, foreign);
+  assert.deepEqual(await once().then((m) => [m.status, m.referenceCached]), ['ok', false], 'a file whose key differs is another workload\'s');
+}));

@@ -28,6 +28,8 @@ export interface Measurement {
   readonly number?: number;
   readonly maxAbsErr?: number;
   readonly tolerance?: number;
+  /** The reference it was checked against was read from the harness's reference cache (not computed by its child). */
+  readonly referenceCached?: boolean;
   readonly message?: string;
 }
 
@@ -91,17 +93,18 @@ function toMeasurement(l: HarnessLine): Measurement {
     ...(typeof l['number'] === 'number' ? { number: l['number'] } : {}),
     ...(typeof l['maxAbsErr'] === 'number' ? { maxAbsErr: l['maxAbsErr'] } : {}),
     ...(typeof l['tolerance'] === 'number' ? { tolerance: l['tolerance'] } : {}),
+    ...(typeof l['referenceCached'] === 'boolean' ? { referenceCached: l['referenceCached'] } : {}),
     ...(typeof l['message'] === 'string' ? { message: l['message'] } : {}),
   };
 }
 
 /** One child over `jobs`; returns the measurements it finished (a crash/timeout ends it early). */
-async function runChild(bin: string, refCache: string, jobs: readonly MeasureJob[], indices: readonly number[], o: MeasureOptions,
+async function runChild(bin: string, refCache: string | undefined, jobs: readonly MeasureJob[], indices: readonly number[], o: MeasureOptions,
   done: Map<number, Measurement | undefined>): Promise<void> {
   const cores = o.cores ?? Array.from({ length: availableParallelism() }, (_, i) => i);
   const args = ['--cores', cores.join(','), '--min-time-ms', String(o.minTimeMs ?? 100),
     '--min-repeats', String(o.minRepeats ?? 3), '--max-repeats', String(o.maxRepeats ?? 1000),
-    '--flush', o.flushCache ? '1' : '0', '--seed', String(o.seed ?? 1), '--handshake', '--ref-cache', refCache];
+    '--flush', o.flushCache ? '1' : '0', '--seed', String(o.seed ?? 1), '--handshake', ...(refCache ? ['--ref-cache', refCache] : [])];
   for (const i of indices) args.push('--job', jobs[i]!.soPath, jobs[i]!.symbol, String(jobs[i]!.threads));
   const child = execa(bin, args, { env: ompEnv(cores), stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false });
   let current: number | undefined;
@@ -152,8 +155,9 @@ export async function measureJobs(jobs: readonly MeasureJob[], o: Omit<MeasureOp
 export async function measureJobsSkippable(jobs: readonly MeasureJob[], o: MeasureOptions = {}): Promise<(Measurement | undefined)[]> {
   const bin = await ensureHarness(o.cacheDir ?? cacheDir());
   // Reference outputs outlive one child (harness.c): kept per harness build, so a changed reference never answers.
-  const refCache = join(o.cacheDir ?? cacheDir(), 'refs', basename(bin));
-  await mkdir(refCache, { recursive: true });
+  // A cache directory that cannot be made only costs time: the children then compute every reference.
+  const wanted = join(o.cacheDir ?? cacheDir(), 'refs', basename(bin));
+  const refCache = await mkdir(wanted, { recursive: true }).then(() => wanted, () => undefined);
   const done = new Map<number, Measurement | undefined>();
   let pending = jobs.map((_, i) => i);
   while (pending.length > 0) {
