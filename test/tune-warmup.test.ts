@@ -66,10 +66,14 @@ test('a pass compiles every warm-up candidate before its first measurement', { t
   const db = await openDatabase(join(root, 'db'), { target, shipped: false });
   const workloads = [withKey(shape), withKey({ ...shape, cout: 48 })];
   let objectsAtFirstTrial: number | undefined;
+  const compiling: [number, number][] = [];
   const result = await tuneWorkloads(workloads.map((workload) => ({ workload, count: 1 })), {
     trials: 2, levels: [0], threads: [1], seed: 5, db, minTimeMs: 5, target, cacheDir: cache,
+    onCompileProgress: (done, total) => { compiling.push([done, total]); },
     onProgress: () => { objectsAtFirstTrial ??= readdirSync(join(cache, 'objects')).filter((f) => f.endsWith('.o')).length; },
   });
   assert.equal(result.measured, 4);
   assert.equal(objectsAtFirstTrial, 4, 'both workloads\' warm-up batches were compiled before the first one was measured');
+  assert.deepEqual(compiling.at(-1), [4, 4], 'the compile phase reported its progress to the end');
+  assert.ok(compiling.length >= 2 && compiling.every(([d], i) => i === 0 || d > compiling[i - 1]![0]), 'one report per compiler call, rising');
 });

@@ -238,7 +238,7 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   const profileThreads = args.profileThreads === 'auto' ? powersUpTo(target.cores) : args.profileThreads.filter((t) => t <= target.cores);
 
   const bar = progressBar(f.json === true);
-  let started = false;
+  let phase: 'compiling' | 'tuning' | undefined;
   let tune: TuneResult;
   try {
     tune = await tuneWorkloads(uses, {
@@ -247,8 +247,12 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
       ...(args.threads ? { threads: args.threads } : {}),
       ...(args.shard ? { shard: args.shard } : {}),
       profileThreads,
+      onCompileProgress: (done, total) => {
+        if (phase !== 'compiling') { bar.start(total, `compiling ${total} candidates`); phase = 'compiling'; }
+        bar.update(done);
+      },
       onProgress: (p) => {
-        if (!started) { bar.start(p.budget, 'tuning'); started = true; }
+        if (phase !== 'tuning') { bar.stop(); bar.start(p.budget, 'tuning'); phase = 'tuning'; }
         bar.update(p.trialsDone, `workload ${p.taskIndex + 1}/${p.tasks} (${p.taskTrials} trials)`);
       },
     });

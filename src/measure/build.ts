@@ -40,6 +40,8 @@ export interface BuildOptions {
   readonly batchSize?: number;
   /** Kernel flags: the target's (its ISA level); default native. */
   readonly cflags?: readonly string[];
+  /** After each compiler call: units compiled so far (failures included) of those missing from the cache. */
+  readonly onCompiled?: (done: number, total: number) => void;
 }
 
 /** Run tasks with at most `limit` in flight. */
@@ -125,6 +127,7 @@ interface Prepared {
   readonly keyed: (KernelUnit & { key: string })[];
   readonly jobs: number;
   readonly batchSize: number;
+  readonly onCompiled?: (done: number, total: number) => void;
 }
 
 async function prepare(units: readonly KernelUnit[], options: BuildOptions): Promise<Prepared> {
@@ -136,16 +139,22 @@ async function prepare(units: readonly KernelUnit[], options: BuildOptions): Pro
   const unique = [...new Map(units.map((u) => [u.symbol, u])).values()];
   const flags = options.cflags ?? flagsFor('kernel');
   const keyed = unique.map((u) => ({ ...u, key: buildKey([u.source, headers.hash], flags, version).slice(0, 40) }));
-  return { cc, flags, headers, objDir, libDir, keyed, jobs: options.jobs ?? availableParallelism(), batchSize: Math.max(1, options.batchSize ?? 8) };
+  return { cc, flags, headers, objDir, libDir, keyed, jobs: options.jobs ?? availableParallelism(), batchSize: Math.max(1, options.batchSize ?? 8),
+    ...(options.onCompiled ? { onCompiled: options.onCompiled } : {}) };
 }
 
 /** Compile the units whose objects are not cached yet; symbol → compiled (with its error, if it failed). */
 async function compileMissing(p: Prepared): Promise<Map<string, Compiled>> {
   const missing = p.keyed.filter((u) => !existsSync(join(p.objDir, `${u.key}.o`)));
   const compiled = new Map<string, Compiled>();
-  for (const m of await pool(compileChunks(missing, p.batchSize, p.jobs), p.jobs, (b) => compileBatch(b, p.cc, p.flags, p.objDir, p.headers))) {
-    for (const [k, v] of m) compiled.set(k, v);
-  }
+  let done = 0;
+  const calls = await pool(compileChunks(missing, p.batchSize, p.jobs), p.jobs, async (b) => {
+    const m = await compileBatch(b, p.cc, p.flags, p.objDir, p.headers);
+    done += b.length;
+    p.onCompiled?.(done, missing.length);
+    return m;
+  });
+  for (const m of calls) for (const [k, v] of m) compiled.set(k, v);
   return compiled;
 }
 

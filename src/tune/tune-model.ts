@@ -62,6 +62,8 @@ export interface TuneOptions {
   readonly shard?: Shard;
   readonly target?: Target;
   readonly onProgress?: (p: TuneProgress) => void;
+  /** While the warm-up batches compile, before anything is measured (tune/warmup.ts): kernels compiled of those to compile. */
+  readonly onCompileProgress?: (done: number, total: number) => void;
   readonly cacheDir?: string;
   readonly minTimeMs?: number;
   readonly timeoutMs?: number;
@@ -286,7 +288,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 
   try {
     const warmups = proposeWarmups(searches, progress, caps, batch, budget, done).batches;
-    await prebuildWarmups(runs, warmups, { ...ctxBase, batch });
+    await prebuildWarmups(runs, warmups, { ...ctxBase, batch, ...(o.onCompileProgress ? { onCompiled: o.onCompileProgress } : {}) });
     while (done < budget) {
       const i = pickTask(progress);
       if (i === undefined) break;

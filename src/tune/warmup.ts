@@ -51,7 +51,7 @@ export function proposeWarmups(searches: readonly TaskSearch[], progress: readon
  * candidates are all in the database compiles nothing and starts no co-runner.
  */
 export async function prebuildWarmups(runs: readonly { readonly use: { readonly workload: Workload } }[], warmups: ReadonlyMap<number, Schedule[]>,
-  ctx: EvaluateContext & { readonly batch: number }): Promise<void> {
+  ctx: EvaluateContext & { readonly batch: number; readonly onCompiled?: (done: number, total: number) => void }): Promise<void> {
   const todo = [...warmups].flatMap(([i, schedules]) => schedules.map((s) => ({ w: runs[i]!.use.workload, s })))
     .filter(({ w, s }) => !ctx.db.has(recordIdOf(w.key, ctx.fingerprint, s, s.threads)));
   if (todo.length === 0) return;
@@ -59,6 +59,7 @@ export async function prebuildWarmups(runs: readonly { readonly use: { readonly 
   const starting = noisy ? ctx.bank() : undefined;
   starting?.catch(() => { /* reported where the bank is first awaited */ });
   const units = todo.map(({ w, s }) => generateKernel(makeCandidate(w, s, ctx.target)));
-  await precompileKernels(units, { cflags: ctx.target.cflags, batchSize: ctx.batch, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}) });
+  await precompileKernels(units, { cflags: ctx.target.cflags, batchSize: ctx.batch, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
+    ...(ctx.onCompiled ? { onCompiled: ctx.onCompiled } : {}) });
   await starting?.catch(() => undefined);
 }
