@@ -2,7 +2,8 @@
  * Property sweep: generated conv kernels agree with the plain C reference (checked inside the
  * harness, tolerance scaled to the reduction length) across odd sizes, strides, padding (incl.
  * rows with no valid taps), dilation, groups, depthwise, channel/width tails that do not divide
- * the tiles, every epilogue, and all three vector widths.
+ * the tiles, every epilogue, and all three vector widths; grouped convs narrower than the vector
+ * with their groups merged.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { makeCandidate, type Candidate } from '../src/space/candidate.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { seededRng } from '../src/random.js';
 import { repair, sampleSchedule, widthsFor } from '../src/space/schedule.js';
+import { groupMerge } from '../src/space/problem.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 
@@ -93,3 +95,37 @@ test('generated conv kernels match the reference across the shape sweep', { time
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('grouped convs narrower than the vector run with merged groups (block-diagonal weights) and match the reference', { timeout: 600_000 },
+  async () => {
+    const target = await detectTarget();
+    const rng = seededRng(7);
+    const narrow: ConvSpec[] = [
+      { cin: 48, h: 9, w: 10, cout: 48, k: [3, 3], pads: [1, 1, 1, 1], groups: 6, epi: ['bias', 'relu'] }, // RegNetY: 8 per group
+      { n: 2, cin: 48, h: 11, w: 9, cout: 48, k: [3, 3], s: [2, 2], pads: [1, 1, 1, 1], groups: 6, epi: ['bias', 'channel_mul'] },
+      { cin: 64, h: 7, w: 7, cout: 64, k: [3, 3], pads: [1, 1, 1, 1], groups: 16, epi: ['bias', 'residual_add', 'relu'] }, // ResNeXt: 4
+      { cin: 32, h: 6, w: 5, cout: 64, k: [3, 3], pads: [1, 1, 1, 1], groups: 4, epi: ['bias'] }, // 8 in, 16 out per group
+      { cin: 16, h: 5, w: 6, cout: 16, k: [1, 1], groups: 4, epi: ['bias', 'relu'] }, // 1x1, flattened
+    ];
+    const cands: Candidate[] = [];
+    for (const spec of narrow) {
+      const w = conv(spec);
+      for (const vec of widthsFor(w, target).filter((v) => groupMerge(w, v) > 1)) {
+        for (const s of [parallelHeavy(w, target), localityGreedy(w, target, 1), sampleSchedule(w, target, rng), sampleSchedule(w, target, rng)]) {
+          cands.push(makeCandidate(w, repair({ ...s, vec }, w, target), target));
+        }
+      }
+    }
+    const merges = new Set(cands.map((c) => groupMerge(c.workload, c.schedule.vec)));
+    assert.ok(merges.has(2), 'merged pairs of groups are exercised');
+    if (target.isa.avx512f) assert.ok(merges.has(4) && cands.some((c) => c.schedule.vec === 16), 'and at V = 16, merged fours');
+    const dir = await mkdtemp(join(tmpdir(), 'veltair-test-conv-merge-'));
+    try {
+      const results = await measureCandidates(cands, { cacheDir: dir, minTimeMs: 0, minRepeats: 1, maxRepeats: 1, timeoutMs: 60_000 });
+      const bad = results.filter((r) => r.measurement.status !== 'ok')
+        .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → ${r.measurement.status}`);
+      assert.deepEqual(bad, []);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });

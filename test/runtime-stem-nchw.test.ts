@@ -8,33 +8,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import * as ort from 'onnxruntime-node';
-import { buildGraphPlan, type LayerChoice } from '../src/bundle/plan.js';
-import { packWeights } from '../src/bundle/packer.js';
-import { generateKernel, kernelWorkspaceBytes } from '../src/codegen/kernel.js';
-import { buildKernels } from '../src/measure/build.js';
-import { makeCandidate } from '../src/space/candidate.js';
-import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { detectTarget } from '../src/toolchain/target.js';
+import { rm } from 'node:fs/promises';
 import { VeltairError } from '../src/errors.js';
-import { fromIrLayer, type RuntimeVersion } from '../src/runtime/runtime-layer.js';
-import { translatePlan } from '../src/runtime/translate.js';
 import { createExecutor } from '../src/runtime/native-bridge.js';
 import { KERNEL_READS_NCHW } from '../src/runtime/native-plan.js';
 import { OP } from '../src/runtime/ops.js';
-import { assertClose, graphOf, seeded } from './runtime-harness.js';
-import type { Tensor } from '../src/onnx/model.js';
-import type { ModelSpec, NodeSpec } from '../src/onnx/encode.js';
-
-const t = (dims: number[], seed: number, scale = 0.3): Tensor =>
-  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, -scale, scale) });
-
-const model = (input: number[], output: number[], inits: [string, Tensor][], nodes: NodeSpec[]): ModelSpec => ({
-  inputs: [{ name: 'x', dtype: 'float32', shape: input }], outputs: [{ name: 'y', dtype: 'float32', shape: output }], initializers: inits, nodes,
-});
+import { matchesOrt, model, prepare, t } from './runtime-kernels-fixture.js';
 
 const STRIDED_STEM = model([2, 3, 15, 13], [2, 20, 8, 7], [['w', t([20, 3, 3, 3], 1)], ['b', t([20], 2)]], [
   { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['c'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1], strides: [2, 2] } },
@@ -51,58 +30,6 @@ const SHARED_INPUT = model([1, 3, 10, 10], [1, 16, 10, 10], [['w', t([16, 3, 3, 
   { op: 'Conv', inputs: ['d', 'pw'], outputs: ['e'], attrs: { kernel_shape: [1, 1] } },
   { op: 'Add', inputs: ['a', 'e'], outputs: ['y'] },
 ]);
-
-/** Two versions per tunable layer (locality-greedy and parallel-heavy), built into one shared object, planned and translated. */
-async function prepare(spec: ModelSpec) {
-  const target = await detectTarget();
-  const { bytes, graph } = graphOf(spec);
-  const cache = await mkdtemp(join(tmpdir(), 'veltair-stem-'));
-  const tunable = graph.layers.filter((l) => l.tunable);
-  const schedules = tunable.map((l) => [localityGreedy(l.workload!, target, 1), parallelHeavy(l.workload!, target, 2)]);
-  const units = tunable.map((l, i) => schedules[i]!.map((s) => generateKernel(makeCandidate(l.workload!, s, target))));
-  const built = await buildKernels(units.flat(), { cacheDir: cache, batchSize: 16 });
-  assert.ok(built.every((b) => b.status === 'ok'), JSON.stringify(built));
-  const so = (built[0] as { soPath: string }).soPath;
-  const jobs = tunable.flatMap((l, i) => units[i]!.map((u) => ({ symbol: u.symbol, weight: l.params['weight']!.data as Float32Array })));
-  const packed: Uint8Array[] = [];
-  await packWeights(so, jobs, cache, (i, b) => { packed[i] = b; }, cache);
-  const vec = schedules[0]![0]!.vec;
-  assert.ok(schedules.flat().every((s) => s.vec === vec), 'one vector width for the whole plan');
-  const choices = new Map<number, LayerChoice>();
-  const versions = new Map<number, RuntimeVersion[]>();
-  let k = 0;
-  tunable.forEach((l, i) => {
-    const vs = units[i]!.map((u, j) => ({
-      id: u.symbol, symbol: u.symbol, packedWeight: packed[k++]!, workspaceBytes: kernelWorkspaceBytes(l.workload!, schedules[i]![j]!),
-    }));
-    versions.set(l.index, vs);
-    choices.set(l.index, { vec, versions: vs.map((v) => v.id) });
-  });
-  const plan = buildGraphPlan(graph, choices, vec);
-  const layers = graph.layers.map((l) => fromIrLayer(l, versions.get(l.index) ?? []));
-  return { bytes, graph, plan, layers, so, cache, vec, translated: translatePlan(plan, layers, { threads: 2 }) };
-}
-
-/** Every version combination at 1 and 2 threads against ONNX Runtime. */
-async function matchesOrt(p: Awaited<ReturnType<typeof prepare>>, spec: ModelSpec, seed: number): Promise<void> {
-  const dims = spec.inputs[0]!.shape as number[];
-  const x = seeded(dims.reduce((a, b) => a * b, 1), seed, -1, 1);
-  const session = await ort.InferenceSession.create(p.bytes, { intraOpNumThreads: 1 });
-  const ref = (await session.run({ x: new ort.Tensor('float32', x, dims) }))['y']!.data as Float32Array;
-  const exec = await createExecutor(p.translated.plan, p.so);
-  try {
-    const kernels = p.translated.plan.steps.map((s, i) => (s.op === OP.KERNEL ? i : -1)).filter((i) => i >= 0);
-    for (const threads of [1, 2]) {
-      exec.setAllThreads(threads);
-      for (const version of [0, 1]) {
-        kernels.forEach((s, i) => exec.setVersion(s, (version + i) % 2));
-        assertClose(exec.run([x])[0] as Float32Array, ref, `${threads} thread(s), versions from ${version}`, 1e-3, 1e-5);
-      }
-    }
-  } finally {
-    exec.close();
-  }
-}
 
 /** The native kernel steps reading plain NCHW (their one int), by the name of the value they write. */
 function nchwKernels(p: Awaited<ReturnType<typeof prepare>>): string[] {

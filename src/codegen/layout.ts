@@ -65,10 +65,14 @@ function packDirectWeight(name: string, w: WorkloadShape, p: Extract<Problem, { 
   const v = p.vec;
   const coutg = (p.ocVecs - 1) * v + p.ocLanesLast, cing = (p.icBlocks - 1) * v + p.icLanesLast;
   const tailOcb = p.ocVecs - (c.ocGroups - 1) * s.regOc;
-  // natural index of weight (oc within group, ic within group, kh, kw)
-  const src = w.op === 'conv2d'
-    ? `src[((((long)g * ${coutg} + oc) * ${cing} + ic) * ${p.kh} + y) * ${p.kw} + x]`
-    : `src[(long)ic * ${coutg} + oc]`;
+  // natural index of weight (oc within group, ic within group, kh, kw); merged groups: block-diagonal, zero across the original groups
+  const m = p.groupMerge, natCoutg = coutg / m, natCing = cing / m;
+  const src = w.op !== 'conv2d'
+    ? `src[(long)ic * ${coutg} + oc]`
+    : m === 1
+      ? `src[((((long)g * ${coutg} + oc) * ${cing} + ic) * ${p.kh} + y) * ${p.kw} + x]`
+      : `(oc / ${natCoutg} == ic / ${natCing} ? src[((((long)g * ${m} + oc / ${natCoutg}) * ${natCoutg} + oc % ${natCoutg}) * ${natCing} `
+        + `+ ic % ${natCing}) * ${p.kh * p.kw} + (long)y * ${p.kw} + x] : 0.0f)`;
   return [
     `void ${name}(const float* src, float* dst) {`,
     `  for (int g = 0; g < ${p.groups}; ++g)`,

@@ -6,7 +6,7 @@
  * Every tunable op becomes one of two problems:
  *  - direct: out[b][g][oc-vector][row][col] = Σ over (ic block, kh, kw, lane) of
  *            broadcast(input element) × weight vector. Regular conv2d, grouped conv (channels per
- *            group a multiple of V), 1×1 convs, dense and batch_matmul all share it; they differ
+ *            group a multiple of V, or narrower groups merged: groupMerge), 1×1 convs, dense and batch_matmul all share it; they differ
  *            only in strides. A 1×1 / stride 1 / unpadded conv is flattened to one row of OH·OW
  *            columns; dense and batch_matmul are one row of M columns (matrix rows).
  *  - depthwise: channels in the vector (groups = cin = cout), a spatial register tile, no
@@ -48,7 +48,10 @@ interface Geometry {
 
 export interface DirectProblem extends Geometry {
   readonly kind: 'direct';
+  /** The kernel's groups: the workload's, divided by groupMerge. */
   readonly groups: number;
+  /** Original groups per kernel group (groupMerge); their weights are block-diagonal within it. */
+  readonly groupMerge: number;
   /** Output vectors per group, and the real lanes of the last one (< vec when channels are padded). */
   readonly ocVecs: number;
   readonly ocLanesLast: number;
@@ -83,10 +86,32 @@ export function isDepthwise(w: WorkloadShape): boolean {
   return w.op === 'conv2d' && w.groups > 1 && w.groups === w.cin && w.cout === w.cin;
 }
 
-/** Widths whose blocked layout the workload can use: grouped convs need whole groups per block. */
+/** The most groups merged into one: each merged group computes merge× the multiply-adds it needs. */
+export const MAX_GROUP_MERGE = 4;
+
+/**
+ * How many consecutive groups of a grouped conv one kernel group spans at width `vec`. Groups
+ * narrower than the vector (RegNetY's 8 channels per group at V = 16, ResNeXt's 4) cannot each
+ * start a channel block, so the kernel treats m = vec / (channels per group) neighbours as one group
+ * with block-diagonal weights: zero between channels of different original groups (packed as zeros,
+ * src/codegen/layout.ts). The activation's blocked layout keeps channels contiguous, so channel block
+ * b holds merged group b, and the conv runs at the network's width with no reorder to a narrower one
+ * around it, for m× the multiply-adds (the zeros are computed too). Tuning measures whether that
+ * pays. 1: no merge needed (whole groups per block) or none possible.
+ */
+export function groupMerge(w: WorkloadShape, vec: number): number {
+  if (w.op !== 'conv2d' || w.groups === 1 || isDepthwise(w) || vec <= 1) return 1;
+  const cing = w.cin / w.groups, coutg = w.cout / w.groups;
+  if (cing % vec === 0 && coutg % vec === 0) return 1;
+  if (vec % cing !== 0) return 1;
+  const m = vec / cing;
+  return m <= MAX_GROUP_MERGE && w.groups % m === 0 && (coutg * m) % vec === 0 ? m : 1;
+}
+
+/** Widths whose blocked layout the workload can use: grouped convs need whole (or merged, groupMerge) groups per block. */
 export function widthFits(w: WorkloadShape, vec: number): boolean {
   if (w.op !== 'conv2d' || w.groups === 1 || isDepthwise(w)) return true;
-  return (w.cin / w.groups) % vec === 0 && (w.cout / w.groups) % vec === 0;
+  return ((w.cin / w.groups) % vec === 0 && (w.cout / w.groups) % vec === 0) || groupMerge(w, vec) > 1;
 }
 
 /**
@@ -115,7 +140,7 @@ export function problemOf(w: WorkloadShape, vec: 16 | 8 | 1): Problem {
     out: { pix: np, row: 0, block: vec, group: 0, batch: m * np, lane: 1 },
     gateBatch: w.op === 'batch_matmul' ? np : 0,
     macs: batch * m * k * n,
-    groups: 1, ocVecs: ceilDiv(n, vec), ocLanesLast: lanesLast(n, vec),
+    groups: 1, groupMerge: 1, ocVecs: ceilDiv(n, vec), ocLanesLast: lanesLast(n, vec),
     icBlocks: ceilDiv(k, vec), icLanesLast: lanesLast(k, vec),
     weights: w.op === 'dense' ? 'packed' : (w.transB ? 'b_transposed' : 'b_rows'),
     reduction: k, inputLayout: 'blocked',
@@ -142,7 +167,8 @@ function convProblem(w: Extract<WorkloadShape, { op: 'conv2d' }>, vec: 16 | 8 | 
       chanVecs: cinB, chanLanesLast: lanesLast(w.cin, vec), reduction: w.kh * w.kw,
     };
   }
-  const cing = w.cin / w.groups, coutg = w.cout / w.groups;
+  const merge = groupMerge(w, vec);
+  const groups = w.groups / merge, cing = (w.cin / w.groups) * merge, coutg = (w.cout / w.groups) * merge;
   const icBlocks = ceilDiv(cing, vec), ocVecs = ceilDiv(coutg, vec);
   const nchw = smallCinInput(w, vec);
   const plane = w.h * w.w;
@@ -152,7 +178,7 @@ function convProblem(w: Extract<WorkloadShape, { op: 'conv2d' }>, vec: 16 | 8 | 
       ? { pix: 1, row: inW, block: vec * plane, group: 0, batch: w.cin * plane, lane: plane }
       : { pix: vec, row: inW * vec, block: inPlane, group: icBlocks * inPlane, batch: cinB * inPlane, lane: 1 },
     out: { pix: vec, row: cols * vec, block: outPlane, group: ocVecs * outPlane, batch: coutB * outPlane, lane: 1 },
-    groups: w.groups, ocVecs, ocLanesLast: lanesLast(coutg, vec), icBlocks, icLanesLast: lanesLast(cing, vec),
+    groups, groupMerge: merge, ocVecs, ocLanesLast: lanesLast(coutg, vec), icBlocks, icLanesLast: lanesLast(cing, vec),
     weights: 'packed', reduction: cing * w.kh * w.kw, inputLayout: nchw ? 'nchw' : 'blocked',
   };
 }
