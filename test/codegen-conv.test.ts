@@ -106,6 +106,10 @@ test('grouped convs narrower than the vector run with merged groups (block-diago
       { cin: 64, h: 7, w: 7, cout: 64, k: [3, 3], pads: [1, 1, 1, 1], groups: 16, epi: ['bias', 'residual_add', 'relu'] }, // ResNeXt: 4
       { cin: 32, h: 6, w: 5, cout: 64, k: [3, 3], pads: [1, 1, 1, 1], groups: 4, epi: ['bias'] }, // 8 in, 16 out per group
       { cin: 16, h: 5, w: 6, cout: 16, k: [1, 1], groups: 4, epi: ['bias', 'relu'] }, // 1x1, flattened
+      // a group count the merge does not divide (RegNetY's 13): the last kernel group is half padding
+      { cin: 104, h: 6, w: 7, cout: 104, k: [3, 3], pads: [1, 1, 1, 1], groups: 13, epi: ['bias', 'relu'] },
+      { n: 2, cin: 40, h: 9, w: 8, cout: 40, k: [3, 3], s: [2, 2], pads: [1, 1, 1, 1], groups: 5, epi: ['bias', 'residual_add', 'silu'] },
+      { cin: 20, h: 7, w: 6, cout: 20, k: [3, 3], pads: [1, 1, 1, 1], groups: 5, epi: ['bias', 'channel_mul'] }, // ragged at V = 8 too
     ];
     const cands: Candidate[] = [];
     for (const spec of narrow) {
@@ -119,6 +123,8 @@ test('grouped convs narrower than the vector run with merged groups (block-diago
     const merges = new Set(cands.map((c) => groupMerge(c.workload, c.schedule.vec)));
     assert.ok(merges.has(2), 'merged pairs of groups are exercised');
     if (target.isa.avx512f) assert.ok(merges.has(4) && cands.some((c) => c.schedule.vec === 16), 'and at V = 16, merged fours');
+    assert.ok(cands.some((c) => c.workload.op === 'conv2d' && c.workload.groups % groupMerge(c.workload, c.schedule.vec) !== 0),
+      'and a ragged merge (the last kernel group part padding)');
     const dir = await mkdtemp(join(tmpdir(), 'veltair-test-conv-merge-'));
     try {
       const results = await measureCandidates(cands, { cacheDir: dir, minTimeMs: 0, minRepeats: 1, maxRepeats: 1, timeoutMs: 60_000 });

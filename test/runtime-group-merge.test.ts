@@ -1,9 +1,10 @@
 /**
  * Grouped convs narrower than the vector, with their groups merged (space/problem.ts groupMerge):
  * a RegNetY-like block (1x1 conv, grouped 3x3 with 8 channels per group, squeeze-excite gate, 1x1
- * conv with the residual) and a ResNeXt-like grouped conv (4 per group), planned at the network's
- * widest vector width with no reorder around the grouped conv, through real generated kernels,
- * against ONNX Runtime at 1 and 2 threads in every version combination.
+ * conv with the residual), a ResNeXt-like grouped conv (4 per group) and 5 groups merged with the
+ * last kernel group part padding, each planned at the network's widest vector width with no reorder
+ * around the grouped conv, through real generated kernels, against ONNX Runtime at 1 and 2 threads
+ * in every version combination.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,8 +36,16 @@ const RESNEXT_GROUPED = model([2, 64, 7, 6], [2, 64, 4, 3], [['w', t([64, 4, 3, 
   { op: 'Relu', inputs: ['c'], outputs: ['y'] },
 ]);
 
+// 5 groups of 4: merged in pairs (V = 8) or fours (V = 16), the last kernel group part padding.
+const RAGGED = model([1, 20, 6, 5], [1, 20, 6, 5], [['w', t([20, 4, 3, 3], 10)], ['b', t([20], 11)], ['w2', t([20, 20, 1, 1], 12)]], [
+  { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['c'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1], group: 5 } },
+  { op: 'Relu', inputs: ['c'], outputs: ['r'] },
+  { op: 'Conv', inputs: ['r', 'w2'], outputs: ['y'], attrs: { kernel_shape: [1, 1] } },
+]);
+
 for (const [name, spec, seed] of [['a RegNetY block (8 channels per group)', REGNET_Y_BLOCK, 21],
-  ['a strided ResNeXt grouped conv over a batch of two (4 per group)', RESNEXT_GROUPED, 22]] as const) {
+  ['a strided ResNeXt grouped conv over a batch of two (4 per group)', RESNEXT_GROUPED, 22],
+  ['a grouped conv whose group count the merge does not divide', RAGGED, 23]] as const) {
   test(`${name} runs its grouped conv with merged groups at the network's width, no reorder, and matches ONNX Runtime`,
     { timeout: 240_000 }, async () => {
       let merged = 0;

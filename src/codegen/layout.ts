@@ -71,7 +71,8 @@ function packDirectWeight(name: string, w: WorkloadShape, p: Extract<Problem, { 
     ? `src[(long)ic * ${coutg} + oc]`
     : m === 1
       ? `src[((((long)g * ${coutg} + oc) * ${cing} + ic) * ${p.kh} + y) * ${p.kw} + x]`
-      : `(oc / ${natCoutg} == ic / ${natCing} ? src[((((long)g * ${m} + oc / ${natCoutg}) * ${natCoutg} + oc % ${natCoutg}) * ${natCing} `
+      : `(oc / ${natCoutg} == ic / ${natCing} && g * ${m} + oc / ${natCoutg} < ${w.groups} `
+        + `? src[((((long)g * ${m} + oc / ${natCoutg}) * ${natCoutg} + oc % ${natCoutg}) * ${natCing} `
         + `+ ic % ${natCing}) * ${p.kh * p.kw} + (long)y * ${p.kw} + x] : 0.0f)`;
   return [
     `void ${name}(const float* src, float* dst) {`,

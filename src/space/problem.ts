@@ -48,7 +48,7 @@ interface Geometry {
 
 export interface DirectProblem extends Geometry {
   readonly kind: 'direct';
-  /** The kernel's groups: the workload's, divided by groupMerge. */
+  /** The kernel's groups: the workload's, divided by groupMerge (rounded up: the last may be part padding). */
   readonly groups: number;
   /** Original groups per kernel group (groupMerge); their weights are block-diagonal within it. */
   readonly groupMerge: number;
@@ -105,8 +105,22 @@ export function groupMerge(w: WorkloadShape, vec: number): number {
   if (cing % vec === 0 && coutg % vec === 0) return 1;
   if (vec % cing !== 0) return 1;
   const m = vec / cing;
-  return m <= MAX_GROUP_MERGE && w.groups % m === 0 && (coutg * m) % vec === 0 ? m : 1;
+  if (m > MAX_GROUP_MERGE || (coutg * m) % vec !== 0) return 1;
+  if (w.groups % m === 0) return m;
+  // A group count m does not divide (RegNetY's 13 and 55): the last kernel group is part padding.
+  // Its missing groups must land exactly on the activations' channel padding, and come out zero.
+  const spanned = Math.ceil(w.groups / m) * m;
+  const fitsPadding = spanned * cing === roundUp(w.cin, vec) && spanned * coutg === roundUp(w.cout, vec);
+  return fitsPadding && w.epilogue.every((e) => ZERO_KEEPING.has(e)) ? m : 1;
 }
+
+/**
+ * Epilogue steps that map a zero accumulator (zero weights, zero padded bias, residual and gate) to
+ * zero, so a merged group's padding lanes stay exactly zero: not sigmoid or hard sigmoid (0.5), nor
+ * clip, whose bounds are only known at run time.
+ */
+const ZERO_KEEPING: ReadonlySet<string> = new Set(['bias', 'relu', 'leaky_relu', 'hard_swish', 'silu', 'tanh', 'gelu', 'gelu_tanh',
+  'residual_add', 'channel_mul']);
 
 /** Widths whose blocked layout the workload can use: grouped convs need whole (or merged, groupMerge) groups per block. */
 export function widthFits(w: WorkloadShape, vec: number): boolean {
@@ -168,7 +182,7 @@ function convProblem(w: Extract<WorkloadShape, { op: 'conv2d' }>, vec: 16 | 8 | 
     };
   }
   const merge = groupMerge(w, vec);
-  const groups = w.groups / merge, cing = (w.cin / w.groups) * merge, coutg = (w.cout / w.groups) * merge;
+  const groups = Math.ceil(w.groups / merge), cing = (w.cin / w.groups) * merge, coutg = (w.cout / w.groups) * merge;
   const icBlocks = ceilDiv(cing, vec), ocVecs = ceilDiv(coutg, vec);
   const nchw = smallCinInput(w, vec);
   const plane = w.h * w.w;
