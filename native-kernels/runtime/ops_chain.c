@@ -11,7 +11,8 @@
  *   binary   y = y (fn) z, or z (fn) y when flags & 1; z = in[operand] (in[0]: the chain's own input) broadcast as operand2
  *            (enum vt_operand_kind: full | channel [CB*V] | channel_batch [N][CB*V] | scalar)
  * Each plane (one batch, one channel block) is walked in strips that stay in L1; every step runs
- * over the whole strip in its own vector loop (no per-element dispatch). Padded lanes are re-zeroed.
+ * over the whole strip in its own vector loop (no per-element dispatch). At the build's own vector
+ * width, one pass per plane instead (chain_planes_fused). Padded lanes are re-zeroed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -117,8 +118,53 @@ static void run_step(const chain_ctx* k, const chain_step* st, float* buf, long 
   for (; i < len; i++) { float b = pa[(pos0 + i) % PERIOD]; buf[i] = rev ? BIN_1(fn, b, buf[i]) : BIN_1(fn, buf[i], b); }
 }
 
+/*
+ * V = VT_W (the build's vector width holds exactly one channel block): every vector of a plane has
+ * the same channels, so each step's per-channel operand is one register for the whole plane, and all
+ * steps run back to back on each vector in a single pass: the plane is read and written once, with
+ * no strip copies and no per-vector period lookups. The same steps, in the same order, as run_step.
+ * The common pre-activation (batch norm + ReLU: DenseNet before every conv) has its own loop.
+ */
+static void chain_planes_fused(const chain_ctx* k, long b, long e) {
+  const long len = k->hw * k->v;
+  vtw_t ca[MAX_STEPS], cs[MAX_STEPS];
+  const int affine_relu = k->n_steps == 2 && k->steps[0].kind == CH_AFFINE && k->steps[1].kind == CH_UNARY && k->steps[1].fn == U_RELU;
+  for (long t = b; t < e; t++) {
+    const long n = t / k->cb, cb = t % k->cb;
+    for (long si = 0; si < k->n_steps; si++) {
+      const chain_step* st = &k->steps[si];
+      if (st->kind == CH_AFFINE) {
+        ca[si] = VTW(load)(k->in[st->operand] + cb * k->v);
+        cs[si] = VTW(load)(k->in[st->operand2] + cb * k->v);
+      } else if (st->kind == CH_BINARY && st->operand2 == OPND_SCALAR) {
+        ca[si] = VTW(set1)(k->in[st->operand][0]);
+      } else if (st->kind == CH_BINARY && st->operand2 != OPND_FULL) {
+        ca[si] = VTW(load)(k->in[st->operand] + (st->operand2 == OPND_CHANNEL_BATCH ? n * k->cb * k->v : 0) + cb * k->v);
+      }
+    }
+    const float* x = k->in[0] + t * len;
+    float* y = k->out + t * len;
+    if (affine_relu) {
+      for (long i = 0; i < len; i += VT_W) VTW(store)(y + i, VTW(max)(VTW(fma)(VTW(load)(x + i), ca[0], cs[0]), VTW(zero)()));
+      continue;
+    }
+    for (long i = 0; i < len; i += VT_W) {
+      vtw_t a = VTW(load)(x + i);
+      for (long si = 0; si < k->n_steps; si++) {
+        const chain_step* st = &k->steps[si];
+        if (st->kind == CH_AFFINE) { a = VTW(fma)(a, ca[si], cs[si]); continue; }
+        if (st->kind == CH_UNARY) { a = unary_w(st->fn, a, st->alpha, st->beta); continue; }
+        const vtw_t z = st->operand2 == OPND_FULL ? VTW(load)(k->in[st->operand] + t * len + i) : ca[si];
+        a = st->flags & 1 ? BIN_W(st->fn, z, a) : BIN_W(st->fn, a, z);
+      }
+      VTW(store)(y + i, a);
+    }
+  }
+}
+
 static void chain_planes(const void* p, long b, long e) {
   const chain_ctx* k = p;
+  if (k->v == VT_W && VT_W > 1) { chain_planes_fused(k, b, e); return; }
   float buf[STRIP];
   const long len = k->hw * k->v;
   for (long t = b; t < e; t++) {
