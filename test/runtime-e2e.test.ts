@@ -9,23 +9,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { buildGraphPlan, type LayerChoice } from '../src/bundle/plan.js';
-import { packWeights } from '../src/bundle/packer.js';
-import { generateKernel, kernelWorkspaceBytes } from '../src/codegen/kernel.js';
-import { buildKernels } from '../src/measure/build.js';
-import { makeCandidate } from '../src/space/candidate.js';
-import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { detectTarget } from '../src/toolchain/target.js';
 import { VeltairError } from '../src/errors.js';
-import { fromIrLayer, type RuntimeVersion } from '../src/runtime/runtime-layer.js';
 import { translatePlan } from '../src/runtime/translate.js';
 import { createExecutor } from '../src/runtime/native-bridge.js';
 import { OP } from '../src/runtime/ops.js';
-import { assertClose, graphOf, seeded } from './runtime-harness.js';
+import { assertClose, seeded } from './runtime-harness.js';
+import { prepare as prepareKernels } from './runtime-kernels-fixture.js';
 import type { Tensor } from '../src/onnx/model.js';
 import type { ModelSpec } from '../src/onnx/encode.js';
 
@@ -57,36 +49,11 @@ const MEAN_HEAD: ModelSpec = {
   ],
 };
 
+/** Two versions per layer (runtime-kernels-fixture.ts); this model's tunable layers are a conv and a dense. */
 async function prepare(model: ModelSpec = MODEL) {
-  const target = await detectTarget();
-  const { bytes, graph } = graphOf(model);
-  const cache = await mkdtemp(join(tmpdir(), 'veltair-rt-e2e-'));
-  const tunable = graph.layers.filter((l) => l.tunable);
-  assert.deepEqual(tunable.map((l) => l.op), ['conv2d', 'dense']);
-  const schedules = tunable.map((l) => [localityGreedy(l.workload!, target, 1), parallelHeavy(l.workload!, target, 2)]);
-  const units = tunable.map((l, i) => schedules[i]!.map((s) => generateKernel(makeCandidate(l.workload!, s, target))));
-  const built = await buildKernels(units.flat(), { cacheDir: cache, batchSize: 8 });
-  assert.ok(built.every((b) => b.status === 'ok'), JSON.stringify(built));
-  const so = (built[0] as { soPath: string }).soPath;
-  assert.ok(built.every((b) => (b as { soPath: string }).soPath === so), 'all kernels in one shared object');
-  const jobs = tunable.flatMap((l, i) => units[i]!.map((u) => ({ symbol: u.symbol, weight: l.params['weight']!.data as Float32Array })));
-  const packed: Uint8Array[] = [];
-  await packWeights(so, jobs, cache, (i, b) => { packed[i] = b; }, cache);
-  const vec = schedules[0]![0]!.vec;
-  assert.ok(schedules.flat().every((s) => s.vec === vec), 'one vector width for the whole plan');
-  const choices = new Map<number, LayerChoice>();
-  const versions = new Map<number, RuntimeVersion[]>();
-  let k = 0;
-  tunable.forEach((l, i) => {
-    const vs = units[i]!.map((u, j) => ({
-      id: u.symbol, symbol: u.symbol, packedWeight: packed[k++]!, workspaceBytes: kernelWorkspaceBytes(l.workload!, schedules[i]![j]!),
-    }));
-    versions.set(l.index, vs);
-    choices.set(l.index, { vec, versions: vs.map((v) => v.id) });
-  });
-  const plan = buildGraphPlan(graph, choices, vec);
-  const layers = graph.layers.map((l) => fromIrLayer(l, versions.get(l.index) ?? []));
-  return { bytes, graph, plan, layers, so, cache, units, vec };
+  const p = await prepareKernels(model);
+  assert.deepEqual(p.graph.layers.filter((l) => l.tunable).map((l) => l.op), ['conv2d', 'dense']);
+  return p;
 }
 
 test('a conv → pool → dense → softmax plan with generated kernels matches ONNX Runtime, in every version', { timeout: 240_000 }, async () => {

@@ -47,6 +47,7 @@ export async function prepare(spec: ModelSpec, versionsOf: (w: Workload, target:
   const built = await buildKernels(units.flat(), { cacheDir: cache, batchSize: 16 });
   assert.ok(built.every((b) => b.status === 'ok'), JSON.stringify(built));
   const so = (built[0] as { soPath: string }).soPath;
+  assert.ok(built.every((b) => (b as { soPath: string }).soPath === so), 'all kernels in one shared object');
   const jobs = tunable.flatMap((l, i) => units[i]!.map((u) => ({ symbol: u.symbol, weight: l.params['weight']!.data as Float32Array })));
   const packed: Uint8Array[] = [];
   await packWeights(so, jobs, cache, (i, b) => { packed[i] = b; }, cache);
@@ -64,7 +65,7 @@ export async function prepare(spec: ModelSpec, versionsOf: (w: Workload, target:
   });
   const plan = buildGraphPlan(graph, choices, vec);
   const layers = graph.layers.map((l) => fromIrLayer(l, versions.get(l.index) ?? []));
-  return { bytes, graph, plan, layers, so, cache, vec, translated: translatePlan(plan, layers, { threads: 2 }) };
+  return { bytes, graph, plan, layers, so, cache, units, vec, translated: translatePlan(plan, layers, { threads: 2 }) };
 }
 
 /** Every version combination at 1 and 2 threads against ONNX Runtime. */
