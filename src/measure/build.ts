@@ -4,8 +4,9 @@
  *  - Each candidate's translation unit becomes one object file keyed by sha256 of its source, the
  *    kernel headers, the flags, `cc --version` and the CPU identity (-march=native).
  *  - Missing objects are compiled in batches (one `cc -c a.c b.c …` per batch), batches in
- *    parallel up to the core count, and never fewer batches than cores while units remain. A failing batch is retried one candidate at a time, so one bad
- *    candidate is a recorded compile_error and its neighbours still build.
+ *    parallel up to the core count, and never fewer batches than cores while units remain. A
+ *    failing batch is retried one candidate at a time, so one bad candidate is a recorded
+ *    compile_error and its neighbours still build.
  *  - precompileKernels fills the object cache ahead of need (a tuner's known next candidates).
  *  - The requested candidates are linked, in groups, into shared objects keyed by their objects'
  *    hashes (many symbols per .so; linking is cheap and cached too).
