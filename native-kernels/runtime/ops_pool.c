@@ -49,8 +49,9 @@ static inline void taps_inside(long o0, long dil, long taps, long extent, long* 
   }                                                                                                         \
   static void max_rows##V(const pool_ctx* k, long b, long e) {                                              \
     const int three = k->kw == 3 && k->dw == 1;                                                             \
-    /* columns [xa, xb) have all three taps inside the row */                                               \
-    long xa = (k->pl + k->sw - 1) / k->sw, xb = (k->w - 3 + k->pl) / k->sw + 1;                             \
+    /* columns [xa, xb) have all three taps inside the row: ox * sw >= pl and ox * sw <= w - 3 + pl */     \
+    const long right = k->w - 3 + k->pl; /* negative: no window fits inside the row (C's / truncates to 0) */ \
+    long xa = (k->pl + k->sw - 1) / k->sw, xb = right >= 0 ? right / k->sw + 1 : 0;                         \
     if (!three || xb < xa) xa = xb = 0;                                                                     \
     if (xb > k->ow) xb = k->ow;                                                                             \
     for (long t = b; t < e; t++) {                                                                          \
