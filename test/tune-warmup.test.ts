@@ -45,7 +45,7 @@ test('warm-ups: every run without a batch yet, in run order, each sized as the p
   const caps = [3, 8, 3, 8, 8];
   // budget 9, 2 done (run b's resumed records): a gets 3 (its cap), b is not warmed up (it has a
   // history), c's cap is reached, d gets min(batch 4, 9 - 5) = 4, and nothing is left for e.
-  const plan = proposeWarmups(searches, progress, caps, 4, 9, 2).batches;
+  const plan = proposeWarmups(searches, progress, caps, 4, 9, 2);
   assert.deepEqual([...plan.keys()], [0, 3]);
   assert.deepEqual(searches.map((s) => s.asked), [[3], [], [], [4], []]);
   assert.deepEqual(plan.get(3)!.map((s) => (s as unknown as { name: string }).name), ['d0', 'd1', 'd2', 'd3']);

@@ -162,12 +162,10 @@ async function compileMissing(p: Prepared): Promise<Map<string, Compiled>> {
 /**
  * Compile the units' objects into the cache ahead of need, linking nothing: a tuner that knows
  * its next candidates builds them all at once, on every core, and each batch later only links.
- * Returns how many failed to compile (buildKernels records those, when they are asked for).
+ * A unit that fails to compile leaves no object: buildKernels records it when it is asked for.
  */
-export async function precompileKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<number> {
-  if (units.length === 0) return 0;
-  const compiled = await compileMissing(await prepare(units, options));
-  return [...compiled.values()].filter((c) => c.error !== undefined).length;
+export async function precompileKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<void> {
+  if (units.length > 0) await compileMissing(await prepare(units, options));
 }
 
 /** Build every unit (deduplicated by symbol); the result has one outcome per distinct symbol, in input order. */

@@ -6,14 +6,14 @@
  * Every tunable op becomes one of two problems:
  *  - direct: out[b][g][oc-vector][row][col] = Σ over (ic block, kh, kw, lane) of
  *            broadcast(input element) × weight vector. Regular conv2d, grouped conv (channels per
- *            group a multiple of V, or narrower groups merged: groupMerge), 1×1 convs, dense and batch_matmul all share it; they differ
- *            only in strides. A 1×1 / stride 1 / unpadded conv is flattened to one row of OH·OW
+ *            group a multiple of V, or narrower groups merged: groupMerge), 1×1 convs, dense and
+ *            batch_matmul all share it; they differ only in strides. A 1×1 / stride 1 / unpadded conv is flattened to one row of OH·OW
  *            columns; dense and batch_matmul are one row of M columns (matrix rows).
  *  - depthwise: channels in the vector (groups = cin = cout), a spatial register tile, no
  *            cross-channel reduction.
  * Strides are in floats, in the layouts documented in native-kernels/veltair_kernel.h.
  */
-import type { WorkloadShape } from '../ir/workload.js';
+import type { EpilogueKind, WorkloadShape } from '../ir/workload.js';
 
 export interface Strides {
   readonly pix: number;   // next column (input: next column at stride 1)
@@ -100,9 +100,8 @@ export const MAX_GROUP_MERGE = 4;
  * pays. 1: no merge needed (whole groups per block) or none possible.
  */
 export function groupMerge(w: WorkloadShape, vec: number): number {
-  if (w.op !== 'conv2d' || w.groups === 1 || isDepthwise(w) || vec <= 1) return 1;
+  if (w.op !== 'conv2d' || w.groups === 1 || isDepthwise(w) || vec <= 1 || wholeGroups(w, vec)) return 1;
   const cing = w.cin / w.groups, coutg = w.cout / w.groups;
-  if (cing % vec === 0 && coutg % vec === 0) return 1;
   if (vec % cing !== 0) return 1;
   const m = vec / cing;
   if (m > MAX_GROUP_MERGE || (coutg * m) % vec !== 0) return 1;
@@ -119,13 +118,18 @@ export function groupMerge(w: WorkloadShape, vec: number): number {
  * zero, so a merged group's padding lanes stay exactly zero: not sigmoid or hard sigmoid (0.5), nor
  * clip, whose bounds are only known at run time.
  */
-const ZERO_KEEPING: ReadonlySet<string> = new Set(['bias', 'relu', 'leaky_relu', 'hard_swish', 'silu', 'tanh', 'gelu', 'gelu_tanh',
-  'residual_add', 'channel_mul']);
+const ZERO_KEEPING: ReadonlySet<EpilogueKind> = new Set<EpilogueKind>(['bias', 'relu', 'leaky_relu', 'hard_swish', 'silu', 'tanh', 'gelu',
+  'gelu_tanh', 'residual_add', 'channel_mul']);
+
+/** A grouped conv's groups each start a channel block at width `vec` (channels per group in and out a multiple of it). */
+function wholeGroups(w: Extract<WorkloadShape, { op: 'conv2d' }>, vec: number): boolean {
+  return (w.cin / w.groups) % vec === 0 && (w.cout / w.groups) % vec === 0;
+}
 
 /** Widths whose blocked layout the workload can use: grouped convs need whole (or merged, groupMerge) groups per block. */
 export function widthFits(w: WorkloadShape, vec: number): boolean {
   if (w.op !== 'conv2d' || w.groups === 1 || isDepthwise(w)) return true;
-  return ((w.cin / w.groups) % vec === 0 && (w.cout / w.groups) % vec === 0) || groupMerge(w, vec) > 1;
+  return wholeGroups(w, vec) || groupMerge(w, vec) > 1;
 }
 
 /**

@@ -287,7 +287,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   });
 
   try {
-    const warmups = proposeWarmups(searches, progress, caps, batch, budget, done).batches;
+    const warmups = proposeWarmups(searches, progress, caps, batch, budget, done);
     await prebuildWarmups(runs, warmups, { ...ctxBase, batch, ...(o.onCompileProgress ? { onCompiled: o.onCompileProgress } : {}) });
     while (done < budget) {
       const i = pickTask(progress);

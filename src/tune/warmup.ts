@@ -19,17 +19,13 @@ import type { EvaluateContext } from './evaluate.js';
 import type { TaskProgress } from './scheduler.js';
 import type { TaskSearch } from './search.js';
 
-export interface WarmupPlan {
-  /** Run index → its first batch (an empty batch: the run has nothing to propose, it is exhausted). */
-  readonly batches: Map<number, Schedule[]>;
-}
-
 /**
  * Propose the first batch of every run the scheduler will warm up, in the order and with the sizes
- * the pass would ask for them: min(batch, budget left, the run's room under its cap).
+ * the pass would ask for them: min(batch, budget left, the run's room under its cap). Run index →
+ * its first batch (an empty batch: the run has nothing to propose, it is exhausted).
  */
 export function proposeWarmups(searches: readonly TaskSearch[], progress: readonly TaskProgress[], caps: readonly number[],
-  batch: number, budget: number, done: number): WarmupPlan {
+  batch: number, budget: number, done: number): Map<number, Schedule[]> {
   const batches = new Map<number, Schedule[]>();
   let planned = done;
   for (let i = 0; i < searches.length; i++) {
@@ -41,7 +37,7 @@ export function proposeWarmups(searches: readonly TaskSearch[], progress: readon
     batches.set(i, schedules);
     planned += schedules.length;
   }
-  return { batches };
+  return batches;
 }
 
 /**
