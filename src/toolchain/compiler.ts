@@ -36,10 +36,11 @@ export function noCompiler(c: Compiler): VeltairError {
 }
 
 /**
- * The compiler's environment: this process's, minus LD_PRELOAD. A sanitizer runtime preloaded into
- * Node (to load a sanitized addon) must not be injected into gcc, which is not our code to check.
+ * The compiler's environment (and binutils'): this process's, minus LD_PRELOAD. A sanitizer runtime
+ * preloaded into Node (to load a sanitized addon) must not be injected into gcc, which is not our
+ * code to check.
  */
-function compilerEnv(): NodeJS.ProcessEnv {
+export function compilerEnv(): NodeJS.ProcessEnv {
   const { LD_PRELOAD: _preload, ...env } = process.env;
   return env;
 }

@@ -1,0 +1,73 @@
+/**
+ * The global symbols an object file defines, listed by binutils' `nm` (the builder aliases a
+ * kernel's names to those of the object it shares, see measure/build.ts). nm is found like the
+ * compiler: `NM` (split into words, never handed to a shell), else the compiler's own
+ * (`cc -print-prog-name=nm`, the binutils it was built with), else `nm` on the PATH. A missing nm is
+ * one error, MISSING_DEPENDENCY.
+ */
+import { existsSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
+import { execa } from 'execa';
+import { userError, type VeltairError } from '../errors.js';
+import { compiler, compilerEnv, type Compiler } from './compiler.js';
+
+export interface SymbolLister {
+  readonly command: string;
+  readonly leadingArgs: readonly string[];
+  /** As the user wrote it (or as it was found), for messages. */
+  readonly display: string;
+}
+
+/** A word of NM: a path or a flag, without shell syntax. */
+const NM_WORD = /^[\w./+=,:@%-]+$/;
+
+function noNm(display: string): VeltairError {
+  return userError('MISSING_DEPENDENCY', `nm ${JSON.stringify(display)} was not found: veltair lists each kernel object's symbols with it`,
+    'install binutils (e.g. `apt-get install binutils`; gcc needs it anyway) or point the NM environment variable at an nm');
+}
+
+const found = new Map<string, Promise<SymbolLister>>();
+
+async function locate(raw: string | undefined, cc: Compiler): Promise<SymbolLister> {
+  if (raw) {
+    const words = raw.split(/\s+/);
+    const bad = words.find((w) => !NM_WORD.test(w));
+    if (bad !== undefined) {
+      throw userError('MISSING_DEPENDENCY', `NM=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(bad)} is not a plain word`,
+        'set NM to an nm path; quotes and shell syntax are not interpreted');
+    }
+    return { command: words[0]!, leadingArgs: words.slice(1), display: raw };
+  }
+  const asked = await execa(cc.command, [...cc.leadingArgs, '-print-prog-name=nm'], { stdin: 'ignore', env: compilerEnv(), extendEnv: false, reject: false })
+    .then((r) => (r.exitCode === 0 ? r.stdout.trim() : ''), () => '');
+  const path = isAbsolute(asked) && existsSync(asked) ? asked : 'nm';
+  return { command: path, leadingArgs: [], display: path };
+}
+
+/** The nm to run, found once per process for each NM and compiler. */
+export function symbolLister(env: NodeJS.ProcessEnv = process.env, cc: Compiler = compiler(env)): Promise<SymbolLister> {
+  const raw = env['NM']?.trim() || undefined;
+  const key = `${raw ?? ''}\0${cc.display}`;
+  let v = found.get(key);
+  if (!v) {
+    v = locate(raw, cc);
+    v.catch(() => found.delete(key));
+    found.set(key, v);
+  }
+  return v;
+}
+
+/** Names of the global symbols `objectPath` defines (functions and data), in nm's order. */
+export async function definedGlobals(objectPath: string, nm?: SymbolLister): Promise<string[]> {
+  const tool = nm ?? await symbolLister();
+  let stdout: string;
+  try {
+    ({ stdout } = await execa(tool.command, [...tool.leadingArgs, '-g', '--defined-only', '-P', objectPath],
+      { stdin: 'ignore', env: compilerEnv(), extendEnv: false }));
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ENOENT') throw noNm(tool.display);
+    throw e;
+  }
+  // -P (POSIX format): one "name type value size" line per symbol.
+  return stdout.split('\n').map((l) => l.trim().split(/\s+/)[0] ?? '').filter((n) => n.length > 0);
+}
