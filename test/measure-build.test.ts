@@ -1,6 +1,8 @@
 /**
- * Builder and runner: content-addressed object cache (nothing compiles twice), compile errors
- * isolated to their candidate, a missing compiler reported as NO_COMPILER, and every failure mode
+ * Builder and runner: content-addressed object cache (nothing compiles twice), candidates that
+ * differ only in their symbol (one schedule at 1 and at 2 threads) compiled once and each resolved
+ * under its own symbol, compile errors isolated to their candidate (and its twins), a missing
+ * compiler reported as NO_COMPILER and a missing nm as MISSING_DEPENDENCY, and every failure mode
  * of a candidate (wrong answer, crash, hang) recorded while its neighbours are still measured; a
  * job the caller skips runs nothing, and a kernel is checked once per run of the same kernel; the
  * naive reference of a workload is computed once and kept on disk for later children.
@@ -13,11 +15,14 @@ import { join } from 'node:path';
 import type { WorkloadShape } from '../src/ir/workload.js';
 import { generateKernel, type KernelSource } from '../src/codegen/kernel.js';
 import { makeCandidate } from '../src/space/candidate.js';
-import { defaultSchedule, parallelHeavy } from '../src/space/presets.js';
+import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { buildKernels } from '../src/measure/build.js';
 import { measureJobs, measureJobsSkippable, type MeasureJob } from '../src/measure/run-candidate.js';
 import { isVeltairError } from '../src/errors.js';
+import type { Workload } from '../src/ir/workload.js';
+import type { Target } from '../src/toolchain/target.js';
+import { matchesOrt, model, prepare, t as tensor } from './runtime-kernels-fixture.js';
 
 const W: WorkloadShape = { op: 'conv2d', dtype: 'float32', n: 1, cin: 16, h: 8, w: 8, cout: 16, kh: 3, kw: 3, strideH: 1,
   strideW: 1, pads: [1, 1, 1, 1], dilationH: 1, dilationW: 1, groups: 1, oh: 8, ow: 8, epilogue: ['bias', 'relu'] };
@@ -33,6 +38,15 @@ function variant(k: KernelSource, tag: string, edit: (src: string, sym: string) 
   return { symbol, source: edit(k.source.split(k.symbol).join(symbol), symbol) };
 }
 
+/** kernels()[0]'s schedule at 2 threads: another symbol, the same C (the thread count is a run-time argument). */
+async function twinOfFirst(): Promise<KernelSource> {
+  const t = await detectTarget();
+  return generateKernel(makeCandidate(W, { ...defaultSchedule(W, t, 1), threads: 2 }, t));
+}
+
+/** Object files in a cache (beside each, its symbol list). */
+const objectFiles = async (dir: string) => (await readdir(join(dir, 'objects'))).filter((f) => f.endsWith('.o'));
+
 const withTempCache = async (fn: (dir: string) => Promise<void>) => {
   const dir = await mkdtemp(join(tmpdir(), 'veltair-test-build-'));
   try { await fn(dir); } finally { await rm(dir, { recursive: true, force: true }); }
@@ -42,12 +56,12 @@ test('objects are cached by content: a second build compiles nothing', { timeout
   const [a, b] = await kernels();
   const first = await buildKernels([a!], { cacheDir: dir });
   assert.equal(first[0]!.status, 'ok');
-  const objects = await readdir(join(dir, 'objects'));
+  const objects = await objectFiles(dir);
   assert.equal(objects.length, 1);
   const mtime = (await stat(join(dir, 'objects', objects[0]!))).mtimeMs;
   const again = await buildKernels([a!, b!], { cacheDir: dir });
   assert.deepEqual(again.map((r) => r.status), ['ok', 'ok']);
-  assert.equal((await readdir(join(dir, 'objects'))).length, 2, 'only the new candidate was compiled');
+  assert.equal((await objectFiles(dir)).length, 2, 'only the new candidate was compiled');
   assert.equal((await stat(join(dir, 'objects', objects[0]!))).mtimeMs, mtime);
   assert.ok(!(await readdir(join(dir, 'objects'))).some((f) => f.includes('.tmp-')), 'no temp files left');
   const third = await buildKernels([a!, b!], { cacheDir: dir });
@@ -61,6 +75,92 @@ test('a candidate that does not compile is isolated from its batch', { timeout: 
   assert.equal(out[0]!.status, 'ok');
   assert.equal(out[1]!.status, 'compile_error');
   assert.match(out[1]!.status === 'compile_error' ? out[1]!.message : '', /error/);
+}));
+
+test('candidates that differ only in their symbol compile once, link once each, and each symbol runs', { timeout: 300_000 },
+  () => withTempCache(async (dir) => {
+    const [a, b] = await kernels();
+    const a2 = await twinOfFirst();
+    assert.notEqual(a2.symbol, a!.symbol);
+    const compiled: number[] = [];
+    const built = await buildKernels([a!, b!, a2], { cacheDir: dir, onCompiled: (_, total) => { compiled.push(total); } });
+    assert.deepEqual(built.map((r) => r.status), ['ok', 'ok', 'ok']);
+    assert.equal(compiled.at(-1), 2, 'two distinct sources compiled, not three');
+    assert.equal((await objectFiles(dir)).length, 2);
+    const so = built.map((r) => (r.status === 'ok' ? r.soPath : ''));
+    assert.equal(new Set(so).size, 1, 'one shared object: the twins\' object linked once, both symbols aliased');
+    const jobs: MeasureJob[] = [
+      { soPath: so[0]!, symbol: a!.symbol, threads: 1 }, { soPath: so[2]!, symbol: a2.symbol, threads: 2 },
+      { soPath: so[2]!, symbol: a2.symbol, threads: 1 }, { soPath: so[1]!, symbol: b!.symbol, threads: 1 },
+    ];
+    const res = await measureJobs(jobs, { cacheDir: dir, cores: [0], minTimeMs: 0, minRepeats: 1, maxRepeats: 1 });
+    assert.deepEqual(res.map((m) => m.status), ['ok', 'ok', 'ok', 'ok'], 'every symbol found by dlsym and checked against the reference');
+  }));
+
+test('a shared object is keyed by the symbols it aliases: a twin built alone gets its own, with nothing compiled', { timeout: 300_000 },
+  () => withTempCache(async (dir) => {
+    const [a] = await kernels();
+    const a2 = await twinOfFirst();
+    assert.notEqual(a2.symbol, a!.symbol);
+    const [first] = await buildKernels([a!], { cacheDir: dir });
+    let compiles = 0;
+    const [second] = await buildKernels([a2], { cacheDir: dir, onCompiled: () => { compiles++; } });
+    assert.equal(compiles, 0, 'the twin\'s object was cached');
+    assert.ok(first!.status === 'ok' && second!.status === 'ok');
+    assert.notEqual(second.soPath, first.soPath);
+    const [m] = await measureJobs([{ soPath: second.soPath, symbol: a2.symbol, threads: 1 }],
+      { cacheDir: dir, cores: [0], minTimeMs: 0, minRepeats: 1, maxRepeats: 1 });
+    assert.equal(m!.status, 'ok');
+  }));
+
+test('a source that does not compile is a compile_error for every symbol that shares it, named by its own symbol', { timeout: 300_000 },
+  () => withTempCache(async (dir) => {
+    const [a] = await kernels();
+    const broken = variant(a!, 'bad', (src) => src + '\nthis is not C;\n');
+    const twin = variant(broken, 'bad2', (src) => src);
+    const compiled: number[] = [];
+    const out = await buildKernels([a!, broken, twin], { cacheDir: dir, onCompiled: (_, total) => { compiled.push(total); } });
+    assert.deepEqual(out.map((r) => r.status), ['ok', 'compile_error', 'compile_error']);
+    assert.equal(compiled.at(-1), 2);
+    for (const [r, k] of [[out[1]!, broken], [out[2]!, twin]] as const) {
+      const message = r.status === 'compile_error' ? r.message : '';
+      assert.match(message, /error/);
+      assert.ok(message.includes(k.symbol) && !/vt_c[0-9a-f]{16}/.test(message), message);
+    }
+  }));
+
+test('the twins of a 3-channel stem run through the native executor (`_run_nchw`, packers) and match ONNX Runtime', { timeout: 300_000 },
+  async () => {
+    const spec = model([2, 3, 11, 9], [2, 10], [['w', tensor([16, 3, 3, 3], 1)], ['b', tensor([16], 2)], ['fw', tensor([10, 16], 3, 1)]], [
+      { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['c'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
+      { op: 'Relu', inputs: ['c'], outputs: ['r'] },
+      { op: 'GlobalAveragePool', inputs: ['r'], outputs: ['g'] },
+      { op: 'Flatten', inputs: ['g'], outputs: ['f'] },
+      { op: 'Gemm', inputs: ['f', 'fw'], outputs: ['y'], attrs: { transB: 1 } },
+    ]);
+    const twins = (w: Workload, target: Target) => [localityGreedy(w, target, 1), { ...localityGreedy(w, target, 1), threads: 2 }];
+    const p = await prepare(spec, twins);
+    try {
+      assert.deepEqual(p.graph.layers.filter((l) => l.tunable).map((l) => l.op), ['conv2d', 'dense']);
+      assert.equal(p.plan.values[p.plan.steps[0]!.inputs[0]!]!.layout, 'nchw', 'the stem reads plain NCHW: its kernels run through _run_nchw');
+      assert.equal(new Set(p.units.flat().map((u) => u.symbol)).size, 4);
+      assert.equal((await objectFiles(p.cache)).length, 2, 'one object per layer: each layer\'s two versions are twins');
+      await matchesOrt(p, spec, 7);
+    } finally {
+      await rm(p.cache, { recursive: true, force: true });
+    }
+  });
+
+test('no nm is a MISSING_DEPENDENCY user error with an install hint', { timeout: 300_000 }, () => withTempCache(async (dir) => {
+  const saved = process.env['NM'];
+  process.env['NM'] = '/nonexistent/veltair-nm';
+  try {
+    const [a] = await kernels();
+    await assert.rejects(buildKernels([a!], { cacheDir: dir }), (e: unknown) =>
+      isVeltairError(e) && e.code === 'MISSING_DEPENDENCY' && /binutils/.test(e.hint));
+  } finally {
+    if (saved === undefined) delete process.env['NM']; else process.env['NM'] = saved;
+  }
 }));
 
 test('no C compiler is a NO_COMPILER user error with an install hint', async () => {

@@ -1,15 +1,22 @@
 /**
  * The builder: turns generated kernel sources into shared objects, through a content-addressed
  * cache so nothing compiles twice.
- *  - Each candidate's translation unit becomes one object file keyed by sha256 of its source, the
- *    kernel headers, the flags, `cc --version` and the CPU identity (-march=native).
- *  - Missing objects are compiled in batches (one `cc -c a.c b.c …` per batch), batches in
- *    parallel up to the core count, and never fewer batches than cores while units remain. A
- *    failing batch is retried one candidate at a time, so one bad candidate is a recorded
- *    compile_error and its neighbours still build.
+ *  - Each candidate's translation unit is first put in its canonical form (canonical.ts: its symbol
+ *    replaced by `vt_c` + a hash of the rest, the header comment line neutral), so candidates that
+ *    differ only in their symbol (a schedule at 1 and at 2 threads: the C takes the thread count
+ *    at run time) are one object. An object is keyed by sha256 of its canonical source, the kernel
+ *    headers, the flags, `cc --version` and the CPU identity (-march=native).
+ *  - Missing objects are compiled, each distinct canonical source once, in batches (one
+ *    `cc -c a.c b.c …` per batch), batches in parallel up to the core count, and never fewer
+ *    batches than cores while sources remain. A failing batch is retried one source at a time, so
+ *    one bad candidate is a recorded compile_error (for every symbol sharing its source) and its
+ *    neighbours still build.
  *  - precompileKernels fills the object cache ahead of need (a tuner's known next candidates).
- *  - The requested candidates are linked, in groups, into shared objects keyed by their objects'
- *    hashes (many symbols per .so; linking is cheap and cached too).
+ *  - The requested candidates are linked, in groups, into shared objects (many symbols per .so),
+ *    each object once per group. Every requested symbol is made resolvable by dlsym: for each
+ *    global `<canonical>_X` its object defines (nm, listed once per object into `<key>.syms` beside
+ *    it), the link defines `<symbol>_X` at the same address (`-Wl,--defsym`). A .so is keyed by its
+ *    objects' keys and these aliases (linking is cheap and cached too).
  * Every cache entry is written under a temp name and renamed into place.
  */
 import { createHash } from 'node:crypto';
@@ -17,12 +24,14 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VeltairError } from '../errors.js';
+import { internalError, VeltairError } from '../errors.js';
 import { buildKey, installOnce, tempPathFor } from '../toolchain/build-cache.js';
 import { compiler, compilerStderr, compilerVersion, runCompiler, type Compiler } from '../toolchain/compiler.js';
 import { flagsFor, kernelLinkFlags, libsFor } from '../toolchain/flags.js';
 import { headerSnapshot, writeSources, type HeaderSnapshot } from '../toolchain/headers.js';
 import { cacheDir } from '../toolchain/paths.js';
+import { definedGlobals } from '../toolchain/symbols.js';
+import { canonicalUnit, renameSymbol, type CanonicalUnit } from './canonical.js';
 
 export interface KernelUnit {
   readonly symbol: string;
@@ -41,7 +50,7 @@ export interface BuildOptions {
   readonly batchSize?: number;
   /** Kernel flags: the target's (its ISA level); default native. */
   readonly cflags?: readonly string[];
-  /** After each compiler call: units compiled so far (failures included) of those missing from the cache. */
+  /** After each compiler call: distinct canonical sources compiled so far (failures included) of those missing from the cache. */
   readonly onCompiled?: (done: number, total: number) => void;
 }
 
@@ -73,40 +82,75 @@ async function atomicMove(from: string, to: string): Promise<void> {
   await rename(temp, to);
 }
 
-interface Compiled { key: string; error?: string }
+/** A requested unit with its canonical form and the cache key of the object that form compiles to. */
+interface Keyed extends KernelUnit {
+  readonly canonical: CanonicalUnit;
+  readonly key: string;
+}
 
-/** Compile units in one compiler call; on failure, one at a time to isolate the bad ones. */
-async function compileBatch(units: readonly (KernelUnit & { key: string })[], cc: Compiler, flags: readonly string[], objDir: string,
-  headers: HeaderSnapshot): Promise<Map<string, Compiled>> {
-  const result = new Map<string, Compiled>();
+/** One distinct object to compile: its key and canonical source. */
+interface ObjectSource {
+  readonly key: string;
+  readonly canonical: CanonicalUnit;
+}
+
+/**
+ * Compile sources in one compiler call; on failure, one at a time to isolate the bad ones.
+ * Object key → the compiler's message for a source that failed (about its canonical symbol); absent when it compiled.
+ */
+async function compileBatch(sources: readonly ObjectSource[], cc: Compiler, flags: readonly string[], objDir: string,
+  headers: HeaderSnapshot): Promise<Map<string, string>> {
+  const errors = new Map<string, string>();
   const work = await mkdtemp(join(tmpdir(), 'veltair-cc-'));
+  const file = (o: ObjectSource) => o.canonical.symbol;
   try {
-    await Promise.all([...units.map((u) => writeFile(join(work, `${u.symbol}.c`), u.source)), writeSources(work, headers.files)]);
+    await Promise.all([...sources.map((o) => writeFile(join(work, `${file(o)}.c`), o.canonical.source)), writeSources(work, headers.files)]);
     try {
-      await runCompiler([...flags, '-I', work, '-c', ...units.map((u) => `${u.symbol}.c`)], { cwd: work }, cc);
+      await runCompiler([...flags, '-I', work, '-c', ...sources.map((o) => `${file(o)}.c`)], { cwd: work }, cc);
     } catch (e) {
       if (e instanceof VeltairError) throw e;
-      if (units.length > 1) {
-        for (const u of units) for (const [k, v] of await compileBatch([u], cc, flags, objDir, headers)) result.set(k, v);
-        return result;
+      if (sources.length > 1) {
+        for (const o of sources) for (const [k, v] of await compileBatch([o], cc, flags, objDir, headers)) errors.set(k, v);
+        return errors;
       }
-      result.set(units[0]!.symbol, { key: units[0]!.key, error: compilerStderr(e, 6) });
-      return result;
+      errors.set(sources[0]!.key, compilerStderr(e, 6));
+      return errors;
     }
-    for (const u of units) {
-      await atomicMove(join(work, `${u.symbol}.o`), join(objDir, `${u.key}.o`));
-      result.set(u.symbol, { key: u.key });
-    }
-    return result;
+    for (const o of sources) await atomicMove(join(work, `${file(o)}.o`), join(objDir, `${o.key}.o`));
+    return errors;
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
-async function link(keys: readonly string[], cc: Compiler, objDir: string, libDir: string): Promise<string> {
-  const name = createHash('sha256').update([...keys].sort().join('\n')).digest('hex').slice(0, 32);
-  return installOnce(join(libDir, `k-${name}.so`), (temp) =>
-    runCompiler([...kernelLinkFlags(), '-o', temp, ...keys.map((k) => join(objDir, `${k}.o`)), ...libsFor('kernel')], {}, cc));
+/** The global names the object `key` defines, listed by nm once and kept beside it (`<key>.syms`). */
+async function objectGlobals(objDir: string, key: string): Promise<string[]> {
+  const path = join(objDir, `${key}.syms`);
+  if (!existsSync(path)) {
+    const names = await definedGlobals(join(objDir, `${key}.o`));
+    await installOnce(path, (temp) => writeFile(temp, names.map((n) => `${n}\n`).join('')));
+  }
+  return (await readFile(path, 'utf8')).split('\n').filter((n) => n.length > 0);
+}
+
+const C_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `<symbol>_X=<canonical>_X` for every global `<canonical>_X` (and `<canonical>` itself) the unit's object defines. */
+function aliasesOf(u: Keyed, globals: readonly string[]): string[] {
+  if (!C_NAME.test(u.symbol)) throw internalError(`kernel symbol ${JSON.stringify(u.symbol)} is not a C name`);
+  const canon = u.canonical.symbol;
+  return globals.filter((g) => g.startsWith(canon) && C_NAME.test(g) && (g.length === canon.length || g[canon.length] === '_'))
+    .map((g) => `${u.symbol}${g.slice(canon.length)}=${g}`);
+}
+
+/** One shared object holding `group`: each distinct object once, each requested symbol's names aliased to its object's. */
+async function link(group: readonly Keyed[], cc: Compiler, objDir: string, libDir: string): Promise<string> {
+  const keys = [...new Set(group.map((u) => u.key))].sort();
+  const globals = new Map(await Promise.all(keys.map(async (k) => [k, await objectGlobals(objDir, k)] as const)));
+  const aliases = group.flatMap((u) => aliasesOf(u, globals.get(u.key)!)).sort();
+  const name = createHash('sha256').update(keys.join('\n')).update('\0').update(aliases.join('\n')).digest('hex').slice(0, 32);
+  return installOnce(join(libDir, `k-${name}.so`), (temp) => runCompiler([...kernelLinkFlags(), '-o', temp,
+    ...keys.map((k) => join(objDir, `${k}.o`)), ...aliases.map((a) => `-Wl,--defsym,${a}`), ...libsFor('kernel')], {}, cc));
 }
 
 /**
@@ -125,7 +169,7 @@ interface Prepared {
   readonly headers: HeaderSnapshot;
   readonly objDir: string;
   readonly libDir: string;
-  readonly keyed: (KernelUnit & { key: string })[];
+  readonly keyed: Keyed[];
   readonly jobs: number;
   readonly batchSize: number;
   readonly onCompiled?: (done: number, total: number) => void;
@@ -139,15 +183,18 @@ async function prepare(units: readonly KernelUnit[], options: BuildOptions): Pro
   await Promise.all([mkdir(objDir, { recursive: true }), mkdir(libDir, { recursive: true })]);
   const unique = [...new Map(units.map((u) => [u.symbol, u])).values()];
   const flags = options.cflags ?? flagsFor('kernel');
-  const keyed = unique.map((u) => ({ ...u, key: buildKey([u.source, headers.hash], flags, version).slice(0, 40) }));
+  const keyed = unique.map((u): Keyed => {
+    const canonical = canonicalUnit(u);
+    return { ...u, canonical, key: buildKey([canonical.source, headers.hash], flags, version).slice(0, 40) };
+  });
   return { cc, flags, headers, objDir, libDir, keyed, jobs: options.jobs ?? availableParallelism(), batchSize: Math.max(1, options.batchSize ?? 8),
     ...(options.onCompiled ? { onCompiled: options.onCompiled } : {}) };
 }
 
-/** Compile the units whose objects are not cached yet; symbol → compiled (with its error, if it failed). */
-async function compileMissing(p: Prepared): Promise<Map<string, Compiled>> {
-  const missing = p.keyed.filter((u) => !existsSync(join(p.objDir, `${u.key}.o`)));
-  const compiled = new Map<string, Compiled>();
+/** Compile each distinct object the units need that is not cached yet; object key → message of those that failed. */
+async function compileMissing(p: Prepared): Promise<Map<string, string>> {
+  const missing = [...new Map(p.keyed.filter((u) => !existsSync(join(p.objDir, `${u.key}.o`)))
+    .map((u): [string, ObjectSource] => [u.key, { key: u.key, canonical: u.canonical }])).values()];
   let done = 0;
   const calls = await pool(compileChunks(missing, p.batchSize, p.jobs), p.jobs, async (b) => {
     const m = await compileBatch(b, p.cc, p.flags, p.objDir, p.headers);
@@ -155,8 +202,7 @@ async function compileMissing(p: Prepared): Promise<Map<string, Compiled>> {
     p.onCompiled?.(done, missing.length);
     return m;
   });
-  for (const m of calls) for (const [k, v] of m) compiled.set(k, v);
-  return compiled;
+  return new Map(calls.flatMap((m) => [...m]));
 }
 
 /**
@@ -168,16 +214,23 @@ export async function precompileKernels(units: readonly KernelUnit[], options: B
   if (units.length > 0) await compileMissing(await prepare(units, options));
 }
 
-/** Build every unit (deduplicated by symbol); the result has one outcome per distinct symbol, in input order. */
+/**
+ * Build every unit (deduplicated by symbol); the result has one outcome per distinct symbol, in
+ * input order. Units that share a canonical source share its object, and its compile error.
+ */
 export async function buildKernels(units: readonly KernelUnit[], options: BuildOptions = {}): Promise<BuildOutcome[]> {
   const p = await prepare(units, options);
   const { cc, objDir, libDir, keyed, jobs, batchSize } = p;
-  const compiled = await compileMissing(p);
-  const failed = new Map([...compiled].filter(([, v]) => v.error !== undefined).map(([k, v]) => [k, v.error!]));
+  const errors = await compileMissing(p);
+  const failed = new Map<string, string>();
+  for (const u of keyed) {
+    const e = errors.get(u.key);
+    if (e !== undefined) failed.set(u.symbol, renameSymbol(e, u.canonical.symbol, u.symbol));
+  }
   const good = keyed.filter((u) => !failed.has(u.symbol));
   const libs = await pool(chunk(good, batchSize), jobs, async (group) => {
     try {
-      return { group, so: await link(group.map((u) => u.key), cc, objDir, libDir) };
+      return { group, so: await link(group, cc, objDir, libDir) };
     } catch (e) {
       if (e instanceof VeltairError) throw e;
       for (const u of group) failed.set(u.symbol, `link failed: ${compilerStderr(e)}`);
