@@ -6,7 +6,7 @@ import { scheduleFeatures } from '../src/space/features.js';
 import { defaultSchedule, localityGreedy, parallelHeavy, weightHeavy, weightStreaming } from '../src/space/presets.js';
 import { problemOf } from '../src/space/problem.js';
 import { seededRng } from '../src/random.js';
-import { isValid, makeSchedule, mutate, registerTiles, sampleSchedules, whyInvalid, type Schedule } from '../src/space/schedule.js';
+import { isValid, makeSchedule, mutate, registerTiles, sampleSchedules, threadSplit, whyInvalid, type Schedule } from '../src/space/schedule.js';
 import { detectTarget, syntheticTarget } from '../src/toolchain/target.js';
 import { parseCacheSize } from '../src/toolchain/caches.js';
 
@@ -131,4 +131,23 @@ test('detectTarget reads this machine', async () => {
   assert.match(t.cc, /\S/);
   assert.equal(parseCacheSize('48K'), 48 * 1024);
   assert.equal(parseCacheSize('32M'), 32 * 1024 * 1024);
+});
+
+test('threadSplit names the outermost tile index with more than one value, in the generated loop\'s order', () => {
+  const s = (o: Partial<Schedule>): Schedule => makeSchedule({ vec: 16, regOc: 1, regCols: 8, tileIc: 4, tileOc: 4, tileRows: 56, tileCols: 7,
+    loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 2, ...o });
+  const direct = problemOf(conv(64, 56, 64, 3), 16); // 4 oc vectors, 56 rows, 7 column blocks of 8
+  assert.equal(threadSplit(direct, s({})), 'none', 'one chunk');
+  assert.equal(threadSplit(direct, s({ tileOc: 2 })), 'channels');
+  assert.equal(threadSplit(direct, s({ tileOc: 2, tileRows: 28 })), 'channels', 'oc tiles are outside row tiles');
+  assert.equal(threadSplit(direct, s({ tileRows: 28 })), 'rows', 'one oc tile: the rows split');
+  assert.equal(threadSplit(direct, s({ regOc: 4, tileOc: 1, tileRows: 14, tileCols: 1 })), 'rows');
+  assert.equal(threadSplit(direct, s({ parallelAxis: 'spatial', tileOc: 2, tileRows: 28 })), 'rows', 'spatial: rows outermost');
+  assert.equal(threadSplit(direct, s({ parallelAxis: 'spatial', tileOc: 2, tileCols: 1 })), 'columns');
+  assert.equal(threadSplit(direct, s({ parallelAxis: 'spatial', tileOc: 2 })), 'channels', 'one row and column tile');
+  const depthwise = problemOf(conv(144, 56, 144, 3, 1, 144), 16); // 9 channel vectors
+  assert.equal(threadSplit(depthwise, s({ tileOc: 9, tileRows: 14 })), 'rows');
+  assert.equal(threadSplit(depthwise, s({ tileOc: 3, tileRows: 14 })), 'channels');
+  assert.equal(threadSplit(depthwise, s({ parallelAxis: 'spatial', tileOc: 3, tileRows: 14 })), 'rows');
+  assert.equal(threadSplit(problemOf(conv(64, 56, 64, 3, 1, 2), 16), s({ regOc: 2, tileOc: 1 })), 'channels', 'two groups');
 });

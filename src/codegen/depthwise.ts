@@ -6,7 +6,7 @@
  * kernels with their valid taps fixed at generation time, as in the direct problem.
  */
 import type { DepthwiseProblem } from '../space/problem.js';
-import { tileCounts, type Schedule } from '../space/schedule.js';
+import { parallelOrder, tileCounts, type Schedule } from '../space/schedule.js';
 import type { EpilogueKind } from '../ir/workload.js';
 import { tapOffset } from './microkernel.js';
 import { specialBlocks } from './direct.js';
@@ -69,9 +69,6 @@ export function emitDepthwise(sym: string, p: DepthwiseProblem, s: Schedule, ste
   const tileLoops = s.loopOrder === 'oc_outer'
     ? ['for (int cb = c0; cb < c1; ++cb)', 'for (int r = r0; r < r1; ++r)', 'for (int blk = k0; blk < k1; ++blk) {']
     : ['for (int r = r0; r < r1; ++r)', 'for (int blk = k0; blk < k1; ++blk)', 'for (int cb = c0; cb < c1; ++cb) {'];
-  const order = s.parallelAxis === 'oc'
-    ? [['colT', c.colTiles], ['rowT', c.rowTiles], ['ocT', c.ocTiles]] as const
-    : [['ocT', c.ocTiles], ['colT', c.colTiles], ['rowT', c.rowTiles]] as const;
   parts.push([
     `void ${sym}_run(const float* in, const float* w, const float* bias, const float* res, const float* gate, const float* prm, float* out, `
       + 'void* workspace, int nthreads) {',
@@ -79,7 +76,7 @@ export function emitDepthwise(sym: string, p: DepthwiseProblem, s: Schedule, ste
     `  #pragma omp parallel for num_threads(nthreads) schedule(static)`,
     `  for (long t = 0; t < ${c.chunks}; ++t) {`,
     '    long rest = t;',
-    ...order.map(([name, n]) => `    const int ${name} = (int)(rest % ${n}); rest /= ${n};`),
+    ...parallelOrder(p, s).map(([name, n]) => `    const int ${name} = (int)(rest % ${n}); rest /= ${n};`),
     '    const int b = (int)rest;',
     `    const int c0 = ocT * ${s.tileOc}, c1 = c0 + ${s.tileOc} < ${p.chanVecs} ? c0 + ${s.tileOc} : ${p.chanVecs};`,
     `    const int r0 = rowT * ${s.tileRows}, r1 = r0 + ${s.tileRows} < ${p.rows} ? r0 + ${s.tileRows} : ${p.rows};`,

@@ -9,7 +9,7 @@
  * Small-cin convs also export `<sym>_run_nchw`, the same run on a plain NCHW input (compactInput).
  */
 import type { DirectProblem } from '../space/problem.js';
-import { tileCounts, type Schedule } from '../space/schedule.js';
+import { parallelOrder, tileCounts, type Schedule } from '../space/schedule.js';
 import type { EpilogueKind } from '../ir/workload.js';
 import { emitMicrokernel, tapOffset, type MicrokernelSpec } from './microkernel.js';
 
@@ -111,12 +111,9 @@ export function emitDirect(sym: string, p: DirectProblem, s: Schedule, steps: re
   return parts.join('\n\n');
 }
 
-function decodeTile(s: Schedule, c: ReturnType<typeof tileCounts>, groups: number): string[] {
-  const order = s.parallelAxis === 'oc'
-    ? [['colT', c.colTiles], ['rowT', c.rowTiles], ['ocT', c.ocTiles], ['g', groups]] as const
-    : [['ocT', c.ocTiles], ['g', groups], ['colT', c.colTiles], ['rowT', c.rowTiles]] as const;
+function decodeTile(p: DirectProblem, s: Schedule): string[] {
   const lines = ['long rest = t;'];
-  for (const [name, n] of order) lines.push(`const int ${name} = (int)(rest % ${n}); rest /= ${n};`);
+  for (const [name, n] of parallelOrder(p, s)) lines.push(`const int ${name} = (int)(rest % ${n}); rest /= ${n};`);
   lines.push('const int b = (int)rest;');
   return lines;
 }
@@ -196,7 +193,7 @@ function emitTiles(p: DirectProblem, s: Schedule, ws: DirectWorkspace, transpose
     ...packPanels.map((x) => '    ' + x),
     `    #pragma omp for schedule(static)`,
     `    for (long t = 0; t < ${c.chunks}; ++t) {`,
-    ...decodeTile(s, c, p.groups).map((x) => '      ' + x),
+    ...decodeTile(p, s).map((x) => '      ' + x),
     `      const int q0 = ocT * ${s.tileOc}, q1 = q0 + ${s.tileOc} < ${c.ocGroups} ? q0 + ${s.tileOc} : ${c.ocGroups};`,
     `      const int r0 = rowT * ${s.tileRows}, r1 = r0 + ${s.tileRows} < ${p.rows} ? r0 + ${s.tileRows} : ${p.rows};`,
     `      const int k0 = colT * ${s.tileCols}, k1 = k0 + ${s.tileCols} < ${c.colBlocks} ? k0 + ${s.tileCols} : ${c.colBlocks};`,

@@ -82,6 +82,40 @@ export function tileCounts(p: Problem, s: Schedule): TileCounts {
     chunks: p.batch * groups * ocTiles * rowTiles * colTiles };
 }
 
+/** A tile index of the parallel loop: its name in the generated C and its trip count. */
+export type TileAxis = readonly ['g' | 'ocT' | 'rowT' | 'colT', number];
+
+/**
+ * The parallel loop's tile indices, least significant first (batch is the most significant, after
+ * them): the generated run functions decode the loop index in this order, so with schedule(static)
+ * a thread's contiguous chunk range is a range of the last index whose count exceeds one.
+ */
+export function parallelOrder(p: Problem, s: Schedule): TileAxis[] {
+  const c = tileCounts(p, s);
+  if (p.kind === 'depthwise') {
+    return s.parallelAxis === 'oc'
+      ? [['colT', c.colTiles], ['rowT', c.rowTiles], ['ocT', c.ocTiles]]
+      : [['ocT', c.ocTiles], ['colT', c.colTiles], ['rowT', c.rowTiles]];
+  }
+  return s.parallelAxis === 'oc'
+    ? [['colT', c.colTiles], ['rowT', c.rowTiles], ['ocT', c.ocTiles], ['g', p.groups]]
+    : [['ocT', c.ocTiles], ['g', p.groups], ['colT', c.colTiles], ['rowT', c.rowTiles]];
+}
+
+/** What threads divide among themselves in a version's output: channel blocks, bands of rows, columns, or nothing (one chunk). */
+export type ThreadSplit = 'channels' | 'rows' | 'columns' | 'none';
+
+/**
+ * How threads split a version's output when more than one runs it (at any count: the run function
+ * takes its thread count at run time): along the outermost tile index with more than one value
+ * (batch 1), or not at all when the loop has one chunk.
+ */
+export function threadSplit(p: Problem, s: Schedule): ThreadSplit {
+  const outer = parallelOrder(p, s).reverse().find(([, n]) => n > 1);
+  if (outer === undefined) return 'none';
+  return outer[0] === 'rowT' ? 'rows' : outer[0] === 'colT' ? 'columns' : 'channels';
+}
+
 /** Most statements one unrolled reduction step may expand to (keeps the hot loop in the I-cache). */
 export const MAX_UNROLLED_FMAS = 2048;
 
