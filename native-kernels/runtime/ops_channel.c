@@ -58,15 +58,15 @@ static int group_pieces(const int64_t* map, long g0, long live, long w, long* pi
  */
 typedef struct { const float* src; vt16_perm_t idx; unsigned pick; } cg_piece16;
 
-static inline __attribute__((always_inline)) void permute_pixels16(const cg_piece16* piece, int n_pieces, long hw, float* dst) {
-  for (long q = 0; q < hw; q++) {
+static inline __attribute__((always_inline)) void permute_pixels16(const cg_piece16* piece, int n_pieces, long q0, long q1, float* dst) {
+  for (long q = q0; q < q1; q++) {
     vt16_t acc = vt16_zero();
     for (int u = 0; u < n_pieces; u++) acc = vt16_permute_into(acc, piece[u].pick, piece[u].idx, vt16_load(piece[u].src + q * 16));
     vt16_store(dst + q * 16, acc);
   }
 }
 
-static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, long n, float* dst) {
+static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, long n, long q0, long q1, float* dst) {
   long piece_s[16], piece_c[16];
   int32_t idx[16][16];
   unsigned pick[16];
@@ -74,11 +74,11 @@ static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, lon
   cg_piece16 piece[16];
   for (int u = 0; u < n_pieces; u++) piece[u] = (cg_piece16){ k->in[piece_s[u]] + src_offset(k, piece_s[u], n, piece_c[u]), vt16_perm_index(idx[u]), pick[u] };
   switch (n_pieces) {
-    case 1: permute_pixels16(piece, 1, k->hw, dst); break;
-    case 2: permute_pixels16(piece, 2, k->hw, dst); break;
-    case 3: permute_pixels16(piece, 3, k->hw, dst); break;
-    case 4: permute_pixels16(piece, 4, k->hw, dst); break;
-    default: permute_pixels16(piece, n_pieces, k->hw, dst); break;
+    case 1: permute_pixels16(piece, 1, q0, q1, dst); break;
+    case 2: permute_pixels16(piece, 2, q0, q1, dst); break;
+    case 3: permute_pixels16(piece, 3, q0, q1, dst); break;
+    case 4: permute_pixels16(piece, 4, q0, q1, dst); break;
+    default: permute_pixels16(piece, n_pieces, q0, q1, dst); break;
   }
 }
 #endif
@@ -93,9 +93,9 @@ static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, lon
 typedef struct { const float* src; vt8_perm_t idx; vt8_t pick; } cg_piece8;
 
 /* Inlined per piece count (see the switch) so the pieces' index vectors and selectors stay in registers across pixels. */
-static inline __attribute__((always_inline)) void permute_pixels8(const cg_piece8* piece, int n_pieces, long hw, long v, long live,
-                                                                   float* dst) {
-  for (long q = 0; q < hw; q++) {
+static inline __attribute__((always_inline)) void permute_pixels8(const cg_piece8* piece, int n_pieces, long q0, long q1, long v,
+                                                                   long live, float* dst) {
+  for (long q = q0; q < q1; q++) {
     vt8_t acc = vt8_permute(vt8_load(piece[0].src + q * v), piece[0].idx);
     for (int u = 1; u < n_pieces; u++) acc = vt8_select(piece[u].pick, acc, vt8_permute(vt8_load(piece[u].src + q * v), piece[u].idx));
     if (live < 8) acc = vt8_keep(acc, (int)live);
@@ -103,11 +103,11 @@ static inline __attribute__((always_inline)) void permute_pixels8(const cg_piece
   }
 }
 
-static void permute_group8(const cg_ctx* k, const int64_t* map, long lanes, long n, long g0, float* dst) {
+static void permute_group8(const cg_ctx* k, const int64_t* map, long lanes, long n, long g0, long q0, long q1, float* dst) {
   long live = lanes - g0 < 8 ? lanes - g0 : 8;
   dst += g0;
   if (live <= 0) {
-    for (long q = 0; q < k->hw; q++) vt8_store(dst + q * k->v, vt8_zero());
+    for (long q = q0; q < q1; q++) vt8_store(dst + q * k->v, vt8_zero());
     return;
   }
   long piece_s[8], piece_c[8];
@@ -119,32 +119,36 @@ static void permute_group8(const cg_ctx* k, const int64_t* map, long lanes, long
     piece[u] = (cg_piece8){ k->in[piece_s[u]] + src_offset(k, piece_s[u], n, piece_c[u]), vt8_perm_index(idx[u]), vt8_lane_mask(mask[u]) };
   }
   switch (n_pieces) {
-    case 1: permute_pixels8(piece, 1, k->hw, k->v, live, dst); break;
-    case 2: permute_pixels8(piece, 2, k->hw, k->v, live, dst); break;
-    case 3: permute_pixels8(piece, 3, k->hw, k->v, live, dst); break;
-    case 4: permute_pixels8(piece, 4, k->hw, k->v, live, dst); break;
-    default: permute_pixels8(piece, n_pieces, k->hw, k->v, live, dst); break;
+    case 1: permute_pixels8(piece, 1, q0, q1, k->v, live, dst); break;
+    case 2: permute_pixels8(piece, 2, q0, q1, k->v, live, dst); break;
+    case 3: permute_pixels8(piece, 3, q0, q1, k->v, live, dst); break;
+    case 4: permute_pixels8(piece, 4, q0, q1, k->v, live, dst); break;
+    default: permute_pixels8(piece, n_pieces, q0, q1, k->v, live, dst); break;
   }
 }
 #endif
 
-static void gather_scalar(const cg_ctx* k, const int64_t* map, long lanes, long n, float* dst) {
+static void gather_scalar(const cg_ctx* k, const int64_t* map, long lanes, long n, long q0, long q1, float* dst) {
   long off[MAXV];
   for (long l = 0; l < lanes; l++) off[l] = src_offset(k, map[2 * l], n, map[2 * l + 1]);
-  for (long q = 0; q < k->hw; q++) {
+  for (long q = q0; q < q1; q++) {
     float* o = dst + q * k->v;
     for (long l = 0; l < lanes; l++) o[l] = k->in[map[2 * l]][off[l] + q * k->v];
     for (long l = lanes; l < k->v; l++) o[l] = 0.0f;
   }
 }
 
-typedef struct { const cg_ctx* k; } cg_run;
+/* Work item = (pixel part, output block), part-major: with `parts` threads each gets one part. */
+typedef struct { const cg_ctx* k; long parts; } cg_run;
 
 static void gather_blocks(const void* p, long b, long e) {
   const cg_run* r = p;
   const cg_ctx* k = r->k;
-  long o = 0;
-  for (long t = b; t < e; t++) {
+  const long blocks = k->first_block[k->n_out];
+  for (long item = b; item < e; item++) {
+    const long part = item / blocks, t = item % blocks;
+    const long q0 = k->hw * part / r->parts, q1 = k->hw * (part + 1) / r->parts;
+    long o = 0;
     while (t >= k->first_block[o + 1]) o++;
     long local = t - k->first_block[o], n = local / k->cb_out[o], ob = local % k->cb_out[o];
     float* dst = k->out[o] + (n * k->cb_out[o] + ob) * k->hw * k->v;
@@ -156,19 +160,19 @@ static void gather_blocks(const void* p, long b, long e) {
     if (aligned) {
       /* An input the plan placed in its slice of the output (a zero-copy concat) is already there. */
       const float* src = k->in[s] + src_offset(k, s, n, sc0);
-      if (src != dst) memcpy(dst, src, (size_t)(k->hw * k->v) * sizeof(float));
+      if (src != dst) memcpy(dst + q0 * k->v, src + q0 * k->v, (size_t)((q1 - q0) * k->v) * sizeof(float));
       continue;
     }
 #if defined(__AVX512F__)
-    if (k->v == 16) { permute_group16(k, map, lanes, n, dst); continue; }
+    if (k->v == 16) { permute_group16(k, map, lanes, n, q0, q1, dst); continue; }
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
     if (k->v % 8 == 0) {
-      for (long g0 = 0; g0 < k->v; g0 += 8) permute_group8(k, map, lanes, n, g0, dst);
+      for (long g0 = 0; g0 < k->v; g0 += 8) permute_group8(k, map, lanes, n, g0, q0, q1, dst);
       continue;
     }
 #endif
-    gather_scalar(k, map, lanes, n, dst);
+    gather_scalar(k, map, lanes, n, q0, q1, dst);
   }
 }
 
@@ -201,8 +205,12 @@ int vt_op_channel_gather(const vt_step* s) {
       return 1;
     }
   }
-  cg_run r = { &c };
-  long grain = 1 + 16384 / (c.hw * c.v + 1);
-  vt_parallel(c.first_block[c.n_out], s->threads, grain, gather_blocks, &r);
+  /* On planes of >= 128 pixels threads split the pixels, each doing every block: splitting the blocks
+   * made a 2-thread gather no faster than a 1-thread one on ShuffleNet's 28x28 and 14x14 planes. On
+   * smaller planes they split the blocks: a pixel split repeats each block's piece setup per thread
+   * for a few pixels each (bench/RESULTS.md, "Stop 25"). */
+  const long blocks = c.first_block[c.n_out];
+  cg_run r = { &c, s->threads > 1 && c.hw >= 128 ? s->threads : 1 };
+  vt_parallel(blocks * r.parts, s->threads, r.parts > 1 ? blocks : 1, gather_blocks, &r);
   return 0;
 }
