@@ -39,6 +39,38 @@ const MODEL: ModelSpec = {
   ],
 };
 
+test('a pool after a conv whose threads split rows takes bands of rows at 2 threads, and still matches ONNX Runtime', { timeout: 240_000 }, async () => {
+  const p = await prepare();
+  try {
+    const withSplit = (split: 'rows' | 'channels') =>
+      p.layers.map((l) => (l.op === 'conv2d' ? { ...l, versions: l.versions.map((v) => ({ ...v, split })) } : l));
+    const rowsOuter = (threads: number, split: 'rows' | 'channels') => {
+      const { plan } = translatePlan(p.plan, withSplit(split), { threads });
+      const pools = plan.steps.filter((s) => s.op === OP.POOL);
+      assert.equal(pools.length, 1);
+      return { plan, flag: pools[0]!.ints.at(-1) };
+    };
+    assert.equal(rowsOuter(2, 'channels').flag, 0);
+    assert.equal(rowsOuter(1, 'rows').flag, 0, 'one thread: no split to follow');
+    // The version the conv runs decides (a bundle's first version may be one tuned for another thread count).
+    const mixed = p.layers.map((l) => (l.op === 'conv2d'
+      ? { ...l, versions: l.versions.map((v, i) => ({ ...v, split: i === 0 ? 'rows' as const : 'channels' as const })) } : l));
+    const second = (layer: number) => p.layers[layer]!.versions[1]?.id;
+    const poolFlag = (o: Parameters<typeof translatePlan>[2]) => translatePlan(p.plan, mixed, o).plan.steps.find((s) => s.op === OP.POOL)!.ints.at(-1);
+    assert.equal(poolFlag({ threads: 2 }), 1);
+    assert.equal(poolFlag({ threads: 2, runningVersion: second }), 0);
+    const { plan, flag } = rowsOuter(2, 'rows');
+    assert.equal(flag, 1);
+    const x = seeded(2 * 3 * 15 * 13, 12, -1, 1);
+    const session = await ort.InferenceSession.create(p.bytes, { intraOpNumThreads: 1 });
+    const ref = (await session.run({ x: new ort.Tensor('float32', x, [2, 3, 15, 13]) }))['y']!.data as Float32Array;
+    const exec = await createExecutor(plan, p.so);
+    try { assertClose(exec.run([x])[0] as Float32Array, ref, 'rows-split pool, 2 threads', 1e-3, 1e-5); } finally { exec.close(); }
+  } finally {
+    await rm(p.cache, { recursive: true, force: true });
+  }
+});
+
 /** The same network with torchvision MNASNet's head: a ReduceMean over H, W without keepdims (a global pool to [N, C]) into the Gemm. */
 const MEAN_HEAD: ModelSpec = {
   ...MODEL,

@@ -15,7 +15,8 @@ import { generateKernel, kernelWorkspaceBytes } from '../src/codegen/kernel.js';
 import { buildKernels } from '../src/measure/build.js';
 import { makeCandidate } from '../src/space/candidate.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import type { Schedule } from '../src/space/schedule.js';
+import { threadSplit, type Schedule } from '../src/space/schedule.js';
+import { problemOf } from '../src/space/problem.js';
 import { detectTarget, type Target } from '../src/toolchain/target.js';
 import type { Workload } from '../src/ir/workload.js';
 import { fromIrLayer, type RuntimeVersion } from '../src/runtime/runtime-layer.js';
@@ -59,6 +60,7 @@ export async function prepare(spec: ModelSpec, versionsOf: (w: Workload, target:
   tunable.forEach((l, i) => {
     const vs = units[i]!.map((u, j) => ({
       id: u.symbol, symbol: u.symbol, packedWeight: packed[k++]!, workspaceBytes: kernelWorkspaceBytes(l.workload!, schedules[i]![j]!),
+      split: threadSplit(problemOf(l.workload!, schedules[i]![j]!.vec), schedules[i]![j]!),
     }));
     versions.set(l.index, vs);
     choices.set(l.index, { vec, versions: vs.map((v) => v.id) });

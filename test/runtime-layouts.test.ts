@@ -216,3 +216,27 @@ test('rows8 ↔ rows16 reorders keep every column and zero the padding', async (
   assert.deepEqual(back.run([r16])[0], x);
   for (const e of [to8, to16, back]) e.close();
 });
+
+test('a POOL whose threads take bands of rows (its writer split rows) writes what one taking channel planes does', async () => {
+  // runtime-ops checks the channel-plane order against ONNX Runtime; this one holds the rows order to it.
+  const [n, c, h, w] = [2, 37, 11, 9];
+  for (const [kind, v] of [[0, 16], [1, 8], [0, 8]] as const) {
+    const cb = Math.ceil(c / v), [oh, ow] = [6, 5];
+    const x = seeded(n * cb * v * h * w, 4 + v);
+    const outAt = Math.ceil(x.byteLength / 64) * 64, outBytes = n * cb * v * oh * ow * 4;
+    const run = async (threads: number, rowsOuter: number) => {
+      const exec = await createExecutor({
+        arenaBytes: outAt + outBytes,
+        inputs: [{ name: 'x', dtype: 'float32' as const, shape: [], offset: 0, bytes: x.byteLength }],
+        outputs: [{ name: 'y', dtype: 'float32' as const, shape: [], offset: outAt, bytes: outBytes }],
+        steps: [{ op: OP.POOL, threads, inputs: [arenaRef(0)], outputs: [arenaRef(outAt)], floats: [], label: 'pool',
+          ints: [kind, n, c, h, w, oh, ow, v, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, rowsOuter] }],
+        symbols: [], params: [],
+      }, null);
+      try { return exec.run([x])[0] as Float32Array; } finally { exec.close(); }
+    };
+    const planes = await run(1, 0);
+    assert.deepEqual(await run(2, 1), planes, `kind ${kind} V=${v}`);
+    assert.deepEqual(await run(2, 0), planes, `kind ${kind} V=${v}`);
+  }
+});

@@ -1,7 +1,9 @@
 /*
  * Pooling on NCHW[V]c (V = 1 is plain NCHW: the same loops with one lane).
  * POOL ints [kind (0 max, 1 average), N, C, H, W, OH, OW, V, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw,
- *            count_include_pad]
+ *            count_include_pad, rows_outer]
+ *   rows_outer 1: a thread's tasks are a band of output rows across every channel block (the input's
+ *   writer split rows across threads), 0: a run of whole channel planes.
  *   Output size comes from the plan (so ceil_mode is already in OH/OW). Average divisor follows ONNX
  *   Runtime: with count_include_pad the taps inside the padded extent [-pt, H+pb) count, otherwise
  *   only taps inside the input. Padded lanes stay zero: max/mean over zeros.
@@ -16,7 +18,7 @@
 #define MAXV 16
 
 typedef struct {
-  const float* in; float* out; long kind, n, c, h, w, oh, ow, v, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, cip, cb;
+  const float* in; float* out; long kind, n, c, h, w, oh, ow, v, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, cip, rows_outer, cb;
 } pool_ctx;
 
 /* The taps [*k0, *k1) of a window starting at `o0` that fall inside [0, extent). */
@@ -25,6 +27,23 @@ static inline void taps_inside(long o0, long dil, long taps, long extent, long* 
   while (a < taps && o0 + a * dil < 0) a++;
   while (b > a && o0 + (b - 1) * dil >= extent) b--;
   *k0 = a; *k1 = b;
+}
+
+/*
+ * Task t's plane (n * cb + channel block) and output row. Threads take contiguous task ranges, so the
+ * order decides which part of the input each reads; following how its writer split it keeps the
+ * reads on the core that wrote them (a stem's pool ran no faster on 2 threads than on 1 when the
+ * conv before it split rows and the pool split channel blocks; the reverse order slowed GoogLeNet's).
+ */
+static inline void row_of(const pool_ctx* k, long t, long* plane, long* oy) {
+  if (k->rows_outer) {
+    long cbi = t % k->cb, r = t / k->cb;
+    *oy = r % k->oh;
+    *plane = (r / k->oh) * k->cb + cbi;
+  } else {
+    *oy = t % k->oh;
+    *plane = t / k->oh;
+  }
 }
 
 /*
@@ -55,7 +74,8 @@ static inline void taps_inside(long o0, long dil, long taps, long extent, long* 
     if (!three || xb < xa) xa = xb = 0;                                                                     \
     if (xb > k->ow) xb = k->ow;                                                                             \
     for (long t = b; t < e; t++) {                                                                          \
-      long oy = t % k->oh, plane = t / k->oh, y0 = oy * k->sh - k->pt, ky0, ky1;                            \
+      long plane, oy; row_of(k, t, &plane, &oy);                                                            \
+      long y0 = oy * k->sh - k->pt, ky0, ky1;                                                               \
       const float* src = k->in + plane * k->h * k->w * V;                                                   \
       float* dst = k->out + (plane * k->oh + oy) * k->ow * V;                                               \
       taps_inside(y0, k->dh, k->kh, k->h, &ky0, &ky1);                                                      \
@@ -88,7 +108,8 @@ MAX_ROWS(8)
  */
 static inline __attribute__((always_inline)) void pool_rows_v(const pool_ctx* k, long b, long e, const long v) {
   for (long t = b; t < e; t++) {
-    long oy = t % k->oh, plane = t / k->oh, y0 = oy * k->sh - k->pt, ky0, ky1, rows_counted = 0;
+    long plane, oy; row_of(k, t, &plane, &oy);
+    long y0 = oy * k->sh - k->pt, ky0, ky1, rows_counted = 0;
     const float* src = k->in + plane * k->h * k->w * v;
     float* dst = k->out + (plane * k->oh + oy) * k->ow * v;
     taps_inside(y0, k->dh, k->kh, k->h, &ky0, &ky1);
@@ -141,8 +162,9 @@ static void pool_rows(const void* p, long b, long e) {
 
 int vt_op_pool(const vt_step* s) {
   const int64_t* k = s->ints;
+  if (s->n_ints != 20) { snprintf(s->err, VT_ERR_LEN, "pool: %d ints, not 20", s->n_ints); return 1; }
   pool_ctx c = { s->in[0], s->out[0], k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9], k[10], k[11],
-                 k[12], k[13], k[14], k[15], k[16], k[17], k[18], 0 };
+                 k[12], k[13], k[14], k[15], k[16], k[17], k[18], k[19], 0 };
   if (c.v < 1 || c.v > MAXV) { snprintf(s->err, VT_ERR_LEN, "pool: vector width %ld is not supported", c.v); return 1; }
   c.cb = (c.c + c.v - 1) / c.v;
   vt_parallel(c.n * c.cb * c.oh, s->threads, 8, pool_rows, &c);

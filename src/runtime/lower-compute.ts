@@ -118,7 +118,7 @@ export const pool: Lowering = (c) => {
   if (c.outs.length > 1) unsupported(c, 'maxpool with an Indices output');
   return { op: OP.POOL, inputs: [x.ref], outputs: [c.outs[0]!.ref],
     ints: [kind, g.n, g.c, g.h, g.w, og.h, og.w, g.v, kernel[0]!, kernel[1]!, strides[0]!, strides[1]!,
-      pads[0]!, pads[1]!, pads[2]!, pads[3]!, dil[0]!, dil[1]!, attrNumber(c, 'count_include_pad', 0)] };
+      pads[0]!, pads[1]!, pads[2]!, pads[3]!, dil[0]!, dil[1]!, attrNumber(c, 'count_include_pad', 0), c.inputSplit === 'rows' ? 1 : 0] };
 };
 
 export const globalPool: Lowering = (c) => {

@@ -7,6 +7,7 @@ import { userError, quoteForMessage } from '../errors.js';
 import type { DType } from '../onnx/model.js';
 import { parseLayout, type Layout } from '../bundle/layout.js';
 import type { OpCode } from './ops.js';
+import type { ThreadSplit } from '../bundle/thread-split.js';
 import type { Ref } from './native-plan.js';
 import type { ParamData, RuntimeLayer } from './runtime-layer.js';
 
@@ -28,6 +29,8 @@ export interface OpContext {
   readonly outs: readonly Operand[];
   /** Register a derived constant (folded batchnorm scales, broadcast gammas…). */
   addParam(data: ArrayBufferView): Ref;
+  /** How the threads of the kernel that wrote ins[0] divided it (absent: one thread, or not a kernel's output). */
+  readonly inputSplit?: ThreadSplit;
 }
 
 export interface LoweredOp {

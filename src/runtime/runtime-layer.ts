@@ -5,7 +5,8 @@
  * type and no file access.
  */
 import { tensorBytes } from '../bundle/blobs.js';
-import type { BlobRef, Manifest } from '../bundle/manifest.js';
+import type { BlobRef, Manifest, ManifestLayer, ManifestVersion } from '../bundle/manifest.js';
+import { versionSplit, type ThreadSplit } from '../bundle/thread-split.js';
 import type { Layer } from '../ir/layer.js';
 import type { DType } from '../onnx/model.js';
 
@@ -23,6 +24,8 @@ export interface RuntimeVersion {
   readonly packedWeight?: Uint8Array;
   /** Scratch bytes its run function needs (vt_desc.workspace_bytes; the executor checks it). */
   readonly workspaceBytes: number;
+  /** How its threads divide the output when more than one runs it (absent: unknown). */
+  readonly split?: ThreadSplit;
 }
 
 export interface RuntimeLayer {
@@ -48,8 +51,14 @@ export function fromManifest(m: Manifest, readBlob: (ref: BlobRef) => Uint8Array
     params: Object.fromEntries(Object.entries(l.params).map(([k, p]) => [k, { dtype: p.dtype, dims: p.dims, bytes: readBlob(p) }])),
     versions: l.versions.filter((v) => v.inPlan).map((v) => ({
       id: v.id, symbol: v.symbol, workspaceBytes: v.workspaceBytes, ...(v.packedWeight ? { packedWeight: readBlob(v.packedWeight) } : {}),
+      ...splitOf(l, v),
     })),
   }));
+}
+
+function splitOf(l: ManifestLayer, v: ManifestVersion): { split?: ThreadSplit } {
+  const split = versionSplit(l, v);
+  return split ? { split } : {};
 }
 
 /** The ABI's epi_params for an IR epilogue (same rule as the bundle writer). */

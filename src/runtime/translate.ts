@@ -33,6 +33,7 @@ import { unsupported, type LoweredOp, type Operand, type OpContext } from './low
 import { COMPUTE_LOWERINGS } from './lower-compute.js';
 import { MOVEMENT_LOWERINGS } from './lower-movement.js';
 import { paramFloats, type ParamData, type RuntimeLayer } from './runtime-layer.js';
+import type { ThreadSplit } from '../bundle/thread-split.js';
 
 const LOWERINGS = { ...COMPUTE_LOWERINGS, ...MOVEMENT_LOWERINGS };
 
@@ -57,6 +58,11 @@ export interface TranslateOptions {
   readonly threads?: number;
   /** Report each layer the runtime cannot run and go on (preflight.ts), instead of throwing at the first. */
   readonly onUnsupported?: (e: VeltairError) => void;
+  /**
+   * The version a kernel layer runs at level 0 on `threads` (a bundle's: version-picker.ts); default
+   * its step's first. Ops that read a kernel's output follow how that version's threads split it.
+   */
+  readonly runningVersion?: (layer: number) => string | undefined;
 }
 
 /** The NCHW[V]c / rows geometry REORDER needs: [from kind, from V, to kind, to V, N, C, HW, rows, cols]. */
@@ -99,6 +105,14 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
     const v = value(id);
     return { ref: arenaRef(v.offset), bytes: v.bytes, shape: v.shape, dtype: v.dtype, layout: v.layout };
   };
+  const writer = new Map(plan.steps.flatMap((p) => p.outputs.map((id) => [id, p] as const)));
+  /** How the threads of the kernel that wrote value `id` divide it (the split of the version it runs). */
+  const writerSplit = (id: number | undefined): ThreadSplit | undefined => {
+    const w = id === undefined ? undefined : writer.get(id);
+    if (w === undefined || w.op !== 'layer' || w.inPlace) return undefined;
+    const running = options.runningVersion?.(w.layer) ?? w.versions?.[0];
+    return layerOf.get(w.layer)?.versions.find((v) => v.id === running)?.split;
+  };
   const steps: NativeStep[] = [];
   const stepOfPlan: number[] = [];
   const planOfStep: number[] = [];
@@ -128,7 +142,8 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
       push(kernelStep(layer, p, operand, addParam, symbolIndex, workspace), p, label, []);
       continue;
     }
-    const lowered = lowerLayer(layer, p, operand, addParam, options.onUnsupported);
+    const split = threads > 1 ? writerSplit(p.inputs[0]) : undefined;
+    const lowered = lowerLayer(layer, p, operand, addParam, split, options.onUnsupported);
     if (lowered) push(lowered.step, p, label, lowered.operands);
   }
   return finishPlan(plan, arenaBytes, value, steps, symbols, params, stepOfPlan, planOfStep);
@@ -148,9 +163,11 @@ function finishPlan(plan: GraphPlan, arenaBytes: number, value: (id: number) => 
 
 /** A non-tunable layer's native step; an unsupported one throws UNSUPPORTED_OPS, or is reported and skipped with `onUnsupported`. */
 function lowerLayer(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, operand: (id: number) => Operand,
-  addParam: (d: ArrayBufferView) => Ref, onUnsupported?: (e: VeltairError) => void): { step: LoweredOp; operands: Operand[] } | undefined {
+  addParam: (d: ArrayBufferView) => Ref, inputSplit: ThreadSplit | undefined, onUnsupported?: (e: VeltairError) => void,
+): { step: LoweredOp; operands: Operand[] } | undefined {
   const lowering = LOWERINGS[layer.op];
-  const ctx: OpContext = { layer, layout: p.layout, ins: operands(layer, p.inputs.map(operand), addParam), outs: p.outputs.map(operand), addParam };
+  const ctx: OpContext = { layer, layout: p.layout, ins: operands(layer, p.inputs.map(operand), addParam), outs: p.outputs.map(operand), addParam,
+    ...(inputSplit ? { inputSplit } : {}) };
   try {
     if (lowering === undefined) unsupported(ctx, 'no native op of this name');
     return { step: lowering(ctx), operands: [...ctx.ins, ...ctx.outs] };
