@@ -9,7 +9,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkloadShape } from '../src/ir/workload.js';
@@ -67,6 +67,29 @@ test('objects are cached by content: a second build compiles nothing', { timeout
   const third = await buildKernels([a!, b!], { cacheDir: dir });
   assert.deepEqual(third.map((r) => r.status === 'ok' && r.soPath), again.map((r) => r.status === 'ok' && r.soPath));
 }));
+
+test('kernels compile with a precompiled header built once per cache; a damaged one gives the same object', { timeout: 300_000 },
+  () => withTempCache(async (dir) => {
+    const [a, b] = await kernels();
+    const built = await buildKernels([a!], { cacheDir: dir });
+    assert.equal(built[0]!.status, 'ok');
+    const pchDirs = await readdir(join(dir, 'pch'));
+    assert.equal(pchDirs.length, 1);
+    const gch = join(dir, 'pch', pchDirs[0]!, 'vt_kernel_pch.h.gch');
+    const before = (await stat(gch)).mtimeMs;
+    assert.equal((await buildKernels([b!], { cacheDir: dir }))[0]!.status, 'ok');
+    assert.equal((await stat(gch)).mtimeMs, before, 'built once');
+    // A second cache whose header is garbage: gcc reads the header text instead, and the object is byte for byte the same.
+    await withTempCache(async (other) => {
+      await cp(join(dir, 'pch'), join(other, 'pch'), { recursive: true });
+      await writeFile(join(other, 'pch', pchDirs[0]!, 'vt_kernel_pch.h.gch'), 'not a precompiled header');
+      const again = await buildKernels([a!], { cacheDir: other });
+      assert.equal(again[0]!.status, 'ok');
+      const [mine] = await objectFiles(other);
+      assert.ok(mine !== undefined && (await objectFiles(dir)).includes(mine), 'the same object key');
+      assert.deepEqual(await readFile(join(other, 'objects', mine)), await readFile(join(dir, 'objects', mine)));
+    });
+  }));
 
 test('a candidate that does not compile is isolated from its batch', { timeout: 300_000 }, () => withTempCache(async (dir) => {
   const [a] = await kernels();

@@ -6,7 +6,8 @@
  *    differ only in their symbol (a schedule at 1 and at 2 threads: the C takes the thread count
  *    at run time) are one object. An object is keyed by sha256 of its canonical source, the kernel
  *    headers, the flags, `cc --version` and the CPU identity (-march=native).
- *  - Missing objects are compiled, each distinct canonical source once, in batches (one
+ *  - Missing objects are compiled with the kernels' precompiled header (pch.ts; flags left out of
+ *    the key: the objects are the same), each distinct canonical source once, in batches (one
  *    `cc -c a.c b.c …` per batch), batches in parallel up to the core count, and never fewer
  *    batches than cores while sources remain. A failing batch is retried one source at a time, so
  *    one bad candidate is a recorded compile_error (for every symbol sharing its source) and its
@@ -32,6 +33,7 @@ import { headerSnapshot, writeSources, type HeaderSnapshot } from '../toolchain/
 import { cacheDir } from '../toolchain/paths.js';
 import { definedGlobals } from '../toolchain/symbols.js';
 import { canonicalUnit, renameSymbol, type CanonicalUnit } from './canonical.js';
+import { kernelPchFlags } from './pch.js';
 
 export interface KernelUnit {
   readonly symbol: string;
@@ -173,6 +175,8 @@ interface Prepared {
   readonly jobs: number;
   readonly batchSize: number;
   readonly onCompiled?: (done: number, total: number) => void;
+  /** The precompiled header's flags (pch.ts), built on first need. */
+  readonly pchFlags: () => Promise<string[]>;
 }
 
 async function prepare(units: readonly KernelUnit[], options: BuildOptions): Promise<Prepared> {
@@ -188,16 +192,18 @@ async function prepare(units: readonly KernelUnit[], options: BuildOptions): Pro
     return { ...u, canonical, key: buildKey([canonical.source, headers.hash], flags, version).slice(0, 40) };
   });
   return { cc, flags, headers, objDir, libDir, keyed, jobs: options.jobs ?? availableParallelism(), batchSize: Math.max(1, options.batchSize ?? 8),
-    ...(options.onCompiled ? { onCompiled: options.onCompiled } : {}) };
+    ...(options.onCompiled ? { onCompiled: options.onCompiled } : {}), pchFlags: () => kernelPchFlags(root, cc, flags, version, headers) };
 }
 
 /** Compile each distinct object the units need that is not cached yet; object key → message of those that failed. */
 async function compileMissing(p: Prepared): Promise<Map<string, string>> {
   const missing = [...new Map(p.keyed.filter((u) => !existsSync(join(p.objDir, `${u.key}.o`)))
     .map((u): [string, ObjectSource] => [u.key, { key: u.key, canonical: u.canonical }])).values()];
+  if (missing.length === 0) return new Map();
+  const flags = [...p.flags, ...await p.pchFlags()];
   let done = 0;
   const calls = await pool(compileChunks(missing, p.batchSize, p.jobs), p.jobs, async (b) => {
-    const m = await compileBatch(b, p.cc, p.flags, p.objDir, p.headers);
+    const m = await compileBatch(b, p.cc, flags, p.objDir, p.headers);
     done += b.length;
     p.onCompiled?.(done, missing.length);
     return m;
