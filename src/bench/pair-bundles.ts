@@ -1,14 +1,19 @@
 /**
- * Bundles of one model, timed against the first in one process: each round runs every bundle
- * (warm-up, then `runs` timed inferences, their median), in forward order on even rounds and reverse
- * order on odd ones, so drift falls on all of them alike; the ratio to the first bundle is paired
- * within each round. For comparing compiles of the same model (transfer against scratch, two
- * compiler versions) that were not made in one run.
+ * Bundles of one model, timed against the first: each round times every bundle (warm-up, then `runs`
+ * timed inferences, their median), in forward order on even rounds and reverse order on odd ones,
+ * so drift falls on all of them alike; the ratio to the first bundle is paired within each round.
+ * Each bundle of each round runs in a fresh process (bundle-time-child.ts): loaded side by side in
+ * one process, a bundle and a copy of itself read up to 4% apart. `--in-process` times them in this
+ * one (faster; what stop 24's pairings did). For comparing compiles of the same model (transfer
+ * against scratch, two compiler versions) that were not made in one run; name one bundle twice for
+ * a control pair that shows the method's own spread.
  *
- *   npm run build && node dist/src/bench/pair-bundles.js BUNDLE BUNDLE… [--threads 1] [--rounds 9] [--runs 5]
+ *   npm run build && node dist/src/bench/pair-bundles.js BUNDLE BUNDLE… [--threads 1] [--rounds 9] [--runs 5] [--in-process]
  * Markdown on stdout.
  */
+import { readBundle } from '../bundle/read.js';
 import { loadBundle } from '../runtime/session.js';
+import { timeBundleInChild } from './bundle-time-child.js';
 import { median, summarizeRatios } from '../stats.js';
 import { modelFeeds } from './feeds.js';
 import { machineInfo, machineLine } from './machine.js';
@@ -22,33 +27,25 @@ const flag = (name: string, fallback: number) => {
 
 async function main(): Promise<void> {
   const threads = flag('--threads', 1), rounds = flag('--rounds', 9), runs = flag('--runs', 5);
-  const paths = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
+  const inProcess = process.argv.includes('--in-process');
+  const paths = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !(all[i - 1]?.startsWith('--') && all[i - 1] !== '--in-process'));
   if (paths.length < 2) throw new Error('give at least two bundles of the same model: the first is the baseline');
-  const bundles = await Promise.all(paths.map((p) => loadBundle(p, { threads, pinThreads: true })));
-  const sha = bundles[0]!.manifest.model.sha256;
-  const other = bundles.findIndex((b) => b.manifest.model.sha256 !== sha);
+  const manifests = await Promise.all(paths.map((p) => readBundle(p)));
+  const sha = manifests[0]!.manifest.model.sha256;
+  const other = manifests.findIndex((b) => b.manifest.model.sha256 !== sha);
   if (other >= 0) throw new Error(`${paths[other]} was compiled from another model than ${paths[0]}`);
-  const feeds = modelFeeds(bundles[0]!.manifest.model.inputs);
-  const outs = bundles.map((b) => b.executor.run(feeds));
-  const ms = bundles.map(() => [] as number[]);
+  const time = inProcess ? await inProcessTimer(paths, threads, runs) : (i: number) => timeBundleInChild(paths[i]!, threads, runs);
+  const ms = paths.map(() => [] as number[]);
   for (let r = 0; r < rounds; r++) {
-    const order = bundles.map((_, i) => i);
+    const order = paths.map((_, i) => i);
     if (r % 2 === 1) order.reverse();
-    for (const i of order) {
-      bundles[i]!.executor.run(feeds, outs[i]);
-      const xs: number[] = [];
-      for (let k = 0; k < runs; k++) {
-        const t0 = process.hrtime.bigint();
-        bundles[i]!.executor.run(feeds, outs[i]);
-        xs.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      }
-      ms[i]!.push(median(xs));
-    }
+    for (const i of order) ms[i]!.push(await time(i));
   }
   const machine = await machineInfo();
   const lines = [
     `#### Bundles paired against ${paths[0]} (${machineLine(machine)})`, '',
-    `Command: \`node dist/src/bench/pair-bundles.js ${paths.join(' ')} --threads ${threads} --rounds ${rounds} --runs ${runs}\``, '',
+    `Command: \`node dist/src/bench/pair-bundles.js ${paths.join(' ')} --threads ${threads} --rounds ${rounds} --runs ${runs}`
+      + `${inProcess ? ' --in-process' : ''}\` (${inProcess ? 'all bundles in this one process' : 'each bundle of each round in a fresh process'})`, '',
     '| bundle | latency, median of rounds (ms) | ratio to the first, paired median [min–max] |', '|---|---|---|',
     ...paths.map((p, i) => {
       const s = summarizeRatios(ms[i]!.map((x, r) => x / ms[0]![r]!));
@@ -58,6 +55,23 @@ async function main(): Promise<void> {
   ];
   process.stdout.write(lines.join('\n'));
   process.exit(0);
+}
+
+/** All bundles loaded here, each timed by a warm-up and `runs` inferences in turn. */
+async function inProcessTimer(paths: readonly string[], threads: number, runs: number): Promise<(i: number) => Promise<number>> {
+  const bundles = await Promise.all(paths.map((p) => loadBundle(p, { threads, pinThreads: true })));
+  const feeds = modelFeeds(bundles[0]!.manifest.model.inputs);
+  const outs = bundles.map((b) => b.executor.run(feeds));
+  return async (i) => {
+    bundles[i]!.executor.run(feeds, outs[i]);
+    const xs: number[] = [];
+    for (let k = 0; k < runs; k++) {
+      const t0 = process.hrtime.bigint();
+      bundles[i]!.executor.run(feeds, outs[i]);
+      xs.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+    return median(xs);
+  };
 }
 
 main().catch((e: unknown) => { process.stderr.write(`pair-bundles: ${e instanceof Error ? e.message : String(e)}\n`); process.exit(2); });

@@ -7,8 +7,8 @@
  *     and 1 MiB; ISA, cores and compiler kept), into a second empty database. Nothing there matches
  *     this machine exactly, so `veltair compile` with it (empty kernel cache again) transfers:
  *     it measures the nearest target's frontier first, capped per workload (db/transfer.ts);
- *  3. the two bundles, loaded in one process, timed back to back in alternating order over R rounds
- *     (quiet, on the cores the bundle would use), paired ratio transfer / scratch with its spread.
+ *  3. the two bundles timed back to back in alternating order over R rounds, each in a fresh process
+ *     (bundle-time-child.ts; quiet, on the cores the bundle would use), paired ratio transfer / scratch with its spread.
  * The relabelled records rank candidates exactly as this machine does, which real records from
  * another host would not: this is transfer's best case for ranking, not for its budget.
  * With --isa LEVEL the second compile is instead `--isa LEVEL` with the scratch database as is:
@@ -37,10 +37,9 @@ import { recordLine } from '../db/record.js';
 import { scanDatabase } from '../db/scan.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
 import { detectTarget } from '../toolchain/target.js';
-import { loadBundle, type Session } from '../runtime/session.js';
 import { repoRoot } from '../toolchain/paths.js';
 import { median, summarizeRatios } from '../stats.js';
-import { modelFeeds } from './feeds.js';
+import { timeBundleInChild } from './bundle-time-child.js';
 import { machineInfo, machineLine } from './machine.js';
 
 const KiB = 1024;
@@ -83,17 +82,6 @@ async function foreignShipped(to: string): Promise<number> {
 }
 
 /** Median of `runs` timed runs after one warm-up (ms). */
-function timeRuns(s: Session, feeds: ReturnType<typeof modelFeeds>, outs: ReturnType<Session['executor']['run']>, runs: number): number {
-  s.executor.run(feeds, outs);
-  const xs: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const t0 = process.hrtime.bigint();
-    s.executor.run(feeds, outs);
-    xs.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
-  return median(xs);
-}
-
 async function main(): Promise<void> {
   const modelName = arg('--model', 'resnet50'), rounds = Number(arg('--rounds', '7')), runs = Number(arg('--runs', '5'));
   const threads = Number(arg('--threads', '1'));
@@ -144,15 +132,14 @@ async function main(): Promise<void> {
     }
     log(`transfer: ${moved.seconds.toFixed(1)} s, ${moved.summary.measured} measured`);
 
-    const bundles = await Promise.all(['scratch', second].map((b) => loadBundle(join(work, `${b}.bundle`), { threads, pinThreads: true })));
-    const feeds = modelFeeds(bundles[0]!.manifest.model.inputs);
-    const outs = bundles.map((b) => b.executor.run(feeds));
+    // Each bundle of each round in a fresh process: in one process a bundle and a copy of itself read up to 4% apart.
+    const paths = ['scratch', second].map((b) => join(work, `${b}.bundle`));
     const ratios: number[] = [];
     const ms: number[][] = [[], []];
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? [0, 1] : [1, 0];
       const t: number[] = [];
-      for (const i of order) t[i] = timeRuns(bundles[i]!, feeds, outs[i]!, runs);
+      for (const i of order) t[i] = await timeBundleInChild(paths[i]!, threads, runs);
       ms[0]!.push(t[0]!); ms[1]!.push(t[1]!);
       ratios.push(t[1]! / t[0]!);
     }
@@ -182,7 +169,8 @@ async function main(): Promise<void> {
       row('from scratch', scratch, ms[0]!),
       row(isa ? `transfer, --isa ${isa}` : shipped ? `fresh clone (shipped records${foreignOnly ? ' of other targets' : ''})` : 'transfer', moved, ms[1]!),
       '',
-      `Whole-model latency transfer / scratch, paired over ${rounds} rounds (${runs} runs each, ${threads} thread(s)): `
+      `Whole-model latency transfer / scratch, paired over ${rounds} rounds (${runs} runs each, ${threads} thread(s), `
+        + 'each bundle of each round in a fresh process): '
         + `median ${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]. `
         + (scratch ? `Transfer compile time / scratch: ${(moved.seconds / scratch.seconds).toFixed(2)}.` : ''),
       '',
@@ -192,4 +180,15 @@ async function main(): Promise<void> {
   }
 }
 
+const USAGE = `usage: node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1]
+  [--isa LEVEL | --shipped [--foreign-only]] [--transfer-trials N] [--work DIR [--reuse]]
+Two compiles of the model (from scratch, then transferring) and their bundles paired; see the header of src/bench/transfer.ts.
+`;
+// A typo'd or help flag must not start a many-minute compile.
+const KNOWN = new Set(['--model', '--rounds', '--runs', '--threads', '--isa', '--shipped', '--foreign-only', '--transfer-trials', '--work', '--reuse']);
+const unknown = process.argv.slice(2).find((a) => a.startsWith('-') && !KNOWN.has(a));
+if (unknown !== undefined) {
+  process.stdout.write(USAGE);
+  process.exit(unknown === '--help' || unknown === '-h' ? 0 : 1);
+}
 main().catch((e: unknown) => { process.stderr.write(`transfer: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`); process.exit(2); });

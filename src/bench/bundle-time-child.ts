@@ -1,0 +1,44 @@
+/**
+ * One bundle timed in a process of its own: load, one warm-up inference, then `runs` timed ones;
+ * prints `{"ms": median}`. Two bundles loaded in one process were not timed alike: a bundle paired
+ * against a byte-for-byte copy of itself read 0.975 to 1.038 (bench/RESULTS.md, "Stop 25"), so
+ * pair-bundles.ts and transfer.ts time each bundle of each round in a fresh process instead.
+ *
+ *   node dist/src/bench/bundle-time-child.js BUNDLE THREADS RUNS
+ */
+import { execa } from 'execa';
+import { fileURLToPath } from 'node:url';
+import { loadBundle } from '../runtime/session.js';
+import { median } from '../stats.js';
+import { modelFeeds } from './feeds.js';
+
+/** Median latency (ms) of `runs` inferences of the bundle, in a fresh child process. */
+export async function timeBundleInChild(bundle: string, threads: number, runs: number): Promise<number> {
+  const r = await execa(process.execPath, [fileURLToPath(import.meta.url), bundle, String(threads), String(runs)], { stdin: 'ignore' });
+  const ms = (JSON.parse(r.stdout) as { ms?: unknown }).ms;
+  if (typeof ms !== 'number' || !(ms > 0)) throw new Error(`bundle-time-child printed ${r.stdout.slice(0, 200)}`);
+  return ms;
+}
+
+async function child(bundle: string, threads: number, runs: number): Promise<void> {
+  const s = await loadBundle(bundle, { threads, pinThreads: true });
+  const feeds = modelFeeds(s.manifest.model.inputs);
+  const outs = s.executor.run(feeds);
+  s.executor.run(feeds, outs);
+  const xs: number[] = [];
+  for (let k = 0; k < runs; k++) {
+    const t0 = process.hrtime.bigint();
+    s.executor.run(feeds, outs);
+    xs.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  process.stdout.write(`${JSON.stringify({ ms: median(xs) })}\n`);
+  process.exit(0);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const [bundle, threads, runs] = process.argv.slice(2);
+  child(bundle!, Number(threads), Number(runs)).catch((e: unknown) => {
+    process.stderr.write(`bundle-time-child: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(2);
+  });
+}
