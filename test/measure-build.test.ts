@@ -186,6 +186,26 @@ test('no nm is a MISSING_DEPENDENCY user error with an install hint', { timeout:
   }
 }));
 
+test('a compile call lists its objects\' symbols with one nm call, and linking them runs no nm', { timeout: 300_000 }, () => withTempCache(async (dir) => {
+  const [a, b] = await kernels();
+  const log = join(dir, 'nm.log'), wrapper = join(dir, 'nm-wrapper');
+  await writeFile(wrapper, `#!/bin/sh\necho "$#" >> '${log}'\nexec nm "$@"\n`, { mode: 0o755 });
+  const saved = process.env['NM'];
+  process.env['NM'] = wrapper;
+  try {
+    const built = await buildKernels([a!, b!, await twinOfFirst()], { cacheDir: dir, jobs: 1 });
+    assert.deepEqual(built.map((r) => r.status), ['ok', 'ok', 'ok']);
+    const calls = (await readFile(log, 'utf8')).trim().split('\n');
+    assert.equal(calls.length, 1, `one nm call for the one compile call: ${calls.join(' | ')}`);
+    for (const f of await objectFiles(dir)) {
+      const names = (await readFile(join(dir, 'objects', f.replace(/\.o$/, '.syms')), 'utf8')).split('\n');
+      assert.ok(names.some((n) => /^vt_c[0-9a-f]{16}_run$/.test(n)), `${f}: ${names.join(' ')}`);
+    }
+  } finally {
+    if (saved === undefined) delete process.env['NM']; else process.env['NM'] = saved;
+  }
+}));
+
 test('no C compiler is a NO_COMPILER user error with an install hint', async () => {
   const saved = process.env['CC'];
   process.env['CC'] = '/nonexistent/veltair-cc';

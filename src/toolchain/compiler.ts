@@ -3,6 +3,7 @@
  * an argument array, never handed to a shell) or else `cc`. Every compile in veltair goes through
  * runCompiler, so a missing compiler is one error, NO_COMPILER, wherever it is first needed.
  */
+import { getPriority, setPriority } from 'node:os';
 import { execa, type Options } from 'execa';
 import { userError, VeltairError } from '../errors.js';
 
@@ -47,10 +48,23 @@ export function compilerEnv(): NodeJS.ProcessEnv {
 
 const isMissing = (e: unknown) => (e as { code?: string }).code === 'ENOENT';
 
+export interface CompilerRunOptions extends Pick<Options, 'cwd'> {
+  /**
+   * Raise the compiler's nice value to this, best effort (set on the driver as it starts: the
+   * passes it forks after inherit it), so what runs beside it at normal priority comes first.
+   */
+  readonly niceness?: number;
+}
+
 /** Run the compiler with `args`; a missing compiler is NO_COMPILER, anything else is rethrown (execa's error, with stderr). */
-export async function runCompiler(args: readonly string[], options: Pick<Options, 'cwd'> = {}, c: Compiler = compiler()): Promise<void> {
+export async function runCompiler(args: readonly string[], options: CompilerRunOptions = {}, c: Compiler = compiler()): Promise<void> {
+  const { niceness, ...execaOptions } = options;
   try {
-    await execa(c.command, [...c.leadingArgs, ...args], { ...options, stdin: 'ignore', env: compilerEnv(), extendEnv: false });
+    const run = execa(c.command, [...c.leadingArgs, ...args], { ...execaOptions, stdin: 'ignore', env: compilerEnv(), extendEnv: false });
+    if (niceness !== undefined && run.pid !== undefined) {
+      try { setPriority(run.pid, Math.max(niceness, getPriority())); } catch { /* gone already, or not allowed: it only runs at normal priority */ }
+    }
+    await run;
   } catch (e) {
     if (isMissing(e)) throw noCompiler(c);
     throw e;
