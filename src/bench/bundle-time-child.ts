@@ -8,7 +8,7 @@
  */
 import { execa } from 'execa';
 import { fileURLToPath } from 'node:url';
-import { loadBundle } from '../runtime/session.js';
+import { loadBundle, type Session } from '../runtime/session.js';
 import { median } from '../stats.js';
 import { modelFeeds } from './feeds.js';
 
@@ -20,10 +20,8 @@ export async function timeBundleInChild(bundle: string, threads: number, runs: n
   return ms;
 }
 
-async function child(bundle: string, threads: number, runs: number): Promise<void> {
-  const s = await loadBundle(bundle, { threads, pinThreads: true });
-  const feeds = modelFeeds(s.manifest.model.inputs);
-  const outs = s.executor.run(feeds);
+/** Median latency (ms) of `runs` inferences of a loaded bundle, after one warm-up; `outs` are reused output buffers. */
+export function timeInferences(s: Session, feeds: Feeds, outs: Outputs, runs: number): number {
   s.executor.run(feeds, outs);
   const xs: number[] = [];
   for (let k = 0; k < runs; k++) {
@@ -31,7 +29,16 @@ async function child(bundle: string, threads: number, runs: number): Promise<voi
     s.executor.run(feeds, outs);
     xs.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
-  process.stdout.write(`${JSON.stringify({ ms: median(xs) })}\n`);
+  return median(xs);
+}
+
+type Feeds = ReturnType<typeof modelFeeds>;
+type Outputs = ReturnType<Session['executor']['run']>;
+
+async function child(bundle: string, threads: number, runs: number): Promise<void> {
+  const s = await loadBundle(bundle, { threads, pinThreads: true });
+  const feeds = modelFeeds(s.manifest.model.inputs);
+  process.stdout.write(`${JSON.stringify({ ms: timeInferences(s, feeds, s.executor.run(feeds), runs) })}\n`);
   process.exit(0);
 }
 

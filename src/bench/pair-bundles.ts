@@ -13,7 +13,7 @@
  */
 import { readBundle } from '../bundle/read.js';
 import { loadBundle } from '../runtime/session.js';
-import { timeBundleInChild } from './bundle-time-child.js';
+import { timeBundleInChild, timeInferences } from './bundle-time-child.js';
 import { median, summarizeRatios } from '../stats.js';
 import { modelFeeds } from './feeds.js';
 import { machineInfo, machineLine } from './machine.js';
@@ -62,16 +62,7 @@ async function inProcessTimer(paths: readonly string[], threads: number, runs: n
   const bundles = await Promise.all(paths.map((p) => loadBundle(p, { threads, pinThreads: true })));
   const feeds = modelFeeds(bundles[0]!.manifest.model.inputs);
   const outs = bundles.map((b) => b.executor.run(feeds));
-  return async (i) => {
-    bundles[i]!.executor.run(feeds, outs[i]);
-    const xs: number[] = [];
-    for (let k = 0; k < runs; k++) {
-      const t0 = process.hrtime.bigint();
-      bundles[i]!.executor.run(feeds, outs[i]);
-      xs.push(Number(process.hrtime.bigint() - t0) / 1e6);
-    }
-    return median(xs);
-  };
+  return async (i) => timeInferences(bundles[i]!, feeds, outs[i]!, runs);
 }
 
 main().catch((e: unknown) => { process.stderr.write(`pair-bundles: ${e instanceof Error ? e.message : String(e)}\n`); process.exit(2); });

@@ -81,7 +81,6 @@ async function foreignShipped(to: string): Promise<number> {
   return records.length;
 }
 
-/** Median of `runs` timed runs after one warm-up (ms). */
 async function main(): Promise<void> {
   const modelName = arg('--model', 'resnet50'), rounds = Number(arg('--rounds', '7')), runs = Number(arg('--runs', '5'));
   const threads = Number(arg('--threads', '1'));
