@@ -16,19 +16,25 @@ export interface Compiler {
   readonly display: string;
 }
 
-/** A word of CC: a path or a flag, without shell syntax (CC is never given to a shell). */
-const CC_WORD = /^[\w./+=,:@%-]+$/;
+/** A word of a command named by the environment (CC, NM): a path or a flag, without shell syntax (never given to a shell). */
+const COMMAND_WORD = /^[\w./+=,:@%-]+$/;
+
+/** An environment variable's command line split into words, or the first word that is not a plain one. */
+export function plainCommand(raw: string): Compiler | { readonly bad: string } {
+  const words = raw.split(/\s+/);
+  const bad = words.find((w) => !COMMAND_WORD.test(w));
+  return bad !== undefined ? { bad } : { command: words[0]!, leadingArgs: words.slice(1), display: raw };
+}
 
 export function compiler(env: NodeJS.ProcessEnv = process.env): Compiler {
   const raw = env['CC']?.trim();
   if (!raw) return { command: 'cc', leadingArgs: [], display: 'cc' };
-  const words = raw.split(/\s+/);
-  const bad = words.find((w) => !CC_WORD.test(w));
-  if (bad !== undefined) {
-    throw userError('NO_COMPILER', `CC=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(bad)} is not a plain word`,
+  const c = plainCommand(raw);
+  if ('bad' in c) {
+    throw userError('NO_COMPILER', `CC=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(c.bad)} is not a plain word`,
       'set CC to a compiler path, optionally after a launcher (e.g. CC="ccache gcc"); quotes and shell syntax are not interpreted');
   }
-  return { command: words[0]!, leadingArgs: words.slice(1), display: raw };
+  return c;
 }
 
 export function noCompiler(c: Compiler): VeltairError {

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { execa } from 'execa';
 import { userError, type VeltairError } from '../errors.js';
-import { compiler, compilerEnv, type Compiler } from './compiler.js';
+import { compiler, compilerEnv, plainCommand, type Compiler } from './compiler.js';
 
 export interface SymbolLister {
   readonly command: string;
@@ -17,9 +17,6 @@ export interface SymbolLister {
   /** As the user wrote it (or as it was found), for messages. */
   readonly display: string;
 }
-
-/** A word of NM: a path or a flag, without shell syntax. */
-const NM_WORD = /^[\w./+=,:@%-]+$/;
 
 function noNm(display: string): VeltairError {
   return userError('MISSING_DEPENDENCY', `nm ${JSON.stringify(display)} was not found: veltair lists each kernel object's symbols with it`,
@@ -30,13 +27,12 @@ const found = new Map<string, Promise<SymbolLister>>();
 
 async function locate(raw: string | undefined, cc: Compiler): Promise<SymbolLister> {
   if (raw) {
-    const words = raw.split(/\s+/);
-    const bad = words.find((w) => !NM_WORD.test(w));
-    if (bad !== undefined) {
-      throw userError('MISSING_DEPENDENCY', `NM=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(bad)} is not a plain word`,
+    const nm = plainCommand(raw);
+    if ('bad' in nm) {
+      throw userError('MISSING_DEPENDENCY', `NM=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(nm.bad)} is not a plain word`,
         'set NM to an nm path; quotes and shell syntax are not interpreted');
     }
-    return { command: words[0]!, leadingArgs: words.slice(1), display: raw };
+    return nm;
   }
   const asked = await execa(cc.command, [...cc.leadingArgs, '-print-prog-name=nm'], { stdin: 'ignore', env: compilerEnv(), extendEnv: false, reject: false })
     .then((r) => (r.exitCode === 0 ? r.stdout.trim() : ''), () => '');
