@@ -11,6 +11,7 @@ import type { Tensor } from '../src/onnx/model.js';
 import { LAYOUT_KIND, OP } from '../src/runtime/ops.js';
 import { createExecutor } from '../src/runtime/native-bridge.js';
 import { arenaRef } from '../src/runtime/native-plan.js';
+import type { NodeSpec } from '../src/onnx/encode.js';
 import { check, f32, graphOf, named, seeded, X, type Case } from './runtime-harness.js';
 
 const ints = (dims: number[], values: number[]): Tensor => ({ dtype: 'int64', dims, data: new Float64Array(values) });
@@ -34,6 +35,27 @@ function shuffleUnit(c: number): Pick<Case, 'nodes' | 'inits'> {
   };
 }
 
+/**
+ * Two ShuffleNet unit tails in a row: the first unit's pass-through half (`lo1`) is read only by the
+ * second unit's concat, so the second gather takes those channels from `x` and `b` directly and
+ * `lo1` is never written (composeChannelGathers).
+ */
+function twoShuffleUnits(c: number): Pick<Case, 'nodes' | 'inits'> {
+  const tail = (a: string, b: string, lo: string, hi: string, tag: string): NodeSpec[] => [
+    { op: 'Concat', inputs: [a, b], outputs: [`cat${tag}`], attrs: { axis: 1 } },
+    { op: 'Reshape', inputs: [`cat${tag}`, 'to5'], outputs: [`r5${tag}`] },
+    { op: 'Transpose', inputs: [`r5${tag}`], outputs: [`t5${tag}`], attrs: { perm: [0, 2, 1, 3, 4] } },
+    { op: 'Reshape', inputs: [`t5${tag}`, 'to4'], outputs: [`sh${tag}`] },
+    { op: 'Slice', inputs: [`sh${tag}`, 's0', 'e0', 'ax'], outputs: [lo] },
+    { op: 'Slice', inputs: [`sh${tag}`, 'e0', 'e1', 'ax'], outputs: [hi] },
+  ];
+  return {
+    nodes: [...tail('x', 'b', 'lo1', 'hi1', '1'), { op: 'Relu', inputs: ['hi1'], outputs: ['b2'] }, ...tail('lo1', 'b2', 'lo2', 'hi2', '2'),
+      { op: 'Sub', inputs: ['lo2', 'hi2'], outputs: ['y'] }],
+    inits: shuffleUnit(c).inits,
+  };
+}
+
 /** Concat of `cs` → channel shuffle with `groups` groups, the shuffled value the output. */
 function shuffleOf(cs: number[], groups: number, hw: [number, number]): Pick<Case, 'nodes' | 'inits' | 'feeds' | 'out'> {
   const names = cs.map((_, i) => (i === 0 ? 'x' : `in${i}`));
@@ -54,6 +76,10 @@ const CASES: Case[] = [
   { name: 'channel shuffle with its concat and slices (12 + 12 channels)', ...shuffleUnit(12),
     feeds: [X([1, 12, 3, 4]), named('b', f32([1, 12, 3, 4], 4))], out: [1, 12, 3, 4] },
   { name: 'channel shuffle off the grid (29 + 29 channels)', ...shuffleUnit(29),
+    feeds: [X([1, 29, 3, 4]), named('b', f32([1, 29, 3, 4], 4))], out: [1, 29, 3, 4] },
+  { name: 'two channel shuffles in a row, the first pass-through never written (24 + 24 channels)', ...twoShuffleUnits(24),
+    feeds: [X([1, 24, 3, 4]), named('b', f32([1, 24, 3, 4], 4))], out: [1, 24, 3, 4] },
+  { name: 'two channel shuffles in a row off the grid (29 + 29 channels)', ...twoShuffleUnits(29),
     feeds: [X([1, 29, 3, 4]), named('b', f32([1, 29, 3, 4], 4))], out: [1, 29, 3, 4] },
   // Groups 4 over five inputs: an 8-lane output block draws from up to five sources, and the last block is partial.
   { name: 'channel shuffle, groups 4, of five inputs (1 + 4 + 5 + 5 + 5 channels)', ...shuffleOf([1, 4, 5, 5, 5], 4, [3, 2]) },
@@ -126,6 +152,15 @@ test('the chain and shuffle cases lower to one fused layer each', () => {
     initializers: groups4.inits ?? [], nodes: groups4.nodes!,
   });
   assert.deepEqual(g.graph.layers.map((l) => l.op), ['channelgather']);
+  const two = CASES.find((c) => c.name.startsWith('two channel shuffles'))!;
+  const t = graphOf({
+    inputs: two.feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })), outputs: [{ name: 'y', dtype: 'float32', shape: [...two.out] }],
+    initializers: two.inits ?? [], nodes: two.nodes!,
+  });
+  assert.deepEqual(t.graph.layers.map((l) => l.op), ['channelgather', 'relu', 'channelgather', 'sub']);
+  // The first gather writes only the half the relu reads; the second reads x, b and the relu's output.
+  assert.deepEqual(t.graph.layers.map((l) => l.outputs.length), [1, 1, 2, 1]);
+  assert.equal(t.graph.layers[2]!.inputs.length, 3);
 });
 
 /** One REORDER step from value a (at 0) to value b. */

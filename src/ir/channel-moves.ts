@@ -122,3 +122,58 @@ export function recogniseChannelMoves(g: WorkGraph): void {
     replaceNodes(g, found.nodes, [found.node]);
   }
 }
+
+const sourcesOf = (n: OnnxNode): number[] => {
+  const a = n.attributes.get('sources');
+  return a && a.kind === 'ints' ? a.value.map(Number) : [];
+};
+
+/**
+ * A gather output whose only reader is another gather is never written: the reader takes those
+ * channels from where the first gather would have copied them. ShuffleNet's pass-through half
+ * (out of one unit's concat → shuffle → split, into the next unit's concat) is otherwise copied
+ * once per unit; composed, each unit writes only the half its branch convs read. Inputs stay
+ * within the native op's 64.
+ */
+export function composeChannelGathers(g: WorkGraph): void {
+  const isGather = (n: OnnxNode | undefined): n is OnnxNode => n !== undefined && n.domain === VELTAIR_DOMAIN && n.opType === 'ChannelGather';
+  for (;;) {
+    const ix = indexGraph(g);
+    let done = true;
+    for (const reader of g.nodes) {
+      if (!isGather(reader)) continue;
+      const k = reader.inputs.findIndex((v) => {
+        const p = ix.producer.get(v);
+        return isGather(p) && p !== reader && !g.graphOutputs.has(v) && consumersOf(ix, v).length === 1;
+      });
+      if (k < 0) continue;
+      const v = reader.inputs[k]!;
+      const writer = ix.producer.get(v)!;
+      const o = writer.outputs.indexOf(v);
+      const wSrc = sourcesOf(writer), rSrc = sourcesOf(reader);
+      const wCount = writer.outputs.map((w) => shapeOf(g, w)[1]!);
+      const first = wCount.slice(0, o).reduce((a, b) => a + b, 0);
+      const inputs = [...reader.inputs.filter((_, i) => i !== k)];
+      const slot = (name: string) => { let i = inputs.indexOf(name); if (i < 0) { inputs.push(name); i = inputs.length - 1; } return i; };
+      const renumbered = (i: number) => slot(reader.inputs[i]!);
+      const sources: number[] = [];
+      for (let j = 0; j < rSrc.length; j += 2) {
+        const [i, c] = [rSrc[j]!, rSrc[j + 1]!];
+        if (i === k) sources.push(slot(writer.inputs[wSrc[2 * (first + c)]!]!), wSrc[2 * (first + c) + 1]!);
+        else sources.push(renumbered(i), c);
+      }
+      if (inputs.length > 64) continue;
+      const attrs = { ...Object.fromEntries(reader.attributes), sources: { kind: 'ints' as const, value: sources } };
+      const composed = synthNode(reader.name, 'ChannelGather', inputs, reader.outputs, attrs, VELTAIR_DOMAIN);
+      const keptOutputs = writer.outputs.filter((_, i) => i !== o);
+      const keptSources = writer.outputs.flatMap((_, i) => (i === o ? [] : wSrc.slice(2 * wCount.slice(0, i).reduce((a, b) => a + b, 0),
+        2 * wCount.slice(0, i + 1).reduce((a, b) => a + b, 0))));
+      const replacement = keptOutputs.length === 0 ? [] : [synthNode(writer.name, 'ChannelGather', writer.inputs, keptOutputs,
+        { ...Object.fromEntries(writer.attributes), sources: { kind: 'ints', value: keptSources } }, VELTAIR_DOMAIN)];
+      g.nodes = g.nodes.flatMap((n) => (n === writer ? replacement : n === reader ? [composed] : [n]));
+      done = false;
+      break;
+    }
+    if (done) return;
+  }
+}

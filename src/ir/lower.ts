@@ -20,7 +20,7 @@ import { fuseNonTunable } from './fuse-ops.js';
 import { desugarGemms } from './gemm.js';
 import { lowerGeneric } from './generic.js';
 import { recognisePatterns } from './patterns.js';
-import { recogniseChannelMoves } from './channel-moves.js';
+import { composeChannelGathers, recogniseChannelMoves } from './channel-moves.js';
 import { dropAliases, mergeViewChains } from './simplify.js';
 import { lowerConv, lowerMatMul } from './tunable.js';
 import { indexGraph, shapeOf, workGraphOf, type WorkGraph } from './work-graph.js';
@@ -49,6 +49,7 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   desugarGemms(g);
   recognisePatterns(g);
   recogniseChannelMoves(g);
+  composeChannelGathers(g);
 
   const consumed = new Set<OnnxNode>();
   const cores = lowerCores(g, consumed);
