@@ -10,6 +10,8 @@
 # WORK/models/NAME.onnx, WORK/db (the tuning records all compiles share), WORK/bundles/NAME.bundle,
 # WORK/results/NAME.tT.json, WORK/results/NAME.profile.tT.json. TRIALS (default 2) trials per workload and thread count, LEVELS (default 0):
 # the budget this 2-core machine affords for ~25 models; raise both for a real deployment.
+# Each command takes the benchmark lock (BENCH_LOCK) itself: never wrap it in `flock -x` of the same
+# lock, which deadlocks (the inner flock waits for the outer one forever).
 set -euo pipefail
 cmd=${1:?usage: suite.sh models|compile|bench|profile WORK [NAME...]}
 work=${2:?usage: suite.sh models|compile|bench|profile WORK [NAME...]}
