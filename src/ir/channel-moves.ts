@@ -123,10 +123,13 @@ export function recogniseChannelMoves(g: WorkGraph): void {
   }
 }
 
-const sourcesOf = (n: OnnxNode): number[] => {
-  const a = n.attributes.get('sources');
-  return a && a.kind === 'ints' ? a.value.map(Number) : [];
-};
+/** Where each output channel of a ChannelGather comes from, flattened [input, channel, …], outputs in order. */
+const sourcesOf = (n: OnnxNode): readonly number[] => attrInts(n, 'sources') ?? [];
+
+/** A ChannelGather with new inputs, outputs and sources, its other attributes kept. */
+const regather = (n: OnnxNode, inputs: readonly string[], outputs: readonly string[], sources: number[]): OnnxNode =>
+  synthNode(n.name, 'ChannelGather', inputs, outputs, { ...Object.fromEntries(n.attributes), sources: { kind: 'ints', value: sources } },
+    VELTAIR_DOMAIN);
 
 /**
  * A gather output whose only reader is another gather is never written: the reader takes those
@@ -147,29 +150,25 @@ export function composeChannelGathers(g: WorkGraph): void {
         return isGather(p) && p !== reader && !g.graphOutputs.has(v) && consumersOf(ix, v).length === 1;
       });
       if (k < 0) continue;
-      const v = reader.inputs[k]!;
-      const writer = ix.producer.get(v)!;
-      const o = writer.outputs.indexOf(v);
+      const writer = ix.producer.get(reader.inputs[k]!)!;
+      const o = writer.outputs.indexOf(reader.inputs[k]!);
       const wSrc = sourcesOf(writer), rSrc = sourcesOf(reader);
-      const wCount = writer.outputs.map((w) => shapeOf(g, w)[1]!);
-      const first = wCount.slice(0, o).reduce((a, b) => a + b, 0);
-      const inputs = [...reader.inputs.filter((_, i) => i !== k)];
-      const slot = (name: string) => { let i = inputs.indexOf(name); if (i < 0) { inputs.push(name); i = inputs.length - 1; } return i; };
-      const renumbered = (i: number) => slot(reader.inputs[i]!);
+      // first[i]: the writer's first source entry (in channels) of output i.
+      const first = [0];
+      for (const w of writer.outputs) first.push(first[first.length - 1]! + shapeOf(g, w)[1]!);
+      const inputs = reader.inputs.filter((_, i) => i !== k);
+      const slot = (name: string) => { if (!inputs.includes(name)) inputs.push(name); return inputs.indexOf(name); };
       const sources: number[] = [];
       for (let j = 0; j < rSrc.length; j += 2) {
         const [i, c] = [rSrc[j]!, rSrc[j + 1]!];
-        if (i === k) sources.push(slot(writer.inputs[wSrc[2 * (first + c)]!]!), wSrc[2 * (first + c) + 1]!);
-        else sources.push(renumbered(i), c);
+        if (i === k) sources.push(slot(writer.inputs[wSrc[2 * (first[o]! + c)]!]!), wSrc[2 * (first[o]! + c) + 1]!);
+        else sources.push(slot(reader.inputs[i]!), c);
       }
       if (inputs.length > 64) continue;
-      const attrs = { ...Object.fromEntries(reader.attributes), sources: { kind: 'ints' as const, value: sources } };
-      const composed = synthNode(reader.name, 'ChannelGather', inputs, reader.outputs, attrs, VELTAIR_DOMAIN);
-      const keptOutputs = writer.outputs.filter((_, i) => i !== o);
-      const keptSources = writer.outputs.flatMap((_, i) => (i === o ? [] : wSrc.slice(2 * wCount.slice(0, i).reduce((a, b) => a + b, 0),
-        2 * wCount.slice(0, i + 1).reduce((a, b) => a + b, 0))));
-      const replacement = keptOutputs.length === 0 ? [] : [synthNode(writer.name, 'ChannelGather', writer.inputs, keptOutputs,
-        { ...Object.fromEntries(writer.attributes), sources: { kind: 'ints', value: keptSources } }, VELTAIR_DOMAIN)];
+      const kept = writer.outputs.flatMap((w, i) => (i === o ? [] : [w]));
+      const keptSources = writer.outputs.flatMap((_, i) => (i === o ? [] : wSrc.slice(2 * first[i]!, 2 * first[i + 1]!)));
+      const replacement = kept.length === 0 ? [] : [regather(writer, writer.inputs, kept, keptSources)];
+      const composed = regather(reader, inputs, reader.outputs, sources);
       g.nodes = g.nodes.flatMap((n) => (n === writer ? replacement : n === reader ? [composed] : [n]));
       done = false;
       break;
