@@ -18,6 +18,8 @@ export interface StepTime {
   readonly step: number;
   readonly kind: string;
   readonly layer: number | null;
+  /** The graph plan's step this executor step runs (manifest graphPlan.steps index). */
+  readonly planStep?: number;
   readonly meanMs: number;
   /** Kernel steps: the running version's profiled level-0 latency at its thread count. */
   readonly profiledMs?: number;
@@ -51,7 +53,7 @@ export async function profileSteps(bundleDir: string, runs: number, threads?: nu
       return [t.step, v.latencyByThreadsMs[String(v.threads)] ?? v.latencyMs['0']] as const;
     }));
     const steps: StepTime[] = session.steps.map((s) => ({
-      step: s.index, kind: s.kind, layer: s.layer, meanMs: sums[s.index]! / runs / 1e6,
+      step: s.index, kind: s.kind, layer: s.layer, planStep: s.planStep, meanMs: sums[s.index]! / runs / 1e6,
       ...(profiled.get(s.index) !== undefined ? { profiledMs: profiled.get(s.index)! } : {}),
     }));
     const kernels = steps.filter((s) => s.profiledMs !== undefined);
