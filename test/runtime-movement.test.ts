@@ -20,6 +20,13 @@ const ints = (dims: number[], values: number[]): Tensor => ({ dtype: 'int64', di
 const CASES: Case[] = [
   { name: 'Transpose 3-D', node: { op: 'Transpose', attrs: { perm: [2, 0, 1] } }, feeds: [X([3, 4, 5])], out: [5, 3, 4] },
   { name: 'Transpose 4-D (attention heads)', node: { op: 'Transpose', attrs: { perm: [0, 2, 1, 3] } }, feeds: [X([2, 5, 3, 7])], out: [2, 3, 5, 7] },
+  // The source's contiguous axis becomes an outer one: register-transposed tiles (full ones, then tiles cut by both edges).
+  { name: 'Transpose 4-D (attention keys, whole tiles)', node: { op: 'Transpose', attrs: { perm: [0, 2, 3, 1] } }, feeds: [X([1, 32, 4, 16])],
+    out: [1, 4, 16, 32] },
+  { name: 'Transpose 4-D (attention keys, edge tiles)', node: { op: 'Transpose', attrs: { perm: [0, 2, 3, 1] } }, feeds: [X([2, 37, 3, 19])],
+    out: [2, 3, 19, 37] },
+  { name: 'Transpose 2-D (tiles, both edges cut)', node: { op: 'Transpose', attrs: { perm: [1, 0] } }, feeds: [X([35, 50])], out: [50, 35] },
+  { name: 'Transpose 3-D (tile axis in the middle)', node: { op: 'Transpose', attrs: { perm: [2, 1, 0] } }, feeds: [X([17, 3, 40])], out: [40, 3, 17] },
   { name: 'Slice with steps', node: { op: 'Slice', inputs: ['x', 's', 'e', 'a', 'st'] }, feeds: [X([5, 9])], out: [2, 3],
     inits: [['s', ints([2], [1, 1])], ['e', ints([2], [5, 8])], ['a', ints([2], [0, 1])], ['st', ints([2], [2, 3])]] },
   { name: 'Slice negative step', node: { op: 'Slice', inputs: ['x', 's', 'e', 'a', 'st'] }, feeds: [X([4, 7])], out: [4, 3],
