@@ -66,11 +66,6 @@ static inline void row_of(const pool_ctx* k, long t, long* plane, long* oy) {
     }                                                                                                       \
     return acc;                                                                                             \
   }                                                                                                         \
-  static inline vt##V##_t column_max##V(const float* px, long rstep, long nrows) {                          \
-    vt##V##_t acc = vt##V##_set1(-FLT_MAX);                                                                 \
-    for (long r = 0; r < nrows; r++) acc = vt##V##_max(vt##V##_load(px + r * rstep), acc);                  \
-    return acc;                                                                                             \
-  }                                                                                                         \
   static void max_rows##V(const pool_ctx* k, long b, long e) {                                              \
     const int three = k->kw == 3 && k->dw == 1;                                                             \
     /* columns [xa, xb) have all three taps inside the row: ox * sw >= pl and ox * sw <= w - 3 + pl */     \
@@ -85,21 +80,7 @@ static inline void row_of(const pool_ctx* k, long t, long* plane, long* oy) {
       float* dst = k->out + (plane * k->oh + oy) * k->ow * V;                                               \
       taps_inside(y0, k->dh, k->kh, k->h, &ky0, &ky1);                                                      \
       for (long ox = 0; ox < xa; ox++) vt##V##_store(dst + ox * V, max_window##V(k, src, y0, ky0, ky1, ox * k->sw - k->pl)); \
-      long ox = xa;                                                                                         \
-      if (k->sw == 2 && ox < xb) {                                                                          \
-        /* stride 2: a window's first column is the one before's last, so each column's max over the    \
-           rows is taken once and the window is the max of three column maxima */                       \
-        const float* rows = src + (y0 + ky0 * k->dh) * k->w * V;                                            \
-        const long rstep = k->dh * k->w * V, nrows = ky1 - ky0;                                             \
-        vt##V##_t first = column_max##V(rows + (ox * 2 - k->pl) * V, rstep, nrows);                        \
-        for (; ox < xb; ox++) {                                                                             \
-          const float* col = rows + (ox * 2 - k->pl) * V;                                                   \
-          vt##V##_t mid = column_max##V(col + V, rstep, nrows), last = column_max##V(col + 2 * V, rstep, nrows); \
-          vt##V##_store(dst + ox * V, vt##V##_max(last, vt##V##_max(mid, first)));                          \
-          first = last;                                                                                     \
-        }                                                                                                   \
-      }                                                                                                     \
-      for (; ox < xb; ox++) {                                                                               \
+      for (long ox = xa; ox < xb; ox++) {                                                                   \
         const float* col = src + (ox * k->sw - k->pl) * V;                                                  \
         vt##V##_t acc = vt##V##_set1(-FLT_MAX);                                                             \
         for (long ky = ky0; ky < ky1; ky++) {                                                               \
