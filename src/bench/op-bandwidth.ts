@@ -80,7 +80,8 @@ export async function opBandwidth(bundle: string, runs: number, threads: number)
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const bundles = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !(all[i - 1] ?? '').startsWith('--'));
+  const valued = new Set(['--threads', '--runs']);
+  const bundles = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !valued.has(all[i - 1] ?? ''));
   if (bundles.length === 0) {
     process.stderr.write('usage: node dist/src/bench/op-bandwidth.js BUNDLE… [--threads 1] [--runs 20] [--json]\n');
     process.exit(1);
