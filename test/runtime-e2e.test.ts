@@ -104,6 +104,10 @@ test('a conv → pool → dense → softmax plan with generated kernels matches 
       kernelSteps.forEach((s, i) => exec.setVersion(s, combo[i]!));
       const y = exec.run([x])[0] as Float32Array;
       assertClose(y, ref, `versions ${combo}`, 1e-3, 1e-5);
+      // conv → pool → dense share one team (executor.c run_team); one region per step gives the same bits
+      exec.setTeams(false);
+      assert.deepEqual(Array.from(exec.run([x])[0] as Float32Array), Array.from(y), `versions ${combo}: teams off`);
+      exec.setTeams(true);
     }
     exec.setAllThreads(1);
     assertClose(exec.run([x])[0]!, ref, 'one thread', 1e-3, 1e-5);

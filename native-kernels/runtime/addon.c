@@ -14,6 +14,7 @@
  *   run(handle, inputs: TypedArray[], outputs: TypedArray[])   copies in, runs, copies out
  *   setVersion(handle, step, version), setThreads(handle, step, threads)
  *   setProfiling(handle, on), stepTimes(handle) -> Float64Array (ns per step, last profiled run)
+ *   setTeams(handle, on): run consecutive team-safe steps in one parallel region (default on; executor.c run_team)
  *   versions(handle) -> Int32Array (per step: the version index the executor runs, -1 for non-kernel steps)
  *   close(handle)
  *   copy(handle, inputs|null, outputs|null)   inputs into the arena / outputs out of it
@@ -305,6 +306,18 @@ static napi_value set_profiling(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static napi_value set_teams(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  bool on = false;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  handle_t* h = argc ? idle_handle(env, argv[0]) : NULL;
+  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "setTeams(handle, on)");
+  if (argc > 1) napi_get_value_bool(env, argv[1], &on);
+  vt_exec_set_teams(h->e, on);
+  return NULL;
+}
+
 static napi_value step_times(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], ab, arr;
@@ -496,6 +509,7 @@ NAPI_MODULE_INIT() {
     { "setVersion", NULL, set_version, NULL, NULL, NULL, napi_default, NULL },
     { "setThreads", NULL, set_threads, NULL, NULL, NULL, napi_default, NULL },
     { "setProfiling", NULL, set_profiling, NULL, NULL, NULL, napi_default, NULL },
+    { "setTeams", NULL, set_teams, NULL, NULL, NULL, napi_default, NULL },
     { "stepTimes", NULL, step_times, NULL, NULL, NULL, napi_default, NULL },
     { "versions", NULL, versions_fn, NULL, NULL, NULL, napi_default, NULL },
     { "close", NULL, close_fn, NULL, NULL, NULL, napi_default, NULL },

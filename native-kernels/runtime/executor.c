@@ -66,6 +66,8 @@ struct vt_exec {
   double* floats;
   vt_version* versions;
   int profiling;
+  /* consecutive team-safe steps at one thread count share a parallel region (run_team); 0: each its own */
+  int teams;
   double* step_ns;
   /* the CPU each team thread found itself on after the last vt_exec_bind (-1: not bound) */
   int bound_cpus[VT_MAX_CORES];
@@ -241,6 +243,7 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
   }
   size_t np = 0, nn = 0, nf = 0, nv = 0;
   if (!measure(r, e->n_steps, &np, &nn, &nf, &nv)) return fail(e, err, "plan blob steps are malformed");
+  e->teams = 1;
   e->steps = calloc((size_t)e->n_steps + 1, sizeof(vt_step));
   e->ptrs = calloc(np + 1, sizeof(void*));
   e->ptr_bytes = calloc(np + 1, sizeof(size_t));
@@ -300,6 +303,9 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
       st->versions[v].weight = resolve(e, wref, wbytes, &ok);
       if (!ok) return fail(e, err, "plan step %d version weight refers to a buffer that does not exist or reaches past its end", s);
       const vt_desc* d = version_desc(e, symbols[sym], nchw, &st->versions[v].run);
+      char marker[128];
+      snprintf(marker, sizeof marker, "%s_team_entry", symbols[sym]);
+      st->versions[v].team = dlsym(e->so, marker) != NULL;
       if (!d) return fail(e, err, "kernels library has no %s_run/%s_desc (step %d)", symbols[sym], symbols[sym], s);
       if (!check_kernel(e, st, s, v, symbols[sym], d, wbytes, nchw)) { snprintf(err, VT_ERR_LEN, "%s", e->err); vt_exec_destroy(e); return NULL; }
     }
@@ -333,6 +339,7 @@ vt_exec* vt_exec_clone(vt_exec* e, char* err) {
   if (!c) return NULL;
   for (int s = 0; s < e->n_steps; s++) { c->steps[s].version = e->steps[s].version; c->steps[s].threads = e->steps[s].threads; }
   c->profiling = e->profiling;
+  c->teams = e->teams;
   return c;
 }
 
@@ -345,6 +352,7 @@ void* vt_exec_input_ptr(vt_exec* e, int i) { return e->arena + e->io_offsets[i];
 const void* vt_exec_output_ptr(const vt_exec* e, int i) { return e->arena + e->io_offsets[e->n_inputs + i]; }
 const char* vt_exec_error(const vt_exec* e) { return e->err; }
 void vt_exec_set_profiling(vt_exec* e, int on) { e->profiling = on; }
+void vt_exec_set_teams(vt_exec* e, int on) { e->teams = on; }
 const double* vt_exec_step_ns(const vt_exec* e) { return e->step_ns; }
 int vt_exec_step_versions(const vt_exec* e, int step) {
   return step >= 0 && step < e->n_steps ? e->steps[step].n_versions : -1;
@@ -393,6 +401,60 @@ static inline double now_ns(void) {
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
+/*
+ * Steps that may share one parallel region (run_team): kernels (their entries work-share over a
+ * calling team: src/codegen/team-entry.ts) and the ops whose every write happens inside vt_parallel
+ * or vt_zero_pad_lanes (both meet at a barrier in a team) and whose errors depend only on their
+ * ints, so every thread of a team takes the same path through them. Other ops run on their own.
+ */
+static int team_safe(const vt_step* st) {
+  switch (st->op) {
+    case VT_RT_KERNEL: return st->versions[st->version].team;
+    case VT_RT_CHANNEL_GATHER: case VT_RT_POOL: case VT_RT_GLOBAL_POOL: case VT_RT_ELEMENTWISE_CHAIN: return 1;
+    default: return 0;
+  }
+}
+
+static inline int step_threads(const vt_step* st, int max_threads) { return st->threads < max_threads ? st->threads : max_threads; }
+
+/* Run one step, timing it when profiling. */
+static inline int run_alone(vt_exec* e, int s, int max_threads) {
+  if (!e->profiling) return run_step(&e->steps[s], max_threads);
+  double t0 = now_ns();
+  int rc = run_step(&e->steps[s], max_threads);
+  e->step_ns[s] = now_ns() - t0;
+  return rc;
+}
+
+/*
+ * Steps [from, to), all team-safe at `threads` (> 1) threads, in ONE parallel region: each step ends
+ * at its own barrier (the kernels' work-sharing loops, vt_parallel), which is what separated steps
+ * before at the cost of a fork and a join each. Thread 0's clock times each step from barrier to
+ * barrier. A failing op fails on every thread at the same step (team_safe), which all leave there;
+ * only thread 0 writes the message.
+ */
+static int run_team(vt_exec* e, int from, int to, int threads) {
+  int failed = 0;
+#pragma omp parallel num_threads(threads)
+  {
+    const int lead = omp_get_thread_num() == 0;
+    char mine[VT_ERR_LEN];
+    for (int s = from; s < to; s++) {
+      vt_step st = e->steps[s];
+      st.threads = threads;
+      if (!lead) st.err = mine;
+      double t0 = lead && e->profiling ? now_ns() : 0;
+      int rc = run_step(&st, threads);
+      if (lead && e->profiling) e->step_ns[s] = now_ns() - t0;
+      if (rc) {
+        if (lead) failed = 1;
+        break;
+      }
+    }
+  }
+  return failed;
+}
+
 int vt_exec_run_range(vt_exec* e, int from, int to, int max_threads) {
   if (from < 0 || to > e->n_steps || from > to) {
     snprintf(e->err, VT_ERR_LEN, "steps [%d, %d) are not a range of the plan's %d steps", from, to, e->n_steps);
@@ -400,17 +462,18 @@ int vt_exec_run_range(vt_exec* e, int from, int to, int max_threads) {
   }
   if (max_threads < 1) max_threads = 1;
   const vt_step* st = e->steps;
-  if (!e->profiling) {
-    for (int s = from; s < to; s++) {
-      if (run_step(&st[s], max_threads)) return 1;
+  for (int s = from; s < to;) {
+    const int threads = step_threads(&st[s], max_threads);
+    int end = s + 1;
+    if (e->teams && threads > 1 && team_safe(&st[s])) {
+      while (end < to && team_safe(&st[end]) && step_threads(&st[end], max_threads) == threads) end++;
     }
-    return 0;
-  }
-  for (int s = from; s < to; s++) {
-    double t0 = now_ns();
-    int rc = run_step(&st[s], max_threads);
-    e->step_ns[s] = now_ns() - t0;
-    if (rc) return 1;
+    if (end - s >= 2) {
+      if (run_team(e, s, end, threads)) return 1;
+    } else if (run_alone(e, s, max_threads)) {
+      return 1;
+    }
+    s = end;
   }
   return 0;
 }

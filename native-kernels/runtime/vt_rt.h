@@ -20,6 +20,7 @@
 
 typedef struct vt_version {
   vt_run_fn run;
+  int team;                /* its entries work-share over a calling team (<sym>_team_entry exists) */
   const float* weight;     /* packed weight (param) or an activation (batch_matmul B) */
 } vt_version;
 
@@ -107,6 +108,8 @@ int vt_exec_set_threads(vt_exec* e, int step, int threads);
 int vt_exec_step_versions(const vt_exec* e, int step);
 int vt_exec_step_version(const vt_exec* e, int step);
 void vt_exec_set_profiling(vt_exec* e, int on);
+/* 1 (the default): consecutive kernels and team-safe ops at one thread count run in one parallel region. */
+void vt_exec_set_teams(vt_exec* e, int on);
 const double* vt_exec_step_ns(const vt_exec* e);
 void* vt_aligned_copy(const void* src, size_t bytes);
 

@@ -5,6 +5,7 @@
  * reduction is kh × kw taps, straight from L1). Column blocks touching padding are special
  * kernels with their valid taps fixed at generation time, as in the direct problem.
  */
+import { emitTeamEntry, kernelParams } from './team-entry.js';
 import type { DepthwiseProblem } from '../space/problem.js';
 import { parallelOrder, tileCounts, type Schedule } from '../space/schedule.js';
 import type { EpilogueKind } from '../ir/workload.js';
@@ -70,10 +71,9 @@ export function emitDepthwise(sym: string, p: DepthwiseProblem, s: Schedule, ste
     ? ['for (int cb = c0; cb < c1; ++cb)', 'for (int r = r0; r < r1; ++r)', 'for (int blk = k0; blk < k1; ++blk) {']
     : ['for (int r = r0; r < r1; ++r)', 'for (int blk = k0; blk < k1; ++blk)', 'for (int cb = c0; cb < c1; ++cb) {'];
   parts.push([
-    `void ${sym}_run(const float* in, const float* w, const float* bias, const float* res, const float* gate, const float* prm, float* out, `
-      + 'void* workspace, int nthreads) {',
+    `static void ${sym}_tiles(${kernelParams('in')}) {`,
     '  (void)workspace; /* depthwise needs no scratch: desc workspace_bytes = 0 */',
-    `  #pragma omp parallel for num_threads(nthreads) schedule(static)`,
+    `  #pragma omp for schedule(static)`,
     `  for (long t = 0; t < ${c.chunks}; ++t) {`,
     '    long rest = t;',
     ...parallelOrder(p, s).map(([name, n]) => `    const int ${name} = (int)(rest % ${n}); rest /= ${n};`),
@@ -101,5 +101,6 @@ export function emitDepthwise(sym: string, p: DepthwiseProblem, s: Schedule, ste
     '  }',
     '}',
   ].join('\n'));
+  parts.push(emitTeamEntry(`${sym}_run`, `${sym}_tiles`, 'in'));
   return parts.join('\n\n');
 }

@@ -12,6 +12,7 @@ import type { DirectProblem } from '../space/problem.js';
 import { parallelOrder, tileCounts, type Schedule } from '../space/schedule.js';
 import type { EpilogueKind } from '../ir/workload.js';
 import { emitMicrokernel, tapOffset, type MicrokernelSpec } from './microkernel.js';
+import { emitTeamEntry, kernelArgs, kernelParams } from './team-entry.js';
 
 /** What special-block detection needs of a problem (direct or depthwise). */
 export interface ColumnGeometry {
@@ -166,19 +167,17 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
     '  }',
     '}',
   ] : [];
-  const compact = p.inputLayout === 'nchw' ? compactInput(p) : undefined;
+  const compact = p.inputLayout === 'nchw';
   const ws = directWorkspace(p, s);
-  const signature = (name: string, input: string) => `void ${name}(const float* ${input}, const float* w, const float* bias, `
-    + 'const float* res, const float* gate, const float* prm, float* out, void* workspace, int nthreads) {';
-  const tiles = emitTiles(p, s, ws, transposed, packPanels, loops, dispatch);
-  const run = [signature(`${sym}_run`, compact ? 'in_blocked' : 'in'), ws.bytes === 0 ? '  (void)workspace;' : '', ...(compact?.head ?? []), ...tiles];
-  if (!compact) return run.join('\n');
+  const tiles = [`static void ${sym}_tiles(${kernelParams('in')}) {`, ws.bytes === 0 ? '  (void)workspace;' : '',
+    ...emitTiles(p, s, ws, transposed, packPanels, loops, dispatch), '}'];
+  if (!compact) return [...tiles, '', emitTeamEntry(`${sym}_run`, `${sym}_tiles`, 'in')].join('\n');
   // `<sym>_run_nchw`: the same tiles straight on the caller's plain NCHW input, which is exactly the
   // gathered copy `_run` builds (batch stride cin·H·W), so the graph plan can hand a stem its
   // natural-layout graph input: no reorder to NCHW[V]c before it and no gather back inside it.
   // `_run` stays as it was: tuning records measure it. A conv's workspace holds only that copy.
-  const nchw = [signature(`${sym}_run_nchw`, 'in'), '  (void)workspace;', ...tiles];
-  return [...run, '', ...nchw].join('\n');
+  return [...tiles, '', ...compactInput(sym, p), '', emitTeamEntry(`${sym}_run`, `${sym}_compact`, 'in_blocked'), '',
+    emitTeamEntry(`${sym}_run_nchw`, `${sym}_tiles`, 'in')].join('\n');
 }
 
 /** The run function's body after its prologue: one parallel loop over the cache tiles. */
@@ -188,7 +187,6 @@ function emitTiles(p: DirectProblem, s: Schedule, ws: DirectWorkspace, transpose
   const lastBlockPartial = p.icLanesLast < p.vec;
   return [
     transposed ? `  float* panel = (float*)((char*)workspace + ${ws.panelOffset});` : '',
-    `  #pragma omp parallel num_threads(nthreads)`,
     '  {',
     ...packPanels.map((x) => '    ' + x),
     `    #pragma omp for schedule(static)`,
@@ -212,7 +210,6 @@ function emitTiles(p: DirectProblem, s: Schedule, ws: DirectWorkspace, transpose
     '      }',
     '    }',
     '  }',
-    '}',
   ];
 }
 
@@ -223,17 +220,18 @@ function emitTiles(p: DirectProblem, s: Schedule, ws: DirectWorkspace, transpose
  * the kernel; ~V/cin times less data for the reduction to walk than the blocked input it came
  * from), then runs the tiles on that copy. `<sym>_run_nchw` takes that copy from the caller.
  */
-function compactInput(p: DirectProblem): { head: string[] } {
+function compactInput(sym: string, p: DirectProblem): string[] {
   const cin = p.icLanesLast, plane = p.inH * p.inW, v = p.vec;
-  return {
-    head: [
-      '  float* in = (float*)workspace;',
-      `  #pragma omp parallel for num_threads(nthreads) schedule(static)`,
-      `  for (long i = 0; i < ${p.batch * cin}; ++i) {`,
-      `    const float* src = in_blocked + (i / ${cin}) * ${plane * v} + (i % ${cin});`,
-      `    float* dst = in + i * ${plane};`,
-      `    for (long x = 0; x < ${plane}; ++x) dst[x] = src[x * ${v}];`,
-      '  }',
-    ],
-  };
+  return [
+    `static void ${sym}_compact(${kernelParams('in_blocked')}) {`,
+    '  float* in = (float*)workspace;',
+    '  #pragma omp for schedule(static)',
+    `  for (long i = 0; i < ${p.batch * cin}; ++i) {`,
+    `    const float* src = in_blocked + (i / ${cin}) * ${plane * v} + (i % ${cin});`,
+    `    float* dst = in + i * ${plane};`,
+    `    for (long x = 0; x < ${plane}; ++x) dst[x] = src[x * ${v}];`,
+    '  }',
+    `  ${sym}_tiles(${kernelArgs('in')});`,
+    '}',
+  ];
 }

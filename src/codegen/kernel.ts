@@ -13,6 +13,7 @@ import { emitDepthwise } from './depthwise.js';
 import { emitDirect } from './direct.js';
 import { emitEpilogue } from './epilogue.js';
 import { emitDescriptor, emitLayout, workspaceBytesOf } from './layout.js';
+import { emitTeamMarker } from './team-entry.js';
 
 /**
  * Bump when generated code changes meaning: it is part of every symbol (stale objects never match)
@@ -47,12 +48,14 @@ export function generateKernel(c: Candidate): KernelSource {
     : emitDirect(symbol, p, s, w.epilogue, epilogue);
   const source = [
     `/* veltair candidate ${symbol}: generated, do not edit. schedule ${JSON.stringify(s)} */`,
+    '#include <omp.h>',
     '#include "veltair_kernel.h"',
     '#include "vt_simd.h"',
     '',
     emitEpilogue(epilogue, s.vec, w.epilogue),
     '',
     body,
+    emitTeamMarker(symbol),
     '',
     emitLayout(symbol, w, p, s),
     '',

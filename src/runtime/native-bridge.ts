@@ -27,6 +27,7 @@ export interface RuntimeAddon {
   setVersion(h: Handle, step: number, version: number): void;
   setThreads(h: Handle, step: number, threads: number): void;
   setProfiling(h: Handle, on: boolean): void;
+  setTeams(h: Handle, on: boolean): void;
   stepTimes(h: Handle): Float64Array;
   versions(h: Handle): Int32Array;
   close(h: Handle): void;
@@ -97,6 +98,12 @@ export interface Executor {
   setAllThreads(threads: number): void;
   /** Record per-step wall time (ns) on every run from now on (two clock reads per step). */
   setProfiling(on: boolean): void;
+  /**
+   * Run consecutive kernels and team-safe ops at one thread count in one OpenMP region, separated
+   * by barriers instead of a fork and join per step (on by default; off: each step its own region).
+   * Results are bit-identical either way: each thread gets the same share.
+   */
+  setTeams(on: boolean): void;
   /** Nanoseconds per step of the last profiled run. */
   stepTimesNs(): Float64Array;
   /** Per step, the version index the native executor runs (-1: not a kernel step): its state, read back. */
@@ -183,6 +190,7 @@ function wrapExecutor(addon: RuntimeAddon, h: Handle, plan: NativePlan): Executo
       for (let s = 0; s < n; s++) call('setting threads', () => addon.setThreads(h, s, threads));
     },
     setProfiling: (on) => call('profiling', () => addon.setProfiling(h, on)),
+    setTeams: (on) => call('setting teams', () => addon.setTeams(h, on)),
     stepTimesNs: () => call('profiling', () => addon.stepTimes(h)),
     runningVersions: () => call('reading versions', () => addon.versions(h)),
     writeInputs(feeds) {

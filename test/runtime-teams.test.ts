@@ -1,0 +1,79 @@
+/**
+ * One parallel region for consecutive steps (executor.c run_team): kernels and team-safe ops at the
+ * same thread count share a team, separated by barriers instead of a fork and a join each. What a
+ * user relies on: the results are those of one region per step, bit for bit (every thread gets the
+ * same share), and a step that fails inside a team fails the run with its message, as it would
+ * alone, instead of hanging the team or running on.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createExecutor } from '../src/runtime/native-bridge.js';
+import { arenaRef, type NativePlan, type NativeStep } from '../src/runtime/native-plan.js';
+import { OP, POOL_KIND } from '../src/runtime/ops.js';
+
+const V = 16, C = 24, HW = 200, BLOCKS = Math.ceil(C / V);
+const TENSOR = BLOCKS * HW * V * 4;
+
+/** CHANNEL_GATHER ints for one input and one output of C channels: output channel i = input channel perm[i]. */
+function gatherInts(perm: readonly number[]): number[] {
+  return [V, 1, HW, 1, 1, C, C, ...perm.flatMap((c) => [0, c])];
+}
+
+/** x → gather(reverse) → gather(shuffle of 2 groups) → global average pool, every step at `threads` threads. */
+function plan(threads: number, secondGather: number[]): NativePlan {
+  const reverse = Array.from({ length: C }, (_, i) => C - 1 - i);
+  const pooled = BLOCKS * V * 4;
+  const step = (s: Omit<NativeStep, 'threads' | 'floats'>): NativeStep => ({ ...s, threads, floats: [] });
+  return {
+    arenaBytes: 3 * TENSOR + pooled,
+    inputs: [{ name: 'x', dtype: 'float32', shape: [1, C, HW], offset: 0, bytes: TENSOR }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [BLOCKS * V], offset: 3 * TENSOR, bytes: pooled }],
+    symbols: [], params: [],
+    steps: [
+      step({ op: OP.CHANNEL_GATHER, label: 'reverse', inputs: [arenaRef(0)], outputs: [arenaRef(TENSOR)], inputBytes: [TENSOR],
+        outputBytes: [TENSOR], ints: gatherInts(reverse) }),
+      step({ op: OP.CHANNEL_GATHER, label: 'shuffle', inputs: [arenaRef(TENSOR)], outputs: [arenaRef(2 * TENSOR)], inputBytes: [TENSOR],
+        outputBytes: [TENSOR], ints: secondGather }),
+      step({ op: OP.GLOBAL_POOL, label: 'pool', inputs: [arenaRef(2 * TENSOR)], outputs: [arenaRef(3 * TENSOR)], inputBytes: [TENSOR],
+        outputBytes: [pooled], ints: [POOL_KIND['average']!, 1, C, HW, V] }),
+    ],
+  };
+}
+
+/** NCHW16c input: channel c, pixel q holds c * 1000 + q; padded lanes zero. */
+function input(): Float32Array {
+  const x = new Float32Array(TENSOR / 4);
+  for (let c = 0; c < C; c++) for (let q = 0; q < HW; q++) x[(Math.floor(c / V) * HW + q) * V + (c % V)] = c * 1000 + q;
+  return x;
+}
+
+const shuffle = Array.from({ length: C }, (_, i) => (i % 2) * (C / 2) + Math.floor(i / 2));
+
+test('steps sharing one team give the results of one region per step, bit for bit, and the right ones', async () => {
+  const exec = await createExecutor(plan(2, gatherInts(shuffle)), null);
+  try {
+    const run = (teams: boolean) => { exec.setTeams(teams); return Array.from(exec.run([input()])[0] as Float32Array); };
+    const together = run(true), apart = run(false), again = run(true);
+    assert.deepEqual(together, apart, 'one team and one region per step agree bit for bit');
+    assert.deepEqual(again, together, 'and the team gives the same result every run');
+    // output channel i = reversed channel shuffle[i] = C - 1 - shuffle[i]; its mean over the pixels
+    const meanOfPixels = (HW - 1) / 2;
+    for (let i = 0; i < C; i++) assert.equal(together[i], (C - 1 - shuffle[i]!) * 1000 + meanOfPixels, `channel ${i}`);
+    for (let i = C; i < BLOCKS * V; i++) assert.equal(together[i], 0, `padded lane ${i} stays zero`);
+  } finally {
+    exec.close();
+  }
+});
+
+test('a step that fails inside a team fails the run with its own message, and the executor stays usable', async () => {
+  const malformed = gatherInts(shuffle).slice(0, -2); // one output channel short of its source
+  const exec = await createExecutor(plan(2, malformed), null);
+  try {
+    for (const teams of [true, true, false]) {
+      exec.setTeams(teams);
+      assert.throws(() => exec.run([input()]), /channel gather: \d+ ints for 24 output channels/, `teams ${teams}`);
+    }
+  } finally {
+    exec.close();
+  }
+});
