@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createExecutor } from '../src/runtime/native-bridge.js';
 import { arenaRef, type NativePlan, type NativeStep } from '../src/runtime/native-plan.js';
-import { OP, POOL_KIND } from '../src/runtime/ops.js';
+import { LAYOUT_KIND, OP, POOL_KIND } from '../src/runtime/ops.js';
 
 const V = 16, C = 24, HW = 200, BLOCKS = Math.ceil(C / V);
 const TENSOR = BLOCKS * HW * V * 4;
@@ -72,6 +72,43 @@ test('a step that fails inside a team fails the run with its own message, and th
     for (const teams of [true, true, false]) {
       exec.setTeams(teams);
       assert.throws(() => exec.run([input()]), /channel gather: \d+ ints for 24 output channels/, `teams ${teams}`);
+    }
+  } finally {
+    exec.close();
+  }
+});
+
+test('reorders in a team, the element-by-element one too, match one region per step and the natural order', async () => {
+  const natural = C * HW * 4, rows = C * Math.ceil(HW / 8) * 8 * 4;
+  const reorder = (to: 'natural' | 'rows', v: number) =>
+    [LAYOUT_KIND.blocked, V, LAYOUT_KIND[to], v, 1, C, HW, C, HW];
+  const step = (s: Omit<NativeStep, 'threads' | 'floats'>): NativeStep => ({ ...s, threads: 2, floats: [] });
+  const exec = await createExecutor({
+    arenaBytes: 2 * TENSOR + rows + natural,
+    inputs: [{ name: 'x', dtype: 'float32', shape: [1, C, HW], offset: 0, bytes: TENSOR }],
+    outputs: [{ name: 'rows', dtype: 'float32', shape: [rows / 4], offset: 2 * TENSOR, bytes: rows },
+      { name: 'y', dtype: 'float32', shape: [C * HW], offset: 2 * TENSOR + rows, bytes: natural }],
+    symbols: [], params: [],
+    steps: [
+      step({ op: OP.CHANNEL_GATHER, label: 'shuffle', inputs: [arenaRef(0)], outputs: [arenaRef(TENSOR)], inputBytes: [TENSOR],
+        outputBytes: [TENSOR], ints: gatherInts(shuffle) }),
+      // blocked → rows has no fast path: the fallback, one thread inside the team
+      step({ op: OP.REORDER, label: 'to rows', inputs: [arenaRef(TENSOR)], outputs: [arenaRef(2 * TENSOR)], inputBytes: [TENSOR],
+        outputBytes: [rows], ints: reorder('rows', 8) }),
+      step({ op: OP.REORDER, label: 'to natural', inputs: [arenaRef(TENSOR)], outputs: [arenaRef(2 * TENSOR + rows)], inputBytes: [TENSOR],
+        outputBytes: [natural], ints: reorder('natural', 1) }),
+    ],
+  }, null);
+  try {
+    const run = (teams: boolean) => { exec.setTeams(teams); return exec.run([input()]).map((o) => Array.from(o as Float32Array)); };
+    const together = run(true), apart = run(false);
+    assert.deepEqual(together, apart, 'one team and one region per step agree bit for bit');
+    for (let i = 0; i < C; i++) {
+      for (const q of [0, 1, HW - 1]) {
+        const expected = shuffle[i]! * 1000 + q;
+        assert.equal(together[1]![i * HW + q], expected, `natural channel ${i}, pixel ${q}`);
+        assert.equal(together[0]![i * Math.ceil(HW / 8) * 8 + q], expected, `rows channel ${i}, pixel ${q}`);
+      }
     }
   } finally {
     exec.close();

@@ -404,13 +404,16 @@ static inline double now_ns(void) {
 /*
  * Steps that may share one parallel region (run_team): kernels (their entries work-share over a
  * calling team: src/codegen/team-entry.ts) and the ops whose every write happens inside vt_parallel
- * or vt_zero_pad_lanes (both meet at a barrier in a team) and whose errors depend only on their
- * ints, so every thread of a team takes the same path through them. Other ops run on their own.
+ * or vt_zero_pad_lanes (both meet at a barrier in a team; REORDER's element-by-element fallback
+ * runs on thread 0 and meets the others at one) and whose errors depend only on their ints, so
+ * every thread of a team takes the same path through them. Other ops run on their own.
  */
 static int team_safe(const vt_step* st) {
   switch (st->op) {
     case VT_RT_KERNEL: return st->versions[st->version].team;
-    case VT_RT_CHANNEL_GATHER: case VT_RT_POOL: case VT_RT_GLOBAL_POOL: case VT_RT_ELEMENTWISE_CHAIN: return 1;
+    case VT_RT_CHANNEL_GATHER: case VT_RT_POOL: case VT_RT_GLOBAL_POOL: case VT_RT_ELEMENTWISE_CHAIN: case VT_RT_REORDER:
+    case VT_RT_UNARY: case VT_RT_BINARY: case VT_RT_BINARY_CHANNEL: case VT_RT_SOFTMAX: case VT_RT_LAYERNORM:
+    case VT_RT_CHANNEL_AFFINE: return 1;
     default: return 0;
   }
 }

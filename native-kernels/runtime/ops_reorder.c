@@ -10,6 +10,7 @@
  * (row copies); any other pair goes element by element through the natural index.
  */
 #include <stdint.h>
+#include <omp.h>
 #include <string.h>
 #include "vt_rt.h"
 #include "../vt_simd.h"
@@ -274,9 +275,16 @@ int vt_op_reorder(const vt_step* s) {
     r2r_ctx ctx = { in, out, cols, (cols + fv - 1) / fv * fv, (cols + tv - 1) / tv * tv };
     vt_parallel(rows, s->threads, 64, rows_to_rows, &ctx);
   } else {
-    memset(out, 0, (size_t)stored(to, tv, n, c, hw, rows, cols) * sizeof(float));
-    long total = n * c * hw;
-    for (long i = 0; i < total; i++) out[address(to, tv, i, c, hw, cols)] = in[address(from, fv, i, c, hw, cols)];
+    /* element by element, on one thread: inside a team (executor.c run_team) thread 0, then all meet */
+    const int team = omp_in_parallel();
+    if (!team || omp_get_thread_num() == 0) {
+      memset(out, 0, (size_t)stored(to, tv, n, c, hw, rows, cols) * sizeof(float));
+      long total = n * c * hw;
+      for (long i = 0; i < total; i++) out[address(to, tv, i, c, hw, cols)] = in[address(from, fv, i, c, hw, cols)];
+    }
+    if (team) {
+#pragma omp barrier
+    }
   }
   return 0;
 }
