@@ -294,29 +294,23 @@ static napi_value set_int(napi_env env, napi_callback_info info, int (*setter)(v
 static napi_value set_version(napi_env env, napi_callback_info info) { return set_int(env, info, vt_exec_set_version); }
 static napi_value set_threads(napi_env env, napi_callback_info info) { return set_int(env, info, vt_exec_set_threads); }
 
-static napi_value set_profiling(napi_env env, napi_callback_info info) {
+/* (handle, on): an on/off switch of an idle executor. */
+static napi_value set_flag(napi_env env, napi_callback_info info, void (*set)(vt_exec*, int), const char* usage) {
   size_t argc = 2;
   napi_value argv[2];
   bool on = false;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   handle_t* h = argc ? idle_handle(env, argv[0]) : NULL;
-  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "setProfiling(handle, on)");
+  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", usage);
   if (argc > 1) napi_get_value_bool(env, argv[1], &on);
-  vt_exec_set_profiling(h->e, on);
+  set(h->e, on);
   return NULL;
 }
 
-static napi_value set_teams(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  bool on = false;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  handle_t* h = argc ? idle_handle(env, argv[0]) : NULL;
-  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "setTeams(handle, on)");
-  if (argc > 1) napi_get_value_bool(env, argv[1], &on);
-  vt_exec_set_teams(h->e, on);
-  return NULL;
+static napi_value set_profiling(napi_env env, napi_callback_info info) {
+  return set_flag(env, info, vt_exec_set_profiling, "setProfiling(handle, on)");
 }
+static napi_value set_teams(napi_env env, napi_callback_info info) { return set_flag(env, info, vt_exec_set_teams, "setTeams(handle, on)"); }
 
 static napi_value step_times(napi_env env, napi_callback_info info) {
   size_t argc = 1;
