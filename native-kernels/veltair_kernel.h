@@ -21,8 +21,12 @@
  * gelu is the exact erf form, gelu_tanh its tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)));
  * hard_swish is x * clip(x/6 + 1/2, 0, 1) (ONNX HardSwish).
  *
- * Threading: <sym>_run uses OpenMP with exactly `nthreads` threads over the schedule's chunks;
- * pinning is the caller's business (the harness pins; the runtime pins its pool).
+ * Threading: called outside any OpenMP parallel region, <sym>_run opens one with exactly
+ * `nthreads` threads over the schedule's chunks. Called inside an active region it ignores
+ * `nthreads` and shares its loops over that region's team (static shares, so the same results):
+ * then EVERY thread of the team must call it, with the same arguments, as the executor's run_team
+ * does (src/codegen/team-entry.ts; kernels that can are marked by <sym>_team_entry). Pinning is the
+ * caller's business (the harness pins; the runtime pins its pool).
  *
  * Workspace: a kernel never allocates. Scratch memory it needs (the gathered NCHW input of a
  * small-cin stem conv, batch_matmul's packed B^T panels) is `desc->workspace_bytes` bytes in total,

@@ -49,7 +49,9 @@ struct vt_step {
 
 /* Parallel range helper: f(ctx, begin, end) over [0, n), on up to `threads` OpenMP threads, and
  * serially (no OpenMP region at all) when threads <= 1 or n <= grain: tiny steps never pay for
- * waking the pool. */
+ * waking the pool. Inside an active region (executor.c run_team) every thread of the team must call
+ * it with the same arguments: each runs its share and all meet at a barrier. Likewise
+ * vt_zero_pad_lanes. */
 typedef void (*vt_range_fn)(const void* ctx, long begin, long end);
 void vt_parallel(long n, int threads, long grain, vt_range_fn f, const void* ctx);
 
