@@ -169,14 +169,17 @@ static int measure(reader r, int n_steps, size_t* ptrs, size_t* ints, size_t* fl
 /* A kernel step's one int: its input arrives in plain NCHW (KERNEL_READS_NCHW in src/runtime/native-plan.ts). */
 #define K_READS_NCHW 1
 
-/* The descriptor, when <sym>_run and <sym>_desc exist; *run is <sym>_run, or for a step whose input
- * is plain NCHW <sym>_run_nchw (NULL when the kernel has none: check_kernel refuses it). */
-static const vt_desc* version_desc(vt_exec* e, const char* sym, int nchw, vt_run_fn* run) {
+/* The descriptor, when <sym>_run and <sym>_desc exist; v->run is <sym>_run, or for a step whose input
+ * is plain NCHW <sym>_run_nchw (NULL when the kernel has none: check_kernel refuses it); v->team
+ * whether its entries work-share over a calling team (<sym>_team_entry exists: run_team). */
+static const vt_desc* version_desc(vt_exec* e, const char* sym, int nchw, vt_version* v) {
   char name[128];
   snprintf(name, sizeof name, "%s_run", sym);
   vt_run_fn blocked = (vt_run_fn)dlsym(e->so, name);
   snprintf(name, sizeof name, "%s_run_nchw", sym);
-  *run = nchw ? (vt_run_fn)dlsym(e->so, name) : blocked;
+  v->run = nchw ? (vt_run_fn)dlsym(e->so, name) : blocked;
+  snprintf(name, sizeof name, "%s_team_entry", sym);
+  v->team = dlsym(e->so, name) != NULL;
   snprintf(name, sizeof name, "%s_desc", sym);
   vt_desc_fn d = (vt_desc_fn)dlsym(e->so, name);
   return (blocked && d) ? d() : NULL;
@@ -302,10 +305,7 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
       if (sym < 0 || sym >= n_symbols) return fail(e, err, "plan step %d names symbol %ld, which is not in the symbol table", s, (long)sym);
       st->versions[v].weight = resolve(e, wref, wbytes, &ok);
       if (!ok) return fail(e, err, "plan step %d version weight refers to a buffer that does not exist or reaches past its end", s);
-      const vt_desc* d = version_desc(e, symbols[sym], nchw, &st->versions[v].run);
-      char marker[128];
-      snprintf(marker, sizeof marker, "%s_team_entry", symbols[sym]);
-      st->versions[v].team = dlsym(e->so, marker) != NULL;
+      const vt_desc* d = version_desc(e, symbols[sym], nchw, &st->versions[v]);
       if (!d) return fail(e, err, "kernels library has no %s_run/%s_desc (step %d)", symbols[sym], symbols[sym], s);
       if (!check_kernel(e, st, s, v, symbols[sym], d, wbytes, nchw)) { snprintf(err, VT_ERR_LEN, "%s", e->err); vt_exec_destroy(e); return NULL; }
     }

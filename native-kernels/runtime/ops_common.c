@@ -3,52 +3,55 @@
 #include <string.h>
 #include "vt_rt.h"
 
-/* Inside the executor's team (run_team in executor.c) every thread of the team calls this with the
- * same arguments: each takes the share an own region of the same size would give it, and all meet
- * at a barrier, so the step's writes are complete before the next step starts. */
-static void team_share(long n, int threads, long grain, vt_range_fn f, const void* ctx) {
-  const long id = omp_get_thread_num(), team = omp_get_num_threads();
+/*
+ * Outside any parallel region: a region of up to `threads` threads (none for one). Inside one (the
+ * executor's team, run_team in executor.c), every thread of the team calls this with the same
+ * arguments: each takes the share it would get in a region of its own, and all meet at a barrier,
+ * so the step's writes are complete before the next step starts.
+ */
+void vt_parallel(long n, int threads, long grain, vt_range_fn f, const void* ctx) {
+  const int in_team = omp_in_parallel();
+  long t = 0;
   if (n > 0) {
     long most = grain > 0 ? (n + grain - 1) / grain : n;
-    long t = threads < most ? threads : most;
-    if (t > team) t = team;
-    if (t <= 1) {
-      if (id == 0) f(ctx, 0, n);
-    } else if (id < t) {
-      long b = n * id / t, e = n * (id + 1) / t;
+    t = threads < most ? threads : most;
+    if (t < 1) t = 1;
+    if (in_team && t > omp_get_num_threads()) t = omp_get_num_threads();
+  }
+  if (!in_team) {
+    if (n <= 0) return;
+    if (t <= 1) { f(ctx, 0, n); return; }
+#pragma omp parallel num_threads((int)t)
+    {
+      long k = omp_get_num_threads(), id = omp_get_thread_num();
+      long b = n * id / k, e = n * (id + 1) / k;
       if (b < e) f(ctx, b, e);
     }
+    return;
   }
-#pragma omp barrier
-}
-
-void vt_parallel(long n, int threads, long grain, vt_range_fn f, const void* ctx) {
-  if (omp_in_parallel()) { team_share(n, threads, grain, f, ctx); return; }
-  if (n <= 0) return;
-  long most = grain > 0 ? (n + grain - 1) / grain : n;
-  int t = threads < most ? threads : (int)most;
-  if (t <= 1) { f(ctx, 0, n); return; }
-#pragma omp parallel num_threads(t)
-  {
-    long k = omp_get_num_threads(), id = omp_get_thread_num();
-    long b = n * id / k, e = n * (id + 1) / k;
+  const long id = omp_get_thread_num();
+  if (id < t) {  /* t = 0 only when n <= 0 */
+    long b = n * id / t, e = n * (id + 1) / t;
     if (b < e) f(ctx, b, e);
   }
+#pragma omp barrier
 }
 
+typedef struct { float* x; long cb, rem, hw, v; } pad_ctx;
+
+static void pad_batches(const void* p, long b, long e) {
+  const pad_ctx* k = p;
+  for (long i = b; i < e; i++) {
+    float* blk = k->x + ((i * k->cb + k->cb - 1) * k->hw) * k->v;
+    for (long q = 0; q < k->hw; q++) memset(blk + q * k->v + k->rem, 0, (size_t)(k->v - k->rem) * sizeof(float));
+  }
+}
+
+/* On one thread (thread 0 of a team, which the others wait for at vt_parallel's barrier). */
 void vt_zero_pad_lanes(float* x, long n, long c, long hw, long v) {
-  long cb = (c + v - 1) / v, rem = c % v;
-  if (rem == 0) return;
-  const int team = omp_in_parallel();
-  if (!team || omp_get_thread_num() == 0) {
-    for (long i = 0; i < n; i++) {
-      float* blk = x + ((i * cb + cb - 1) * hw) * v;
-      for (long p = 0; p < hw; p++) memset(blk + p * v + rem, 0, (size_t)(v - rem) * sizeof(float));
-    }
-  }
-  if (team) {
-#pragma omp barrier
-  }
+  pad_ctx k = { x, (c + v - 1) / v, c % v, hw, v };
+  if (k.rem == 0) return;
+  vt_parallel(n, 1, 1, pad_batches, &k);
 }
 
 /* COPY: ints [bytes]. Identity, and views whose bytes could not be shared. */

@@ -10,7 +10,6 @@
  * (row copies); any other pair goes element by element through the natural index.
  */
 #include <stdint.h>
-#include <omp.h>
 #include <string.h>
 #include "vt_rt.h"
 #include "../vt_simd.h"
@@ -247,6 +246,16 @@ static long stored(int kind, long v, long n, long c, long hw, long rows, long co
   return rows * ((cols + v - 1) / v * v);
 }
 
+typedef struct { const float* in; float* out; int from, to; long fv, tv, n, c, hw, rows, cols; } any_ctx;
+
+static void any_to_any(const void* p, long b, long e) {
+  (void)b; (void)e;
+  const any_ctx* k = p;
+  memset(k->out, 0, (size_t)stored(k->to, k->tv, k->n, k->c, k->hw, k->rows, k->cols) * sizeof(float));
+  long total = k->n * k->c * k->hw;
+  for (long i = 0; i < total; i++) k->out[address(k->to, k->tv, i, k->c, k->hw, k->cols)] = k->in[address(k->from, k->fv, i, k->c, k->hw, k->cols)];
+}
+
 int vt_op_reorder(const vt_step* s) {
   const int64_t* k = s->ints;
   int from = (int)k[0], to = (int)k[2];
@@ -275,16 +284,9 @@ int vt_op_reorder(const vt_step* s) {
     r2r_ctx ctx = { in, out, cols, (cols + fv - 1) / fv * fv, (cols + tv - 1) / tv * tv };
     vt_parallel(rows, s->threads, 64, rows_to_rows, &ctx);
   } else {
-    /* element by element, on one thread: inside a team (executor.c run_team) thread 0, then all meet */
-    const int team = omp_in_parallel();
-    if (!team || omp_get_thread_num() == 0) {
-      memset(out, 0, (size_t)stored(to, tv, n, c, hw, rows, cols) * sizeof(float));
-      long total = n * c * hw;
-      for (long i = 0; i < total; i++) out[address(to, tv, i, c, hw, cols)] = in[address(from, fv, i, c, hw, cols)];
-    }
-    if (team) {
-#pragma omp barrier
-    }
+    /* element by element, on one thread (in a team: thread 0, the others wait at vt_parallel's barrier) */
+    any_ctx ctx = { in, out, from, to, fv, tv, n, c, hw, rows, cols };
+    vt_parallel(1, 1, 1, any_to_any, &ctx);
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 import { fileURLToPath } from 'node:url';
 import { internalError } from '../errors.js';
 import { loadBundle, type Session } from '../runtime/session.js';
+import { median, quantile } from '../stats.js';
 import { modelFeeds } from './feeds.js';
 import { machineInfo, machineLine } from './machine.js';
 
@@ -27,11 +28,6 @@ export interface TeamsResult {
   readonly otherOffMs?: number;
   readonly otherOnMs?: number;
 }
-
-const quantile = (xs: readonly number[], q: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-};
 
 function outputsEqual(a: Record<string, { data: ArrayLike<unknown> }>, b: Record<string, { data: ArrayLike<unknown> }>): boolean {
   return Object.keys(a).every((k) => {
@@ -72,11 +68,11 @@ export async function compareTeams(bundle: string, threads: number, pairs: numbe
       off.s.executor.setProfiling(true); on.s.executor.setProfiling(true);
       const o: number[] = [], n: number[] = [];
       for (let r = 0; r < pairs; r++) { o.push(outside(off)); n.push(outside(on)); }
-      other = { otherOffMs: quantile(o, 0.5), otherOnMs: quantile(n, 0.5) };
+      other = { otherOffMs: median(o), otherOnMs: median(n) };
     }
     return {
-      bundle, threads, pairs, offMs: quantile(offMs, 0.5), onMs: quantile(onMs, 0.5),
-      ratio: quantile(ratios, 0.5), ratioP10: quantile(ratios, 0.1), ratioP90: quantile(ratios, 0.9), ...other,
+      bundle, threads, pairs, offMs: median(offMs), onMs: median(onMs),
+      ratio: median(ratios), ratioP10: quantile(ratios, 0.1), ratioP90: quantile(ratios, 0.9), ...other,
     };
   } finally {
     off.s.close();

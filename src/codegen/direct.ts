@@ -175,7 +175,7 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
   // `<sym>_run_nchw`: the same tiles straight on the caller's plain NCHW input, which is exactly the
   // gathered copy `_run` builds (batch stride cin·H·W), so the graph plan can hand a stem its
   // natural-layout graph input: no reorder to NCHW[V]c before it and no gather back inside it.
-  // `_run` stays as it was: tuning records measure it. A conv's workspace holds only that copy.
+  // `_run` keeps the gather in front of the tiles: tuning records measure it. A conv's workspace holds only that copy.
   return [...tiles, '', ...compactInput(sym, p), '', emitTeamEntry(`${sym}_run`, `${sym}_compact`, 'in_blocked'), '',
     emitTeamEntry(`${sym}_run_nchw`, `${sym}_tiles`, 'in')].join('\n');
 }
