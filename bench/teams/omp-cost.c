@@ -1,0 +1,45 @@
+/*
+ * The cost of OpenMP's fork/join and barrier, and of reading what the other core wrote, on this
+ * machine (bench/RESULTS.md "Stop 28"). Run under the benchmark lock:
+ *   gcc -O2 -fopenmp bench/teams/omp-cost.c -o /tmp/omp-cost && flock -x /work/.bench.lock /tmp/omp-cost
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+int main(void) {
+  int N = 100000; volatile long x = 0;
+  double t0 = now();
+  for (int i = 0; i < N; i++) {
+#pragma omp parallel num_threads(2)
+    { x += omp_get_thread_num(); }
+  }
+  printf("empty 2-thread region (fork + join) %.2f us\n", (now() - t0) / N / 1e3);
+  t0 = now();
+#pragma omp parallel num_threads(2)
+  for (int i = 0; i < N; i++) {
+#pragma omp barrier
+  }
+  printf("barrier inside a region %.2f us\n", (now() - t0) / N / 1e3);
+  size_t B = 100 * 1024 / 4; float *a = aligned_alloc(64, B * 4 * 2), *b = aligned_alloc(64, B * 4 * 2);
+  memset(a, 1, B * 8); memset(b, 1, B * 8);
+  for (int mode = 0; mode < 3; mode++) {
+    double tot = 0; int R = 20000;
+    for (int r = 0; r < R; r++) {
+      /* thread t writes half h of a: its own half (mode 0, 2) or the other's (mode 1) */
+#pragma omp parallel num_threads(2)
+      { int t = omp_get_thread_num(); size_t h = mode == 1 ? 1 - t : t; memset(a + h * B / 2, r, B * 2); }
+      double s = now();
+      if (mode == 2) { memcpy(b, a, B * 4); } else {
+#pragma omp parallel num_threads(2)
+        { int t = omp_get_thread_num(); memcpy(b + t * B / 2, a + t * B / 2, B * 2); }
+      }
+      tot += now() - s;
+    }
+    const char* what[] = { "2 threads, each its own half", "2 threads, each the half the other core wrote", "1 thread, half written by the other core" };
+    printf("copy 100 KB, %s: %.2f us\n", what[mode], tot / R / 1e3);
+  }
+  return 0;
+}
