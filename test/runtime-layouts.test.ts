@@ -275,3 +275,37 @@ test('a POOL whose threads take bands of rows (its writer split rows) writes wha
     assert.deepEqual(await run(2, 0), planes, `kind ${kind} V=${v}`);
   }
 });
+
+test('a blocked 3x3 max POOL skips NaN taps on every path (edges, fixed rows, the stride-2 shared column), as its scalar loop does', async () => {
+  // The reference is the generic loop's rule, `tap > max ? tap : max` from -FLT_MAX: a NaN tap drops
+  // out and an all-NaN window gives -FLT_MAX. Every output is held exactly.
+  const [c, h, w] = [16, 9, 11];
+  for (const [v, sh] of [[16, 2], [16, 1], [8, 2], [16, 3]] as const) {
+    const oh = Math.floor((h + 2 - 3) / sh) + 1, ow = Math.floor((w + 2 - 3) / sh) + 1;
+    const cb = Math.ceil(c / v);
+    const x = seeded(cb * v * h * w, 21 + v + sh);
+    for (let i = 0; i < x.length; i += 7) x[i] = NaN;
+    for (let l = 0; l < v; l++) for (const [yy, xx] of [[0, 0], [0, 1], [1, 0], [1, 1]]) x[(yy * w + xx) * v + l] = NaN;  // an all-NaN corner window
+    const outAt = Math.ceil(x.byteLength / 64) * 64, outBytes = cb * v * oh * ow * 4;
+    const exec = await createExecutor({
+      arenaBytes: outAt + outBytes,
+      inputs: [{ name: 'x', dtype: 'float32' as const, shape: [], offset: 0, bytes: x.byteLength }],
+      outputs: [{ name: 'y', dtype: 'float32' as const, shape: [], offset: outAt, bytes: outBytes }],
+      steps: [{ op: OP.POOL, threads: 1, inputs: [arenaRef(0)], outputs: [arenaRef(outAt)], floats: [], label: 'pool',
+        ints: [0, 1, c, h, w, oh, ow, v, 3, 3, sh, sh, 1, 1, 1, 1, 1, 1, 0, 0] }],
+      symbols: [], params: [],
+    }, null);
+    const y = exec.run([x])[0] as Float32Array;
+    exec.close();
+    for (let b = 0; b < cb; b++) for (let oy = 0; oy < oh; oy++) for (let ox = 0; ox < ow; ox++) for (let l = 0; l < v; l++) {
+      let want = -3.4028234663852886e38;
+      for (let ky = 0; ky < 3; ky++) for (let kx = 0; kx < 3; kx++) {
+        const iy = oy * sh - 1 + ky, ix = ox * sh - 1 + kx;
+        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+        const t = x[((b * h + iy) * w + ix) * v + l]!;
+        if (t > want) want = t;
+      }
+      assert.equal(y[((b * oh + oy) * ow + ox) * v + l], want, `V=${v} stride ${sh} block ${b} (${oy}, ${ox}) lane ${l}`);
+    }
+  }
+});

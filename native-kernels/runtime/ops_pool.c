@@ -52,7 +52,12 @@ static inline void row_of(const pool_ctx* k, long t, long* plane, long* oy) {
  * vtV_max(px, acc) returns acc when either is NaN, the same as the generic `px > acc ? px : acc`.
  * The 3-wide undilated window (the CNN stem's 3x3 pool) has its own loop over the columns whose
  * window lies inside the row: three fixed loads a row, no tap bounds per pixel (the generic loop
- * spent more on those than on the loads). The taps visited and their order are the same.
+ * spent more on those than on the loads). On rows whose three taps are all inside, the nine loads
+ * come from three fixed row pointers with no per-tap arithmetic, and at stride 2 each column's
+ * three-row max is computed once and shared by the two windows that cover it (6 loads a window,
+ * not 9): the stem pool of ShuffleNet ran 38 -> 24 us at 2 threads (bench/RESULTS.md, "Stop 29").
+ * The order of the maxima differs from the generic loop's, but the result does not: each max is
+ * over the same taps, and a NaN tap drops out in either (vtV_max's second operand never is one).
  */
 #define MAX_ROWS(V)                                                                                         \
   static inline vt##V##_t max_window##V(const pool_ctx* k, const float* src, long y0, long ky0, long ky1,   \
@@ -80,6 +85,39 @@ static inline void row_of(const pool_ctx* k, long t, long* plane, long* oy) {
       float* dst = k->out + (plane * k->oh + oy) * k->ow * V;                                               \
       taps_inside(y0, k->dh, k->kh, k->h, &ky0, &ky1);                                                      \
       for (long ox = 0; ox < xa; ox++) vt##V##_store(dst + ox * V, max_window##V(k, src, y0, ky0, ky1, ox * k->sw - k->pl)); \
+      if (ky1 - ky0 == 3 && k->kh == 3) {                                                                   \
+        /* every tap inside: three fixed row pointers, nine loads a column, nothing computed per tap */     \
+        const float* r0 = src + (y0 + ky0 * k->dh) * k->w * V - k->pl * V;                                  \
+        const float* r1 = r0 + k->dh * k->w * V;                                                            \
+        const float* r2 = r1 + k->dh * k->w * V;                                                            \
+        const long step = k->sw * V;                                                                        \
+        const vt##V##_t lo = vt##V##_set1(-FLT_MAX);                                                        \
+        if (k->sw == 2 && xb > xa) {                                                                        \
+          /* stride 2: neighbouring windows share a column, so each column's three rows are loaded once */ \
+          long at = xa * step;                                                                              \
+          vt##V##_t prev = vt##V##_max(vt##V##_load(r0 + at), vt##V##_max(vt##V##_load(r1 + at), vt##V##_max(vt##V##_load(r2 + at), lo))); \
+          for (long ox = xa; ox < xb; ox++, at += step) {                                                   \
+            vt##V##_t mid = vt##V##_max(vt##V##_load(r0 + at + V), vt##V##_max(vt##V##_load(r1 + at + V), vt##V##_max(vt##V##_load(r2 + at + V), lo))); \
+            vt##V##_t next = vt##V##_max(vt##V##_load(r0 + at + 2 * V), vt##V##_max(vt##V##_load(r1 + at + 2 * V), vt##V##_max(vt##V##_load(r2 + at + 2 * V), lo))); \
+            vt##V##_store(dst + ox * V, vt##V##_max(prev, vt##V##_max(mid, next)));                         \
+            prev = next;                                                                                    \
+          }                                                                                                 \
+        } else                                                                                              \
+        for (long ox = xa; ox < xb; ox++) {                                                                 \
+          const long at = ox * step;                                                                        \
+          vt##V##_t acc = vt##V##_set1(-FLT_MAX);                                                           \
+          acc = vt##V##_max(vt##V##_load(r0 + at), acc);                                                    \
+          acc = vt##V##_max(vt##V##_load(r0 + at + V), acc);                                                \
+          acc = vt##V##_max(vt##V##_load(r0 + at + 2 * V), acc);                                            \
+          acc = vt##V##_max(vt##V##_load(r1 + at), acc);                                                    \
+          acc = vt##V##_max(vt##V##_load(r1 + at + V), acc);                                                \
+          acc = vt##V##_max(vt##V##_load(r1 + at + 2 * V), acc);                                            \
+          acc = vt##V##_max(vt##V##_load(r2 + at), acc);                                                    \
+          acc = vt##V##_max(vt##V##_load(r2 + at + V), acc);                                                \
+          acc = vt##V##_max(vt##V##_load(r2 + at + 2 * V), acc);                                            \
+          vt##V##_store(dst + ox * V, acc);                                                                 \
+        }                                                                                                   \
+      } else                                                                                                \
       for (long ox = xa; ox < xb; ox++) {                                                                   \
         const float* col = src + (ox * k->sw - k->pl) * V;                                                  \
         vt##V##_t acc = vt##V##_set1(-FLT_MAX);                                                             \
