@@ -11,6 +11,7 @@ import type { Tensor } from '../src/onnx/model.js';
 import { LAYOUT_KIND, OP } from '../src/runtime/ops.js';
 import { createExecutor } from '../src/runtime/native-bridge.js';
 import { arenaRef } from '../src/runtime/native-plan.js';
+import { gatherPieceTable } from '../src/runtime/lower-movement.js';
 import type { NodeSpec } from '../src/onnx/encode.js';
 import { check, f32, graphOf, named, seeded, X, type Case } from './runtime-harness.js';
 
@@ -220,22 +221,57 @@ test('a CHANNEL_GATHER on NCHW[V]c zeroes the output padding and never reads the
     const outBytes = n * cb(12) * v * hw * 4;
     const at = [0, Math.ceil(ins[0]!.byteLength / 64) * 64];
     const outAt = at[1]! + Math.ceil(ins[1]!.byteLength / 64) * 64;
-    const exec = await createExecutor({
-      arenaBytes: outAt + outBytes,
-      inputs: ins.map((x, i) => ({ name: `in${i}`, dtype: 'float32' as const, shape: [], offset: at[i]!, bytes: x.byteLength })),
-      outputs: [{ name: 'y', dtype: 'float32' as const, shape: [], offset: outAt, bytes: outBytes }],
-      steps: [{ op: OP.CHANNEL_GATHER, threads: 2, inputs: at.map((o) => arenaRef(o)), outputs: [arenaRef(outAt)], floats: [], label: 'gather',
-        ints: [v, n, hw, 2, 1, ...cin, 12, ...map.flat()] }],
-      symbols: [], params: [],
-    }, null);
-    const y = exec.run(ins)[0] as Float32Array;
-    exec.close();
-    for (let i = 0; i < n; i++) for (let ch = 0; ch < cb(12) * v; ch++) for (let p = 0; p < hw; p++) {
-      const [s, sc] = map[ch] ?? [0, 0];
-      const want = ch < 12 ? ins[s!]![((i * cb(cin[s!]!) + Math.floor(sc! / v)) * hw + p) * v + (sc! % v)] : 0;
-      assert.equal(y[((i * cb(12) + Math.floor(ch / v)) * hw + p) * v + (ch % v)], want, `V=${v} n=${i} c=${ch} p=${p}`);
+    // At V = 16 also with the lowering's piece table (the ints' tail), which the op then reads instead of the map.
+    const tails = v === 16 ? [[], gatherPieceTable(cin, [map as [number, number][]])] : [[]];
+    for (const tail of tails) {
+      const exec = await createExecutor({
+        arenaBytes: outAt + outBytes,
+        inputs: ins.map((x, i) => ({ name: `in${i}`, dtype: 'float32' as const, shape: [], offset: at[i]!, bytes: x.byteLength })),
+        outputs: [{ name: 'y', dtype: 'float32' as const, shape: [], offset: outAt, bytes: outBytes }],
+        steps: [{ op: OP.CHANNEL_GATHER, threads: 2, inputs: at.map((o) => arenaRef(o)), outputs: [arenaRef(outAt)], floats: [], label: 'gather',
+          ints: [v, n, hw, 2, 1, ...cin, 12, ...map.flat(), ...tail] }],
+        symbols: [], params: [],
+      }, null);
+      const y = exec.run(ins)[0] as Float32Array;
+      exec.close();
+      for (let i = 0; i < n; i++) for (let ch = 0; ch < cb(12) * v; ch++) for (let p = 0; p < hw; p++) {
+        const [s, sc] = map[ch] ?? [0, 0];
+        const want = ch < 12 ? ins[s!]![((i * cb(cin[s!]!) + Math.floor(sc! / v)) * hw + p) * v + (sc! % v)] : 0;
+        assert.equal(y[((i * cb(12) + Math.floor(ch / v)) * hw + p) * v + (ch % v)], want, `V=${v} table ${tail.length > 0} n=${i} c=${ch} p=${p}`);
+      }
     }
   }
+});
+
+test('a V = 16 CHANNEL_GATHER piece table: whole blocks copied, pieces permuted, the same as the map; a bad entry is an error naming it', async () => {
+  // 40 channels of `a` and 20 of `b`; output 0 = a's 16..31 (a whole block), output 1 = b's 19 then a's 0..18 (pieces from 3 blocks).
+  const [hw, v] = [130, 16];
+  const cin = [40, 20];
+  const sources: [number, number][][] = [Array.from({ length: 16 }, (_, i) => [0, 16 + i]),
+    [[1, 19], ...Array.from({ length: 19 }, (_, i): [number, number] => [0, i])]];
+  const table = gatherPieceTable(cin, sources);
+  assert.deepEqual(table.slice(0, 4), [3, 4, 7, 7 + 2 + 5 * 2], 'three output blocks: a copy, then two permutes');
+  assert.deepEqual(table.slice(4, 7), [0, 0, 16], 'output 0 is block 1 of a');
+  const blockOf = (c: number) => Math.ceil(c / v);
+  const ins = cin.map((c, i) => seeded(blockOf(c) * v * hw, 11 + i));
+  const at = [0, ins[0]!.byteLength];
+  const outAt = [at[1]! + ins[1]!.byteLength, at[1]! + ins[1]!.byteLength + v * hw * 4];
+  const outBytes = [v * hw * 4, 2 * v * hw * 4];
+  const run = async (tail: readonly number[], threads: number) => {
+    const exec = await createExecutor({
+      arenaBytes: outAt[1]! + outBytes[1]!,
+      inputs: ins.map((x, i) => ({ name: `in${i}`, dtype: 'float32' as const, shape: [], offset: at[i]!, bytes: x.byteLength })),
+      outputs: outAt.map((o, i) => ({ name: `y${i}`, dtype: 'float32' as const, shape: [], offset: o, bytes: outBytes[i]! })),
+      steps: [{ op: OP.CHANNEL_GATHER, threads, inputs: at.map((o) => arenaRef(o)), outputs: outAt.map((o) => arenaRef(o)), floats: [], label: 'gather',
+        ints: [v, 1, hw, 2, 2, ...cin, 16, 20, ...sources.flat(2), ...tail] }],
+      symbols: [], params: [],
+    }, null);
+    try { return exec.run(ins) as Float32Array[]; } finally { exec.close(); }
+  };
+  for (const threads of [1, 2]) assert.deepEqual(await run(table, threads), await run([], threads), `${threads} thread(s)`);
+  const bad = [...table];
+  bad[table[2]! + 2 + 1] = 48;  // the first piece of output 1 reads channel 48 of b (20 channels: no such block)
+  await assert.rejects(async () => run(bad, 1), /piece table's entry for output block 1 reads a block its source does not have/);
 });
 
 test('rows8 ↔ rows16 reorders keep every column and zero the padding', async () => {

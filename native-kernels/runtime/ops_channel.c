@@ -4,7 +4,8 @@
  * any channel counts, a channel shuffle (reshape–transpose–reshape) and the three fused together
  * (ShuffleNet: concat → shuffle → split in one pass over the data).
  * ints [V, N, HW, n_in, n_out, C of each input, C of each output, then per output channel (outputs
- *       in order): source input index, source channel]; float32 in / out.
+ *       in order): source input index, source channel], optionally followed by a piece table
+ *       for V = 16 (check_table); float32 in / out.
  * Per output block of V channels: an aligned block (V consecutive source channels starting at a
  * multiple of V, or the source's last block) is one contiguous copy of the plane. Any other block,
  * per pixel: with AVX-512 at V = 16, one contiguous load and masked permute per source block it
@@ -25,6 +26,10 @@ typedef struct {
   long v, n, hw, n_in, n_out, cin[MAX_PARTS], cout[MAX_PARTS], cb_in[MAX_PARTS], cb_out[MAX_PARTS];
   long first_block[MAX_PARTS + 1], first_channel[MAX_PARTS + 1];
   const int64_t* map;
+  /* The lowering's piece table (V = 16; NULL: group the map's lanes on every call), and per output
+   * the table index of its first block. */
+  const int64_t* table;
+  long table_block[MAX_PARTS];
 } cg_ctx;
 
 /* Source element offset (floats, from the source's base) of channel `sc`, batch `n`, pixel 0. */
@@ -66,13 +71,7 @@ static inline __attribute__((always_inline)) void permute_pixels16(const cg_piec
   }
 }
 
-static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, long n, long q0, long q1, float* dst) {
-  long piece_s[16], piece_c[16];
-  int32_t idx[16][16];
-  unsigned pick[16];
-  int n_pieces = group_pieces(map, 0, lanes, 16, piece_s, piece_c, idx, pick);
-  cg_piece16 piece[16];
-  for (int u = 0; u < n_pieces; u++) piece[u] = (cg_piece16){ k->in[piece_s[u]] + src_offset(k, piece_s[u], n, piece_c[u]), vt16_perm_index(idx[u]), pick[u] };
+static inline void run_pieces16(const cg_piece16* piece, int n_pieces, long q0, long q1, float* dst) {
   switch (n_pieces) {
     case 1: permute_pixels16(piece, 1, q0, q1, dst); break;
     case 2: permute_pixels16(piece, 2, q0, q1, dst); break;
@@ -80,6 +79,30 @@ static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, lon
     case 4: permute_pixels16(piece, 4, q0, q1, dst); break;
     default: permute_pixels16(piece, n_pieces, q0, q1, dst); break;
   }
+}
+
+static void permute_group16(const cg_ctx* k, const int64_t* map, long lanes, long n, long q0, long q1, float* dst) {
+  long piece_s[16], piece_c[16];
+  int32_t idx[16][16];
+  unsigned pick[16];
+  int n_pieces = group_pieces(map, 0, lanes, 16, piece_s, piece_c, idx, pick);
+  cg_piece16 piece[16];
+  for (int u = 0; u < n_pieces; u++) piece[u] = (cg_piece16){ k->in[piece_s[u]] + src_offset(k, piece_s[u], n, piece_c[u]), vt16_perm_index(idx[u]), pick[u] };
+  run_pieces16(piece, n_pieces, q0, q1, dst);
+}
+
+/* The same from a table entry's pieces (e: n_pieces, then per piece: source, first channel, pick,
+ * lane indices 0-7 and 8-15 at 4 bits each; checked by check_table). */
+static void table_group16(const cg_ctx* k, const int64_t* e, long n, long q0, long q1, float* dst) {
+  const int n_pieces = (int)e[0];
+  cg_piece16 piece[16];
+  for (int u = 0; u < n_pieces; u++) {
+    const int64_t* p = e + 1 + 5 * u;
+    int32_t idx[16];
+    for (int l = 0; l < 16; l++) idx[l] = (int32_t)((p[3 + l / 8] >> (4 * (l % 8))) & 15);
+    piece[u] = (cg_piece16){ k->in[p[0]] + src_offset(k, p[0], n, p[1]), vt16_perm_index(idx), (unsigned)p[2] };
+  }
+  run_pieces16(piece, n_pieces, q0, q1, dst);
 }
 #endif
 
@@ -138,6 +161,46 @@ static void gather_scalar(const cg_ctx* k, const int64_t* map, long lanes, long 
   }
 }
 
+#if defined(__AVX512F__)
+/*
+ * The table the lowering computes once for V = 16, so a call does not group lanes into pieces:
+ * [B, then per output block of batch 0 (outputs in order) the offset of its entry from the table's
+ * start, then the entries]. Entry: [0, source, first channel] for a block that is V consecutive
+ * channels of one source (or its last block) from a multiple of V, copied whole; else [1, n_pieces,
+ * then per piece: source, first channel (a multiple of 16), pick (the lanes it fills), lane indices
+ * 0-7 and 8-15 at 4 bits each]. Every source block named must exist (the loads stay inside it).
+ */
+static int check_table(cg_ctx* c, const int64_t* t, long len, char* err) {
+  long blocks = 0;
+  for (long o = 0; o < c->n_out; o++) { c->table_block[o] = blocks; blocks += c->cb_out[o]; }
+  if (len < 1 + blocks || t[0] != blocks) {
+    snprintf(err, VT_ERR_LEN, "channel gather: a piece table of %ld ints for %ld output blocks", len, blocks);
+    return 1;
+  }
+  for (long b = 0; b < blocks; b++) {
+    const long at = t[1 + b];
+    const int64_t* e = t + at;
+    const char* why = NULL;
+    if (at < 1 + blocks || at >= len) why = "starts outside the table";
+    else if (e[0] == 0) {
+      if (at + 3 > len) why = "runs past the table";
+      else if (e[1] < 0 || e[1] >= c->n_in || e[2] < 0 || e[2] % 16 != 0 || e[2] >= c->cin[e[1]]) why = "copies a block its source does not have";
+    } else if (e[0] == 1) {
+      if (at + 2 > len || e[1] < 1 || e[1] > 16 || at + 2 + 5 * e[1] > len) why = "has a piece count that does not fit";
+      for (long u = 0; !why && u < e[1]; u++) {
+        const int64_t* p = e + 2 + 5 * u;
+        if (p[0] < 0 || p[0] >= c->n_in || p[1] < 0 || p[1] % 16 != 0 || p[1] >= c->cin[p[0]]) why = "reads a block its source does not have";
+        else if (p[2] < 0 || p[2] > 0xFFFF || p[3] < 0 || p[3] > 0xFFFFFFFFll || p[4] < 0 || p[4] > 0xFFFFFFFFll) why = "has a lane field out of range";
+      }
+    } else {
+      why = "is of no known kind";
+    }
+    if (why) { snprintf(err, VT_ERR_LEN, "channel gather: the piece table's entry for output block %ld %s", b, why); return 1; }
+  }
+  return 0;
+}
+#endif
+
 /* Work item = (pixel part, output block), part-major: with `parts` threads each gets one part. */
 typedef struct { const cg_ctx* k; long parts; } cg_run;
 
@@ -152,6 +215,18 @@ static void gather_blocks(const void* p, long b, long e) {
     while (t >= k->first_block[o + 1]) o++;
     long local = t - k->first_block[o], n = local / k->cb_out[o], ob = local % k->cb_out[o];
     float* dst = k->out[o] + (n * k->cb_out[o] + ob) * k->hw * k->v;
+#if defined(__AVX512F__)
+    if (k->table) {
+      const int64_t* entry = k->table + k->table[1 + k->table_block[o] + ob];
+      if (entry[0] == 0) {
+        const float* src = k->in[entry[1]] + src_offset(k, entry[1], n, entry[2]);
+        if (src != dst) memcpy(dst + q0 * k->v, src + q0 * k->v, (size_t)((q1 - q0) * k->v) * sizeof(float));
+      } else {
+        table_group16(k, entry + 1, n, q0, q1, dst);
+      }
+      continue;
+    }
+#endif
     const int64_t* map = k->map + 2 * (k->first_channel[o] + ob * k->v);
     long lanes = k->cout[o] - ob * k->v < k->v ? k->cout[o] - ob * k->v : k->v;
     long s = map[0], sc0 = map[1];
@@ -179,7 +254,7 @@ static void gather_blocks(const void* p, long b, long e) {
 int vt_op_channel_gather(const vt_step* s) {
   const int64_t* k = s->ints;
   cg_ctx c;
-  memset(&c, 0, sizeof c);
+  c.first_block[0] = 0; c.first_channel[0] = 0;
   c.v = k[0]; c.n = k[1]; c.hw = k[2]; c.n_in = k[3]; c.n_out = k[4];
   if (c.v < 1 || c.v > MAXV || c.n_in < 1 || c.n_in > MAX_PARTS || c.n_out < 1 || c.n_out > MAX_PARTS
       || c.n_in != s->n_in || c.n_out != s->n_out) {
@@ -195,11 +270,20 @@ int vt_op_channel_gather(const vt_step* s) {
     total_channels += c.cout[o];
   }
   c.map = k + 5 + c.n_in + c.n_out;
-  if (s->n_ints != 5 + c.n_in + c.n_out + 2 * total_channels) {
+  const long map_end = 5 + c.n_in + c.n_out + 2 * total_channels;
+  if (s->n_ints < map_end) {
     snprintf(s->err, VT_ERR_LEN, "channel gather: %d ints for %ld output channels", s->n_ints, total_channels);
     return 1;
   }
-  for (long i = 0; i < total_channels; i++) {
+  c.table = NULL;
+#if defined(__AVX512F__)
+  if (s->n_ints > map_end && c.v == 16) {
+    if (check_table(&c, k + map_end, s->n_ints - map_end, s->err)) return 1;
+    c.table = k + map_end;
+  }
+#endif
+  /* With a table the map is not read (its checks cost more than the table's on ShuffleNet's 7x7 planes). */
+  for (long i = 0; !c.table && i < total_channels; i++) {
     if (c.map[2 * i] < 0 || c.map[2 * i] >= c.n_in || c.map[2 * i + 1] < 0 || c.map[2 * i + 1] >= c.cin[c.map[2 * i]]) {
       snprintf(s->err, VT_ERR_LEN, "channel gather: output channel %ld names a source channel that does not exist", i);
       return 1;

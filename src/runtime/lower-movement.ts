@@ -168,8 +168,48 @@ export function channelGather(c: OpContext, sources: readonly (readonly (readonl
     unsupported(c, 'channel gather operands differ in batch, spatial size or layout');
   }
   const map = sources.flatMap((list) => list.flatMap(([i, ch]) => [i, ch]));
+  const cin = ins.map((o) => o.shape[1]!);
   return { op: OP.CHANNEL_GATHER, inputs: ins.map((o) => o.ref), outputs: outs.map((o) => o.ref),
-    ints: [first.v, first.n, first.hw, ins.length, outs.length, ...ins.map((o) => o.shape[1]!), ...outs.map((o) => o.shape[1]!), ...map] };
+    ints: [first.v, first.n, first.hw, ins.length, outs.length, ...cin, ...outs.map((o) => o.shape[1]!), ...map,
+      ...(first.v === PIECE_WIDTH ? gatherPieceTable(cin, sources) : [])] };
+}
+
+/** The lane count of a piece: one AVX-512 register (ops_channel.c's V = 16 path). */
+const PIECE_WIDTH = 16;
+
+/**
+ * The piece table of a V = 16 gather (ops_channel.c check_table), computed once here instead of on
+ * every call: on ShuffleNet's 7x7 planes grouping 16 lanes into pieces took more time than moving
+ * the pixels. Per output block of batch 0: a whole-block copy when its lanes are 16 consecutive
+ * channels of one source from a multiple of 16 (or that source's last block), else the source
+ * blocks it draws from, each with the lanes it fills and the source lane of each.
+ */
+export function gatherPieceTable(cin: readonly number[], sources: readonly (readonly (readonly [number, number])[])[]): number[] {
+  const v = PIECE_WIDTH;
+  const entries: number[][] = [];
+  for (const list of sources) {
+    for (let ob = 0; ob * v < list.length; ob++) {
+      const lanes = list.slice(ob * v, ob * v + v);
+      const [s0, c0] = lanes[0]!;
+      const whole = c0 % v === 0 && (lanes.length === v || c0 + lanes.length === cin[s0]!)
+        && lanes.every(([s, c], l) => s === s0 && c === c0 + l);
+      if (whole) { entries.push([0, s0, c0]); continue; }
+      const pieces: { s: number; c: number; pick: number; idx: number[] }[] = [];
+      lanes.forEach(([s, c], l) => {
+        const base = c - (c % v);
+        let p = pieces.find((x) => x.s === s && x.c === base);
+        if (!p) { p = { s, c: base, pick: 0, idx: new Array<number>(v).fill(0) }; pieces.push(p); }
+        p.pick |= 1 << l;
+        p.idx[l] = c % v;
+      });
+      const nibbles = (idx: readonly number[]) => idx.reduce((acc, x, i) => acc + x * 2 ** (4 * i), 0);
+      entries.push([1, pieces.length, ...pieces.flatMap((p) => [p.s, p.c, p.pick, nibbles(p.idx.slice(0, 8)), nibbles(p.idx.slice(8))])]);
+    }
+  }
+  const offsets: number[] = [];
+  let at = 1 + entries.length;
+  for (const e of entries) { offsets.push(at); at += e.length; }
+  return [entries.length, ...offsets, ...entries.flat()];
 }
 
 /** A fused channel movement (channel shuffle with its concat and split): `sources` = [input, channel] per output channel, outputs in order. */
