@@ -276,8 +276,12 @@ int vt_op_channel_gather(const vt_step* s) {
     return 1;
   }
   c.table = NULL;
+  if (s->n_ints > map_end && c.v != 16) {
+    snprintf(s->err, VT_ERR_LEN, "channel gather: a piece table is for V = 16, not %ld", c.v);
+    return 1;
+  }
 #if defined(__AVX512F__)
-  if (s->n_ints > map_end && c.v == 16) {
+  if (s->n_ints > map_end) {
     if (check_table(&c, k + map_end, s->n_ints - map_end, s->err)) return 1;
     c.table = k + map_end;
   }
