@@ -114,3 +114,30 @@ test('reorders in a team, the element-by-element one too, match one region per s
     exec.close();
   }
 });
+
+test('a long chain in one team, each step reading what the other thread wrote in the step before, matches one region per step on every run', async () => {
+  // 32 channels on a 64-pixel plane: the gather splits output blocks between the two threads, and
+  // each output block draws from both input blocks, so every step needs both threads' writes of the
+  // one before it (vt_parallel's team barrier orders them: ops_common.c).
+  const c = 32, hw = 64, bytes = 2 * hw * V * 4, steps = 48;
+  const mix = Array.from({ length: c }, (_, i) => (i * 17 + 5) % c);
+  const exec = await createExecutor({
+    arenaBytes: 2 * bytes,
+    inputs: [{ name: 'x', dtype: 'float32', shape: [1, c, hw], offset: 0, bytes }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [1, c, hw], offset: (steps % 2) * bytes, bytes }],
+    symbols: [], params: [],
+    steps: Array.from({ length: steps }, (_, s): NativeStep => ({
+      op: OP.CHANNEL_GATHER, label: `mix ${s}`, threads: 2, floats: [], inputs: [arenaRef((s % 2) * bytes)],
+      outputs: [arenaRef(((s + 1) % 2) * bytes)], inputBytes: [bytes], outputBytes: [bytes],
+      ints: [V, 1, hw, 1, 1, c, c, ...mix.flatMap((ch) => [0, ch])] })),
+  }, null);
+  try {
+    const x = new Float32Array(bytes / 4).map((_, i) => i);
+    exec.setTeams(false);
+    const apart = Array.from(exec.run([x])[0] as Float32Array);
+    exec.setTeams(true);
+    for (let r = 0; r < 30; r++) assert.deepEqual(Array.from(exec.run([x])[0] as Float32Array), apart, `run ${r}`);
+  } finally {
+    exec.close();
+  }
+});

@@ -438,8 +438,10 @@ static inline int run_alone(vt_exec* e, int s, int max_threads) {
  */
 static int run_team(vt_exec* e, int from, int to, int threads) {
   int failed = 0;
+  vt_team_barrier barrier = { 0, 0 };
 #pragma omp parallel num_threads(threads)
   {
+    vt_team_join(&barrier);
     const int lead = omp_get_thread_num() == 0;
     char mine[VT_ERR_LEN];
     for (int s = from; s < to; s++) {
@@ -454,6 +456,7 @@ static int run_team(vt_exec* e, int from, int to, int threads) {
         break;
       }
     }
+    vt_team_leave();
   }
   return failed;
 }

@@ -1,7 +1,36 @@
 /* Shared helpers of the op library: the parallel range loop, the padded-lane fix-up, plain copy. */
 #include <omp.h>
+#include <sched.h>
 #include <string.h>
 #include "vt_rt.h"
+
+static __thread vt_team_barrier* team_barrier;
+static __thread int team_phase;
+
+void vt_team_join(vt_team_barrier* b) { team_barrier = b; team_phase = 0; }
+void vt_team_leave(void) { team_barrier = NULL; }
+
+/*
+ * Sense-reversing: the last of `n` threads to arrive resets the count, then publishes the next
+ * phase (release); the others spin on the phase (acquire), so every write before the barrier is
+ * visible after it. After ~10^5 spins a waiter yields its core (a preempted team mate).
+ */
+static void team_wait(int n) {
+  vt_team_barrier* b = team_barrier;
+  const int next = team_phase ^ 1;
+  team_phase = next;
+  if (__atomic_add_fetch(&b->arrived, 1, __ATOMIC_ACQ_REL) == n) {
+    __atomic_store_n(&b->arrived, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->phase, next, __ATOMIC_RELEASE);
+    return;
+  }
+  for (unsigned spins = 0; __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE) != next; spins++) {
+    if (spins >= 100000) sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    else __builtin_ia32_pause();
+#endif
+  }
+}
 
 /*
  * Outside any parallel region: a region of up to `threads` threads (none for one). Inside one (the
@@ -34,7 +63,11 @@ void vt_parallel(long n, int threads, long grain, vt_range_fn f, const void* ctx
     long b = n * id / t, e = n * (id + 1) / t;
     if (b < e) f(ctx, b, e);
   }
+  if (team_barrier) {
+    team_wait(omp_get_num_threads());
+  } else {
 #pragma omp barrier
+  }
 }
 
 typedef struct { float* x; long cb, rem, hw, v; } pad_ctx;
