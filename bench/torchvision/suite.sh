@@ -4,7 +4,7 @@
 #   bench/torchvision/suite.sh models  WORK         export the torchvision set (export.py) and build the zoo models
 #   bench/torchvision/suite.sh compile WORK [NAME…] veltair compile each model (under flock -s: a long CPU job)
 #   bench/torchvision/suite.sh bench   WORK [NAME…] veltair bench --noise 0 at 1 and 2 threads (under flock -x: timing)
-#   bench/torchvision/suite.sh profile WORK [NAME…] per-step profile at 1 and 2 threads: the time outside tuned kernels
+#   bench/torchvision/suite.sh profile WORK [NAME…] per-step profile at 1 and 2 threads (PROFILE_RUNS, default 100): the time outside tuned kernels
 #   node dist/src/bench/suite-table.js WORK          the table (per-model ratios, geomeans, non-kernel share)
 #
 # WORK/models/NAME.onnx, WORK/db (the tuning records all compiles share), WORK/bundles/NAME.bundle,
@@ -57,7 +57,7 @@ case "$cmd" in
     for m in $(names "$@"); do
       [ -f "$work/bundles/$m.bundle/manifest.json" ] || { echo "no bundle for $m" >&2; continue; }
       for t in 1 2; do
-        flock -x "$lock" "$(command -v node)" "$here/dist/src/bench/step-profile.js" "$work/bundles/$m.bundle" --threads "$t" --runs 15 --json \
+        flock -x "$lock" "$(command -v node)" "$here/dist/src/bench/step-profile.js" "$work/bundles/$m.bundle" --threads "$t" --runs "${PROFILE_RUNS:-100}" --json \
           > "$work/results/$m.profile.t$t.json" || echo "profile $m at $t threads failed" >&2
       done
     done

@@ -4,8 +4,9 @@
  * with the bundle's thread counts (--threads N: the versions tuned for N, as `run --threads`).
  * Reports the mean per step, the kernel steps' total against the sum of their profiled level-0
  * latencies (what tuning measured for the same versions, one layer at a time), the other steps'
- * total (its share of the run is the non-kernel share), and the slowest steps with their
- * observed/profiled ratio.
+ * total, and the slowest steps with their observed/profiled ratio. The non-kernel share is taken
+ * from each step's median over the runs (as `veltair run --profile` does): on this shared VM one
+ * run in 15 stalled for a millisecond moved the mean-based share of ShuffleNet x1.0 from 8% to 14%.
  *   node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]
  * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
  */
@@ -13,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { loadBundle } from '../runtime/session.js';
 import { modelFeeds } from './feeds.js';
 import { machineInfo, machineLine } from './machine.js';
+import { median } from '../stats.js';
 
 export interface StepTime {
   readonly step: number;
@@ -21,6 +23,7 @@ export interface StepTime {
   /** The graph plan's step this executor step runs (manifest graphPlan.steps index). */
   readonly planStep?: number;
   readonly meanMs: number;
+  readonly medianMs: number;
   /** Kernel steps: the running version's profiled level-0 latency at its thread count. */
   readonly profiledMs?: number;
 }
@@ -31,6 +34,9 @@ export interface StepProfile {
   readonly kernelMs: number;
   readonly kernelProfiledMs: number;
   readonly otherMs: number;
+  /** Sums of the steps' medians: kernel steps, the others. */
+  readonly medianKernelMs: number;
+  readonly medianOtherMs: number;
   readonly steps: readonly StepTime[];
 }
 
@@ -42,30 +48,36 @@ export async function profileSteps(bundleDir: string, runs: number, threads?: nu
     const byName = Object.fromEntries(session.manifest.model.inputs.map((t, i) => [t.name, arrays[i]!]));
     session.executor.setProfiling(true);
     session.runSync(byName);
-    const sums = new Float64Array(session.executor.stepCount);
+    const times = Array.from({ length: session.executor.stepCount }, () => new Array<number>(runs));
     for (let r = 0; r < runs; r++) {
       session.runSync(byName);
-      session.executor.stepTimesNs().forEach((ns, i) => { sums[i]! += ns; });
+      session.executor.stepTimesNs().forEach((ns, i) => { times[i]![r] = ns / 1e6; });
     }
     session.executor.setProfiling(false);
+    const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
     const profiled = new Map(session.tunableLayers.map((t, i) => {
       const v = t.versions[session.versions[i]!]!;
       return [t.step, v.latencyByThreadsMs[String(v.threads)] ?? v.latencyMs['0']] as const;
     }));
     const steps: StepTime[] = session.steps.map((s) => ({
-      step: s.index, kind: s.kind, layer: s.layer, planStep: s.planStep, meanMs: sums[s.index]! / runs / 1e6,
+      step: s.index, kind: s.kind, layer: s.layer, planStep: s.planStep, meanMs: sum(times[s.index]!) / runs, medianMs: median(times[s.index]!),
       ...(profiled.get(s.index) !== undefined ? { profiledMs: profiled.get(s.index)! } : {}),
     }));
-    const kernels = steps.filter((s) => s.profiledMs !== undefined);
-    const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+    const kernels = steps.filter((s) => s.profiledMs !== undefined), others = steps.filter((s) => s.profiledMs === undefined);
     return {
       runs, totalMs: sum(steps.map((s) => s.meanMs)), kernelMs: sum(kernels.map((s) => s.meanMs)),
-      kernelProfiledMs: sum(kernels.map((s) => s.profiledMs!)), otherMs: sum(steps.filter((s) => s.profiledMs === undefined).map((s) => s.meanMs)),
-      steps,
+      kernelProfiledMs: sum(kernels.map((s) => s.profiledMs!)), otherMs: sum(others.map((s) => s.meanMs)),
+      medianKernelMs: sum(kernels.map((s) => s.medianMs)), medianOtherMs: sum(others.map((s) => s.medianMs)), steps,
     };
   } finally {
     session.close();
   }
+}
+
+/** The run's share outside tuned kernels, from the steps' medians. */
+export function nonKernelShareOf(p: StepProfile): number {
+  const total = p.medianKernelMs + p.medianOtherMs;
+  return total > 0 ? p.medianOtherMs / total : 0;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -77,7 +89,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
   const p = await profileSteps(bundle, arg('--runs', 15), process.argv.includes('--threads') ? arg('--threads', 1) : undefined);
   if (process.argv.includes('--json')) {
-    process.stdout.write(JSON.stringify({ machine: await machineInfo(), bundle, nonKernelShare: p.otherMs / p.totalMs, ...p }) + '\n');
+    process.stdout.write(JSON.stringify({ machine: await machineInfo(), bundle, nonKernelShare: nonKernelShareOf(p),
+      meanNonKernelShare: p.otherMs / p.totalMs, ...p }) + '\n');
   } else {
     const f = (x: number) => x.toFixed(3);
     const top = [...p.steps].sort((a, b) => b.meanMs - a.meanMs).slice(0, arg('--top', 10));
@@ -85,6 +98,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       `machine: ${machineLine(await machineInfo())}`,
       `${bundle}: mean of ${p.runs} profiled runs (level-0 versions): steps ${f(p.totalMs)} ms in all; kernel steps ${f(p.kernelMs)} ms `
         + `against ${f(p.kernelProfiledMs)} ms profiled at level 0 (ratio ${(p.kernelMs / p.kernelProfiledMs).toFixed(2)}); other steps ${f(p.otherMs)} ms`,
+      `steps' medians: kernel ${f(p.medianKernelMs)} ms, other ${f(p.medianOtherMs)} ms: ${(nonKernelShareOf(p) * 100).toFixed(1)}% outside tuned kernels`,
       'slowest steps:',
       ...top.map((s) => `  step ${s.step} ${s.kind}${s.layer === null ? '' : ` (layer ${s.layer})`}: ${f(s.meanMs)} ms`
         + (s.profiledMs !== undefined ? ` (profiled ${f(s.profiledMs)}, ratio ${(s.meanMs / s.profiledMs).toFixed(2)})` : '')),
