@@ -161,7 +161,6 @@ static void gather_scalar(const cg_ctx* k, const int64_t* map, long lanes, long 
   }
 }
 
-#if defined(__AVX512F__)
 /*
  * The table the lowering computes once for V = 16, so a call does not group lanes into pieces:
  * [B, then per output block of batch 0 (outputs in order) the offset of its entry from the table's
@@ -199,7 +198,6 @@ static int check_table(cg_ctx* c, const int64_t* t, long len, char* err) {
   }
   return 0;
 }
-#endif
 
 /* Work item = (pixel part, output block), part-major: with `parts` threads each gets one part. */
 typedef struct { const cg_ctx* k; long parts; } cg_run;
@@ -253,6 +251,10 @@ static void gather_blocks(const void* p, long b, long e) {
 
 int vt_op_channel_gather(const vt_step* s) {
   const int64_t* k = s->ints;
+  if (s->n_ints < 5 || s->n_ints < 5 + k[3] + k[4]) {
+    snprintf(s->err, VT_ERR_LEN, "channel gather: %d ints do not hold its geometry", s->n_ints);
+    return 1;
+  }
   cg_ctx c;
   c.first_block[0] = 0; c.first_channel[0] = 0;
   c.v = k[0]; c.n = k[1]; c.hw = k[2]; c.n_in = k[3]; c.n_out = k[4];
@@ -262,6 +264,13 @@ int vt_op_channel_gather(const vt_step* s) {
     return 1;
   }
   long total_channels = 0;
+  if (c.n < 1 || c.hw < 1) {
+    snprintf(s->err, VT_ERR_LEN, "channel gather: malformed geometry (batch %ld, %ld pixels)", c.n, c.hw);
+    return 1;
+  }
+  for (long i = 0; i < c.n_in + c.n_out; i++) {
+    if (k[5 + i] < 1) { snprintf(s->err, VT_ERR_LEN, "channel gather: operand %ld has %ld channels", i, (long)k[5 + i]); return 1; }
+  }
   for (long i = 0; i < c.n_in; i++) { c.in[i] = s->in[i]; c.cin[i] = k[5 + i]; c.cb_in[i] = (c.cin[i] + c.v - 1) / c.v; }
   for (long o = 0; o < c.n_out; o++) {
     c.out[o] = s->out[o]; c.cout[o] = k[5 + c.n_in + o]; c.cb_out[o] = (c.cout[o] + c.v - 1) / c.v;
@@ -280,12 +289,13 @@ int vt_op_channel_gather(const vt_step* s) {
     snprintf(s->err, VT_ERR_LEN, "channel gather: a piece table is for V = 16, not %ld", c.v);
     return 1;
   }
-#if defined(__AVX512F__)
   if (s->n_ints > map_end) {
+    /* checked in every build; read only by the AVX-512 path (elsewhere the map runs) */
     if (check_table(&c, k + map_end, s->n_ints - map_end, s->err)) return 1;
+#if defined(__AVX512F__)
     c.table = k + map_end;
-  }
 #endif
+  }
   /* With a table the map is not read (its checks cost more than the table's on ShuffleNet's 7x7 planes). */
   for (long i = 0; !c.table && i < total_channels; i++) {
     if (c.map[2 * i] < 0 || c.map[2 * i] >= c.n_in || c.map[2 * i + 1] < 0 || c.map[2 * i + 1] >= c.cin[c.map[2 * i]]) {
