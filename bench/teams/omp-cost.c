@@ -1,6 +1,6 @@
 /*
- * The cost of OpenMP's fork/join and barrier, and of reading what the other core wrote, on this
- * machine (bench/RESULTS.md "Stop 28"). Run under the benchmark lock:
+ * The cost of OpenMP's fork/join and barrier, of the runtime's own team barrier, and of reading
+ * what the other core wrote, on this machine (bench/RESULTS.md "Stop 28", "Stop 29"). Run under the benchmark lock:
  *   gcc -O2 -fopenmp bench/teams/omp-cost.c -o /tmp/omp-cost && flock -x /work/.bench.lock /tmp/omp-cost
  */
 #include <omp.h>
@@ -23,6 +23,23 @@ int main(void) {
 #pragma omp barrier
   }
   printf("barrier inside a region %.2f us\n", (now() - t0) / N / 1e3);
+  /* the runtime's team barrier (ops_common.c team_wait): a counter and a phase on their own lines */
+  static struct { _Alignas(64) int arrived; _Alignas(64) int phase; } bar;
+  t0 = now();
+#pragma omp parallel num_threads(2)
+  {
+    int phase = 0;
+    for (int i = 0; i < N; i++) {
+      phase ^= 1;
+      if (__atomic_add_fetch(&bar.arrived, 1, __ATOMIC_ACQ_REL) == 2) {
+        __atomic_store_n(&bar.arrived, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&bar.phase, phase, __ATOMIC_RELEASE);
+      } else {
+        while (__atomic_load_n(&bar.phase, __ATOMIC_ACQUIRE) != phase) __builtin_ia32_pause();
+      }
+    }
+  }
+  printf("the runtime's spin barrier inside a region %.2f us\n", (now() - t0) / N / 1e3);
   size_t B = 100 * 1024 / 4; float *a = aligned_alloc(64, B * 4 * 2), *b = aligned_alloc(64, B * 4 * 2);
   memset(a, 1, B * 8); memset(b, 1, B * 8);
   for (int mode = 0; mode < 3; mode++) {
