@@ -98,7 +98,8 @@ static inline void row_of(const pool_ctx* k, long t, long* plane, long* oy) {
           vt##V##_t prev = vt##V##_max(vt##V##_load(r0 + at), vt##V##_max(vt##V##_load(r1 + at), vt##V##_max(vt##V##_load(r2 + at), lo))); \
           for (long ox = xa; ox < xb; ox++, at += step) {                                                   \
             vt##V##_t mid = vt##V##_max(vt##V##_load(r0 + at + V), vt##V##_max(vt##V##_load(r1 + at + V), vt##V##_max(vt##V##_load(r2 + at + V), lo))); \
-            vt##V##_t next = vt##V##_max(vt##V##_load(r0 + at + 2 * V), vt##V##_max(vt##V##_load(r1 + at + 2 * V), vt##V##_max(vt##V##_load(r2 + at + 2 * V), lo))); \
+            long at2 = at + 2 * V;                                                                          \
+            vt##V##_t next = vt##V##_max(vt##V##_load(r0 + at2), vt##V##_max(vt##V##_load(r1 + at2), vt##V##_max(vt##V##_load(r2 + at2), lo))); \
             vt##V##_store(dst + ox * V, vt##V##_max(prev, vt##V##_max(mid, next)));                         \
             prev = next;                                                                                    \
           }                                                                                                 \
