@@ -21,6 +21,7 @@ import { desugarGemms } from './gemm.js';
 import { lowerGeneric } from './generic.js';
 import { recognisePatterns } from './patterns.js';
 import { composeChannelGathers, recogniseChannelMoves } from './channel-moves.js';
+import { orderGatherChannels } from './gather-order.js';
 import { dropAliases, mergeViewChains } from './simplify.js';
 import { lowerConv, lowerMatMul } from './tunable.js';
 import { indexGraph, shapeOf, workGraphOf, type WorkGraph } from './work-graph.js';
@@ -69,13 +70,13 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   for (const o of m.outputs) if (!shapes.has(o.name)) shapes.set(o.name, o.shape);
   const dtypes = new Map<string, DType>();
   for (const l of layers) for (const o of l.outputs) { const t = g.types.get(o)?.dtype; if (t !== undefined && t !== l.dtype) dtypes.set(o, t); }
-  return {
+  return orderGatherChannels({
     layers,
     inputs: m.inputs.map((i) => ({ name: i.name, dtype: i.dtype, shape: i.shape })),
     outputs: m.outputs.map((o) => ({ name: o.name, dtype: o.dtype, shape: o.shape })),
     shapes,
     ...(dtypes.size > 0 ? { dtypes } : {}),
-  };
+  });
 }
 
 export interface GraphSummary {
