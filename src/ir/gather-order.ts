@@ -9,7 +9,7 @@
  * Invariants (why a reorder is only applied when every reader of the output takes it):
  *  - a graph output is never reordered: the user sees the model's channel order;
  *  - a groups=1 conv reading the value as its data input absorbs the order in its weight's input
- *    axis (W'[o][j] = W[o][π(j)]): the same sums, in the same order over j's of the original;
+ *    axis (W'[o][j] = W[o][π(j)]): the same terms, summed in π's order (last bits may differ);
  *  - a depthwise conv (one weight row and bias per channel; only bias and activation epilogues)
  *    computes each channel on its own, so it takes π on its weight rows and bias and passes π on
  *    to its own output, whose readers must absorb it in turn;
@@ -121,10 +121,13 @@ export function orderGatherChannels(graph: LayerGraph): LayerGraph {
   let changed = false;
   for (let i = 0; i < layers.length; i++) {
     if (!isGather(layers[i]!)) continue;
+    // Every output's channel count must be known and the sources must cover them exactly, or nothing is sliced.
+    const counts = layers[i]!.outputs.map((o) => graph.shapes.get(o)?.[1]);
+    if (counts.some((c) => c === undefined) || counts.reduce((a: number, c) => a + c!, 0) * 2 !== sourcesOf(layers[i]!).length) continue;
     let at = 0;
     for (const out of layers[i]!.outputs) {
       const g = layers[i]!;
-      const channels = graph.shapes.get(out)?.[1] ?? 0;
+      const channels = graph.shapes.get(out)![1]!;
       const pairs = sourcesOf(g).slice(2 * at, 2 * (at + channels));
       const perm = sourceOrder(pairs);
       if (pairs.length === 2 * channels && perm.some((p, j) => p !== j)) {
