@@ -95,13 +95,11 @@ function absorb(value: string, channels: number, perm: Perm, ctx: { layers: read
       edits.set(layer, { ...l, params: { ...l.params, weight: permuteAxis(weight, 1, perm) } });
       continue;
     }
-    if (!isDepthwise(l, channels) || !l.epilogue.every((s) => s.kind === 'bias' || s.kind === 'activation')) return false;
+    if (!isDepthwise(l, channels) || !l.epilogue.every((s) => s.kind === 'bias' || s.kind === 'activation')
+      || Object.keys(l.params).some((k) => k !== 'weight' && k !== 'bias')) return false;
     const bias = l.params['bias'];
     if (bias !== undefined && (!isFloat32(bias) || bias.dims.length !== 1 || bias.dims[0] !== channels)) return false;
-    const params: Record<string, Tensor> = { ...l.params, weight: permuteAxis(weight, 0, perm) };
-    if (bias !== undefined) params['bias'] = permuteAxis(bias, 0, perm);
-    if (Object.keys(params).some((k) => k !== 'weight' && k !== 'bias')) return false;
-    edits.set(layer, { ...l, params });
+    edits.set(layer, { ...l, params: { weight: permuteAxis(weight, 0, perm), ...(bias ? { bias: permuteAxis(bias, 0, perm) } : {}) } });
     if (!absorb(l.outputs[0]!, channels, perm, ctx, edits)) return false;
   }
   return true;
@@ -111,7 +109,7 @@ function absorb(value: string, channels: number, perm: Perm, ctx: { layers: read
 export function sourceOrder(pairs: readonly number[]): number[] {
   const n = pairs.length / 2;
   return Array.from({ length: n }, (_, j) => j)
-    .sort((a, b) => (pairs[2 * a]! - pairs[2 * b]!) || (pairs[2 * a + 1]! - pairs[2 * b + 1]!) || (a - b));
+    .sort((a, b) => (pairs[2 * a]! - pairs[2 * b]!) || (pairs[2 * a + 1]! - pairs[2 * b + 1]!));
 }
 
 /** The graph with each channel gather's outputs in source order wherever every reader absorbs it. */
@@ -130,7 +128,7 @@ export function orderGatherChannels(graph: LayerGraph): LayerGraph {
       const channels = graph.shapes.get(out)![1]!;
       const pairs = sourcesOf(g).slice(2 * at, 2 * (at + channels));
       const perm = sourceOrder(pairs);
-      if (pairs.length === 2 * channels && perm.some((p, j) => p !== j)) {
+      if (perm.some((p, j) => p !== j)) {
         const edits = new Map<number, Layer>();
         if (absorb(out, channels, perm, ctx, edits)) {
           const sources = [...sourcesOf(g)];
