@@ -61,6 +61,7 @@ export async function prepare(spec: ModelSpec, versionsOf: (w: Workload, target:
     const vs = units[i]!.map((u, j) => ({
       id: u.symbol, symbol: u.symbol, packedWeight: packed[k++]!, workspaceBytes: kernelWorkspaceBytes(l.workload!, schedules[i]![j]!),
       split: threadSplit(problemOf(l.workload!, schedules[i]![j]!.vec), schedules[i]![j]!),
+      ...(l.workload!.op === 'conv2d' ? { tiling: { problem: problemOf(l.workload!, schedules[i]![j]!.vec), schedule: schedules[i]![j]! } } : {}),
     }));
     versions.set(l.index, vs);
     choices.set(l.index, { vec, versions: vs.map((v) => v.id) });

@@ -1,14 +1,23 @@
 /**
  * How a bundle version's threads divide its output (space/schedule.ts threadSplit), read from the
- * manifest: the runtime's pooling follows it, so each thread reads the rows its own core wrote.
+ * manifest: the runtime's pooling follows it, so each thread reads the rows its own core wrote; and
+ * a conv version's tiling, from which space/tile-owner.ts tells which thread writes each block and
+ * pixel (the channel gather follows that).
  */
 import { problemOf } from '../space/problem.js';
 import { threadSplit, type ThreadSplit } from '../space/schedule.js';
+import { outputOwner, type OutputOwner, type Tiling } from '../space/tile-owner.js';
 import type { ManifestLayer, ManifestVersion } from './manifest.js';
 
-export type { ThreadSplit };
+export type { ThreadSplit, OutputOwner, Tiling };
+export { outputOwner };
 
 /** undefined for a layer without a workload (not a tuned kernel). */
 export function versionSplit(l: ManifestLayer, v: ManifestVersion): ThreadSplit | undefined {
   return l.workloadSpec ? threadSplit(problemOf(l.workloadSpec, v.schedule.vec), v.schedule) : undefined;
+}
+
+/** A conv version's loop problem and schedule (undefined for other layers: their outputs are not blocked images). */
+export function versionTiling(l: ManifestLayer, v: ManifestVersion): Tiling | undefined {
+  return l.workloadSpec?.op === 'conv2d' ? { problem: problemOf(l.workloadSpec, v.schedule.vec), schedule: v.schedule } : undefined;
 }

@@ -6,7 +6,7 @@
  */
 import { tensorBytes } from '../bundle/blobs.js';
 import type { BlobRef, Manifest, ManifestLayer, ManifestVersion } from '../bundle/manifest.js';
-import { versionSplit, type ThreadSplit } from '../bundle/thread-split.js';
+import { versionSplit, versionTiling, type ThreadSplit, type Tiling } from '../bundle/thread-split.js';
 import type { Layer } from '../ir/layer.js';
 import type { DType } from '../onnx/model.js';
 
@@ -26,6 +26,8 @@ export interface RuntimeVersion {
   readonly workspaceBytes: number;
   /** How its threads divide the output when more than one runs it (absent: unknown). */
   readonly split?: ThreadSplit;
+  /** Its loop problem and schedule, for a conv (which thread writes what: space/tile-owner.ts). */
+  readonly tiling?: Tiling;
 }
 
 export interface RuntimeLayer {
@@ -56,9 +58,9 @@ export function fromManifest(m: Manifest, readBlob: (ref: BlobRef) => Uint8Array
   }));
 }
 
-function splitOf(l: ManifestLayer, v: ManifestVersion): { split?: ThreadSplit } {
-  const split = versionSplit(l, v);
-  return split ? { split } : {};
+function splitOf(l: ManifestLayer, v: ManifestVersion): { split?: ThreadSplit; tiling?: Tiling } {
+  const split = versionSplit(l, v), tiling = versionTiling(l, v);
+  return { ...(split ? { split } : {}), ...(tiling ? { tiling } : {}) };
 }
 
 /** The ABI's epi_params for an IR epilogue (same rule as the bundle writer). */
