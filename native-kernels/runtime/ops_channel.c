@@ -5,7 +5,8 @@
  * (ShuffleNet: concat → shuffle → split in one pass over the data).
  * ints [V, N, HW, n_in, n_out, C of each input, C of each output, then per output channel (outputs
  *       in order): source input index, source channel], optionally followed by a piece table
- *       for V = 16 (check_table); float32 in / out.
+ *       for V = 16 (check_table), optionally followed by the lowering's assignment of the work to
+ *       threads (check_runs); float32 in / out.
  * Per output block of V channels: an aligned block (V consecutive source channels starting at a
  * multiple of V, or the source's last block) is one contiguous copy of the plane. Any other block,
  * per pixel: with AVX-512 at V = 16, one contiguous load and masked permute per source block it
@@ -30,6 +31,8 @@ typedef struct {
    * the table index of its first block. */
   const int64_t* table;
   long table_block[MAX_PARTS];
+  /* The lowering's thread assignment (check_runs), or NULL. */
+  const int64_t* runs;
 } cg_ctx;
 
 /* Source element offset (floats, from the source's base) of channel `sc`, batch `n`, pixel 0. */
@@ -169,8 +172,9 @@ static void gather_scalar(const cg_ctx* k, const int64_t* map, long lanes, long 
  * then per piece: source, first channel (a multiple of 16), pick (the lanes it fills), lane indices
  * 0-7 and 8-15 at 4 bits each]. Every source block named must exist (the loads stay inside it).
  */
-static int check_table(cg_ctx* c, const int64_t* t, long len, char* err) {
+static int check_table(cg_ctx* c, const int64_t* t, long len, long* end, char* err) {
   long blocks = 0;
+  *end = 1;
   for (long o = 0; o < c->n_out; o++) { c->table_block[o] = blocks; blocks += c->cb_out[o]; }
   if (len < 1 + blocks || t[0] != blocks) {
     snprintf(err, VT_ERR_LEN, "channel gather: a piece table of %ld ints for %ld output blocks", len, blocks);
@@ -195,57 +199,97 @@ static int check_table(cg_ctx* c, const int64_t* t, long len, char* err) {
       why = "is of no known kind";
     }
     if (why) { snprintf(err, VT_ERR_LEN, "channel gather: the piece table's entry for output block %ld %s", b, why); return 1; }
+    const long entry_end = at + (e[0] == 0 ? 3 : 2 + 5 * e[1]);
+    if (entry_end > *end) *end = entry_end;
   }
+  if (*end < 1 + blocks) *end = 1 + blocks;
+  return 0;
+}
+
+/*
+ * The lowering's assignment (src/runtime/gather-assign.ts): [T, R, then R runs of (work item, q0,
+ * q1, thread)], sorted by item and q0, each item's runs tiling its pixels [0, HW) with no gap or
+ * overlap, so that with T threads every output pixel is written exactly once, by the thread that
+ * wrote most of what it reads. Used only when the step runs on exactly T threads.
+ */
+static int check_runs(const cg_ctx* c, const int64_t* a, long len, char* err) {
+  const long items = c->first_block[c->n_out];
+  const char* why = NULL;
+  if (len < 2 || a[0] < 2 || a[0] > MAX_PARTS || a[1] < 1 || len != 2 + 4 * a[1]) why = "has a malformed header";
+  long item = 0, q = 0;
+  for (long r = 0; !why && r < a[1]; r++) {
+    const int64_t* run = a + 2 + 4 * r;
+    if (run[0] != item || run[1] != q || run[2] <= run[1] || run[2] > c->hw || run[3] < 0 || run[3] >= a[0]) why = "leaves a gap or an overlap";
+    q = run[2];
+    if (q == c->hw) { item++; q = 0; }
+  }
+  if (!why && item != items) why = "does not cover every output block";
+  if (why) { snprintf(err, VT_ERR_LEN, "channel gather: the thread assignment %s", why); return 1; }
   return 0;
 }
 
 /* Work item = (pixel part, output block), part-major: with `parts` threads each gets one part. */
 typedef struct { const cg_ctx* k; long parts; } cg_run;
 
+/* Pixels [q0, q1) of work item t (output o's block, outputs in order, batch-major within one). */
+static void gather_range(const cg_ctx* k, long t, long q0, long q1) {
+  long o = 0;
+  while (t >= k->first_block[o + 1]) o++;
+  long local = t - k->first_block[o], n = local / k->cb_out[o], ob = local % k->cb_out[o];
+  float* dst = k->out[o] + (n * k->cb_out[o] + ob) * k->hw * k->v;
+#if defined(__AVX512F__)
+  if (k->table) {
+    const int64_t* entry = k->table + k->table[1 + k->table_block[o] + ob];
+    if (entry[0] == 0) {
+      const float* src = k->in[entry[1]] + src_offset(k, entry[1], n, entry[2]);
+      if (src != dst) memcpy(dst + q0 * k->v, src + q0 * k->v, (size_t)((q1 - q0) * k->v) * sizeof(float));
+    } else {
+      table_group16(k, entry + 1, n, q0, q1, dst);
+    }
+    return;
+  }
+#endif
+  const int64_t* map = k->map + 2 * (k->first_channel[o] + ob * k->v);
+  long lanes = k->cout[o] - ob * k->v < k->v ? k->cout[o] - ob * k->v : k->v;
+  long s = map[0], sc0 = map[1];
+  int aligned = sc0 % k->v == 0 && (lanes == k->v || sc0 + lanes == k->cin[s]);
+  for (long l = 1; aligned && l < lanes; l++) aligned = map[2 * l] == s && map[2 * l + 1] == sc0 + l;
+  if (aligned) {
+    /* An input the plan placed in its slice of the output (a zero-copy concat) is already there. */
+    const float* src = k->in[s] + src_offset(k, s, n, sc0);
+    if (src != dst) memcpy(dst + q0 * k->v, src + q0 * k->v, (size_t)((q1 - q0) * k->v) * sizeof(float));
+    return;
+  }
+#if defined(__AVX512F__)
+  if (k->v == 16) { permute_group16(k, map, lanes, n, q0, q1, dst); return; }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+  if (k->v % 8 == 0) {
+    for (long g0 = 0; g0 < k->v; g0 += 8) permute_group8(k, map, lanes, n, g0, q0, q1, dst);
+    return;
+  }
+#endif
+  gather_scalar(k, map, lanes, n, q0, q1, dst);
+}
+
 static void gather_blocks(const void* p, long b, long e) {
   const cg_run* r = p;
   const cg_ctx* k = r->k;
   const long blocks = k->first_block[k->n_out];
   for (long item = b; item < e; item++) {
-    const long part = item / blocks, t = item % blocks;
-    const long q0 = k->hw * part / r->parts, q1 = k->hw * (part + 1) / r->parts;
-    long o = 0;
-    while (t >= k->first_block[o + 1]) o++;
-    long local = t - k->first_block[o], n = local / k->cb_out[o], ob = local % k->cb_out[o];
-    float* dst = k->out[o] + (n * k->cb_out[o] + ob) * k->hw * k->v;
-#if defined(__AVX512F__)
-    if (k->table) {
-      const int64_t* entry = k->table + k->table[1 + k->table_block[o] + ob];
-      if (entry[0] == 0) {
-        const float* src = k->in[entry[1]] + src_offset(k, entry[1], n, entry[2]);
-        if (src != dst) memcpy(dst + q0 * k->v, src + q0 * k->v, (size_t)((q1 - q0) * k->v) * sizeof(float));
-      } else {
-        table_group16(k, entry + 1, n, q0, q1, dst);
-      }
-      continue;
+    const long part = item / blocks;
+    gather_range(k, item % blocks, k->hw * part / r->parts, k->hw * (part + 1) / r->parts);
+  }
+}
+
+/* Item = thread: each takes the runs the assignment gives it. */
+static void gather_assigned(const void* p, long b, long e) {
+  const cg_ctx* k = p;
+  for (long id = b; id < e; id++) {
+    for (long r = 0; r < k->runs[1]; r++) {
+      const int64_t* run = k->runs + 2 + 4 * r;
+      if (run[3] == id) gather_range(k, run[0], run[1], run[2]);
     }
-#endif
-    const int64_t* map = k->map + 2 * (k->first_channel[o] + ob * k->v);
-    long lanes = k->cout[o] - ob * k->v < k->v ? k->cout[o] - ob * k->v : k->v;
-    long s = map[0], sc0 = map[1];
-    int aligned = sc0 % k->v == 0 && (lanes == k->v || sc0 + lanes == k->cin[s]);
-    for (long l = 1; aligned && l < lanes; l++) aligned = map[2 * l] == s && map[2 * l + 1] == sc0 + l;
-    if (aligned) {
-      /* An input the plan placed in its slice of the output (a zero-copy concat) is already there. */
-      const float* src = k->in[s] + src_offset(k, s, n, sc0);
-      if (src != dst) memcpy(dst + q0 * k->v, src + q0 * k->v, (size_t)((q1 - q0) * k->v) * sizeof(float));
-      continue;
-    }
-#if defined(__AVX512F__)
-    if (k->v == 16) { permute_group16(k, map, lanes, n, q0, q1, dst); continue; }
-#endif
-#if defined(__AVX2__) && defined(__FMA__)
-    if (k->v % 8 == 0) {
-      for (long g0 = 0; g0 < k->v; g0 += 8) permute_group8(k, map, lanes, n, g0, q0, q1, dst);
-      continue;
-    }
-#endif
-    gather_scalar(k, map, lanes, n, q0, q1, dst);
   }
 }
 
@@ -285,16 +329,22 @@ int vt_op_channel_gather(const vt_step* s) {
     return 1;
   }
   c.table = NULL;
+  c.runs = NULL;
   if (s->n_ints > map_end && c.v != 16) {
     snprintf(s->err, VT_ERR_LEN, "channel gather: a piece table is for V = 16, not %ld", c.v);
     return 1;
   }
   if (s->n_ints > map_end) {
     /* checked in every build; read only by the AVX-512 path (elsewhere the map runs) */
-    if (check_table(&c, k + map_end, s->n_ints - map_end, s->err)) return 1;
+    long table_end;
+    if (check_table(&c, k + map_end, s->n_ints - map_end, &table_end, s->err)) return 1;
 #if defined(__AVX512F__)
     c.table = k + map_end;
 #endif
+    if (s->n_ints > map_end + table_end) {
+      if (check_runs(&c, k + map_end + table_end, s->n_ints - map_end - table_end, s->err)) return 1;
+      c.runs = k + map_end + table_end;
+    }
   }
   /* With a table the map is not read (its checks cost more than the table's on ShuffleNet's 7x7 planes). */
   for (long i = 0; !c.table && i < total_channels; i++) {
@@ -307,6 +357,10 @@ int vt_op_channel_gather(const vt_step* s) {
    * made a 2-thread gather no faster than a 1-thread one on ShuffleNet's 28x28 and 14x14 planes. On
    * smaller planes they split the blocks: a pixel split repeats each block's piece setup per thread
    * for a few pixels each (bench/RESULTS.md, "Stop 25"). */
+  if (c.runs && c.runs[0] == s->threads) {
+    vt_parallel(c.runs[0], s->threads, 1, gather_assigned, &c);
+    return 0;
+  }
   const long blocks = c.first_block[c.n_out];
   cg_run r = { &c, s->threads > 1 && c.hw >= 128 ? s->threads : 1 };
   vt_parallel(blocks * r.parts, s->threads, r.parts > 1 ? blocks : 1, gather_blocks, &r);

@@ -7,7 +7,7 @@ import { userError, quoteForMessage } from '../errors.js';
 import type { DType } from '../onnx/model.js';
 import { parseLayout, type Layout } from '../bundle/layout.js';
 import type { OpCode } from './ops.js';
-import type { ThreadSplit } from '../bundle/thread-split.js';
+import type { OutputOwner, ThreadSplit } from '../bundle/thread-split.js';
 import type { Ref } from './native-plan.js';
 import type { ParamData, RuntimeLayer } from './runtime-layer.js';
 
@@ -31,6 +31,8 @@ export interface OpContext {
   addParam(data: ArrayBufferView): Ref;
   /** How the threads of the kernel that wrote ins[0] divided it (absent: one thread, or not a kernel's output). */
   readonly inputSplit?: ThreadSplit;
+  /** With more than one thread: which thread wrote each part of each activation input (undefined: not a conv's output). */
+  readonly inputOwners?: { readonly threads: number; readonly owners: readonly (OutputOwner | undefined)[] };
 }
 
 export interface LoweredOp {

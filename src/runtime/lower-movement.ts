@@ -4,6 +4,7 @@
  * every base offset and stride is computed here once.
  */
 import { dtypeBytes } from '../bundle/layout.js';
+import { assignGather } from './gather-assign.js';
 import { KIND, OP } from './ops.js';
 import { broadcastStrides, coalesce, MAX_NATIVE_RANK, product, stridesOf } from './geometry.js';
 import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type Lowering, type OpContext, type Operand } from './lower-context.js';
@@ -169,9 +170,12 @@ export function channelGather(c: OpContext, sources: readonly (readonly (readonl
   }
   const map = sources.flatMap((list) => list.flatMap(([i, ch]) => [i, ch]));
   const cin = ins.map((o) => o.shape[1]!);
+  const runs = first.v === PIECE_WIDTH && c.inputOwners && c.inputOwners.owners.length === ins.length
+    ? assignGather({ cin, sources, n: first.n, hw: first.hw, v: first.v }, c.inputOwners.threads, c.inputOwners.owners) : undefined;
   return { op: OP.CHANNEL_GATHER, inputs: ins.map((o) => o.ref), outputs: outs.map((o) => o.ref),
     ints: [first.v, first.n, first.hw, ins.length, outs.length, ...cin, ...outs.map((o) => o.shape[1]!), ...map,
-      ...(first.v === PIECE_WIDTH ? gatherPieceTable(cin, sources) : [])] };
+      ...(first.v === PIECE_WIDTH ? gatherPieceTable(cin, sources) : []),
+      ...(runs ? [c.inputOwners!.threads, runs.length, ...runs.flatMap((r) => [r.item, r.q0, r.q1, r.thread])] : [])] };
 }
 
 /** The lane count of a piece: one AVX-512 register (ops_channel.c's V = 16 path). */

@@ -33,7 +33,7 @@ import { unsupported, type LoweredOp, type Operand, type OpContext } from './low
 import { COMPUTE_LOWERINGS } from './lower-compute.js';
 import { MOVEMENT_LOWERINGS } from './lower-movement.js';
 import { paramFloats, type ParamData, type RuntimeLayer } from './runtime-layer.js';
-import type { ThreadSplit } from '../bundle/thread-split.js';
+import { outputOwner, type OutputOwner, type ThreadSplit } from '../bundle/thread-split.js';
 
 const LOWERINGS = { ...COMPUTE_LOWERINGS, ...MOVEMENT_LOWERINGS };
 
@@ -113,6 +113,14 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
     const running = options.runningVersion?.(w.layer) ?? w.versions?.[0];
     return layerOf.get(w.layer)?.versions.find((v) => v.id === running)?.split;
   };
+  /** Which of `threads` threads wrote each part of value `id` (a conv's output), as writerSplit finds its version. */
+  const writerOwner = (id: number): OutputOwner | undefined => {
+    const w = writer.get(id);
+    if (w === undefined || w.op !== 'layer' || w.inPlace) return undefined;
+    const running = options.runningVersion?.(w.layer) ?? w.versions?.[0];
+    const tiling = layerOf.get(w.layer)?.versions.find((v) => v.id === running)?.tiling;
+    return tiling ? outputOwner(tiling, threads) : undefined;
+  };
   const steps: NativeStep[] = [];
   const stepOfPlan: number[] = [];
   const planOfStep: number[] = [];
@@ -143,7 +151,8 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
       continue;
     }
     const split = threads > 1 ? writerSplit(p.inputs[0]) : undefined;
-    const lowered = lowerLayer(layer, p, operand, addParam, split, options.onUnsupported);
+    const owners = threads > 1 ? { threads, owners: p.inputs.map(writerOwner) } : undefined;
+    const lowered = lowerLayer(layer, p, operand, addParam, { split, owners }, options.onUnsupported);
     if (lowered) push(lowered.step, p, label, lowered.operands);
   }
   return finishPlan(plan, arenaBytes, value, steps, symbols, params, stepOfPlan, planOfStep);
@@ -163,11 +172,14 @@ function finishPlan(plan: GraphPlan, arenaBytes: number, value: (id: number) => 
 
 /** A non-tunable layer's native step; an unsupported one throws UNSUPPORTED_OPS, or is reported and skipped with `onUnsupported`. */
 function lowerLayer(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, operand: (id: number) => Operand,
-  addParam: (d: ArrayBufferView) => Ref, inputSplit: ThreadSplit | undefined, onUnsupported?: (e: VeltairError) => void,
+  addParam: (d: ArrayBufferView) => Ref, writers: { split?: ThreadSplit; owners?: OpContext['inputOwners'] },
+  onUnsupported?: (e: VeltairError) => void,
 ): { step: LoweredOp; operands: Operand[] } | undefined {
   const lowering = LOWERINGS[layer.op];
+  // Owners are by activation input; a layer with constants interleaves them (operands), so it gets none.
+  const owners = writers.owners && Object.keys(layer.params).length === 0 ? writers.owners : undefined;
   const ctx: OpContext = { layer, layout: p.layout, ins: operands(layer, p.inputs.map(operand), addParam), outs: p.outputs.map(operand), addParam,
-    ...(inputSplit ? { inputSplit } : {}) };
+    ...(writers.split ? { inputSplit: writers.split } : {}), ...(owners ? { inputOwners: owners } : {}) };
   try {
     if (lowering === undefined) unsupported(ctx, 'no native op of this name');
     return { step: lowering(ctx), operands: [...ctx.ins, ...ctx.outs] };
