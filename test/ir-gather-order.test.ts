@@ -2,11 +2,13 @@
  * Channel gathers write their outputs in source order where every reader absorbs it (src/ir/gather-order.ts):
  * two ShuffleNet units and a downsampling unit (a groups=1 conv, a depthwise conv passing the order
  * on to its 1x1 conv), compiled and run at 1 and 2 threads against ONNX Runtime; and the model's
- * order kept where a reader cannot absorb it (an elementwise op, a graph output).
+ * order kept where a reader cannot absorb it (an elementwise op, a graph output); a gather with two
+ * outputs reordered at an offset, through generated kernels at 1 and 2 threads.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -20,6 +22,7 @@ import type { LayerGraph } from '../src/ir/layer.js';
 import { loadBundle } from '../src/runtime/session.js';
 import { veltair } from './compile-fixture.js';
 import { assertClose, runAgainstOrt, seeded } from './runtime-harness.js';
+import { matchesOrt, model as oneInputModel, prepare } from './runtime-kernels-fixture.js';
 
 const C = 20;
 const HW = 6;
@@ -191,4 +194,32 @@ test('a reordered gather read by two other gathers: both rename what they read, 
   for (const pairs of outputPairs(g, first!)) assert.ok(inSourceOrder(pairs), `the first gather is reordered: ${pairs.join(',')}`);
   const { compared } = { compared: await runAgainstOrt(spec, feeds) };
   assertClose(compared.ours[0]!, compared.reference[0]!, 'y');
+});
+
+test('a gather with two outputs, each read by a 1x1 conv: the second, at channel offset C, is reordered too, and the model matches ONNX Runtime', async () => {
+  const spec = oneInputModel([1, 2 * C, HW, HW], [1, C, HW, HW],
+    [...shapeInits, ['w0', weights([2 * C, 2 * C, 1, 1], 31)], ['w1', weights([C, C, 1, 1], 33)], ['w2', weights([C, C, 1, 1], 35)]],
+    [{ op: 'Conv', inputs: ['x', 'w0'], outputs: ['z'], attrs: { kernel_shape: [1, 1] } },
+      { op: 'Reshape', inputs: ['z', 'to5'], outputs: ['z5'] },
+      { op: 'Transpose', inputs: ['z5'], outputs: ['t5'], attrs: { perm: [0, 2, 1, 3, 4] } },
+      { op: 'Reshape', inputs: ['t5', 'to4'], outputs: ['sh'] },
+      { op: 'Slice', inputs: ['sh', 's0', 'e0', 'ax'], outputs: ['lo'] },
+      { op: 'Slice', inputs: ['sh', 'e0', 'e1', 'ax'], outputs: ['hi'] },
+      { op: 'Conv', inputs: ['lo', 'w1'], outputs: ['p'], attrs: { kernel_shape: [1, 1] } },
+      { op: 'Conv', inputs: ['hi', 'w2'], outputs: ['q'], attrs: { kernel_shape: [1, 1] } },
+      { op: 'Add', inputs: ['p', 'q'], outputs: ['y'] }]);
+  const g = lower(spec);
+  const [gather] = gathers(g);
+  assert.equal(gathers(g).length, 1);
+  assert.equal(gather!.outputs.length, 2, 'the shuffle and both slices are one gather');
+  const [lo, hi] = outputPairs(g, gather!);
+  assert.ok(inSourceOrder(lo!) && inSourceOrder(hi!), `both outputs in source order: ${lo!.join(',')} | ${hi!.join(',')}`);
+  // In the model's order hi is z's channels 10, 30, 11, 31, …: its source order starts at z's channel 10.
+  assert.deepEqual(hi!.slice(0, 4), [0, C / 2, 0, C / 2 + 1]);
+  const p = await prepare(spec);
+  try {
+    await matchesOrt(p, spec, 41);
+  } finally {
+    await rm(p.cache, { recursive: true, force: true });
+  }
 });
