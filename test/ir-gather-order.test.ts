@@ -122,11 +122,11 @@ test('every gather output read by convs is in source order, and reads fewer sour
   for (const gather of gathers(g)) for (const pairs of outputPairs(g, gather)) assert.ok(inSourceOrder(pairs));
 });
 
-test('a gather keeps the model\'s order when a reader cannot absorb it: an elementwise op, or a graph output', () => {
+test('a gather keeps the model\'s order when a reader cannot absorb it (an elementwise op, a graph output), and its convs keep their weights', () => {
   const spec = (tail: NodeSpec[]): ModelSpec => ({
     inputs: [{ name: 'a', dtype: 'float32', shape: [1, C, HW, HW] }, { name: 'b', dtype: 'float32', shape: [1, C, HW, HW] }],
     outputs: [{ name: 'y', dtype: 'float32' }],
-    initializers: [...shapeInits, ['w', weights([2 * C, 2 * C, 1, 1], 1)]],
+    initializers: [...shapeInits, ['w', weights([2 * C, 2 * C, 1, 1], 1)], ['wd', weights([2 * C, 1, 3, 3], 2)]],
     nodes: tail,
   });
   const interleaved = Array.from({ length: 2 * C }, (_, c) => [c % 2, Math.floor(c / 2)]).flat();
@@ -138,6 +138,18 @@ test('a gather keeps the model\'s order when a reader cannot absorb it: an eleme
     const g = lower(spec([...tail]));
     assert.deepEqual(outputPairs(g, gathers(g)[0]!)[0], interleaved, what);
   }
+  // The 1x1 conv and the depthwise conv are met first and take the order; the depthwise conv's output is a graph
+  // output, which refuses it, so the attempt is dropped and both weights are left as they were.
+  const refused: ModelSpec = {
+    ...spec([...shuffleTail('a', 'b', '', { y: 's' }), { op: 'Conv', inputs: ['s', 'w'], outputs: ['y'], attrs: { kernel_shape: [1, 1] } },
+      { op: 'Conv', inputs: ['s', 'wd'], outputs: ['d'], attrs: { kernel_shape: [3, 3], group: 2 * C, pads: [1, 1, 1, 1] } }]),
+    outputs: [{ name: 'y', dtype: 'float32' }, { name: 'd', dtype: 'float32' }],
+  };
+  const g = lower(refused);
+  assert.deepEqual(outputPairs(g, gathers(g)[0]!)[0], interleaved, 'a depthwise reader whose output is a graph output');
+  const convs = g.layers.filter((l) => l.op === 'conv2d');
+  assert.deepEqual(convs.map((l) => l.params['weight']!.data), [weights([2 * C, 2 * C, 1, 1], 1).data, weights([2 * C, 1, 3, 3], 2).data],
+    'neither conv\'s weight is permuted');
 });
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-gather-order-'));
