@@ -113,6 +113,9 @@ test('a gather follows its writers\' pixel split, keeps the fixed split on ties,
   const small: GatherShape = { ...shape(49), sources: [Array.from({ length: 32 }, (_, i): [number, number] => (i < 16 ? [0, 16 + i] : [1, i - 16]))] };
   assert.deepEqual(assignGather(small, 2, [() => 1, () => 0])?.map((r) => [r.item, r.q0, r.q1, r.thread]), [[0, 0, 49, 1], [1, 0, 49, 0]]);
   assert.deepEqual([0, 1].map((item) => fixedOwner(item, 2, 0, 49, 2)), [0, 1]);
+  // vt_parallel runs no more threads than items: 3 items on 4 threads are items 0, 1, 2 on threads 0, 1, 2
+  assert.deepEqual([0, 1, 2].map((item) => fixedOwner(item, 3, 0, 49, 4)), [0, 1, 2]);
+  assert.deepEqual([0, 97, 98, 195].map((q) => fixedOwner(0, 1, q, 196, 2)), [0, 0, 1, 1], 'pixels split on every thread');
 });
 
 test('a V = 16 gather with a thread assignment writes what it writes without one; a malformed assignment is an error', async () => {
@@ -145,6 +148,11 @@ test('a V = 16 gather with a thread assignment writes what it writes without one
   ];
   for (const rs of bad) await assert.rejects(async () => run(assignment(rs), 2), /thread assignment leaves a gap or an overlap/);
   await assert.rejects(async () => run(assignment(runs.slice(0, 2)), 2), /thread assignment does not cover every output block/);
+  // A run after the last item (it would read past the op's outputs) and an assignment for more threads than a core count.
+  const pastTheEnd = assignment([...runs, { item: 2, q0: 0, q1: 1, thread: 0 }]);
+  await assert.rejects(async () => run(pastTheEnd, 2), /thread assignment runs past the last output block/);
+  const tooMany = [1025, ...assignment(runs).slice(1)];
+  await assert.rejects(async () => run(tooMany, 2), /thread assignment has a malformed header/);
 });
 
 test('a shuffle of two 1x1 convs split at pixel 108 of 196: the gather follows them, and the model matches ONNX Runtime', async () => {

@@ -215,11 +215,12 @@ static int check_table(cg_ctx* c, const int64_t* t, long len, long* end, char* e
 static int check_runs(const cg_ctx* c, const int64_t* a, long len, char* err) {
   const long items = c->first_block[c->n_out];
   const char* why = NULL;
-  if (len < 2 || a[0] < 2 || a[0] > MAX_PARTS || a[1] < 1 || len != 2 + 4 * a[1]) why = "has a malformed header";
+  if (len < 2 || a[0] < 2 || a[0] > VT_MAX_CORES || a[1] < 1 || (len - 2) / 4 != a[1] || (len - 2) % 4 != 0) why = "has a malformed header";
   long item = 0, q = 0;
   for (long r = 0; !why && r < a[1]; r++) {
     const int64_t* run = a + 2 + 4 * r;
-    if (run[0] != item || run[1] != q || run[2] <= run[1] || run[2] > c->hw || run[3] < 0 || run[3] >= a[0]) why = "leaves a gap or an overlap";
+    if (item >= items) why = "runs past the last output block";
+    else if (run[0] != item || run[1] != q || run[2] <= run[1] || run[2] > c->hw || run[3] < 0 || run[3] >= a[0]) why = "leaves a gap or an overlap";
     q = run[2];
     if (q == c->hw) { item++; q = 0; }
   }

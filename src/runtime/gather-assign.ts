@@ -12,6 +12,10 @@
  * assignment that leaves one thread more than MAX_IMBALANCE times an even share of the loads is
  * dropped, as is one equal to the fixed split.
  *
+ * The writers are the level-0 versions at the plan's thread count (translate.ts). When the session runs a
+ * writer at another version or count (setLevel, a block's cores), the map is stale: every pixel is still
+ * written exactly once, by a thread that may read across cores.
+ *
  * Work items are numbered as the C op numbers them: outputs in order, then batch, then block.
  * Returns the runs (item, q0, q1, thread), sorted by item then q0, covering every item's pixels
  * [0, hw) exactly, or undefined.
@@ -38,14 +42,21 @@ export interface GatherShape {
 /** The most a thread's loads may exceed an even share by (the 14×14 gathers above run at 108 / 88 pixels: 1.10). */
 export const MAX_IMBALANCE = 1.15;
 
+/** The most threads an assignment may name (ops_channel.c check_runs: VT_MAX_CORES). */
+export const MAX_ASSIGNED_THREADS = 1024;
+
 /** Pixels of a plane from which the op's fixed split divides pixels rather than blocks (ops_channel.c). */
 const PIXEL_SPLIT_FROM = 128;
 
-/** The fixed split's thread for work item `item` of `items`, pixel `q` (ops_channel.c vt_op_channel_gather). */
+/**
+ * The fixed split's thread for work item `item` of `items`, pixel `q` (ops_channel.c vt_op_channel_gather):
+ * pixels in equal parts over every thread, or items in equal parts over min(threads, items) (vt_parallel
+ * runs no more threads than items).
+ */
 export function fixedOwner(item: number, items: number, q: number, hw: number, threads: number): number {
-  const [at, of] = hw >= PIXEL_SPLIT_FROM ? [q, hw] : [item, items];
+  const [at, of, parts] = hw >= PIXEL_SPLIT_FROM ? [q, hw, threads] : [item, items, Math.min(threads, items)];
   let t = 0;
-  while (t < threads - 1 && at >= Math.floor(of * (t + 1) / threads)) t++;
+  while (t < parts - 1 && at >= Math.floor(of * (t + 1) / parts)) t++;
   return t;
 }
 
@@ -66,7 +77,7 @@ function blockSources(g: GatherShape): { input: number; block: number }[][] {
 }
 
 export function assignGather(g: GatherShape, threads: number, owners: readonly (OutputOwner | undefined)[]): GatherRun[] | undefined {
-  if (threads < 2 || owners.every((o) => o === undefined)) return undefined;
+  if (threads < 2 || threads > MAX_ASSIGNED_THREADS || owners.every((o) => o === undefined)) return undefined;
   const perBlock = blockSources(g);
   const blocksOf = g.sources.map((list) => Math.ceil(list.length / g.v));
   const items = g.n * blocksOf.reduce((a, b) => a + b, 0);
