@@ -243,36 +243,38 @@ test('a CHANNEL_GATHER on NCHW[V]c zeroes the output padding and never reads the
   }
 });
 
-test('a V = 16 CHANNEL_GATHER piece table: whole blocks copied, pieces permuted, the same as the map; a bad entry is an error naming it', async () => {
-  // 40 channels of `a` and 20 of `b`; output 0 = a's 16..31 (a whole block), output 1 = b's 19 then a's 0..18 (pieces from 3 blocks).
-  const [hw, v] = [130, 16];
-  const cin = [40, 20];
-  const sources: [number, number][][] = [Array.from({ length: 16 }, (_, i) => [0, 16 + i]),
-    [[1, 19], ...Array.from({ length: 19 }, (_, i): [number, number] => [0, i])]];
-  const table = gatherPieceTable(cin, sources);
-  assert.deepEqual(table.slice(0, 4), [3, 4, 7, 7 + 2 + 5 * 2], 'three output blocks: a copy, then two permutes');
-  assert.deepEqual(table.slice(4, 7), [0, 0, 16], 'output 0 is block 1 of a');
-  const blockOf = (c: number) => Math.ceil(c / v);
-  const ins = cin.map((c, i) => seeded(blockOf(c) * v * hw, 11 + i));
-  const at = [0, ins[0]!.byteLength];
-  const outAt = [at[1]! + ins[1]!.byteLength, at[1]! + ins[1]!.byteLength + v * hw * 4];
-  const outBytes = [v * hw * 4, 2 * v * hw * 4];
-  const run = async (tail: readonly number[], threads: number) => {
-    const exec = await createExecutor({
-      arenaBytes: outAt[1]! + outBytes[1]!,
-      inputs: ins.map((x, i) => ({ name: `in${i}`, dtype: 'float32' as const, shape: [], offset: at[i]!, bytes: x.byteLength })),
-      outputs: outAt.map((o, i) => ({ name: `y${i}`, dtype: 'float32' as const, shape: [], offset: o, bytes: outBytes[i]! })),
-      steps: [{ op: OP.CHANNEL_GATHER, threads, inputs: at.map((o) => arenaRef(o)), outputs: outAt.map((o) => arenaRef(o)), floats: [], label: 'gather',
-        ints: [v, 1, hw, 2, 2, ...cin, 16, 20, ...sources.flat(2), ...tail] }],
-      symbols: [], params: [],
-    }, null);
-    try { return exec.run(ins) as Float32Array[]; } finally { exec.close(); }
-  };
-  for (const threads of [1, 2]) assert.deepEqual(await run(table, threads), await run([], threads), `${threads} thread(s)`);
-  const bad = [...table];
-  bad[table[2]! + 2 + 1] = 48;  // the first piece of output 1 reads channel 48 of b (20 channels: no such block)
-  await assert.rejects(async () => run(bad, 1), /piece table's entry for output block 1 reads a block its source does not have/);
-});
+for (const batch of [1, 2]) {
+  test(`a V = 16 CHANNEL_GATHER piece table at batch ${batch}: whole blocks copied, pieces permuted, the same as the map; a bad entry fails`, async () => {
+    // 40 channels of `a` and 20 of `b`; output 0 = a's 16..31 (a whole block), output 1 = b's 19 then a's 0..18 (pieces from 3 blocks).
+    const [hw, v] = [130, 16];
+    const cin = [40, 20];
+    const sources: [number, number][][] = [Array.from({ length: 16 }, (_, i) => [0, 16 + i]),
+      [[1, 19], ...Array.from({ length: 19 }, (_, i): [number, number] => [0, i])]];
+    const table = gatherPieceTable(cin, sources);
+    assert.deepEqual(table.slice(0, 4), [3, 4, 7, 7 + 2 + 5 * 2], 'three output blocks: a copy, then two permutes');
+    assert.deepEqual(table.slice(4, 7), [0, 0, 16], 'output 0 is block 1 of a');
+    const blockOf = (c: number) => Math.ceil(c / v);
+    const ins = cin.map((c, i) => seeded(batch * blockOf(c) * v * hw, 11 + i));
+    const at = [0, ins[0]!.byteLength];
+    const outAt = [at[1]! + ins[1]!.byteLength, at[1]! + ins[1]!.byteLength + batch * v * hw * 4];
+    const outBytes = [batch * v * hw * 4, batch * 2 * v * hw * 4];
+    const run = async (tail: readonly number[], threads: number) => {
+      const exec = await createExecutor({
+        arenaBytes: outAt[1]! + outBytes[1]!,
+        inputs: ins.map((x, i) => ({ name: `in${i}`, dtype: 'float32' as const, shape: [], offset: at[i]!, bytes: x.byteLength })),
+        outputs: outAt.map((o, i) => ({ name: `y${i}`, dtype: 'float32' as const, shape: [], offset: o, bytes: outBytes[i]! })),
+        steps: [{ op: OP.CHANNEL_GATHER, threads, inputs: at.map((o) => arenaRef(o)), outputs: outAt.map((o) => arenaRef(o)), floats: [], label: 'gather',
+          ints: [v, batch, hw, 2, 2, ...cin, 16, 20, ...sources.flat(2), ...tail] }],
+        symbols: [], params: [],
+      }, null);
+      try { return exec.run(ins) as Float32Array[]; } finally { exec.close(); }
+    };
+    for (const threads of [1, 2]) assert.deepEqual(await run(table, threads), await run([], threads), `${threads} thread(s)`);
+    const bad = [...table];
+    bad[table[2]! + 2 + 1] = 48;  // the first piece of output 1 reads channel 48 of b (20 channels: no such block)
+    await assert.rejects(async () => run(bad, 1), /piece table's entry for output block 1 reads a block its source does not have/);
+  });
+}
 
 test('rows8 ↔ rows16 reorders keep every column and zero the padding', async () => {
   const [m, k] = [5, 19];

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createExecutor } from '../src/runtime/native-bridge.js';
 import { arenaRef, type NativePlan, type NativeStep } from '../src/runtime/native-plan.js';
+import { gatherPieceTable } from '../src/runtime/lower-movement.js';
 import { LAYOUT_KIND, OP, POOL_KIND } from '../src/runtime/ops.js';
 
 const V = 16, C = 24, HW = 200, BLOCKS = Math.ceil(C / V);
@@ -49,21 +50,28 @@ function input(): Float32Array {
 
 const shuffle = Array.from({ length: C }, (_, i) => (i % 2) * (C / 2) + Math.floor(i / 2));
 
-test('steps sharing one team give the results of one region per step, bit for bit, and the right ones', async () => {
-  const exec = await createExecutor(plan(2, gatherInts(shuffle)), null);
-  try {
-    const run = (teams: boolean) => { exec.setTeams(teams); return Array.from(exec.run([input()])[0] as Float32Array); };
-    const together = run(true), apart = run(false), again = run(true);
-    assert.deepEqual(together, apart, 'one team and one region per step agree bit for bit');
-    assert.deepEqual(again, together, 'and the team gives the same result every run');
-    // output channel i = reversed channel shuffle[i] = C - 1 - shuffle[i]; its mean over the pixels
-    const meanOfPixels = (HW - 1) / 2;
-    for (let i = 0; i < C; i++) assert.equal(together[i], (C - 1 - shuffle[i]!) * 1000 + meanOfPixels, `channel ${i}`);
-    for (let i = C; i < BLOCKS * V; i++) assert.equal(together[i], 0, `padded lane ${i} stays zero`);
-  } finally {
-    exec.close();
-  }
-});
+/** The shuffle with the lowering's piece table and a thread assignment for 2 threads (gather-assign.ts's runs, threads swapped). */
+const assigned = [...gatherInts(shuffle), ...gatherPieceTable([C], [shuffle.map((c): [number, number] => [0, c])]),
+  2, 3, 0, 0, 120, 1, 0, 120, HW, 0, 1, 0, HW, 1];
+
+for (const [threads, second, what] of [[2, gatherInts(shuffle), ''], [3, gatherInts(shuffle), ' (3 threads on this team barrier)'],
+  [2, assigned, ' (a gather following its thread assignment)']] as const) {
+  test(`steps sharing one team give the results of one region per step, bit for bit, and the right ones${what}`, async () => {
+    const exec = await createExecutor(plan(threads, [...second]), null);
+    try {
+      const run = (teams: boolean) => { exec.setTeams(teams); return Array.from(exec.run([input()])[0] as Float32Array); };
+      const together = run(true), apart = run(false), again = run(true);
+      assert.deepEqual(together, apart, 'one team and one region per step agree bit for bit');
+      assert.deepEqual(again, together, 'and the team gives the same result every run');
+      // output channel i = reversed channel shuffle[i] = C - 1 - shuffle[i]; its mean over the pixels
+      const meanOfPixels = (HW - 1) / 2;
+      for (let i = 0; i < C; i++) assert.equal(together[i], (C - 1 - shuffle[i]!) * 1000 + meanOfPixels, `channel ${i}`);
+      for (let i = C; i < BLOCKS * V; i++) assert.equal(together[i], 0, `padded lane ${i} stays zero`);
+    } finally {
+      exec.close();
+    }
+  });
+}
 
 test('a step that fails inside a team fails the run with its own message, and the executor stays usable', async () => {
   const malformed = gatherInts(shuffle).slice(0, -2); // one output channel short of its source
