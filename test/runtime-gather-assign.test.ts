@@ -90,9 +90,10 @@ function assertCovers(runs: readonly GatherRun[], items: number, hw: number): vo
   assert.equal(item, items);
 }
 
-/** Output = 16 channels of input 0 (its block 1), then 8 of input 1 and 8 of input 0. */
+/** Output = 16 channels of input 0 (its block 1), then 8 of input 1 and 8 of input 0; the inputs' channels are CIN. */
+const CIN = [32, 16];
 const shape = (hw: number): GatherShape => ({
-  cin: [32, 16], n: 1, hw, v: 16,
+  n: 1, hw, v: 16,
   sources: [[...Array.from({ length: 16 }, (_, i): [number, number] => [0, 16 + i]),
     ...Array.from({ length: 8 }, (_, i): [number, number] => [1, i]), ...Array.from({ length: 8 }, (_, i): [number, number] => [0, i])]],
 });
@@ -121,10 +122,10 @@ test('a gather follows its writers\' pixel split, keeps the fixed split on ties,
 test('a V = 16 gather with a thread assignment writes what it writes without one; a malformed assignment is an error', async () => {
   const g = shape(196);
   const runs = assignGather(g, 2, [byPixel(108), byPixel(108)])!;
-  const ins = g.cin.map((c, i) => seeded(Math.ceil(c / 16) * 16 * g.hw, 31 + i));
+  const ins = CIN.map((c, i) => seeded(Math.ceil(c / 16) * 16 * g.hw, 31 + i));
   const at = [0, ins[0]!.byteLength];
   const outAt = at[1]! + ins[1]!.byteLength, outBytes = 2 * 16 * g.hw * 4;
-  const table = gatherPieceTable(g.cin, g.sources);
+  const table = gatherPieceTable(CIN, g.sources);
   const assignment = (rs: readonly GatherRun[]) => [2, rs.length, ...rs.flatMap((r) => [r.item, r.q0, r.q1, r.thread])];
   const run = async (tail: readonly number[], threads: number) => {
     const exec = await createExecutor({
@@ -132,7 +133,7 @@ test('a V = 16 gather with a thread assignment writes what it writes without one
       inputs: ins.map((x, i) => ({ name: `in${i}`, dtype: 'float32' as const, shape: [], offset: at[i]!, bytes: x.byteLength })),
       outputs: [{ name: 'y', dtype: 'float32' as const, shape: [], offset: outAt, bytes: outBytes }],
       steps: [{ op: OP.CHANNEL_GATHER, threads, inputs: at.map((o) => arenaRef(o)), outputs: [arenaRef(outAt)], floats: [], label: 'gather',
-        ints: [16, 1, g.hw, 2, 1, ...g.cin, 32, ...g.sources.flat(2), ...table, ...tail] }],
+        ints: [16, 1, g.hw, 2, 1, ...CIN, 32, ...g.sources.flat(2), ...table, ...tail] }],
       symbols: [], params: [],
     }, null);
     try { return exec.run(ins) as Float32Array[]; } finally { exec.close(); }

@@ -30,8 +30,6 @@ export interface GatherRun {
 }
 
 export interface GatherShape {
-  /** Channels of each input. */
-  readonly cin: readonly number[];
   /** Per output, per channel: [input, input channel]. */
   readonly sources: readonly (readonly (readonly [number, number])[])[];
   readonly n: number;

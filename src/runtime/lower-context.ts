@@ -31,8 +31,8 @@ export interface OpContext {
   addParam(data: ArrayBufferView): Ref;
   /** How the threads of the kernel that wrote ins[0] divided it (absent: one thread, or not a kernel's output). */
   readonly inputSplit?: ThreadSplit;
-  /** With more than one thread: which thread wrote each part of each activation input (undefined: not a conv's output). */
-  readonly inputOwners?: { readonly threads: number; readonly owners: readonly (OutputOwner | undefined)[] };
+  /** With more than one thread: which thread wrote each part of activation input `i` (undefined: not a conv's output). */
+  readonly inputOwners?: { readonly threads: number; of(i: number): OutputOwner | undefined };
 }
 
 export interface LoweredOp {

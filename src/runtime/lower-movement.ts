@@ -170,12 +170,14 @@ export function channelGather(c: OpContext, sources: readonly (readonly (readonl
   }
   const map = sources.flatMap((list) => list.flatMap(([i, ch]) => [i, ch]));
   const cin = ins.map((o) => o.shape[1]!);
-  const runs = first.v === PIECE_WIDTH && c.inputOwners && c.inputOwners.owners.length === ins.length
-    ? assignGather({ cin, sources, n: first.n, hw: first.hw, v: first.v }, c.inputOwners.threads, c.inputOwners.owners) : undefined;
+  // Every caller passes a prefix of c.ins (all of them, or the one a slice or split reads), so ins[i] is input i.
+  const owners = c.inputOwners;
+  const runs = first.v === PIECE_WIDTH && owners
+    ? assignGather({ sources, n: first.n, hw: first.hw, v: first.v }, owners.threads, ins.map((_, i) => owners.of(i))) : undefined;
   return { op: OP.CHANNEL_GATHER, inputs: ins.map((o) => o.ref), outputs: outs.map((o) => o.ref),
     ints: [first.v, first.n, first.hw, ins.length, outs.length, ...cin, ...outs.map((o) => o.shape[1]!), ...map,
       ...(first.v === PIECE_WIDTH ? gatherPieceTable(cin, sources) : []),
-      ...(runs ? [c.inputOwners!.threads, runs.length, ...runs.flatMap((r) => [r.item, r.q0, r.q1, r.thread])] : [])] };
+      ...(runs ? [owners!.threads, runs.length, ...runs.flatMap((r) => [r.item, r.q0, r.q1, r.thread])] : [])] };
 }
 
 /** The lane count of a piece: one AVX-512 register (ops_channel.c's V = 16 path). */

@@ -32,8 +32,8 @@ import { product, roundUp } from './geometry.js';
 import { unsupported, type LoweredOp, type Operand, type OpContext } from './lower-context.js';
 import { COMPUTE_LOWERINGS } from './lower-compute.js';
 import { MOVEMENT_LOWERINGS } from './lower-movement.js';
-import { paramFloats, type ParamData, type RuntimeLayer } from './runtime-layer.js';
-import { outputOwner, type OutputOwner, type ThreadSplit } from '../bundle/thread-split.js';
+import { paramFloats, type ParamData, type RuntimeLayer, type RuntimeVersion } from './runtime-layer.js';
+import { outputOwner, type ThreadSplit } from '../bundle/thread-split.js';
 
 const LOWERINGS = { ...COMPUTE_LOWERINGS, ...MOVEMENT_LOWERINGS };
 
@@ -106,20 +106,12 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
     return { ref: arenaRef(v.offset), bytes: v.bytes, shape: v.shape, dtype: v.dtype, layout: v.layout };
   };
   const writer = new Map(plan.steps.flatMap((p) => p.outputs.map((id) => [id, p] as const)));
-  /** How the threads of the kernel that wrote value `id` divide it (the split of the version it runs). */
-  const writerSplit = (id: number | undefined): ThreadSplit | undefined => {
+  /** The version the kernel that wrote value `id` runs (level 0 at `threads`: options.runningVersion), or undefined. */
+  const writerVersion = (id: number | undefined): RuntimeVersion | undefined => {
     const w = id === undefined ? undefined : writer.get(id);
     if (w === undefined || w.op !== 'layer' || w.inPlace) return undefined;
     const running = options.runningVersion?.(w.layer) ?? w.versions?.[0];
-    return layerOf.get(w.layer)?.versions.find((v) => v.id === running)?.split;
-  };
-  /** Which of `threads` threads wrote each part of value `id` (a conv's output), as writerSplit finds its version. */
-  const writerOwner = (id: number): OutputOwner | undefined => {
-    const w = writer.get(id);
-    if (w === undefined || w.op !== 'layer' || w.inPlace) return undefined;
-    const running = options.runningVersion?.(w.layer) ?? w.versions?.[0];
-    const tiling = layerOf.get(w.layer)?.versions.find((v) => v.id === running)?.tiling;
-    return tiling ? outputOwner(tiling, threads) : undefined;
+    return layerOf.get(w.layer)?.versions.find((v) => v.id === running);
   };
   const steps: NativeStep[] = [];
   const stepOfPlan: number[] = [];
@@ -150,8 +142,12 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
       push(kernelStep(layer, p, operand, addParam, symbolIndex, workspace), p, label, []);
       continue;
     }
-    const split = threads > 1 ? writerSplit(p.inputs[0]) : undefined;
-    const owners = threads > 1 ? { threads, owners: p.inputs.map(writerOwner) } : undefined;
+    const split = threads > 1 ? writerVersion(p.inputs[0])?.split : undefined;
+    // Built only for the lowerings that ask (channel gathers): input i's writer, as the split above.
+    const owners = threads > 1 ? { threads, of: (i: number) => {
+      const tiling = writerVersion(p.inputs[i])?.tiling;
+      return tiling ? outputOwner(tiling, threads) : undefined;
+    } } : undefined;
     const lowered = lowerLayer(layer, p, operand, addParam, { split, owners }, options.onUnsupported);
     if (lowered) push(lowered.step, p, label, lowered.operands);
   }
