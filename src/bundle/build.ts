@@ -18,6 +18,7 @@ import type { KernelUnit } from '../measure/build.js';
 import type { InferredModel } from '../onnx/model.js';
 import { makeCandidate } from '../space/candidate.js';
 import { KERNEL_ABI_VERSION } from '../toolchain/abi.js';
+import { cpuInfo } from '../toolchain/cpu.js';
 import { requiredIsaFor, vectorWidths } from '../toolchain/isa.js';
 import { compilerTargetHelp } from '../toolchain/compiler.js';
 import { targetLevel, type Target } from '../toolchain/target.js';
@@ -196,6 +197,7 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
       fingerprint: targetFingerprint(target),
       spec: { cpuModel: target.cpuModel, isa: { ...target.isa }, cores: target.cores, caches: { ...target.caches }, cc: target.cc, cflags: [...target.cflags] },
       requiredIsa,
+      probedIsa: requiredIsa.filter((f) => cpuInfo().probed[f] === true),
     },
     options: src.options,
     layers,

@@ -23,8 +23,10 @@ import type { GraphPlan } from './plan.js';
  * 2.2.0: a small-cin conv's step may read its input in 'nchw' (the graph input as it is) while
  * the step runs nchw{V}c: the runtime calls the kernel's `<sym>_run_nchw`. An older runtime
  * refuses such a bundle at load (the kernel's input size differs), it never misreads it.
+ * 2.3.0: the target says which of its required flags the build machine's cpuinfo did not list and
+ * a probe found running (`probedIsa`, toolchain/cpu.ts); absent in older bundles.
  */
-export const BUNDLE_FORMAT_VERSION = '2.2.0';
+export const BUNDLE_FORMAT_VERSION = '2.3.0';
 /** Versions one layer may ship: at most 5 per thread count, for up to 16 counts (16 × 5 = 80, bounded lower). */
 export const MAX_LAYER_VERSIONS = 64;
 export const BUNDLE_FORMAT_MAJOR = 2;
@@ -170,6 +172,11 @@ export interface Manifest {
     readonly spec: Target;
     /** CPU instruction-set flags (as /proc/cpuinfo names them) the -march=native kernels may use. */
     readonly requiredIsa: readonly string[];
+    /**
+     * Those of requiredIsa the build machine's /proc/cpuinfo did not list, which veltair settled by
+     * running their instructions there (a hypervisor hiding a flag the CPU has). Absent before 2.3.0.
+     */
+    readonly probedIsa?: readonly string[];
   };
   readonly options: {
     readonly trials: number;

@@ -269,6 +269,7 @@ export const MANIFEST_SCHEMA = {
           },
         },
         requiredIsa: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9_]+$' }, uniqueItems: true },
+        probedIsa: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9_]+$' }, uniqueItems: true },
       },
     },
     options: {

@@ -1,34 +1,76 @@
 /**
- * This CPU as the OS describes it: /proc/cpuinfo is read here and nowhere else (model name and
- * flags, once per process), and so is the process's affinity mask (the cores it may run on).
+ * This CPU as the OS describes it, completed by what it executes: /proc/cpuinfo is read here and
+ * nowhere else (model name and flags, once per process), and so is the process's affinity mask
+ * (the cores it may run on). A flag of an ISA level that cpuinfo leaves out although the CPU
+ * claims the level (a hypervisor hiding `abm` on Zen 5) is settled by running its instruction
+ * (isa-probe.ts); the result keeps which flags were listed and which were probed.
+ *
+ * Every fact comes through a pure function of its source (parseCpuInfo, settleCpuInfo), so tests
+ * run them on the host fixtures in test/fixtures/hosts/ as well as on this machine.
  */
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { userError } from '../errors.js';
+import { flagsToProbe } from './isa-levels.js';
+import { runIsaProbe, type IsaProber } from './isa-probe.js';
 
 export interface CpuInfo {
   /** `model name`, or the Node arch when /proc/cpuinfo is unreadable. */
   readonly model: string;
-  /** Every cpuinfo flag of the first processor (empty when unreadable). */
+  /** The flags this CPU has: those cpuinfo lists, plus those the probe found running (empty when unreadable). */
   readonly flags: ReadonlySet<string>;
+  /** The flags cpuinfo lists for the first processor. */
+  readonly listed: ReadonlySet<string>;
+  /** Level flags cpuinfo did not list, settled by running them: flag → whether the CPU executes it. */
+  readonly probed: Readonly<Record<string, boolean>>;
+  /** Why unlisted level flags could not be settled (they count as absent), when the probe failed. */
+  readonly probeError?: string;
 }
 
 let cached: CpuInfo | undefined;
 
+/** The first processor of a /proc/cpuinfo text, as listed (nothing probed). */
 export function parseCpuInfo(text: string): CpuInfo {
   const lines = text.split('\n');
   const field = (key: string) => (lines.find((l) => l.startsWith(key)) ?? '').split(':').slice(1).join(':').trim();
-  return { model: field('model name') || process.arch, flags: new Set(field('flags').split(/\s+/).filter(Boolean)) };
+  const listed = new Set(field('flags').split(/\s+/).filter(Boolean));
+  return { model: field('model name') || process.arch, flags: listed, listed, probed: {} };
+}
+
+/**
+ * `info` with its unsettled level flags (isa-levels.ts flagsToProbe) settled by `probe`: those the
+ * probe ran join the flags. A flag the probe has no answer for, or a probe that throws, leaves
+ * the flag absent, as cpuinfo said.
+ */
+export function settleCpuInfo(info: CpuInfo, probe: IsaProber): CpuInfo {
+  const unsettled = flagsToProbe(info.listed);
+  if (unsettled.length === 0) return info;
+  try {
+    const answers = probe(unsettled);
+    const probed = Object.fromEntries(unsettled.filter((f) => f in answers).map((f) => [f, answers[f]!]));
+    const flags = new Set([...info.listed, ...Object.keys(probed).filter((f) => probed[f])]);
+    return { ...info, flags, probed };
+  } catch (e) {
+    return { ...info, probeError: `the ISA probe failed (${(e as Error).message.split('\n')[0]}): ${unsettled.join(', ')} count as absent` };
+  }
 }
 
 export function cpuInfo(): CpuInfo {
   if (cached) return cached;
+  let text: string;
   try {
-    cached = parseCpuInfo(readFileSync('/proc/cpuinfo', 'utf8'));
+    text = readFileSync('/proc/cpuinfo', 'utf8');
   } catch {
-    cached = { model: process.arch, flags: new Set() };
+    cached = { model: process.arch, flags: new Set(), listed: new Set(), probed: {} };
+    return cached;
   }
+  cached = settleCpuInfo(parseCpuInfo(text), runIsaProbe);
   return cached;
+}
+
+/** The flags of `info` the probe found running although cpuinfo did not list them (sorted). */
+export function probedFlags(info: CpuInfo): string[] {
+  return Object.keys(info.probed).filter((f) => info.probed[f]).sort();
 }
 
 /**
@@ -42,7 +84,7 @@ export function cpuIdentity(): string {
 
 /** cpuinfo flags that name instruction-set extensions a compiler can target (not OS or erratum flags). */
 const ISA_FLAG = new RegExp(`^(${[
-  'mmx', 'sse\\d?(_\\d)?', 'ssse3', 'sse4a', 'pni', 'avx\\w*', 'fma4?', 'f16c', 'bmi[12]', 'adx', 'popcnt', 'movbe', 'abm', 'lzcnt',
+  'mmx', 'sse\\d?(_\\d)?', 'ssse3', 'lahf_lm', 'sse4a', 'pni', 'avx\\w*', 'fma4?', 'f16c', 'bmi[12]', 'adx', 'popcnt', 'movbe', 'abm', 'lzcnt',
   'aes', 'pclmulqdq', 'vpclmulqdq', 'vaes', 'gfni', 'sha_ni', 'xop', 'tbm', 'amx\\w*', 'rdrand', 'mmxext', 'rdseed', 'clflushopt', 'clwb',
   'xsavec?', 'xsaveopt', 'xsaves', 'movdiri', 'movdir64b', 'serialize', 'cx16', 'prefetchw', 'prfchw', 'rdpid', 'wbnoinvd', 'ptwrite', 'lwp',
 ].join('|')})$`);

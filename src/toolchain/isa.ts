@@ -5,6 +5,7 @@
  * widths are valid, the builder which flags to pass, the bundle which CPU flags to demand.
  */
 import { cpuInfo, isaFlagsOf } from './cpu.js';
+import { CPUINFO_NAME, LEVEL_FLAGS, PORTABLE_LEVELS, type PortableLevel } from './isa-levels.js';
 
 /** The vector extensions the kernels are written for. */
 export interface Isa {
@@ -27,36 +28,23 @@ export function vectorRegisters(isa: Isa): number {
   return isa.avx512f ? 32 : 16;
 }
 
-/** This CPU's vector extensions, from its cpuinfo flags. */
+/** This CPU's vector extensions, from its flags. */
 export function isaOfFlags(flags: ReadonlySet<string>): Isa {
   return { avx512f: flags.has('avx512f'), avx2: flags.has('avx2'), fma: flags.has('fma') };
 }
 
-export function machineIsa(): Isa {
-  return isaOfFlags(cpuInfo().flags);
+export function machineIsa(flags: ReadonlySet<string> = cpuInfo().flags): Isa {
+  return isaOfFlags(flags);
 }
 
 /** CPU flags a build with `-march=native` may use: every ISA extension of this CPU. */
-export function nativeRequiredIsa(): string[] {
-  return isaFlagsOf(cpuInfo().flags);
+export function nativeRequiredIsa(flags: ReadonlySet<string> = cpuInfo().flags): string[] {
+  return isaFlagsOf(flags);
 }
 
 /** The ISA levels veltair builds kernels for: this CPU exactly, or a portable x86-64 level. */
 export type IsaLevel = 'native' | 'x86-64-v3' | 'x86-64-v4';
 export const ISA_LEVELS: readonly IsaLevel[] = ['native', 'x86-64-v3', 'x86-64-v4'];
-
-/** gcc's -m option names → /proc/cpuinfo flag names, where they differ (the rest match exactly). */
-const CPUINFO_NAME: Readonly<Record<string, string>> = {
-  bmi: 'bmi1', lzcnt: 'abm', sse3: 'pni', 'sse4.1': 'sse4_1', 'sse4.2': 'sse4_2', pclmul: 'pclmulqdq', sha: 'sha_ni', rdrnd: 'rdrand',
-};
-
-/** cpuinfo ISA flags of each portable level (psABI), for a compiler that cannot be asked. */
-const V3 = ['avx', 'avx2', 'bmi1', 'bmi2', 'f16c', 'fma', 'abm', 'movbe', 'xsave', 'cx16', 'popcnt', 'pni', 'sse4_1', 'sse4_2', 'ssse3',
-  'mmx', 'sse', 'sse2'];
-const LEVEL_FLAGS: Readonly<Record<Exclude<IsaLevel, 'native'>, readonly string[]>> = {
-  'x86-64-v3': V3,
-  'x86-64-v4': [...V3, 'avx512f', 'avx512bw', 'avx512cd', 'avx512dq', 'avx512vl'],
-};
 
 /** The `-march=` value of a level. */
 export function marchOf(level: IsaLevel): string {
@@ -72,26 +60,28 @@ export function enabledIsaFlags(helpTarget: string): string[] {
 /**
  * The CPU flags a kernel built at `level` may use: for a portable level, that level's extensions;
  * for native, what the compiler enables for this CPU (`compilerHelp`: gcc's `-march=native -Q
- * --help=target`, when the compiler can be asked), limited to flags this CPU reports.
+ * --help=target`, when the compiler can be asked), limited to flags this CPU has (`flags`: listed
+ * or probed, cpu.ts).
  */
-export function requiredIsaFor(level: IsaLevel, compilerHelp?: string): string[] {
+export function requiredIsaFor(level: IsaLevel, compilerHelp?: string, flags: ReadonlySet<string> = cpuInfo().flags): string[] {
   if (level !== 'native') return [...LEVEL_FLAGS[level]].sort();
-  const mine = cpuInfo().flags;
-  if (compilerHelp === undefined) return nativeRequiredIsa();
-  return enabledIsaFlags(compilerHelp).filter((f) => mine.has(f));
+  if (compilerHelp === undefined) return nativeRequiredIsa(flags);
+  return enabledIsaFlags(compilerHelp).filter((f) => flags.has(f));
 }
 
 /** This CPU's vector extensions as a kernel built at `level` may use them. */
-export function isaAtLevel(level: IsaLevel): Isa {
-  const mine = machineIsa();
-  if (level === 'native') return mine;
-  const f = new Set(LEVEL_FLAGS[level]);
-  return { avx512f: f.has('avx512f'), avx2: f.has('avx2'), fma: f.has('fma') };
+export function isaAtLevel(level: IsaLevel, flags: ReadonlySet<string> = cpuInfo().flags): Isa {
+  if (level === 'native') return machineIsa(flags);
+  return isaOfFlags(new Set(LEVEL_FLAGS[level]));
 }
 
 /** The flags of `level` this CPU lacks (empty: it can run, and so measure, kernels built at that level). */
-export function missingForLevel(level: IsaLevel): string[] {
+export function missingForLevel(level: IsaLevel, flags: ReadonlySet<string> = cpuInfo().flags): string[] {
   if (level === 'native') return [];
-  const mine = cpuInfo().flags;
-  return LEVEL_FLAGS[level].filter((f) => !mine.has(f));
+  return LEVEL_FLAGS[level].filter((f) => !flags.has(f));
+}
+
+/** The portable levels a CPU with `flags` runs, lowest first. */
+export function levelsOf(flags: ReadonlySet<string>): PortableLevel[] {
+  return PORTABLE_LEVELS.filter((level) => LEVEL_FLAGS[level].every((f) => flags.has(f)));
 }

@@ -7,7 +7,7 @@
 import { availableParallelism } from 'node:os';
 import { detectCaches, type CacheSizes } from './caches.js';
 import { compilerVersion } from './compiler.js';
-import { cpuInfo } from './cpu.js';
+import { cpuInfo, type CpuInfo } from './cpu.js';
 import { flagsFor } from './flags.js';
 import { isaAtLevel, type Isa, type IsaLevel } from './isa.js';
 
@@ -23,6 +23,27 @@ export interface Target {
   readonly cflags: readonly string[];
 }
 
+/** What a target is made of, as read from a machine (detectTarget) or a host fixture (tests). */
+export interface HostFacts {
+  readonly cpu: CpuInfo;
+  readonly caches: CacheSizes;
+  readonly cores: number;
+  /** First line of `cc --version`. */
+  readonly cc: string;
+}
+
+/** The target of a host with these facts, its kernels built at `level`. */
+export function targetOf(facts: HostFacts, level: IsaLevel = 'native'): Target {
+  return {
+    cpuModel: facts.cpu.model,
+    isa: isaAtLevel(level, facts.cpu.flags),
+    cores: facts.cores,
+    caches: facts.caches,
+    cc: facts.cc,
+    cflags: flagsFor('kernel', level),
+  };
+}
+
 const detected = new Map<IsaLevel, Promise<Target>>();
 
 /**
@@ -34,16 +55,8 @@ export function detectTarget(level: IsaLevel = 'native'): Promise<Target> {
   let t = detected.get(level);
   if (!t) {
     t = (async () => {
-      const { model } = cpuInfo();
       const [caches, version] = await Promise.all([detectCaches(), compilerVersion()]);
-      return {
-        cpuModel: model,
-        isa: isaAtLevel(level),
-        cores: availableParallelism(),
-        caches: caches.sizes,
-        cc: version.split('\n')[0] ?? version,
-        cflags: flagsFor('kernel', level),
-      };
+      return targetOf({ cpu: cpuInfo(), caches: caches.sizes, cores: availableParallelism(), cc: version.split('\n')[0] ?? version }, level);
     })();
     detected.set(level, t);
   }
@@ -60,7 +73,6 @@ export function targetLevel(t: Pick<Target, 'cflags'>): IsaLevel {
 export async function targetNotes(): Promise<readonly string[]> {
   return (await detectCaches()).notes;
 }
-
 /** A target with the given ISA, for tests and cross-generation (cores/caches of a small machine). */
 export function syntheticTarget(isa: Isa, cores = 2): Target {
   return {
