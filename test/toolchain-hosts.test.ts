@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { targetFingerprint } from '../src/db/target-fingerprint.js';
 import { targetDistance, transferSeeds } from '../src/db/transfer.js';
 import type { TuningRecord } from '../src/db/record.js';
-import { parseCpuInfo, probedFlags, settleCpuInfo } from '../src/toolchain/cpu.js';
+import { cpuInfo, parseCpuInfo, probedFlags, settleCpuInfo } from '../src/toolchain/cpu.js';
 import { flagsToProbe, LEVEL_FLAGS } from '../src/toolchain/isa-levels.js';
 import { parseProbeOutput, runIsaProbe } from '../src/toolchain/isa-probe.js';
 import { levelsOf, missingForLevel, requiredIsaFor, vectorWidths } from '../src/toolchain/isa.js';
@@ -120,7 +120,7 @@ test('transfer distance between the host types: zero within a type, ISA first, t
 });
 
 test('the ISA probe on this machine agrees with every level flag its cpuinfo lists, and catches a faulting instruction', () => {
-  const listed = parseCpuInfo(readFileSync('/proc/cpuinfo', 'utf8')).listed;
+  const listed = cpuInfo().listed;
   const levelFlags = [...new Set(Object.values(LEVEL_FLAGS).flat())].filter((f) => listed.has(f));
   const answers = runIsaProbe([...levelFlags, 'ud2', 'no_such_flag']);
   for (const f of levelFlags) assert.equal(answers[f], true, `${f} is listed, so it runs`);
