@@ -64,7 +64,7 @@ function parseMarkdown(file: string): { blocks: Block[]; prose: DocLine[] } {
       open.body.push({ file, line: i + 1, text });
     }
   });
-  assert.equal(open, undefined, `${file}:${open?.line}: a fenced block is never closed`);
+  assert.ok(open === undefined, `${file}:${open?.line}: a fenced block is never closed`);
   return { blocks, prose };
 }
 
@@ -74,13 +74,13 @@ const isRunnable = (b: Block) => b.info.split(/\s+/).includes('runnable');
 
 /**
  * Logical lines of a block: a trailing `\` joins the next line, and so does an indented line
- * that continues a synopsis (starting with `[`, `(` or `-`).
+ * that continues a synopsis (starting with `[`, `(` or `--`).
  */
 function logicalLines(lines: readonly DocLine[]): DocLine[] {
   const out: DocLine[] = [];
   let joinNext = false;
   for (const l of lines) {
-    const continues = joinNext || (out.length > 0 && /^\s+[[(-]/.test(l.text));
+    const continues = joinNext || (out.length > 0 && /^\s+(\[|\(|--)/.test(l.text));
     const text = l.text.replace(/\\\s*$/, '');
     if (continues && out.length > 0) {
       const last = out.pop()!;
