@@ -30,7 +30,8 @@ export type SparseBuild = 'native' | 'portable';
 
 const HINT = 'check that the C compiler supports OpenMP (libgomp); this is a veltair bug if it does';
 
-function sources(kind: SparseAddonKind): Promise<SourceFile[]> {
+/** What one add-on compiles: the N-API helpers, the shared core, its own folder (and nothing of the other add-on's). */
+export function sparseAddonSources(kind: SparseAddonKind): Promise<SourceFile[]> {
   return addonSources(['sparse', `sparse/${kind}`]);
 }
 
@@ -56,7 +57,7 @@ export function ensureSparseAddon(kind: SparseAddonKind, options: { build?: Spar
 async function buildNative(kind: SparseAddonKind, dir?: string): Promise<string> {
   const include = nodeIncludeDir();
   return ensureProgram({
-    name: `vt-sparse-${kind}`, artifact: 'addon', sources: await sources(kind), includeDirs: [include], extension: '.node',
+    name: `vt-sparse-${kind}`, artifact: 'addon', sources: await sparseAddonSources(kind), includeDirs: [include], extension: '.node',
     keyExtras: [await readFile(join(include, 'node_api.h'), 'utf8')], ...(dir ? { cacheDir: dir } : {}), hint: HINT,
   });
 }
@@ -68,7 +69,7 @@ async function buildPortable(kind: SparseAddonKind, dir?: string): Promise<strin
   const flags = portableFlags();
   const name = `vt-sparse-${kind}-portable`;
   const [version, headers, src, napi] = await Promise.all([
-    compilerVersion(cc), headerSnapshot(), sources(kind), readFile(join(include, 'node_api.h'), 'utf8'),
+    compilerVersion(cc), headerSnapshot(), sparseAddonSources(kind), readFile(join(include, 'node_api.h'), 'utf8'),
   ]);
   const parts = [name, headers.hash, ...src.map((s) => `${s.name}\0${s.text}`), napi];
   const key = buildKey(parts, [...flags, ...libsFor('addon')], version).slice(0, 16);
