@@ -33,7 +33,7 @@ const ROOMS = {
 };
 
 /** The shared modules directly under src/ (index.ts, the package's public API, may import any room). */
-const SHARED = '^src/(errors|version|random|stats|csv)\\.ts$';
+const SHARED = '^src/(errors|version|random|stats|csv|atomic-file)\\.ts$';
 
 const roomRules = Object.entries(ROOMS).map(([room, allowed]) => ({
   name: `room-${room}`,

@@ -4,8 +4,11 @@
  * from it, so every one of them is reproducible without being committed. Not for anything secret.
  */
 
+/** A bare uniform [0, 1) stream (what mulberry32 returns). */
+export type Uniform = () => number;
+
 /** A uniform [0, 1) generator for `seed`. */
-export function mulberry32(seed: number): () => number {
+export function mulberry32(seed: number): Uniform {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ACTIVATION_CODE, MODE_CODE, loadSparseAddon, type SparseAddon } from '../src/sparse/native.js';
+import { ACTIVATION_CODE, MODE_CODE, loadSparseTrainAddon, type SparseTrainAddon } from '../src/sparse/native.js';
 import { nativeLayerConfig } from '../src/sparse/trainer.js';
 import type { SparseLayer } from '../src/sparse/layers.js';
 import { denseLayer, maxRelDiff, randomRows, sparseLayer, xcFromRows } from './sparse-fixture.js';
@@ -27,7 +27,7 @@ function network(sparseHidden: boolean, sparseOut: boolean): SparseLayer[] {
 interface Snapshot { scores: Float32Array; loss: number; tensors: Map<string, Float32Array> }
 
 /** scores, then backprop over the batch (gradients read), then one Adam step (weights and moments read). */
-function run(addon: SparseAddon, layers: SparseLayer[], sparseMode: boolean): { before: Snapshot; after: Map<string, Float32Array> } {
+function run(addon: SparseTrainAddon, layers: SparseLayer[], sparseMode: boolean): { before: Snapshot; after: Map<string, Float32Array> } {
   const model = addon.create({ inputDim: INPUT, seed: 5, threads: 1, layers: layers.map((l) => nativeLayerConfig(l)) });
   const d = addon.dataset(data.row, data.idx, data.val, data.lrow, data.labels, INPUT, 24);
   addon.index(model, 1, true, 0);
@@ -43,7 +43,7 @@ function run(addon: SparseAddon, layers: SparseLayer[], sparseMode: boolean): { 
 }
 
 /** The same network and step in float64, written plainly from the maths. */
-function reference(addon: SparseAddon, layers: SparseLayer[]) {
+function reference(addon: SparseTrainAddon, layers: SparseLayer[]) {
   const model = addon.create({ inputDim: INPUT, seed: 5, threads: 1, layers: layers.map((l) => nativeLayerConfig(l)) });
   const W = layers.map((_, l) => Float64Array.from(addon.getTensor(model, l, 'w')));
   const B = layers.map((_, l) => Float64Array.from(addon.getTensor(model, l, 'b')));
@@ -101,7 +101,7 @@ function reference(addon: SparseAddon, layers: SparseLayer[]) {
 
 for (const [name, sh, so] of [['the output layer', false, true], ['a hidden layer and the output layer', true, true]] as const) {
   test(`sparsity 1.0 on ${name} equals the dense network: forward, gradients, one Adam step`, async () => {
-    const addon = await loadSparseAddon();
+    const addon = await loadSparseTrainAddon();
     const dense = run(addon, network(false, false), false);
     const sparse = run(addon, network(sh, so), true);
     assert.ok(maxRelDiff(sparse.before.scores, dense.before.scores) < 1e-5, `scores differ by ${maxRelDiff(sparse.before.scores, dense.before.scores)}`);
@@ -118,7 +118,7 @@ for (const [name, sh, so] of [['the output layer', false, true], ['a hidden laye
 }
 
 test('the native dense network equals a float64 reference of the same maths (forward, gradients, Adam step)', async () => {
-  const addon = await loadSparseAddon();
+  const addon = await loadSparseTrainAddon();
   const layers = network(false, false);
   const ours = run(addon, layers, false);
   const ref = reference(addon, layers);
@@ -136,8 +136,8 @@ test('the native dense network equals a float64 reference of the same maths (for
 });
 
 test('the vector build (AVX2/AVX-512) and the portable scalar build compute the same step', async () => {
-  const fast = await loadSparseAddon('native');
-  const plain = await loadSparseAddon('portable');
+  const fast = await loadSparseTrainAddon('native');
+  const plain = await loadSparseTrainAddon('portable');
   assert.equal(plain.isa(), 'scalar');
   const layers = network(true, true);
   const a = run(fast, layers, true), b = run(plain, layers, true);

@@ -6,25 +6,25 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadSparseAddon, type SparseAddon, type Handle } from '../src/sparse/native.js';
+import { loadSparseTrainAddon, type SparseTrainAddon, type Handle } from '../src/sparse/native.js';
 import { nativeLayerConfig } from '../src/sparse/trainer.js';
 import { denseLayer, randomRows, sparseLayer, xcFromRows } from './sparse-fixture.js';
 
 const D = 3000, HIDDEN = 32;
 
-function model(addon: SparseAddon, family: 'simhash' | 'dwta', seed: number, R: number, threads = 1): Handle {
+function model(addon: SparseTrainAddon, family: 'simhash' | 'dwta', seed: number, R: number, threads = 1): Handle {
   const layers = [denseLayer(0, 100, HIDDEN, 'relu'), sparseLayer(1, HIDDEN, D, 'softmax', 0.05, family, 6, 8, R)];
   return addon.create({ inputDim: 100, seed, threads, layers: layers.map((l) => nativeLayerConfig(l)) });
 }
 
-function bucketSizes(addon: SparseAddon, m: Handle): number[] {
+function bucketSizes(addon: SparseTrainAddon, m: Handle): number[] {
   const t = addon.tables(m, 1);
   return Array.from({ length: t.offsets.length - 1 }, (_, b) => t.offsets[b + 1]! - t.offsets[b]!);
 }
 
 for (const family of ['simhash', 'dwta'] as const) {
   test(`${family}: every neuron is found by querying its own weight vector (in every table whose bucket did not overflow)`, async () => {
-    const addon = await loadSparseAddon();
+    const addon = await loadSparseTrainAddon();
     const R = 2 * Math.ceil(D / 64); // twice the mean fill: some buckets still overflow, which the check must allow for
     const m = model(addon, family, 3, R);
     addon.index(m, 1, true, 0);
@@ -46,7 +46,7 @@ for (const family of ['simhash', 'dwta'] as const) {
   });
 
   test(`${family}: no bucket exceeds R after rehashes and two threads of ALN inserts during training`, async () => {
-    const addon = await loadSparseAddon();
+    const addon = await loadSparseTrainAddon();
     const R = 5; // small, so the reservoir is exercised on every bucket
     const m = model(addon, family, 4, R, 2);
     const data = xcFromRows(randomRows(600, 100, D, 8, 5));
@@ -67,7 +67,7 @@ for (const family of ['simhash', 'dwta'] as const) {
 }
 
 test('hash codes are a function of the seed: same seed, same codes; another seed, other codes', async () => {
-  const addon = await loadSparseAddon();
+  const addon = await loadSparseTrainAddon();
   const x = Float32Array.from({ length: HIDDEN }, (_, i) => Math.sin(i + 1));
   for (const family of ['simhash', 'dwta'] as const) {
     const a = model(addon, family, 9, 10), b = model(addon, family, 9, 10), c = model(addon, family, 10, 10);

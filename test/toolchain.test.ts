@@ -21,6 +21,7 @@ import { compiler, runCompiler } from '../src/toolchain/compiler.js';
 import { headerSnapshot, writeSources } from '../src/toolchain/headers.js';
 import { nativeDir } from '../src/toolchain/paths.js';
 import { loadRuntimeAddon } from '../src/runtime/native-bridge.js';
+import { sparseAddonSources } from '../src/sparse/native-build.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'veltair-toolchain-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -76,4 +77,15 @@ test('the runtime ops and the kernel headers compile at every ISA level (scalar,
   for (const march of ['x86-64', 'x86-64-v3', 'x86-64-v4']) {
     await runCompiler([`-march=${march}`, '-O1', '-fopenmp', '-std=gnu11', '-fsyntax-only', '-I', dir, '-I', runtime, ...sources]);
   }
+});
+
+test('each sparse add-on compiles the N-API helpers, the shared core and its own folder only', async () => {
+  const names = async (kind: 'train' | 'head') => (await sparseAddonSources(kind)).map((s) => s.name);
+  const [train, head] = await Promise.all([names('train'), names('head')]);
+  for (const [mine, other, list] of [['train', 'head', train], ['head', 'train', head]] as const) {
+    assert.ok(list.includes('napi/vt_napi.h') && list.includes('sparse/vs.h') && list.includes('sparse/hash.c'), `${mine}: ${list.join(' ')}`);
+    assert.ok(list.includes(`sparse/${mine}/addon.c`), `${mine}: ${list.join(' ')}`);
+    assert.ok(!list.some((n) => n.startsWith(`sparse/${other}/`)), `${mine} compiles ${other}'s files: ${list.join(' ')}`);
+  }
+  assert.ok(head.includes('sparse/head/infer.c') && train.includes('sparse/train/train.c'));
 });

@@ -27,8 +27,10 @@
  */
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
-#include <node_api.h>
+#define VT_NAPI_WHO "veltair runtime"
+#include "napi/vt_napi.h"
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -103,8 +105,6 @@ static void* worker(void* arg) {
   return NULL;
 }
 
-#define CHECK(call) do { if ((call) != napi_ok) { napi_throw_error(env, "VT_ARGUMENT", "veltair runtime: N-API call failed: " #call); return NULL; } } while (0)
-
 static napi_value throw_code(napi_env env, const char* code, const char* msg) {
   napi_throw_error(env, code, msg);
   return NULL;
@@ -128,9 +128,8 @@ static napi_value wrap_handle(napi_env env, vt_exec* e) {
 }
 
 static handle_t* get_handle(napi_env env, napi_value v) {
-  void* data = NULL;
-  if (napi_get_value_external(env, v, &data) != napi_ok || !data) { napi_throw_error(env, "VT_ARGUMENT", "not a veltair executor handle"); return NULL; }
-  handle_t* h = data;
+  handle_t* h = vt_external(env, v, "not a veltair executor handle");
+  if (!h) return NULL;
   if (!h->e || h->closing) { napi_throw_error(env, "VT_ARGUMENT", "this veltair executor was closed"); return NULL; }
   return h;
 }
@@ -142,50 +141,23 @@ static handle_t* idle_handle(napi_env env, napi_value v) {
   return h;
 }
 
-static size_t elem_size(napi_typedarray_type t) {
-  switch (t) {
-    case napi_int8_array: case napi_uint8_array: case napi_uint8_clamped_array: return 1;
-    case napi_int16_array: case napi_uint16_array: return 2;
-    case napi_int32_array: case napi_uint32_array: case napi_float32_array: return 4;
-    default: return 8;
-  }
-}
-
-/* A typed array's bytes; false (with a pending exception) if v is not one. */
-static int view(napi_env env, napi_value v, void** data, size_t* bytes) {
-  bool is = false;
-  napi_typedarray_type type;
-  size_t length;
-  napi_value ab;
-  size_t offset;
-  if (napi_is_typedarray(env, v, &is) != napi_ok || !is) { napi_throw_error(env, "VT_ARGUMENT", "expected a typed array"); return 0; }
-  if (napi_get_typedarray_info(env, v, &type, &length, data, &ab, &offset) != napi_ok) {
-    napi_throw_error(env, "VT_ARGUMENT", "cannot read a typed array");
-    return 0;
-  }
-  *bytes = length * elem_size(type);
-  return 1;
-}
-
 static napi_value create(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
   napi_value argv[4];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 4) return throw_code(env, "VT_ARGUMENT", "create(blob, kernelsPath, symbols, params) takes 4 arguments");
+  if (!vt_args_min(env, info, 4, argv, "create(blob, kernelsPath, symbols, params) takes 4 arguments")) return NULL;
   void* blob; size_t blob_bytes;
-  if (!view(env, argv[0], &blob, &blob_bytes)) return NULL;
+  if (!vt_view(env, argv[0], &blob, &blob_bytes)) return NULL;
   napi_valuetype t;
-  CHECK(napi_typeof(env, argv[1], &t));
+  VT_CHECK(napi_typeof(env, argv[1], &t));
   char path[4096] = { 0 };
   int has_path = t == napi_string;
   if (has_path) {
     size_t len;
-    CHECK(napi_get_value_string_utf8(env, argv[1], path, sizeof path, &len));
+    VT_CHECK(napi_get_value_string_utf8(env, argv[1], path, sizeof path, &len));
     if (len >= sizeof path - 1) return throw_code(env, "VT_ARGUMENT", "kernels path is too long");
   }
   uint32_t n_sym = 0, n_par = 0;
-  CHECK(napi_get_array_length(env, argv[2], &n_sym));
-  CHECK(napi_get_array_length(env, argv[3], &n_par));
+  VT_CHECK(napi_get_array_length(env, argv[2], &n_sym));
+  VT_CHECK(napi_get_array_length(env, argv[3], &n_par));
   char** syms = calloc(n_sym + 1, sizeof(char*));
   vt_param* params = calloc(n_par + 1, sizeof(vt_param));
   napi_value r = NULL;
@@ -201,7 +173,7 @@ static napi_value create(napi_env env, napi_callback_info info) {
   for (uint32_t i = 0; i < n_par; i++) {
     napi_value p;
     void* data; size_t bytes;
-    if (napi_get_element(env, argv[3], i, &p) != napi_ok || !view(env, p, &data, &bytes)) { ok = 0; break; }
+    if (napi_get_element(env, argv[3], i, &p) != napi_ok || !vt_view(env, p, &data, &bytes)) { ok = 0; break; }
     params[i].data = vt_aligned_copy(data, bytes);
     params[i].bytes = bytes;
     if (!params[i].data) { napi_throw_error(env, "VT_ARGUMENT", "out of memory copying the weights"); ok = 0; break; }
@@ -234,12 +206,12 @@ static napi_value number_array(napi_env env, int n, size_t (*get)(const vt_exec*
 }
 
 static napi_value info_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1], o, x;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  const int argc = vt_args(env, info, 1, argv);
+  if (argc < 0) return NULL;
   handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
   if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "info(handle)");
-  CHECK(napi_create_object(env, &o));
+  VT_CHECK(napi_create_object(env, &o));
   napi_create_int32(env, vt_exec_n_steps(h->e), &x);
   napi_set_named_property(env, o, "steps", x);
   napi_set_named_property(env, o, "inputBytes", number_array(env, vt_exec_n_inputs(h->e), vt_exec_input_bytes, h->e));
@@ -248,28 +220,26 @@ static napi_value info_fn(napi_env env, napi_callback_info info) {
 }
 
 static napi_value run(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value argv[3];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 3) return throw_code(env, "VT_ARGUMENT", "run(handle, inputs, outputs) takes 3 arguments");
+  if (!vt_args_min(env, info, 3, argv, "run(handle, inputs, outputs) takes 3 arguments")) return NULL;
   handle_t* h = idle_handle(env, argv[0]);
   if (!h) return NULL;
   uint32_t ni, no;
-  CHECK(napi_get_array_length(env, argv[1], &ni));
-  CHECK(napi_get_array_length(env, argv[2], &no));
+  VT_CHECK(napi_get_array_length(env, argv[1], &ni));
+  VT_CHECK(napi_get_array_length(env, argv[2], &no));
   if ((int)ni != vt_exec_n_inputs(h->e) || (int)no != vt_exec_n_outputs(h->e)) return throw_code(env, "VT_ARGUMENT", "run: wrong number of inputs or outputs");
   for (uint32_t i = 0; i < ni; i++) {
     napi_value v; void* d; size_t b;
-    CHECK(napi_get_element(env, argv[1], i, &v));
-    if (!view(env, v, &d, &b)) return NULL;
+    VT_CHECK(napi_get_element(env, argv[1], i, &v));
+    if (!vt_view(env, v, &d, &b)) return NULL;
     if (b != vt_exec_input_bytes(h->e, (int)i)) return throw_code(env, "VT_ARGUMENT", "run: an input has the wrong byte size");
     if (b) memcpy(vt_exec_input_ptr(h->e, (int)i), d, b); /* an empty typed array's data may be NULL */
   }
   if (vt_exec_run(h->e)) return throw_code(env, "VT_RUN", vt_exec_error(h->e));
   for (uint32_t i = 0; i < no; i++) {
     napi_value v; void* d; size_t b;
-    CHECK(napi_get_element(env, argv[2], i, &v));
-    if (!view(env, v, &d, &b)) return NULL;
+    VT_CHECK(napi_get_element(env, argv[2], i, &v));
+    if (!vt_view(env, v, &d, &b)) return NULL;
     if (b != vt_exec_output_bytes(h->e, (int)i)) return throw_code(env, "VT_ARGUMENT", "run: an output buffer has the wrong byte size");
     if (b) memcpy(d, vt_exec_output_ptr(h->e, (int)i), b);
   }
@@ -277,11 +247,9 @@ static napi_value run(napi_env env, napi_callback_info info) {
 }
 
 static napi_value set_int(napi_env env, napi_callback_info info, int (*setter)(vt_exec*, int, int)) {
-  size_t argc = 3;
   napi_value argv[3];
   int32_t a = 0, b = 0;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 3) return throw_code(env, "VT_ARGUMENT", "expected (handle, step, value)");
+  if (!vt_args_min(env, info, 3, argv, "expected (handle, step, value)")) return NULL;
   handle_t* h = idle_handle(env, argv[0]);
   if (!h) return NULL;
   if (napi_get_value_int32(env, argv[1], &a) != napi_ok || napi_get_value_int32(env, argv[2], &b) != napi_ok) {
@@ -296,10 +264,10 @@ static napi_value set_threads(napi_env env, napi_callback_info info) { return se
 
 /* (handle, on): an on/off switch of an idle executor. */
 static napi_value set_flag(napi_env env, napi_callback_info info, void (*set)(vt_exec*, int), const char* usage) {
-  size_t argc = 2;
   napi_value argv[2];
   bool on = false;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  const int argc = vt_args(env, info, 2, argv);
+  if (argc < 0) return NULL;
   handle_t* h = argc ? idle_handle(env, argv[0]) : NULL;
   if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", usage);
   if (argc > 1) napi_get_value_bool(env, argv[1], &on);
@@ -313,38 +281,34 @@ static napi_value set_profiling(napi_env env, napi_callback_info info) {
 static napi_value set_teams(napi_env env, napi_callback_info info) { return set_flag(env, info, vt_exec_set_teams, "setTeams(handle, on)"); }
 
 static napi_value step_times(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1], ab, arr;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  napi_value argv[1];
+  const int argc = vt_args(env, info, 1, argv);
+  if (argc < 0) return NULL;
   handle_t* h = argc ? idle_handle(env, argv[0]) : NULL;
   if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "stepTimes(handle)");
-  int n = vt_exec_n_steps(h->e);
-  void* data;
-  CHECK(napi_create_arraybuffer(env, (size_t)n * sizeof(double), &data, &ab));
-  if (n) memcpy(data, vt_exec_step_ns(h->e), (size_t)n * sizeof(double));
-  CHECK(napi_create_typedarray(env, napi_float64_array, (size_t)n, ab, 0, &arr));
-  return arr;
+  napi_value arr = vt_copy_typed(env, napi_float64_array, vt_exec_step_ns(h->e), (size_t)vt_exec_n_steps(h->e));
+  return arr ? arr : throw_code(env, "VT_ARGUMENT", "stepTimes: out of memory");
 }
 
 static napi_value versions_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1], ab, arr;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  napi_value argv[1];
+  const int argc = vt_args(env, info, 1, argv);
+  if (argc < 0) return NULL;
   handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
   if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "versions(handle)");
   int n = vt_exec_n_steps(h->e);
   void* data;
-  CHECK(napi_create_arraybuffer(env, (size_t)n * sizeof(int32_t), &data, &ab));
+  napi_value arr = vt_new_typed(env, napi_int32_array, (size_t)n, &data);
+  if (!arr) return throw_code(env, "VT_ARGUMENT", "versions: out of memory");
   for (int s = 0; s < n; s++) ((int32_t*)data)[s] = vt_exec_step_version(h->e, s);
-  CHECK(napi_create_typedarray(env, napi_int32_array, (size_t)n, ab, 0, &arr));
   return arr;
 }
 
 static napi_value close_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
   void* data = NULL;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  const int argc = vt_args(env, info, 1, argv);
+  if (argc < 0) return NULL;
   if (argc < 1 || napi_get_value_external(env, argv[0], &data) != napi_ok || !data) return throw_code(env, "VT_ARGUMENT", "close(handle)");
   handle_t* h = data;
   if (h->busy) { h->closing = 1; return NULL; } /* the block in flight finishes first; its completion closes */
@@ -356,24 +320,22 @@ static napi_value close_fn(napi_env env, napi_callback_info info) {
 
 /* copy(handle, inputs | null, outputs | null): inputs into the arena, and/or outputs out of it (sync). */
 static napi_value copy_io(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value argv[3];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 3) return throw_code(env, "VT_ARGUMENT", "copy(handle, inputs, outputs) takes 3 arguments");
+  if (!vt_args_min(env, info, 3, argv, "copy(handle, inputs, outputs) takes 3 arguments")) return NULL;
   handle_t* h = idle_handle(env, argv[0]);
   if (!h) return NULL;
   for (int dir = 0; dir < 2; dir++) {
     napi_valuetype t;
-    CHECK(napi_typeof(env, argv[1 + dir], &t));
+    VT_CHECK(napi_typeof(env, argv[1 + dir], &t));
     if (t == napi_null || t == napi_undefined) continue;
     uint32_t n;
-    CHECK(napi_get_array_length(env, argv[1 + dir], &n));
+    VT_CHECK(napi_get_array_length(env, argv[1 + dir], &n));
     int want = dir == 0 ? vt_exec_n_inputs(h->e) : vt_exec_n_outputs(h->e);
     if ((int)n != want) return throw_code(env, "VT_ARGUMENT", "copy: wrong number of inputs or outputs");
     for (uint32_t i = 0; i < n; i++) {
       napi_value v; void* d; size_t b;
-      CHECK(napi_get_element(env, argv[1 + dir], i, &v));
-      if (!view(env, v, &d, &b)) return NULL;
+      VT_CHECK(napi_get_element(env, argv[1 + dir], i, &v));
+      if (!vt_view(env, v, &d, &b)) return NULL;
       size_t expect = dir == 0 ? vt_exec_input_bytes(h->e, (int)i) : vt_exec_output_bytes(h->e, (int)i);
       if (b != expect) return throw_code(env, "VT_ARGUMENT", "copy: a buffer has the wrong byte size");
       if (dir == 0) memcpy(vt_exec_input_ptr(h->e, (int)i), d, b);
@@ -428,10 +390,8 @@ static void finish_block(napi_env env, napi_value js_cb, void* context, void* da
  * start and end (reject with code VT_RUN if a step failed).
  */
 static napi_value run_block(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
   napi_value argv[4], promise;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 4) return throw_code(env, "VT_ARGUMENT", "runBlock(handle, from, to, cores) takes 4 arguments");
+  if (!vt_args_min(env, info, 4, argv, "runBlock(handle, from, to, cores) takes 4 arguments")) return NULL;
   handle_t* h = idle_handle(env, argv[0]);
   if (!h) return NULL;
   int32_t from, to;
@@ -440,23 +400,23 @@ static napi_value run_block(napi_env env, napi_callback_info info) {
   if (napi_get_value_int32(env, argv[1], &from) != napi_ok || napi_get_value_int32(env, argv[2], &to) != napi_ok) {
     return throw_code(env, "VT_ARGUMENT", "runBlock: from and to must be integers");
   }
-  CHECK(napi_is_array(env, argv[3], &is_array));
+  VT_CHECK(napi_is_array(env, argv[3], &is_array));
   if (!is_array) return throw_code(env, "VT_ARGUMENT", "runBlock: cores must be an array of core ids");
-  CHECK(napi_get_array_length(env, argv[3], &n));
+  VT_CHECK(napi_get_array_length(env, argv[3], &n));
   if (n < 1 || n > VT_MAX_CORES) return throw_code(env, "VT_ARGUMENT", "runBlock: a block needs at least one core");
   if (from < 0 || to > vt_exec_n_steps(h->e) || from > to) return throw_code(env, "VT_ARGUMENT", "runBlock: [from, to) is not a range of steps");
   for (uint32_t i = 0; i < n; i++) {
     napi_value c;
     int32_t core;
-    CHECK(napi_get_element(env, argv[3], i, &c));
+    VT_CHECK(napi_get_element(env, argv[3], i, &c));
     if (napi_get_value_int32(env, c, &core) != napi_ok || core < 0) return throw_code(env, "VT_ARGUMENT", "runBlock: core ids are integers >= 0");
     h->cores[i] = core;
   }
   if (!h->started) {
     napi_value name;
-    CHECK(napi_create_string_utf8(env, "veltair block", NAPI_AUTO_LENGTH, &name));
-    CHECK(napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, NULL, finish_block, &h->tsfn));
-    CHECK(napi_unref_threadsafe_function(env, h->tsfn));
+    VT_CHECK(napi_create_string_utf8(env, "veltair block", NAPI_AUTO_LENGTH, &name));
+    VT_CHECK(napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, NULL, finish_block, &h->tsfn));
+    VT_CHECK(napi_unref_threadsafe_function(env, h->tsfn));
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     h->stop = 0;
@@ -466,9 +426,9 @@ static napi_value run_block(napi_env env, napi_callback_info info) {
     }
     h->started = 1;
   }
-  CHECK(napi_create_promise(env, &h->deferred, &promise));
-  CHECK(napi_create_reference(env, argv[0], 1, &h->self));
-  CHECK(napi_ref_threadsafe_function(env, h->tsfn));
+  VT_CHECK(napi_create_promise(env, &h->deferred, &promise));
+  VT_CHECK(napi_create_reference(env, argv[0], 1, &h->self));
+  VT_CHECK(napi_ref_threadsafe_function(env, h->tsfn));
   h->busy = 1;
   pthread_mutex_lock(&h->mu);
   h->from = from; h->to = to; h->n_cores = (int)n; h->rc = 0; h->err[0] = 0;
@@ -480,9 +440,9 @@ static napi_value run_block(napi_env env, napi_callback_info info) {
 
 /* clone(handle) -> a new handle: its own arena and steps, the same plan, kernels and weights. */
 static napi_value clone_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  const int argc = vt_args(env, info, 1, argv);
+  if (argc < 0) return NULL;
   /* A running block only reads the step tables (only this thread writes them): cloning is safe meanwhile. */
   handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
   if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "clone(handle)");
@@ -497,19 +457,19 @@ NAPI_MODULE_INIT() {
   if (napi_create_string_utf8(env, VT_ABI_DIGEST, NAPI_AUTO_LENGTH, &digest) != napi_ok) return NULL;
   napi_property_descriptor props[] = {
     { "abiDigest", NULL, NULL, NULL, NULL, digest, napi_enumerable, NULL },
-    { "create", NULL, create, NULL, NULL, NULL, napi_default, NULL },
-    { "info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL },
-    { "run", NULL, run, NULL, NULL, NULL, napi_default, NULL },
-    { "setVersion", NULL, set_version, NULL, NULL, NULL, napi_default, NULL },
-    { "setThreads", NULL, set_threads, NULL, NULL, NULL, napi_default, NULL },
-    { "setProfiling", NULL, set_profiling, NULL, NULL, NULL, napi_default, NULL },
-    { "setTeams", NULL, set_teams, NULL, NULL, NULL, napi_default, NULL },
-    { "stepTimes", NULL, step_times, NULL, NULL, NULL, napi_default, NULL },
-    { "versions", NULL, versions_fn, NULL, NULL, NULL, napi_default, NULL },
-    { "close", NULL, close_fn, NULL, NULL, NULL, napi_default, NULL },
-    { "copy", NULL, copy_io, NULL, NULL, NULL, napi_default, NULL },
-    { "runBlock", NULL, run_block, NULL, NULL, NULL, napi_default, NULL },
-    { "clone", NULL, clone_fn, NULL, NULL, NULL, napi_default, NULL },
+    VT_METHOD("create", create),
+    VT_METHOD("info", info_fn),
+    VT_METHOD("run", run),
+    VT_METHOD("setVersion", set_version),
+    VT_METHOD("setThreads", set_threads),
+    VT_METHOD("setProfiling", set_profiling),
+    VT_METHOD("setTeams", set_teams),
+    VT_METHOD("stepTimes", step_times),
+    VT_METHOD("versions", versions_fn),
+    VT_METHOD("close", close_fn),
+    VT_METHOD("copy", copy_io),
+    VT_METHOD("runBlock", run_block),
+    VT_METHOD("clone", clone_fn),
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -7,7 +7,7 @@
  * floats [alpha, beta per step]
  * in [x, operands...] (the operands steps name by index); out [y], which may be x itself.
  *   affine   y = y * in[operand][c] + in[operand2][c]    (channel vectors of CB*V floats)
- *   unary    y = f(y), f an enum vt_unary_fn code with a vector form, alpha/beta its parameters
+ *   unary    y = f(y), f an enum vt_unary_fn code with a vector form (vt_unary.h), alpha/beta its parameters
  *   binary   y = y (fn) z, or z (fn) y when flags & 1; z = in[operand] (in[0]: the chain's own input) broadcast as operand2
  *            (enum vt_operand_kind: full | channel [CB*V] | channel_batch [N][CB*V] | scalar)
  * Each plane (one batch, one channel block) is walked in strips that stay in L1; every step runs
@@ -16,8 +16,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "vt_rt.h"
-#include "../vt_simd.h"
+#include "vt_unary.h"
 
 #define STRIP 1024
 #define MAX_STEPS 16
@@ -29,42 +28,6 @@ typedef struct {
   const float* const* in; float* out; long n, c, hw, v, cb, n_steps;
   chain_step steps[MAX_STEPS];
 } chain_ctx;
-
-static inline vtw_t unary_w(long fn, vtw_t x, float a, float b) {
-  switch (fn) {
-    case U_RELU: return VTW(max)(x, VTW(zero)());
-    case U_CLIP: return VTW(clamp)(x, a, b);
-    case U_LEAKY_RELU: return VTW(leaky_relu)(x, a);
-    case U_SIGMOID: return VTW(sigmoid)(x);
-    case U_HARD_SIGMOID: return VTW(hard_sigmoid)(x, a, b);
-    case U_HARD_SWISH: return VTW(hard_swish)(x);
-    case U_SILU: return VTW(mul)(x, VTW(sigmoid)(x));
-    case U_TANH: return VTW(tanh)(x);
-    case U_GELU: return VTW(gelu)(x);
-    case U_GELU_TANH: return VTW(gelu_tanh)(x);
-    case U_ERF: return VTW(erf)(x);
-    case U_EXP: return VTW(exp)(x);
-    default: return VTW(sub)(VTW(zero)(), x); /* U_NEG: the translator sends no other code */
-  }
-}
-
-static inline float unary_1(long fn, float x, float a, float b) {
-  switch (fn) {
-    case U_RELU: return x > 0.0f ? x : 0.0f;
-    case U_CLIP: return vt1_clamp(x, a, b);
-    case U_LEAKY_RELU: return vt1_leaky_relu(x, a);
-    case U_SIGMOID: return vt1_sigmoid(x);
-    case U_HARD_SIGMOID: return vt1_hard_sigmoid(x, a, b);
-    case U_HARD_SWISH: return vt1_hard_swish(x);
-    case U_SILU: return x * vt1_sigmoid(x);
-    case U_TANH: return vt1_tanh(x);
-    case U_GELU: return vt1_gelu(x);
-    case U_GELU_TANH: return vt1_gelu_tanh(x);
-    case U_ERF: return vt1_erf(x);
-    case U_EXP: return vt1_exp(x);
-    default: return -x;
-  }
-}
 
 #define BIN_W(FN, A, B) ((FN) == B_ADD ? VTW(add)(A, B) : (FN) == B_SUB ? VTW(sub)(A, B) : (FN) == B_MUL ? VTW(mul)(A, B) \
   : (FN) == B_DIV ? VTW(div)(A, B) : (FN) == B_MAX ? VTW(max)(A, B) : VTW(min)(A, B))
@@ -91,8 +54,8 @@ static void run_step(const chain_ctx* k, const chain_step* st, float* buf, long 
     return;
   }
   if (st->kind == CH_UNARY) {
-    for (; i + VT_W <= len; i += VT_W) VTW(store)(buf + i, unary_w(st->fn, VTW(load)(buf + i), st->alpha, st->beta));
-    for (; i < len; i++) buf[i] = unary_1(st->fn, buf[i], st->alpha, st->beta);
+    for (; i + VT_W <= len; i += VT_W) VTW(store)(buf + i, vt_unary_w(st->fn, VTW(load)(buf + i), st->alpha, st->beta));
+    for (; i < len; i++) buf[i] = vt_unary_1(st->fn, buf[i], st->alpha, st->beta);
     return;
   }
   const float* z = k->in[st->operand];
@@ -155,7 +118,7 @@ static void chain_planes_fused(const chain_ctx* k, long b, long e) {
       for (long si = 0; si < k->n_steps; si++) {
         const chain_step* st = &k->steps[si];
         if (st->kind == CH_AFFINE) { a = VTW(fma)(a, ca[si], cs[si]); continue; }
-        if (st->kind == CH_UNARY) { a = unary_w(st->fn, a, st->alpha, st->beta); continue; }
+        if (st->kind == CH_UNARY) { a = vt_unary_w(st->fn, a, st->alpha, st->beta); continue; }
         const vtw_t z = st->operand2 == OPND_FULL ? VTW(load)(k->in[st->operand] + t * len + i) : ca[si];
         a = st->flags & 1 ? BIN_W(st->fn, z, a) : BIN_W(st->fn, a, z);
       }
@@ -198,7 +161,8 @@ int vt_op_elementwise_chain(const vt_step* s) {
     const int64_t* q = k + 5 + 5 * i;
     chain_step* st = &c.steps[i];
     *st = (chain_step){ q[0], q[1], q[2], q[3], q[4], (float)s->floats[2 * i], (float)s->floats[2 * i + 1] };
-    int operands_ok = st->kind == CH_UNARY || (st->operand >= 0 && st->operand < s->n_in && s->in[st->operand] != NULL);
+    int operands_ok = st->kind == CH_UNARY ? vt_unary_vectorized(st->fn)
+                                           : st->operand >= 0 && st->operand < s->n_in && s->in[st->operand] != NULL;
     if (st->kind == CH_AFFINE) operands_ok = operands_ok && st->operand >= 1 && st->operand2 >= 1 && st->operand2 < s->n_in && s->in[st->operand2] != NULL;
     if (st->kind == CH_BINARY) operands_ok = operands_ok && st->operand2 >= 0 && st->operand2 < OPND_COUNT && st->fn >= B_ADD && st->fn <= B_MIN
       && st->fn != B_POW;

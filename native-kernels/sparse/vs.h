@@ -1,6 +1,8 @@
 /*
- * veltair sparse (BOLT-style) training: the native types every file of native-kernels/sparse/
- * shares, and the few vector helpers its hot loops use.
+ * veltair sparse (BOLT-style) training and inference: the native types every file of
+ * native-kernels/sparse/ shares, and the few vector helpers its hot loops use. The files of this
+ * folder are the core both add-ons compile (hashing, tables, vector kernels, allocation, the model
+ * struct); train/ adds the training passes and their bindings, head/ the serving head's.
  *
  * Vector width: AVX-512 where the compiler targets it, else AVX2 + FMA, else plain C; the
  * primitives come from ../vt_simd.h (the kernels' one ISA layer), so all three paths share

@@ -1,4 +1,4 @@
-/* The network-level entry points of native-kernels/sparse/ (what addon.c calls). */
+/* The network-level entry points of native-kernels/sparse/ (what train/addon.c calls). */
 #ifndef VS_MODEL_H
 #define VS_MODEL_H
 #include "vs.h"

@@ -5,8 +5,9 @@
  * the schema again before it is rewritten. Runs inside the staging directory, before signing.
  */
 import { createHash } from 'node:crypto';
-import { readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeTextAtomic } from '../atomic-file.js';
 import { BUNDLE_FILES, manifestText, type Manifest } from './manifest.js';
 import { assertManifestSchema } from './schema.js';
 
@@ -22,7 +23,6 @@ export async function addFilesToManifest(dir: string, rels: readonly string[]): 
   const next: Manifest = { ...manifest, files: sorted };
   const text = manifestText(next);
   assertManifestSchema(JSON.parse(text), 'the manifest veltair just built');
-  await writeFile(`${path}.tmp`, text);
-  await rename(`${path}.tmp`, path);
+  await writeTextAtomic(path, text);
   return next;
 }

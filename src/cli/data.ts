@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { userError } from '../errors.js';
-import { writeTextAtomic } from '../sparse/atomic-file.js';
+import { writeTextAtomic } from '../atomic-file.js';
 import { PLANTED_DEFAULTS, plantedModel, writePlantedFile, type PlantedOptions } from '../sparse/planted.js';
 import { buildWordsDataset, DEFAULT_WORD_ROOTS, WORDS_DEFAULTS } from '../sparse/words.js';
 import { note, printJson, printLine } from '../terminal/output.js';

@@ -3,9 +3,7 @@
  * `--db DIR` (default: the user cache's tuning-db) and `--json`; corrupt lines are skipped with one
  * warning line on stderr and never change the exit code.
  */
-import { randomBytes } from 'node:crypto';
-import { rename, unlink, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { writeTextAtomic } from '../atomic-file.js';
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
 import { databaseStats, mergeDatabases, pruneDatabase, type DatabaseStats, type PruneResult } from '../db/operations.js';
@@ -64,15 +62,10 @@ function pruneText(r: PruneResult): string {
 
 /** Write a file via temp + rename in its directory, so a reader never sees half an export. */
 async function writeOutput(path: string, text: string): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  try {
-    await writeFile(temp, text, { flag: 'wx' });
-    await rename(temp, path);
-  } catch (e) {
-    await unlink(temp).catch(() => undefined);
-    const err = unwritable(path, e);
-    throw err === e ? userError('FILE_UNWRITABLE', `cannot write ${path}: ${(e as Error).message}`, 'choose another -o path') : err;
-  }
+  await writeTextAtomic(path, text, (p, e) => {
+    const err = unwritable(p, e);
+    return err === e ? userError('FILE_UNWRITABLE', `cannot write ${p}: ${(e as Error).message}`, 'choose another -o path') : err;
+  });
 }
 
 function parseKeep(text: string): number {

@@ -15,10 +15,10 @@
  * time by op kind on stderr (stdout stays machine output with --json).
  */
 import type { Command } from 'commander';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { writeFileAtomicSync } from '../atomic-file.js';
 import { isVeltairError, userError, quoteForMessage, VeltairError } from '../errors.js';
 import { readTrustedKey } from '../bundle/sign.js';
 import { loadBundle, type Session } from '../runtime/session.js';
@@ -121,14 +121,8 @@ export function outputFileName(name: string, taken: Set<string>): string {
 }
 
 function writeAtomically(path: string, bytes: Uint8Array): void {
-  const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    writeFileSync(temp, bytes);
-    renameSync(temp, path);
-  } catch (e) {
-    rmSync(temp, { force: true });
-    throw userError('FILE_UNWRITABLE', `cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'choose a writable --output-dir');
-  }
+  writeFileAtomicSync(path, bytes, (p, e) =>
+    userError('FILE_UNWRITABLE', `cannot write ${p}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'choose a writable --output-dir'));
 }
 
 function prepareOutputDir(dir: string): string {

@@ -2,11 +2,12 @@
  * `veltair sign BUNDLE --key KEY [--json]`: sign an existing bundle's manifest (Ed25519), e.g. after
  * `veltair bench --calibrate-proxy` rewrote the manifest (which removes the old signature). The
  * bundle is checked first (schema, every file's size and sha256): only what the manifest describes
- * is signed. manifest.sig is written to a temp file and renamed into place.
+ * is signed. manifest.sig is written atomically (src/atomic-file.ts).
  */
 import type { Command } from 'commander';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomicSync } from '../atomic-file.js';
 import { readBundle } from '../bundle/read.js';
 import { readSigningKey, SIGNATURE_FILE, signatureFor } from '../bundle/sign.js';
 import { userError } from '../errors.js';
@@ -25,14 +26,8 @@ async function signAction(bundlePath: string, f: SignFlags): Promise<void> {
   const bundle = await readBundle(bundlePath, { cpuFlags: ANY_CPU });
   const signature = signatureFor(readFileSync(bundle.paths.manifest), key);
   const path = join(bundle.paths.dir, SIGNATURE_FILE);
-  const temp = `${path}.tmp-${process.pid}`;
-  try {
-    writeFileSync(temp, JSON.stringify(signature, null, 2) + '\n', { flag: 'wx' });
-    renameSync(temp, path);
-  } catch (e) {
-    rmSync(temp, { force: true });
-    throw userError('FILE_UNWRITABLE', `cannot write ${path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`, 'sign a bundle directory you can write to');
-  }
+  writeFileAtomicSync(path, JSON.stringify(signature, null, 2) + '\n', (p, e) =>
+    userError('FILE_UNWRITABLE', `cannot write ${p} (${(e as NodeJS.ErrnoException).code ?? 'error'})`, 'sign a bundle directory you can write to'));
   if (f.json) printJson({ bundle: bundle.paths.dir, signature: path, keyId: signature.keyId });
   else printLine(`signed ${bundle.paths.dir}: ${SIGNATURE_FILE}, Ed25519 key ${signature.keyId}`);
 }

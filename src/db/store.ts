@@ -15,9 +15,9 @@
  *     `records.jsonl` — a reader sees the old or the new file, never half of one.
  * Nothing is ever rewritten in place.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { mkdir, open, stat, unlink } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { writeTextAtomic } from '../atomic-file.js';
 import { CODEGEN_VERSION } from '../codegen/kernel.js';
 import { internalError, userError } from '../errors.js';
 import { cacheDir, repoRoot } from '../toolchain/paths.js';
@@ -122,25 +122,8 @@ function sortedRecords(records: Iterable<[string, TuningRecord]>): TuningRecord[
 
 /** Write `records` to `path` via a fsynced temp file in the same directory and a rename. */
 export async function writeRecordsAtomically(path: string, records: Iterable<[string, TuningRecord]>): Promise<number> {
-  const dir = dirname(path);
-  const temp = join(dir, `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
   const list = sortedRecords(records);
-  try {
-    const fh = await open(temp, 'wx');
-    try {
-      await fh.writeFile(list.map(recordLine).join(''), 'utf8');
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(temp, path);
-  } catch (e) {
-    await unlink(temp).catch(() => undefined);
-    throw unwritable(path, e);
-  }
-  const dirHandle = await open(dir, 'r').catch(() => undefined);
-  await dirHandle?.sync().catch(() => undefined);
-  await dirHandle?.close();
+  await writeTextAtomic(path, list.map(recordLine).join(''), unwritable);
   return list.length;
 }
 

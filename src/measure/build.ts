@@ -26,7 +26,8 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { internalError, VeltairError } from '../errors.js';
-import { buildKey, installOnce, tempPathFor } from '../toolchain/build-cache.js';
+import { tempNameFor } from '../atomic-file.js';
+import { buildKey, installOnce } from '../toolchain/build-cache.js';
 import { compiler, compilerStderr, compilerVersion, runCompiler, type Compiler } from '../toolchain/compiler.js';
 import { flagsFor, kernelLinkFlags, libsFor } from '../toolchain/flags.js';
 import { headerSnapshot, writeSources, type HeaderSnapshot } from '../toolchain/headers.js';
@@ -77,7 +78,7 @@ export function chunk<T>(items: readonly T[], size: number): T[][] {
 }
 
 async function atomicMove(from: string, to: string): Promise<void> {
-  const temp = tempPathFor(to);
+  const temp = tempNameFor(to);
   await rename(from, temp).catch(async () => {
     await writeFile(temp, await readFile(from));
   });

@@ -4,9 +4,9 @@
  * and the bytes go to a hidden temp file in the same directory that is then renamed over the
  * target, so a reader sees the old file or the new one, never half of one.
  */
-import { randomBytes } from 'node:crypto';
 import { lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { dirname, extname, resolve } from 'node:path';
+import { tempNameFor } from '../atomic-file.js';
 import { quoteForMessage, userError } from '../errors.js';
 
 export interface OutputFile<F extends string> {
@@ -45,7 +45,7 @@ export interface StagedFile {
 }
 
 export function stageFile(path: string, bytes: string | Uint8Array): StagedFile {
-  const temp = join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const temp = tempNameFor(path);
   try {
     writeFileSync(temp, bytes, { flag: 'wx' });
   } catch (e) {

@@ -17,6 +17,7 @@ function laneFix(c: OpContext): number[] {
   return [g.n, g.c, g.h * g.w, g.v];
 }
 
+const FLOAT32_MAX = 3.4028234663852886e38;
 const SELU_ALPHA = 1.67326319217681884765625, SELU_GAMMA = 1.05070102214813232421875;
 
 export const unary: Lowering = (c) => {
@@ -25,7 +26,8 @@ export const unary: Lowering = (c) => {
   if (fn === undefined) unsupported(c, 'no native activation of this name');
   if (c.ins.length !== 1 || c.ins[0]!.dtype !== 'float32') unsupported(c, 'activations run on one float32 input');
   let floats = [0, 0];
-  if (op === 'clip') floats = [attrNumber(c, 'min', -Infinity), attrNumber(c, 'max', Infinity)];
+  // A missing Clip bound is numeric_limits<float>::lowest() / max() in ONNX (±Infinity clamps to ±FLT_MAX), as in fuse-ops' chain step.
+  if (op === 'clip') floats = [attrNumber(c, 'min', -FLOAT32_MAX), attrNumber(c, 'max', FLOAT32_MAX)];
   else if (op === 'leakyrelu' || op === 'leaky_relu') floats = [attrNumber(c, 'alpha', 0.01), 0];
   else if (op === 'hardsigmoid' || op === 'hard_sigmoid') floats = [attrNumber(c, 'alpha', 0.2), attrNumber(c, 'beta', 0.5)];
   else if (op === 'elu') floats = [attrNumber(c, 'alpha', 1), 0];

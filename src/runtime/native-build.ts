@@ -1,15 +1,16 @@
 /**
- * Building the runtime's N-API addon: every C file of native-kernels/runtime/ in one `cc` call,
- * through the toolchain's content-addressed build cache (the name carries the sha256 of the
- * sources, headers, flags, compiler version and CPU identity), so concurrent first uses never see
- * half a file and a source edit never reuses a stale addon.
+ * Building the runtime's N-API addon: every C file of native-kernels/runtime/ (with the N-API
+ * helpers of native-kernels/napi/) in one `cc` call, through the toolchain's content-addressed
+ * build cache (the name carries the sha256 of the sources, headers, flags, compiler version and CPU
+ * identity), so concurrent first uses never see half a file and a source edit never reuses a stale
+ * addon.
  *
  * Why no node-gyp: see native-kernels/runtime/addon.c — one compiler for kernels and runtime,
  * nothing to build at install time, and the JS→C crossing happens once per inference.
  */
-import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { addonSources } from '../toolchain/addon-sources.js';
 import { ensureProgram } from '../toolchain/build-cache.js';
 import { nodeIncludeDir } from '../toolchain/node-headers.js';
 import { nativeDir } from '../toolchain/paths.js';
@@ -29,8 +30,7 @@ export function ensureRuntimeAddon(options: { cacheDir?: string } = {}): Promise
 
 async function buildAddon(cacheDir?: string): Promise<string> {
   const include = nodeIncludeDir();
-  const files = readdirSync(runtimeSourceDir()).filter((f) => f.endsWith('.c') || f.endsWith('.h')).sort();
-  const sources = await Promise.all(files.map(async (f) => ({ name: `runtime/${f}`, text: await readFile(join(runtimeSourceDir(), f), 'utf8') })));
+  const sources = await addonSources(['runtime']);
   return ensureProgram({
     name: 'vt-runtime', artifact: 'addon', sources, includeDirs: [include], extension: '.node',
     keyExtras: [await readFile(join(include, 'node_api.h'), 'utf8')], ...(cacheDir ? { cacheDir } : {}),

@@ -16,7 +16,8 @@
 import { internalError, userError, quoteForMessage } from '../errors.js';
 import { HEAD_JSON, readHead, type HeadMeta, type HeadVersion } from '../sparse/head-format.js';
 import { createNativeHead } from '../sparse/head-index.js';
-import { loadSparseAddon, type HeadTopK, type SparseAddon } from '../sparse/native.js';
+import { loadSparseHeadAddon } from '../sparse/native.js';
+import type { HeadTopK, SparseHeadAddon } from '../sparse/native-head.js';
 import type { TensorInfo } from './feeds.js';
 import type { HostTensor } from './host-tensor.js';
 
@@ -72,10 +73,10 @@ export function pickVersion(versions: readonly HeadVersion[], o: SparseOptions):
   return best;
 }
 
-export async function loadSparseHead(bundleDir: string, options: SparseOptions = {}, addon?: SparseAddon): Promise<SparseHead> {
+export async function loadSparseHead(bundleDir: string, options: SparseOptions = {}, addon?: SparseHeadAddon): Promise<SparseHead> {
   checkFloor(options);
   const { meta, arrays } = await readHead(bundleDir);
-  const native = addon ?? await loadSparseAddon();
+  const native = addon ?? await loadSparseHeadAddon();
   const { n, d, k, input, outputs } = meta.layer;
   let handle: object;
   try {

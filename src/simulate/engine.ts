@@ -22,7 +22,8 @@ import { Heap } from '../schedule/heap.js';
 import type { Policy } from '../schedule/policies.js';
 import { Scheduler, type ConflictRule, type Decision } from '../schedule/scheduler.js';
 import type { InterferenceModel } from './interference.js';
-import { exponential, streamFor, type Rng } from './rng.js';
+import type { Uniform } from '../random.js';
+import { exponential, streamFor } from './rng.js';
 import { Metrics, type RunMetrics } from './metrics.js';
 
 export interface SimModel {
@@ -115,7 +116,7 @@ export function simulate(o: SimOptions): RunResult {
   let now = 0;
   let nextId = 0;
   const metrics = new Metrics(plans, N, o.warmupMs, o.durationMs, o.models.map((m) => m.qps * Math.max(0, o.durationMs - o.warmupMs) / 1000));
-  const rngs: Rng[] = o.models.map((_, i) => streamFor(o.seed, i));
+  const rngs: Uniform[] = o.models.map((_, i) => streamFor(o.seed, i));
   let gSum = 0, fSum = 0;
   const predictLevel = (_cores: readonly number[], _model: number) => o.interference.levelFor(gSum, fSum);
   const scheduler = new Scheduler({ policy: o.policy, models: plans, cores: N, ...(o.onConflict ? { onConflict: o.onConflict } : {}), predictLevel });

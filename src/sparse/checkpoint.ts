@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { open, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { userError } from '../errors.js';
-import { writeFileAtomic } from './atomic-file.js';
+import { writeFileAtomic } from '../atomic-file.js';
 import type { TensorName } from './native.js';
 
 const MAGIC = 'VTSPCKP1';

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { internalError, userError } from '../errors.js';
 import { blobWriter, type Blob } from './aligned-blobs.js';
-import { writeFileAtomic, writeTextAtomic } from './atomic-file.js';
+import { writeFileAtomic, writeTextAtomic } from '../atomic-file.js';
 
 export const HEAD_JSON = 'sparse/head.json';
 export const HEAD_BIN = 'sparse/head.bin';

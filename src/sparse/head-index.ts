@@ -9,7 +9,8 @@
 import { autotuneKLR } from './autotune.js';
 import type { HeadArrays, HeadMeta, HashFamily } from './head-format.js';
 import type { IndexLayer, LoadedIndex } from './hash-index.js';
-import { HASH_CODE, type SparseAddon } from './native.js';
+import { HASH_CODE } from './native.js';
+import type { SparseHeadAddon } from './native-head.js';
 
 export interface HeadIndex {
   readonly hash: HeadMeta['hash'];
@@ -27,7 +28,7 @@ export interface BuildIndexOptions {
   readonly tables?: number;
 }
 
-export function buildHeadIndex(addon: SparseAddon, weight: Float32Array, bias: Float32Array, n: number, d: number, o: BuildIndexOptions): HeadIndex {
+export function buildHeadIndex(addon: SparseHeadAddon, weight: Float32Array, bias: Float32Array, n: number, d: number, o: BuildIndexOptions): HeadIndex {
   const tuned = autotuneKLR(n, d, o.sparsity);
   const { K, R } = tuned;
   const L = o.tables ?? tuned.L;
@@ -67,7 +68,7 @@ export function headIndexFromTrained(loaded: LoadedIndex, layer: IndexLayer, wei
 }
 
 /** The native head over a loaded or freshly built index (the addon checks every shape and id). */
-export function createNativeHead(addon: SparseAddon, hash: HeadMeta['hash'], n: number, d: number, a: HeadArrays): object {
+export function createNativeHead(addon: SparseHeadAddon, hash: HeadMeta['hash'], n: number, d: number, a: HeadArrays): object {
   return addon.headCreate({ n, d, family: HASH_CODE[hash.family], K: hash.K, L: hash.L, seed: BigInt(hash.seed), rowBytes: hash.rowBytes,
     perTable: hash.perTable }, a.weight, a.bias, a.signs, a.bins, a.offsets, a.ids);
 }

@@ -8,7 +8,7 @@
  */
 import { internalError, userError } from '../errors.js';
 import type { HeadVersion } from './head-format.js';
-import type { SparseAddon } from './native.js';
+import type { SparseHeadAddon } from './native-head.js';
 
 export const DEFAULT_SPARSITIES: readonly number[] = [1, 0.05, 0.01, 0.005];
 export const MAX_KEPT = 5;
@@ -49,7 +49,7 @@ export interface Accuracy {
   readonly scoredMean: number;
 }
 
-function topKOf(addon: SparseAddon, head: object, c: Calibration, d: number, k: number, budget: number) {
+function topKOf(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budget: number) {
   return addon.headTopK(head, c.hidden, c.rows, k, budget);
 }
 
@@ -58,7 +58,7 @@ function topKOf(addon: SparseAddon, head: object, c: Calibration, d: number, k: 
  * version returns that the dense version also returns must carry the dense score bit for bit (the
  * same dot product), and its list must be sorted; a violation is a veltair bug.
  */
-export function measureAccuracy(addon: SparseAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[]): Accuracy[] {
+export function measureAccuracy(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[]): Accuracy[] {
   const kk = Math.max(k, 5);
   const dense = topKOf(addon, head, c, d, kk, 0);
   return budgets.map((budget) => {
@@ -90,7 +90,7 @@ export const median = (xs: readonly number[]): number => {
 };
 
 /** ms per input of each budget: interleaved rounds of one pass over the rows, one call per input. */
-export function timeBudgets(addon: SparseAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[]): number[][] {
+export function timeBudgets(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[]): number[][] {
   const rows = Math.min(c.rows, 64);
   const inputs = Array.from({ length: rows }, (_, r) => c.hidden.subarray(r * d, (r + 1) * d));
   const pass = (budget: number) => {
@@ -119,7 +119,7 @@ export function keptVersions(vs: readonly { latencyMs: number; recallAt1: number
 }
 
 /** Measure every sparsity and mark the family. */
-export function measureVersions(addon: SparseAddon, head: object, c: Calibration, n: number, d: number, k: number,
+export function measureVersions(addon: SparseHeadAddon, head: object, c: Calibration, n: number, d: number, k: number,
   sparsities: readonly number[]): HeadVersion[] {
   const budgets = sparsities.map((s) => budgetFor(s, n, k));
   const accuracy = measureAccuracy(addon, head, c, d, k, budgets);

@@ -1,10 +1,13 @@
 /**
- * TypeScript's handle on the sparse-training addon (native-kernels/sparse/addon.c): the exports'
- * types, loading, and the few numeric codes both sides share (activations, hash families, modes).
+ * TypeScript's handle on the two sparse add-ons: the training add-on (native-kernels/sparse/train/,
+ * its exports' types here) and the serving head's (native-kernels/sparse/head/, types in
+ * native-head.ts); loading either, and the few numeric codes both sides share (activations, hash
+ * families, modes).
  */
 import { createRequire } from 'node:module';
 import { internalError } from '../errors.js';
-import { ensureSparseAddon, type SparseBuild } from './native-build.js';
+import { ensureSparseAddon, type SparseAddonKind, type SparseBuild } from './native-build.js';
+import type { SparseHeadAddon } from './native-head.js';
 
 export type Handle = object;
 
@@ -53,35 +56,8 @@ export interface TablesDump {
   readonly seen: Uint32Array;
 }
 
-/** Hash functions and compact tables drawn for one output layer (headTables). */
-export interface HeadTables {
-  readonly signs?: Uint8Array;
-  readonly bins?: Int32Array;
-  readonly rowBytes: number;
-  readonly perTable: number;
-  readonly offsets: Uint32Array;
-  readonly ids: Uint32Array;
-}
-
-export interface HeadConfig {
-  readonly n: number;
-  readonly d: number;
-  readonly family: number;
-  readonly K: number;
-  readonly L: number;
-  readonly seed: bigint;
-  readonly rowBytes: number;
-  readonly perTable: number;
-}
-
-export interface HeadTopK {
-  readonly values: Float32Array;
-  readonly indices: Int32Array;
-  /** Neurons scored over all rows. */
-  readonly scored: number;
-}
-
-export interface SparseAddon {
+/** The training add-on (native-kernels/sparse/train/addon.c). */
+export interface SparseTrainAddon {
   isa(): string;
   codes(): { activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number> };
   create(config: { inputDim: number; seed: number; threads: number; layers: readonly NativeLayerConfig[] }): Handle;
@@ -102,38 +78,46 @@ export interface SparseAddon {
   tables(model: Handle, layer: number): TablesDump;
   query(model: Handle, layer: number, x: Float32Array): { ids: Uint32Array; codes: Uint32Array };
   close(model: Handle): void;
-  /** Sparse inference (native-kernels/sparse/infer.c): draw a hash and build tables over w [n x d], neuron-major. */
-  headTables(config: { family: number; K: number; L: number; R: number; seed: bigint; threads: number }, w: Float32Array, n: number, d: number): HeadTables;
-  /** A head over the given arrays, read in place (nothing rehashed); the addon checks every shape and id. */
-  headCreate(config: HeadConfig, w: Float32Array, b: Float32Array, signs: Uint8Array | null, bins: Int32Array | null, offsets: Uint32Array,
-    ids: Uint32Array): Handle;
-  /** Top k of each of `rows` inputs x [rows x d]; budget 0 (or >= n) scores every neuron (dense). */
-  headTopK(head: Handle, x: Float32Array, rows: number, k: number, budget: number): HeadTopK;
-  /** The same on a libuv worker thread. The head takes one query at a time: another call meanwhile throws VT_BUSY. */
-  headTopKAsync(head: Handle, x: Float32Array, rows: number, k: number, budget: number): Promise<HeadTopK>;
-  /** Pin the calling (JS) thread to `core` (false if refused); -1 restores the affinity it had before the first pin. */
-  pinCallingThread(core: number): boolean;
 }
 
-const loaded = new Map<SparseBuild, SparseAddon>();
+const loaded = new Map<string, unknown>();
 
-/** The codes above are the TS half of a contract whose C half is vs.h: refuse a build where they differ. */
-export function checkCodes(c: ReturnType<SparseAddon['codes']>, path: string): void {
-  const want = { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE };
+/** The codes above are the TS half of a contract whose C half is vs.h: refuse a build where the tables it reports differ. */
+export function checkCodes(c: Record<string, Record<string, number>>, path: string, want: Record<string, Record<string, number>>): void {
   for (const [k, table] of Object.entries(want)) {
-    const got = (c as Record<string, Record<string, number>>)[k] ?? {};
+    const got = c[k] ?? {};
     if (JSON.stringify(Object.entries(table).sort()) !== JSON.stringify(Object.entries(got).sort())) {
-      throw internalError(`the sparse addon ${path} was built with ${k} codes ${JSON.stringify(got)}, but native.ts says ${JSON.stringify(table)}`);
+      throw internalError(`the sparse add-on ${path} was built with ${k} codes ${JSON.stringify(got)}, but native.ts says ${JSON.stringify(table)}`);
     }
   }
 }
 
-export async function loadSparseAddon(build: SparseBuild = 'native'): Promise<SparseAddon> {
-  const have = loaded.get(build);
-  if (have) return have;
-  const path = await ensureSparseAddon({ build });
-  const addon = createRequire(import.meta.url)(path) as SparseAddon;
-  checkCodes(addon.codes(), path);
-  loaded.set(build, addon);
+async function load<T extends { codes(): object }>(kind: SparseAddonKind, build: SparseBuild, want: Record<string, Record<string, number>>): Promise<T> {
+  const key = `${kind}\0${build}`;
+  const have = loaded.get(key);
+  if (have) return have as T;
+  const path = await ensureSparseAddon(kind, { build });
+  const addon = createRequire(import.meta.url)(path) as T;
+  checkCodes(addon.codes() as Record<string, Record<string, number>>, path, want);
+  loaded.set(key, addon);
   return addon;
 }
+
+/** The training add-on (built on first use). */
+export function loadSparseTrainAddon(build: SparseBuild = 'native'): Promise<SparseTrainAddon> {
+  return load('train', build, { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE });
+}
+
+/** The serving head's add-on (built on first use). */
+export function loadSparseHeadAddon(build: SparseBuild = 'native'): Promise<SparseHeadAddon> {
+  return load('head', build, { hash: HASH_CODE });
+}
+
+/**
+ * @deprecated The head add-on under its name from before the split: kept only for
+ * src/cli/sparse-compile.ts and src/bench/sparse-head-bench.ts, which use nothing but the head's
+ * exports and are being moved (issue 32); use loadSparseHeadAddon / SparseHeadAddon.
+ */
+export const loadSparseAddon = (): Promise<SparseHeadAddon> => loadSparseHeadAddon();
+/** @deprecated see loadSparseAddon. */
+export type SparseAddon = SparseHeadAddon;

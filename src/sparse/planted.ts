@@ -10,7 +10,7 @@
  * The same options and seed give byte-identical files on every machine.
  */
 import { seededRng, type Rng } from '../random.js';
-import { lineChunks, writeFileAtomic } from './atomic-file.js';
+import { lineChunks, writeFileAtomic } from '../atomic-file.js';
 
 export interface PlantedOptions {
   readonly labels: number;

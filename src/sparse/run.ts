@@ -10,7 +10,7 @@
 import { readdir, rm, stat, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { userError } from '../errors.js';
-import { writeFileAtomic, writeTextAtomic, isTempName } from './atomic-file.js';
+import { writeFileAtomic, writeTextAtomic, isTempName } from '../atomic-file.js';
 import { listCheckpoints, readLatestCheckpoint, writeCheckpoint, type LoadedCheckpoint } from './checkpoint.js';
 import { writeHashIndex } from './hash-index.js';
 import type { SparseLayer } from './layers.js';

@@ -8,7 +8,9 @@ import { VERSION } from '../version.js';
 import { internalError } from '../errors.js';
 import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
-import { ACTIVATION_CODE, HASH_CODE, MODE_CODE, loadSparseAddon, type AdamOptions, type Handle, type SparseAddon, type TensorName } from './native.js';
+import {
+  ACTIVATION_CODE, HASH_CODE, MODE_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type SparseTrainAddon, type TensorName,
+} from './native.js';
 import { indexAction, type IndexSchedule } from './schedule.js';
 import type { CheckpointTensor } from './checkpoint.js';
 import type { XcDataset } from './xc-reader.js';
@@ -80,8 +82,8 @@ export interface Trainer {
   restore(tensors: readonly CheckpointTensor[], epochsDone: number, adamStep: number): void;
   onnx(): Uint8Array;
   /** Rebuild the tables from the current weights and read them, for the hash index. */
-  indexDump(): { layer: SparseLayer; hash: ReturnType<SparseAddon['hashInfo']>; tables: ReturnType<SparseAddon['tables']> }[];
-  native(): { addon: SparseAddon; model: Handle };
+  indexDump(): { layer: SparseLayer; hash: ReturnType<SparseTrainAddon['hashInfo']>; tables: ReturnType<SparseTrainAddon['tables']> }[];
+  native(): { addon: SparseTrainAddon; model: Handle };
   dataHandle(data: XcDataset): Handle;
   /** Free the native model now; the trainer cannot be used after. */
   close(): void;
@@ -101,7 +103,7 @@ export function nativeLayerConfig(l: SparseLayer, forceSparse = false) {
 }
 
 export async function createTrainer(layers: readonly SparseLayer[], settings: TrainSettings, train: XcDataset): Promise<Trainer> {
-  const addon = await loadSparseAddon();
+  const addon = await loadSparseTrainAddon();
   const inputDim = layers[0]!.inputDim;
   const outputDim = layers[layers.length - 1]!.dim;
   const model = addon.create({ inputDim, seed: settings.seed, threads: settings.threads, layers: layers.map((l) => nativeLayerConfig(l)) });

@@ -24,7 +24,7 @@ import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { userError } from '../errors.js';
-import { lineChunks, writeFileAtomic, writeTextAtomic } from './atomic-file.js';
+import { lineChunks, writeFileAtomic, writeTextAtomic } from '../atomic-file.js';
 
 export const DEFAULT_WORD_ROOTS = ['/usr/share/doc', '/usr/share/info', ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((s) => `/usr/share/man/man${s}`)];
 export const WORDS_DEFAULTS = { minClassCount: 5, maxClasses: 100000, window: 4, maxTrain: 200000, maxTest: 10000 };

@@ -5,11 +5,12 @@
  * reuses a stale binary. Every entry is built under a temp name and renamed into place, so
  * concurrent builders never see half a file; the last rename wins and both wrote the same bytes.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { tempNameFor } from '../atomic-file.js';
 import { VeltairError } from '../errors.js';
 import { compiler, compilerStderr, compilerVersion, runCompiler } from './compiler.js';
 import { cpuIdentity } from './cpu.js';
@@ -24,16 +25,11 @@ export function buildKey(parts: readonly string[], flags: readonly string[], ccV
   return h.update(flags.join(' ')).update('\0').update(ccVersion).update('\0').update(cpuIdentity()).digest('hex');
 }
 
-/** A temp name beside `path`, unique to this process and call. */
-export function tempPathFor(path: string): string {
-  return `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-}
-
 /** `path` if it exists, else what `produce(temp)` writes, renamed to `path`. */
 export async function installOnce(path: string, produce: (temp: string) => Promise<void>): Promise<string> {
   if (existsSync(path)) return path;
   await mkdir(dirname(path), { recursive: true });
-  const temp = tempPathFor(path);
+  const temp = tempNameFor(path);
   try {
     await produce(temp);
     await rename(temp, path);

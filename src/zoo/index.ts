@@ -4,9 +4,8 @@
  * MobileNet-v1 forms, BERT-Large), architecturally exact with seeded He-initialised weights.
  * Files are built on demand and never committed.
  */
-import { randomBytes } from 'node:crypto';
-import { rename, unlink, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
+import { writeFileAtomic } from '../atomic-file.js';
 import type { ModelSpec } from '../onnx/encode.js';
 import { encodeModel } from '../onnx/encode.js';
 import { userError } from '../errors.js';
@@ -60,18 +59,13 @@ export async function writeZooModel(name: string, outPath: string, opts: ZooOpti
 /** Encodes an already-built spec and writes it the same atomic way as writeZooModel. */
 export async function writeModelSpec(spec: ModelSpec, outPath: string): Promise<WrittenZooModel> {
   const bytes = encodeModel(spec);
-  const temp = join(dirname(outPath), `.${basename(outPath)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  try {
-    await writeFile(temp, bytes);
-    await rename(temp, outPath);
-  } catch (e) {
-    await unlink(temp).catch(() => undefined);
+  await writeFileAtomic(outPath, bytes, (path, e) => {
     const reason = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
     if (reason === 'ENOENT') {
-      throw userError('FILE_NOT_FOUND', `cannot write ${outPath}: folder ${dirname(outPath)} does not exist`,
+      return userError('FILE_NOT_FOUND', `cannot write ${path}: folder ${dirname(path)} does not exist`,
         'create the folder first or choose another -o path');
     }
-    throw userError('BAD_ARGUMENT', `cannot write ${outPath}: ${reason}`, 'choose an output path in a writable folder');
-  }
+    return userError('BAD_ARGUMENT', `cannot write ${path}: ${reason}`, 'choose an output path in a writable folder');
+  });
   return { path: outPath, bytes: bytes.byteLength };
 }

@@ -15,8 +15,8 @@
  */
 #include <math.h>
 #include <string.h>
-#include "vs.h"
-#include "vs_model.h"
+#include "../vs.h"
+#include "../vs_model.h"
 
 #define FORCED 0xFFFFu
 

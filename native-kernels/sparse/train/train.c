@@ -16,8 +16,8 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include "vs.h"
-#include "vs_model.h"
+#include "../vs.h"
+#include "../vs_model.h"
 
 static int clamp_threads(const vs_model* m, int threads) {
   if (threads > m->threads_alloc) threads = m->threads_alloc;

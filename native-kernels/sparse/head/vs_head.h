@@ -6,7 +6,7 @@
  */
 #ifndef VS_HEAD_H
 #define VS_HEAD_H
-#include "vs.h"
+#include "../vs.h"
 
 typedef struct {
   int n, d;                  /* neurons, input width */
