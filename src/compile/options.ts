@@ -6,7 +6,7 @@
  */
 import type { KeyObject } from 'node:crypto';
 import { userError } from '../errors.js';
-import type { HashFamily } from '../sparse/head-format.js';
+import type { HashFamily } from '../sparse/layers.js';
 import { DEFAULT_SPARSITIES } from '../sparse/head-versions.js';
 import { ISA_LEVELS, missingForLevel, type IsaLevel } from '../toolchain/isa.js';
 import type { Shard, TuneProgress } from '../tune/tune-model.js';
