@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { encodeModel } from '../src/onnx/encode.js';
-import { assertOneClearError, tinyModelSpec, veltair } from './compile-fixture.js';
+import { assertOneClearError, compileFixture, tinyModelSpec, veltair } from './compile-fixture.js';
 import { writeFakeBundle } from './bundle-fixture.js';
 import { cpuInfo } from '../src/toolchain/cpu.js';
 import { nativeRequiredIsa } from '../src/toolchain/isa.js';
@@ -28,9 +28,7 @@ writeFileSync(model, encodeModel(tinyModelSpec()));
 
 test('bench --json: quiet and level-1 noise, adaptive, fixed and ORT medians with every sample', { timeout: 240_000 }, async () => {
   const bundle = join(root, 'tiny.bundle');
-  const compiled = await veltair(['compile', model, '-o', bundle, '--trials', '2', '--levels', '0,1', '--threads', '1',
-    '--profile-threads', 'none', '--db', join(root, 'db'), '--json']);
-  assert.equal(compiled.exitCode, 0, compiled.stderr);
+  await compileFixture(model, { output: bundle, trials: 2, levels: [0, 1], threads: [1], profileThreads: [], db: join(root, 'db') });
   // The recorded model (tiny.onnx) sits beside the bundle: no --model needed.
   const r = await veltair(['bench', bundle, '--threads', '1', '--noise', '1', '--rounds', '2', '--runs', '3', '--json']);
   assert.equal(r.exitCode, 0, r.stderr);
