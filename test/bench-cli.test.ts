@@ -5,6 +5,7 @@
  * sha256), and one clear error line for bad input.
  */
 import assert from 'node:assert/strict';
+import { createPrivateKey } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import { writeFakeBundle } from './bundle-fixture.js';
 import { cpuInfo } from '../src/toolchain/cpu.js';
 import { nativeRequiredIsa } from '../src/toolchain/isa.js';
 import type { Manifest } from '../src/bundle/manifest.js';
+import { generateSigningKeys, signBundleDir } from '../src/bundle/sign.js';
 
 /** The fixture bundle, claiming this machine's CPU and instruction sets (no "tuned on another CPU" warning line). */
 const onThisCpu = (m: Manifest): Manifest => ({
@@ -66,4 +68,11 @@ test('bench flag values are checked before the model is looked at', async () => 
   assertOneClearError(await veltair(['bench', fake, '--noise', '7']), 'BAD_ARGUMENT', ['--noise']);
   assertOneClearError(await veltair(['bench', fake, '--rounds', '0']), 'BAD_ARGUMENT', ['--rounds']);
   assertOneClearError(await veltair(['bench', fake, '--threads', '999']), 'BAD_ARGUMENT', ['--threads']);
+  // Storing a fitted proxy rewrites the manifest: a signed bundle needs its key, and --sign means nothing without --calibrate-proxy.
+  const keys = generateSigningKeys();
+  const keyFile = join(root, 'bench.key');
+  writeFileSync(keyFile, keys.privateKeyPem);
+  assertOneClearError(await veltair(['bench', fake, '--sign', keyFile]), 'BAD_ARGUMENT', ['--calibrate-proxy']);
+  await signBundleDir(fake, createPrivateKey(keys.privateKeyPem));
+  assertOneClearError(await veltair(['bench', fake, '--calibrate-proxy']), 'BAD_ARGUMENT', ['manifest.sig']);
 });

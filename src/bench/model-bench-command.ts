@@ -143,13 +143,13 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
   }
   const rounds = f.rounds === undefined ? 5 : parsePositiveInt('--rounds', f.rounds, 1000);
   const runs = f.runs === undefined ? 3 : parsePositiveInt('--runs', f.runs, 10_000);
-  const modelPath = await resolveBenchModel(bundle, f.model);
-  const say = (m: string) => { if (!f.json && process.stderr.isTTY) note(m); };
   // Storing the proxy rewrites the manifest: a signed bundle is refused now, before minutes of calibration, unless its key renews the signature.
   const signingKey = f.sign === undefined ? undefined : readSigningKey(f.sign);
   if (f.sign !== undefined && !f.calibrateProxy) throw userError('BAD_ARGUMENT', '--sign renews the signature after --calibrate-proxy, which was not given',
     'add --calibrate-proxy, or drop --sign');
   if (f.calibrateProxy) checkRewritable(bundle.paths.dir, signingKey);
+  const modelPath = await resolveBenchModel(bundle, f.model);
+  const say = (m: string) => { if (!f.json && process.stderr.isTTY) note(m); };
 
   // Co-runners are profiled and started before the runtime addon loads (see src/compile/proxy-calibrate.ts).
   const calibrationLevels = f.calibrateProxy ? checkCalibratable(bundle.manifest, cores, threads) : [];
