@@ -5,16 +5,18 @@
  * sha256), and one clear error line for bad input.
  */
 import assert from 'node:assert/strict';
+import { createPrivateKey } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { encodeModel } from '../src/onnx/encode.js';
-import { assertOneClearError, tinyModelSpec, veltair } from './compile-fixture.js';
+import { assertOneClearError, compileFixture, tinyModelSpec, veltair } from './compile-fixture.js';
 import { writeFakeBundle } from './bundle-fixture.js';
 import { cpuInfo } from '../src/toolchain/cpu.js';
 import { nativeRequiredIsa } from '../src/toolchain/isa.js';
 import type { Manifest } from '../src/bundle/manifest.js';
+import { generateSigningKeys, signBundleDir } from '../src/bundle/sign.js';
 
 /** The fixture bundle, claiming this machine's CPU and instruction sets (no "tuned on another CPU" warning line). */
 const onThisCpu = (m: Manifest): Manifest => ({
@@ -28,9 +30,7 @@ writeFileSync(model, encodeModel(tinyModelSpec()));
 
 test('bench --json: quiet and level-1 noise, adaptive, fixed and ORT medians with every sample', { timeout: 240_000 }, async () => {
   const bundle = join(root, 'tiny.bundle');
-  const compiled = await veltair(['compile', model, '-o', bundle, '--trials', '2', '--levels', '0,1', '--threads', '1',
-    '--profile-threads', 'none', '--db', join(root, 'db'), '--json']);
-  assert.equal(compiled.exitCode, 0, compiled.stderr);
+  await compileFixture(model, { output: bundle, trials: 2, levels: [0, 1], threads: [1], profileThreads: [], db: join(root, 'db') });
   // The recorded model (tiny.onnx) sits beside the bundle: no --model needed.
   const r = await veltair(['bench', bundle, '--threads', '1', '--noise', '1', '--rounds', '2', '--runs', '3', '--json']);
   assert.equal(r.exitCode, 0, r.stderr);
@@ -68,4 +68,11 @@ test('bench flag values are checked before the model is looked at', async () => 
   assertOneClearError(await veltair(['bench', fake, '--noise', '7']), 'BAD_ARGUMENT', ['--noise']);
   assertOneClearError(await veltair(['bench', fake, '--rounds', '0']), 'BAD_ARGUMENT', ['--rounds']);
   assertOneClearError(await veltair(['bench', fake, '--threads', '999']), 'BAD_ARGUMENT', ['--threads']);
+  // Storing a fitted proxy rewrites the manifest: a signed bundle needs its key, and --sign means nothing without --calibrate-proxy.
+  const keys = generateSigningKeys();
+  const keyFile = join(root, 'bench.key');
+  writeFileSync(keyFile, keys.privateKeyPem);
+  assertOneClearError(await veltair(['bench', fake, '--sign', keyFile]), 'BAD_ARGUMENT', ['--calibrate-proxy']);
+  await signBundleDir(fake, createPrivateKey(keys.privateKeyPem));
+  assertOneClearError(await veltair(['bench', fake, '--calibrate-proxy']), 'BAD_ARGUMENT', ['manifest.sig']);
 });

@@ -1,7 +1,12 @@
-/** The real `veltair` binary in a child process, and a tiny model for compile tests. */
+/**
+ * The real `veltair` binary in a child process (for tests of the CLI itself), compileModel in this
+ * process (for tests that need a bundle), and a tiny model for compile tests.
+ */
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { execa } from 'execa';
+import { compileModel, type CompileResult } from '../src/compile/compile-model.js';
+import type { CompileOptions } from '../src/compile/options.js';
 import type { Tensor } from '../src/onnx/model.js';
 import type { ModelSpec } from '../src/onnx/encode.js';
 
@@ -9,6 +14,24 @@ export const BIN = resolve('bin/veltair');
 
 export async function veltair(args: readonly string[], env: NodeJS.ProcessEnv = {}, extendEnv = true) {
   return execa(process.execPath, [BIN, ...args], { reject: false, stdin: 'ignore', env, extendEnv });
+}
+
+/**
+ * A bundle for a test that is not about the CLI: compileModel in this process. With `cache`, the
+ * kernel cache is there for the compile's duration (what such a test gave `veltair compile` as
+ * VELTAIR_CACHE_DIR); this process's own runtime keeps its cache.
+ */
+export async function compileFixture(model: string | Uint8Array, options: CompileOptions, cache?: string): Promise<CompileResult> {
+  const before = process.env['VELTAIR_CACHE_DIR'];
+  if (cache !== undefined) process.env['VELTAIR_CACHE_DIR'] = cache;
+  try {
+    return await compileModel(model, options);
+  } finally {
+    if (cache !== undefined) {
+      if (before === undefined) delete process.env['VELTAIR_CACHE_DIR'];
+      else process.env['VELTAIR_CACHE_DIR'] = before;
+    }
+  }
 }
 
 /** Exit 1, exactly an `error[CODE]: …` line and a `hint:` line on stderr, no stack, nothing on stdout. */

@@ -20,7 +20,7 @@ import { lowerToLayers } from '../src/ir/lower.js';
 import { sourceOrder } from '../src/ir/gather-order.js';
 import type { LayerGraph } from '../src/ir/layer.js';
 import { loadBundle } from '../src/runtime/session.js';
-import { veltair } from './compile-fixture.js';
+import { compileFixture } from './compile-fixture.js';
 import { assertClose, runAgainstOrt, seeded } from './runtime-harness.js';
 import { matchesOrt, model as oneInputModel, prepare } from './runtime-kernels-fixture.js';
 
@@ -162,9 +162,7 @@ after(() => rmSync(root, { recursive: true, force: true }));
 before(async () => {
   const bytes = encodeModel(shuffleNetSpec());
   writeFileSync(model, bytes);
-  const r = await veltair(['compile', model, '-o', bundle, '--trials', '1', '--levels', '0', '--threads', '1', '--json'],
-    { VELTAIR_CACHE_DIR: join(root, 'cache') });
-  assert.equal(r.exitCode, 0, r.stderr);
+  await compileFixture(model, { output: bundle, trials: 1, levels: [0], threads: [1] }, join(root, 'cache'));
   const s = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1 });
   reference = (await s.run({ input: new ort.Tensor('float32', input, [1, 2 * C, HW, HW]) }))['output']!.data as Float32Array;
 });

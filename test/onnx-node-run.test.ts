@@ -7,7 +7,7 @@
  *    (IR → graph plan → plan translation → native executor); `veltair compile` refuses such graphs
  *    (nothing to tune), so there is no bundle to write for them.
  *  - Graphs with conv / gemm / matmul layers need generated kernels: a bounded set (TUNABLE_CASES)
- *    is compiled with `veltair compile` (1 trial, level 0, one temp database and kernel cache) and
+ *    is compiled with compileModel (1 trial, level 0, one temp database and kernel cache) and
  *    run with loadBundle. Their weights (and gemm's C) are graph inputs in the test models; they are
  *    baked in as initializers, because veltair packs constant weights at compile time.
  *  - Tests not run, by category (counted, and the counts printed): an operator the front end does
@@ -34,7 +34,7 @@ import { decodePb } from '../src/runtime/io-pb.js';
 import { loadBundle } from '../src/runtime/session.js';
 import type { HostTensor } from '../src/runtime/host-tensor.js';
 import { isVeltairError } from '../src/errors.js';
-import { veltair } from './compile-fixture.js';
+import { compileFixture } from './compile-fixture.js';
 import { compareTensors, describeComparison } from './runtime-session-fixture.js';
 import { dataFiles, EXCLUDED, NODE_TESTS, nodeTestCases, withInputsBaked } from './onnx-node-data.js';
 
@@ -186,15 +186,18 @@ function bakeWeights(c: string, keep: readonly number[]): Uint8Array {
 }
 
 test('ONNX conv / gemm / matmul node tests compile into bundles and match the shipped outputs', { timeout: 600_000 }, async () => {
-  const env = { VELTAIR_CACHE_DIR: path.join(root, 'cache') };
+  const cache = path.join(root, 'cache');
   const failures: string[] = [];
   for (const [name, keep] of TUNABLE_CASES) {
     const file = path.join(root, `${name}.onnx`);
     fs.writeFileSync(file, bakeWeights(name, keep));
     const bundle = path.join(root, `${name}.bundle`);
-    const r = await veltair(['compile', file, '-o', bundle, '--db', path.join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1',
-      '--profile-threads', 'none', '--json'], env);
-    if (r.exitCode !== 0) { failures.push(`${name}: compile failed: ${r.stderr.split('\n')[0]}`); continue; }
+    try {
+      await compileFixture(file, { output: bundle, db: path.join(root, 'db'), trials: 1, levels: [0], maxVersions: 1, profileThreads: [] }, cache);
+    } catch (e) {
+      failures.push(`${name}: compile failed: ${(e as Error).message.split('\n')[0]}`);
+      continue;
+    }
     const data = path.join(NODE_TESTS, name, 'test_data_set_0');
     const ins = readPbs(data, 'input_');
     const outs = readPbs(data, 'output_');

@@ -13,7 +13,7 @@ import { readBundle } from '../src/bundle/read.js';
 import { readBundleProfiles } from '../src/bundle/profiles.js';
 import { ADAPTIVE_POLICY, FIXED_POLICY } from '../src/plot/data.js';
 import { encodeModel } from '../src/onnx/encode.js';
-import { assertOneClearError, tinyModelSpec, veltair } from './compile-fixture.js';
+import { assertOneClearError, compileFixture, tinyModelSpec, veltair } from './compile-fixture.js';
 import { parseCsv, PNG_SIGNATURE, pngSize, scatterPoints, svgSize, xmlProblems } from './plot-fixture.js';
 
 const CONV_NAME = 'conv, "1" <b>&amp;\nx';
@@ -28,8 +28,7 @@ before(async () => {
   const spec = tinyModelSpec();
   const model = join(root, 'tiny.onnx');
   writeFileSync(model, encodeModel({ ...spec, nodes: spec.nodes.map((n, i) => (i === 0 ? { ...n, name: CONV_NAME } : n)) }));
-  const r = await veltair(['compile', model, '-o', bundle, '--db', join(root, 'db'), '--trials', '3', '--levels', '0,1', '--json'], env);
-  assert.equal(r.exitCode, 0, r.stderr);
+  await compileFixture(model, { output: bundle, db: join(root, 'db'), trials: 3, levels: [0, 1] }, env.VELTAIR_CACHE_DIR);
   const loaded = await readBundle(bundle);
   const conv = loaded.manifest.layers[0]!;
   candidatesOfConv = readBundleProfiles(loaded)!.workloads.find((w) => w.workload === conv.workload)!.candidates.length;

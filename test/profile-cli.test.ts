@@ -11,7 +11,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeModel } from '../src/onnx/encode.js';
 import { parseProfile } from '../src/schedule/profile.js';
-import { assertOneClearError, tinyModelSpec, veltair } from './compile-fixture.js';
+import { assertOneClearError, compileFixture, tinyModelSpec, veltair } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-profile-cli-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -21,9 +21,7 @@ const twoCores = availableParallelism() >= 2;
 
 before(async () => {
   writeFileSync(model, encodeModel(tinyModelSpec()));
-  const r = await veltair(['compile', model, '-o', bundle, '--db', join(root, 'db'), '--trials', '2', '--levels', '0', '--max-versions', '2', '--threads',
-    '1', '--profile-threads', 'none', '--json']);
-  assert.equal(r.exitCode, 0, r.stderr);
+  await compileFixture(model, { output: bundle, db: join(root, 'db'), trials: 2, levels: [0], maxVersions: 2, threads: [1], profileThreads: [] });
 });
 
 test('profile measures every step and version at each condition and writes the profile beside the bundle', async () => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeModel } from '../src/onnx/encode.js';
-import { tinyModelSpec, veltair } from './compile-fixture.js';
+import { compileFixture, tinyModelSpec } from './compile-fixture.js';
 
 /** A node name that is markup, an entity and both quotes: it must reach the page as text. */
 export const HOSTILE_NAME = `<script>alert(1)</script>&"'`;
@@ -21,8 +21,6 @@ export async function compileReportBundle(root: string): Promise<string> {
   const model = join(root, 'tiny.onnx');
   writeFileSync(model, encodeModel({ ...spec, nodes }));
   const bundle = join(root, 'tiny.bundle');
-  const r = await veltair(['compile', model, '-o', bundle, '--db', join(root, 'db'), '--trials', '2', '--levels', '0,1', '--max-versions', '2', '--json'],
-    { VELTAIR_CACHE_DIR: join(root, 'cache') });
-  assert.equal(r.exitCode, 0, r.stderr);
+  await compileFixture(model, { output: bundle, db: join(root, 'db'), trials: 2, levels: [0, 1], maxVersions: 2 }, join(root, 'cache'));
   return bundle;
 }

@@ -14,7 +14,7 @@ import { execa } from 'execa';
 import onnxProto from 'onnx-proto';
 import { encodeModel } from '../src/onnx/encode.js';
 import { decodeNpy, encodeNpy } from '../src/runtime/io-npy.js';
-import { assertOneClearError, BIN, tinyModelSpec, veltair } from './compile-fixture.js';
+import { assertOneClearError, BIN, compileFixture, tinyModelSpec, veltair } from './compile-fixture.js';
 import { compareTensors, describeComparison, ortOutputs, seededFloats } from './runtime-session-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-run-cli-'));
@@ -29,9 +29,7 @@ const pbIn = join(root, 'x.pb');
 
 before(async () => {
   writeFileSync(model, encodeModel(tinyModelSpec()));
-  const r = await veltair(['compile', model, '-o', bundle, '--db', join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1',
-    '--profile-threads', 'none', '--json'], env);
-  assert.equal(r.exitCode, 0, r.stderr);
+  await compileFixture(model, { output: bundle, db: join(root, 'db'), trials: 1, levels: [0], maxVersions: 1, profileThreads: [] }, env.VELTAIR_CACHE_DIR);
   writeFileSync(npyIn, encodeNpy({ dtype: 'float32', shape, data: x }));
   writeFileSync(pbIn, onnxProto.onnx.TensorProto.encode({ name: 'input', dataType: 1, dims: shape, rawData: new Uint8Array(x.buffer) }).finish());
 });

@@ -22,15 +22,15 @@ import { readBundle } from '../src/bundle/read.js';
 import { encodeModel } from '../src/onnx/encode.js';
 import { openLevelBank } from '../src/interference/bank.js';
 import { executorForBundle } from '../src/runtime/bundle-executor.js';
-import { modelFeeds } from '../src/bench/feeds.js';
+import { modelFeeds } from '../src/compile/feeds.js';
 import { InterferenceProxy } from '../src/runtime/proxy.js';
-import { calibrateProxy, storeProxy } from '../src/bench/proxy-calibrate.js';
+import { calibrateProxy, storeProxy } from '../src/compile/proxy-calibrate.js';
 import { runtimeCores } from '../src/interference/cores.js';
 import type { ManifestVersion } from '../src/bundle/manifest.js';
 import { pickRegret } from '../src/runtime/version-picker.js';
 import { loadBundle } from '../src/runtime/session.js';
 import { chooseLevel } from '../src/cli/run-level.js';
-import { tinyModelSpec, veltair } from './compile-fixture.js';
+import { compileFixture, tinyModelSpec } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-proxy-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -50,9 +50,7 @@ test('calibrated on real noise, the proxy stores a fit and picks the oracle vers
   const model = join(root, 'tiny.onnx');
   const out = join(root, 'tiny.bundle');
   writeFileSync(model, encodeModel(tinyModelSpec()));
-  const compiled = await veltair(['compile', model, '-o', out, '--trials', '4', '--levels', LEVELS.join(','), '--threads', '1',
-    '--profile-threads', 'none', '--db', join(root, 'db'), '--json']);
-  assert.equal(compiled.exitCode, 0, compiled.stderr);
+  await compileFixture(model, { output: out, trials: 4, levels: LEVELS, threads: [1], profileThreads: [], db: join(root, 'db') });
   t.diagnostic(`compiled in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   let bundle = await readBundle(out);
   assert.equal(bundle.manifest.interferenceProxy, undefined, 'compile stores no coefficients it did not fit');

@@ -18,7 +18,7 @@ import type { Tensor } from '../src/onnx/model.js';
 import { loadBundle, type Session } from '../src/runtime/session.js';
 import { availableCores } from '../src/toolchain/cpu.js';
 import { isVeltairError } from '../src/errors.js';
-import { veltair } from './compile-fixture.js';
+import { compileFixture } from './compile-fixture.js';
 import { seeded } from './runtime-harness.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-tenancy-'));
@@ -49,9 +49,7 @@ async function compile(name: string, spec: ModelSpec): Promise<string> {
   const model = join(root, `${name}.onnx`);
   writeFileSync(model, encodeModel(spec));
   const bundle = join(root, `${name}.bundle`);
-  const r = await veltair(['compile', model, '-o', bundle, '--trials', '1', '--levels', '0', '--max-versions', '1', '--threads', '1,2',
-    '--profile-threads', 'none', '--db', join(root, 'db'), '--json']);
-  assert.equal(r.exitCode, 0, r.stderr);
+  await compileFixture(model, { output: bundle, trials: 1, levels: [0], maxVersions: 1, threads: [1, 2], profileThreads: [], db: join(root, 'db') });
   return bundle;
 }
 

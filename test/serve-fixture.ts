@@ -17,7 +17,7 @@ import { createMetrics, type ServerMetrics } from '../src/serve/metrics.js';
 import { setupDispatcher } from '../src/serve/setup.js';
 import { startServer, type RunningServer } from '../src/serve/start.js';
 import { availableCores } from '../src/toolchain/cpu.js';
-import { tinyModelSpec, veltair } from './compile-fixture.js';
+import { compileFixture, tinyModelSpec } from './compile-fixture.js';
 import { seeded } from './runtime-harness.js';
 
 const weight = (dims: number[], seed: number, scale = 0.2): Tensor =>
@@ -62,9 +62,7 @@ export async function compileModels(root: string, names: readonly FixtureModel[]
     const model = join(root, `${name}.onnx`);
     writeFileSync(model, encodeModel(SPECS[name]()));
     const bundle = join(root, `${name}.bundle`);
-    const r = await veltair(['compile', model, '-o', bundle, '--trials', '1', '--levels', '0', '--max-versions', '1', '--threads', '1,2',
-      '--profile-threads', 'none', '--db', join(root, 'db'), '--json']);
-    assert.equal(r.exitCode, 0, r.stderr);
+    await compileFixture(model, { output: bundle, trials: 1, levels: [0], maxVersions: 1, threads: [1, 2], profileThreads: [], db: join(root, 'db') });
     out[name] = bundle;
   }
   return out;

@@ -9,7 +9,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeModel } from '../src/onnx/encode.js';
 import { PLANTED_DEFAULTS, plantedModel, writePlantedFile, type PlantedModel } from '../src/sparse/planted.js';
-import { veltair } from './compile-fixture.js';
+import type { CompileOptions } from '../src/compile/options.js';
+import { compileFixture } from './compile-fixture.js';
 
 export const LABELS = 3000;
 export const FEATURES = 256;
@@ -59,8 +60,8 @@ export function compileArgs(h: PlantedHead, out: string, extra: readonly string[
     '--sparse-min-outputs', '1000', '--calibration', h.calibration, '--json', ...extra];
 }
 
-export async function compilePlanted(h: PlantedHead, out: string, extra: readonly string[] = []) {
-  const r = await veltair(compileArgs(h, out, extra));
-  if (r.exitCode !== 0) throw new Error(`compile failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as Record<string, unknown>;
+/** compileArgs' compile, in this process (compileModel): for tests that need the bundle, not the CLI. */
+export async function compilePlanted(h: PlantedHead, out: string, extra: CompileOptions = {}) {
+  return compileFixture(h.model, { output: out, trials: 1, levels: [0], threads: [1], profileThreads: [], db: join(h.dir, 'db'), sparseMinOutputs: 1000,
+    calibration: h.calibration, ...extra });
 }

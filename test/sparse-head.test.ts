@@ -14,7 +14,7 @@ import { availableCores } from '../src/toolchain/cpu.js';
 import { HEAD_BIN, HEAD_JSON, type HeadMeta } from '../src/sparse/head-format.js';
 import { readXc, type XcDataset } from '../src/sparse/xc-reader.js';
 import { assertOneClearError, veltair } from './compile-fixture.js';
-import { CALIBRATION_ROWS, compilePlanted, FEATURES, LABELS, writePlantedHead, type PlantedHead } from './sparse-head-fixture.js';
+import { CALIBRATION_ROWS, compileArgs, compilePlanted, FEATURES, LABELS, writePlantedHead, type PlantedHead } from './sparse-head-fixture.js';
 
 let work: string;
 let planted: PlantedHead;
@@ -29,7 +29,7 @@ before(async () => {
   bundle = join(work, 'sparse.bundle');
   denseBundle = join(work, 'dense.bundle');
   await compilePlanted(planted, bundle);
-  await compilePlanted(planted, denseBundle, ['--no-sparse']);
+  await compilePlanted(planted, denseBundle, { sparse: false });
   calibration = await readXc(planted.calibration, { inputDim: FEATURES, outputDim: LABELS });
   meta = JSON.parse(await readFile(join(bundle, HEAD_JSON), 'utf8')) as HeadMeta;
 });
@@ -199,7 +199,9 @@ test('veltair plot --sparse draws the recall–latency frontier with the kept ve
 
 test('with --levels 0,1 every version is also timed under the level-1 co-runner', async () => {
   const out = join(work, 'levels.bundle');
-  await compilePlanted(planted, out, ['--levels', '0,1', '--sparsities', '1,0.01']);
+  // A child process: this one has loaded pinned runtimes by now, and the co-runner needs the cores they were bound away from.
+  const r = await veltair(compileArgs(planted, out, ['--levels', '0,1', '--sparsities', '1,0.01']));
+  assert.equal(r.exitCode, 0, r.stderr);
   const m = JSON.parse(await readFile(join(out, HEAD_JSON), 'utf8')) as HeadMeta;
   // One core: no core is left for the co-runner and the compile says so; the figure is then quiet only.
   const want = (await import('../src/toolchain/cpu.js')).availableCores().length > 1 ? [0, 1] : [0];

@@ -20,7 +20,7 @@ import type { Manifest } from '../src/bundle/manifest.js';
 import { availableCores } from '../src/toolchain/cpu.js';
 import { encodeNpy } from '../src/runtime/io-npy.js';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { veltair } from './compile-fixture.js';
+import { compileFixture, veltair } from './compile-fixture.js';
 import { assertClose, seeded } from './runtime-harness.js';
 
 const SCRIPT = fileURLToPath(new URL('../../test/fixtures/torch/speed_blocks.py', import.meta.url));
@@ -36,8 +36,7 @@ const input = seeded(3 * 16 * 16, 11, -1, 1);
 
 before(async () => {
   await execa('/usr/bin/python3', [SCRIPT, model], { env: { PYTHONDONTWRITEBYTECODE: '1' }, timeout: 300_000 });
-  const r = await veltair(['compile', model, '-o', bundle, '--trials', '1', '--levels', '0', '--threads', '1,2', '--json'], env);
-  assert.equal(r.exitCode, 0, r.stderr);
+  await compileFixture(model, { output: bundle, trials: 1, levels: [0], threads: [1, 2] }, env.VELTAIR_CACHE_DIR);
   const s = await loadBundle(bundle);
   manifest = s.manifest;
   s.close();

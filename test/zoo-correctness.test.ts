@@ -32,7 +32,7 @@ import { loadModel } from '../src/onnx/load.js';
 import { scheduleFeatures } from '../src/space/features.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { createTaskSearch } from '../src/tune/search.js';
-import { veltair } from './compile-fixture.js';
+import { compileFixture } from './compile-fixture.js';
 import { compareTensors, describeComparison, ortOutputs, seededFeeds, type Comparison } from './runtime-session-fixture.js';
 
 interface ZooCase { readonly name: string; readonly options: ZooOptionValues }
@@ -61,7 +61,7 @@ function selected(): readonly ZooCase[] {
 }
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-zoo-correct-'));
-const env = { VELTAIR_CACHE_DIR: join(root, 'cache') };
+const cache = join(root, 'cache');
 const dbDir = join(root, 'db');
 const results: { model: string; compileS: number; c: Comparison }[] = [];
 const LEVELS = [0, 1];
@@ -106,10 +106,9 @@ for (const zc of selected()) {
     const workloads = await twoVersionDatabase(model);
     const t0 = Date.now();
     // Only this test's own records: the shipped ones (real latencies for some host types) would join the families.
-    const r = await veltair(['compile', model, '-o', bundle, '--db', dbDir, '--no-shipped-records', '--trials', '2', '--levels', LEVELS.join(','),
-      '--threads', '1', '--max-versions', '2', '--profile-threads', 'none', '--json'], env);
-    assert.equal(r.exitCode, 0, r.stderr);
-    assert.equal(JSON.parse(r.stdout).measured, 0, 'every trial came from the database');
+    const compiled = await compileFixture(model, { output: bundle, db: dbDir, shippedRecords: false, trials: 2, levels: LEVELS, threads: [1], maxVersions: 2,
+      profileThreads: [] }, cache);
+    assert.equal(compiled.measured, 0, 'every trial came from the database');
     const compileS = (Date.now() - t0) / 1000;
     const session = await loadBundle(bundle);
     try {

@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import { fileURLToPath } from 'node:url';
 import { loadBundle, type Session } from '../runtime/session.js';
 import { median } from '../stats.js';
-import { modelFeeds } from './feeds.js';
+import { modelFeeds } from '../compile/feeds.js';
 
 /** Median latency (ms) of `runs` inferences of the bundle, in a fresh child process. */
 export async function timeBundleInChild(bundle: string, threads: number, runs: number): Promise<number> {

@@ -3,17 +3,19 @@
  * latency in one run — veltair adaptive (interference proxy), veltair pinned to the best-quiet
  * versions, and ONNX Runtime on the same model and threads, quiet and under each requested noise
  * level (model-bench.ts). `--calibrate-proxy` first fits the proxy on this machine and stores its
- * coefficients in the bundle (proxy-calibrate.ts).
+ * coefficients in the bundle (src/compile/proxy-calibrate.ts); a signed bundle needs --sign KEY, which renews its signature.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { readBundle, type LoadedBundle } from '../bundle/read.js';
+import { checkRewritable } from '../bundle/rewrite-manifest.js';
+import { readSigningKey } from '../bundle/sign.js';
 import type { ManifestInterferenceProxy } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
 import { openLevelBank, type LevelBank } from '../interference/bank.js';
 import { benchModel, type BenchReport } from './model-bench.js';
-import { calibrateProxy, checkCalibratable, storeProxy } from './proxy-calibrate.js';
+import { calibrateProxy, checkCalibratable, storeProxy } from '../compile/proxy-calibrate.js';
 import { runtimeCores } from '../interference/cores.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { parsePositiveInt } from '../terminal/args.js';
@@ -26,6 +28,7 @@ export interface BenchFlags {
   rounds?: string;
   runs?: string;
   calibrateProxy?: boolean;
+  sign?: string;
   json?: boolean;
 }
 
@@ -140,10 +143,15 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
   }
   const rounds = f.rounds === undefined ? 5 : parsePositiveInt('--rounds', f.rounds, 1000);
   const runs = f.runs === undefined ? 3 : parsePositiveInt('--runs', f.runs, 10_000);
+  // Storing the proxy rewrites the manifest: a signed bundle is refused now, before minutes of calibration, unless its key renews the signature.
+  const signingKey = f.sign === undefined ? undefined : readSigningKey(f.sign);
+  if (f.sign !== undefined && !f.calibrateProxy) throw userError('BAD_ARGUMENT', '--sign renews the signature after --calibrate-proxy, which was not given',
+    'add --calibrate-proxy, or drop --sign');
+  if (f.calibrateProxy) checkRewritable(bundle.paths.dir, signingKey);
   const modelPath = await resolveBenchModel(bundle, f.model);
   const say = (m: string) => { if (!f.json && process.stderr.isTTY) note(m); };
 
-  // Co-runners are profiled and started before the runtime addon loads (see proxy-calibrate.ts).
+  // Co-runners are profiled and started before the runtime addon loads (see src/compile/proxy-calibrate.ts).
   const calibrationLevels = f.calibrateProxy ? checkCalibratable(bundle.manifest, cores, threads) : [];
   const bankLevels = [...new Set([...noisy, ...calibrationLevels.filter((l) => l > 0)])];
   let bank: LevelBank | undefined;
@@ -156,7 +164,7 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
     if (f.calibrateProxy) {
       const fit = await calibrateProxy(bundle, { threads, cores, bank: bank!, onProgress: say });
       calibration = fit.proxy;
-      bundle = { ...bundle, manifest: await storeProxy(bundle, fit.proxy) };
+      bundle = { ...bundle, manifest: await storeProxy(bundle, fit.proxy, signingKey) };
     } else if (!bundle.manifest.interferenceProxy) {
       note('note: the bundle has no fitted interference proxy; adaptive stays at level 0 (fit one with --calibrate-proxy)');
     }

@@ -12,7 +12,7 @@
 import { fileURLToPath } from 'node:url';
 import type { ManifestTensorInfo } from '../bundle/manifest.js';
 import { serveJsonLines, startPinnedChild } from './pinned-child.js';
-import { modelFeeds } from './feeds.js';
+import { modelFeeds } from '../compile/feeds.js';
 
 export interface OrtModelChild {
   readonly pinned: boolean;

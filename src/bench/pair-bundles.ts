@@ -15,7 +15,7 @@ import { readBundle } from '../bundle/read.js';
 import { loadBundle } from '../runtime/session.js';
 import { timeBundleInChild, timeInferences } from './bundle-time-child.js';
 import { median, summarizeRatios } from '../stats.js';
-import { modelFeeds } from './feeds.js';
+import { modelFeeds } from '../compile/feeds.js';
 import { machineInfo, machineLine } from './machine.js';
 
 const flag = (name: string, fallback: number) => {

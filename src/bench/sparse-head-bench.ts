@@ -2,7 +2,7 @@
  * Sparse output layers against dense: `node dist/src/bench/sparse-head-bench.js [--only trained,words,generated]
  *   [--classes 500000] [--rounds 15] [--tables 64] [--keep DIR]`, under the benchmark lock:
  *   flock -x /work/.bench.lock node dist/src/bench/sparse-head-bench.js
- * Models, each compiled by `veltair compile` (the real CLI, in a child) into a bundle with a
+ * Models, each compiled by compileModel (the library `veltair compile` calls) into a bundle with a
  * sparse family, then timed here, one input per call, on one pinned core:
  *  - trained: `veltair data planted` (20 000 labels) → `veltair train` (3 epochs) → compile with the
  *    trained index, calibrated on the training run's held-out data;
@@ -20,6 +20,8 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { execa } from 'execa';
 import * as ort from 'onnxruntime-node';
+import { compileModel } from '../compile/compile-model.js';
+import type { CompileOptions } from '../compile/options.js';
 import { encodeModel } from '../onnx/encode.js';
 import { loadModel } from '../onnx/load.js';
 import { seededRng } from '../random.js';
@@ -39,8 +41,11 @@ async function veltair(args: readonly string[], log: (m: string) => void): Promi
   if (r.exitCode !== 0) throw new Error(`veltair ${args[0]} failed: ${r.stderr}`);
 }
 
-const compileArgs = (model: string, out: string, db: string) =>
-  ['compile', model, '-o', out, '--trials', '2', '--levels', '0', '--threads', '1', '--profile-threads', 'none', '--db', db, '--force'];
+/** A small quiet-level compile (compileModel) replacing `out`; `extra` adds the sparse family's options. */
+async function compile(model: string, out: string, db: string, log: (m: string) => void, extra: CompileOptions = {}): Promise<void> {
+  log(`compileModel ${model} -> ${out}`);
+  await compileModel(model, { output: out, trials: 2, levels: [0], threads: [1], profileThreads: [], db, force: true, onNote: log, ...extra });
+}
 
 interface Prepared { readonly name: string; readonly bundle: string; readonly hidden: Float32Array; readonly note: string }
 
@@ -68,7 +73,7 @@ async function trained(work: string, src: TrainedSource, log: (m: string) => voi
   await veltair(['train', join(data, 'spec.json'), join(data, 'train.txt'), '--eval', join(data, 'test.txt'), '-o', run, '--epochs',
     String(src.epochs), '--threads', String(src.threads)], log);
   const bundle = join(work, `${src.key}.bundle`);
-  await veltair(compileArgs(join(run, 'model.onnx'), bundle, join(work, 'db')), log);
+  await compile(join(run, 'model.onnx'), bundle, join(work, 'db'), log);
   // The head's inputs: relu(x·W0 + b0) of held-out rows, from the exported first layer.
   const m = await loadModel(join(run, 'model.onnx'), { inputShapes: new Map() });
   const w0 = m.model.graph.initializers.get('layers.0.weight')!, b0 = m.model.graph.initializers.get('layers.0.bias')!;
@@ -120,8 +125,7 @@ async function generated(work: string, classes: number, tables: number, log: (m:
   const calibration = join(work, 'generated-calibration.txt');
   await writeFile(calibration, lines.join('\n') + '\n');
   const bundle = join(work, 'generated.bundle');
-  await veltair([...compileArgs(model, bundle, join(work, 'db')), '--calibration', calibration, '--sparsities', '1,0.01,0.005,0.002',
-    '--sparse-tables', String(tables)], log);
+  await compile(model, bundle, join(work, 'db'), log, { calibration, sparsities: [1, 0.01, 0.005, 0.002], sparseTables: tables });
   return { name: `generated (${classes} classes)`, bundle, hidden, note: `Gaussian class vectors, queries = class + noise; --sparse-tables ${tables}` };
 }
 

@@ -20,7 +20,7 @@ import { loadBundle } from '../runtime/session.js';
 import { makeCandidate } from '../space/candidate.js';
 import { median } from '../stats.js';
 import { detectTarget } from '../toolchain/target.js';
-import { modelFeeds } from './feeds.js';
+import { modelFeeds } from '../compile/feeds.js';
 import { machineInfo, machineLine } from './machine.js';
 
 export interface StepAlone {

@@ -12,7 +12,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { loadBundle } from '../runtime/session.js';
-import { modelFeeds } from './feeds.js';
+import { modelFeeds } from '../compile/feeds.js';
 import { machineInfo, machineLine } from './machine.js';
 import { median } from '../stats.js';
 

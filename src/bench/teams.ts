@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { internalError } from '../errors.js';
 import { loadBundle, type Session } from '../runtime/session.js';
 import { median, quantile } from '../stats.js';
-import { modelFeeds } from './feeds.js';
+import { modelFeeds } from '../compile/feeds.js';
 import { machineInfo, machineLine } from './machine.js';
 
 export interface TeamsResult {

@@ -33,6 +33,8 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { compileModel } from '../compile/compile-model.js';
+import { checkIsa, type CompileOptions } from '../compile/options.js';
 import { recordLine } from '../db/record.js';
 import { scanDatabase } from '../db/scan.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
@@ -52,13 +54,19 @@ interface CompileRun {
     transferredSeeds: number; freshWorkloads: number; medianDistance: number | null } };
 }
 
-async function compile(model: string, db: string, cache: string, out: string, isa = 'native', shipped = false, extra: string[] = []): Promise<CompileRun> {
+/** One compile (compileModel) with its own kernel cache, `cache`: each compile starts cold, as a fresh machine's would. */
+async function compile(model: string, db: string, cache: string, out: string, isa = 'native', shipped = false,
+  extra: CompileOptions = {}): Promise<CompileRun> {
   const t0 = Date.now();
-  const args = ['compile', model, '-o', out, '--db', db, ...(shipped ? [] : ['--no-shipped-records']), '--isa', isa, '--json', ...extra];
-  const r = await execa(join(repoRoot(), 'bin', 'veltair'), args,
-    { env: { VELTAIR_CACHE_DIR: cache }, reject: false, stderr: 'inherit' });
-  if (r.exitCode !== 0) throw new Error(`veltair compile failed (exit ${r.exitCode})`);
-  return { seconds: (Date.now() - t0) / 1000, summary: JSON.parse(r.stdout) as CompileRun['summary'] };
+  const before = process.env['VELTAIR_CACHE_DIR'];
+  process.env['VELTAIR_CACHE_DIR'] = cache;
+  try {
+    const summary = await compileModel(model, { output: out, db, shippedRecords: shipped, isa: checkIsa(isa), onNote: log, ...extra });
+    return { seconds: (Date.now() - t0) / 1000, summary };
+  } finally {
+    if (before === undefined) delete process.env['VELTAIR_CACHE_DIR'];
+    else process.env['VELTAIR_CACHE_DIR'] = before;
+  }
 }
 
 /** Every record of `from`, as if measured on the other host type: caches changed, fingerprint recomputed. */
@@ -89,7 +97,8 @@ async function main(): Promise<void> {
   const foreignOnly = process.argv.includes('--foreign-only');
   if (foreignOnly && !shipped) throw new Error('--foreign-only hides this host\'s own shipped records: it goes with --shipped');
   const cap = process.argv.includes('--transfer-trials') ? arg('--transfer-trials', '') : undefined;
-  const extra = cap === undefined ? [] : ['--transfer-trials', cap];
+  const extra: CompileOptions = cap === undefined ? {} : { transferTrials: Number(cap) };
+  if (cap !== undefined && !/^\d+$/.test(cap)) throw new Error(`--transfer-trials ${cap} is not a whole number`);
   const tag = cap === undefined ? '' : `-cap${cap}`;
   if (shipped && isa !== undefined) throw new Error('--shipped and --isa are two different second compiles: pick one');
   const keep = process.argv.includes('--work');

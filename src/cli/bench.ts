@@ -1,6 +1,6 @@
 /**
  * `veltair bench BUNDLE [--model MODEL.onnx] [--threads N] [--noise LEVEL[,LEVEL…]] [--rounds R]
- *  [--runs N] [--calibrate-proxy] [--json]`
+ *  [--runs N] [--calibrate-proxy [--sign KEY]] [--json]`
  * Whole-model latency in one run: veltair adaptive (interference proxy), veltair pinned to the
  * best-quiet versions, and ONNX Runtime on the same model and threads — quiet and under each
  * requested noise level. The command lives in the benchmark room (src/bench/model-bench-command.ts),
@@ -25,6 +25,7 @@ export function registerBenchCommand(program: Command): void {
     .option('--rounds <n>', 'interleaved rounds per condition (default 5)')
     .option('--runs <n>', 'timed runs per arm per round, after one warm-up run (default 3)')
     .option('--calibrate-proxy', 'first fit the interference proxy on this machine and store its coefficients in the bundle')
+    .option('--sign <key>', 'with --calibrate-proxy on a signed bundle: its Ed25519 private key, to renew manifest.sig over the new manifest')
     .option('--json', 'machine-readable results on stdout, nothing else there')
     .action(async (bundle: string, flags: BenchFlags) => (await loadBenchRoom('model-bench-command')).benchAction(bundle, flags));
 }

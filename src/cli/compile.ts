@@ -1,48 +1,25 @@
 /**
  * `veltair compile MODEL.onnx -o OUT [--trials N] [--levels 0,1,2,3,4] [--max-versions 5]
  *  [--threads N] [--db DIR] [--no-shipped-records] [--shard i/n] [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
- * load → lower → tune the unique workloads (one pass, every level, at every thread count) → families → bundle.
- * Every argument and the output location are checked, and a C compiler is found, before the
- * first candidate is measured. With --shard only that shard's workloads are tuned into the
- * database (its own records file) and no bundle is written. With --sign KEY the manifest is signed
- * (Ed25519, src/bundle/sign.ts) inside the staging directory, so the bundle appears signed or not
- * at all.
+ * Flag parsing, then one call of compileModel (src/compile/compile-model.ts): each flag parses into
+ * the CompileOptions field of its name, with the flag named in any error; the progress bar, the
+ * notes on stderr and the summary on stdout are the command's.
  */
 import type { Command } from 'commander';
-import { totalmem } from 'node:os';
-import { resolve } from 'node:path';
-import { buildBundleFiles, type BuiltBundle } from '../bundle/build.js';
-import { readSigningKey, signBundleDir } from '../bundle/sign.js';
-import { checkOutput, prepareOutput, writeBundleAtomically } from '../bundle/write.js';
-import { openDatabase, defaultDatabaseDir, shardFileName } from '../db/store.js';
-import { quoteForMessage, userError } from '../errors.js';
-import { lowerToLayers, summarise } from '../ir/lower.js';
-import { formatBytes, minimumMemory } from '../ir/memory.js';
-import type { LayerGraph } from '../ir/layer.js';
-import { compilerVersion } from '../toolchain/compiler.js';
-import { loadModel } from '../onnx/load.js';
-import { powersUpTo } from '../space/schedule.js';
-import { detectTarget, targetNotes } from '../toolchain/target.js';
-import { ISA_LEVELS, missingForLevel, vectorWidths, type IsaLevel } from '../toolchain/isa.js';
-import { assertRunnable } from '../runtime/preflight.js';
-import { tasksOf, tuneWorkloads, type LevelRegret, type Shard, type TransferSummary, type TuneResult } from '../tune/tune-model.js';
+import { compileModel, type CompileResult } from '../compile/compile-model.js';
+import { checkIsa, DEFAULT_SPARSE_MIN_OUTPUTS, DEFAULT_TRIALS, MAX_VERSIONS_LIMIT, type CompileOptions } from '../compile/options.js';
+import type { SparseSummary } from '../compile/sparse-family.js';
+import { defaultDatabaseDir, shardFileName } from '../db/store.js';
+import type { HashFamily } from '../sparse/head-format.js';
+import { parseSparsities } from '../sparse/head-versions.js';
+import type { IsaLevel } from '../toolchain/isa.js';
+import type { LevelRegret, Shard } from '../tune/tune-model.js';
 import { collectInputShape } from './inspect.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { note, printJson, printLine, progressBar } from '../terminal/output.js';
-import { buildSparseFamily, DEFAULT_SPARSE_MIN_OUTPUTS, loadCalibration, parseSparseArgs, planSparse, sparseSummaryText, type SparseFlags,
-  type SparseSummary } from './sparse-compile.js';
 
-/**
- * Trials per unique workload when --trials is not given. A budget choice: the search is seeded with
- * the two ends of the space and a balanced default, and 8 trials × 5 levels keep a ResNet-50
- * compile from an empty database within the issue's 20-minute budget on the 2-core development
- * machine: 691 s wall from an empty database and a cold kernel cache, 285 candidates measured
- * (bench/RESULTS.md, "Tuning: ResNet-50 compile", 1 Dec 2026). Raise it with --trials when time allows.
- */
-export const DEFAULT_TRIALS = 8;
-export const MAX_VERSIONS_LIMIT = 5;
-
-interface CompileFlags extends SparseFlags {
+/** commander's object: every value as typed on the command line. */
+interface CompileFlags {
   output?: string;
   trials?: string;
   transferTrials?: string;
@@ -59,25 +36,15 @@ interface CompileFlags extends SparseFlags {
   sign?: string;
   force?: boolean;
   json?: boolean;
+  sparse?: boolean;
+  sparseMinOutputs?: string;
+  sparsities?: string;
+  calibration?: string;
+  calibrationRows?: string;
+  topK?: string;
+  sparseHash?: string;
+  sparseTables?: string;
 }
-
-export interface CompileSummary {
-  readonly bundle: string | null;
-  readonly layers: number;
-  readonly tunableLayers: number;
-  readonly versionsHistogram: Record<string, number>;
-  readonly measured: number;
-  readonly dbHits: number;
-  readonly tuningSeconds: number;
-  readonly perLevelRegret: Record<string, LevelRegret>;
-  /** How each workload started: exact records, seeds transferred from the nearest other targets, or nothing. */
-  readonly transfer: TransferSummary;
-  /** Key id of the signing key (--sign), else absent. */
-  readonly signedBy?: string;
-  /** The large output layer's sparse family (sparse-compile.ts), when the model has one. */
-  readonly sparse?: SparseSummary;
-}
-
 
 export function parseLevels(text: string): number[] {
   const parts = text.split(',').map((s) => s.trim());
@@ -111,32 +78,6 @@ export function parseSeed(text: string): number {
   return Number(text);
 }
 
-interface CompileArgs {
-  readonly trials: number;
-  /** undefined: the tuner's default cap (max(2, ⌈trials/3⌉)). */
-  readonly transferTrials: number | undefined;
-  readonly levels: number[];
-  readonly maxVersions: number;
-  readonly threads: number[] | undefined;
-  readonly profileThreads: number[] | 'auto';
-  readonly seed: number;
-  readonly shard: Shard | undefined;
-  readonly isa: IsaLevel;
-}
-
-function parseIsa(text: string): IsaLevel {
-  if (!(ISA_LEVELS as readonly string[]).includes(text)) {
-    throw badArgument('--isa', text, `is not one of ${ISA_LEVELS.join(', ')}`, 'native (fastest here) or a portable level: --isa x86-64-v3');
-  }
-  const level = text as IsaLevel;
-  const missing = missingForLevel(level);
-  if (missing.length > 0) {
-    throw userError('BAD_ARGUMENT', `--isa ${level} needs ${missing.join(', ')}, which this CPU lacks: veltair measures every kernel it keeps, `
-      + 'so it builds for an ISA level only on a CPU that runs it (no cross-compilation)', 'compile on a machine of that level, or use --isa native');
-  }
-  return level;
-}
-
 function parseTransferTrials(text: string): number {
   if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(Number(text))) {
     throw badArgument('--transfer-trials', text, 'is not a whole number', 'e.g. --transfer-trials 2 (0: search from scratch, no transfer)');
@@ -144,18 +85,43 @@ function parseTransferTrials(text: string): number {
   return Number(text);
 }
 
-function parseArgs(f: CompileFlags): CompileArgs {
-  const profile = f.profileThreads ?? 'auto';
+function parseHash(text: string): HashFamily {
+  if (text !== 'dwta' && text !== 'simhash') throw badArgument('--sparse-hash', text, 'is not dwta or simhash', 'e.g. --sparse-hash simhash');
+  return text;
+}
+
+function parseProfileThreads(text: string): CompileOptions['profileThreads'] {
+  return text === 'auto' ? 'auto' : text === 'none' ? [] : parseThreadList('--profile-threads', text);
+}
+
+/** Each flag given, parsed into its field (a flag not given stays absent: compileModel's default applies). */
+function parseFlags(f: CompileFlags): CompileOptions {
+  const opt = <K extends keyof CompileOptions>(key: K, text: string | undefined, parse: (t: string) => CompileOptions[K]) =>
+    (text === undefined ? {} : { [key]: parse(text) }) as Partial<CompileOptions>;
   return {
-    trials: f.trials === undefined ? DEFAULT_TRIALS : parsePositiveInt('--trials', f.trials),
-    transferTrials: f.transferTrials === undefined ? undefined : parseTransferTrials(f.transferTrials),
-    levels: f.levels === undefined ? [0, 1, 2, 3, 4] : parseLevels(f.levels),
-    maxVersions: f.maxVersions === undefined ? MAX_VERSIONS_LIMIT : parsePositiveInt('--max-versions', f.maxVersions, MAX_VERSIONS_LIMIT),
-    threads: f.threads === undefined ? undefined : parseThreadList('--threads', f.threads),
-    profileThreads: profile === 'auto' ? 'auto' : profile === 'none' ? [] : parseThreadList('--profile-threads', profile),
-    seed: f.seed === undefined ? 1 : parseSeed(f.seed),
-    shard: f.shard === undefined ? undefined : parseShard(f.shard),
-    isa: parseIsa(f.isa ?? 'native'),
+    ...opt('trials', f.trials, (t) => parsePositiveInt('--trials', t)),
+    ...opt('transferTrials', f.transferTrials, parseTransferTrials),
+    ...opt('levels', f.levels, parseLevels),
+    ...opt('maxVersions', f.maxVersions, (t) => parsePositiveInt('--max-versions', t, MAX_VERSIONS_LIMIT)),
+    ...opt('threads', f.threads, (t) => parseThreadList('--threads', t)),
+    ...opt('profileThreads', f.profileThreads, parseProfileThreads),
+    ...opt('seed', f.seed, parseSeed),
+    ...opt('shard', f.shard, parseShard),
+    ...opt('isa', f.isa, (t): IsaLevel => checkIsa(t)),
+    ...opt('sparseMinOutputs', f.sparseMinOutputs, (t) => parsePositiveInt('--sparse-min-outputs', t)),
+    ...opt('sparsities', f.sparsities, parseSparsities),
+    ...opt('calibrationRows', f.calibrationRows, (t) => parsePositiveInt('--calibration-rows', t)),
+    ...opt('topK', f.topK, (t) => parsePositiveInt('--top-k', t, 1024)),
+    ...opt('sparseHash', f.sparseHash, parseHash),
+    ...opt('sparseTables', f.sparseTables, (t) => parsePositiveInt('--sparse-tables', t, 4096)),
+    ...(f.output !== undefined ? { output: f.output } : {}),
+    ...(f.db !== undefined ? { db: f.db } : {}),
+    ...(f.sign !== undefined ? { sign: f.sign } : {}),
+    ...(f.calibration !== undefined ? { calibration: f.calibration } : {}),
+    force: f.force === true,
+    shippedRecords: f.shippedRecords !== false,
+    sparse: f.sparse !== false,
+    inputShapes: f.inputShape,
   };
 }
 
@@ -166,15 +132,13 @@ const fmtHistogram = (h: Record<string, number>) =>
     .map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
 const fmtBytes = (b: number) => (b >= 1024 ** 2 ? `${(b / 1024 ** 2).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
 
-function summaryText(
-  s: CompileSummary, tune: TuneResult, built: BuiltBundle | undefined, uniqueWorkloads: number, shard: Shard | undefined, dbDir: string,
-): string {
+function summaryText(s: CompileResult, shard: Shard | undefined): string {
   const lines = [
-    built
-      ? `bundle     ${s.bundle} (${fmtBytes(built.bytes)})`
-      : `shard ${shard!.index}/${shard!.count}: tuned ${tune.families.size} of ${uniqueWorkloads} workloads into ${dbDir} `
+    s.bytes !== null
+      ? `bundle     ${s.bundle} (${fmtBytes(s.bytes)})`
+      : `shard ${shard!.index}/${shard!.count}: tuned ${s.tunedWorkloads} of ${s.uniqueWorkloads} workloads into ${s.db} `
         + `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
-    `layers     ${s.layers} (${s.tunableLayers} tunable, ${uniqueWorkloads} unique workloads)`,
+    `layers     ${s.layers} (${s.tunableLayers} tunable, ${s.uniqueWorkloads} unique workloads)`,
     `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured, ${s.dbHits} from the database`,
     `records    ${s.transfer.exactWorkloads} workloads with records for this target, ${s.transfer.transferredWorkloads} seeded from other `
       + `targets (${s.transfer.transferredSeeds} seeds${s.transfer.medianDistance === null ? '' : `, median distance ${s.transfer.medianDistance}`}), `
@@ -184,69 +148,36 @@ function summaryText(
   ];
   if (s.sparse) lines.push(...sparseSummaryText(s.sparse));
   if (s.signedBy) lines.push(`signed     manifest.sig, Ed25519 key ${s.signedBy}`);
-  if (!built) lines.push('next: veltair db merge SHARD_DBS… -o DB, then veltair compile MODEL -o OUT --db DB (measures nothing)');
+  if (s.bytes === null) lines.push('next: veltair db merge SHARD_DBS… -o DB, then veltair compile MODEL -o OUT --db DB (measures nothing)');
   return lines.join('\n');
 }
 
-/**
- * Refuse, before any tuning, a model whose one inference cannot fit in this machine's memory: every
- * candidate would fail to allocate its buffers and the layer end as "no working version".
- */
-export function checkFitsInMemory(modelPath: string, graph: LayerGraph, memoryBytes = totalmem()): void {
-  const need = minimumMemory(graph);
-  if (need.bytes <= memoryBytes) return;
-  const input = need.largestInput;
-  const inputText = input ? `input ${quoteForMessage(input.name)} [${input.shape.join(', ')}] ${input.dtype} alone is ${formatBytes(input.bytes)}; ` : '';
-  const layerText = need.layer ? `layer ${need.layer.index} (${need.layer.op} ${quoteForMessage(need.layer.name)}) holds ` : 'running it needs ';
-  throw userError('TOO_LARGE',
-    `${modelPath}: ${inputText}${layerText}${formatBytes(need.bytes)} at once (its inputs and output), more than this machine's `
-      + `${formatBytes(memoryBytes)} of memory`,
-    'compile it with smaller input shapes (--input-shape NAME=1x3x224x224), or on a machine with more memory');
+export function sparseSummaryText(s: SparseSummary): string[] {
+  const pct = (x: number | null) => (x === null ? '-' : `${(100 * x).toFixed(1)}%`);
+  return [
+    `sparse     ${s.layer} (${s.classes} classes): ${s.versions.filter((v) => v.kept).length} of ${s.versions.length} versions kept; ${s.index}`,
+    `           calibration: ${s.calibration}; latency per input at level ${Object.keys(s.versions[0]!.latencyMs).join(', ')} (quiet first)`,
+    ...s.versions.map((v) => `           ${v.kept ? '*' : ' '} ${v.id.padEnd(7)} ${Object.values(v.latencyMs).map((x) => x.toFixed(4)).join(' / ')} ms  `
+      + `recall@1 ${pct(v.recallAt1)}  `
+      + `recall@5 ${pct(v.recallAt5)}  precision@1 ${pct(v.precisionAt1)}  ${Math.round(v.scoredMean)} neurons scored`),
+  ];
+}
+
+/** The --json summary: the result's fields in their documented order, without the library-only ones. */
+function jsonSummary(r: CompileResult): object {
+  const { notes: _notes, db: _db, uniqueWorkloads: _u, tunedWorkloads: _t, bytes: _b, ...summary } = r;
+  return summary;
 }
 
 async function compileAction(modelPath: string, f: CompileFlags): Promise<void> {
-  const args = parseArgs(f);
-  const sparseArgs = parseSparseArgs(f);
-  if (!args.shard && !f.output) {
-    throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (the bundle directory to write)', 'e.g. veltair compile model.onnx -o model.bundle');
-  }
-  if (!args.shard) await checkOutput(f.output!, f.force === true);
-  if (f.sign !== undefined && args.shard) {
-    throw userError('BAD_ARGUMENT', '--sign signs a bundle, and --shard writes none', 'sign the final compile (the one without --shard)');
-  }
-  const signingKey = f.sign === undefined ? undefined : readSigningKey(f.sign);
-  await compilerVersion();
-
-  const inferred = await loadModel(modelPath, { inputShapes: f.inputShape });
-  const sparsePlan = planSparse(lowerToLayers(inferred), sparseArgs);
-  if (!sparsePlan.split && (f.sparsities !== undefined || f.calibration !== undefined)) note(`note: no sparse output layer: ${sparsePlan.reason}`);
-  // With a sparse head, the tuner compiles the layers before it; the head's family is built after the bundle (sparse-compile.ts).
-  const graph = sparsePlan.graph;
-  const calibration = sparsePlan.split && !args.shard ? await loadCalibration(modelPath, graph, sparsePlan.split, sparseArgs, args.seed) : undefined;
-  const totals = summarise(graph);
-  const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
-  if (uses.length === 0) {
-    throw userError('BAD_INPUT', `${modelPath} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`,
-      'veltair compiles models with convolutions or matrix multiplications');
-  }
-  checkFitsInMemory(modelPath, graph);
-  const target = await detectTarget(args.isa);
-  for (const guess of await targetNotes()) note(`warning: ${guess}; tuning records and kernels are sized for it`);
-  assertRunnable(graph, vectorWidths(target.isa)[0]!, modelPath);
-  const dbDir = f.db ?? defaultDatabaseDir();
-  const db = await openDatabase(dbDir, { target, onWarning: (m) => note(`warning: ${m}`), ...(f.shippedRecords === false ? { shipped: false } : {}) });
-  const profileThreads = args.profileThreads === 'auto' ? powersUpTo(target.cores) : args.profileThreads.filter((t) => t <= target.cores);
-
+  const options = parseFlags(f);
   const bar = progressBar(f.json === true);
   let phase: 'compiling' | 'tuning' | undefined;
-  let tune: TuneResult;
+  let result: CompileResult;
   try {
-    tune = await tuneWorkloads(uses, {
-      trials: args.trials, levels: args.levels, maxVersions: args.maxVersions, seed: args.seed, db, target,
-      ...(args.transferTrials !== undefined ? { transferTrials: args.transferTrials } : {}),
-      ...(args.threads ? { threads: args.threads } : {}),
-      ...(args.shard ? { shard: args.shard } : {}),
-      profileThreads,
+    result = await compileModel(modelPath, {
+      ...options,
+      onNote: note,
       onCompileProgress: (done, total) => {
         if (phase !== 'compiling') { bar.start(total, `compiling ${total} candidates`); phase = 'compiling'; }
         bar.update(done);
@@ -259,43 +190,8 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
   } finally {
     bar.stop();
   }
-
-  let built: BuiltBundle | undefined;
-  let signedBy: string | undefined;
-  let sparseSummary: SparseSummary | undefined;
-  if (!args.shard) {
-    const staging = await prepareOutput(f.output!, f.force === true);
-    built = await writeBundleAtomically(staging, async (dir) => {
-      const b = await buildBundleFiles(dir, {
-        modelPath, model: inferred, graph, families: tune.families, target,
-        options: { trials: args.trials, levels: [...tune.levels], maxVersions: args.maxVersions, threads: [...tune.threads], profileThreads, seed: args.seed },
-      });
-      if (sparsePlan.split && calibration) {
-        const built = await buildSparseFamily(dir, { modelPath, split: sparsePlan.split, args: sparseArgs, seed: args.seed, threads: 1, graph, calibration,
-          levels: tune.levels });
-        sparseSummary = built.summary;
-        for (const n of built.notes) note(`note: ${n}`);
-      }
-      if (signingKey) signedBy = (await signBundleDir(dir, signingKey)).keyId;
-      return b;
-    });
-    for (const n of built.notes) note(`note: ${n}`);
-  }
-  const summary: CompileSummary = {
-    bundle: built ? resolve(f.output!) : null,
-    layers: totals.layers,
-    tunableLayers: totals.tunableLayers,
-    versionsHistogram: tune.versionsHistogram,
-    measured: tune.measured,
-    dbHits: tune.dbHits,
-    tuningSeconds: Math.round(tune.seconds * 1000) / 1000,
-    perLevelRegret: tune.perLevelRegret,
-    transfer: tune.transfer,
-    ...(signedBy ? { signedBy } : {}),
-    ...(sparseSummary ? { sparse: sparseSummary } : {}),
-  };
-  if (f.json) printJson(summary);
-  else printLine(summaryText(summary, tune, built, tasksOf(uses).length, args.shard, dbDir));
+  if (f.json) printJson(jsonSummary(result));
+  else printLine(summaryText(result, options.shard));
 }
 
 export function registerCompileCommand(program: Command): void {

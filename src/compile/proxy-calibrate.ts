@@ -16,14 +16,10 @@
  * co-runner on; so the caller profiles the co-runners and opens the level bank (stopped co-runners)
  * before anything loads the addon, and hands the bank in.
  */
-import { existsSync } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import type { KeyObject } from 'node:crypto';
 import type { LoadedBundle } from '../bundle/read.js';
-import { BUNDLE_FILES, manifestText, type Manifest, type ManifestInterferenceProxy, type ProxyLevelSummary } from '../bundle/manifest.js';
-import { assertManifestSchema } from '../bundle/schema.js';
-import { SIGNATURE_FILE } from '../bundle/sign.js';
-import { note } from '../terminal/output.js';
+import type { Manifest, ManifestInterferenceProxy, ProxyLevelSummary } from '../bundle/manifest.js';
+import { rewriteManifest } from '../bundle/rewrite-manifest.js';
 import { userError } from '../errors.js';
 import { trafficGBps } from '../interference/generator.js';
 import { median } from '../stats.js';
@@ -183,24 +179,13 @@ function summarise(
 }
 
 /**
- * Rewrite the bundle's manifest with the proxy's coefficients (temp file + rename: never half-written).
- * A signature of the old manifest no longer matches, so it is removed (and said so): re-sign the
- * bundle with `veltair sign BUNDLE --key KEY`.
+ * Store the proxy's coefficients in the bundle's manifest, through the bundle room's rewrite
+ * (temp file + rename: never half-written). A signed bundle needs its signing key: the signature
+ * is renewed over the new manifest (the caller checks this with checkRewritable before calibrating).
  */
-export async function storeProxy(bundle: LoadedBundle, proxy: ManifestInterferenceProxy): Promise<Manifest> {
-  const manifest: Manifest = { ...bundle.manifest, interferenceProxy: proxy };
-  const ordered = reorderWithProxy(manifest);
-  const text = manifestText(ordered);
-  assertManifestSchema(JSON.parse(text), 'the manifest with the fitted proxy');
-  const path = join(bundle.paths.dir, BUNDLE_FILES.manifest);
-  const tmp = `${path}.proxy-${process.pid}.tmp`;
-  await writeFile(tmp, text);
-  await rename(tmp, path);
-  const signature = join(bundle.paths.dir, SIGNATURE_FILE);
-  if (existsSync(signature)) {
-    await rm(signature, { force: true });
-    note(`note: the bundle's ${SIGNATURE_FILE} signed the old manifest and was removed; re-sign it: veltair sign ${bundle.paths.dir} --key KEY`);
-  }
+export async function storeProxy(bundle: LoadedBundle, proxy: ManifestInterferenceProxy, signingKey?: KeyObject): Promise<Manifest> {
+  const ordered = reorderWithProxy({ ...bundle.manifest, interferenceProxy: proxy });
+  await rewriteManifest(bundle.paths.dir, ordered, signingKey);
   return ordered;
 }
 

@@ -1,5 +1,5 @@
 /**
- * `veltair compile`'s sparse output layer: the flags, the split of the model into the layers the
+ * A compile's sparse output layer: the split of the model into the layers the
  * tuner compiles and the head (src/ir/sparse-head.ts), and — inside the staging directory, once the
  * prefix bundle is built — the head's family: its index (the trained one beside the model when it
  * indexes these very weights, else built from them), the calibration inputs run through the
@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { addFilesToManifest } from '../bundle/extra-files.js';
 import { userError } from '../errors.js';
 import { findSparseHead, type SparseHeadSplit } from '../ir/sparse-head.js';
@@ -17,60 +17,17 @@ import { loadBundle } from '../runtime/session.js';
 import { INDEX_JSON, readHashIndex } from '../sparse/hash-index.js';
 import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HashFamily, type HeadVersion } from '../sparse/head-format.js';
 import { buildHeadIndex, createNativeHead, headIndexFromTrained, trainedLayerFor, type HeadIndex } from '../sparse/head-index.js';
-import { budgetFor, DEFAULT_SPARSITIES, measureVersions, median, parseSparsities, timeBudgets, type Calibration } from '../sparse/head-versions.js';
+import { budgetFor, measureVersions, median, timeBudgets, type Calibration } from '../sparse/head-versions.js';
 import { noiseCores, startNoise } from '../interference/generator.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { loadSparseAddon, type SparseAddon } from '../sparse/native.js';
-import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { calibrationInputs, type CalibrationInputs } from './sparse-calibration.js';
+import type { ResolvedCompileOptions } from './options.js';
+import type { ModelSource } from './model-source.js';
 
-export const DEFAULT_SPARSE_MIN_OUTPUTS = 10_000;
-export const DEFAULT_TOP_K = 5;
-export const DEFAULT_CALIBRATION_ROWS = 500;
-
-export interface SparseFlags {
-  sparse?: boolean;
-  sparseMinOutputs?: string;
-  sparsities?: string;
-  calibration?: string;
-  calibrationRows?: string;
-  topK?: string;
-  sparseHash?: string;
-  sparseTables?: string;
-}
-
-export interface SparseArgs {
-  readonly enabled: boolean;
-  readonly minOutputs: number;
-  readonly sparsities: readonly number[];
-  readonly calibration: string | undefined;
-  readonly calibrationRows: number;
-  readonly topK: number;
-  /** Hash family of an index built at compile time (a trained index keeps its own). */
-  readonly hash: HashFamily;
-  /** Tables of an index built at compile time (default: BOLT's autotuned L). */
-  readonly tables: number | undefined;
-}
-
-/** Checked before any tuning, like every other argument. */
-export function parseSparseArgs(f: SparseFlags): SparseArgs {
-  return {
-    enabled: f.sparse !== false,
-    minOutputs: f.sparseMinOutputs === undefined ? DEFAULT_SPARSE_MIN_OUTPUTS : parsePositiveInt('--sparse-min-outputs', f.sparseMinOutputs),
-    sparsities: f.sparsities === undefined ? DEFAULT_SPARSITIES : parseSparsities(f.sparsities),
-    calibration: f.calibration,
-    calibrationRows: f.calibrationRows === undefined ? DEFAULT_CALIBRATION_ROWS : parsePositiveInt('--calibration-rows', f.calibrationRows),
-    topK: f.topK === undefined ? DEFAULT_TOP_K : parsePositiveInt('--top-k', f.topK, 1024),
-    hash: parseHash(f.sparseHash),
-    tables: f.sparseTables === undefined ? undefined : parsePositiveInt('--sparse-tables', f.sparseTables, 4096),
-  };
-}
-
-function parseHash(text: string | undefined): HashFamily {
-  if (text === undefined) return 'dwta';
-  if (text !== 'dwta' && text !== 'simhash') throw badArgument('--sparse-hash', text, 'is not dwta or simhash', 'e.g. --sparse-hash simhash');
-  return text;
-}
+/** The options the sparse family reads. */
+type SparseOptions = Pick<ResolvedCompileOptions, 'sparse' | 'sparseMinOutputs' | 'sparsities' | 'calibration' | 'calibrationRows' | 'topK'
+  | 'sparseHash' | 'sparseTables' | 'seed'>;
 
 export interface SparsePlan {
   /** What the tuner compiles: the whole graph, or the layers before the head. */
@@ -80,9 +37,9 @@ export interface SparsePlan {
   readonly reason: string | undefined;
 }
 
-export function planSparse(graph: LayerGraph, a: SparseArgs): SparsePlan {
-  if (!a.enabled) return { graph, split: undefined, reason: '--no-sparse' };
-  const search = findSparseHead(graph, a.minOutputs);
+export function planSparse(graph: LayerGraph, a: SparseOptions): SparsePlan {
+  if (!a.sparse) return { graph, split: undefined, reason: '--no-sparse' };
+  const search = findSparseHead(graph, a.sparseMinOutputs);
   if ('reason' in search) return { graph, split: undefined, reason: search.reason };
   if (a.topK > search.found.head.n) {
     throw userError('BAD_ARGUMENT', `--top-k ${a.topK} is more than the output layer's ${search.found.head.n} classes`, 'e.g. --top-k 5');
@@ -98,21 +55,21 @@ export interface SparseSummary {
   readonly versions: readonly Pick<HeadVersion, 'id' | 'sparsity' | 'latencyMs' | 'recallAt1' | 'recallAt5' | 'precisionAt1' | 'scoredMean' | 'kept'>[];
 }
 
-async function chooseIndex(modelPath: string, split: SparseHeadSplit, args: SparseArgs, seed: number, threads: number,
+async function chooseIndex(model: ModelSource, split: SparseHeadSplit, args: SparseOptions, threads: number,
   notes: string[]): Promise<HeadIndex> {
   const sparsities = args.sparsities;
   const { weight, bias, n, d } = split.head;
   const sha = headWeightsSha256(weight, bias);
-  const dir = dirname(modelPath);
-  if (existsSync(join(dir, INDEX_JSON))) {
+  const dir = model.dir;
+  if (dir !== undefined && existsSync(join(dir, INDEX_JSON))) {
     const loaded = await readHashIndex(dir);  // a damaged index beside the model is an error, not a silent rebuild
     const layer = trainedLayerFor(loaded, sha, n, d);
     if (layer) return headIndexFromTrained(loaded, layer, weight, bias, join(dir, INDEX_JSON));
     notes.push(`${join(dir, INDEX_JSON)} indexes other weights than this model's output layer (sha256 differs): building the index from the weights`);
   }
   const densestSparse = Math.max(...sparsities.filter((s) => s < 1), 0.005);
-  return buildHeadIndex(await loadSparseAddon(), weight, bias, n, d, { sparsity: densestSparse, family: args.hash, seed: BigInt(seed), threads,
-    ...(args.tables ? { tables: args.tables } : {}) });
+  return buildHeadIndex(await loadSparseAddon(), weight, bias, n, d, { sparsity: densestSparse, family: args.sparseHash, seed: BigInt(args.seed),
+    threads, ...(args.sparseTables ? { tables: args.sparseTables } : {}) });
 }
 
 /** Calibration inputs through the staged prefix: the head's inputs, rows × d. */
@@ -181,17 +138,16 @@ async function timeUnderNoise(addon: SparseAddon, head: object, c: Calibration, 
 }
 
 /** The calibration inputs, read and checked before any tuning (a wrong width fails at once). */
-export async function loadCalibration(modelPath: string, graph: LayerGraph, split: SparseHeadSplit, args: SparseArgs,
-  seed: number): Promise<CalibrationInputs> {
+export async function loadCalibration(model: ModelSource, graph: LayerGraph, split: SparseHeadSplit, args: SparseOptions): Promise<CalibrationInputs> {
   if (graph.inputs.length !== 1) {
-    throw userError('BAD_INPUT', `${modelPath} has ${graph.inputs.length} inputs; a sparse head is compiled for one`, 'compile it with --no-sparse');
+    throw userError('BAD_INPUT', `${model.path} has ${graph.inputs.length} inputs; a sparse head is compiled for one`, 'compile it with --no-sparse');
   }
   const width = graph.inputs[0]!.shape.slice(1).reduce((a, b) => a * b, 1);
-  return calibrationInputs({ file: args.calibration, modelPath, width, classes: split.head.n, rows: args.calibrationRows, seed });
+  return calibrationInputs({ file: args.calibration, modelDir: model.dir, width, classes: split.head.n, rows: args.calibrationRows, seed: args.seed });
 }
 
 /** Build, measure and write the head's family into the staged bundle `dir`; returns the summary and notes. */
-export async function buildSparseFamily(dir: string, o: { modelPath: string; split: SparseHeadSplit; args: SparseArgs; seed: number; threads: number;
+export async function buildSparseFamily(dir: string, o: { model: ModelSource; split: SparseHeadSplit; args: SparseOptions; threads: number;
   graph: LayerGraph; calibration: CalibrationInputs; levels: readonly number[] }): Promise<{ summary: SparseSummary; notes: string[] }> {
   const { split, args } = o;
   const { n, d } = split.head;
@@ -199,7 +155,7 @@ export async function buildSparseFamily(dir: string, o: { modelPath: string; spl
   const notes: string[] = [];
   const cal = o.calibration;
   if (cal.source === 'generated') notes.push(cal.note);
-  const index = await chooseIndex(o.modelPath, split, args, o.seed, o.threads, notes);
+  const index = await chooseIndex(o.model, split, args, o.threads, notes);
   const addon = await loadSparseAddon();
   const head = createNativeHead(addon, index.hash, n, d, index.arrays);
   const calibration: Calibration = { hidden: await hiddenRows(dir, cal.inputs, cal.rows, width, split), rows: cal.rows, labels: cal.labels };
@@ -225,15 +181,4 @@ export async function buildSparseFamily(dir: string, o: { modelPath: string; spl
     },
     notes,
   };
-}
-
-export function sparseSummaryText(s: SparseSummary): string[] {
-  const pct = (x: number | null) => (x === null ? '-' : `${(100 * x).toFixed(1)}%`);
-  return [
-    `sparse     ${s.layer} (${s.classes} classes): ${s.versions.filter((v) => v.kept).length} of ${s.versions.length} versions kept; ${s.index}`,
-    `           calibration: ${s.calibration}; latency per input at level ${Object.keys(s.versions[0]!.latencyMs).join(', ')} (quiet first)`,
-    ...s.versions.map((v) => `           ${v.kept ? '*' : ' '} ${v.id.padEnd(7)} ${Object.values(v.latencyMs).map((x) => x.toFixed(4)).join(' / ')} ms  `
-      + `recall@1 ${pct(v.recallAt1)}  `
-      + `recall@5 ${pct(v.recallAt5)}  precision@1 ${pct(v.precisionAt1)}  ${Math.round(v.scoredMean)} neurons scored`),
-  ];
 }

@@ -1,5 +1,5 @@
 /**
- * The calibration inputs a sparse head's versions are measured on (`veltair compile --calibration FILE`):
+ * The calibration inputs a sparse head's versions are measured on (`calibration`, `veltair compile --calibration FILE`):
  *  - FILE.npy: model inputs, float32 or float64, shaped [rows, W] (or [W]: one row), W the model
  *    input's width (its elements per batch row); no labels, so no precision@1;
  *  - any other FILE: the Extreme Classification format `veltair train` reads (`label,label feat:val …`),
@@ -12,7 +12,7 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { userError } from '../errors.js';
 import { seededRng } from '../random.js';
 import { decodeNpy } from '../runtime/io-npy.js';
@@ -61,8 +61,9 @@ function fromXc(d: XcDataset, width: number, want: number, source: CalibrationIn
   return { source, path: d.path, inputs, rows: pick.length, labels, note: `${pick.length} rows of ${what} ${d.path}, with labels` };
 }
 
-async function fromTraining(modelPath: string, width: number, classes: number, want: number): Promise<CalibrationInputs | string> {
-  const training = join(dirname(modelPath), 'training.json');
+async function fromTraining(modelDir: string | undefined, width: number, classes: number, want: number): Promise<CalibrationInputs | string> {
+  if (modelDir === undefined) return 'the model was given as bytes, with no training.json beside it';
+  const training = join(modelDir, 'training.json');
   if (!existsSync(training)) return 'no training.json beside the model';
   let info: { train?: { path?: unknown; sha256?: unknown }; eval?: { path?: unknown; sha256?: unknown } };
   try {
@@ -91,7 +92,7 @@ function generated(width: number, rows: number, seed: number, why: string): Cali
     note: `recall measured on ${rows} GENERATED inputs (seeded standard normal, seed ${seed}), not real data (${why}); pass --calibration FILE` };
 }
 
-export async function calibrationInputs(o: { file: string | undefined; modelPath: string; width: number; classes: number; rows: number;
+export async function calibrationInputs(o: { file: string | undefined; modelDir: string | undefined; width: number; classes: number; rows: number;
   seed: number }): Promise<CalibrationInputs> {
   if (o.file !== undefined) {
     let bytes: Uint8Array;
@@ -104,6 +105,6 @@ export async function calibrationInputs(o: { file: string | undefined; modelPath
     const d = await readXc(o.file, { inputDim: o.width, outputDim: o.classes, inputName: 'the model input width', outputName: 'the output layer\'s classes' });
     return fromXc(d, o.width, o.rows, 'file', 'calibration file');
   }
-  const trained = await fromTraining(o.modelPath, o.width, o.classes, o.rows);
+  const trained = await fromTraining(o.modelDir, o.width, o.classes, o.rows);
   return typeof trained === 'string' ? generated(o.width, o.rows, o.seed, trained) : trained;
 }
