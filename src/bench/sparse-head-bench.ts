@@ -27,7 +27,7 @@ import { loadModel } from '../onnx/load.js';
 import { seededRng } from '../random.js';
 import { readXc } from '../sparse/xc-reader.js';
 import { readHead, type HeadMeta } from '../sparse/head-format.js';
-import { loadSparseAddon } from '../sparse/native.js';
+import { loadSparseHeadAddon } from '../sparse/native.js';
 import { createNativeHead } from '../sparse/head-index.js';
 import { machineInfo, machineLine } from './machine.js';
 import { pinSelf } from './train-veltair.js';
@@ -136,7 +136,7 @@ interface Row { readonly label: string; readonly scored: string; readonly ms: nu
 
 async function measure(p: Prepared, rounds: number): Promise<{ rows: Row[]; meta: HeadMeta }> {
   const { meta, arrays } = await readHead(p.bundle);
-  const addon = await loadSparseAddon();
+  const addon = await loadSparseHeadAddon();
   const native = createNativeHead(addon, meta.hash, meta.layer.n, meta.layer.d, arrays);
   const { n, d, k } = meta.layer;
   // ONNX Runtime: the same layer (weights as stored, transB) and its top-k, one thread.

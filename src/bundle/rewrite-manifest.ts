@@ -3,13 +3,13 @@
  * stored into it: src/compile/proxy-calibrate.ts). manifest.sig signs manifest.json's exact bytes,
  * so a signed bundle is re-signed with the key given, and a signed bundle without a key is refused
  * before anything is measured or written: a rewrite never leaves a bundle silently unsigned.
- * Each file goes to a temp name and is renamed over the old one (never half-written); the manifest
- * is renamed first, then its new signature.
+ * Each file is replaced atomically (src/atomic-file.ts: never half-written); the manifest first,
+ * then its new signature.
  */
 import type { KeyObject } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeTextAtomic } from '../atomic-file.js';
 import { userError } from '../errors.js';
 import { BUNDLE_FILES, manifestText, type Manifest } from './manifest.js';
 import { assertManifestSchema } from './schema.js';
@@ -24,25 +24,14 @@ export function checkRewritable(dir: string, signingKey: KeyObject | undefined, 
     + 'the signature would no longer match', `pass ${flag} (the bundle's signing key) to renew the signature`);
 }
 
-async function replaceFile(path: string, text: string): Promise<void> {
-  const tmp = `${path}.rewrite-${process.pid}.tmp`;
-  try {
-    await writeFile(tmp, text);
-    await rename(tmp, path);
-  } catch (e) {
-    await rm(tmp, { force: true });
-    throw e;
-  }
-}
-
 /** Write `manifest` as `dir`'s manifest.json; sign it with `signingKey` when given. Returns the signing key's id, if signed. */
 export async function rewriteManifest(dir: string, manifest: Manifest, signingKey?: KeyObject): Promise<{ signedBy?: string }> {
   checkRewritable(dir, signingKey);
   const text = manifestText(manifest);
   assertManifestSchema(JSON.parse(text), `the rewritten ${BUNDLE_FILES.manifest}`);
-  await replaceFile(join(dir, BUNDLE_FILES.manifest), text);
+  await writeTextAtomic(join(dir, BUNDLE_FILES.manifest), text);
   if (!signingKey) return {};
   const signature = signatureFor(Buffer.from(text), signingKey);
-  await replaceFile(join(dir, SIGNATURE_FILE), JSON.stringify(signature, null, 2) + '\n');
+  await writeTextAtomic(join(dir, SIGNATURE_FILE), JSON.stringify(signature, null, 2) + '\n');
   return { signedBy: signature.keyId };
 }

@@ -35,7 +35,7 @@ export interface CompileOptions {
   readonly trials?: number;
   /**
    * Candidates per workload and thread count when only other machines' records seed it
-   * (`--transfer-trials`; default max(2, ⌈trials/3⌉); 0: no transfer, search from scratch).
+   * (`--transfer-trials`; default max(2, ⌈trials/4⌉); 0: no transfer, search from scratch).
    */
   readonly transferTrials?: number;
   /** Interference levels (0 quiet … 4) every candidate is measured at (`--levels`, default 0–4). */

@@ -20,7 +20,8 @@ import { buildHeadIndex, createNativeHead, headIndexFromTrained, trainedLayerFor
 import { budgetFor, measureVersions, median, timeBudgets, type Calibration } from '../sparse/head-versions.js';
 import { noiseCores, startNoise } from '../interference/generator.js';
 import { availableCores } from '../toolchain/cpu.js';
-import { loadSparseAddon, type SparseAddon } from '../sparse/native.js';
+import { loadSparseHeadAddon } from '../sparse/native.js';
+import type { SparseHeadAddon } from '../sparse/native-head.js';
 import { calibrationInputs, type CalibrationInputs } from './sparse-calibration.js';
 import type { ResolvedCompileOptions } from './options.js';
 import type { ModelSource } from './model-source.js';
@@ -68,7 +69,7 @@ async function chooseIndex(model: ModelSource, split: SparseHeadSplit, args: Spa
     notes.push(`${join(dir, INDEX_JSON)} indexes other weights than this model's output layer (sha256 differs): building the index from the weights`);
   }
   const densestSparse = Math.max(...sparsities.filter((s) => s < 1), 0.005);
-  return buildHeadIndex(await loadSparseAddon(), weight, bias, n, d, { sparsity: densestSparse, family: args.sparseHash, seed: BigInt(args.seed),
+  return buildHeadIndex(await loadSparseHeadAddon(), weight, bias, n, d, { sparsity: densestSparse, family: args.sparseHash, seed: BigInt(args.seed),
     threads, ...(args.sparseTables ? { tables: args.sparseTables } : {}) });
 }
 
@@ -99,7 +100,7 @@ async function hiddenRows(dir: string, inputs: Float32Array, rows: number, width
  * one-core machine, or when the co-runner cannot start, the versions keep their quiet figure only
  * (a note says so). The family is chosen on the quiet latency.
  */
-async function timeUnderNoise(addon: SparseAddon, head: object, c: Calibration, d: number, k: number, versions: HeadVersion[],
+async function timeUnderNoise(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, versions: HeadVersion[],
   levels: readonly number[], n: number, notes: string[]): Promise<{ versions: HeadVersion[]; levels: number[] }> {
   const noisy = levels.filter((l) => l > 0);
   const cores = availableCores();
@@ -156,7 +157,7 @@ export async function buildSparseFamily(dir: string, o: { model: ModelSource; sp
   const cal = o.calibration;
   if (cal.source === 'generated') notes.push(cal.note);
   const index = await chooseIndex(o.model, split, args, o.threads, notes);
-  const addon = await loadSparseAddon();
+  const addon = await loadSparseHeadAddon();
   const head = createNativeHead(addon, index.hash, n, d, index.arrays);
   const calibration: Calibration = { hidden: await hiddenRows(dir, cal.inputs, cal.rows, width, split), rows: cal.rows, labels: cal.labels };
   const quiet = measureVersions(addon, head, calibration, n, d, args.topK, args.sparsities);

@@ -113,11 +113,3 @@ export function loadSparseHeadAddon(build: SparseBuild = 'native'): Promise<Spar
   return load('head', build, { hash: HASH_CODE });
 }
 
-/**
- * @deprecated The head add-on under its name from before the split: kept only for
- * src/cli/sparse-compile.ts and src/bench/sparse-head-bench.ts, which use nothing but the head's
- * exports and are being moved (issue 32); use loadSparseHeadAddon / SparseHeadAddon.
- */
-export const loadSparseAddon = (): Promise<SparseHeadAddon> => loadSparseHeadAddon();
-/** @deprecated see loadSparseAddon. */
-export type SparseAddon = SparseHeadAddon;
