@@ -89,15 +89,15 @@ test('past the discard bound the connection is closed at once, and counted', { t
   assert.equal(await metric('veltair_connections_dropped_total', 'reason="discard_limit"'), before + 1);
 });
 
-/** A client sending one byte of a request every `everyMs` until the server closes; resolves with what it got. */
-function dribble(port: number, text: string, everyMs: number): Promise<string> {
+/** A client sending one byte of a request every `everyMs` until the server closes; resolves with what it got and how many bytes it sent. */
+function dribble(port: number, text: string, everyMs: number): Promise<{ got: string; sent: number }> {
   return new Promise((resolve) => {
     const s: Socket = connect(port, '127.0.0.1');
-    let got = '', i = 0;
-    const timer = setInterval(() => { if (s.writable && text.length > 0) s.write(text[i++ % text.length]!); }, everyMs);
+    let got = '', sent = 0;
+    const timer = setInterval(() => { if (s.writable && text.length > 0) s.write(text[sent++ % text.length]!); }, everyMs);
     s.on('data', (d: Buffer) => { got += d.toString('latin1'); });
     s.on('error', () => undefined);
-    s.on('close', () => { clearInterval(timer); resolve(got); });
+    s.on('close', () => { clearInterval(timer); resolve({ got, sent }); });
   });
 }
 
@@ -110,7 +110,11 @@ test('clients dribbling headers, and a silent one, get 408 and are closed; valid
       dribble(port, '', 100),
     ];
     for (let i = 0; i < 5; i++) assert.equal((await post(`${url}/v2/models/tiny/infer`, valid)).status, 200, 'valid requests are served');
-    for (const got of await Promise.all(slow)) assert.match(got, /^HTTP\/1\.1 408 /, 'a slow client gets 408 before the close');
+    for (const { got, sent } of await Promise.all(slow)) {
+      assert.match(got, /^HTTP\/1\.1 408 /, 'a slow client gets 408 before the close');
+      // Not a clock: the server runs the same timers as the clients. At one byte per 100 ms, 300 bytes is 75 times the 400 ms bound.
+      assert.ok(sent < 300, `cut off after ${sent} bytes, not left to dribble on`);
+    }
     assert.ok(await metric('veltair_timeouts_total', 'kind="header"') >= before + 13, 'each is counted as a header timeout');
   });
 
