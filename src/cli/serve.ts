@@ -124,7 +124,8 @@ export function registerServeCommand(program: Command): void {
     .option('--json', 'print {url, models, policy, cores} as JSON on stdout once listening')
     .option('--drain-grace-ms <ms>', 'after SIGTERM, keep listening this long, answering readiness and new requests 503',
       String(DEFAULT_LIMITS.drainGraceMs))
-    .option('--drain-timeout-ms <ms>', `deadline of the whole drain, grace included; past it open connections are cut and the exit status is ${DRAIN_CUT_SHORT_EXIT}`,
+    .option('--drain-timeout-ms <ms>',
+      `deadline of the whole drain, grace included; past it open connections are cut and the exit status is ${DRAIN_CUT_SHORT_EXIT}`,
       String(DEFAULT_LIMITS.drainTimeoutMs))
     .option('--header-timeout-ms <ms>', 'a request\'s headers must arrive within this long (else 408 and close)', String(DEFAULT_LIMITS.headerTimeoutMs))
     .option('--body-timeout-ms <ms>', 'a request body that makes no progress this long is answered 408 and closed', String(DEFAULT_LIMITS.bodyTimeoutMs))

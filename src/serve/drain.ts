@@ -49,7 +49,8 @@ export async function runDrain(s: DrainSteps, o: { readonly graceMs: number; rea
     const first = await Promise.race([closed, deadline]);
     const connectionsCut = first === 'deadline' ? s.destroyAll() : 0;
     // Everything answered means nothing is left in the backend; after a cut-off a request may still run: bounded too.
-    const backend = await Promise.race([s.closeBackend().then(() => 'closed' as const), first === 'deadline' ? Promise.resolve('deadline' as const) : deadline]);
+    const backendDeadline = first === 'deadline' ? Promise.resolve('deadline' as const) : deadline;
+    const backend = await Promise.race([s.closeBackend().then(() => 'closed' as const), backendDeadline]);
     return { cutShort: first === 'deadline' || backend === 'deadline', connectionsCut };
   } finally {
     clearTimeout(timer);
