@@ -18,6 +18,7 @@
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
+import { pendingAccepts } from './accept-queue.js';
 import type { ServeLimits } from './limits.js';
 import type { ServerMetrics } from './metrics.js';
 
@@ -32,6 +33,10 @@ interface ConnState {
   abandoned: boolean;
   /** Discarding the rest of a body after its answer. */
   lingering: boolean;
+  /** Node called destroySoon: the connection is closing after its answer, and must not be cut before that answer is out. */
+  closing: boolean;
+  /** socket.bytesRead when the latest response finished (keep-alive idle since, if nothing was read after). */
+  idleFromBytes?: number;
 }
 
 const KEEP_ALIVE_MS = 72_000; // fastify's default, longer than common load balancers' 60 s idle timeout
@@ -76,6 +81,8 @@ export class Connections {
       st.response = res;
       st.lastBytes = req.socket.bytesRead;
       st.lastProgressMs = performance.now();
+      st.idleFromBytes = undefined;
+      res.once('finish', () => { if (st.response === res) st.idleFromBytes = req.socket.bytesRead; });
     });
     this.server = server;
     return server;
@@ -90,8 +97,10 @@ export class Connections {
     if (timeout) this.metrics.timeouts.inc({ kind: 'header' });
     const answer = timeout ? rawAnswer(408, 'the request headers did not arrive in time')
       : err.code === 'HPE_HEADER_OVERFLOW' ? rawAnswer(431, 'the request headers are too large') : rawAnswer(400, 'malformed HTTP request');
-    // Nothing of a request was admitted: there is no body framing to discard by, so answer and close.
-    if (socket.writable && socket.bytesWritten === 0) socket.end(answer);
+    // No request of this connection is being answered (a keep-alive one may have been, before): answer, then close;
+    // there is no body framing to discard by.
+    const answering = st?.response !== undefined && !st.response.writableEnded;
+    if (socket.writable && !answering) socket.end(answer);
     socket.destroySoon();
   };
 
@@ -99,9 +108,16 @@ export class Connections {
     return this.open.size;
   }
 
-  /** Destroy the connections that hold no request (keep-alive idle): what a drain does once it stops listening. */
+  /**
+   * Destroy the keep-alive connections idle since their last answer (nothing read since): what a drain does once it
+   * stops listening. Not Node's closeIdleConnections: that also destroys a connection whose answer is written and
+   * which is closing (seen: its client got a reset instead of the answer). A connection that never sent a byte is
+   * left to the header timeout: its request may be on the way.
+   */
   closeIdle(): void {
-    this.server?.closeIdleConnections();
+    for (const [socket, st] of this.open) {
+      if (!st.closing && st.request?.complete && st.idleFromBytes !== undefined && socket.bytesRead === st.idleFromBytes) socket.destroy();
+    }
   }
 
   /** Destroy every connection (the drain deadline); returns how many there were. */
@@ -109,6 +125,12 @@ export class Connections {
     const n = this.open.size;
     for (const socket of this.open.keys()) socket.destroy();
     return n;
+  }
+
+  /** Connections to the listening port the kernel holds, not accepted yet (accept-queue.ts). */
+  pendingAccepts(): number | undefined {
+    const address = this.server?.address();
+    return address && typeof address === 'object' ? pendingAccepts(address.port) : undefined;
   }
 
   /**
@@ -130,7 +152,7 @@ export class Connections {
   }
 
   private track(socket: Socket): void {
-    const st: ConnState = { lastBytes: 0, lastProgressMs: performance.now(), abandoned: false, lingering: false };
+    const st: ConnState = { lastBytes: 0, lastProgressMs: performance.now(), abandoned: false, lingering: false, closing: false };
     this.open.set(socket, st);
     this.metrics.connectionsOpen.set(this.open.size);
     socket.once('close', () => {
@@ -143,6 +165,7 @@ export class Connections {
   }
 
   private closeAfterBody(socket: Socket, st: ConnState, close: () => void): void {
+    st.closing = true;
     const req = st.request;
     if (!req || req.complete || st.abandoned || st.lingering || socket.destroyed) return close();
     const declared = Number(req.headers['content-length']);

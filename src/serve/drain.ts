@@ -7,9 +7,11 @@
  *  2. the listening socket stays open for drainGraceMs, so a load balancer sees readiness fail and
  *     stops sending, and connections already waiting in the kernel's accept queue are accepted
  *     and answered instead of reset;
- *  3. stop listening (after one more pass of the event loop's poll phase: a grace timer that fired
- *     late must not close a queue nobody accepted from), close the idle keep-alive connections,
- *     and wait for every other connection to be answered and closed;
+ *  3. stop listening — once the kernel holds no connection the server has not accepted
+ *     (accept-queue.ts; closing the listener resets those), and after one more pass of the event
+ *     loop's poll phase, so a grace timer that fired late does not close a queue nobody accepted
+ *     from — close the idle keep-alive connections, and wait for every other connection to be
+ *     answered and closed;
  *  4. release the backend.
  *
  * If the deadline comes first, every connection still open is cut off and the report says so (the
@@ -19,6 +21,8 @@
 export interface DrainSteps {
   /** Step 1: from now on, readiness and new requests 503, every answer closes its connection. */
   beginDraining(): void;
+  /** Connections the kernel holds for the listener that the server has not accepted yet (undefined: cannot tell). */
+  pendingAccepts(): number | undefined;
   /** Stop accepting; resolves when every connection has closed. */
   stopListening(): Promise<void>;
   closeIdle(): void;
@@ -42,7 +46,8 @@ export async function runDrain(s: DrainSteps, o: { readonly graceMs: number; rea
   const deadline = new Promise<'deadline'>((r) => { timer = setTimeout(() => r('deadline'), o.timeoutMs); });
   try {
     s.beginDraining();
-    await Promise.race([after(o.graceMs), deadline]);
+    let due: 'deadline' | undefined = await Promise.race([after(o.graceMs).then(() => undefined), deadline]);
+    while (due === undefined && (s.pendingAccepts() ?? 0) > 0) due = await Promise.race([after(5).then(() => undefined), deadline]);
     await pollPass();
     const closed = s.stopListening().then(() => 'closed' as const);
     s.closeIdle();

@@ -183,6 +183,7 @@ export function buildServer(o: HttpOptions): ServerHandle {
     async drain() {
       const report = await runDrain({
         beginDraining: () => { draining = true; },
+        pendingAccepts: () => connections.pendingAccepts(),
         stopListening: () => connections.stopListening(),
         closeIdle: () => connections.closeIdle(),
         destroyAll: () => connections.destroyAll(),
