@@ -1,18 +1,22 @@
 /**
  * `veltair serve [BUNDLE…] [--repo DIR] [--config FILE] [--host H] [--port P] [--policy P]
- *  [--cores N|LIST] [--qos-multiple X] [--max-body-bytes B] [--backend veltair|onnxruntime] [--trust KEY…] [--json]`
+ *  [--cores N|LIST] [--qos-multiple X] [--max-body-bytes B] [--backend veltair|onnxruntime] [--trust KEY…] [--json]
+ *  [--drain-grace-ms MS] [--drain-timeout-ms MS] [--header-timeout-ms MS] [--body-timeout-ms MS] [--max-connections N]
+ *  [--discard-limit-bytes B]`
  *
  * A KServe v2 / Triton HTTP server over the scheduler (src/serve/). Binds 127.0.0.1 unless --host
  * says otherwise. --cores: how many of this process's cores to use (default: all of them, or the
  * pod's CPU limit if lower), or an explicit list. Prints the URL and one line per model (QoS,
  * profile, requirements) on stderr, or one JSON object on stdout with --json, then serves until
- * SIGTERM/SIGINT, drains and exits 0.
+ * SIGTERM/SIGINT and drains (src/serve/drain.ts): exit 0 when every request sent was answered,
+ * DRAIN_CUT_SHORT_EXIT (3) when the drain deadline cut something off.
  */
 import type { Command } from 'commander';
 import { readTrustedKey } from '../bundle/sign.js';
 import { userError } from '../errors.js';
 import { parsePolicy } from '../schedule/policies.js';
 import { resolveModels, type ModelConfig } from '../serve/config.js';
+import { DEFAULT_LIMITS, DRAIN_CUT_SHORT_EXIT, type ServeLimits } from '../serve/limits.js';
 import { createMetrics } from '../serve/metrics.js';
 import { setupDispatcher } from '../serve/setup.js';
 import { startServer } from '../serve/start.js';
@@ -34,6 +38,34 @@ interface ServeFlags {
   backend: string;
   trust?: string[];
   json?: boolean;
+  drainGraceMs: string;
+  drainTimeoutMs: string;
+  headerTimeoutMs: string;
+  bodyTimeoutMs: string;
+  maxConnections: string;
+  discardLimitBytes: string;
+}
+
+/** The connection and drain bounds from their flags, each checked: one clear error naming the flag. */
+export function parseLimits(f: Pick<ServeFlags, 'drainGraceMs' | 'drainTimeoutMs' | 'headerTimeoutMs' | 'bodyTimeoutMs' | 'maxConnections'
+  | 'discardLimitBytes'>): ServeLimits {
+  const ms = (flag: string, text: string, min: number) => {
+    if (!/^\d{1,9}$/.test(text.trim()) || Number(text) < min) {
+      throw badArgument(flag, text, `is not a whole number of milliseconds${min > 0 ? ` from ${min}` : ''}`, `e.g. ${flag} 3000`);
+    }
+    return Number(text);
+  };
+  const limits: ServeLimits = {
+    drainGraceMs: ms('--drain-grace-ms', f.drainGraceMs, 0), drainTimeoutMs: ms('--drain-timeout-ms', f.drainTimeoutMs, 1),
+    headerTimeoutMs: ms('--header-timeout-ms', f.headerTimeoutMs, 1), bodyTimeoutMs: ms('--body-timeout-ms', f.bodyTimeoutMs, 1),
+    maxConnections: parsePositiveInt('--max-connections', f.maxConnections, 1_000_000),
+    discardLimitBytes: parsePositiveInt('--discard-limit-bytes', f.discardLimitBytes, 2 ** 40),
+  };
+  if (limits.drainTimeoutMs <= limits.drainGraceMs) {
+    throw badArgument('--drain-timeout-ms', f.drainTimeoutMs, `is not longer than --drain-grace-ms (${limits.drainGraceMs})`,
+      'the deadline bounds the whole drain, grace included: leave room to answer what the grace period took in');
+  }
+  return limits;
 }
 
 /** The CPUs to serve on: a count (the first N available), an explicit list, or all (capped by the cgroup limit). */
@@ -90,11 +122,22 @@ export function registerServeCommand(program: Command): void {
     .option('--trust <key>', 'serve only bundles this Ed25519 public key (veltair keygen PREFIX.pub) signed (repeatable: any of them)',
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option('--json', 'print {url, models, policy, cores} as JSON on stdout once listening')
+    .option('--drain-grace-ms <ms>', 'after SIGTERM, keep listening this long, answering readiness and new requests 503',
+      String(DEFAULT_LIMITS.drainGraceMs))
+    .option('--drain-timeout-ms <ms>',
+      `deadline of the whole drain, grace included; past it open connections are cut and the exit status is ${DRAIN_CUT_SHORT_EXIT}`,
+      String(DEFAULT_LIMITS.drainTimeoutMs))
+    .option('--header-timeout-ms <ms>', 'a request\'s headers must arrive within this long (else 408 and close)', String(DEFAULT_LIMITS.headerTimeoutMs))
+    .option('--body-timeout-ms <ms>', 'a request body that makes no progress this long is answered 408 and closed', String(DEFAULT_LIMITS.bodyTimeoutMs))
+    .option('--max-connections <n>', 'connections open at once; more are closed as they are accepted', String(DEFAULT_LIMITS.maxConnections))
+    .option('--discard-limit-bytes <n>', 'after an early answer (413, 503), read and discard up to this much of the rest of the body before closing',
+      String(DEFAULT_LIMITS.discardLimitBytes))
     .action(async (bundles: string[], flags: ServeFlags) => {
       const port = parsePort(flags.port);
       const bodyLimit = parsePositiveInt('--max-body-bytes', flags.maxBodyBytes, 2 ** 31);
       parseMultiple(flags.qosMultiple);
       parsePolicy(flags.policy);
+      const limits = parseLimits(flags);
       if (!/^[A-Za-z0-9.:_-]{1,253}$/.test(flags.host)) {
         throw userError('BAD_ARGUMENT', `--host ${JSON.stringify(flags.host.slice(0, 60))} is not a host name or address`, 'e.g. --host 127.0.0.1');
       }
@@ -103,7 +146,7 @@ export function registerServeCommand(program: Command): void {
       const models = resolveModels({ bundles, ...(flags.repo ? { repo: flags.repo } : {}), ...(flags.config ? { config: flags.config } : {}) });
       const metrics = createMetrics();
       const { backend, summaries } = await backendFor(flags, models, cpus, note, metrics);
-      const server = await startServer({ backend, metrics, host: flags.host, port, bodyLimit, signals: true });
+      const server = await startServer({ backend, metrics, host: flags.host, port, bodyLimit, limits, signals: true });
       if (flags.json) {
         printJson({ url: server.url, backend: backend.name, policy: flags.backend === 'veltair' ? flags.policy : 'fcfs', cores: cpus,
           models: backend.models.map((m) => ({ name: m.name, qosMs: m.qosMs })) });
@@ -111,6 +154,11 @@ export function registerServeCommand(program: Command): void {
         printLine(`veltair serve: ${backend.name} backend, policy ${flags.policy}, cores ${cpus.join(',')}, listening on ${server.url}`);
       }
       for (const s of summaries) note(s);
-      await server.closed;
+      const report = await server.closed;
+      if (report.cutShort) {
+        note(`veltair serve: the drain deadline (--drain-timeout-ms ${limits.drainTimeoutMs}) came first: ${report.connectionsCut} connection(s) cut off`);
+        // main() answers 0 for a command that returned; a cut-short drain must not look like a clean one.
+        process.exit(DRAIN_CUT_SHORT_EXIT);
+      }
     });
 }

@@ -4,14 +4,18 @@
  * /metrics. Every failure is an answer — 400 for a bad request (saying what was expected), 404 for
  * an unknown model or route, 413 for a body over the limit, 503 with Retry-After when a queue is
  * full or the server drains — and never takes the server down. Nothing a request sends is used as
- * a path; model names are looked up in the served set.
+ * a path; model names are looked up in the served set. Connections are bounded and closed so the
+ * client gets its answer (connections.ts); SIGTERM drains without losing a request (drain.ts).
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { isVeltairError } from '../errors.js';
 import type { HostTensor } from '../runtime/host-tensor.js';
 import { VERSION } from '../version.js';
 import type { Backend, ServedModel } from './backend.js';
+import { Connections } from './connections.js';
+import { runDrain, type DrainReport } from './drain.js';
 import { badRequest, notFound, ServeError, unavailable } from './errors.js';
+import type { ServeLimits } from './limits.js';
 import type { ServerMetrics } from './metrics.js';
 import { parseInferRequest } from './protocol.js';
 import { decodeInput, encodeOutput, v2Datatype, type WireOutput } from './tensors.js';
@@ -21,13 +25,17 @@ export interface HttpOptions {
   readonly metrics: ServerMetrics;
   /** Largest request body accepted (bytes). */
   readonly bodyLimit: number;
+  readonly limits: ServeLimits;
 }
 
 export interface ServerHandle {
   readonly app: FastifyInstance;
-  /** Stop admitting requests (503), answer the in-flight ones, then close. */
-  drain(): Promise<void>;
+  /** Stop admitting requests (503), answer every request sent so far, then close (drain.ts). */
+  drain(): Promise<DrainReport>;
 }
+
+/** Seconds a client told 503 by a draining server should wait: long enough for a load balancer to have moved on. */
+const DRAIN_RETRY_AFTER_S = 5;
 
 const tensorMeta = (t: { name: string; dtype: Parameters<typeof v2Datatype>[0]; shape: readonly number[] }) =>
   ({ name: t.name, datatype: v2Datatype(t.dtype), shape: [...t.shape] });
@@ -75,7 +83,12 @@ function asServeError(e: unknown): ServeError | undefined {
 }
 
 export function buildServer(o: HttpOptions): ServerHandle {
-  const app = Fastify({ logger: false, bodyLimit: o.bodyLimit, forceCloseConnections: 'idle', return503OnClosing: true });
+  const connections = new Connections(o.limits, o.metrics);
+  // The server is ours (connections.ts) and so is its shutdown: fastify's close would answer 503 before reading a body.
+  const app = Fastify({
+    logger: false, bodyLimit: o.bodyLimit, serverFactory: connections.createServer, clientErrorHandler: connections.clientError,
+    forceCloseConnections: false, return503OnClosing: false,
+  });
   const models = new Map(o.backend.models.map((m) => [m.name, m]));
   let draining = false;
 
@@ -141,7 +154,8 @@ export function buildServer(o: HttpOptions): ServerHandle {
     app.post(`${prefix}/infer`, route<ModelParams>(async (req, reply) => {
       versionOk(req.params);
       const m = model(req.params.name);
-      if (draining) throw unavailable('the server is shutting down', 5);
+      // Reached only once the body is read in full: a 503 here leaves nothing unread to reset the connection.
+      if (draining) throw unavailable('the server is shutting down', DRAIN_RETRY_AFTER_S);
       if (!Buffer.isBuffer(req.body)) throw badRequest('the request has no body; send a KServe v2 inference request');
       const start = process.hrtime.bigint();
       const header = req.headers['inference-header-content-length'];
@@ -167,9 +181,18 @@ export function buildServer(o: HttpOptions): ServerHandle {
   return {
     app,
     async drain() {
-      draining = true;
+      const report = await runDrain({
+        beginDraining: () => { draining = true; },
+        pendingAccepts: () => connections.pendingAccepts(),
+        stopListening: () => connections.stopListening(),
+        closeIdle: () => connections.closeIdle(),
+        destroyAll: () => connections.destroyAll(),
+        closeBackend: () => o.backend.close(),
+      }, { graceMs: o.limits.drainGraceMs, timeoutMs: o.limits.drainTimeoutMs });
+      if (report.connectionsCut > 0) o.metrics.timeouts.inc({ kind: 'drain' }, report.connectionsCut);
+      connections.dispose();
       await app.close();
-      await o.backend.close();
+      return report;
     },
   };
 }

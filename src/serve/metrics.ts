@@ -1,7 +1,8 @@
 /**
  * The server's Prometheus metrics (prom-client, on the server's own registry, served at /metrics):
  * requests and their latency per model, QoS violations, queue depth, cores held by running blocks,
- * scheduler conflicts, decision time, and the interference level and versions each block ran with.
+ * scheduler conflicts, decision time, the interference level and versions each block ran with, and
+ * the connections (connections.ts): open now, timed out by kind, dropped by reason.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -23,6 +24,12 @@ export interface ServerMetrics {
   readonly sparseRecallAt1: Gauge<'model'>;
   readonly sparseAnswers: Counter<'model' | 'version'>;
   readonly sparseMoves: Counter<'model' | 'direction'>;
+  /** Client connections open now (the --max-connections bound applies to this). */
+  readonly connectionsOpen: Gauge;
+  /** Connections cut off by a timeout: header, body (progress) or drain (the drain deadline). */
+  readonly timeouts: Counter<'kind'>;
+  /** Connections closed without reading on: max_connections (refused at accept) or discard_limit (the rest of a rejected body was too large). */
+  readonly connectionsDropped: Counter<'reason'>;
 }
 
 export function createMetrics(): ServerMetrics {
@@ -55,5 +62,10 @@ export function createMetrics(): ServerMetrics {
       labelNames: ['model', 'version'], ...r }),
     sparseMoves: new Counter({ name: 'veltair_sparse_moves_total', help: 'Moves along the sparsity family: down (sparser, under load) or up',
       labelNames: ['model', 'direction'], ...r }),
+    connectionsOpen: new Gauge({ name: 'veltair_open_connections', help: 'Client connections open now', ...r }),
+    timeouts: new Counter({ name: 'veltair_timeouts_total', help: 'Connections cut off by a timeout, by kind (header, body, drain)',
+      labelNames: ['kind'], ...r }),
+    connectionsDropped: new Counter({ name: 'veltair_connections_dropped_total',
+      help: 'Connections closed without reading on, by reason (max_connections, discard_limit)', labelNames: ['reason'], ...r }),
   };
 }

@@ -1,11 +1,14 @@
 /**
- * A server's life: listen (127.0.0.1 unless told otherwise), and on SIGTERM or SIGINT stop
- * admitting (readiness 503, new requests 503), answer every request in flight, release the
- * backend, resolve. The backend is given — veltair's dispatcher, or a baseline's — so every
- * backend is reached through the same front end.
+ * A server's life: listen (127.0.0.1 unless told otherwise), and on SIGTERM or SIGINT drain
+ * (drain.ts: readiness and new requests 503 for the grace period, every request sent so far read
+ * and answered, then close, all within the drain deadline), release the backend, resolve with the
+ * drain's report. The backend is given — veltair's dispatcher, or a baseline's — so every backend
+ * is reached through the same front end.
  */
 import type { Backend } from './backend.js';
+import type { DrainReport } from './drain.js';
 import { buildServer } from './http.js';
+import { DEFAULT_LIMITS, type ServeLimits } from './limits.js';
 import type { ServerMetrics } from './metrics.js';
 
 export interface StartOptions {
@@ -14,6 +17,8 @@ export interface StartOptions {
   readonly host: string;
   readonly port: number;
   readonly bodyLimit: number;
+  /** Connection and drain bounds (limits.ts); any left out take their defaults. */
+  readonly limits?: Partial<ServeLimits>;
   /** Handle SIGTERM/SIGINT (the CLI does; an embedding process may not want it). */
   readonly signals?: boolean;
 }
@@ -21,25 +26,31 @@ export interface StartOptions {
 export interface RunningServer {
   /** http://host:port of the bound socket (the real port when 0 was asked for). */
   readonly url: string;
-  /** Resolves when the server has drained and closed (after a signal or stop()). */
-  readonly closed: Promise<void>;
-  stop(): Promise<void>;
+  /** Resolves when the server has drained and closed (after a signal or stop()), saying whether the deadline cut anything short. */
+  readonly closed: Promise<DrainReport>;
+  stop(): Promise<DrainReport>;
 }
 
 export async function startServer(o: StartOptions): Promise<RunningServer> {
-  const { app, drain } = buildServer({ backend: o.backend, metrics: o.metrics, bodyLimit: o.bodyLimit });
-  await app.listen({ host: o.host, port: o.port });
+  const limits: ServeLimits = { ...DEFAULT_LIMITS, ...o.limits };
+  const { app, drain } = buildServer({ backend: o.backend, metrics: o.metrics, bodyLimit: o.bodyLimit, limits });
+  await app.ready();
+  // Listened on here, not through fastify's listen: the drain owns the listening socket's close (drain.ts).
+  await new Promise<void>((resolve, reject) => {
+    app.server.once('error', reject);
+    app.server.listen({ host: o.host, port: o.port }, () => { app.server.off('error', reject); resolve(); });
+  });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : o.port;
-  let stopping: Promise<void> | undefined;
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((r) => { resolveClosed = r; });
+  let stopping: Promise<DrainReport> | undefined;
+  let settle!: { resolve: (r: DrainReport) => void; reject: (e: unknown) => void };
+  const closed = new Promise<DrainReport>((resolve, reject) => { settle = { resolve, reject }; });
   const stop = () => {
     stopping ??= drain().finally(() => {
       process.removeListener('SIGTERM', onSignal);
       process.removeListener('SIGINT', onSignal);
-      resolveClosed();
     });
+    stopping.then(settle.resolve, settle.reject);
     return stopping;
   };
   const onSignal = () => { void stop(); };
