@@ -69,7 +69,8 @@ test('arms: a kind named twice is labelled #2; ORT kinds are known', () => {
 const arm = (label: string, maxQps: number[], kind = label.split('#')[0]!): ArmResult => ({ label, kind, maxQps, simulatedQps: null });
 
 test('best ORT is the ORT arm with the highest median; ratios are paired per round', () => {
-  const arms = [arm('ort', [10, 12, 11]), arm('ort-pinned', [14, 13, 15]), arm('ort-instances', [9, 9, 9]), arm('veltair', [28, 26, 30]), arm('fcfs', [20, 20, 20])];
+  const arms = [arm('ort', [10, 12, 11]), arm('ort-pinned', [14, 13, 15]), arm('ort-instances', [9, 9, 9]),
+    arm('veltair', [28, 26, 30]), arm('fcfs', [20, 20, 20])];
   assert.equal(bestOrt(arms)!.label, 'ort-pinned');
   const r = paired(arms[3]!, arms[1]!)!;
   assert.deepEqual(r.ratios, [2, 2, 2]);

@@ -6,7 +6,8 @@ import { attainmentFigure, p99Figure, type ServingArm } from '../src/plot/servin
 const arms: ServingArm[] = ['ort-pinned', 'veltair'].map((label, a) => ({
   label,
   points: [10, 20, 30].flatMap((q, i) => ['resnet50', 'mobilenet_v2'].map((model) => ({
-    offeredQps: q, model, attainment: Math.max(0, 1 - i * 0.2 - a * 0.1), p99Ms: model === 'resnet50' ? 60 + 20 * i : 8 + 4 * i + a, qosMs: model === 'resnet50' ? 150 : 27,
+    offeredQps: q, model, attainment: Math.max(0, 1 - i * 0.2 - a * 0.1), p99Ms: model === 'resnet50' ? 60 + 20 * i : 8 + 4 * i + a,
+      qosMs: model === 'resnet50' ? 150 : 27,
   }))),
 }));
 

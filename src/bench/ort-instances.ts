@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { HostTensor } from '../runtime/host-tensor.js';
 
-interface Pending { readonly feeds: Readonly<Record<string, HostTensor>>; readonly resolve: (o: Record<string, HostTensor>) => void; readonly reject: (e: unknown) => void }
+interface Pending { readonly feeds: Readonly<Record<string, HostTensor>>;
+  readonly resolve: (o: Record<string, HostTensor>) => void;
+  readonly reject: (e: unknown) => void }
 interface Reply { id?: number; ready?: boolean; outputs?: Record<string, HostTensor>; error?: string }
 
 export interface InstancePool {

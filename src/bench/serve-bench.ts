@@ -88,7 +88,8 @@ function parseArgs(argv: readonly string[]): Args {
   return a;
 }
 
-async function modelsOf(urls: ReadonlyMap<string, string>, names: readonly string[], qos: Readonly<Record<string, number>>, seed: number): Promise<LoadModel[]> {
+async function modelsOf(urls: ReadonlyMap<string, string>, names: readonly string[], qos: Readonly<Record<string, number>>,
+  seed: number): Promise<LoadModel[]> {
   const out: LoadModel[] = [];
   for (const [i, name] of names.entries()) {
     const base = new URL(urls.get(name)!);
@@ -122,7 +123,8 @@ async function warm(models: readonly LoadModel[]): Promise<void> {
   for (const m of models) for (let i = 0; i < 5; i++) await infer(m);
 }
 
-async function simulated(mix: Mix, policy: string, cores: number, qos: Readonly<Record<string, number>>, seed: number, calibration?: string): Promise<number | null> {
+async function simulated(mix: Mix, policy: string, cores: number, qos: Readonly<Record<string, number>>,
+  seed: number, calibration?: string): Promise<number | null> {
   const bin = join(repoRoot(), 'bin', 'veltair');
   const r = await execa(process.execPath, [bin, 'simulate', '--profiles', mix.bundles.join(','), '--models', mix.bundles.map(modelName).join(','),
     '--cores', String(cores), '--policy', policy, '--find-max', '--seed', String(seed), '--duration', '20',
@@ -231,7 +233,8 @@ async function main(): Promise<void> {
   console.log(`### Live serving (${machineLine(machine)}, ${new Date().toISOString().slice(0, 10)})\n\nCommand: \`${command}\` `
     + `(${a.rounds} rounds, arms interleaved, order reversed every other round; ${a.durationS} s per load run; search tolerance ${a.tolerance})\n`);
   for (const r of out) {
-    console.log(mixTable({ mix: r.mix, models: r.models, cores: a.cores, ruleLine: r.ruleLine, ...(r.splitLine ? { splitLine: r.splitLine } : {}), arms: r.arms }), '\n');
+    console.log(mixTable({ mix: r.mix, models: r.models, cores: a.cores, ruleLine: r.ruleLine,
+      ...(r.splitLine ? { splitLine: r.splitLine } : {}), arms: r.arms }), '\n');
     for (const t of r.timelines) console.log(timelineTable(t), '\n');
   }
 }

@@ -57,8 +57,10 @@ async function main(): Promise<void> {
   const tmp = `${out}.tmp-${process.pid}`;
   writeFileSync(tmp, JSON.stringify(cal, null, 2) + '\n');
   renameSync(tmp, out);
-  process.stdout.write(`serving calibration (${machine}, cores ${cores.join(',')}): front end ${cal.frontEnd.map((p) => `${p.bytes} B → ${p.us} µs`).join(', ')}; `
-    + `block dispatch ${cal.blockDispatchUs} µs + ${cal.wakeUpUsPerCore} µs per extra core; event loop ${cal.eventLoopUsPerBlock} µs per block → ${out}\n`);
+  process.stdout.write(`serving calibration (${machine}, cores ${cores.join(',')}): `
+    + `front end ${cal.frontEnd.map((p) => `${p.bytes} B → ${p.us} µs`).join(', ')}; `
+    + `block dispatch ${cal.blockDispatchUs} µs + ${cal.wakeUpUsPerCore} µs per extra core; `
+      + `event loop ${cal.eventLoopUsPerBlock} µs per block → ${out}\n`);
 }
 
 await main();

@@ -54,7 +54,8 @@ export function parseMix(text: string, bundleDir: string, kOverride?: number): M
   const preset = PRESETS[name];
   if (eq >= 0) {
     const bundles = spec!.slice(eq + 1).split(',').filter((b) => b.length > 0).map((b) => resolve(b));
-    if (bundles.length === 0) throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text)} names no bundle`, 'e.g. --mix het1=resnet50.bundle,mobilenet_v2.bundle');
+    if (bundles.length === 0) throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text)} names no bundle`,
+      'e.g. --mix het1=resnet50.bundle,mobilenet_v2.bundle');
     const names = bundles.map(modelName);
     if (new Set(names).size !== names.length) throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text)} names a model twice`, 'give each bundle once');
     return { name, bundles, k: k ?? preset?.k ?? HOMOGENEOUS_K, heterogeneous: preset?.heterogeneous ?? false };
@@ -95,7 +96,8 @@ export function qosRule(k: number, latencyMs: ReadonlyMap<string, number>): QosR
 export function qosRuleLine(rule: QosRule, latencyMs: ReadonlyMap<string, number>, cores: number): string {
   const per = [...latencyMs].map(([n, ms]) => `${n} ${rule.qosMs[n]!.toFixed(1)} ms (${rule.k} × ${ms.toFixed(2)} ms)`).join('; ');
   const hard = `light ${rule.light} QoS ${rule.qosMs[rule.light]!.toFixed(1)} ms ${rule.hardSharing ? '<' : '≥'} heavy ${rule.heavy} latency `
-    + `${latencyMs.get(rule.heavy)!.toFixed(2)} ms: sharing is ${rule.hardSharing ? 'hard (a light request cannot wait behind a heavy one)' : 'NOT hard under this k'}`;
+    + `${latencyMs.get(rule.heavy)!.toFixed(2)} ms: `
+      + `sharing is ${rule.hardSharing ? 'hard (a light request cannot wait behind a heavy one)' : 'NOT hard under this k'}`;
   return `QoS rule: each model's QoS = k × its own latency alone on all ${cores} cores through the server (median of sequential requests, HTTP included), `
     + `k = ${rule.k} for this mix (MLPerf server-scenario bounds are a few × single-stream latency). ${per}. ${latencyMs.size > 1 ? hard : ''}`;
 }

@@ -80,7 +80,8 @@ export function mixTable(t: MixTable): string {
   ];
   for (const c of identicalChecks(t.arms)) {
     lines.push('', `Resolution: identical arms ${c.b} / ${c.a}, paired over ${c.ratio.ratios.length} rounds: ${ratioCell(c.ratio)}; `
-      + `${c.resolves15 ? 'within' : 'NOT within'} ±7.5%, so two arms 15% apart ${c.resolves15 ? 'are' : 'are not'} told apart at these rounds and probe times.`);
+      + `${c.resolves15 ? 'within' : 'NOT within'} ±7.5%, `
+        + `so two arms 15% apart ${c.resolves15 ? 'are' : 'are not'} told apart at these rounds and probe times.`);
   }
   return lines.join('\n');
 }

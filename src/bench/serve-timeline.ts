@@ -75,8 +75,10 @@ function row(label: string, answers: readonly TimedAnswer[]): string {
 
 export function timelineTable(t: Timeline): string {
   return [
-    `Per-request accounting, policy ${t.policy}: ${t.light} sent 1 ms behind ${t.heavy}, ${t.pairs} pairs, medians (ms, server-side from the dispatcher's timeline)`, '',
-    '| request | client | outside server (HTTP, encode) | front end (parse, decode) | queued | bind inputs | dispatch + wake-up | kernels | hand-back | finish | blocks |',
+    `Per-request accounting, policy ${t.policy}: ${t.light} sent 1 ms behind ${t.heavy}, `
+      + `${t.pairs} pairs, medians (ms, server-side from the dispatcher's timeline)`, '',
+    '| request | client | outside server (HTTP, encode) | front end (parse, decode) | '
+      + 'queued | bind inputs | dispatch + wake-up | kernels | hand-back | finish | blocks |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
     row(`${t.heavy} (heavy, first)`, t.heavyAnswers), row(`${t.light} (light, behind it)`, t.lightAnswers),
   ].join('\n');

@@ -23,21 +23,24 @@ function labelsFor(flags: LoadFlags, bases: readonly URL[]): string[] {
   if (flags.labels === undefined) return bases.map((b) => b.host);
   const labels = flags.labels.split(',').map((l) => l.trim());
   if (labels.length !== bases.length || labels.some((l) => !/^[A-Za-z0-9][A-Za-z0-9_.:#+-]{0,63}$/.test(l))) {
-    throw userError('BAD_ARGUMENT', `--labels ${JSON.stringify(flags.labels.slice(0, 80))}: give one label per server (${bases.length}), letters, digits and _ . : # + -`,
+    throw userError('BAD_ARGUMENT', `--labels ${JSON.stringify(flags.labels.slice(0, 80))}: `
+      + `give one label per server (${bases.length}), letters, digits and _ . : # + -`,
       'e.g. --labels ort,veltair');
   }
   return labels;
 }
 
 export async function sweepAction(urlTexts: readonly string[], flags: LoadFlags, loadModels: LoadModels): Promise<void> {
-  if (flags.findMax || flags.qps !== undefined) throw userError('BAD_ARGUMENT', '--qps-sweep goes alone, without --qps or --find-max', 'e.g. --qps-sweep 5:50:10');
+  if (flags.findMax || flags.qps !== undefined) throw userError('BAD_ARGUMENT',
+    '--qps-sweep goes alone, without --qps or --find-max', 'e.g. --qps-sweep 5:50:10');
   const spec = parseSweep(flags.qpsSweep!);
   const bases = urlTexts.map((u) => loopbackUrl(u));
   const labels = labelsFor(flags, bases);
   const durationS = parsePositiveInt('--duration', flags.duration, 3600);
   const seed = parsePositiveInt('--seed', flags.seed);
   const plot = flags.plot === undefined ? undefined
-    : (['attainment', 'p99'] as const).flatMap((f) => (['svg', 'png'] as const).map((ext) => planOutput('--plot', `${flags.plot}-${f}.${ext}`, [ext], flags.force === true, 'veltair load')));
+    : (['attainment', 'p99'] as const).flatMap((f) => (['svg', 'png'] as const).map((ext) =>
+      planOutput('--plot', `${flags.plot}-${f}.${ext}`, [ext], flags.force === true, 'veltair load')));
   const first = await loadModels(bases[0]!, flags, seed);
   const sameQos = { ...flags, qos: first.map((m) => `${m.name}=${m.qosMs.toFixed(3)}`) };
   const arms: SweepArm[] = [];

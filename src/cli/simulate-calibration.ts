@@ -37,7 +37,8 @@ export function simulateCharges(file: string, models: readonly string[], profile
   const bytes = models.map((m) => byName.get(m) ?? byName.get(m.split('@')[0]!) ?? 0);
   const unknown = models.filter((_, i) => !byName.has(models[i]!) && !byName.has(models[i]!.split('@')[0]!));
   const label = `charging live serving costs measured on ${c.machine} (${c.measured.slice(0, 10)}): per-request front end by tensor bytes, `
-    + `per-block dispatch ${c.blockDispatchUs.toFixed(0)} µs + wake-up ${c.wakeUpUsPerCore.toFixed(0)} µs/core + event loop ${c.eventLoopUsPerBlock.toFixed(0)} µs`
+    + `per-block dispatch ${c.blockDispatchUs.toFixed(0)} µs + wake-up ${c.wakeUpUsPerCore.toFixed(0)} µs/core `
+      + `+ event loop ${c.eventLoopUsPerBlock.toFixed(0)} µs`
     + (unknown.length > 0 ? `; ${unknown.join(', ')}: tensor bytes unknown (no bundle), charged the smallest front-end point` : '');
   return { charges: chargesFor(c, bytes), label };
 }

@@ -12,7 +12,8 @@ export interface SweepSpec { readonly from: number; readonly to: number; readonl
 /** `FROM:TO:STEPS`, 0 < FROM ≤ TO, 1 ≤ STEPS ≤ 100 (STEPS 1: FROM only). */
 export function parseSweep(text: string): SweepSpec {
   const m = /^([0-9]*\.?[0-9]+):([0-9]*\.?[0-9]+):([0-9]+)$/.exec(text.trim());
-  const bad = (why: string) => userError('BAD_ARGUMENT', `--qps-sweep ${JSON.stringify(text.slice(0, 40))} ${why}`, 'e.g. --qps-sweep 5:50:10 (from 5 to 50 QPS in 10 steps)');
+  const bad = (why: string) => userError('BAD_ARGUMENT', `--qps-sweep ${JSON.stringify(text.slice(0, 40))} ${why}`,
+    'e.g. --qps-sweep 5:50:10 (from 5 to 50 QPS in 10 steps)');
   if (!m) throw bad('is not FROM:TO:STEPS');
   const from = Number(m[1]), to = Number(m[2]), steps = Number(m[3]);
   if (!(from > 0) || !(to >= from) || to > 1e6) throw bad('needs 0 < FROM ≤ TO ≤ 1000000');

@@ -54,8 +54,10 @@ export function validateCalibration(v: unknown, where: string): ServingCalibrati
   if (!Array.isArray(fe) || fe.length === 0) throw bad(where, 'field "frontEnd" is not a non-empty list of { bytes, us }');
   fe.forEach((p: unknown, i) => {
     const q = p as Record<string, unknown>;
-    if (typeof p !== 'object' || p === null || !nonNegative(q['bytes']) || !nonNegative(q['us'])) throw bad(where, `frontEnd[${i}] is not { bytes ≥ 0, us ≥ 0 }`);
-    if (i > 0 && (q['bytes'] as number) <= (fe[i - 1] as { bytes: number }).bytes) throw bad(where, `frontEnd[${i}].bytes is not above frontEnd[${i - 1}].bytes`);
+    if (typeof p !== 'object' || p === null || !nonNegative(q['bytes']) || !nonNegative(q['us']))
+      throw bad(where, `frontEnd[${i}] is not { bytes ≥ 0, us ≥ 0 }`);
+    if (i > 0 && (q['bytes'] as number) <= (fe[i - 1] as { bytes: number }).bytes)
+      throw bad(where, `frontEnd[${i}].bytes is not above frontEnd[${i - 1}].bytes`);
   });
   return c as unknown as ServingCalibration;
 }
