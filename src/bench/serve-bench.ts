@@ -18,7 +18,7 @@
  * whether the method tells two arms 15% apart (serve-table.ts). `--timeline` adds, per mix, the
  * server-side timeline of a light request sent just behind a heavy one (serve-timeline.ts).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -176,7 +176,10 @@ async function traceOn(policy: string, ctx: ArmContext, quiet: ReadonlyMap<strin
   }
 }
 
-async function benchMix(mix: Mix, a: Args, log: (s: string) => void) {
+/** The mix being measured, as far as it got: what a run cut short (SIGTERM) still prints. */
+interface Partial { mix: string; models: string[]; ruleLine?: string; arms?: ArmResult[] }
+
+async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Partial) {
   const names = mix.bundles.map(modelName);
   const work = mkdtempSync(join(tmpdir(), `veltair-serve-bench-${mix.name}-`));
   // Latency alone on every core through veltair's fcfs server: the base of every arm's QoS.
@@ -193,10 +196,12 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void) {
   const rule = qosRule(mix.k, quiet);
   const ruleLine = qosRuleLine(rule, quiet, a.cores.length);
   log(`mix ${mix.name}: ${ruleLine}`);
+  partial.ruleLine = ruleLine;
   const ctx: ArmContext = { ...probeCtx, qosMs: rule.qosMs };
   const start = names.reduce((s, n) => s + 1000 / quiet.get(n)!, 0) / names.length / 2;
   const pinned = a.arms.some((x) => x.kind === 'ort-pinned') ? await chooseSplit(ctx, quiet, a, start, log) : undefined;
   const results: ArmResult[] = a.arms.map((arm) => ({ label: arm.label, kind: arm.kind, maxQps: [], simulatedQps: null }));
+  partial.arms = results;
   for (let round = 0; round < a.rounds; round++) {
     const order = round % 2 === 0 ? a.arms : [...a.arms].reverse();
     for (const arm of order) {
@@ -219,23 +224,40 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void) {
   };
 }
 
+function writeJson(path: string, value: unknown): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(value, null, 2));
+  renameSync(tmp, path);
+}
+
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const machine = await machineInfo();
-  const out = [];
-  for (const mix of a.mixes) out.push(await benchMix(mix, a, (s) => process.stderr.write(`${s}\n`)));
-  if (a.jsonOut) {
-    const tmp = `${a.jsonOut}.tmp-${process.pid}`;
-    writeFileSync(tmp, JSON.stringify({ machine, args: { ...a, arms: a.arms.map((x) => x.label) }, results: out }, null, 2));
-    (await import('node:fs')).renameSync(tmp, a.jsonOut);
-  }
   const command = `node dist/src/bench/serve-bench.js ${process.argv.slice(2).join(' ')}`;
   console.log(`### Live serving (${machineLine(machine)}, ${new Date().toISOString().slice(0, 10)})\n\nCommand: \`${command}\` `
     + `(${a.rounds} rounds, arms interleaved, order reversed every other round; ${a.durationS} s per load run; search tolerance ${a.tolerance})\n`);
-  for (const r of out) {
+  const out: Awaited<ReturnType<typeof benchMix>>[] = [];
+  const json = () => ({ machine, args: { ...a, arms: a.arms.map((x) => x.label) }, results: out });
+  let partial: Partial | undefined;
+  // Cut short (a budget's timeout): print the mix in progress with the rounds it finished, then stop.
+  process.once('SIGTERM', () => {
+    if (partial?.ruleLine && partial.arms && partial.arms.some((x) => x.maxQps.length > 0)) {
+      const rounds = Math.min(...partial.arms.map((x) => x.maxQps.length));
+      console.log(`${mixTable({ mix: partial.mix, models: partial.models, cores: a.cores, ruleLine: partial.ruleLine, arms: partial.arms })}\n\n`
+        + `(cut short: ${rounds} of ${a.rounds} rounds complete for every arm; no simulator column)\n`);
+      if (a.jsonOut) writeJson(a.jsonOut, { ...json(), cut: { mix: partial.mix, arms: partial.arms } });
+    }
+    process.exit(124);
+  });
+  for (const mix of a.mixes) {
+    partial = { mix: mix.name, models: mix.bundles.map(modelName) };
+    const r = await benchMix(mix, a, (s) => process.stderr.write(`${s}\n`), partial);
+    partial = undefined;
+    out.push(r);
     console.log(mixTable({ mix: r.mix, models: r.models, cores: a.cores, ruleLine: r.ruleLine,
       ...(r.splitLine ? { splitLine: r.splitLine } : {}), arms: r.arms }), '\n');
     for (const t of r.timelines) console.log(timelineTable(t), '\n');
+    if (a.jsonOut) writeJson(a.jsonOut, json());
   }
 }
 
