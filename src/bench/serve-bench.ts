@@ -10,7 +10,7 @@
  *
  *   npm run build && node dist/src/bench/serve-bench.js --mix het1|NAME=BUNDLE,BUNDLE…[@k] [--mix …]
  *     [--bundle-dir DIR] [--arms ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair] [--cores 0,1]
- *     [--k K] [--duration 4] [--rounds 3] [--tolerance 1.05] [--max-runs 16] [--pinned-probes 3] [--probe-duration 2]
+ *     [--k K (alias --qos-multiple)] [--duration 4] [--rounds 3] [--tolerance 1.05] [--max-runs 16] [--pinned-probes 3] [--probe-duration 2]
  *     [--seed 1] [--calibration FILE] [--timeline] [--json-out FILE]
  *
  * QoS per model: serve-mixes.ts's rule (k × its latency alone on all cores through the server,
@@ -66,7 +66,7 @@ function parseArgs(argv: readonly string[]): Args {
     switch (argv[i]) {
       case '--mix': mixTexts.push(v); i++; break;
       case '--bundle-dir': bundleDir = v; i++; break;
-      case '--k': k = num('--k', v, 1); i++; break;
+      case '--k': case '--qos-multiple': k = num(argv[i]!, v, 1); i++; break;
       case '--arms': a.arms = parseArms(v); i++; break;
       case '--cores': a.cores = v.split(',').map(Number); i++; break;
       case '--duration': a.durationS = num('--duration', v, 0.1); i++; break;
@@ -176,8 +176,13 @@ async function traceOn(policy: string, ctx: ArmContext, quiet: ReadonlyMap<strin
   }
 }
 
+function splitLineOf(pinned: { split: Split; probes: { split: Split; maxQps: number }[] }, names: readonly string[], probeS: number): string {
+  return `ort-pinned split (chosen by measurement, ${probeS} s probes): ${splitText(pinned.split, names)}; probed `
+    + pinned.probes.map((p) => `${splitText(p.split, names)} → ${p.maxQps.toFixed(2)} QPS`).join(', ');
+}
+
 /** The mix being measured, as far as it got: what a run cut short (SIGTERM) still prints. */
-interface Partial { mix: string; models: string[]; ruleLine?: string; arms?: ArmResult[] }
+interface Partial { mix: string; models: string[]; ruleLine?: string; splitLine?: string; arms?: ArmResult[] }
 
 async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Partial) {
   const names = mix.bundles.map(modelName);
@@ -202,6 +207,7 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
   const pinned = a.arms.some((x) => x.kind === 'ort-pinned') ? await chooseSplit(ctx, quiet, a, start, log) : undefined;
   const results: ArmResult[] = a.arms.map((arm) => ({ label: arm.label, kind: arm.kind, maxQps: [], simulatedQps: null }));
   partial.arms = results;
+  if (pinned) partial.splitLine = splitLineOf(pinned, names, a.probeDurationS);
   for (let round = 0; round < a.rounds; round++) {
     const order = round % 2 === 0 ? a.arms : [...a.arms].reverse();
     for (const arm of order) {
@@ -215,8 +221,7 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
     if (r.kind.startsWith('ort') || r.label !== r.kind) continue;
     r.simulatedQps = await simulated(mix, r.kind, a.cores.length, rule.qosMs, a.seed, a.calibration);
   }
-  const splitLine = pinned ? `ort-pinned split (chosen by measurement, ${a.probeDurationS} s probes): ${splitText(pinned.split, names)}; probed `
-    + pinned.probes.map((p) => `${splitText(p.split, names)} → ${p.maxQps.toFixed(2)} QPS`).join(', ') : undefined;
+  const splitLine = pinned ? splitLineOf(pinned, names, a.probeDurationS) : undefined;
   return {
     mix: mix.name, models: names, k: mix.k, heterogeneous: mix.heterogeneous, quietMs: Object.fromEntries(quiet), qosMs: rule.qosMs,
     hardSharing: rule.hardSharing, ruleLine, ...(splitLine ? { splitLine } : {}),
@@ -241,9 +246,15 @@ async function main(): Promise<void> {
   let partial: Partial | undefined;
   // Cut short (a budget's timeout): print the mix in progress with the rounds it finished, then stop.
   process.once('SIGTERM', () => {
-    if (partial?.ruleLine && partial.arms && partial.arms.some((x) => x.maxQps.length > 0)) {
-      const rounds = Math.min(...partial.arms.map((x) => x.maxQps.length));
-      console.log(`${mixTable({ mix: partial.mix, models: partial.models, cores: a.cores, ruleLine: partial.ruleLine, arms: partial.arms })}\n\n`
+    const rounds = partial?.arms ? Math.min(...partial.arms.map((x) => x.maxQps.length)) : 0;
+    if (partial?.ruleLine && partial.arms && rounds === 0) {
+      console.log(`Mix ${partial.mix}: cut short before every arm finished one round (`
+        + `${partial.arms.map((x) => `${x.label} ${x.maxQps.map((q) => q.toFixed(2)).join('/') || '-'}`).join(', ')} QPS)\n`);
+    }
+    if (partial?.ruleLine && partial.arms && rounds > 0) {
+      const arms = partial.arms.map((x) => ({ ...x, maxQps: x.maxQps.slice(0, rounds) }));
+      console.log(`${mixTable({ mix: partial.mix, models: partial.models, cores: a.cores, ruleLine: partial.ruleLine,
+        ...(partial.splitLine ? { splitLine: partial.splitLine } : {}), arms })}\n\n`
         + `(cut short: ${rounds} of ${a.rounds} rounds complete for every arm; no simulator column)\n`);
       if (a.jsonOut) writeJson(a.jsonOut, { ...json(), cut: { mix: partial.mix, arms: partial.arms } });
     }
