@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parsePolicy } from '../src/schedule/policies.js';
@@ -116,4 +116,23 @@ test('fitting a calibration from answers: front end per tensor size, dispatch at
   assert.doesNotThrow(() => validateCalibration(cal, 'fit'));
   assert.throws(() => fitCalibration([{ bytes: 1, answer: { clientMs: 1, serverMs: 1, accounting: null, schedulerUs: null, timeline: null } }],
     { machine: 'm', measured: 'd', command: 'c' }), /veltair_timeline/);
+});
+
+test('simulate --calibration: tensor bytes from each bundle manifest; a model without a bundle gets the smallest point, and the label says so', async () => {
+  const { bundleTensorBytes, simulateCharges } = await import('../src/cli/simulate-calibration.js');
+  const dir = mkdtempSync(join(tmpdir(), 'veltair-cal-cli-'));
+  const bundle = join(dir, 'net.bundle');
+  mkdirSync(bundle);
+  writeFileSync(join(bundle, 'manifest.json'), JSON.stringify({ model: {
+    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 3, 10, 10] }, { name: 'ids', dtype: 'int64', shape: [1, 4] }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [1, 10] }] } }));
+  assert.equal(bundleTensorBytes(bundle), 1200 + 32 + 40);
+  assert.equal(bundleTensorBytes(dir), null);
+  const file = join(dir, 'cal.json');
+  writeFileSync(file, JSON.stringify(CAL));
+  const { charges, label } = simulateCharges(file, ['net', 'other'], [bundle, join(dir, 'other.profile.json')]);
+  assert.equal(charges.frontEndMs[0], frontEndUs(CAL, 1272) / 1000);
+  assert.equal(charges.frontEndMs[1], frontEndUs(CAL, 0) / 1000);
+  assert.match(label, /other: tensor bytes unknown/);
+  assert.match(label, /measured on fixture/);
 });
