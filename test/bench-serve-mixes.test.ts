@@ -26,7 +26,7 @@ test('a named list takes a preset\'s k when named like one, else the homogeneous
   assert.equal(parseMix('het1=a.bundle,b.bundle', '.').k, PRESETS['het1']!.k);
   assert.equal(parseMix('light=a.bundle,b.bundle', '.').k, 5);
   assert.equal(parseMix('light=a.bundle,b.bundle', '.', 4).k, 4);
-  for (const bad of ['nosuch', 'x=', 'x=a.bundle,a.bundle', 'het1@0.5']) {
+  for (const bad of ['nosuch', 'x=', 'x=a.bundle,a.bundle', 'het1@0.5', '../x=a.bundle', '=a.bundle']) {
     assert.throws(() => parseMix(bad, '.'), (e: { code?: string }) => e.code === 'BAD_ARGUMENT', bad);
   }
 });

@@ -11,12 +11,14 @@
  *   npm run build && node dist/src/bench/serve-bench.js --mix het1|NAME=BUNDLE,BUNDLE…[@k] [--mix …]
  *     [--bundle-dir DIR] [--arms ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair] [--cores 0,1]
  *     [--k K (alias --qos-multiple)] [--duration 4] [--rounds 3] [--tolerance 1.05] [--max-runs 16] [--pinned-probes 3] [--probe-duration 2]
- *     [--seed 1] [--calibration FILE] [--timeline] [--json-out FILE]
+ *     [--seed 1] [--calibration FILE] [--timeline] [--sweep FROM:TO:STEPS [--sweep-duration 4]] [--json-out FILE]
  *
  * QoS per model: serve-mixes.ts's rule (k × its latency alone on all cores through the server,
  * one k per mix), stated in the output. `--arms fcfs,fcfs` runs one kind twice: the table then says
  * whether the method tells two arms 15% apart (serve-table.ts). `--timeline` adds, per mix, the
- * server-side timeline of a light request sent just behind a heavy one (serve-timeline.ts).
+ * server-side timeline of a light request sent just behind a heavy one (serve-timeline.ts). `--sweep`
+ * runs, per arm, `veltair load --qps-sweep`'s sweep on fresh servers and writes it beside the JSON
+ * as `<json-out>-<mix>-sweep.json`, in that command's --json format (`veltair load --plot-from` draws it).
  */
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +28,7 @@ import { repoRoot } from '../toolchain/paths.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { median } from '../stats.js';
 import { findMaxQps, requestFor, type LoadModel, type Metadata } from '../serve/load.js';
+import { parseSweep, runSweep, sweepPoints, sweepRates, type SweepPoint, type SweepSpec } from '../serve/load-sweep.js';
 import { machineInfo, machineLine } from './machine.js';
 import { modelName, parseMix, qosRule, qosRuleLine, type Mix } from './serve-mixes.js';
 import { parseArms, startArm, type Arm, type ArmContext } from './serve-arms.js';
@@ -46,6 +49,8 @@ interface Args {
   seed: number;
   calibration?: string;
   timeline: boolean;
+  sweep?: SweepSpec;
+  sweepDurationS: number;
   jsonOut?: string;
 }
 
@@ -54,7 +59,7 @@ function parseArgs(argv: readonly string[]): Args {
   const mixTexts: string[] = [];
   const a: Args = {
     mixes: [], arms: parseArms('ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair'), cores: availableCores(), durationS: 4, rounds: 3,
-    tolerance: 1.05, pinnedProbes: 3, maxRuns: 16, probeDurationS: 2, seed: 1, timeline: false,
+    tolerance: 1.05, pinnedProbes: 3, maxRuns: 16, sweepDurationS: 4, probeDurationS: 2, seed: 1, timeline: false,
   };
   const num = (flag: string, v: string, min: number) => {
     const x = Number(v);
@@ -78,6 +83,8 @@ function parseArgs(argv: readonly string[]): Args {
       case '--seed': a.seed = num('--seed', v, 0); i++; break;
       case '--calibration': a.calibration = v; i++; break;
       case '--timeline': a.timeline = true; break;
+      case '--sweep': a.sweep = parseSweep(v); i++; break;
+      case '--sweep-duration': a.sweepDurationS = num('--sweep-duration', v, 0.1); i++; break;
       case '--json-out': a.jsonOut = v; i++; break;
       default: throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -217,6 +224,21 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
       log(`  round ${round + 1} ${arm.label}: max ${maxQps.toFixed(2)} QPS`);
     }
   }
+  const sweeps: { label: string; points: SweepPoint[] }[] = [];
+  if (a.sweep) {
+    for (const arm of a.arms) {
+      const servers = await startArm(arm.kind, pinned ? { ...ctx, split: pinned.split } : ctx);
+      try {
+        const models = await modelsOf(servers.urls, names, rule.qosMs, a.seed);
+        await warm(models);
+        const runs = await runSweep(new URL(servers.urls.get(names[0]!)!), models, a.sweep, a.sweepDurationS, a.seed + 5000);
+        sweeps.push({ label: arm.label, points: sweepPoints(runs) });
+        log(`  sweep ${arm.label}: worst within-QoS per step ${runs.map((r) => `${(r.satisfaction * 100).toFixed(0)}%`).join(' ')}`);
+      } finally {
+        await servers.stop();
+      }
+    }
+  }
   for (const r of results) {
     if (r.kind.startsWith('ort') || r.label !== r.kind) continue;
     r.simulatedQps = await simulated(mix, r.kind, a.cores.length, rule.qosMs, a.seed, a.calibration);
@@ -226,6 +248,7 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
     mix: mix.name, models: names, k: mix.k, heterogeneous: mix.heterogeneous, quietMs: Object.fromEntries(quiet), qosMs: rule.qosMs,
     hardSharing: rule.hardSharing, ruleLine, ...(splitLine ? { splitLine } : {}),
     pinnedProbes: pinned?.probes.map((p) => ({ split: p.split, maxQps: p.maxQps })) ?? [], arms: results, timelines,
+    ...(a.sweep ? { sweep: { spec: a.sweep, durationS: a.sweepDurationS, arms: sweeps } } : {}),
   };
 }
 
@@ -269,6 +292,13 @@ async function main(): Promise<void> {
       ...(r.splitLine ? { splitLine: r.splitLine } : {}), arms: r.arms }), '\n');
     for (const t of r.timelines) console.log(timelineTable(t), '\n');
     if (a.jsonOut) writeJson(a.jsonOut, json());
+    if (a.jsonOut && r.sweep) {
+      // The format of `veltair load --qps-sweep --json`: `veltair load --plot-from FILE --plot PREFIX` draws it.
+      const file = a.jsonOut.replace(/\.json$/, '') + `-${r.mix}-sweep.json`;
+      writeJson(file, { mix: r.mix, sweep: { ...r.sweep.spec, rates: sweepRates(r.sweep.spec) }, durationS: r.sweep.durationS, seed: a.seed + 5000,
+        qosMs: r.qosMs, arms: r.sweep.arms, live: true });
+      process.stderr.write(`sweep of mix ${r.mix}: ${file} (draw: veltair load --plot-from ${file} --plot PREFIX)\n`);
+    }
   }
 }
 

@@ -51,6 +51,10 @@ export function parseMix(text: string, bundleDir: string, kOverride?: number): M
   }
   const eq = spec!.indexOf('=');
   const name = eq < 0 ? spec! : spec!.slice(0, eq);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name)) {
+    throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text.slice(0, 80))}: the mix name must be letters, digits, _ . - (it names output files)`,
+      'e.g. --mix het1');
+  }
   const preset = PRESETS[name];
   if (eq >= 0) {
     const bundles = spec!.slice(eq + 1).split(',').filter((b) => b.length > 0).map((b) => resolve(b));

@@ -5,12 +5,13 @@
  * QoS attainment and p99. `--plot` draws attainment and p99 against offered load, one curve per
  * server (src/plot/serving.ts), as SVG and PNG, written atomically.
  */
-import { userError } from '../errors.js';
+import { readFileSync } from 'node:fs';
+import { quoteForMessage, userError } from '../errors.js';
 import { loopbackUrl, type LoadModel } from '../serve/load.js';
 import { parseSweep, runSweep, sweepPoints, sweepRates, type SweepPoint } from '../serve/load-sweep.js';
-import { commitFiles, planOutput, stageFile, type StagedFile } from '../plot/output-file.js';
+import { commitFiles, discardFiles, planOutput, stageFile, type StagedFile } from '../plot/output-file.js';
 import { renderPng, renderSvg } from '../plot/render.js';
-import { attainmentFigure, p99Figure } from '../plot/serving.js';
+import { attainmentFigure, p99Figure, type ServingArm } from '../plot/serving.js';
 import { parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 import type { LoadFlags } from './load.js';
@@ -30,6 +31,65 @@ function labelsFor(flags: LoadFlags, bases: readonly URL[]): string[] {
   return labels;
 }
 
+type Figures = ReturnType<typeof planFigures>;
+
+/** PREFIX-attainment and PREFIX-p99, .svg and .png, checked before any work. */
+function planFigures(flags: LoadFlags) {
+  return (['attainment', 'p99'] as const).flatMap((f) => (['svg', 'png'] as const)
+    .map((ext) => planOutput('--plot', `${flags.plot}-${f}.${ext}`, [ext], flags.force === true, 'veltair load')));
+}
+
+async function writeFigures(plot: Figures, arms: readonly ServingArm[], title: string): Promise<void> {
+  const staged: StagedFile[] = [];
+  try {
+    for (const [f, spec] of [['attainment', attainmentFigure(arms, title)], ['p99', p99Figure(arms, title)]] as const) {
+      const svg = await renderSvg(spec);
+      staged.push(stageFile(plot.find((p) => p.path.endsWith(`-${f}.svg`))!.path, svg));
+      staged.push(stageFile(plot.find((p) => p.path.endsWith(`-${f}.png`))!.path, renderPng(svg)));
+    }
+  } catch (e) {
+    discardFiles(staged);
+    throw e;
+  }
+  commitFiles(staged);
+}
+
+/** `--plot-from FILE --plot PREFIX`: the figures of a saved sweep (this command's --json, or serve-bench --sweep). */
+export async function plotFromAction(urlTexts: readonly string[], flags: LoadFlags): Promise<void> {
+  if (urlTexts.length > 0 || flags.plot === undefined) {
+    throw userError('BAD_ARGUMENT', '--plot-from draws a saved sweep: give --plot PREFIX and no server URL',
+      'e.g. veltair load --plot-from sweep.json --plot figs/het1');
+  }
+  const plot = planFigures(flags);
+  const file = quoteForMessage(flags.plotFrom!);
+  const hint = 'save one with veltair load … --qps-sweep … --json > FILE';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(flags.plotFrom!, 'utf8'));
+  } catch (e) {
+    throw userError('BAD_ARGUMENT', `--plot-from ${file} ${(e as { code?: string }).code === 'ENOENT' ? 'does not exist' : 'is not JSON'}`, hint);
+  }
+  const arms = (parsed as { arms?: unknown } | null)?.arms;
+  if (!Array.isArray(arms) || arms.length === 0 || !arms.every(isSweepArm)) {
+    throw userError('BAD_ARGUMENT',
+      `--plot-from ${file} is not a saved sweep (arms: [{ label, points: [{ offeredQps, model, attainment, p99Ms, qosMs }] }])`, hint);
+  }
+  const sweepArms = arms as ServingArm[];
+  const mix = (parsed as { mix?: unknown }).mix;
+  const models = [...new Set(sweepArms.flatMap((a) => a.points.map((p) => p.model)))].join(' + ');
+  await writeFigures(plot, sweepArms, typeof mix === 'string' ? `${mix} (${models})` : models);
+  printLine(`figures: ${plot.map((p) => p.path).join(', ')}`);
+}
+
+function isSweepArm(a: unknown): boolean {
+  const arm = a as { label?: unknown; points?: unknown } | null;
+  return typeof arm === 'object' && arm !== null && typeof arm.label === 'string' && Array.isArray(arm.points) && arm.points.every((p: unknown) => {
+    const q = p as Record<string, unknown> | null;
+    return typeof q === 'object' && q !== null && typeof q['model'] === 'string' && (q['p99Ms'] === null || typeof q['p99Ms'] === 'number')
+      && ['offeredQps', 'attainment', 'qosMs'].every((k) => typeof q[k] === 'number');
+  });
+}
+
 export async function sweepAction(urlTexts: readonly string[], flags: LoadFlags, loadModels: LoadModels): Promise<void> {
   if (flags.findMax || flags.qps !== undefined) throw userError('BAD_ARGUMENT',
     '--qps-sweep goes alone, without --qps or --find-max', 'e.g. --qps-sweep 5:50:10');
@@ -38,9 +98,7 @@ export async function sweepAction(urlTexts: readonly string[], flags: LoadFlags,
   const labels = labelsFor(flags, bases);
   const durationS = parsePositiveInt('--duration', flags.duration, 3600);
   const seed = parsePositiveInt('--seed', flags.seed);
-  const plot = flags.plot === undefined ? undefined
-    : (['attainment', 'p99'] as const).flatMap((f) => (['svg', 'png'] as const).map((ext) =>
-      planOutput('--plot', `${flags.plot}-${f}.${ext}`, [ext], flags.force === true, 'veltair load')));
+  const plot = flags.plot === undefined ? undefined : planFigures(flags);
   const first = await loadModels(bases[0]!, flags, seed);
   const sameQos = { ...flags, qos: first.map((m) => `${m.name}=${m.qosMs.toFixed(3)}`) };
   const arms: SweepArm[] = [];
@@ -51,16 +109,7 @@ export async function sweepAction(urlTexts: readonly string[], flags: LoadFlags,
     });
     arms.push({ label: labels[i]!, url: base.origin, points: sweepPoints(runs) });
   }
-  if (plot) {
-    const title = first.map((m) => m.name).join(' + ');
-    const staged: StagedFile[] = [];
-    for (const [f, spec] of [['attainment', attainmentFigure(arms, title)], ['p99', p99Figure(arms, title)]] as const) {
-      const svg = await renderSvg(spec);
-      staged.push(stageFile(plot.find((p) => p.path.endsWith(`-${f}.svg`))!.path, svg));
-      staged.push(stageFile(plot.find((p) => p.path.endsWith(`-${f}.png`))!.path, renderPng(svg)));
-    }
-    commitFiles(staged);
-  }
+  if (plot) await writeFigures(plot, arms, first.map((m) => m.name).join(' + '));
   const qosMs = Object.fromEntries(first.map((m) => [m.name, m.qosMs]));
   if (flags.json) {
     printJson({ sweep: { ...spec, rates: sweepRates(spec) }, durationS, seed, qosMs, arms, ...(plot ? { figures: plot.map((p) => p.path) } : {}) });
