@@ -8,13 +8,14 @@
 # OUT/serve-bench.json, the plan in OUT/plan.txt.
 #
 #   bench/serve/16core.sh [--cores 16|LIST] [--budget 600] [--rounds 3] [--bundle-dir DIR] [--out DIR]
-#     [--arms LIST] [--plan] MIX…      (MIX: a preset or NAME=A.bundle,B.bundle[@k]; default het1 het2 het3)
+#     [--arms LIST] [--calibration FILE] [--timeline] [--plan] MIX…      (MIX: a preset or NAME=A.bundle,B.bundle[@k]; default het1 het2 het3)
 #
 # --cores N takes the first N CPUs this process may run on; --plan prints the plan and stops.
 # Before a run on a lent machine, check its status; the whole run is cut at the budget (timeout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cores=16 budget=600 rounds=3 bundle_dir=. out=serve-16core arms=ort,ort-pinned,ort-instances,fcfs,veltair plan_only=0
+extra=()
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --cores) cores=$2; shift 2 ;;
@@ -24,6 +25,8 @@ while [ "$#" -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --arms) arms=$2; shift 2 ;;
     --plan) plan_only=1; shift ;;
+    --calibration) extra+=(--calibration "$2"); shift 2 ;;
+    --timeline) extra+=(--timeline); shift ;;
     --*) echo "unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -50,6 +53,7 @@ read -r duration probe <<<"$(awk -v b="$budget" -v m="$nmix" -v r="$rounds" -v a
 cmd=(node "$here/dist/src/bench/serve-bench.js" --bundle-dir "$bundle_dir" --arms "$arms" --cores "$list" --rounds "$rounds"
   --duration "$duration" --probe-duration "$probe" --max-runs 8 --pinned-probes 3 --tolerance 1.1 --json-out "$out/serve-bench.json")
 for m in "${mixes[@]}"; do cmd+=(--mix "$m"); done
+cmd+=("${extra[@]}")
 plan="plan: ${ncores} cores ($list), budget ${budget} s, ${nmix} mix(es), ${narms} arms, ${rounds} rounds: ${duration} s per load run, ${probe} s per ort-pinned probe, ≤ 8 runs per search
 command: ${cmd[*]}"
 echo "$plan" >&2
