@@ -16,7 +16,9 @@ test('the 16-core script plans serve-bench within its budget: every arm, the rou
   // The plan's own arithmetic: per mix ≤ its share of 85% of the budget.
   assert.ok(2 * (15 + (3 * 5 + 3) * (4 + 8 * (d - 0.005))) <= 600 * 0.85 + 1e-6, `${d} s per run fits`);
   for (const flag of ['--arms ort,ort-pinned,ort-instances,fcfs,veltair', '--rounds 3', `--cores ${m[1]}`, '--mix het1', '--mix x=a.bundle,b.bundle',
-    '--max-runs 8', '--json-out serve-16core/serve-bench.json', '--calibration cal.json', '--timeline']) assert.ok(command!.includes(flag), `${flag} in ${command}`);
+    '--max-runs 8', '--json-out serve-16core/serve-bench.json', '--calibration cal.json', '--timeline']) {
+    assert.ok(command!.includes(flag), `${flag} in ${command}`);
+  }
 });
 
 test('a small budget keeps the floor; bad budgets and options are refused', async () => {

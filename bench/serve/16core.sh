@@ -54,7 +54,8 @@ cmd=(node "$here/dist/src/bench/serve-bench.js" --bundle-dir "$bundle_dir" --arm
   --duration "$duration" --probe-duration "$probe" --max-runs 8 --pinned-probes 3 --tolerance 1.1 --json-out "$out/serve-bench.json")
 for m in "${mixes[@]}"; do cmd+=(--mix "$m"); done
 cmd+=("${extra[@]}")
-plan="plan: ${ncores} cores ($list), budget ${budget} s, ${nmix} mix(es), ${narms} arms, ${rounds} rounds: ${duration} s per load run, ${probe} s per ort-pinned probe, ≤ 8 runs per search
+plan="plan: ${ncores} cores ($list), budget ${budget} s, ${nmix} mix(es), ${narms} arms, ${rounds} rounds: "
+plan+="${duration} s per load run, ${probe} s per ort-pinned probe, ≤ 8 runs per search
 command: ${cmd[*]}"
 echo "$plan" >&2
 [ "$plan_only" = 1 ] && exit 0
