@@ -1,7 +1,10 @@
 /**
  * The baseline a user would otherwise deploy, behind veltair's own HTTP front end: one ONNX
  * Runtime InferenceSession per model (all graph optimisations, intra-op threads = the server's
- * cores, no spin-waiting), requests answered first come first served, one at a time on the whole core set. Pinning
+ * cores, no spin-waiting), requests answered first come first served, one at a time on the whole core set.
+ * A model whose config sets `replicas: N` is served instead by N instances sharing its queue, each
+ * with cores/N intra-op threads (at least 1) in its own worker thread, as Triton's `count: N`
+ * (ort-instances.ts); such models do not wait behind other models. Pinning
  * and glibc's malloc tunables are the launcher's business (src/bench/serve-bench.ts starts the
  * server under taskset with them), as for every ONNX Runtime baseline here.
  */
@@ -15,10 +18,13 @@ import type { HostTensor } from '../runtime/host-tensor.js';
 import type { Backend, InferOutcome, ServedModel } from '../serve/backend.js';
 import type { ModelConfig } from '../serve/config.js';
 import { unavailable } from '../serve/errors.js';
+import { startInstancePool, type InstancePool } from './ort-instances.js';
 
 interface OrtModel {
   readonly served: ServedModel;
-  readonly session: ort.InferenceSession;
+  readonly session: ort.InferenceSession | null;
+  /** Set when the model is served by instances (config `replicas`). */
+  readonly pool: InstancePool | null;
   readonly maxQueue: number;
   queued: number;
 }
@@ -36,6 +42,9 @@ async function modelFile(m: ModelConfig): Promise<string> {
   return path;
 }
 
+const toOrt = (feeds: Readonly<Record<string, HostTensor>>) => Object.fromEntries(Object.entries(feeds)
+  .map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape])]));
+
 const toHost = (t: ort.Tensor): HostTensor => ({ dtype: t.type as HostTensor['dtype'], shape: [...t.dims], data: t.data as HostTensor['data'] });
 
 export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus: readonly number[]; qosMultiple: number }):
@@ -44,25 +53,29 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
   const summaries: string[] = [];
   for (const m of o.models) {
     const bundle = await readBundle(m.bundle);
+    const path = await modelFile(m);
+    const pool = m.replicas === undefined ? null : await startInstancePool(path, m.replicas, Math.max(1, Math.floor(o.cpus.length / m.replicas)));
     // No spinning: the intra-op threads share their cores with the server's own front end (and, on
     // a shared machine, with everyone else), and ORT's spin-waiting between runs takes those cores.
-    const session = await ort.InferenceSession.create(await modelFile(m), {
+    const session = pool ? null : await ort.InferenceSession.create(path, {
       intraOpNumThreads: o.cpus.length, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
       extra: { session: { intra_op: { allow_spinning: '0' } } },
     });
     const inputs = bundle.manifest.model.inputs, outputs = bundle.manifest.model.outputs;
+    const runOnce = async (feeds: Record<string, HostTensor>) => (pool ? pool.run(feeds) : session!.run(toOrt(feeds)));
     let qosMs = m.qosMs;
     if (qosMs === undefined) {
-      const feeds = Object.fromEntries(inputs.map((t) => [t.name, new ort.Tensor(t.dtype as 'float32',
-        new Float32Array(t.shape.reduce((a, b) => a * b, 1)), [...t.shape])]));
-      await session.run(feeds);
+      const feeds = Object.fromEntries(inputs.map((t) => [t.name, { dtype: t.dtype, shape: [...t.shape],
+        data: new Float32Array(t.shape.reduce((a, b) => a * b, 1)) } as HostTensor]));
+      await runOnce(feeds);
       const t0 = performance.now();
-      for (let i = 0; i < 3; i++) await session.run(feeds);
+      for (let i = 0; i < 3; i++) await runOnce(feeds);
       qosMs = o.qosMultiple * (performance.now() - t0) / 3;
     }
-    models.push({ served: { name: m.name, inputs, outputs, qosMs, platform: 'onnxruntime' }, session, maxQueue: m.maxQueue, queued: 0 });
+    models.push({ served: { name: m.name, inputs, outputs, qosMs, platform: 'onnxruntime' }, session, pool, maxQueue: m.maxQueue, queued: 0 });
     const why = m.qosMs === undefined ? ` (${o.qosMultiple} × its quiet latency)` : '';
-    summaries.push(`${m.name}: ONNX Runtime ${ort.env.versions.node ?? ''}, QoS ${qosMs.toFixed(2)} ms${why}`);
+    const how = pool ? `, ${pool.count} instances of ${pool.threads} thread(s)` : '';
+    summaries.push(`${m.name}: ONNX Runtime ${ort.env.versions.node ?? ''}${how}, QoS ${qosMs.toFixed(2)} ms${why}`);
   }
   const byName = new Map(models.map((m) => [m.served.name, m]));
   let tail: Promise<unknown> = Promise.resolve();
@@ -76,11 +89,13 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
       m.queued++;
       inFlight++;
       const arrival = performance.now();
+      if (m.pool) {
+        return m.pool.run(feeds).then((outputs) => ({ outputs, parameters: { backend: 'onnxruntime', instances: m.pool!.count } }))
+          .finally(() => { m.queued--; inFlight--; });
+      }
       const run = tail.then(async () => {
         const started = performance.now();
-        const ortFeeds = Object.fromEntries(Object.entries(feeds)
-          .map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape])]));
-        const out = await m.session.run(ortFeeds);
+        const out = await m.session!.run(toOrt(feeds));
         return {
           outputs: Object.fromEntries(Object.entries(out).map(([k, t]) => [k, toHost(t)])),
           parameters: { backend: 'onnxruntime', queue_ms: Number((started - arrival).toFixed(3)) },
@@ -92,7 +107,7 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
     inFlight: () => inFlight,
     async close() {
       await tail;
-      for (const m of models) await m.session.release();
+      for (const m of models) await (m.pool ? m.pool.close() : m.session!.release());
     },
   };
   return { backend, summaries };

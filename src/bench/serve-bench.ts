@@ -1,198 +1,304 @@
 /**
  * Live serving: the highest total QPS at which every model of a mix keeps ≥ 99% of its requests
- * within QoS, for each scheduling policy of `veltair serve` and for ONNX Runtime FCFS behind the
- * same front end — each arm a fresh server process on the same cores (taskset), with the same
- * glibc malloc tunables, the same QoS, the same seeded open-loop load (veltair load's generator in
- * this process, binary tensors), arms interleaved over rounds (order reversed every other round).
- * Beside each policy: what `veltair simulate` predicts for the same profiles, cores and QoS.
+ * within QoS, for each arm (serve-arms.ts: veltair's policies and three ONNX Runtime deployments —
+ * `ort` FCFS on the whole machine, `ort-pinned` one server per model on its own cores, `ort-instances`
+ * 1-thread instances per model) — each arm fresh server processes on the same cores (taskset), with
+ * the same glibc malloc tunables, the same QoS, the same seeded open-loop load (veltair load's
+ * generator in this process, binary tensors), arms interleaved over rounds (order reversed every
+ * other round). Beside each policy: what `veltair simulate` predicts for the same profiles, cores
+ * and QoS (with `--calibration`, charging what live pays per request and per block).
  *
- *   npm run build && node dist/src/bench/serve-bench.js --mix NAME=BUNDLE,BUNDLE… [--mix …]
- *     [--arms ort,fcfs,prema,layerwise,static:6,veltair-compile,veltair-sched,veltair]
- *     [--cores 0,1] [--qos-multiple 5] [--duration 4] [--rounds 2] [--seed 1] [--json-out FILE]
+ *   npm run build && node dist/src/bench/serve-bench.js --mix het1|NAME=BUNDLE,BUNDLE…[@k] [--mix …]
+ *     [--bundle-dir DIR] [--arms ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair] [--cores 0,1]
+ *     [--k K (alias --qos-multiple)] [--duration 4] [--rounds 3] [--tolerance 1.05] [--max-runs 16] [--pinned-probes 3] [--probe-duration 2]
+ *     [--seed 1] [--calibration FILE] [--timeline] [--sweep FROM:TO:STEPS [--sweep-duration 4]] [--json-out FILE]
  *
- * QoS per model: `--qos-multiple` × its quiet latency through the server (median of 20 sequential
- * requests on the veltair fcfs server of the mix, HTTP included), stated in the output.
+ * QoS per model: serve-mixes.ts's rule (k × its latency alone on all cores through the server,
+ * one k per mix), stated in the output. `--arms fcfs,fcfs` runs one kind twice: the table then says
+ * whether the method tells two arms 15% apart (serve-table.ts). `--timeline` adds, per mix, the
+ * server-side timeline of a light request sent just behind a heavy one (serve-timeline.ts). `--sweep`
+ * runs, per arm, `veltair load --qps-sweep`'s sweep on fresh servers and writes it beside the JSON
+ * as `<json-out>-<mix>-sweep.json`, in that command's --json format (`veltair load --plot-from` draws it).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
+import { join } from 'node:path';
+import { execa } from 'execa';
 import { repoRoot } from '../toolchain/paths.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { median } from '../stats.js';
-import { findMaxQps, requestFor, type LoadModel, type LoadResult, type Metadata } from '../serve/load.js';
+import { findMaxQps, requestFor, type LoadModel, type Metadata } from '../serve/load.js';
+import { parseSweep, runSweep, sweepPoints, sweepRates, type SweepPoint, type SweepSpec } from '../serve/load-sweep.js';
 import { machineInfo, machineLine } from './machine.js';
-import { ORT_MALLOC_TUNABLES } from './pinned-child.js';
-
-interface Mix { readonly name: string; readonly bundles: readonly string[] }
+import { modelName, parseMix, qosRule, qosRuleLine, type Mix } from './serve-mixes.js';
+import { parseArms, startArm, type Arm, type ArmContext } from './serve-arms.js';
+import { candidateSplits, splitText, type Split } from './pinned-split.js';
+import { mixTable, type ArmResult } from './serve-table.js';
+import { traceHeavyThenLight, timelineTable, type Timeline } from './serve-timeline.js';
 
 interface Args {
   mixes: Mix[];
-  arms: string[];
+  arms: Arm[];
   cores: number[];
-  qosMultiple: number;
   durationS: number;
   rounds: number;
+  tolerance: number;
+  pinnedProbes: number;
+  maxRuns: number;
+  probeDurationS: number;
   seed: number;
+  calibration?: string;
+  timeline: boolean;
+  sweep?: SweepSpec;
+  sweepDurationS: number;
   jsonOut?: string;
 }
 
 function parseArgs(argv: readonly string[]): Args {
+  let bundleDir = '.', k: number | undefined;
+  const mixTexts: string[] = [];
   const a: Args = {
-    mixes: [], arms: ['ort', 'fcfs', 'prema', 'layerwise', 'static:6', 'veltair-compile', 'veltair-sched', 'veltair'],
-    cores: availableCores(), qosMultiple: 5, durationS: 4, rounds: 2, seed: 1,
+    mixes: [], arms: parseArms('ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair'), cores: availableCores(), durationS: 4, rounds: 3,
+    tolerance: 1.05, pinnedProbes: 3, maxRuns: 16, sweepDurationS: 4, probeDurationS: 2, seed: 1, timeline: false,
+  };
+  const num = (flag: string, v: string, min: number) => {
+    const x = Number(v);
+    if (!(x >= min)) throw new Error(`${flag} ${JSON.stringify(v)} is not a number ≥ ${min}`);
+    return x;
   };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1] ?? '';
     switch (argv[i]) {
-      case '--mix': { const [n, list] = v.split('='); a.mixes.push({ name: n!, bundles: list!.split(',').map((b) => resolve(b)) }); i++; break; }
-      case '--arms': a.arms = v.split(','); i++; break;
+      case '--mix': mixTexts.push(v); i++; break;
+      case '--bundle-dir': bundleDir = v; i++; break;
+      case '--k': case '--qos-multiple': k = num(argv[i]!, v, 1); i++; break;
+      case '--arms': a.arms = parseArms(v); i++; break;
       case '--cores': a.cores = v.split(',').map(Number); i++; break;
-      case '--qos-multiple': a.qosMultiple = Number(v); i++; break;
-      case '--duration': a.durationS = Number(v); i++; break;
-      case '--rounds': a.rounds = Number(v); i++; break;
-      case '--seed': a.seed = Number(v); i++; break;
+      case '--duration': a.durationS = num('--duration', v, 0.1); i++; break;
+      case '--rounds': a.rounds = num('--rounds', v, 1); i++; break;
+      case '--tolerance': a.tolerance = num('--tolerance', v, 1.001); i++; break;
+      case '--max-runs': a.maxRuns = num('--max-runs', v, 2); i++; break;
+      case '--pinned-probes': a.pinnedProbes = num('--pinned-probes', v, 1); i++; break;
+      case '--probe-duration': a.probeDurationS = num('--probe-duration', v, 0.1); i++; break;
+      case '--seed': a.seed = num('--seed', v, 0); i++; break;
+      case '--calibration': a.calibration = v; i++; break;
+      case '--timeline': a.timeline = true; break;
+      case '--sweep': a.sweep = parseSweep(v); i++; break;
+      case '--sweep-duration': a.sweepDurationS = num('--sweep-duration', v, 0.1); i++; break;
       case '--json-out': a.jsonOut = v; i++; break;
       default: throw new Error(`unknown argument ${argv[i]}`);
     }
   }
-  if (a.mixes.length === 0) throw new Error('give at least one --mix NAME=BUNDLE,BUNDLE');
+  if (mixTexts.length === 0) throw new Error('give at least one --mix PRESET or --mix NAME=BUNDLE,BUNDLE');
+  if (a.arms.length === 0) throw new Error('give at least one arm: --arms ort,fcfs,…');
+  a.mixes = mixTexts.map((t) => parseMix(t, bundleDir, k));
   return a;
 }
 
-const nameOf = (bundle: string) => basename(bundle).replace(/\.bundle$/, '');
-
-interface Server { readonly child: ResultPromise; readonly url: string }
-
-async function startServe(args: readonly string[], cores: readonly number[]): Promise<Server> {
-  const bin = join(repoRoot(), 'bin', 'veltair');
-  const child = execa('taskset', ['-c', cores.join(','), process.execPath, bin, 'serve', ...args, '--port', '0', '--json'],
-    { reject: false, stdin: 'ignore', buffer: false, env: { GLIBC_TUNABLES: ORT_MALLOC_TUNABLES } });
-  const url = await new Promise<string>((res, rej) => {
-    let out = '', err = '';
-    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); try { res(String((JSON.parse(out) as { url: string }).url)); } catch { /* partial */ } });
-    child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
-    void child.then((r) => rej(new Error(`serve ${args.join(' ')} exited ${r.exitCode}: ${err.slice(-600)}`)));
-  });
-  return { child, url };
-}
-
-async function stopServe(s: Server): Promise<void> {
-  s.child.kill('SIGTERM');
-  await s.child;
-}
-
-async function modelsOf(url: string, names: readonly string[], qos: ReadonlyMap<string, number>, seed: number): Promise<LoadModel[]> {
+async function modelsOf(urls: ReadonlyMap<string, string>, names: readonly string[], qos: Readonly<Record<string, number>>,
+  seed: number): Promise<LoadModel[]> {
   const out: LoadModel[] = [];
   for (const [i, name] of names.entries()) {
-    const meta = await (await fetch(`${url}/v2/models/${name}`)).json() as Metadata;
-    out.push({ name, weight: 1, qosMs: qos.get(name) ?? meta.parameters?.qos_ms ?? 1000, ...requestFor(meta, seed + i * 101, false) });
+    const base = new URL(urls.get(name)!);
+    const meta = await (await fetch(new URL(`/v2/models/${name}`, base))).json() as Metadata;
+    out.push({ name, weight: 1, qosMs: qos[name] ?? meta.parameters?.qos_ms ?? 1000, base, ...requestFor(meta, seed + i * 101, false) });
   }
   return out;
 }
 
+async function infer(m: LoadModel): Promise<number> {
+  const t0 = performance.now();
+  const r = await fetch(new URL(`/v2/models/${m.name}/infer`, m.base), { method: 'POST', headers: m.headers, body: m.body as BodyInit });
+  await r.arrayBuffer();
+  if (r.status !== 200) throw new Error(`${m.name}: HTTP ${r.status}`);
+  return performance.now() - t0;
+}
+
 /** Median latency of 20 sequential requests per model (after 3 warm-ups), HTTP included. */
-async function quietLatencies(url: string, models: readonly LoadModel[]): Promise<Map<string, number>> {
+async function quietLatencies(models: readonly LoadModel[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const m of models) {
-    const one = async () => {
-      const t0 = performance.now();
-      const r = await fetch(`${url}/v2/models/${m.name}/infer`, { method: 'POST', headers: m.headers, body: m.body as BodyInit });
-      await r.arrayBuffer();
-      if (r.status !== 200) throw new Error(`${m.name}: ${r.status}`);
-      return performance.now() - t0;
-    };
-    for (let i = 0; i < 3; i++) await one();
+    for (let i = 0; i < 3; i++) await infer(m);
     const samples: number[] = [];
-    for (let i = 0; i < 20; i++) samples.push(await one());
+    for (let i = 0; i < 20; i++) samples.push(await infer(m));
     out.set(m.name, median(samples));
   }
   return out;
 }
 
-async function warm(url: string, models: readonly LoadModel[]): Promise<void> {
-  for (const m of models) {
-    for (let i = 0; i < 5; i++) {
-      const r = await fetch(`${url}/v2/models/${m.name}/infer`, { method: 'POST', headers: m.headers, body: m.body as BodyInit });
-      await r.arrayBuffer();
-    }
-  }
+async function warm(models: readonly LoadModel[]): Promise<void> {
+  for (const m of models) for (let i = 0; i < 5; i++) await infer(m);
 }
 
-async function simulated(mix: Mix, policy: string, cores: number, qos: ReadonlyMap<string, number>, seed: number): Promise<number | null> {
+async function simulated(mix: Mix, policy: string, cores: number, qos: Readonly<Record<string, number>>,
+  seed: number, calibration?: string): Promise<number | null> {
   const bin = join(repoRoot(), 'bin', 'veltair');
-  const r = await execa(process.execPath, [bin, 'simulate', '--profiles', mix.bundles.join(','), '--models', mix.bundles.map(nameOf).join(','),
+  const r = await execa(process.execPath, [bin, 'simulate', '--profiles', mix.bundles.join(','), '--models', mix.bundles.map(modelName).join(','),
     '--cores', String(cores), '--policy', policy, '--find-max', '--seed', String(seed), '--duration', '20',
-    ...[...qos].flatMap(([n, ms]) => ['--qos', `${n}=${ms.toFixed(3)}`]), '--json'], { reject: false });
+    ...Object.entries(qos).flatMap(([n, ms]) => ['--qos', `${n}=${ms.toFixed(3)}`]), ...(calibration ? ['--calibration', calibration] : []), '--json'],
+  { reject: false });
   if (r.exitCode !== 0) return null;
   const out = JSON.parse(r.stdout) as { maxQps?: { policy: string; maxQps: number }[] };
   return out.maxQps?.find((m) => m.policy === policy)?.maxQps ?? null;
 }
 
-interface ArmResult { arm: string; maxQps: number[]; simulatedQps: number | null; runs: LoadResult[][] }
+/** One arm's max QPS at QoS: fresh servers, warm-up, binary search. */
+async function measureArm(kind: string, ctx: ArmContext, a: Args, o: { durationS: number; seed: number; startQps: number; maxRuns?: number }): Promise<number> {
+  const servers = await startArm(kind, ctx);
+  try {
+    const models = await modelsOf(servers.urls, ctx.names, ctx.qosMs, a.seed);
+    await warm(models);
+    const found = await findMaxQps(new URL(servers.urls.get(ctx.names[0]!)!), models,
+      { durationS: o.durationS, seed: o.seed, startQps: o.startQps, tolerance: a.tolerance, maxRuns: Math.min(o.maxRuns ?? a.maxRuns, a.maxRuns) });
+    return found.maxQps;
+  } finally {
+    await servers.stop();
+  }
+}
 
-async function benchMix(mix: Mix, a: Args, log: (s: string) => void) {
-  const names = mix.bundles.map(nameOf);
+/** ort-pinned's split for this mix: the best of the first few candidates in a short probe each. */
+async function chooseSplit(ctx: ArmContext, quiet: ReadonlyMap<string, number>, a: Args, startQps: number, log: (s: string) => void) {
+  const candidates = candidateSplits(ctx.cores, ctx.names.map((n) => quiet.get(n)!), a.pinnedProbes);
+  const probes: { split: Split; maxQps: number }[] = [];
+  for (const split of candidates) {
+    const maxQps = await measureArm('ort-pinned', { ...ctx, split }, a, { durationS: a.probeDurationS, seed: a.seed + 77, startQps, maxRuns: 8 });
+    probes.push({ split, maxQps });
+    log(`  ort-pinned probe ${splitText(split, ctx.names)}: max ${maxQps.toFixed(2)} QPS`);
+  }
+  const best = probes.reduce((b, p) => (p.maxQps > b.maxQps ? p : b));
+  return { split: best.split, probes };
+}
+
+/** The heavy-then-light timeline on a fresh server of `policy` (serve-timeline.ts). */
+async function traceOn(policy: string, ctx: ArmContext, quiet: ReadonlyMap<string, number>, seed: number): Promise<Timeline> {
+  const server = await startArm(policy, ctx);
+  try {
+    const models = await modelsOf(server.urls, ctx.names, {}, seed);
+    await warm(models);
+    const heavy = models.reduce((h, m) => (quiet.get(m.name)! > quiet.get(h.name)! ? m : h));
+    const light = models.reduce((l, m) => (quiet.get(m.name)! < quiet.get(l.name)! ? m : l));
+    return await traceHeavyThenLight(policy, heavy, light);
+  } finally {
+    await server.stop();
+  }
+}
+
+function splitLineOf(pinned: { split: Split; probes: { split: Split; maxQps: number }[] }, names: readonly string[], probeS: number): string {
+  return `ort-pinned split (chosen by measurement, ${probeS} s probes): ${splitText(pinned.split, names)}; probed `
+    + pinned.probes.map((p) => `${splitText(p.split, names)} → ${p.maxQps.toFixed(2)} QPS`).join(', ');
+}
+
+/** The mix being measured, as far as it got: what a run cut short (SIGTERM) still prints. */
+interface Partial { mix: string; models: string[]; ruleLine?: string; splitLine?: string; arms?: ArmResult[] }
+
+async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Partial) {
+  const names = mix.bundles.map(modelName);
   const work = mkdtempSync(join(tmpdir(), `veltair-serve-bench-${mix.name}-`));
-  // Quiet latencies on the fcfs server: the QoS every arm is held to.
-  const probe = await startServe([...mix.bundles, '--policy', 'fcfs'], a.cores);
-  const probeModels = await modelsOf(probe.url, names, new Map(), a.seed);
-  const quiet = await quietLatencies(probe.url, probeModels);
-  await stopServe(probe);
-  const qos = new Map([...quiet].map(([n, ms]) => [n, a.qosMultiple * ms]));
-  log(`mix ${mix.name}: quiet ${[...quiet].map(([n, ms]) => `${n} ${ms.toFixed(2)} ms`).join(', ')}; QoS ${a.qosMultiple}× that`);
-  const config = join(work, 'veltair-serve.json');
-  writeFileSync(config, JSON.stringify({ models: Object.fromEntries(names.map((n, i) => [n, { bundle: mix.bundles[i], qosMs: qos.get(n) }])) }));
-  const results = new Map<string, ArmResult>(a.arms.map((arm) => [arm, { arm, maxQps: [], simulatedQps: null, runs: [] }]));
-  const start = [...quiet].reduce((s, [, ms]) => s + 1000 / ms, 0) / names.length / 2;
+  // Latency alone on every core through veltair's fcfs server: the base of every arm's QoS.
+  const probeCtx: ArmContext = { names, bundles: mix.bundles, qosMs: {}, cores: a.cores, work };
+  const probe = await startArm('fcfs', probeCtx);
+  let quiet: Map<string, number>;
+  try {
+    quiet = await quietLatencies(await modelsOf(probe.urls, names, {}, a.seed));
+  } finally {
+    await probe.stop();
+  }
+  const timelines: Timeline[] = [];
+  if (a.timeline && names.length > 1) for (const policy of ['fcfs', 'veltair']) timelines.push(await traceOn(policy, probeCtx, quiet, a.seed));
+  const rule = qosRule(mix.k, quiet);
+  const ruleLine = qosRuleLine(rule, quiet, a.cores.length);
+  log(`mix ${mix.name}: ${ruleLine}`);
+  partial.ruleLine = ruleLine;
+  const ctx: ArmContext = { ...probeCtx, qosMs: rule.qosMs };
+  const start = names.reduce((s, n) => s + 1000 / quiet.get(n)!, 0) / names.length / 2;
+  const pinned = a.arms.some((x) => x.kind === 'ort-pinned') ? await chooseSplit(ctx, quiet, a, start, log) : undefined;
+  const results: ArmResult[] = a.arms.map((arm) => ({ label: arm.label, kind: arm.kind, maxQps: [], simulatedQps: null }));
+  partial.arms = results;
+  if (pinned) partial.splitLine = splitLineOf(pinned, names, a.probeDurationS);
   for (let round = 0; round < a.rounds; round++) {
     const order = round % 2 === 0 ? a.arms : [...a.arms].reverse();
     for (const arm of order) {
-      const flags = arm === 'ort' ? ['--backend', 'onnxruntime'] : ['--policy', arm];
-      const server = await startServe(['--config', config, ...flags], a.cores);
+      const armCtx = pinned ? { ...ctx, split: pinned.split } : ctx;
+      const maxQps = await measureArm(arm.kind, armCtx, a, { durationS: a.durationS, seed: a.seed + round * 1000, startQps: start });
+      results.find((r) => r.label === arm.label)!.maxQps.push(maxQps);
+      log(`  round ${round + 1} ${arm.label}: max ${maxQps.toFixed(2)} QPS`);
+    }
+  }
+  const sweeps: { label: string; points: SweepPoint[] }[] = [];
+  if (a.sweep) {
+    for (const arm of a.arms) {
+      const servers = await startArm(arm.kind, pinned ? { ...ctx, split: pinned.split } : ctx);
       try {
-        const models = await modelsOf(server.url, names, qos, a.seed);
-        await warm(server.url, models);
-        const found = await findMaxQps(new URL(server.url), models, { durationS: a.durationS, seed: a.seed + round * 1000, startQps: start, tolerance: 1.1 });
-        results.get(arm)!.maxQps.push(found.maxQps);
-        results.get(arm)!.runs.push(found.runs);
-        log(`  round ${round + 1} ${arm}: max ${found.maxQps.toFixed(2)} QPS (${found.runs.length} runs)`);
+        const models = await modelsOf(servers.urls, names, rule.qosMs, a.seed);
+        await warm(models);
+        const runs = await runSweep(new URL(servers.urls.get(names[0]!)!), models, a.sweep, a.sweepDurationS, a.seed + 5000);
+        sweeps.push({ label: arm.label, points: sweepPoints(runs) });
+        log(`  sweep ${arm.label}: worst within-QoS per step ${runs.map((r) => `${(r.satisfaction * 100).toFixed(0)}%`).join(' ')}`);
       } finally {
-        await stopServe(server);
+        await servers.stop();
       }
     }
   }
-  for (const arm of a.arms.filter((x) => x !== 'ort')) results.get(arm)!.simulatedQps = await simulated(mix, arm, a.cores.length, qos, a.seed);
-  return { mix: mix.name, models: names, quietMs: Object.fromEntries(quiet), qosMs: Object.fromEntries(qos), arms: [...results.values()] };
+  for (const r of results) {
+    if (r.kind.startsWith('ort') || r.label !== r.kind) continue;
+    r.simulatedQps = await simulated(mix, r.kind, a.cores.length, rule.qosMs, a.seed, a.calibration);
+  }
+  const splitLine = pinned ? splitLineOf(pinned, names, a.probeDurationS) : undefined;
+  return {
+    mix: mix.name, models: names, k: mix.k, heterogeneous: mix.heterogeneous, quietMs: Object.fromEntries(quiet), qosMs: rule.qosMs,
+    hardSharing: rule.hardSharing, ruleLine, ...(splitLine ? { splitLine } : {}),
+    pinnedProbes: pinned?.probes.map((p) => ({ split: p.split, maxQps: p.maxQps })) ?? [], arms: results, timelines,
+    ...(a.sweep ? { sweep: { spec: a.sweep, durationS: a.sweepDurationS, arms: sweeps } } : {}),
+  };
 }
 
-function table(r: Awaited<ReturnType<typeof benchMix>>): string {
-  const med = (xs: readonly number[]) => (xs.length > 0 ? median(xs) : Number.NaN);
-  const ort = med(r.arms.find((x) => x.arm === 'ort')?.maxQps ?? []);
-  const fcfs = med(r.arms.find((x) => x.arm === 'fcfs')?.maxQps ?? []);
-  const rows = r.arms.map((x) => {
-    const live = med(x.maxQps);
-    const sim = x.simulatedQps;
-    return `| ${x.arm === 'ort' ? 'ONNX Runtime FCFS' : x.arm} | ${x.maxQps.map((q) => q.toFixed(2)).join(' / ')} | ${live.toFixed(2)} | `
-      + `${Number.isFinite(ort) && ort > 0 ? (live / ort).toFixed(2) : '-'} | ${Number.isFinite(fcfs) && fcfs > 0 ? (live / fcfs).toFixed(2) : '-'} | `
-      + `${sim === null ? '-' : `${sim.toFixed(2)} (simulated)`} | ${sim === null || live <= 0 ? '-' : (sim / live).toFixed(2)} |`;
-  });
-  return ['| arm | max QPS per round (live) | median | × ORT FCFS | × veltair fcfs | simulator predicts | sim / live |',
-    '|---|---|---|---|---|---|---|', ...rows].join('\n');
+function writeJson(path: string, value: unknown): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(value, null, 2));
+  renameSync(tmp, path);
 }
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const machine = await machineInfo();
-  const out = [];
-  for (const mix of a.mixes) out.push(await benchMix(mix, a, (s) => process.stderr.write(`${s}\n`)));
-  if (a.jsonOut) writeFileSync(a.jsonOut, JSON.stringify({ machine, args: a, results: out }, null, 2));
   const command = `node dist/src/bench/serve-bench.js ${process.argv.slice(2).join(' ')}`;
-  console.log(`### Live serving (${machineLine(machine)}, ${new Date().toISOString().slice(0, 10)})\n\nCommand: \`${command}\`\n`);
-  for (const r of out) {
-    console.log(`#### Mix ${r.mix}: ${r.models.join(', ')} on cores ${a.cores.join(',')}`);
-    console.log(`QoS: ${r.models.map((m) => `${m} ${r.qosMs[m]!.toFixed(1)} ms (${a.qosMultiple} × quiet ${r.quietMs[m]!.toFixed(2)} ms)`).join('; ')}\n`);
-    console.log(table(r), '\n');
+  console.log(`### Live serving (${machineLine(machine)}, ${new Date().toISOString().slice(0, 10)})\n\nCommand: \`${command}\` `
+    + `(${a.rounds} rounds, arms interleaved, order reversed every other round; ${a.durationS} s per load run; search tolerance ${a.tolerance})\n`);
+  const out: Awaited<ReturnType<typeof benchMix>>[] = [];
+  const json = () => ({ machine, args: { ...a, arms: a.arms.map((x) => x.label) }, results: out });
+  let partial: Partial | undefined;
+  // Cut short (a budget's timeout): print the mix in progress with the rounds it finished, then stop.
+  process.once('SIGTERM', () => {
+    const rounds = partial?.arms ? Math.min(...partial.arms.map((x) => x.maxQps.length)) : 0;
+    if (partial?.ruleLine && partial.arms && rounds === 0) {
+      console.log(`Mix ${partial.mix}: cut short before every arm finished one round (`
+        + `${partial.arms.map((x) => `${x.label} ${x.maxQps.map((q) => q.toFixed(2)).join('/') || '-'}`).join(', ')} QPS)\n`);
+    }
+    if (partial?.ruleLine && partial.arms && rounds > 0) {
+      const arms = partial.arms.map((x) => ({ ...x, maxQps: x.maxQps.slice(0, rounds) }));
+      console.log(`${mixTable({ mix: partial.mix, models: partial.models, cores: a.cores, ruleLine: partial.ruleLine,
+        ...(partial.splitLine ? { splitLine: partial.splitLine } : {}), arms })}\n\n`
+        + `(cut short: ${rounds} of ${a.rounds} rounds complete for every arm; no simulator column)\n`);
+      if (a.jsonOut) writeJson(a.jsonOut, { ...json(), cut: { mix: partial.mix, arms: partial.arms } });
+    }
+    process.exit(124);
+  });
+  for (const mix of a.mixes) {
+    partial = { mix: mix.name, models: mix.bundles.map(modelName) };
+    const r = await benchMix(mix, a, (s) => process.stderr.write(`${s}\n`), partial);
+    partial = undefined;
+    out.push(r);
+    console.log(mixTable({ mix: r.mix, models: r.models, cores: a.cores, ruleLine: r.ruleLine,
+      ...(r.splitLine ? { splitLine: r.splitLine } : {}), arms: r.arms }), '\n');
+    for (const t of r.timelines) console.log(timelineTable(t), '\n');
+    if (a.jsonOut) writeJson(a.jsonOut, json());
+    if (a.jsonOut && r.sweep) {
+      // The format of `veltair load --qps-sweep --json`: `veltair load --plot-from FILE --plot PREFIX` draws it.
+      const file = a.jsonOut.replace(/\.json$/, '') + `-${r.mix}-sweep.json`;
+      writeJson(file, { mix: r.mix, sweep: { ...r.sweep.spec, rates: sweepRates(r.sweep.spec) }, durationS: r.sweep.durationS, seed: a.seed + 5000,
+        qosMs: r.qosMs, arms: r.sweep.arms, live: true });
+      process.stderr.write(`sweep of mix ${r.mix}: ${file} (draw: veltair load --plot-from ${file} --plot PREFIX)\n`);
+    }
   }
 }
 

@@ -1,6 +1,9 @@
 /**
- * `veltair load URL [URL…] --models NAME[=WEIGHT],… (--qps Q | --find-max) [--duration S] [--seed N]
- *  [--qos NAME=MS]… [--rounds R] [--json]`: open-loop Poisson load on a v2 server on this machine (src/serve/load.ts).
+ * `veltair load URL [URL…] --models NAME[=WEIGHT],… (--qps Q | --find-max | --qps-sweep FROM:TO:STEPS) [--duration S] [--seed N]
+ *  [--qos NAME=MS]… [--rounds R] [--labels A,B…] [--plot PREFIX] [--json]`: open-loop Poisson load on a v2 server on this machine (src/serve/load.ts).
+ * `--qps-sweep` runs the load at STEPS rates from FROM to TO on each server in turn (load-sweep.ts) and
+ * reports QoS attainment and p99 per model per step; `--plot PREFIX` draws them (one curve per
+ * server, labelled by --labels) as PREFIX-attainment.{svg,png} and PREFIX-p99.{svg,png}.
  * With several URLs (`--find-max` only), the servers are searched in turn, order reversed every
  * other round, all at the first server's QoS, and one side-by-side table compares them.
  * Inputs are seeded random tensors of each model's declared shapes; each model's QoS is what the
@@ -13,9 +16,10 @@ import { findMaxQps, loopbackUrl, requestFor, runLoad, type LoadModel, type Load
 import { median } from '../stats.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
+import { plotFromAction, sweepAction } from './load-sweep.js';
 
-interface LoadFlags {
-  models: string;
+export interface LoadFlags {
+  models?: string;
   qps?: string;
   findMax?: boolean;
   duration: string;
@@ -23,6 +27,11 @@ interface LoadFlags {
   qos: string[];
   jsonTensors?: boolean;
   rounds: string;
+  qpsSweep?: string;
+  labels?: string;
+  plot?: string;
+  plotFrom?: string;
+  force?: boolean;
   json?: boolean;
 }
 
@@ -34,10 +43,10 @@ function parseNamed(flag: string, text: string): [string, number] {
   return [m[1]!, m[2] === undefined ? 1 : Number(m[2])];
 }
 
-async function loadModels(base: URL, flags: LoadFlags, seed: number): Promise<LoadModel[]> {
+export async function loadModels(base: URL, flags: LoadFlags, seed: number): Promise<LoadModel[]> {
   const qos = new Map(flags.qos.map((q) => parseNamed('--qos', q)));
   const out: LoadModel[] = [];
-  for (const part of flags.models.split(',')) {
+  for (const part of (flags.models ?? '').split(',')) {
     const [name, weight] = parseNamed('--models', part);
     if (!(weight > 0)) throw badArgument('--models', part, 'has a weight that is not positive', 'e.g. --models a=2,b=1');
     let r: Response;
@@ -72,8 +81,8 @@ export function registerLoadCommand(program: Command): void {
   program
     .command('load')
     .description('open-loop Poisson load on a v2 server on this machine: achieved QPS, latency percentiles, QoS satisfaction')
-    .argument('<url...>', 'the server, e.g. http://127.0.0.1:8000 (loopback only); with --find-max, several servers to compare side by side')
-    .requiredOption('--models <list>', 'models to load, NAME[=WEIGHT],… (weights share the total rate; default 1 each)')
+    .argument('[url...]', 'the server, e.g. http://127.0.0.1:8000 (loopback only); with --find-max or --qps-sweep, several servers side by side')
+    .option('--models <list>', 'models to load, NAME[=WEIGHT],… (weights share the total rate; default 1 each)')
     .option('--qps <q>', 'total requests per second over all models')
     .option('--find-max', 'binary-search the highest total QPS with every model at ≥ 99% within QoS')
     .option('--duration <s>', 'seconds per run', '10')
@@ -81,8 +90,19 @@ export function registerLoadCommand(program: Command): void {
     .option('--qos <name=ms>', 'override a model\'s QoS (repeatable)', collect, [])
     .option('--json-tensors', 'send tensors as JSON data (default: the binary tensor data extension)')
     .option('--rounds <n>', 'with several servers: find-max rounds over all of them, order reversed every other round', '1')
+    .option('--qps-sweep <from:to:steps>', 'run at STEPS total rates from FROM to TO (per server): QoS attainment and p99 per model per step')
+    .option('--labels <list>', 'with --qps-sweep: a label per server (the arm), comma-separated')
+    .option('--plot <prefix>', 'with --qps-sweep: write PREFIX-attainment and PREFIX-p99 figures, .svg and .png')
+    .option('--force', 'with --plot: replace existing figure files')
+    .option('--plot-from <file>', 'draw --plot from a saved sweep (--qps-sweep --json, or serve-bench --sweep) instead of sending load')
     .option('--json', 'machine-readable results on stdout')
     .action(async (urlTexts: string[], flags: LoadFlags) => {
+      if (flags.plotFrom !== undefined) { await plotFromAction(urlTexts, flags); return; }
+      if (urlTexts.length === 0) {
+        throw userError('BAD_ARGUMENT', 'give the server\'s URL', 'e.g. veltair load http://127.0.0.1:8000 --models resnet50 --qps 20');
+      }
+      if (flags.models === undefined) throw userError('BAD_ARGUMENT', 'give --models NAME[=WEIGHT],…', 'e.g. --models resnet50,mobilenet_v2');
+      if (flags.qpsSweep !== undefined) { await sweepAction(urlTexts, flags, loadModels); return; }
       if (urlTexts.length > 1) { await compareServers(urlTexts, flags); return; }
       const base = loopbackUrl(urlTexts[0]!);
       const durationS = parsePositiveInt('--duration', flags.duration, 3600);

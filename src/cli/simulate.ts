@@ -2,7 +2,7 @@
  * `veltair simulate --profiles LIST (--mix NAME | --models A,B) [--cores N] [--policy LIST]
  *  (--qps LIST | --load LIST | --find-max) [--seed S] [--duration S] [--warmup S] [--max-events N]
  *  [--max-sim-time S] [--qos NAME=MS] [--scale NAME=F] [--repeat NAME=K] [--use-cores LIST] [--memory-gbps G] [--l3-mib M]
- *  [--fork-join-us U] [--serial-fraction F] [--claim-us U] [--on-conflict wait|shrink]
+ *  [--fork-join-us U] [--serial-fraction F] [--claim-us U] [--calibration FILE] [--on-conflict wait|shrink]
  *  [--plot DIR] [--timing] [--scaling-report] [--json]`
  *
  * Simulated, seeded, deterministic: the same flags give the same stdout bytes. The scheduler's
@@ -21,6 +21,7 @@ import { equalWeights, runExperiment, type ExperimentResult, type LoadSpec } fro
 import { loadProfiles } from '../simulate/load-profiles.js';
 import { derivedLines, modelLines, pointsTable, timingLines } from '../simulate/report.js';
 import { setupModels, scalingConstants, type Setup } from '../simulate/setup.js';
+import { simulateCharges } from './simulate-calibration.js';
 import { MIXES } from '../simulate/workloads.js';
 import { writeSchedulePlots } from '../simulate/plots.js';
 import { note, printJson, printLine } from '../terminal/output.js';
@@ -30,7 +31,7 @@ interface SimulateFlags {
   profiles?: string; mix?: string; models?: string; cores?: string; policy?: string;
   qps?: string; load?: string; findMax?: boolean; seed?: string; duration?: string; warmup?: string;
   maxEvents?: string; maxSimTime?: string; qos?: string[]; scale?: string[]; repeat?: string[]; useCores?: string[];
-  memoryGbps?: string; l3Mib?: string; forkJoinUs?: string; serialFraction?: string; claimUs?: string; onConflict?: string;
+  memoryGbps?: string; l3Mib?: string; forkJoinUs?: string; serialFraction?: string; claimUs?: string; onConflict?: string; calibration?: string;
   plot?: string; timing?: boolean; scalingReport?: boolean; json?: boolean;
 }
 
@@ -135,6 +136,7 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
     return;
   }
   const setup = setupModels(setupOptions);
+  const calibrated = f.calibration === undefined ? undefined : simulateCharges(f.calibration, models, parseList('--profiles', f.profiles));
   if (plotDir) {
     try { mkdirSync(plotDir, { recursive: true }); } catch (e) {
       throw userError('FILE_UNWRITABLE', `--plot ${plotDir} cannot be created (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
@@ -145,11 +147,11 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
   const result = runExperiment({
     models: setup.plans.map((plan, i) => ({ plan, weight: setupOptions.weights[i]! })), cores, policies, seed, durationMs, warmupMs, maxSimMs, maxEvents,
     interference: setup.interference, loads, timeDecisions: !json || f.timing === true, ...(onConflict ? { onConflict } : {}),
-    ...(progress ? { onProgress: progress } : {}),
+    ...(progress ? { onProgress: progress } : {}), ...(calibrated ? { charges: calibrated.charges } : {}),
   });
   if (progress) process.stderr.write('\r'.padEnd(72) + '\r');
   const label = `simulated: ${cores} cores; profiles ${[...new Set(setup.summaries.map((s) => s.machine))].join(' | ')}; figures beyond the profiled core ` +
-    `counts modelled by the scaling model`;
+    `counts modelled by the scaling model${calibrated ? `; ${calibrated.label}` : ''}`;
   const plots = plotDir ? await writeSchedulePlots(plotDir, result, setup, label) : [];
   if (json) {
     printJson({
@@ -212,6 +214,7 @@ export function registerSimulateCommand(program: Command): void {
     .option('--fork-join-us <u>', 'scaling model: fork/join cost per doubling of threads, µs (default fitted to the artifact)')
     .option('--serial-fraction <f>', 'scaling model: serial fraction for steps profiled at one core count')
     .option('--claim-us <u>', 'block claim/release cost at 1 core, µs (default: the profile\'s measurement)')
+    .option('--calibration <file>', 'charge live serving costs per request and per block from this calibration (node dist/src/bench/serve-calibrate.js)')
     .option('--on-conflict <rule>', 'a block finding too few free cores: wait or shrink (run on what is free), for every policy '
       + '(default: each policy\'s own rule)')
     .option('--plot <dir>', 'write the figures (SVG) and their data (JSON) into this directory')

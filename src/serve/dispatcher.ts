@@ -24,6 +24,7 @@ import type { Inference, Session } from '../runtime/session.js';
 import type { Backend, InferOutcome, ServedModel } from './backend.js';
 import { unavailable } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
+import { blockTrace, newTrace, timelineParameter, type RequestTrace } from './timeline.js';
 import { holdAfterMove, NO_HOLD, nextSparseVersion, type Hold } from './sparse-degrade.js';
 
 export interface DispatchModel {
@@ -65,6 +66,8 @@ interface Live {
   versions: number[];
   conflicts: number;
   decideUs: number;
+  /** The request's timeline (timeline.ts), ns on the monotonic clock. */
+  readonly trace: RequestTrace;
 }
 
 /** Per model: the session instances and who holds them. */
@@ -132,7 +135,7 @@ export class Dispatcher implements Backend {
     return new Promise<InferOutcome>((resolve, reject) => {
       const r: Live = {
         id: this.nextId++, model: index, arrivalMs: nowMs(), feeds, resolve, reject, blocks: 0, maxCores: 0, levels: [], versions: [],
-        conflicts: 0, decideUs: 0,
+        conflicts: 0, decideUs: 0, trace: newTrace(),
       };
       inst.admitted++;
       this.o.metrics.queueDepth.set({ model }, inst.admitted);
@@ -166,6 +169,7 @@ export class Dispatcher implements Backend {
   }
 
   private async start(r: Live, session: Session): Promise<void> {
+    r.trace.instanceNs = process.hrtime.bigint();
     try {
       r.inference = await session.begin(r.feeds);
     } catch (e) {
@@ -173,6 +177,7 @@ export class Dispatcher implements Backend {
       return;
     }
     r.startedMs = nowMs();
+    r.trace.begunNs = process.hrtime.bigint();
     this.apply(() => this.scheduler.arrive({ id: r.id, model: r.model, arrivalMs: r.arrivalMs }, nowMs()), r);
   }
 
@@ -184,10 +189,11 @@ export class Dispatcher implements Backend {
     this.o.metrics.decisionSeconds.observe(seconds);
     charged.decideUs += seconds * 1e6;
     this.o.metrics.coresBusy.set(this.o.cpus.length - this.scheduler.pool.free);
-    for (const d of decisions) void this.runBlock(d);
+    const decided = process.hrtime.bigint();
+    for (const d of decisions) void this.runBlock(d, decided);
   }
 
-  private async runBlock(d: Decision): Promise<void> {
+  private async runBlock(d: Decision, decidedNs: bigint): Promise<void> {
     const r = this.live.get(d.request);
     if (!r) throw internalError(`the scheduler decided a block for request ${d.request}, which is not live`);
     const name = this.models[r.model]!.name;
@@ -210,6 +216,7 @@ export class Dispatcher implements Backend {
       this.o.metrics.blocks.inc({ model: name, level });
       try {
         const b = await r.inference!.block(units[d.last]!.end, { cores: d.cores.map((c) => this.o.cpus[c]!), stepVersions });
+        r.trace.blocks.push(blockTrace(decidedNs, b, process.hrtime.bigint(), d.cores.length));
         this.o.observeBlock?.(r.model, (b.endNs - b.startNs) / 1e6, d.expectedMs);
       } catch (e) {
         r.failed = e;
@@ -262,6 +269,7 @@ export class Dispatcher implements Backend {
         veltair_levels: r.levels.map((l) => Number(l.toFixed(2))).join(','), veltair_versions: r.versions.join(','),
         veltair_conflicts: r.conflicts, veltair_queue_ms: Number(((r.startedMs ?? done) - r.arrivalMs).toFixed(3)),
         veltair_scheduler_us: Number(r.decideUs.toFixed(2)),
+        veltair_timeline: timelineParameter(r.trace, process.hrtime.bigint()),
         ...sparse,
       },
     });

@@ -19,6 +19,8 @@ export interface LoadModel {
   /** The request body sent for this model, and its headers (JSON, or the binary tensor extension). */
   readonly body: string | Uint8Array;
   readonly headers: Readonly<Record<string, string>>;
+  /** The server answering this model, when it is not the run's server (e.g. one pinned server per model). */
+  readonly base?: URL;
 }
 
 export interface ModelLoadResult {
@@ -138,7 +140,7 @@ export function arrivals(models: readonly LoadModel[], totalQps: number, duratio
 
 export async function runLoad(base: URL, models: readonly LoadModel[], totalQps: number, durationS: number, seed: number): Promise<LoadResult> {
   const plan = arrivals(models, totalQps, durationS, seed);
-  const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, base).href);
+  const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base).href);
   const samples: Sample[] = [];
   const pending: Promise<void>[] = [];
   const start = performance.now();

@@ -21,6 +21,7 @@ import type { ModelPlan } from '../schedule/requirement.js';
 import { Heap } from '../schedule/heap.js';
 import type { Policy } from '../schedule/policies.js';
 import { Scheduler, type ConflictRule, type Decision } from '../schedule/scheduler.js';
+import type { Charges } from './calibration.js';
 import type { InterferenceModel } from './interference.js';
 import type { Uniform } from '../random.js';
 import { exponential, streamFor } from './rng.js';
@@ -50,6 +51,8 @@ export interface SimOptions {
   readonly onEvent?: (view: EventView) => void;
   /** Time each scheduler call with process.hrtime (real time, kept apart from the simulated output). */
   readonly timeDecisions?: boolean;
+  /** What live serving pays per request and per block (calibration.ts); none: only the profiles' costs. */
+  readonly charges?: Charges;
 }
 
 export interface RunningView {
@@ -133,6 +136,10 @@ export function simulate(o: SimOptions): RunResult {
     return r;
   };
 
+  // The front end's CPU time at the offered rates slows every block alike (calibration.ts).
+  const stretch = o.charges ? 1 / (1 - o.charges.share(o.models.map((m) => m.qps), N)) : 1;
+  const frontEndMs = o.models.map((_, i) => o.charges?.frontEndMs[i] ?? 0);
+
   o.models.forEach((m, i) => {
     if (m.qps > 0) events.push({ t: exponential(rngs[i]!, m.qps / 1000), seq: seq++, kind: 0, ref: i, version: 0 });
   });
@@ -148,7 +155,7 @@ export function simulate(o: SimOptions): RunResult {
     const p = plans[d.model]!;
     const units = p.table.units;
     const g = d.cores.length;
-    const claimMs = d.claim ? p.table.claimMs[g]! : 0;
+    const claimMs = (d.claim ? p.table.claimMs[g]! : 0) + (o.charges ? o.charges.blockMs(g) : 0);
     const atLevel = new Float64Array(LEVEL_COUNT).fill(claimMs);
     const unitMs = new Float64Array(d.last - d.first + 1);
     let bytes = 0, footprint = 0;
@@ -160,6 +167,7 @@ export function simulate(o: SimOptions): RunResult {
       bytes += unit.bytes;
       footprint = Math.max(footprint, unit.footprintBytes);
     }
+    if (stretch !== 1) for (let l = 0; l < LEVEL_COUNT; l++) atLevel[l]! *= stretch;
     const gbps = atLevel[0]! > 0 ? bytes / (atLevel[0]! * 1e6) : 0;
     running.set(d.request, { d, startMs: now, atLevel, claimMs, unitMs, gbps, footprint, remaining: 1, rate: 0, level: 0, version: 0 });
     gSum += gbps;
@@ -214,7 +222,7 @@ export function simulate(o: SimOptions): RunResult {
       fSum -= b.footprint;
       metrics.blockFinished(b.d, b.startMs, now, b.claimMs, b.unitMs);
       const r = timed(() => scheduler.blockFinished(e.ref, now));
-      if (r.completed) metrics.completed(e.ref, b.d.model, now);
+      if (r.completed) metrics.completed(e.ref, b.d.model, now + frontEndMs[b.d.model]!);
       decisions = r.decisions;
     }
     for (const d of decisions) startBlock(d);

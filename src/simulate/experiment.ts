@@ -16,6 +16,7 @@ import type { Policy } from '../schedule/policies.js';
 import type { ModelPlan } from '../schedule/requirement.js';
 import type { ConflictRule } from '../schedule/scheduler.js';
 import { simulate, type EventView, type RunResult, type StopReason } from './engine.js';
+import type { Charges } from './calibration.js';
 import type { InterferenceModel } from './interference.js';
 import type { RunMetrics } from './metrics.js';
 
@@ -43,6 +44,8 @@ export interface ExperimentOptions {
   readonly onConflict?: ConflictRule;
   readonly loads: LoadSpec;
   readonly timeDecisions?: boolean;
+  /** Live serving's per-request and per-block costs, charged by the engine (calibration.ts). */
+  readonly charges?: Charges;
   /** Binary-search steps (default 14) for find-max. */
   readonly searchSteps?: number;
   readonly onEvent?: (view: EventView) => void;
@@ -111,6 +114,7 @@ export function runExperiment(o: ExperimentOptions): ExperimentResult {
       durationMs: o.durationMs, warmupMs: o.warmupMs, maxSimMs: o.maxSimMs, maxEvents: o.maxEvents,
       interference: o.interference, stopWhenFailed, timeDecisions: o.timeDecisions === true,
       ...(o.onConflict ? { onConflict: o.onConflict } : {}), ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+      ...(o.charges ? { charges: o.charges } : {}),
     });
     if (r.timing) {
       const t = timingNs.get(policy.name) ?? { calls: 0, totalNs: 0, samples: [], requests: 0 };

@@ -1,0 +1,31 @@
+/**
+ * One ONNX Runtime instance of `ort-instances` (ort-instances.ts), in its own worker thread:
+ * onnxruntime-node runs a session synchronously on the calling thread (its `run` is a
+ * setImmediate around a blocking call), so sessions in one thread never overlap; a worker each
+ * lets N instances of a model run at once, as Triton's `count: N` instances do. The session has
+ * the baseline's options (all graph optimisations, no spin-waiting) and `threads` intra-op threads.
+ *
+ * Messages in: `{ id, feeds: { name: { dtype, shape, data } } }`; out: `{ id, outputs }` or `{ id, error }`.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import * as ort from 'onnxruntime-node';
+
+interface WireTensor { dtype: string; shape: number[]; data: ArrayBufferView }
+interface Job { id: number; feeds: Record<string, WireTensor> }
+
+const { modelPath, threads } = workerData as { modelPath: string; threads: number };
+const session = await ort.InferenceSession.create(modelPath, {
+  intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
+  extra: { session: { intra_op: { allow_spinning: '0' } } },
+});
+parentPort!.postMessage({ ready: true });
+parentPort!.on('message', (job: Job | 'close') => {
+  if (job === 'close') { void session.release().then(() => process.exit(0)); return; }
+  const feeds = Object.fromEntries(Object.entries(job.feeds)
+    .map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, t.shape)]));
+  session.run(feeds).then((out) => {
+    const outputs = Object.fromEntries(Object.entries(out).map(([k, t]) => [k, { dtype: t.type, shape: [...t.dims], data: t.data }]));
+    const buffers = Object.values(outputs).map((t) => (t.data as ArrayBufferView).buffer as ArrayBuffer);
+    parentPort!.postMessage({ id: job.id, outputs }, [...new Set(buffers)]);
+  }, (e: unknown) => parentPort!.postMessage({ id: job.id, error: e instanceof Error ? e.message : String(e) }));
+});
