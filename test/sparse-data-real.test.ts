@@ -16,6 +16,7 @@ import { buildDebianDataset, dependencyNames, packageRecords, parsePackageStanza
 import { buildWordnetDataset, parseWordnetData, parseWordnetLine, synsetFeatures } from '../src/sparse/wordnet.js';
 import { frequencyFloor, isTestRecord, vocabulary, writeXcDataset } from '../src/sparse/xc-build.js';
 import { readXc } from '../src/sparse/xc-reader.js';
+import { assertOneClearError, veltair } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-sparse-data-real-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -219,4 +220,16 @@ test('xc-build: no training label at all is BAD_DATA, not an empty data set', as
   await assert.rejects(writeXcDataset([{ id: 'x', features: ['a'], labels: [] }], {
     kind: 'k', outDir: out, hidden: 4, seed: 1, testFraction: 0.1, minFeatureCount: 1, minLabelCount: 1, source: {}, method: {},
   }), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_DATA');
+});
+
+test('CLI: bad input to `veltair data` is one BAD_DATA error naming file:line, exit 1; a missing WordNet is FILE_NOT_FOUND', async () => {
+  const bad = join(root, 'bad-stanzas.txt');
+  writeFileSync(bad, 'Package: a\nDepends: b (>= 1\n');
+  assertOneClearError(await veltair(['data', 'debian-packages', '--input', bad, '-o', join(root, 'cli-deb')]), 'BAD_DATA', [`${bad}:2`]);
+  const wn = join(root, 'cli-wn-src');
+  mkdirSync(wn);
+  writeFileSync(join(wn, 'data.noun'), NOUNS.replace('002 @ 00000100 n 0000 ~', '002 @ 00000100 x 0000 ~'));
+  writeFileSync(join(wn, 'data.verb'), VERBS);
+  assertOneClearError(await veltair(['data', 'wordnet', '--wordnet-dir', wn, '-o', join(root, 'cli-wn')]), 'BAD_DATA', [`${join(wn, 'data.noun')}:3`]);
+  assertOneClearError(await veltair(['data', 'wordnet', '--wordnet-dir', join(root, 'nowhere'), '-o', join(root, 'cli-wn2')]), 'FILE_NOT_FOUND');
 });
