@@ -8,11 +8,14 @@
 #   python3-torchvision  standard vision architectures for those exports
 #   chromium             headless browser: the report test opens `veltair report` output in it
 #   fonts-dejavu-core    a sans and a mono font, so Chromium and the PNG renderer draw real text
+#   wordnet-base         WordNet 3.0's data files, the source of `veltair data wordnet`
+# `veltair data debian-packages` reads `apt-cache dumpavail`, which is empty until the package lists
+# have been fetched once; so `apt-get update` also runs when no package list is present.
 # Idempotent and fast when everything is present: dpkg is asked first, and apt-get (with its
 # `update`) only runs for what is missing.
 set -euo pipefail
 
-readonly PACKAGES=(libonnx-testdata python3-torch python3-torchvision libopenblas0-pthread chromium fonts-dejavu-core)
+readonly PACKAGES=(libonnx-testdata python3-torch python3-torchvision libopenblas0-pthread chromium fonts-dejavu-core wordnet-base)
 
 is_installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
@@ -23,7 +26,11 @@ for pkg in "${PACKAGES[@]}"; do
   is_installed "$pkg" || missing+=("$pkg")
 done
 
-if [ "${#missing[@]}" -eq 0 ]; then
+have_lists() {
+  [ -n "$(apt-cache dumpavail 2>/dev/null | head -c 1)" ]
+}
+
+if [ "${#missing[@]}" -eq 0 ] && have_lists; then
   exit 0
 fi
 
@@ -37,7 +44,9 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 
-echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: apt-get update${missing[*]:+, then installing ${missing[*]}}" >&2
 "${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ "${#missing[@]}" -gt 0 ]; then
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,7 +1,8 @@
 /**
  * The training section of `npm run bench`, also runnable alone:
- *   node dist/src/bench/train-run.js [--sections compare,grid,threads] [--datasets planted,words]
- *     [--epochs N] [--grid-epochs N] [--threads N] [--json-out FILE]
+ *   node dist/src/bench/train-run.js [--sections compare,grid,threads,sparsity] [--datasets planted,words,wordnet,debian-packages]
+ *     [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…] [--json-out FILE]
+ * (sparsity: the output sparsity sweep, not in the default sections.)
  * Run it under the benchmark lock: `flock -x /work/.bench.lock node dist/src/bench/train-run.js`.
  */
 import { writeFile } from 'node:fs/promises';
@@ -11,6 +12,7 @@ import { benchDataset } from './train-data.js';
 import { compareWithTorch, type CompareReport } from './train-compare.js';
 import { klrGrid, type GridReport } from './train-grid.js';
 import { compareMarkdown, gridMarkdown, threadsMarkdown } from './train-report.js';
+import { sparsityMarkdown, sparsitySweep, type SparsityReport } from './train-sparsity.js';
 import { threadScaling, type ThreadsReport } from './train-threads.js';
 import { pinSelf } from './train-veltair.js';
 
@@ -20,6 +22,8 @@ export interface TrainBenchOptions {
   readonly epochs: number;
   readonly gridEpochs: number;
   readonly threads: number;
+  /** Output sparsities of the sparsity sweep, beside the autotuned one. */
+  readonly sparsities?: readonly number[];
   readonly log: (m: string) => void;
 }
 
@@ -28,6 +32,7 @@ export interface TrainBenchResult {
   readonly compare: CompareReport[];
   readonly grid: GridReport[];
   readonly threads: ThreadsReport[];
+  readonly sparsity: SparsityReport[];
 }
 
 export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchResult> {
@@ -35,7 +40,7 @@ export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchRes
   const pinned = await pinSelf(cores);
   const out: string[] = [`### Sparse training (issue 16)`, '',
     `veltair ${pinned ? 'pinned' : 'NOT pinned (no taskset)'} to cores ${cores.join(',')}; PyTorch runs under \`taskset -c ${cores.join(',')}\`.`, ''];
-  const result: TrainBenchResult = { markdown: '', compare: [], grid: [], threads: [] };
+  const result: TrainBenchResult = { markdown: '', compare: [], grid: [], threads: [], sparsity: [] };
   for (const name of o.datasets) {
     const ds = await benchDataset(name, o.log);
     if (o.sections.includes('compare')) {
@@ -52,6 +57,11 @@ export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchRes
       const t = await threadScaling(ds, o.threads, 4, o.log);
       result.threads.push(t);
       out.push(threadsMarkdown(t));
+    }
+    if (o.sections.includes('sparsity')) {
+      const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log);
+      result.sparsity.push(s);
+      out.push(sparsityMarkdown(s));
     }
   }
   return { ...result, markdown: out.join('\n') };
@@ -72,6 +82,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     epochs: Number(arg('--epochs') ?? 3),
     gridEpochs: Number(arg('--grid-epochs') ?? 2),
     threads: Number(arg('--threads') ?? availableParallelism()),
+    sparsities: (arg('--sparsities') ?? '').split(',').filter((x) => x !== '').map(Number),
     log: (m) => process.stderr.write(`bench train [${((Date.now() - t0) / 1000).toFixed(0)} s]: ${m}\n`),
   });
   const command = `node dist/src/bench/train-run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;

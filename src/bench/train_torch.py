@@ -46,12 +46,12 @@ def read_xc(path, input_dim, output_dim):
 
 
 class Net(torch.nn.Module):
-    def __init__(self, spec):
+    def __init__(self, spec, lazy=False):
         super().__init__()
         layers = spec['layers']
         d0 = layers[0]['dim']
         bound = 1.0 / math.sqrt(spec['input'])
-        self.embed = torch.nn.EmbeddingBag(spec['input'], d0, mode='sum')
+        self.embed = torch.nn.EmbeddingBag(spec['input'], d0, mode='sum', sparse=lazy)
         torch.nn.init.uniform_(self.embed.weight, -bound, bound)
         self.bias0 = torch.nn.Parameter(torch.empty(d0).uniform_(-bound, bound))
         self.acts = [l['activation'] for l in layers]
@@ -131,6 +131,9 @@ def main():
     ap.add_argument('--threads', type=int, default=os.cpu_count())
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--step', action='store_true')
+    # Lazy Adam on the first layer, as veltair does it: only the feature rows a batch touches get an
+    # Adam update (torch.optim.SparseAdam over a sparse EmbeddingBag gradient); the rest stays Adam.
+    ap.add_argument('--lazy-embedding', action='store_true')
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -139,14 +142,19 @@ def main():
     train = read_xc(a.train, spec['input'], spec['layers'][-1]['dim'])
     test = read_xc(a.eval, spec['input'], spec['layers'][-1]['dim']) if a.eval else None
     read_s = time.time() - t0
-    net = Net(spec)
+    net = Net(spec, a.lazy_embedding)
     # One product first, so the BLAS library is mapped before it is reported.
     torch.randn(64, 64) @ torch.randn(64, 64)
     blas, mapped = blas_info()
     print(json.dumps({'kind': 'info', 'torch': torch.__version__, 'threads': torch.get_num_threads(), 'blasConfig': blas,
                       'blasLoaded': mapped, 'env': {k: os.environ.get(k) for k in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS')},
                       'readSeconds': read_s, 'trainRows': len(train[3])}), flush=True)
-    opt = torch.optim.Adam(net.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
+    if a.lazy_embedding:
+        dense = [p for name, p in net.named_parameters() if name != 'embed.weight']
+        opts = [torch.optim.SparseAdam([net.embed.weight], lr=a.lr, betas=(0.9, 0.999), eps=1e-8),
+                torch.optim.Adam(dense, lr=a.lr, betas=(0.9, 0.999), eps=1e-8)]
+    else:
+        opts = [torch.optim.Adam(net.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)]
     n = len(train[3])
     act = spec['layers'][-1]['activation']
     g = torch.Generator().manual_seed(a.seed)
@@ -160,10 +168,12 @@ def main():
         for s in range(0, n, a.batch):
             rows = order[s:s + a.batch]
             idx, off, w, labs = batch_of(train, rows)
-            opt.zero_grad(set_to_none=True)
+            for opt in opts:
+                opt.zero_grad(set_to_none=True)
             loss = loss_of(net(idx, off, w), labs, act)
             loss.backward()
-            opt.step()
+            for opt in opts:
+                opt.step()
             total += loss.item() * len(rows)
         seconds = time.time() - t
         te = time.time()

@@ -3,6 +3,8 @@
  *   [--prototype N] [--noise N] [--zipf A] [--hidden N] [--force] [--json]`
  * `veltair data words -o DIR [--root DIR]… [--classes N] [--min-count N] [--window W]
  *   [--max-train N] [--max-test N] [--force] [--json]`
+ * `veltair data wordnet -o DIR [--wordnet-dir DIR] [--seed N] [--test-fraction F] [--min-feature-count N] [--hidden N] [--force] [--json]`
+ * `veltair data debian-packages -o DIR [--input FILE] [--seed N] [--test-fraction F] [--min-feature-count N] [--hidden N] [--force] [--json]`
  * Data sets for `veltair train`, in the XC format, each with a matching spec.json and a
  * dataset.json that says how it was made.
  */
@@ -13,6 +15,9 @@ import { userError } from '../errors.js';
 import { writeTextAtomic } from '../atomic-file.js';
 import { PLANTED_DEFAULTS, plantedModel, writePlantedFile, type PlantedOptions } from '../sparse/planted.js';
 import { buildWordsDataset, DEFAULT_WORD_ROOTS, WORDS_DEFAULTS } from '../sparse/words.js';
+import { buildDebianDataset, DEBIAN_DEFAULTS } from '../sparse/debian-packages.js';
+import { buildWordnetDataset, DEFAULT_WORDNET_DIR, WORDNET_DEFAULTS } from '../sparse/wordnet.js';
+import type { XcBuildSummary } from '../sparse/xc-build.js';
 import { note, printJson, printLine } from '../terminal/output.js';
 
 const DATA_FILES = ['train.txt', 'test.txt', 'spec.json', 'dataset.json'];
@@ -130,6 +135,64 @@ async function words(f: WordsFlags): Promise<void> {
     + `veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`);
 }
 
+interface RealFlags {
+  output?: string;
+  wordnetDir?: string;
+  input?: string;
+  seed?: string;
+  testFraction?: string;
+  minFeatureCount?: string;
+  minLabelCount?: string;
+  hidden?: string;
+  force?: boolean;
+  json?: boolean
+}
+
+function realOptions(f: RealFlags, d: typeof WORDNET_DEFAULTS) {
+  return {
+    seed: int('--seed', f.seed, d.seed, 0),
+    testFraction: num('--test-fraction', f.testFraction, d.testFraction, 0.001, 0.5),
+    minFeatureCount: int('--min-feature-count', f.minFeatureCount, d.minFeatureCount),
+    minLabelCount: int('--min-label-count', f.minLabelCount, d.minLabelCount),
+    hidden: int('--hidden', f.hidden, d.hidden),
+  };
+}
+
+function printReal(f: RealFlags, dir: string, what: string, r: XcBuildSummary & { sourceSha256: string }): void {
+  if (f.json) { printJson({ dir, ...r }); return; }
+  const pc = (x: number) => `${(100 * x).toFixed(2)}%`;
+  printLine(`wrote ${r.trainSamples} training and ${r.testSamples} test samples (${r.labels} labels, ${r.features} features) from ${what} `
+    + `(sha256 ${r.sourceSha256.slice(0, 16)}…) to ${dir}; labels seen once ${r.profile.count1}, 2–4 ${r.profile.count2to4}, `
+    + `5–19 ${r.profile.count5to19}, ≥20 ${r.profile.count20up} (max ${r.profile.maxCount}); `
+    + `floor (most frequent labels) P@1 ${pc(r.floor['precision@1'])}, P@5 ${pc(r.floor['precision@5'])}; train with: `
+    + `veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`);
+}
+
+async function wordnet(f: RealFlags): Promise<void> {
+  const o = realOptions(f, WORDNET_DEFAULTS);
+  const dir = await prepareDir(f.output, f.force === true);
+  const r = await buildWordnetDataset({ ...o, dir: f.wordnetDir ?? DEFAULT_WORDNET_DIR, outDir: dir });
+  printReal(f, dir, `${r.synsets} WordNet synsets`, r);
+}
+
+async function debianPackages(f: RealFlags): Promise<void> {
+  const o = realOptions(f, DEBIAN_DEFAULTS);
+  const dir = await prepareDir(f.output, f.force === true);
+  const r = await buildDebianDataset({ ...o, input: f.input, outDir: dir });
+  printReal(f, dir, `${r.packages} package stanzas of ${f.input ?? 'apt-cache dumpavail'}`, r);
+}
+
+function realFlags(c: Command, d: typeof WORDNET_DEFAULTS): Command {
+  return c.option('-o, --output <dir>', 'output directory (train.txt, test.txt, spec.json, dataset.json, classes.txt, features.txt)')
+    .option('--seed <n>', `seed of the train/test cut (default ${d.seed})`)
+    .option('--test-fraction <f>', `share of samples held out for test (default ${d.testFraction})`)
+    .option('--min-feature-count <n>', `a feature occurs in at least N training samples (default ${d.minFeatureCount})`)
+    .option('--min-label-count <n>', `a label occurs in at least N training samples (default ${d.minLabelCount})`)
+    .option('--hidden <n>', `hidden width of the spec.json written beside the data (default ${d.hidden})`)
+    .option('--force', 'replace an earlier data set in the directory')
+    .option('--json', 'machine-readable summary on stdout');
+}
+
 export function registerDataCommand(program: Command): void {
   const data = program.command('data').description('make XC-format data sets for veltair train');
   data.command('planted')
@@ -162,4 +225,12 @@ export function registerDataCommand(program: Command): void {
     .option('--force', 'replace an earlier data set in the directory')
     .option('--json', 'machine-readable summary on stdout')
     .action((flags: WordsFlags) => words(flags));
+  realFlags(data.command('wordnet')
+    .description('WordNet noun and verb synsets (Debian package wordnet-base): gloss and lemma words → hypernym synsets'), WORDNET_DEFAULTS)
+    .option('--wordnet-dir <dir>', `directory of WordNet's data.noun and data.verb (default ${DEFAULT_WORDNET_DIR})`)
+    .action((flags: RealFlags) => wordnet(flags));
+  realFlags(data.command('debian-packages')
+    .description('Debian packages (apt-cache dumpavail): short-description words, section and debtags → the packages each depends on'), DEBIAN_DEFAULTS)
+    .option('--input <file>', 'read deb822 package stanzas from FILE instead of `apt-cache dumpavail`')
+    .action((flags: RealFlags) => debianPackages(flags));
 }
