@@ -50,7 +50,7 @@ const log = (m: string) => process.stderr.write(`transfer: ${m}\n`);
 
 interface CompileRun {
   readonly seconds: number;
-  readonly summary: { measured: number; dbHits: number; transfer: { exactWorkloads: number; transferredWorkloads: number;
+  readonly summary: { measured: number; dbHits: number; tuningSeconds: number; transfer: { exactWorkloads: number; transferredWorkloads: number;
     transferredSeeds: number; freshWorkloads: number; medianDistance: number | null } };
 }
 
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
       log(`compiling for --isa ${isa} with the native records, empty kernel cache`);
       moved = await compile(model, secondDb, secondCache, join(work, `${second}.bundle`), isa, false, extra);
     }
-    log(`transfer: ${moved.seconds.toFixed(1)} s, ${moved.summary.measured} measured`);
+    log(`transfer: ${moved.seconds.toFixed(1)} s (${moved.summary.tuningSeconds.toFixed(1)} s tuning), ${moved.summary.measured} measured`);
 
     // Each bundle of each round in a fresh process: in one process a bundle and a copy of itself read up to 4% apart.
     const paths = ['scratch', second].map((b) => join(work, `${b}.bundle`));
@@ -153,9 +153,9 @@ async function main(): Promise<void> {
     }
     const s = summarizeRatios(ratios);
     const row = (name: string, c: CompileRun | undefined, latency: number[]) => {
-      if (!c) return `| ${name} | (reused from an earlier run in --work) | | | ${median(latency).toFixed(2)} |`;
+      if (!c) return `| ${name} | (reused from an earlier run in --work) | | | | ${median(latency).toFixed(2)} |`;
       const tr = c.summary.transfer;
-      return `| ${name} | ${c.seconds.toFixed(1)} | ${c.summary.measured} | ${tr.exactWorkloads} / ${tr.transferredWorkloads} / ${tr.freshWorkloads} `
+      return `| ${name} | ${c.seconds.toFixed(1)} | ${c.summary.tuningSeconds.toFixed(1)} | ${c.summary.measured} | ${tr.exactWorkloads} / ${tr.transferredWorkloads} / ${tr.freshWorkloads} `
         + `| ${median(latency).toFixed(2)} |`;
     };
     process.stdout.write([
@@ -172,8 +172,8 @@ async function main(): Promise<void> {
           : shipped ? 'the second compile is a fresh clone\'s: an empty database and the records shipped in tuning-db/ (no simulation).'
             : 'the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).'),
       '',
-      '| compile | wall (s) | measured | workloads exact / transferred / fresh | latency, median of rounds (ms) |',
-      '|---|---|---|---|---|',
+      '| compile | wall (s) | tuning (s) | measured | workloads exact / transferred / fresh | latency, median of rounds (ms) |',
+      '|---|---|---|---|---|---|',
       row('from scratch', scratch, ms[0]!),
       row(isa ? `transfer, --isa ${isa}` : shipped ? `fresh clone (shipped records${foreignOnly ? ' of other targets' : ''})` : 'transfer', moved, ms[1]!),
       '',

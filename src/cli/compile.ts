@@ -202,7 +202,7 @@ export function registerCompileCommand(program: Command): void {
     .option('-o, --output <dir>', 'bundle directory to write (not needed with --shard)')
     .option('--trials <n>', `measured candidates per unique workload (default ${DEFAULT_TRIALS})`)
     .option('--transfer-trials <n>', 'candidates per workload and thread count when only other machines\' records seed it '
-      + '(default max(2, ⌈trials/3⌉); 0: no transfer, search from scratch)')
+      + '(default max(2, ⌈trials/4⌉); 0: no transfer, search from scratch)')
     .option('--levels <list>', 'interference levels to measure every candidate at (default 0,1,2,3,4)')
     .option('--max-versions <n>', `versions kept per layer and thread count, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
     .option('--isa <level>', 'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512)')

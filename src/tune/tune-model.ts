@@ -79,7 +79,7 @@ export interface TuneOptions {
   /**
    * Seed workloads without a record for this target from other targets' records (db/transfer.ts),
    * and give such a workload at most this many trials: confirming and refining, not searching
-   * from nothing. Default: max(2, ⌈trials / 3⌉); 0 turns transfer off.
+   * from nothing. Default: defaultTransferTrials(trials); 0 turns transfer off.
    */
   readonly transferTrials?: number;
   /**
@@ -211,6 +211,17 @@ export function tasksOf(uses: readonly WorkloadUse[], shard?: Shard): WorkloadUs
     .filter((u) => !shard || shardOf(u.workload.key, shard.count) === shard.index);
 }
 
+/**
+ * Candidates per workload and thread count when only other machines' records seed it:
+ * max(2, ⌈trials / 4⌉), 2 at the default budget: the nearest target's two best frontier
+ * candidates, confirmed here. On a new host type (ResNet-50, Zen 5) that took 96–100 s of tuning
+ * against 127 s at 3, with bundles at 1.006–1.013× a from-scratch compile's latency
+ * (bench/RESULTS.md, "Any x86-64 host").
+ */
+export function defaultTransferTrials(trials: number): number {
+  return Math.max(2, Math.ceil(trials / 4));
+}
+
 export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions): Promise<TuneResult> {
   const started = Date.now();
   const target = o.target ?? await detectTarget();
@@ -237,7 +248,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   // A run with no record of its own at its count but with other targets' records at that count
   // starts from their frontier (db/transfer.ts) and is capped at transferCap trials.
   const runs = tasks.flatMap((use) => threads.map((t) => ({ use, threads: t })));
-  const transferCap = o.transferTrials ?? Math.max(2, Math.ceil(o.trials / 3));
+  const transferCap = o.transferTrials ?? defaultTransferTrials(o.trials);
   const ownAt = (key: string, n: number) => o.db.lookup(key).filter((r) => r.threads === n);
   const seedsOf = runs.map((r) => (transferCap > 0 && ownAt(r.use.workload.key, r.threads).length === 0
     ? transferSeeds(o.db.foreign(r.use.workload.key).filter((f) => f.threads === r.threads), target, fingerprint, transferCap) : []));
@@ -288,6 +299,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
 
   try {
     const warmups = proposeWarmups(searches, progress, caps, batch, budget, done);
+    // The co-runners start while the warm-up kernels compile: levels 2–4 allocate and touch
+    // gigabytes, and each stops itself once ready (interference/bank.ts), so the two overlap
+    // instead of adding up. Not when the database already holds every trial: nothing is measured.
+    if (done < budget) void bank().catch(() => undefined);
     await prebuildWarmups(runs, warmups, { ...ctxBase, batch, ...(o.onCompileProgress ? { onCompiled: o.onCompileProgress } : {}) });
     while (done < budget) {
       const i = pickTask(progress);
