@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { userError } from '../errors.js';
-import { lineChunks, writeFileAtomic, writeTextAtomic } from './atomic-file.js';
+import { lineChunks, writeFileAtomic, writeTextAtomic } from '../atomic-file.js';
 
 export interface XcRecord {
   readonly id: string;
