@@ -155,7 +155,8 @@ async function main(): Promise<void> {
     const row = (name: string, c: CompileRun | undefined, latency: number[]) => {
       if (!c) return `| ${name} | (reused from an earlier run in --work) | | | | ${median(latency).toFixed(2)} |`;
       const tr = c.summary.transfer;
-      return `| ${name} | ${c.seconds.toFixed(1)} | ${c.summary.tuningSeconds.toFixed(1)} | ${c.summary.measured} | ${tr.exactWorkloads} / ${tr.transferredWorkloads} / ${tr.freshWorkloads} `
+      return `| ${name} | ${c.seconds.toFixed(1)} | ${c.summary.tuningSeconds.toFixed(1)} | ${c.summary.measured} `
+        + `| ${tr.exactWorkloads} / ${tr.transferredWorkloads} / ${tr.freshWorkloads} `
         + `| ${median(latency).toFixed(2)} |`;
     };
     process.stdout.write([
