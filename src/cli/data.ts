@@ -15,8 +15,9 @@ import { userError } from '../errors.js';
 import { writeTextAtomic } from '../atomic-file.js';
 import { PLANTED_DEFAULTS, plantedModel, writePlantedFile, type PlantedOptions } from '../sparse/planted.js';
 import { buildWordsDataset, DEFAULT_WORD_ROOTS, WORDS_DEFAULTS } from '../sparse/words.js';
-import { buildDebianDataset, DEBIAN_DEFAULTS } from '../sparse/debian-packages.js';
-import { buildWordnetDataset, DEFAULT_WORDNET_DIR, WORDNET_DEFAULTS } from '../sparse/wordnet.js';
+import { buildDebianDataset } from '../sparse/debian-packages.js';
+import { buildWordnetDataset, DEFAULT_WORDNET_DIR } from '../sparse/wordnet.js';
+import { XC_DEFAULTS } from '../sparse/xc-build.js';
 import type { XcBuildSummary } from '../sparse/xc-build.js';
 import { note, printJson, printLine } from '../terminal/output.js';
 
@@ -148,7 +149,7 @@ interface RealFlags {
   json?: boolean
 }
 
-function realOptions(f: RealFlags, d: typeof WORDNET_DEFAULTS) {
+function realOptions(f: RealFlags, d: typeof XC_DEFAULTS) {
   return {
     seed: int('--seed', f.seed, d.seed, 0),
     testFraction: num('--test-fraction', f.testFraction, d.testFraction, 0.001, 0.5),
@@ -169,20 +170,20 @@ function printReal(f: RealFlags, dir: string, what: string, r: XcBuildSummary & 
 }
 
 async function wordnet(f: RealFlags): Promise<void> {
-  const o = realOptions(f, WORDNET_DEFAULTS);
+  const o = realOptions(f, XC_DEFAULTS);
   const dir = await prepareDir(f.output, f.force === true);
   const r = await buildWordnetDataset({ ...o, dir: f.wordnetDir ?? DEFAULT_WORDNET_DIR, outDir: dir });
   printReal(f, dir, `${r.synsets} WordNet synsets`, r);
 }
 
 async function debianPackages(f: RealFlags): Promise<void> {
-  const o = realOptions(f, DEBIAN_DEFAULTS);
+  const o = realOptions(f, XC_DEFAULTS);
   const dir = await prepareDir(f.output, f.force === true);
   const r = await buildDebianDataset({ ...o, input: f.input, outDir: dir });
   printReal(f, dir, `${r.packages} package stanzas of ${f.input ?? 'apt-cache dumpavail'}`, r);
 }
 
-function realFlags(c: Command, d: typeof WORDNET_DEFAULTS): Command {
+function realFlags(c: Command, d: typeof XC_DEFAULTS): Command {
   return c.option('-o, --output <dir>', 'output directory (train.txt, test.txt, spec.json, dataset.json, classes.txt, features.txt)')
     .option('--seed <n>', `seed of the train/test cut (default ${d.seed})`)
     .option('--test-fraction <f>', `share of samples held out for test (default ${d.testFraction})`)
@@ -226,11 +227,11 @@ export function registerDataCommand(program: Command): void {
     .option('--json', 'machine-readable summary on stdout')
     .action((flags: WordsFlags) => words(flags));
   realFlags(data.command('wordnet')
-    .description('WordNet noun and verb synsets (Debian package wordnet-base): gloss and lemma words → hypernym synsets'), WORDNET_DEFAULTS)
+    .description('WordNet noun and verb synsets (Debian package wordnet-base): gloss and lemma words → hypernym synsets'), XC_DEFAULTS)
     .option('--wordnet-dir <dir>', `directory of WordNet's data.noun and data.verb (default ${DEFAULT_WORDNET_DIR})`)
     .action((flags: RealFlags) => wordnet(flags));
   realFlags(data.command('debian-packages')
-    .description('Debian packages (apt-cache dumpavail): short-description words, section and debtags → the packages each depends on'), DEBIAN_DEFAULTS)
+    .description('Debian packages (apt-cache dumpavail): short-description words, section and debtags → the packages each depends on'), XC_DEFAULTS)
     .option('--input <file>', 'read deb822 package stanzas from FILE instead of `apt-cache dumpavail`')
     .action((flags: RealFlags) => debianPackages(flags));
 }

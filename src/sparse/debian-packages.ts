@@ -16,9 +16,8 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { execa } from 'execa';
 import { userError } from '../errors.js';
-import { writeXcDataset, type XcBuildSummary, type XcRecord } from './xc-build.js';
+import { writeXcDataset, type XcBuildSummary, type XcRecord, type XcSplitOptions } from './xc-build.js';
 
-export const DEBIAN_DEFAULTS = { seed: 1, testFraction: 0.1, minFeatureCount: 2, minLabelCount: 1, hidden: 128 };
 
 export interface DebPackage {
   readonly name: string;
@@ -114,15 +113,9 @@ export function packageRecords(packages: readonly DebPackage[]): { records: XcRe
   return { records, duplicates: packages.length - byName.size };
 }
 
-export interface DebianOptions {
+export interface DebianOptions extends XcSplitOptions {
   /** A file of stanzas; undefined: run `apt-cache dumpavail`. */
   readonly input?: string;
-  readonly outDir: string;
-  readonly seed: number;
-  readonly testFraction: number;
-  readonly minFeatureCount: number;
-  readonly minLabelCount: number;
-  readonly hidden: number;
 }
 
 export interface DebianSummary extends XcBuildSummary {

@@ -14,11 +14,10 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { userError } from '../errors.js';
-import { writeXcDataset, type XcBuildSummary, type XcRecord } from './xc-build.js';
+import { writeXcDataset, type XcBuildSummary, type XcRecord, type XcSplitOptions } from './xc-build.js';
 
 export const DEFAULT_WORDNET_DIR = '/usr/share/wordnet';
 export const WORDNET_FILES = [['data.noun', 'n'], ['data.verb', 'v']] as const;
-export const WORDNET_DEFAULTS = { seed: 1, testFraction: 0.1, minFeatureCount: 2, minLabelCount: 1, hidden: 128 };
 
 export interface Synset {
   /** `n00001930`: part of speech and byte offset, WordNet's own synset key. */
@@ -103,14 +102,8 @@ export function wordnetRecords(synsets: readonly Synset[]): XcRecord[] {
   return synsets.filter((s) => s.hypernyms.length > 0).map((s) => ({ id: s.id, features: synsetFeatures(s), labels: s.hypernyms }));
 }
 
-export interface WordnetOptions {
+export interface WordnetOptions extends XcSplitOptions {
   readonly dir: string;
-  readonly outDir: string;
-  readonly seed: number;
-  readonly testFraction: number;
-  readonly minFeatureCount: number;
-  readonly minLabelCount: number;
-  readonly hidden: number;
 }
 
 export interface WordnetSummary extends XcBuildSummary {

@@ -23,14 +23,21 @@ export interface XcRecord {
   readonly labels: readonly string[];
 }
 
-export interface XcBuildOptions {
-  readonly kind: string;
+/** What every real data set's build takes: where it goes, the seeded cut, the filters and the spec's width. */
+export interface XcSplitOptions {
   readonly outDir: string;
-  readonly hidden: number;
   readonly seed: number;
   readonly testFraction: number;
   readonly minFeatureCount: number;
   readonly minLabelCount: number;
+  readonly hidden: number;
+}
+
+/** The defaults of XcSplitOptions (all but outDir), shared by `veltair data wordnet` and `debian-packages`. */
+export const XC_DEFAULTS = { seed: 1, testFraction: 0.1, minFeatureCount: 2, minLabelCount: 1, hidden: 128 };
+
+export interface XcBuildOptions extends XcSplitOptions {
+  readonly kind: string;
   /** Where the records came from (paths, sha256), written into dataset.json. */
   readonly source: Record<string, unknown>;
   /** How records were made from the source, in words, written into dataset.json. */
