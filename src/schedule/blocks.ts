@@ -42,13 +42,39 @@ export function thresholdFor(idle: number, appetite: number, appetiteSum: number
   return idle * appetite / appetiteSum;
 }
 
-/** The adaptive block starting at `start`: up to (not including) the next spike. */
-export function formBlock(p: ModelPlan, start: number, threshold: number): Block {
+/**
+ * The adaptive block starting at `start`: up to (not including) the next spike, and no longer
+ * than `capMs` on one core (its first unit always belongs to it). The cap is what another tenant
+ * can afford to wait for cores (waitBudgetMs): without it a frugal model with no spikes is one
+ * block, and a light request that finds every core held waits behind a whole heavy inference.
+ */
+export function formBlock(p: ModelPlan, start: number, threshold: number, capMs = Infinity): Block {
   const limit = p.averageRequirement + threshold;
   const U = p.requirement.length;
+  const N = p.table.maxCores;
+  const oneCore = (u: number) => p.bestQuietMs[u * (N + 1) + 1]!;
   let last = start;
-  while (last + 1 < U && p.requirement[last + 1]! <= limit) last++;
+  let ms = oneCore(start);
+  while (last + 1 < U && p.requirement[last + 1]! <= limit && ms + oneCore(last + 1) <= capMs) ms += oneCore(++last);
   return { first: start, last };
+}
+
+/**
+ * How long a request of this model can wait for cores and still meet its QoS with room to spare:
+ * half its slack (QoS − its planned latency). The other half absorbs queueing behind its own
+ * model's requests and what the live front end adds. 0 when the plan has no slack.
+ */
+export function waitBudgetMs(p: ModelPlan): number {
+  return Math.max(0, p.qosMs - p.plannedMs) / 2;
+}
+
+/**
+ * Per model: the longest block it may form, the smallest wait budget among the *other* models
+ * (Infinity when it is alone). A model only shortens its blocks for tenants tighter than itself.
+ */
+export function blockCaps(plans: readonly ModelPlan[]): number[] {
+  const budgets = plans.map(waitBudgetMs);
+  return plans.map((_, i) => Math.min(Infinity, ...budgets.filter((_, j) => j !== i)));
 }
 
 /** A fixed block of `k` units starting at `start`. */

@@ -13,19 +13,26 @@
  *   layerwise        Planaria-like spatial: every layer is a block claiming its own requirement
  *                    (its claim/release included, like every block's: the same as static:1).
  *   static:K         fixed blocks of K layers, each claiming its flattened (frugal) requirement.
- *   veltair          adaptive blocks (spikes split, threshold from spare capacity, flattening)
+ *   veltair          adaptive blocks (spikes split, threshold from spare capacity, flattening,
+ *                    no longer than the tightest other tenant can wait), earliest deadline first
  *                    + adaptive versions: each layer runs the version with the lowest latency at
  *                    the granted cores and the predicted interference level. Claims, like every
  *                    policy's, are sized from the best quiet versions at their slowest measured
  *                    level plus one claim/release (requirement.ts), so a wrong prediction cannot
  *                    push a block past its share.
- *   veltair-sched    the same blocks, best-quiet versions only (ablation: scheduling alone).
+ *   veltair-sched    the same blocks and order, best-quiet versions only (ablation: scheduling alone).
  *   veltair-compile  FCFS's whole-model blocks, adaptive versions (ablation: compiler alone).
  */
 import { quoteForMessage, userError } from '../errors.js';
 
 export type BlockRule = 'model' | 'layer' | 'fixed' | 'adaptive';
 export type ClaimRule = 'peak' | 'requirement' | 'flat' | 'fastest';
+/**
+ * Which waiting request goes first: the oldest (`arrival`), or the one whose QoS deadline
+ * (arrival + QoS) is nearest (`deadline`), so that a light request with a tight QoS is served
+ * between a heavy request's blocks instead of behind them.
+ */
+export type OrderRule = 'arrival' | 'deadline';
 
 export interface Policy {
   /** As the user wrote it, normalised (e.g. `static:4`). */
@@ -34,6 +41,7 @@ export interface Policy {
   /** Layers per block for `fixed`. */
   readonly k: number;
   readonly claim: ClaimRule;
+  readonly order: OrderRule;
   /** Versions chosen at the predicted interference level (else at level 0). */
   readonly adaptiveVersions: boolean;
   /** One request at a time on the machine, token order (PREMA). */
@@ -48,7 +56,7 @@ export interface Policy {
 
 export const POLICY_NAMES = ['fcfs', 'prema', 'layerwise', 'static:K', 'veltair', 'veltair-sched', 'veltair-compile'] as const;
 
-const base = { k: 1, adaptiveVersions: false, temporal: false, onConflict: 'shrink' } as const;
+const base = { k: 1, adaptiveVersions: false, temporal: false, onConflict: 'shrink', order: 'arrival' } as const;
 
 export function parsePolicy(text: string): Policy {
   const t = text.trim();
@@ -56,8 +64,8 @@ export function parsePolicy(text: string): Policy {
     case 'fcfs': return { ...base, name: t, blocks: 'model', claim: 'peak', onConflict: 'wait' };
     case 'prema': return { ...base, name: t, blocks: 'layer', claim: 'fastest', temporal: true, onConflict: 'wait' };
     case 'layerwise': return { ...base, name: t, blocks: 'layer', claim: 'requirement' };
-    case 'veltair': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', adaptiveVersions: true };
-    case 'veltair-sched': return { ...base, name: t, blocks: 'adaptive', claim: 'flat' };
+    case 'veltair': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline', adaptiveVersions: true };
+    case 'veltair-sched': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline' };
     case 'veltair-compile': return { ...base, name: t, blocks: 'model', claim: 'peak', adaptiveVersions: true, onConflict: 'wait' };
     default: break;
   }

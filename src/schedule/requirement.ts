@@ -51,6 +51,8 @@ export interface ModelPlan {
   readonly fastestMs: number;
   /** Fewest core·ms one request can cost (each unit at its most core-efficient count). */
   readonly minCoreMs: number;
+  /** Latency alone when every unit runs at its requirement (best quiet versions, ms): what the plan expects a request to take. */
+  readonly plannedMs: number;
 }
 
 /** Water-filled shares (see the header): returns shares and which units met theirs at no core count. */
@@ -137,9 +139,11 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
     for (let c = 1; c <= N; c++) m = Math.min(m, c * quiet(u, c));
     minCoreMs += m;
   }
+  let plannedMs = 0;
+  for (let u = 0; u < U; u++) plannedMs += quiet(u, requirement[u]!);
   return {
     table, qosMs, shareMs, requirement, feasible: capped.map((c) => !c), qosReachable, averageRequirement, peakRequirement: Math.max(0, ...requirement),
-    bestQuietMs, prefixMs, prefixQuietVersionsWorstMs, prefixShareMs, fastestCores, fastestMs, minCoreMs,
+    bestQuietMs, prefixMs, prefixQuietVersionsWorstMs, prefixShareMs, fastestCores, fastestMs, minCoreMs, plannedMs,
   };
 }
 

@@ -17,15 +17,18 @@
  * done; cores are back in the pool from that call on. No core is ever granted twice (CorePool
  * enforces it).
  *
- * Dispatch order: waiting requests by arrival (oldest first: in-flight requests before new ones);
- * PREMA by tokens. On a conflict (fewer free cores than the block's minimum) the block waits and
- * so does everyone behind it (no backfilling: a big block cannot be starved by small ones), or,
+ * Dispatch order: waiting requests by arrival (oldest first: in-flight requests before new ones),
+ * or, for the adaptive policies, by deadline (arrival + QoS; ties by arrival); PREMA by tokens.
+ * Adaptive blocks are also no longer than the tightest other model's wait budget (blocks.ts
+ * blockCaps), so a request that finds every core held waits for a block, not a whole inference.
+ * On a conflict (fewer free cores than the block's minimum) the block waits and so does everyone
+ * behind it (no backfilling: a big block cannot be starved by small ones), or,
  * with the rule 'shrink', runs on what is free; each policy has its rule (policies.ts). Cost per event: O(models + waiting requests
  * looked at + block length + cores) — linear scans only.
  */
 import { internalError, userError } from '../errors.js';
 import { bestVersion, latAtLevel } from './model-table.js';
-import { fixedBlock, flatClaim, formBlock, idleCores, shareScale, thresholdFor, type Block } from './blocks.js';
+import { blockCaps, fixedBlock, flatClaim, formBlock, idleCores, shareScale, thresholdFor, type Block } from './blocks.js';
 import { CorePool } from './core-pool.js';
 import { Heap } from './heap.js';
 import type { Policy } from './policies.js';
@@ -88,6 +91,7 @@ interface Req {
   readonly id: number;
   readonly model: number;
   readonly arrivalMs: number;
+  readonly deadlineMs: number;
   next: number;
   running: boolean;
   held: number[];
@@ -107,6 +111,7 @@ interface Req {
 const capped = (scaled: number, plain: number, p: ModelPlan) => Math.min(scaled, Math.max(plain, p.peakRequirement));
 
 const byArrival = (a: Req, b: Req) => a.arrivalMs < b.arrivalMs || (a.arrivalMs === b.arrivalMs && a.id < b.id);
+const byDeadline = (a: Req, b: Req) => a.deadlineMs < b.deadlineMs || (a.deadlineMs === b.deadlineMs && byArrival(a, b));
 
 export class Scheduler {
   readonly policy: Policy;
@@ -117,7 +122,9 @@ export class Scheduler {
   private readonly priorities: readonly number[];
   private readonly deadlineAware: boolean;
   private readonly requests = new Map<number, Req>();
-  private readonly ready = new Heap<Req>(byArrival);
+  private readonly ready: Heap<Req>;
+  /** Per model: the longest adaptive block, ms on one core (blocks.ts blockCaps). */
+  private readonly blockCapMs: readonly number[];
   private readonly premaReady: Req[] = [];
   private readonly activePerModel: Int32Array;
   private runningCount = 0;
@@ -139,6 +146,8 @@ export class Scheduler {
     this.priorities = o.priorities ?? o.models.map(() => 1);
     this.deadlineAware = o.deadlineAware ?? true;
     this.activePerModel = new Int32Array(o.models.length);
+    this.ready = new Heap<Req>(o.policy.order === 'deadline' ? byDeadline : byArrival);
+    this.blockCapMs = blockCaps(o.models);
   }
 
   get stats(): SchedulerStats {
@@ -152,8 +161,11 @@ export class Scheduler {
   arrive(a: RequestArrival, now: number): Decision[] {
     if (this.requests.has(a.id)) throw internalError(`request ${a.id} arrived twice`);
     if (!(a.model >= 0 && a.model < this.models.length)) throw internalError(`request ${a.id} names model ${a.model}`);
-    const r: Req = { id: a.id, model: a.model, arrivalMs: a.arrivalMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now,
-      level: 0 };
+    const deadlineMs = a.arrivalMs + this.models[a.model]!.qosMs;
+    const r: Req = {
+      id: a.id, model: a.model, arrivalMs: a.arrivalMs, deadlineMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now,
+      level: 0,
+    };
     this.requests.set(a.id, r);
     this.activePerModel[a.model]!++;
     this.enqueue(r);
@@ -227,7 +239,7 @@ export class Scheduler {
       }
       case 'adaptive': {
         const threshold = thresholdFor(idle, p.averageRequirement, appetiteSum);
-        const block = formBlock(p, r.next, threshold);
+        const block = formBlock(p, r.next, threshold, this.blockCapMs[r.model]);
         const need = Math.min(N, scale === 1 ? flatClaim(p, block) : capped(flatClaim(p, block, scale), flatClaim(p, block), p));
         return { block, want: need, need };
       }
