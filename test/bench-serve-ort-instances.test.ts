@@ -14,7 +14,7 @@ test('ort-instances: N instances answer concurrent requests of one queue exactly
   const path = join(dir, 'tiny.onnx');
   writeFileSync(path, encodeModel(tinyModelSpec()));
   const reference = await ort.InferenceSession.create(path);
-  const pool = await startInstancePool(path, 2, 1);
+  const pool = await startInstancePool(path, 2, 1, 0);
   try {
     assert.equal(pool.count, 2);
     const inputs = Array.from({ length: 6 }, (_, i) => seededFloats(3 * 8 * 8, 40 + i, -1, 1));

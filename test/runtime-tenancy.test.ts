@@ -9,13 +9,13 @@
  * never asserted here.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { encodeModel, type ModelSpec } from '../src/onnx/encode.js';
 import type { Tensor } from '../src/onnx/model.js';
-import { loadBundle, type Session } from '../src/runtime/session.js';
+import { loadBundle, setBlockNice, type Session } from '../src/runtime/session.js';
 import { availableCores } from '../src/toolchain/cpu.js';
 import { isVeltairError } from '../src/errors.js';
 import { compileFixture } from './compile-fixture.js';
@@ -159,4 +159,35 @@ test('closing a session while a block runs lets the block finish, then refuses f
   s.close();
   await running;
   await assert.rejects(s.run(feedA), (e: unknown) => isVeltairError(e) && /closed/.test(e.message));
+});
+
+/** The nice value of each of this process's threads (Linux: /proc/self/task/TID/stat, field 19). */
+function threadNices(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch { /* the thread ended meanwhile */ }
+  }
+  return out;
+}
+
+// Last in this file: nice cannot be lowered again without privilege, and it holds for every later block.
+test('setBlockNice: the threads that run blocks take the nice value, the event loop\'s thread keeps its own', { timeout: 60_000 }, async () => {
+  const mainNice = threadNices().get(process.pid)!;
+  const before = new Set([...threadNices().entries()].filter(([, n]) => n === mainNice + 7).map(([t]) => t));
+  assert.equal(before.size, 0, 'no thread runs at nice +7 yet');
+  await setBlockNice(Math.min(19, mainNice + 7));
+  const s = a.replicate();
+  const inf = await s.begin(feedA);
+  const cores = availableCores().slice(0, 2);
+  await inf.block(s.steps.length, { cores });
+  inf.finish();
+  const nices = threadNices();
+  const niced = [...nices.entries()].filter(([, n]) => n === mainNice + 7);
+  assert.ok(niced.length >= cores.length, `every thread of the ${cores.length}-core block runs at nice ${mainNice + 7} (${niced.length} do)`);
+  assert.equal(nices.get(process.pid), mainNice, 'the event loop\'s thread is untouched');
+  await assert.rejects(setBlockNice(20), /0 to 19/);
+  s.close();
 });

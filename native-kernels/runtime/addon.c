@@ -20,6 +20,7 @@
  *   copy(handle, inputs|null, outputs|null)   inputs into the arena / outputs out of it
  *   runBlock(handle, from, to, cores[]) -> Promise<{cpus, startNs, endNs}>   async: steps pinned to cores
  *   clone(handle) -> handle   another instance (own arena) sharing the plan, kernels and weights
+ *   setBlockNice(n)   every thread of a block runs at nice n (0..19), from the next block on
  *   abiDigest: string   VT_ABI_DIGEST of the generated vt_abi.h it was built with (checked at load)
  * Errors are thrown as Error with `code`: VT_KERNELS (dlopen/dlsym/kernel mismatch), VT_PLAN
  * (malformed plan), VT_ARGUMENT (wrong call), VT_RUN (a step failed at run time), VT_BUSY (a call
@@ -30,6 +31,7 @@
 #define VT_NAPI_WHO "veltair runtime"
 #include "napi/vt_napi.h"
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,16 @@ static double monotonic_ns(void) {
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
+/*
+ * The nice value of block threads (each worker's OpenMP team; vt_exec_bind applies it). Why: a
+ * block is CPU-bound on its cores, and the JS thread that parses requests and hands back finished
+ * blocks shares those cores. At equal priority it waits for the kernel's time slice (tens of ms
+ * seen live on 2 cores), and every request behind it is late. A higher nice for the block threads
+ * lets the event loop in at once. Raising nice needs no privilege; lowering it again may fail
+ * (RLIMIT_NICE), which leaves the thread as it is.
+ */
+static atomic_int block_nice = 0;
+
 static void* worker(void* arg) {
   handle_t* h = arg;
   pthread_mutex_lock(&h->mu);
@@ -90,7 +102,7 @@ static void* worker(void* arg) {
     if (!h->has_job) break;
     pthread_mutex_unlock(&h->mu);
     h->start_ns = monotonic_ns();
-    int rc = vt_exec_bind(h->e, h->cores, h->n_cores);
+    int rc = vt_exec_bind(h->e, h->cores, h->n_cores, atomic_load(&block_nice));
     if (!rc) rc = vt_exec_run_range(h->e, h->from, h->to, h->n_cores);
     h->end_ns = monotonic_ns();
     if (rc) snprintf(h->err, VT_ERR_LEN, "%s", vt_exec_error(h->e));
@@ -452,6 +464,16 @@ static napi_value clone_fn(napi_env env, napi_callback_info info) {
   return wrap_handle(env, c);
 }
 
+static napi_value set_block_nice(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  int32_t n;
+  if (vt_args(env, info, 1, argv) != 1 || napi_get_value_int32(env, argv[0], &n) != napi_ok || n < 0 || n > 19) {
+    return throw_code(env, "VT_ARGUMENT", "setBlockNice(n): n is an integer from 0 to 19");
+  }
+  atomic_store(&block_nice, n);
+  return NULL;
+}
+
 NAPI_MODULE_INIT() {
   napi_value digest;
   if (napi_create_string_utf8(env, VT_ABI_DIGEST, NAPI_AUTO_LENGTH, &digest) != napi_ok) return NULL;
@@ -470,6 +492,7 @@ NAPI_MODULE_INIT() {
     VT_METHOD("copy", copy_io),
     VT_METHOD("runBlock", run_block),
     VT_METHOD("clone", clone_fn),
+    VT_METHOD("setBlockNice", set_block_nice),
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

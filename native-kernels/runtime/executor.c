@@ -28,7 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include "vt_rt.h"
 
 /*
@@ -493,9 +496,11 @@ int vt_exec_run(vt_exec* e) {
  * keeps one pool of threads per master thread and hands a team of t <= n threads the first t of
  * them, so every parallel region this thread opens afterwards (kernels, vt_parallel) runs on these
  * cores until the next bind. Needs OMP_PROC_BIND unset (libgomp's own binding would fight it).
- * Each thread waits until the scheduler has moved it, and records the CPU it runs on.
+ * Each thread waits until the scheduler has moved it, and records the CPU it runs on. Each also
+ * takes nice value `nice` (>= 0; addon.c says why), as Linux's nice is per thread: a team thread
+ * started before the value changed would otherwise keep the old one.
  */
-int vt_exec_bind(vt_exec* e, const int* cores, int n) {
+int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice) {
   if (n < 1 || n > VT_MAX_CORES) { snprintf(e->err, VT_ERR_LEN, "a block needs 1 to %d cores, not %d", VT_MAX_CORES, n); return 1; }
   for (int i = 0; i < n; i++) {
     if (cores[i] < 0 || cores[i] >= CPU_SETSIZE) { snprintf(e->err, VT_ERR_LEN, "core %d does not exist", cores[i]); return 1; }
@@ -512,6 +517,8 @@ int vt_exec_bind(vt_exec* e, const int* cores, int n) {
       CPU_ZERO(&set);
       CPU_SET(cores[id], &set);
       if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) failed = 1;
+      const id_t tid = (id_t)syscall(SYS_gettid);
+      if (nice >= 0 && getpriority(PRIO_PROCESS, tid) != nice) (void)setpriority(PRIO_PROCESS, tid, nice);
       for (int spin = 0; spin < 1000 && sched_getcpu() != cores[id]; spin++) sched_yield();
       e->bound_cpus[id] = sched_getcpu();
     }

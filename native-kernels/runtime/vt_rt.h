@@ -109,7 +109,7 @@ int vt_exec_run_range(vt_exec* e, int from, int to, int max_threads);
 vt_exec* vt_exec_clone(vt_exec* e, char* err);
 /* Pin the calling thread's OpenMP team to cores[0..n) (see executor.c); 0 or nonzero + vt_exec_error. */
 #define VT_MAX_CORES 1024
-int vt_exec_bind(vt_exec* e, const int* cores, int n);
+int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice);
 /* The CPUs the team threads were on after the last bind (up to max); returns how many. */
 int vt_exec_bound_cpus(const vt_exec* e, int* out, int max);
 const char* vt_exec_error(const vt_exec* e);

@@ -47,14 +47,15 @@ const toOrt = (feeds: Readonly<Record<string, HostTensor>>) => Object.fromEntrie
 
 const toHost = (t: ort.Tensor): HostTensor => ({ dtype: t.type as HostTensor['dtype'], shape: [...t.dims], data: t.data as HostTensor['data'] });
 
-export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus: readonly number[]; qosMultiple: number }):
+export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus: readonly number[]; qosMultiple: number; blockNice: number }):
   Promise<{ backend: Backend; summaries: string[] }> {
   const models: OrtModel[] = [];
   const summaries: string[] = [];
   for (const m of o.models) {
     const bundle = await readBundle(m.bundle);
     const path = await modelFile(m);
-    const pool = m.replicas === undefined ? null : await startInstancePool(path, m.replicas, Math.max(1, Math.floor(o.cpus.length / m.replicas)));
+    const pool = m.replicas === undefined ? null : await startInstancePool(path, m.replicas, Math.max(1, Math.floor(o.cpus.length / m.replicas)),
+      o.blockNice);
     // No spinning: the intra-op threads share their cores with the server's own front end (and, on
     // a shared machine, with everyone else), and ORT's spin-waiting between runs takes those cores.
     const session = pool ? null : await ort.InferenceSession.create(path, {

@@ -7,13 +7,18 @@
  *
  * Messages in: `{ id, feeds: { name: { dtype, shape, data } } }`; out: `{ id, outputs }` or `{ id, error }`.
  */
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 
 interface WireTensor { dtype: string; shape: number[]; data: ArrayBufferView }
 interface Job { id: number; feeds: Record<string, WireTensor> }
 
-const { modelPath, threads } = workerData as { modelPath: string; threads: number };
+const { modelPath, threads, nice } = workerData as { modelPath: string; threads: number; nice: number };
+// As veltair's block threads (serve/setup.ts DEFAULT_BLOCK_NICE): nicer than the server's event loop, so that the
+// front end is never queued behind an inference on shared cores. On Linux, pid 0 is this thread alone, and the
+// session's intra-op threads, started below, inherit it.
+if (nice > 0) setPriority(0, nice);
 const session = await ort.InferenceSession.create(modelPath, {
   intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
   extra: { session: { intra_op: { allow_spinning: '0' } } },

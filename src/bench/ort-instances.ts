@@ -24,8 +24,8 @@ export interface InstancePool {
 const WORKER = fileURLToPath(new URL('./ort-instance-worker.js', import.meta.url));
 
 /** Start `count` instances of the model at `modelPath`; resolves once every one has its session. */
-export async function startInstancePool(modelPath: string, count: number, threads: number): Promise<InstancePool> {
-  const workers = Array.from({ length: count }, () => new Worker(WORKER, { workerData: { modelPath, threads } }));
+export async function startInstancePool(modelPath: string, count: number, threads: number, nice: number): Promise<InstancePool> {
+  const workers = Array.from({ length: count }, () => new Worker(WORKER, { workerData: { modelPath, threads, nice } }));
   await Promise.all(workers.map((w) => new Promise<void>((res, rej) => {
     w.once('error', rej);
     w.once('message', (m: Reply) => { if (m.ready) res(); else rej(new Error('an ONNX Runtime instance did not start')); });

@@ -18,7 +18,7 @@ import { parsePolicy } from '../schedule/policies.js';
 import { resolveModels, type ModelConfig } from '../serve/config.js';
 import { DEFAULT_LIMITS, DRAIN_CUT_SHORT_EXIT, type ServeLimits } from '../serve/limits.js';
 import { createMetrics } from '../serve/metrics.js';
-import { setupDispatcher } from '../serve/setup.js';
+import { DEFAULT_BLOCK_NICE, setupDispatcher } from '../serve/setup.js';
 import { startServer } from '../serve/start.js';
 import type { Backend } from '../serve/backend.js';
 import { availableCores, cgroupCpuLimit, parseCoreList } from '../toolchain/cpu.js';
@@ -34,6 +34,7 @@ interface ServeFlags {
   policy: string;
   cores?: string;
   qosMultiple: string;
+  blockNice: string;
   maxBodyBytes: string;
   backend: string;
   trust?: string[];
@@ -82,6 +83,14 @@ function parsePort(text: string): number {
   return Number(text);
 }
 
+function parseBlockNice(text: string): number {
+  const x = Number(text);
+  if (!(Number.isInteger(x) && x >= 0 && x <= 19)) {
+    throw badArgument('--block-nice', text, 'is not an integer from 0 to 19', 'e.g. --block-nice 10 (0: no change)');
+  }
+  return x;
+}
+
 function parseMultiple(text: string): number {
   const x = Number(text);
   if (!(x >= 1 && x <= 1000)) throw badArgument('--qos-multiple', text, 'is not a number from 1 to 1000', 'e.g. --qos-multiple 4');
@@ -94,13 +103,14 @@ async function backendFor(flags: ServeFlags, models: readonly ModelConfig[], cpu
   if (flags.backend === 'veltair') {
     const trustedKeys = flags.trust?.map((k) => readTrustedKey(k));
     const setup = await setupDispatcher({
-      models, policy: parsePolicy(flags.policy), cpus, metrics, qosMultiple, onProgress: say, ...(trustedKeys ? { trustedKeys } : {}),
+      models, policy: parsePolicy(flags.policy), cpus, metrics, qosMultiple, blockNice: parseBlockNice(flags.blockNice), onProgress: say,
+      ...(trustedKeys ? { trustedKeys } : {}),
     });
     return { backend: setup.dispatcher, summaries: setup.summaries };
   }
   if (flags.backend === 'onnxruntime') {
     const ort = await loadBenchRoom('ort-backend');
-    return ort.createOrtBackend({ models, cpus, qosMultiple });
+    return ort.createOrtBackend({ models, cpus, qosMultiple, blockNice: parseBlockNice(flags.blockNice) });
   }
   throw badArgument('--backend', flags.backend, 'is not veltair or onnxruntime', 'the ONNX Runtime backend is the baseline: --backend onnxruntime');
 }
@@ -117,6 +127,8 @@ export function registerServeCommand(program: Command): void {
     .option('--policy <policy>', 'scheduling policy: veltair, veltair-sched, veltair-compile, fcfs, prema, layerwise, static:K', 'veltair')
     .option('--cores <n|list>', 'cores to use: a count (the first N) or a list such as 0,1 (default: all, or the pod\'s CPU limit)')
     .option('--qos-multiple <x>', 'QoS of a model with none configured: X times its fastest quiet latency here', '4')
+    .option('--block-nice <n>', 'nice value (0-19) of the threads that run kernels, so the server\'s own thread (HTTP, scheduling) '
+      + 'is never queued behind them on shared cores', String(DEFAULT_BLOCK_NICE))
     .option('--max-body-bytes <n>', 'largest request body accepted', String(64 * 1024 * 1024))
     .option('--backend <name>', 'veltair, or onnxruntime (the baseline: one InferenceSession per model, first come first served)', 'veltair')
     .option('--trust <key>', 'serve only bundles this Ed25519 public key (veltair keygen PREFIX.pub) signed (repeatable: any of them)',
@@ -136,6 +148,7 @@ export function registerServeCommand(program: Command): void {
       const port = parsePort(flags.port);
       const bodyLimit = parsePositiveInt('--max-body-bytes', flags.maxBodyBytes, 2 ** 31);
       parseMultiple(flags.qosMultiple);
+      parseBlockNice(flags.blockNice);
       parsePolicy(flags.policy);
       const limits = parseLimits(flags);
       if (!/^[A-Za-z0-9.:_-]{1,253}$/.test(flags.host)) {

@@ -34,6 +34,8 @@ export interface RuntimeAddon {
   copy(h: Handle, inputs: readonly ArrayBufferView[] | null, outputs: readonly ArrayBufferView[] | null): void;
   runBlock(h: Handle, from: number, to: number, cores: readonly number[]): Promise<BlockTiming>;
   clone(h: Handle): Handle;
+  /** Every thread of a block runs at this nice value (0..19) from the next block on (addon.c says why). */
+  setBlockNice(n: number): void;
 }
 
 /** What a block reports: the CPU of each team thread, and CLOCK_MONOTONIC ns at its start and end. */

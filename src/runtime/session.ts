@@ -30,7 +30,7 @@ import { trustedKeyFrom } from '../bundle/sign.js';
 import type { Manifest, ManifestVersion } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
 import { executorForBundle } from './bundle-executor.js';
-import type { Executor } from './native-bridge.js';
+import { loadRuntimeAddon, type Executor } from './native-bridge.js';
 import { orderFeeds, type Feeds, type TensorInfo } from './feeds.js';
 import type { HostTensor } from './host-tensor.js';
 import { bestVersionAt, defaultThreadsOf, kernelSteps } from './version-picker.js';
@@ -225,6 +225,15 @@ function stepsOf(b: LoadedBundle, stepOfPlan: readonly number[]): SessionStep[] 
     };
   }
   return out;
+}
+
+/**
+ * Run every thread of every block (Inference.block) at this nice value, 0..19, from the next block
+ * on. A server raises it so that its event loop, on the same cores, never waits for a kernel's
+ * time slice (the runtime addon, addon.c, says why).
+ */
+export async function setBlockNice(nice: number): Promise<void> {
+  (await loadRuntimeAddon()).setBlockNice(nice);
 }
 
 export async function loadBundle(path: string, options: LoadBundleOptions = {}): Promise<Session> {
