@@ -28,6 +28,7 @@ import { repoRoot } from '../toolchain/paths.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { median } from '../stats.js';
 import { findMaxQps, requestFor, type LoadModel, type Metadata } from '../serve/load.js';
+import { post } from '../serve/post.js';
 import { parseSweep, runSweep, sweepPoints, sweepRates, type SweepPoint, type SweepSpec } from '../serve/load-sweep.js';
 import { machineInfo, machineLine } from './machine.js';
 import { modelName, parseMix, qosRule, qosRuleLine, type Mix } from './serve-mixes.js';
@@ -108,8 +109,7 @@ async function modelsOf(urls: ReadonlyMap<string, string>, names: readonly strin
 
 async function infer(m: LoadModel): Promise<number> {
   const t0 = performance.now();
-  const r = await fetch(new URL(`/v2/models/${m.name}/infer`, m.base), { method: 'POST', headers: m.headers, body: m.body as BodyInit });
-  await r.arrayBuffer();
+  const r = await post(new URL(`/v2/models/${m.name}/infer`, m.base), m.headers, m.body);
   if (r.status !== 200) throw new Error(`${m.name}: HTTP ${r.status}`);
   return performance.now() - t0;
 }

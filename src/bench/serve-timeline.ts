@@ -10,6 +10,7 @@
  */
 import { median } from '../stats.js';
 import type { LoadModel } from '../serve/load.js';
+import { post } from '../serve/post.js';
 import { accountTimeline, parseTimeline, type Accounting, type Timeline as ServerTimeline } from '../serve/timeline.js';
 
 export interface TimedAnswer {
@@ -38,11 +39,11 @@ export function answerHeader(body: Uint8Array, headerLength: string | null): Rec
 
 export async function timedInfer(m: LoadModel): Promise<TimedAnswer> {
   const t0 = performance.now();
-  const r = await fetch(new URL(`/v2/models/${m.name}/infer`, m.base), { method: 'POST', headers: m.headers, body: m.body as BodyInit });
-  const body = new Uint8Array(await r.arrayBuffer());
+  const r = await post(new URL(`/v2/models/${m.name}/infer`, m.base), m.headers, m.body);
   const clientMs = performance.now() - t0;
   if (r.status !== 200) throw new Error(`${m.name}: HTTP ${r.status}`);
-  const params = (answerHeader(body, r.headers.get('inference-header-content-length')).parameters ?? {}) as Record<string, unknown>;
+  const headerLength = r.headers['inference-header-content-length'];
+  const params = (answerHeader(r.body, typeof headerLength === 'string' ? headerLength : null).parameters ?? {}) as Record<string, unknown>;
   const t = parseTimeline(params['veltair_timeline']);
   const num = (k: string) => (typeof params[k] === 'number' ? params[k] : null);
   return { clientMs, serverMs: num('server_ms'), accounting: t ? accountTimeline(t) : null, timeline: t, schedulerUs: num('veltair_scheduler_us') };

@@ -10,6 +10,7 @@
 import { mulberry32, seededFloats } from '../random.js';
 import { quantile } from '../stats.js';
 import { userError } from '../errors.js';
+import { post } from './post.js';
 
 export interface LoadModel {
   readonly name: string;
@@ -115,11 +116,9 @@ export function loopbackUrl(text: string): URL {
 
 interface Sample { readonly model: number; readonly ms: number; readonly status: number }
 
-async function sendOne(url: string, m: LoadModel): Promise<number> {
+async function sendOne(url: URL, m: LoadModel): Promise<number> {
   try {
-    const r = await fetch(url, { method: 'POST', headers: m.headers, body: m.body as BodyInit });
-    await r.arrayBuffer();
-    return r.status;
+    return (await post(url, m.headers, m.body)).status;
   } catch {
     return 0;
   }
@@ -140,7 +139,7 @@ export function arrivals(models: readonly LoadModel[], totalQps: number, duratio
 
 export async function runLoad(base: URL, models: readonly LoadModel[], totalQps: number, durationS: number, seed: number): Promise<LoadResult> {
   const plan = arrivals(models, totalQps, durationS, seed);
-  const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base).href);
+  const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base));
   const samples: Sample[] = [];
   const pending: Promise<void>[] = [];
   const start = performance.now();
