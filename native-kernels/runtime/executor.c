@@ -75,6 +75,9 @@ struct vt_exec {
   /* the CPU each team thread found itself on after the last vt_exec_bind (-1: not bound) */
   int bound_cpus[VT_MAX_CORES];
   int n_bound;
+  /* what the last successful vt_exec_bind was asked for (n_asked 0: none yet) */
+  int asked[VT_MAX_CORES];
+  int n_asked, asked_nice;
   char err[VT_ERR_LEN];
 };
 
@@ -499,12 +502,17 @@ int vt_exec_run(vt_exec* e) {
  * Each thread waits until the scheduler has moved it, and records the CPU it runs on. Each also
  * takes nice value `nice` (>= 0; addon.c says why), as Linux's nice is per thread: a team thread
  * started before the value changed would otherwise keep the old one.
+ * A bind exactly like the previous one returns at once: the team is already there (only this
+ * instance's worker binds it), and a request that keeps its cores from block to block — the
+ * scheduler's preference — then pays no parallel region and no affinity calls per block.
  */
 int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice) {
   if (n < 1 || n > VT_MAX_CORES) { snprintf(e->err, VT_ERR_LEN, "a block needs 1 to %d cores, not %d", VT_MAX_CORES, n); return 1; }
   for (int i = 0; i < n; i++) {
     if (cores[i] < 0 || cores[i] >= CPU_SETSIZE) { snprintf(e->err, VT_ERR_LEN, "core %d does not exist", cores[i]); return 1; }
   }
+  if (n == e->n_asked && nice == e->asked_nice && memcmp(cores, e->asked, (size_t)n * sizeof *cores) == 0) return 0;
+  e->n_asked = 0;
   int failed = 0;
   for (int i = 0; i < VT_MAX_CORES; i++) e->bound_cpus[i] = -1;
 #pragma omp parallel num_threads(n) reduction(|: failed)
@@ -524,8 +532,14 @@ int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice) {
     }
   }
   e->n_bound = n;
-  if (failed) snprintf(e->err, VT_ERR_LEN, "could not pin %d threads to the granted cores (is the process allowed to run on them?)", n);
-  return failed;
+  if (failed) {
+    snprintf(e->err, VT_ERR_LEN, "could not pin %d threads to the granted cores (is the process allowed to run on them?)", n);
+    return failed;
+  }
+  memcpy(e->asked, cores, (size_t)n * sizeof *cores);
+  e->n_asked = n;
+  e->asked_nice = nice;
+  return 0;
 }
 
 int vt_exec_bound_cpus(const vt_exec* e, int* out, int max) {

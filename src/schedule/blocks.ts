@@ -49,7 +49,10 @@ export function thresholdFor(idle: number, appetite: number, appetiteSum: number
  * block, and a light request that finds every core held waits behind a whole heavy inference.
  */
 export function formBlock(p: ModelPlan, start: number, threshold: number, capMs = Infinity): Block {
-  const limit = p.averageRequirement + threshold;
+  // The average is a float sum (Σ requirement × share / budget): a model whose every unit needs
+  // 1 core can average 0.9999999999999999, and without the tolerance every unit became a spike,
+  // i.e. one block per layer under load (live: resnet50 ran 40-54 blocks per request).
+  const limit = p.averageRequirement + threshold + 1e-9;
   const U = p.requirement.length;
   const N = p.table.maxCores;
   const oneCore = (u: number) => p.bestQuietMs[u * (N + 1) + 1]!;
@@ -60,12 +63,13 @@ export function formBlock(p: ModelPlan, start: number, threshold: number, capMs 
 }
 
 /**
- * How long a request of this model can wait for cores and still meet its QoS with room to spare:
- * half its slack (QoS − its planned latency). The other half absorbs queueing behind its own
- * model's requests and what the live front end adds. 0 when the plan has no slack.
+ * How long a request of this model can wait for cores to free up and still meet its QoS with room
+ * to spare: half of what its QoS leaves after its own run and one more of its own model ahead of
+ * it (QoS − 2 × planned latency). The other half absorbs what the live front end adds. 0 when
+ * the plan leaves nothing.
  */
 export function waitBudgetMs(p: ModelPlan): number {
-  return Math.max(0, p.qosMs - p.plannedMs) / 2;
+  return Math.max(0, p.qosMs - 2 * p.plannedMs) / 2;
 }
 
 /**

@@ -66,6 +66,7 @@ interface Live {
   versions: number[];
   conflicts: number;
   decideUs: number;
+  dispatchUs: number;
   /** The request's timeline (timeline.ts), ns on the monotonic clock. */
   readonly trace: RequestTrace;
 }
@@ -135,7 +136,7 @@ export class Dispatcher implements Backend {
     return new Promise<InferOutcome>((resolve, reject) => {
       const r: Live = {
         id: this.nextId++, model: index, arrivalMs: nowMs(), feeds, resolve, reject, blocks: 0, maxCores: 0, levels: [], versions: [],
-        conflicts: 0, decideUs: 0, trace: newTrace(),
+        conflicts: 0, decideUs: 0, dispatchUs: 0, trace: newTrace(),
       };
       inst.admitted++;
       this.o.metrics.queueDepth.set({ model }, inst.admitted);
@@ -217,6 +218,9 @@ export class Dispatcher implements Backend {
       try {
         const b = await r.inference!.block(units[d.last]!.end, { cores: d.cores.map((c) => this.o.cpus[c]!), stepVersions });
         r.trace.blocks.push(blockTrace(decidedNs, b, process.hrtime.bigint(), d.cores.length));
+        const dispatchS = Math.max(0, b.startNs - Number(decidedNs)) / 1e9;
+        this.o.metrics.dispatchSeconds.observe(dispatchS);
+        r.dispatchUs += dispatchS * 1e6;
         this.o.observeBlock?.(r.model, (b.endNs - b.startNs) / 1e6, d.expectedMs);
       } catch (e) {
         r.failed = e;
@@ -262,13 +266,14 @@ export class Dispatcher implements Backend {
 
   private answer(r: Live, outputs: Record<string, HostTensor>, sparse: Record<string, string | number>): void {
     const done = nowMs();
+    this.o.metrics.schedulingSeconds.observe((r.decideUs + r.dispatchUs) / 1e6);
     r.resolve({
       outputs,
       parameters: {
         veltair_policy: this.o.policy.name, veltair_blocks: r.blocks, veltair_max_cores: r.maxCores,
         veltair_levels: r.levels.map((l) => Number(l.toFixed(2))).join(','), veltair_versions: r.versions.join(','),
         veltair_conflicts: r.conflicts, veltair_queue_ms: Number(((r.startedMs ?? done) - r.arrivalMs).toFixed(3)),
-        veltair_scheduler_us: Number(r.decideUs.toFixed(2)),
+        veltair_scheduler_us: Number(r.decideUs.toFixed(2)), veltair_dispatch_us: Number(r.dispatchUs.toFixed(2)),
         veltair_timeline: timelineParameter(r.trace, process.hrtime.bigint()),
         ...sparse,
       },

@@ -1,12 +1,13 @@
 /**
  * The server's Prometheus metrics (prom-client, on the server's own registry, served at /metrics):
  * requests and their latency per model, QoS violations, queue depth, cores held by running blocks,
- * scheduler conflicts, decision time, the interference level and versions each block ran with, and
+ * scheduler conflicts, decision and dispatch time, the interference level and versions each block ran with, and
  * the connections (connections.ts): open now, timed out by kind, dropped by reason.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const LATENCY_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10];
+const SCHEDULING_BUCKETS = [1e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3];
 
 export interface ServerMetrics {
   readonly registry: Registry;
@@ -19,6 +20,10 @@ export interface ServerMetrics {
   readonly versionChoices: Counter<'model' | 'level' | 'version'>;
   readonly conflicts: Counter<'model'>;
   readonly decisionSeconds: Histogram;
+  /** Per block: the scheduler's decision to the block's kernels starting on its cores (hand-off, thread wake-up, pinning). */
+  readonly dispatchSeconds: Histogram;
+  /** Per answered request: its scheduler decisions plus its blocks' dispatch, what the scheduling costs it in all. */
+  readonly schedulingSeconds: Histogram;
   /** Models with a sparse output layer (sparse-degrade.ts): the version answering now, its recall, and each move. */
   readonly sparseSparsity: Gauge<'model'>;
   readonly sparseRecallAt1: Gauge<'model'>;
@@ -53,7 +58,11 @@ export function createMetrics(): ServerMetrics {
       labelNames: ['model', 'level', 'version'], ...r }),
     conflicts: new Counter({ name: 'veltair_conflicts_total', help: 'Block claims that found too few free cores', labelNames: ['model'], ...r }),
     decisionSeconds: new Histogram({ name: 'veltair_scheduler_decision_seconds', help: 'Real time the scheduler took per event',
-      buckets: [1e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3], ...r }),
+      buckets: SCHEDULING_BUCKETS, ...r }),
+    dispatchSeconds: new Histogram({ name: 'veltair_block_dispatch_seconds',
+      help: 'Per block: from the scheduler\'s decision to its kernels starting on the granted cores', buckets: SCHEDULING_BUCKETS, ...r }),
+    schedulingSeconds: new Histogram({ name: 'veltair_request_scheduling_seconds',
+      help: 'Per answered request: its scheduler decisions plus its blocks\' dispatch', buckets: SCHEDULING_BUCKETS, ...r }),
     sparseSparsity: new Gauge({ name: 'veltair_sparse_sparsity', help: 'Sparsity of the output-layer version answering now (1: dense)',
       labelNames: ['model'], ...r }),
     sparseRecallAt1: new Gauge({ name: 'veltair_sparse_recall_at1',
