@@ -94,3 +94,30 @@ test('deadline order: among waiting requests the nearest deadline goes first, no
   const fn = f.blockFinished(0, ff[0]!.expectedMs).decisions;
   assert.equal(fn[0]!.request, 0, 'layerwise keeps arrival order: the in-flight heavy request 0 continues first');
 });
+
+test('blocks that cannot be cut to the cap hold at most the cores beyond the other tenant\'s reserve; the light request finds a core', () => {
+  // Long: 5 layers of 10 ms on one core, beside the light model's 2 ms budget: no block can be cut to it.
+  const long = handPlan('long', Array.from({ length: 5 }, () => ({ us1: 10_000, maxUseful: 1 })), 2, 300);
+  const s = new Scheduler({ policy: parsePolicy('veltair'), models: [long, light()], cores: 2 });
+  const a = s.arrive({ id: 0, model: 0, arrivalMs: 0 }, 0);
+  assert.equal(a.length, 1, 'the first long request runs');
+  assert.deepEqual(s.arrive({ id: 1, model: 0, arrivalMs: 0.5 }, 0.5), [], 'the second would take the last core with a 10 ms layer: it waits');
+  const l = s.arrive({ id: 2, model: 1, arrivalMs: 1 }, 1);
+  assert.equal(l.length, 1, 'the light request starts at once on the core left free');
+  assert.equal(l[0]!.request, 2);
+  // When the first long block ends, the waiting long request may run (one long block at a time).
+  const next = s.blockFinished(0, a[0]!.expectedMs).decisions;
+  assert.equal(next.filter((d) => d.model === 0).length, 1, 'one long block runs again, never two at once');
+  // fcfs has no such rule: the second request takes the last core, and the light one waits.
+  const f = new Scheduler({ policy: parsePolicy('fcfs'), models: [long, light()], cores: 2 });
+  f.arrive({ id: 0, model: 0, arrivalMs: 0 }, 0);
+  assert.equal(f.arrive({ id: 1, model: 0, arrivalMs: 0.5 }, 0.5).length, 1);
+  assert.deepEqual(f.arrive({ id: 2, model: 1, arrivalMs: 1 }, 1), []);
+});
+
+test('a model alone is never held back: its long blocks use every core', () => {
+  const long = handPlan('long', Array.from({ length: 5 }, () => ({ us1: 10_000, maxUseful: 1 })), 2, 300);
+  const s = new Scheduler({ policy: parsePolicy('veltair'), models: [long], cores: 2 });
+  assert.equal(s.arrive({ id: 0, model: 0, arrivalMs: 0 }, 0).length, 1);
+  assert.equal(s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0).length, 1, 'both cores busy');
+});

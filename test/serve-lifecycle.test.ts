@@ -147,7 +147,7 @@ test('veltair load --find-max against two servers: one side-by-side comparison a
   writeFileSync(laxer, JSON.stringify({ models: { slow: { qosMs: 3 * await metaQos(a.url) } } }));
   const b = await serve([bundles['slow']!, '--policy', 'fcfs', '--config', laxer]).catch((e: unknown) => { a.child.kill('SIGTERM'); throw e; });
   try {
-    const r = await veltair(['load', a.url, b.url, '--models', 'slow', '--find-max', '--duration', '1', '--rounds', '2', '--json']);
+    const r = await veltair(['load', a.url, b.url, '--models', 'slow', '--find-max', '--duration', '1', '--min-requests', '1', '--rounds', '2', '--json']);
     assert.equal(r.exitCode, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { qosMs: Record<string, number>; rounds: number; servers: { url: string; maxQps: number[]; medianMaxQps: number }[] };
     assert.equal(out.rounds, 2);

@@ -12,7 +12,7 @@
  */
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
-import { findMaxQps, loopbackUrl, requestFor, runLoad, type LoadModel, type LoadResult, type Metadata } from '../serve/load.js';
+import { findMaxQps, loopbackUrl, MIN_PROBE_REQUESTS, requestFor, runLoad, type LoadModel, type LoadResult, type Metadata } from '../serve/load.js';
 import { median } from '../stats.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
@@ -27,6 +27,7 @@ export interface LoadFlags {
   qos: string[];
   jsonTensors?: boolean;
   rounds: string;
+  minRequests: string;
   qpsSweep?: string;
   labels?: string;
   plot?: string;
@@ -89,6 +90,8 @@ export function registerLoadCommand(program: Command): void {
     .option('--seed <n>', 'seed of the arrival times and inputs', '1')
     .option('--qos <name=ms>', 'override a model\'s QoS (repeatable)', collect, [])
     .option('--json-tensors', 'send tensors as JSON data (default: the binary tensor data extension)')
+    .option('--min-requests <n>', 'with --find-max: each probe runs (past --duration, up to 3×) until every model has sent this many requests',
+      String(MIN_PROBE_REQUESTS))
     .option('--rounds <n>', 'with several servers: find-max rounds over all of them, order reversed every other round', '1')
     .option('--qps-sweep <from:to:steps>', 'run at STEPS total rates from FROM to TO (per server): QoS attainment and p99 per model per step')
     .option('--labels <list>', 'with --qps-sweep: a label per server (the arm), comma-separated')
@@ -114,11 +117,11 @@ export function registerLoadCommand(program: Command): void {
       if (flags.findMax) {
         const start = qps ?? models.reduce((s, m) => s + 1000 / m.qosMs, 0) / models.length;
         const found = await findMaxQps(base, models, {
-          durationS, seed, startQps: start,
+          durationS, seed, startQps: start, minRequests: parsePositiveInt('--min-requests', flags.minRequests, 1e6),
           onRun: (r) => { if (!flags.json) note(`  ${r.totalQps.toFixed(2)} QPS: worst within-QoS ${(r.satisfaction * 100).toFixed(1)}%`); },
         });
         if (flags.json) { printJson({ maxQps: found.maxQps, runs: found.runs }); return; }
-        printLine(`max QPS with every model ≥ 99% within QoS: ${found.maxQps.toFixed(2)} (${found.runs.length} runs of ${durationS} s)`);
+        printLine(`max QPS with every model ≥ 99% within QoS: ${found.maxQps.toFixed(2)} (${found.runs.length} runs of ≥ ${durationS} s)`);
         const best = found.runs.filter((r) => r.totalQps === found.maxQps)[0];
         if (best) printLine(loadTable(best));
         return;
@@ -138,6 +141,7 @@ async function compareServers(urlTexts: readonly string[], flags: LoadFlags): Pr
   const durationS = parsePositiveInt('--duration', flags.duration, 3600);
   const seed = parsePositiveInt('--seed', flags.seed);
   const rounds = parsePositiveInt('--rounds', flags.rounds, 100);
+  const minRequests = parsePositiveInt('--min-requests', flags.minRequests, 1e6);
   const first = await loadModels(bases[0]!, flags, seed);
   // One QoS for every server (the first one's, or --qos): a server stating a laxer QoS would win by that alone.
   const sameQos = { ...flags, qos: first.map((m) => `${m.name}=${m.qosMs.toFixed(3)}`) };
@@ -149,7 +153,7 @@ async function compareServers(urlTexts: readonly string[], flags: LoadFlags): Pr
     const order = bases.map((_, i) => i);
     if (round % 2 === 1) order.reverse();
     for (const i of order) {
-      const found = await findMaxQps(bases[i]!, models[i]!, { durationS, seed: seed + round * 1000, startQps: start });
+      const found = await findMaxQps(bases[i]!, models[i]!, { durationS, seed: seed + round * 1000, startQps: start, minRequests });
       maxQps[i]!.push(found.maxQps);
       if (!flags.json) note(`round ${round + 1}: ${bases[i]!.origin} max ${found.maxQps.toFixed(2)} QPS (${found.runs.length} runs)`);
     }

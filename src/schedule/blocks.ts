@@ -74,10 +74,12 @@ export function waitBudgetMs(p: ModelPlan): number {
 
 /**
  * Per model: the longest block it may form, the smallest wait budget among the *other* models
- * (Infinity when it is alone). A model only shortens its blocks for tenants tighter than itself.
+ * (Infinity when it is alone, or when the others have none). A model only shortens its blocks
+ * for tenants tighter than itself.
  */
 export function blockCaps(plans: readonly ModelPlan[]): number[] {
-  const budgets = plans.map(waitBudgetMs);
+  // A model whose QoS leaves no wait budget at all cannot be protected by short blocks; it sets no cap.
+  const budgets = plans.map((p) => waitBudgetMs(p) || Infinity);
   return plans.map((_, i) => Math.min(Infinity, ...budgets.filter((_, j) => j !== i)));
 }
 

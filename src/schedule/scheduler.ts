@@ -99,6 +99,8 @@ interface Req {
   conflictAt: number;
   tokens: number;
   tokenAt: number;
+  /** Cores its running block holds and counts in longCores (0: a block within its cap). */
+  longHeld: number;
   /** Predicted level for its next block (interference-aware policies; else 0). */
   level: number;
 }
@@ -109,6 +111,9 @@ interface Req {
  * machine makes every request behind it late too.
  */
 const capped = (scaled: number, plain: number, p: ModelPlan) => Math.min(scaled, Math.max(plain, p.peakRequirement));
+
+/** Requests a dispatch looks past when their long blocks must wait (longBlockGrant). */
+const MAX_HELD_PER_DISPATCH = 8;
 
 const byArrival = (a: Req, b: Req) => a.arrivalMs < b.arrivalMs || (a.arrivalMs === b.arrivalMs && a.id < b.id);
 const byDeadline = (a: Req, b: Req) => a.deadlineMs < b.deadlineMs || (a.deadlineMs === b.deadlineMs && byArrival(a, b));
@@ -125,9 +130,13 @@ export class Scheduler {
   private readonly ready: Heap<Req>;
   /** Per model: the longest adaptive block, ms on one core (blocks.ts blockCaps). */
   private readonly blockCapMs: readonly number[];
+  /** Per model: the cores another model's request may need at once (0 when it is alone); see longBlockGrant. */
+  private readonly reserveCores: readonly number[];
   private readonly premaReady: Req[] = [];
   private readonly activePerModel: Int32Array;
   private runningCount = 0;
+  /** Cores held now by blocks longer than their cap (isLong). */
+  private longCores = 0;
   private blocks = 0;
   private claims = 0;
   private conflicts = 0;
@@ -148,6 +157,7 @@ export class Scheduler {
     this.activePerModel = new Int32Array(o.models.length);
     this.ready = new Heap<Req>(o.policy.order === 'deadline' ? byDeadline : byArrival);
     this.blockCapMs = blockCaps(o.models);
+    this.reserveCores = o.models.map((_, i) => Math.max(0, ...o.models.filter((_, j) => j !== i).map((m) => Math.max(1, m.peakRequirement))));
   }
 
   get stats(): SchedulerStats {
@@ -164,7 +174,7 @@ export class Scheduler {
     const deadlineMs = a.arrivalMs + this.models[a.model]!.qosMs;
     const r: Req = {
       id: a.id, model: a.model, arrivalMs: a.arrivalMs, deadlineMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now,
-      level: 0,
+      longHeld: 0, level: 0,
     };
     this.requests.set(a.id, r);
     this.activePerModel[a.model]!++;
@@ -176,6 +186,8 @@ export class Scheduler {
     const r = this.requests.get(id);
     if (!r || !r.running) throw internalError(`blockFinished for request ${id}, which is not running`);
     this.pool.release(r.id, r.held);
+    this.longCores -= r.longHeld;
+    r.longHeld = 0;
     r.prev = r.held;
     r.held = [];
     r.running = false;
@@ -273,6 +285,8 @@ export class Scheduler {
     const out: Decision[] = [];
     const avgSum = this.activeAverageSum();
     const idle = idleCores(this.pool.size, avgSum);
+    // Requests whose next block may not take the last cores now (longBlockGrant); they keep their place.
+    const held: Req[] = [];
     for (;;) {
       let r: Req | undefined;
       let premaIndex = -1;
@@ -296,11 +310,40 @@ export class Scheduler {
         if (this.onConflict === 'shrink' && free >= 1) grant = free;
         else break;
       }
+      if (!this.policy.temporal) {
+        const allowed = this.longBlockGrant(r, plan.block, grant);
+        if (allowed === 0) {
+          // Bounded look-past, so an event stays O(small) when a long queue is held back.
+          if (held.length >= MAX_HELD_PER_DISPATCH) break;
+          held.push(this.ready.pop()!);
+          continue;
+        }
+        grant = allowed;
+      }
       if (this.policy.temporal) this.premaReady.splice(premaIndex, 1);
       else this.ready.pop();
       out.push(this.start(r, plan.block, grant, plan, conflict));
     }
+    for (const r of held) this.ready.push(r);
     return out;
+  }
+
+  /**
+   * An adaptive block that cannot be cut to its cap (one layer already longer than another
+   * tenant's wait budget, e.g. a 13 ms convolution beside a model with a 4 ms budget) may not take
+   * the cores that tenant's next request needs: such long blocks together hold at most the cores
+   * beyond that reserve (at least one), so the reserve always turns over within the cap. A long
+   * block runs on fewer cores than it asked for if that is what is left to long blocks; with none
+   * left (0) it waits, and the requests behind it may go first. The dynamic form of pinning the
+   * long-layer model away from the tight one.
+   */
+  private longBlockGrant(r: Req, block: Block, grant: number): number {
+    if (!this.isLong(r, block, grant)) return grant;
+    return Math.max(0, Math.min(grant, Math.max(1, this.pool.size - this.reserveCores[r.model]!) - this.longCores));
+  }
+
+  private isLong(r: Req, block: Block, grant: number): boolean {
+    return this.policy.blocks === 'adaptive' && blockQuietMs(this.models[r.model]!, block.first, block.last, grant) > this.blockCapMs[r.model]!;
   }
 
   private start(r: Req, block: Block, grant: number, plan: { want: number; need: number }, conflict: boolean): Decision {
@@ -319,6 +362,8 @@ export class Scheduler {
     }
     r.running = true;
     r.held = cores;
+    r.longHeld = this.isLong(r, block, grant) ? grant : 0;
+    this.longCores += r.longHeld;
     r.next = block.last + 1;
     this.runningCount++;
     this.blocks++;

@@ -5,7 +5,8 @@
  * slow the load. Reports per model: achieved QPS, latency percentiles of the answered requests,
  * and QoS satisfaction (answered within the model's QoS, over every request sent: a 503 or an
  * error counts as a miss). `findMaxQps` binary-searches the highest total rate at which every
- * model keeps ≥ 99% satisfaction. Loopback only: it never loads another machine.
+ * model keeps ≥ 99% satisfaction, each probe long enough for 100 requests per model (within a
+ * limit). Loopback only: it never loads another machine.
  */
 import { mulberry32, seededFloats } from '../random.js';
 import { quantile } from '../stats.js';
@@ -169,8 +170,28 @@ export async function runLoad(base: URL, models: readonly LoadModel[], totalQps:
   return { totalQps, durationS, models: results, satisfaction: Math.min(...results.map((r) => r.satisfaction)) };
 }
 
+/**
+ * A probe of the search runs until every model has sent this many requests (at least durationS,
+ * at most MAX_PROBE_STRETCH × durationS). Why: 99% within QoS over 20 requests means none may
+ * miss, so at low rates one rare stall decided the verdict; live on 2 cores, one arm's max QPS
+ * read 6.3 and 35.9 in two rounds of the same run. 100 requests tolerate one outlier.
+ */
+export const MIN_PROBE_REQUESTS = 100;
+const MAX_PROBE_STRETCH = 3;
+
+/** How long a probe at `totalQps` runs (seconds): durationS, stretched until every model has sent `minRequests` requests. */
+export function probeDurationS(models: readonly LoadModel[], totalQps: number, durationS: number, minRequests = MIN_PROBE_REQUESTS): number {
+  const sum = models.reduce((s, m) => s + m.weight, 0);
+  const slowest = Math.min(...models.map((m) => (totalQps * m.weight) / sum));
+  if (!(slowest > 0)) return durationS;
+  return Math.min(durationS * MAX_PROBE_STRETCH, Math.max(durationS, minRequests / slowest));
+}
+
 export interface FindMaxOptions {
+  /** Seconds per probe at least (stretched for low rates: probeDurationS). */
   readonly durationS: number;
+  /** Requests per model a probe runs for at least (default MIN_PROBE_REQUESTS; 1: plain durationS). */
+  readonly minRequests?: number;
   readonly seed: number;
   /** Satisfaction every model must keep (default 0.99). */
   readonly target?: number;
@@ -186,7 +207,7 @@ export async function findMaxQps(base: URL, models: readonly LoadModel[], o: Fin
   const target = o.target ?? 0.99, tolerance = o.tolerance ?? 1.05, maxRuns = o.maxRuns ?? 16;
   const runs: LoadResult[] = [];
   const passes = async (qps: number) => {
-    const r = await runLoad(base, models, qps, o.durationS, o.seed + runs.length);
+    const r = await runLoad(base, models, qps, probeDurationS(models, qps, o.durationS, o.minRequests), o.seed + runs.length);
     runs.push(r);
     o.onRun?.(r);
     return r.satisfaction >= target;
