@@ -7,14 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ACTIVATION_CODE, MODE_CODE, loadSparseTrainAddon, type SparseTrainAddon } from '../src/sparse/native.js';
+import { ACTIVATION_CODE, MODE_CODE, OPTIMIZER_CODE, loadSparseTrainAddon, type SparseTrainAddon } from '../src/sparse/native.js';
 import { nativeLayerConfig } from '../src/sparse/trainer.js';
 import type { SparseLayer } from '../src/sparse/layers.js';
 import { denseLayer, maxRelDiff, randomRows, sparseLayer, xcFromRows } from './sparse-fixture.js';
 
 const INPUT = 40, BATCH = 12;
 const data = xcFromRows(randomRows(BATCH, INPUT, 24, 6, 11));
-const adam = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, aln: 0 };
+const adam = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, aln: 0, optimizer: OPTIMIZER_CODE.adam };
 
 function network(sparseHidden: boolean, sparseOut: boolean): SparseLayer[] {
   return [

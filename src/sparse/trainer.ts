@@ -9,7 +9,8 @@ import { internalError } from '../errors.js';
 import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
 import {
-  ACTIVATION_CODE, HASH_CODE, MODE_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type SparseTrainAddon, type TensorName,
+  ACTIVATION_CODE, HASH_CODE, MODE_CODE, OPTIMIZER_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type SparseTrainAddon,
+  type TensorName,
 } from './native.js';
 import { indexAction, type IndexSchedule } from './schedule.js';
 import type { CheckpointTensor } from './checkpoint.js';
@@ -30,6 +31,8 @@ export interface TrainSettings {
   readonly beta2: number;
   readonly eps: number;
   readonly schedule: IndexSchedule;
+  /** 'adam' (the default) equals dense Adam; 'lazy-adam' and 'dense-adam' are for comparison (native.ts). */
+  readonly optimizer?: Optimizer;
 }
 
 export interface LshStats {
@@ -117,7 +120,9 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
     return h;
   };
   const trainHandle = dataHandle(train);
-  const adam: AdamOptions = { lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0 };
+  const adam: AdamOptions = {
+    lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0, optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'],
+  };
   const sparse = layers.some((l) => l.hash);
   const order = new Int32Array(train.rows);
   const pauseAt = parsePauseHook(process.env['VELTAIR_TRAIN_PAUSE_AT']);

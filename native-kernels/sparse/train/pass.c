@@ -135,7 +135,10 @@ void vs_forward(vs_model* m, vs_work* w, const vs_sample* s, int mode, float eva
       }
       const int na = select_active(m, l, w, xin, xidx, xn, target, s, mode == VS_MODE_TRAIN, o, rng);
       const int32_t* ids = w->idx[l];
+      const int catch_up = mode == VS_MODE_TRAIN && m->has_opts && m->opts.optimizer == VS_OPT_ADAM;
+      const uint32_t step = (uint32_t)m->adam_step;
       for (int k = 0; k < na; k++) {
+        if (catch_up && __atomic_load_n(&L->last[ids[k]], __ATOMIC_RELAXED) < step) vs_catch_up_row(m, L, ids[k], step);
         if (k + 4 < na) {
           vs_prefetch_row(L->w + (size_t)ids[k + 4] * L->in, L->in);
           __builtin_prefetch(&L->b[ids[k + 4]], 0, 3);
