@@ -4,6 +4,7 @@
  * evaluation P@1/P@5 after every epoch. It says how much of a gap to dense training the sampled
  * output layer's sparsity accounts for, and what each step of sparsity costs in epoch time.
  */
+import type { Optimizer } from '../sparse/native.js';
 import type { BenchDataset } from './train-data.js';
 import { loadBenchData, veltairTrainer } from './train-veltair.js';
 
@@ -28,15 +29,16 @@ export interface SparsityReport {
   readonly dataset: BenchDataset;
   readonly epochs: number;
   readonly threads: number;
+  readonly optimizer: Optimizer;
   readonly points: readonly SparsityPoint[];
 }
 
 export async function sparsitySweep(dataset: BenchDataset, epochs: number, threads: number, sparsities: readonly number[],
-  log: (m: string) => void): Promise<SparsityReport> {
+  log: (m: string) => void, optimizer: Optimizer = 'adam'): Promise<SparsityReport> {
   const data = await loadBenchData(dataset);
   const points: SparsityPoint[] = [];
   for (const s of [undefined, ...sparsities]) {
-    const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s });
+    const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s }, { optimizer });
     const out = run.layers[run.layers.length - 1]!;
     const curve: SparsityEpoch[] = [];
     try {
@@ -52,12 +54,12 @@ export async function sparsitySweep(dataset: BenchDataset, epochs: number, threa
     }
     points.push({ sparsity: out.sparsity, autotuned: s === undefined, K: out.hash?.K ?? 0, L: out.hash?.L ?? 0, R: out.hash?.R ?? 0, curve });
   }
-  return { dataset, epochs, threads, points };
+  return { dataset, epochs, threads, optimizer, points };
 }
 
 export function sparsityMarkdown(r: SparsityReport): string {
   return [
-    `#### ${r.dataset.name}: output sparsity sweep, veltair alone, ${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
+    `#### ${r.dataset.name}: output sparsity sweep, veltair alone (optimizer ${r.optimizer}), ${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
     '',
     '| sparsity | | K | L | R | epoch | s/epoch | P@1 (dense eval) | P@5 | label miss rate |',
     '|---|---|---|---|---|---|---|---|---|---|',

@@ -92,6 +92,12 @@ export interface Trainer {
   close(): void;
 }
 
+/**
+ * What a checkpoint holds. The add-on catches every row up to the current step before getTensor reads it
+ * (native-kernels/sparse/train/adam.c), so these are the dense-Adam state at the checkpoint's step and no
+ * per-row step is stored: the format is unchanged, and a checkpoint written before the catch-up (lazy Adam)
+ * loads as the state it holds, every row current at its step (setStep).
+ */
 const CHECKPOINT_TENSORS: readonly TensorName[] = ['w', 'b', 'mw', 'vw', 'mb', 'vb'];
 /** Round ids of the export's rebuild and of an epoch's rebuilds/rehashes, so every one draws its own reservoir randomness. */
 const EXPORT_ROUND = 2 ** 52;
