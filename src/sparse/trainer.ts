@@ -127,7 +127,8 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
   };
   const trainHandle = dataHandle(train);
   const adam: AdamOptions = {
-    lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0, optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'],
+    lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0,
+    optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'],
   };
   const sparse = layers.some((l) => l.hash);
   const order = new Int32Array(train.rows);
