@@ -103,7 +103,7 @@ void vs_model_free(vs_model* m) {
   for (int l = 0; l < m->n_layers; l++) {
     vs_layer* L = &m->layers[l];
     free(L->w); free(L->gw); free(L->mw); free(L->vw); free(L->b); free(L->gb); free(L->mb); free(L->vb);
-    free(L->touched); free(L->dirty); free(L->last);
+    free(L->touched); free(L->dirty); free(L->last); free(L->always);
     vs_hash_free(&L->hash);
     vs_tables_free(&L->tables);
   }

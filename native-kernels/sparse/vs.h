@@ -63,6 +63,8 @@ typedef struct {
   uint8_t* touched;    /* per weight row (input row for layer 0, neuron otherwise) this batch */
   uint8_t* dirty;      /* per neuron: updated since the last rehash (sparse layers) */
   uint32_t* last;      /* per weight row: the Adam step its weights and moments (and bias, neuron-major) are current to */
+  int32_t* always;     /* neurons every training sample computes (the most frequent labels: pass.c), n_always of them */
+  int n_always;
   vs_hash hash;
   vs_tables tables;
 } vs_layer;

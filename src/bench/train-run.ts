@@ -1,9 +1,10 @@
 /**
  * The training section of `npm run bench`, also runnable alone:
  *   node dist/src/bench/train-run.js [--sections compare,grid,threads,sparsity] [--datasets planted,words,wordnet,debian-packages]
- *     [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…] [--optimizer adam|lazy-adam|dense-adam] [--json-out FILE]
+ *     [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…] [--optimizer adam|lazy-adam|dense-adam]
+ *     [--frequent-labels N] [--json-out FILE]
  * (sparsity: the output sparsity sweep, not in the default sections; with no --sparsities, veltair alone at the autotuned one.
- * --optimizer: the sweep's, for comparison; every other section trains with the default, adam.)
+ * --optimizer, --frequent-labels: the sweep's, for comparison; every other section trains with the defaults.)
  * Run it under the benchmark lock: `flock -x /work/.bench.lock node dist/src/bench/train-run.js`.
  */
 import { writeFile } from 'node:fs/promises';
@@ -28,6 +29,7 @@ export interface TrainBenchOptions {
   readonly sparsities?: readonly number[];
   /** The sparsity sweep's optimizer (default adam). */
   readonly optimizer?: Optimizer;
+  readonly frequentLabels?: number;
   readonly log: (m: string) => void;
 }
 
@@ -63,7 +65,7 @@ export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchRes
       out.push(threadsMarkdown(t));
     }
     if (o.sections.includes('sparsity')) {
-      const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log, o.optimizer);
+      const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log, o.optimizer, o.frequentLabels);
       result.sparsity.push(s);
       out.push(sparsityMarkdown(s));
     }
@@ -93,6 +95,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     threads: Number(arg('--threads') ?? availableParallelism()),
     sparsities: (arg('--sparsities') ?? '').split(',').filter((x) => x !== '').map(Number),
     optimizer: optimizerArg(arg('--optimizer') ?? 'adam'),
+    ...(arg('--frequent-labels') === undefined ? {} : { frequentLabels: Number(arg('--frequent-labels')) }),
     log: (m) => process.stderr.write(`bench train [${((Date.now() - t0) / 1000).toFixed(0)} s]: ${m}\n`),
   });
   const command = `node dist/src/bench/train-run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;

@@ -30,15 +30,17 @@ export interface SparsityReport {
   readonly epochs: number;
   readonly threads: number;
   readonly optimizer: Optimizer;
+  /** The most frequent labels every sample computes (undefined: the trainer's default). */
+  readonly frequentLabels: number | undefined;
   readonly points: readonly SparsityPoint[];
 }
 
 export async function sparsitySweep(dataset: BenchDataset, epochs: number, threads: number, sparsities: readonly number[],
-  log: (m: string) => void, optimizer: Optimizer = 'adam'): Promise<SparsityReport> {
+  log: (m: string) => void, optimizer: Optimizer = 'adam', frequentLabels?: number): Promise<SparsityReport> {
   const data = await loadBenchData(dataset);
   const points: SparsityPoint[] = [];
   for (const s of [undefined, ...sparsities]) {
-    const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s }, { optimizer });
+    const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s }, { optimizer, ...(frequentLabels === undefined ? {} : { frequentLabels }) });
     const out = run.layers[run.layers.length - 1]!;
     const curve: SparsityEpoch[] = [];
     try {
@@ -54,12 +56,12 @@ export async function sparsitySweep(dataset: BenchDataset, epochs: number, threa
     }
     points.push({ sparsity: out.sparsity, autotuned: s === undefined, K: out.hash?.K ?? 0, L: out.hash?.L ?? 0, R: out.hash?.R ?? 0, curve });
   }
-  return { dataset, epochs, threads, optimizer, points };
+  return { dataset, epochs, threads, optimizer, frequentLabels, points };
 }
 
 export function sparsityMarkdown(r: SparsityReport): string {
   return [
-    `#### ${r.dataset.name}: output sparsity sweep, veltair alone (optimizer ${r.optimizer}), ${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
+    `#### ${r.dataset.name}: output sparsity sweep, veltair alone (optimizer ${r.optimizer}, frequent labels ${r.frequentLabels ?? 'default'}), ${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
     '',
     '| sparsity | | K | L | R | epoch | s/epoch | P@1 (dense eval) | P@5 | label miss rate |',
     '|---|---|---|---|---|---|---|---|---|---|',

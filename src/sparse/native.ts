@@ -83,6 +83,8 @@ export interface SparseTrainAddon {
   setTensor(model: Handle, layer: number, name: TensorName, values: Float32Array): void;
   getStep(model: Handle): number;
   setStep(model: Handle, step: number): void;
+  /** Neurons every training sample computes on sparse layer `layer` (the most frequent labels). */
+  setAlways(model: Handle, layer: number, ids: Int32Array): void;
   hashInfo(model: Handle, layer: number): HashInfo;
   tables(model: Handle, layer: number): TablesDump;
   query(model: Handle, layer: number, x: Float32Array): { ids: Uint32Array; codes: Uint32Array };

@@ -33,6 +33,26 @@ export interface TrainSettings {
   readonly schedule: IndexSchedule;
   /** 'adam' (the default) equals dense Adam; 'lazy-adam' and 'dense-adam' are for comparison (native.ts). */
   readonly optimizer?: Optimizer;
+  /** How many of the most frequent labels every sample computes on a sampled output layer (default: frequentDefault). */
+  readonly frequentLabels?: number;
+}
+
+/**
+ * The most frequent labels a sampled output layer computes for every training sample, beside the
+ * sample's own labels and the tables' candidates: 1/16 of its active neurons (native-kernels/sparse/
+ * train/pass.c says why).
+ */
+export function frequentDefault(l: SparseLayer): number {
+  return l.hash ? Math.ceil(activeTarget(l) / 16) : 0;
+}
+
+/** The `n` labels that occur most often in `labels` (ties: the lower id), of `classes`. */
+export function mostFrequent(labels: Int32Array, classes: number, n: number): Int32Array {
+  const count = new Float64Array(classes);
+  for (const y of labels) count[y]!++;
+  const ids = Array.from({ length: classes }, (_, i) => i).filter((i) => count[i]! > 0);
+  ids.sort((a, b) => count[b]! - count[a]! || a - b);
+  return Int32Array.from(ids.slice(0, n));
 }
 
 export interface LshStats {
@@ -131,10 +151,12 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
     optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'],
   };
   const sparse = layers.some((l) => l.hash);
+  const output = layers[layers.length - 1]!;
+  const frequent = output.hash ? settings.frequentLabels ?? frequentDefault(output) : 0;
+  if (frequent > 0) addon.setAlways(model, output.index, mostFrequent(train.labels, output.dim, frequent));
   const order = new Int32Array(train.rows);
   const pauseAt = parsePauseHook(process.env['VELTAIR_TRAIN_PAUSE_AT']);
   let epochs = 0;
-  const output = layers[layers.length - 1]!;
 
   async function trainEpoch(onBatch?: (done: number, total: number) => Promise<void> | void): Promise<EpochTraining> {
     const epoch = epochs;

@@ -19,6 +19,7 @@
  *   scores(model, data, start, count, threads, mode, sparsity) -> F32 [count x out]
  *   getTensor(model, layer, name) -> F32 copy; setTensor(model, layer, name, F32)
  *   getStep(model), setStep(model, step)
+ *   setAlways(model, layer, ids I32)  neurons every training sample computes on a sparse layer (pass.c)
  *   hashInfo(model, layer) -> {family, K, L, R, dim, rowBytes, perTable, seed: bigint, signs?: U8, bins?: I32}
  *   tables(model, layer) -> {offsets: U32 [L*2^K+1], ids: U32, seen: U32 [L*2^K]}
  *   query(model, layer, x F32) -> {ids: U32, codes: U32}
@@ -370,6 +371,28 @@ static napi_value set_step_fn(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static napi_value set_always_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  if (!vt_args_min(env, info, 3, argv, "setAlways(model, layer, ids)")) return NULL;
+  vs_model* m = vs_napi_model(env, argv[0]);
+  if (!m) return NULL;
+  const int l = (int)vt_num(env, argv[1]);
+  void* p; size_t n;
+  if (!vt_typed(env, argv[2], napi_int32_array, &p, &n)) return NULL;
+  if (l < 0 || l >= m->n_layers || !m->layers[l].sparse) VT_FAIL("VT_ARGUMENT", "setAlways: not a sparse layer");
+  vs_layer* L = &m->layers[l];
+  const int32_t* ids = p;
+  if (n > (size_t)L->out) VT_FAIL("VT_ARGUMENT", "setAlways: more ids than neurons");
+  for (size_t i = 0; i < n; i++) if (ids[i] < 0 || ids[i] >= L->out) VT_FAIL("VT_ARGUMENT", "setAlways: an id is out of range");
+  int32_t* copy = malloc((n ? n : 1) * sizeof *copy);
+  if (!copy) VT_FAIL("VT_MEMORY", "out of memory");
+  memcpy(copy, ids, n * sizeof *copy);
+  free(L->always);
+  L->always = copy;
+  L->n_always = (int)n;
+  return NULL;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
     VT_METHOD("isa", isa_fn),
@@ -386,6 +409,7 @@ NAPI_MODULE_INIT() {
     VT_METHOD("setTensor", set_tensor_fn),
     VT_METHOD("getStep", get_step_fn),
     VT_METHOD("setStep", set_step_fn),
+    VT_METHOD("setAlways", set_always_fn),
     VT_METHOD("hashInfo", hash_info_fn),
     VT_METHOD("tables", tables_fn),
     VT_METHOD("query", query_fn),
