@@ -40,7 +40,8 @@ export async function sparsitySweep(dataset: BenchDataset, epochs: number, threa
   const data = await loadBenchData(dataset);
   const points: SparsityPoint[] = [];
   for (const s of [undefined, ...sparsities]) {
-    const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s }, { optimizer, ...(frequentLabels === undefined ? {} : { frequentLabels }) });
+    const settings = { optimizer, ...(frequentLabels === undefined ? {} : { frequentLabels }) };
+    const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s }, settings);
     const out = run.layers[run.layers.length - 1]!;
     const curve: SparsityEpoch[] = [];
     try {
@@ -61,7 +62,8 @@ export async function sparsitySweep(dataset: BenchDataset, epochs: number, threa
 
 export function sparsityMarkdown(r: SparsityReport): string {
   return [
-    `#### ${r.dataset.name}: output sparsity sweep, veltair alone (optimizer ${r.optimizer}, frequent labels ${r.frequentLabels ?? 'default'}), ${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
+    `#### ${r.dataset.name}: output sparsity sweep, veltair alone (optimizer ${r.optimizer}, frequent labels ${r.frequentLabels ?? 'default'}), `
+      + `${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
     '',
     '| sparsity | | K | L | R | epoch | s/epoch | P@1 (dense eval) | P@5 | label miss rate |',
     '|---|---|---|---|---|---|---|---|---|---|',
