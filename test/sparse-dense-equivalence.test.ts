@@ -82,7 +82,7 @@ function reference(addon: SparseTrainAddon, layers: SparseLayer[]) {
     }
     delta.forEach((g, o) => { gB[0]![o]! += g; });
   }
-  // One Adam step (t = 1); layer 0 updates only the rows of features in the batch (lazy Adam).
+  // One Adam step (t = 1) from zero moments: rows of features not in the batch have no momentum, so they stay.
   const bc1 = 1 - adam.beta1, bc2 = Math.sqrt(1 - adam.beta2);
   const step = (w: Float64Array, g: Float64Array, i: number, m: Float64Array, v: Float64Array) => {
     m[i] = (1 - adam.beta1) * g[i]!;
