@@ -7,14 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ACTIVATION_CODE, MODE_CODE, loadSparseTrainAddon, type SparseTrainAddon } from '../src/sparse/native.js';
+import { ACTIVATION_CODE, MODE_CODE, OPTIMIZER_CODE, loadSparseTrainAddon, type SparseTrainAddon } from '../src/sparse/native.js';
 import { nativeLayerConfig } from '../src/sparse/trainer.js';
 import type { SparseLayer } from '../src/sparse/layers.js';
 import { denseLayer, maxRelDiff, randomRows, sparseLayer, xcFromRows } from './sparse-fixture.js';
 
 const INPUT = 40, BATCH = 12;
 const data = xcFromRows(randomRows(BATCH, INPUT, 24, 6, 11));
-const adam = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, aln: 0 };
+const adam = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, aln: 0, optimizer: OPTIMIZER_CODE.adam };
 
 function network(sparseHidden: boolean, sparseOut: boolean): SparseLayer[] {
   return [
@@ -82,7 +82,7 @@ function reference(addon: SparseTrainAddon, layers: SparseLayer[]) {
     }
     delta.forEach((g, o) => { gB[0]![o]! += g; });
   }
-  // One Adam step (t = 1); layer 0 updates only the rows of features in the batch (lazy Adam).
+  // One Adam step (t = 1) from zero moments: rows of features not in the batch have no momentum, so they stay.
   const bc1 = 1 - adam.beta1, bc2 = Math.sqrt(1 - adam.beta2);
   const step = (w: Float64Array, g: Float64Array, i: number, m: Float64Array, v: Float64Array) => {
     m[i] = (1 - adam.beta1) * g[i]!;

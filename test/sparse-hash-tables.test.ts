@@ -52,7 +52,7 @@ for (const family of ['simhash', 'dwta'] as const) {
     const data = xcFromRows(randomRows(600, 100, D, 8, 5));
     const d = addon.dataset(data.row, data.idx, data.val, data.lrow, data.labels, 100, D);
     const order = Int32Array.from({ length: 600 }, (_, i) => i);
-    const opts = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, aln: 1 };
+    const opts = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, aln: 1, optimizer: 0 };
     addon.index(m, 2, true, 0);
     let inserts = 0;
     for (let b = 0; b < 600; b += 50) {

@@ -39,7 +39,8 @@ static int alloc_layer(vs_layer* L, char* err) {
   L->mb = zalloc((size_t)L->out * 4); L->vb = zalloc((size_t)L->out * 4);
   L->touched = zalloc(rows);
   L->dirty = zalloc((size_t)L->out);
-  if (!L->w || !L->gw || !L->mw || !L->vw || !L->b || !L->gb || !L->mb || !L->vb || !L->touched || !L->dirty) {
+  L->last = zalloc(rows * 4);
+  if (!L->last || !L->w || !L->gw || !L->mw || !L->vw || !L->b || !L->gb || !L->mb || !L->vb || !L->touched || !L->dirty) {
     snprintf(err, VS_ERR_LEN, "out of memory for a %d x %d layer (%.2f GiB with gradients and Adam moments)",
              L->in, L->out, (double)n * 16 / (1 << 30));
     return 1;
@@ -102,12 +103,13 @@ void vs_model_free(vs_model* m) {
   for (int l = 0; l < m->n_layers; l++) {
     vs_layer* L = &m->layers[l];
     free(L->w); free(L->gw); free(L->mw); free(L->vw); free(L->b); free(L->gb); free(L->mb); free(L->vb);
-    free(L->touched); free(L->dirty);
+    free(L->touched); free(L->dirty); free(L->last); free(L->always);
     vs_hash_free(&L->hash);
     vs_tables_free(&L->tables);
   }
   if (m->work) for (int t = 0; t < m->threads_alloc; t++) free_work(m, &m->work[t]);
   free(m->work);
+  free(m->pw); free(m->bc);
   free(m);
 }
 

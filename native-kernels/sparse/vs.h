@@ -30,6 +30,9 @@
 
 enum { VS_ACT_RELU = 0, VS_ACT_LINEAR = 1, VS_ACT_TANH = 2, VS_ACT_SOFTMAX = 3, VS_ACT_SIGMOID = 4 };
 enum { VS_HASH_SIMHASH = 0, VS_HASH_DWTA = 1 };
+/* The optimiser (train/adam.c): Adam equal to dense Adam with every untouched row caught up when it is
+ * next read; the touched-rows-only ("lazy") Adam; and dense Adam over every row every step (the reference). */
+enum { VS_OPT_ADAM = 0, VS_OPT_LAZY = 1, VS_OPT_DENSE = 2 };
 
 /* One family of L hash functions of K bits each over vectors of length `dim`. */
 typedef struct {
@@ -59,6 +62,9 @@ typedef struct {
   float *w, *b, *gw, *gb, *mw, *vw, *mb, *vb;
   uint8_t* touched;    /* per weight row (input row for layer 0, neuron otherwise) this batch */
   uint8_t* dirty;      /* per neuron: updated since the last rehash (sparse layers) */
+  uint32_t* last;      /* per weight row: the Adam step its weights and moments (and bias, neuron-major) are current to */
+  int32_t* always;     /* neurons every training sample computes (the most frequent labels: pass.c), n_always of them */
+  int n_always;
   vs_hash hash;
   vs_tables tables;
 } vs_layer;
@@ -66,6 +72,7 @@ typedef struct {
 typedef struct {
   float lr, beta1, beta2, eps;
   int aln;             /* insert missed label neurons into the buckets their input selected */
+  int optimizer;       /* VS_OPT_* */
 } vs_train_opts;
 
 /* Per-thread scratch, sized once for the network; cache-line padded, as each thread writes its
@@ -99,6 +106,12 @@ typedef struct {
   uint64_t seed;
   double adam_step;
   int max_width;
+  /* the optimiser's options of the last step, and what catching rows up needs (train/adam.c) */
+  vs_train_opts opts;
+  int has_opts, jcap;
+  double* pw;          /* [2][jcap+1]: beta1^j, beta2^(j/2) */
+  double* bc;          /* [bc_len][2]: 1/(1-beta1^t), sqrt(1-beta2^t) for steps t < bc_len */
+  uint32_t bc_len, bc_cap;
 } vs_model;
 
 /* A dataset in CSR form; the arrays belong to JavaScript (the addon holds references). */

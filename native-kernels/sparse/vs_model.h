@@ -28,8 +28,14 @@ const char* vs_isa(void);
 /* Gradients of `count` samples order[start..] accumulated into gw/gb (HOGWILD over threads). */
 void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t start, int count, int threads,
                  uint64_t epoch, const vs_train_opts* o, vs_pass_stats* st);
-/* One Adam step over the touched rows; the gradients are zeroed. */
-void vs_adam_step(vs_model* m, int threads, const vs_train_opts* o);
+/* Record the optimiser's options before a batch (rows behind catch up under the old ones if they change);
+ * -1 when out of memory. Then one Adam step over the touched rows (all rows with VS_OPT_DENSE); the gradients are zeroed. */
+int vs_adam_prepare(vs_model* m, const vs_train_opts* o, int threads);
+void vs_adam_step(vs_model* m, int threads);
+/* Catch every row of layer `layer` (-1: every layer) up to the current step (VS_OPT_ADAM; else nothing to do). */
+void vs_flush(vs_model* m, int layer, int threads);
+/* Set the step count (a restore): every row is taken as current to it. */
+void vs_adam_set_step(vs_model* m, double step);
 /* Metrics over rows [start, start+count) of d: mode VS_MODE_DENSE or VS_MODE_SPARSE (output at eval_sparsity). */
 void vs_evaluate(vs_model* m, const vs_data* d, int64_t start, int64_t count, int threads, int mode, float eval_sparsity, vs_eval_stats* st);
 /* Output probabilities of rows [start, start+count), dense, into out[count][d_out]. */
@@ -50,6 +56,9 @@ static inline void vs_sample_at(const vs_data* d, int64_t i, vs_sample* s) {
 
 /* Forward through every layer; the last layer is left unnormalised when `logits` (dense eval). */
 void vs_forward(vs_model* m, vs_work* w, const vs_sample* s, int mode, float eval_sparsity, const vs_train_opts* o, vs_rng* rng, int upto);
+/* Catch row r of L up to step t (claimed by one thread); and the first-layer rows of a batch and every dense later layer. */
+void vs_catch_up_row(vs_model* m, vs_layer* L, int r, uint32_t t);
+void vs_catch_up_batch(vs_model* m, const vs_data* d, const int32_t* order, int64_t start, int count, int threads);
 /* Softmax/sigmoid of the last layer in place. */
 void vs_output(vs_model* m, vs_work* w);
 /* Loss of the sample and its gradients accumulated into the layers; needs vs_forward + vs_output first. */

@@ -1,13 +1,16 @@
 /**
  * The training section of `npm run bench`, also runnable alone:
  *   node dist/src/bench/train-run.js [--sections compare,grid,threads,sparsity] [--datasets planted,words,wordnet,debian-packages]
- *     [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…] [--json-out FILE]
- * (sparsity: the output sparsity sweep, not in the default sections.)
+ *     [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…] [--optimizer adam|lazy-adam|dense-adam]
+ *     [--frequent-labels N] [--json-out FILE]
+ * (sparsity: the output sparsity sweep, not in the default sections; with no --sparsities, veltair alone at the autotuned one.
+ * --optimizer, --frequent-labels: the sweep's, for comparison; every other section trains with the defaults.)
  * Run it under the benchmark lock: `flock -x /work/.bench.lock node dist/src/bench/train-run.js`.
  */
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
+import { OPTIMIZER_CODE, type Optimizer } from '../sparse/native.js';
 import { benchDataset } from './train-data.js';
 import { compareWithTorch, type CompareReport } from './train-compare.js';
 import { klrGrid, type GridReport } from './train-grid.js';
@@ -24,6 +27,9 @@ export interface TrainBenchOptions {
   readonly threads: number;
   /** Output sparsities of the sparsity sweep, beside the autotuned one. */
   readonly sparsities?: readonly number[];
+  /** The sparsity sweep's optimizer (default adam). */
+  readonly optimizer?: Optimizer;
+  readonly frequentLabels?: number;
   readonly log: (m: string) => void;
 }
 
@@ -59,12 +65,17 @@ export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchRes
       out.push(threadsMarkdown(t));
     }
     if (o.sections.includes('sparsity')) {
-      const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log);
+      const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log, o.optimizer, o.frequentLabels);
       result.sparsity.push(s);
       out.push(sparsityMarkdown(s));
     }
   }
   return { ...result, markdown: out.join('\n') };
+}
+
+function optimizerArg(v: string): Optimizer {
+  if (!(v in OPTIMIZER_CODE)) throw new Error(`--optimizer ${JSON.stringify(v)} is not one of ${Object.keys(OPTIMIZER_CODE).join(', ')}`);
+  return v as Optimizer;
 }
 
 function arg(name: string): string | undefined {
@@ -83,6 +94,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     gridEpochs: Number(arg('--grid-epochs') ?? 2),
     threads: Number(arg('--threads') ?? availableParallelism()),
     sparsities: (arg('--sparsities') ?? '').split(',').filter((x) => x !== '').map(Number),
+    optimizer: optimizerArg(arg('--optimizer') ?? 'adam'),
+    ...(arg('--frequent-labels') === undefined ? {} : { frequentLabels: Number(arg('--frequent-labels')) }),
     log: (m) => process.stderr.write(`bench train [${((Date.now() - t0) / 1000).toFixed(0)} s]: ${m}\n`),
   });
   const command = `node dist/src/bench/train-run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;

@@ -4,6 +4,7 @@
  * evaluation P@1/P@5 after every epoch. It says how much of a gap to dense training the sampled
  * output layer's sparsity accounts for, and what each step of sparsity costs in epoch time.
  */
+import type { Optimizer } from '../sparse/native.js';
 import type { BenchDataset } from './train-data.js';
 import { loadBenchData, veltairTrainer } from './train-veltair.js';
 
@@ -28,15 +29,19 @@ export interface SparsityReport {
   readonly dataset: BenchDataset;
   readonly epochs: number;
   readonly threads: number;
+  readonly optimizer: Optimizer;
+  /** The most frequent labels every sample computes (undefined: the trainer's default). */
+  readonly frequentLabels: number | undefined;
   readonly points: readonly SparsityPoint[];
 }
 
 export async function sparsitySweep(dataset: BenchDataset, epochs: number, threads: number, sparsities: readonly number[],
-  log: (m: string) => void): Promise<SparsityReport> {
+  log: (m: string) => void, optimizer: Optimizer = 'adam', frequentLabels?: number): Promise<SparsityReport> {
   const data = await loadBenchData(dataset);
   const points: SparsityPoint[] = [];
   for (const s of [undefined, ...sparsities]) {
-    const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s });
+    const settings = { optimizer, ...(frequentLabels === undefined ? {} : { frequentLabels }) };
+    const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s }, settings);
     const out = run.layers[run.layers.length - 1]!;
     const curve: SparsityEpoch[] = [];
     try {
@@ -52,12 +57,13 @@ export async function sparsitySweep(dataset: BenchDataset, epochs: number, threa
     }
     points.push({ sparsity: out.sparsity, autotuned: s === undefined, K: out.hash?.K ?? 0, L: out.hash?.L ?? 0, R: out.hash?.R ?? 0, curve });
   }
-  return { dataset, epochs, threads, points };
+  return { dataset, epochs, threads, optimizer, frequentLabels, points };
 }
 
 export function sparsityMarkdown(r: SparsityReport): string {
   return [
-    `#### ${r.dataset.name}: output sparsity sweep, veltair alone, ${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
+    `#### ${r.dataset.name}: output sparsity sweep, veltair alone (optimizer ${r.optimizer}, frequent labels ${r.frequentLabels ?? 'default'}), `
+      + `${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
     '',
     '| sparsity | | K | L | R | epoch | s/epoch | P@1 (dense eval) | P@5 | label miss rate |',
     '|---|---|---|---|---|---|---|---|---|---|',

@@ -15,6 +15,13 @@ export type Handle = object;
 export const ACTIVATION_CODE = { relu: 0, linear: 1, tanh: 2, softmax: 3, sigmoid: 4 } as const;
 export const HASH_CODE = { simhash: 0, dwta: 1 } as const;
 export const MODE_CODE = { dense: 1, sparse: 2 } as const;
+/**
+ * Must match VS_OPT_* in vs.h. 'adam' equals dense Adam (untouched rows catch up when next read, adam.c);
+ * 'lazy-adam' updates only the rows a batch touched (SLIDE/BOLT's, kept for comparison); 'dense-adam' updates
+ * every row every step (the reference 'adam' is tested against; as slow as PyTorch's).
+ */
+export const OPTIMIZER_CODE = { adam: 0, 'lazy-adam': 1, 'dense-adam': 2 } as const;
+export type Optimizer = keyof typeof OPTIMIZER_CODE;
 
 export interface NativeLayerConfig {
   readonly dim: number;
@@ -33,6 +40,8 @@ export interface AdamOptions {
   readonly beta2: number;
   readonly eps: number;
   readonly aln: number;
+  /** OPTIMIZER_CODE */
+  readonly optimizer: number;
 }
 
 export type TensorName = 'w' | 'b' | 'gw' | 'gb' | 'mw' | 'vw' | 'mb' | 'vb';
@@ -59,7 +68,7 @@ export interface TablesDump {
 /** The training add-on (native-kernels/sparse/train/addon.c). */
 export interface SparseTrainAddon {
   isa(): string;
-  codes(): { activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number> };
+  codes(): { activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number>; optimizer: Record<string, number> };
   create(config: { inputDim: number; seed: number; threads: number; layers: readonly NativeLayerConfig[] }): Handle;
   dataset(row: Float64Array, idx: Int32Array, val: Float32Array, lrow: Float64Array, labels: Int32Array, inputDim: number, outputDim: number): Handle;
   shuffle(order: Int32Array, seed: number, epoch: number): void;
@@ -74,6 +83,8 @@ export interface SparseTrainAddon {
   setTensor(model: Handle, layer: number, name: TensorName, values: Float32Array): void;
   getStep(model: Handle): number;
   setStep(model: Handle, step: number): void;
+  /** Neurons every training sample computes on sparse layer `layer` (the most frequent labels). */
+  setAlways(model: Handle, layer: number, ids: Int32Array): void;
   hashInfo(model: Handle, layer: number): HashInfo;
   tables(model: Handle, layer: number): TablesDump;
   query(model: Handle, layer: number, x: Float32Array): { ids: Uint32Array; codes: Uint32Array };
@@ -105,7 +116,7 @@ async function load<T extends { codes(): object }>(kind: SparseAddonKind, build:
 
 /** The training add-on (built on first use). */
 export function loadSparseTrainAddon(build: SparseBuild = 'native'): Promise<SparseTrainAddon> {
-  return load('train', build, { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE });
+  return load('train', build, { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE, optimizer: OPTIMIZER_CODE });
 }
 
 /** The serving head's add-on (built on first use). */

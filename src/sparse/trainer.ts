@@ -9,7 +9,8 @@ import { internalError } from '../errors.js';
 import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
 import {
-  ACTIVATION_CODE, HASH_CODE, MODE_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type SparseTrainAddon, type TensorName,
+  ACTIVATION_CODE, HASH_CODE, MODE_CODE, OPTIMIZER_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type SparseTrainAddon,
+  type TensorName,
 } from './native.js';
 import { indexAction, type IndexSchedule } from './schedule.js';
 import type { CheckpointTensor } from './checkpoint.js';
@@ -30,6 +31,28 @@ export interface TrainSettings {
   readonly beta2: number;
   readonly eps: number;
   readonly schedule: IndexSchedule;
+  /** 'adam' (the default) equals dense Adam; 'lazy-adam' and 'dense-adam' are for comparison (native.ts). */
+  readonly optimizer?: Optimizer;
+  /** How many of the most frequent labels every sample computes on a sampled output layer (default: frequentDefault). */
+  readonly frequentLabels?: number;
+}
+
+/**
+ * The most frequent labels a sampled output layer computes for every training sample, beside the
+ * sample's own labels and the tables' candidates: 1/16 of its active neurons (native-kernels/sparse/
+ * train/pass.c says why).
+ */
+export function frequentDefault(l: SparseLayer): number {
+  return l.hash ? Math.ceil(activeTarget(l) / 16) : 0;
+}
+
+/** The `n` labels that occur most often in `labels` (ties: the lower id), of `classes`. */
+export function mostFrequent(labels: Int32Array, classes: number, n: number): Int32Array {
+  const count = new Float64Array(classes);
+  for (const y of labels) count[y]!++;
+  const ids = Array.from({ length: classes }, (_, i) => i).filter((i) => count[i]! > 0);
+  ids.sort((a, b) => count[b]! - count[a]! || a - b);
+  return Int32Array.from(ids.slice(0, n));
 }
 
 export interface LshStats {
@@ -89,6 +112,12 @@ export interface Trainer {
   close(): void;
 }
 
+/**
+ * What a checkpoint holds. The add-on catches every row up to the current step before getTensor reads it
+ * (native-kernels/sparse/train/adam.c), so these are the dense-Adam state at the checkpoint's step and no
+ * per-row step is stored: the format is unchanged, and a checkpoint written before the catch-up (lazy Adam)
+ * loads as the state it holds, every row current at its step (setStep).
+ */
 const CHECKPOINT_TENSORS: readonly TensorName[] = ['w', 'b', 'mw', 'vw', 'mb', 'vb'];
 /** Round ids of the export's rebuild and of an epoch's rebuilds/rehashes, so every one draws its own reservoir randomness. */
 const EXPORT_ROUND = 2 ** 52;
@@ -117,12 +146,17 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
     return h;
   };
   const trainHandle = dataHandle(train);
-  const adam: AdamOptions = { lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0 };
+  const adam: AdamOptions = {
+    lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0,
+    optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'],
+  };
   const sparse = layers.some((l) => l.hash);
+  const output = layers[layers.length - 1]!;
+  const frequent = output.hash ? settings.frequentLabels ?? frequentDefault(output) : 0;
+  if (frequent > 0) addon.setAlways(model, output.index, mostFrequent(train.labels, output.dim, frequent));
   const order = new Int32Array(train.rows);
   const pauseAt = parsePauseHook(process.env['VELTAIR_TRAIN_PAUSE_AT']);
   let epochs = 0;
-  const output = layers[layers.length - 1]!;
 
   async function trainEpoch(onBatch?: (done: number, total: number) => Promise<void> | void): Promise<EpochTraining> {
     const epoch = epochs;

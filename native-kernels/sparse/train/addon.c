@@ -13,10 +13,13 @@
  *   shuffle(order I32, seed, epoch)
  *   backprop(model, data, order, start, count, threads, epoch, opts) -> F64 stats
  *   adamStep(model, threads, opts); index(model, threads, all, round)
+ *     opts: {lr, beta1, beta2, eps, aln, optimizer}; with optimizer "adam" rows behind are caught up (adam.c)
+ *     before evaluate, scores, index, getTensor and setTensor read or write them
  *   evaluate(model, data, start, count, threads, mode, sparsity) -> F64 stats
  *   scores(model, data, start, count, threads, mode, sparsity) -> F32 [count x out]
  *   getTensor(model, layer, name) -> F32 copy; setTensor(model, layer, name, F32)
  *   getStep(model), setStep(model, step)
+ *   setAlways(model, layer, ids I32)  neurons every training sample computes on a sparse layer (pass.c)
  *   hashInfo(model, layer) -> {family, K, L, R, dim, rowBytes, perTable, seed: bigint, signs?: U8, bins?: I32}
  *   tables(model, layer) -> {offsets: U32 [L*2^K+1], ids: U32, seen: U32 [L*2^K]}
  *   query(model, layer, x F32) -> {ids: U32, codes: U32}
@@ -81,9 +84,12 @@ static napi_value codes_fn(napi_env env, napi_callback_info info) {
   static const int hash_v[] = { VS_HASH_SIMHASH, VS_HASH_DWTA };
   static const char* const modes[] = { "dense", "sparse" };
   static const int mode_v[] = { VS_MODE_DENSE, VS_MODE_SPARSE };
+  static const char* const opts[] = { "adam", "lazy-adam", "dense-adam" };
+  static const int opt_v[] = { VS_OPT_ADAM, VS_OPT_LAZY, VS_OPT_DENSE };
   vs_put_codes(env, o, "activation", acts, act_v, 5);
   vs_put_codes(env, o, "hash", hashes, hash_v, 2);
   vs_put_codes(env, o, "mode", modes, mode_v, 2);
+  vs_put_codes(env, o, "optimizer", opts, opt_v, 3);
   return o;
 }
 
@@ -177,12 +183,28 @@ static napi_value shuffle_fn(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static void read_opts(napi_env env, napi_value o, vs_train_opts* t) {
+/* The optimiser's options, recorded in the model; 0 with a pending exception. */
+static int read_opts(napi_env env, napi_value o, vs_model* m, int threads, vs_train_opts* t) {
   t->lr = (float)vt_prop_num(env, o, "lr");
   t->beta1 = (float)vt_prop_num(env, o, "beta1");
   t->beta2 = (float)vt_prop_num(env, o, "beta2");
   t->eps = (float)vt_prop_num(env, o, "eps");
   t->aln = vt_prop_num(env, o, "aln") > 0;
+  const double opt = vt_prop_num(env, o, "optimizer");
+  t->optimizer = (int)opt;
+  if (!(opt == VS_OPT_ADAM || opt == VS_OPT_LAZY || opt == VS_OPT_DENSE)) {
+    napi_throw_error(env, "VT_ARGUMENT", "opts.optimizer is not an optimizer code");
+    return 0;
+  }
+  if (!(t->lr > 0) || !(t->beta1 >= 0 && t->beta1 < 1) || !(t->beta2 >= 0 && t->beta2 < 1) || !(t->eps >= 0)) {
+    napi_throw_error(env, "VT_ARGUMENT", "opts: lr > 0, 0 <= beta1, beta2 < 1 and eps >= 0");
+    return 0;
+  }
+  if (vs_adam_prepare(m, t, threads)) {
+    napi_throw_error(env, "VT_MEMORY", "out of memory for the optimiser's tables");
+    return 0;
+  }
+  return 1;
 }
 
 static napi_value backprop_fn(napi_env env, napi_callback_info info) {
@@ -199,7 +221,7 @@ static napi_value backprop_fn(napi_env env, napi_callback_info info) {
   const int32_t* order = p;
   for (int i = 0; i < count; i++) if (order[start + i] < 0 || order[start + i] >= d->n) VT_FAIL("VT_ARGUMENT", "backprop: order names a missing sample");
   vs_train_opts o;
-  read_opts(env, argv[7], &o);
+  if (!read_opts(env, argv[7], m, (int)vt_num(env, argv[5]), &o)) return NULL;
   vs_pass_stats st;
   vs_backprop(m, &d->d, order, start, count, (int)vt_num(env, argv[5]), (uint64_t)vt_num(env, argv[6]), &o, &st);
   double out[9] = { st.loss, st.samples, st.unlabelled, st.union_sum, st.filled_sum, st.active_sum, st.queries, st.label_missed, st.aln_inserts };
@@ -212,8 +234,8 @@ static napi_value adam_fn(napi_env env, napi_callback_info info) {
   vs_model* m = vs_napi_model(env, argv[0]);
   if (!m) return NULL;
   vs_train_opts o;
-  read_opts(env, argv[2], &o);
-  vs_adam_step(m, (int)vt_num(env, argv[1]), &o);
+  if (!read_opts(env, argv[2], m, (int)vt_num(env, argv[1]), &o)) return NULL;
+  vs_adam_step(m, (int)vt_num(env, argv[1]));
   return NULL;
 }
 
@@ -224,8 +246,11 @@ static napi_value index_fn(napi_env env, napi_callback_info info) {
   if (!m) return NULL;
   bool all = false;
   napi_get_value_bool(env, argv[2], &all);
-  for (int l = 0; l < m->n_layers; l++)
-    if (m->layers[l].sparse) vs_layer_index(m, l, all, (int)vt_num(env, argv[1]), (uint64_t)vt_num(env, argv[3]));
+  for (int l = 0; l < m->n_layers; l++) {
+    if (!m->layers[l].sparse) continue;
+    vs_flush(m, l, (int)vt_num(env, argv[1])); /* the tables hash the weights: current ones */
+    vs_layer_index(m, l, all, (int)vt_num(env, argv[1]), (uint64_t)vt_num(env, argv[3]));
+  }
   return NULL;
 }
 
@@ -262,6 +287,7 @@ static napi_value evaluate_fn(napi_env env, napi_callback_info info) {
   rows_args a;
   if (!rows_args_of(env, info, "evaluate(model, data, start, count, threads, mode, sparsity)", "evaluate", &a)) return NULL;
   vs_eval_stats st;
+  vs_flush(a.m, -1, a.threads);
   vs_evaluate(a.m, &a.d->d, a.start, a.count, a.threads, a.mode, a.sparsity, &st);
   double out[7] = { st.counted, st.p1, st.p5, st.r5, st.loss, st.loss_counted, st.active_sum };
   return vt_copy_typed(env, napi_float64_array, out, 7);
@@ -274,6 +300,7 @@ static napi_value scores_fn(napi_env env, napi_callback_info info) {
   void* data;
   napi_value arr = vt_new_typed(env, napi_float32_array, (size_t)a.count * width, &data);
   if (!arr) VT_FAIL("VT_MEMORY", "scores: out of memory");
+  vs_flush(a.m, -1, a.threads);
   vs_scores(a.m, &a.d->d, a.start, (int)a.count, a.threads, a.mode, a.sparsity, data);
   return arr;
 }
@@ -288,7 +315,9 @@ static float* tensor_of(napi_env env, napi_value* argv, const char* what, size_t
     napi_throw_error(env, "VT_ARGUMENT", "veltair sparse: the tensor name must be a string");
     return NULL;
   }
-  float* t = vs_tensor(m, (int)vt_num(env, argv[1]), name, n);
+  const int layer = (int)vt_num(env, argv[1]);
+  float* t = vs_tensor(m, layer, name, n);
+  if (t) vs_flush(m, layer, m->threads_alloc); /* read or overwritten: every row current first */
   if (!t) {
     snprintf(msg, sizeof msg, "%s: no such layer or tensor", what);
     napi_throw_error(env, "VT_ARGUMENT", msg);
@@ -336,7 +365,31 @@ static napi_value set_step_fn(napi_env env, napi_callback_info info) {
   if (argc < 0) return NULL;
   vs_model* m = argc == 2 ? vs_napi_model(env, argv[0]) : NULL;
   if (!m) return NULL;
-  m->adam_step = vt_num(env, argv[1]);
+  const double step = vt_num(env, argv[1]);
+  if (!(step >= 0 && step < 4294967295.0) || step != floor(step)) VT_FAIL("VT_ARGUMENT", "setStep: the step is not a whole number below 2^32 - 1");
+  vs_adam_set_step(m, step);
+  return NULL;
+}
+
+static napi_value set_always_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  if (!vt_args_min(env, info, 3, argv, "setAlways(model, layer, ids)")) return NULL;
+  vs_model* m = vs_napi_model(env, argv[0]);
+  if (!m) return NULL;
+  const int l = (int)vt_num(env, argv[1]);
+  void* p; size_t n;
+  if (!vt_typed(env, argv[2], napi_int32_array, &p, &n)) return NULL;
+  if (l < 0 || l >= m->n_layers || !m->layers[l].sparse) VT_FAIL("VT_ARGUMENT", "setAlways: not a sparse layer");
+  vs_layer* L = &m->layers[l];
+  const int32_t* ids = p;
+  if (n > (size_t)L->out) VT_FAIL("VT_ARGUMENT", "setAlways: more ids than neurons");
+  for (size_t i = 0; i < n; i++) if (ids[i] < 0 || ids[i] >= L->out) VT_FAIL("VT_ARGUMENT", "setAlways: an id is out of range");
+  int32_t* copy = malloc((n ? n : 1) * sizeof *copy);
+  if (!copy) VT_FAIL("VT_MEMORY", "out of memory");
+  memcpy(copy, ids, n * sizeof *copy);
+  free(L->always);
+  L->always = copy;
+  L->n_always = (int)n;
   return NULL;
 }
 
@@ -356,6 +409,7 @@ NAPI_MODULE_INIT() {
     VT_METHOD("setTensor", set_tensor_fn),
     VT_METHOD("getStep", get_step_fn),
     VT_METHOD("setStep", set_step_fn),
+    VT_METHOD("setAlways", set_always_fn),
     VT_METHOD("hashInfo", hash_info_fn),
     VT_METHOD("tables", tables_fn),
     VT_METHOD("query", query_fn),

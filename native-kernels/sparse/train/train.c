@@ -6,7 +6,7 @@
  * and adds its gradients into the one shared gradient array without locks. Two samples touching
  * one neuron at the same instant may lose part of one update; with thousands of neurons per
  * sample out of 10^5 that is rare and, as HOGWILD shows, harmless to convergence. Adam then runs
- * once per batch over the touched rows only (in parallel over rows: no two threads share a row).
+ * once per batch over the touched rows only, the others catching up when next read (adam.c).
  * With one thread every sum happens in one order, so a run is reproducible bit for bit.
  *
  * Dense evaluation computes the output layer for blocks of 16 samples at once, so each weight row
@@ -32,6 +32,7 @@ void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t st
                  uint64_t epoch, const vs_train_opts* o, vs_pass_stats* st) {
   threads = clamp_threads(m, threads);
   for (int t = 0; t < threads; t++) reset_stats(&m->work[t]);
+  vs_catch_up_batch(m, d, order, start, count, threads);
   const float scale = 1.0f / (float)count;
   double loss = 0.0, unlabelled = 0.0;
   #pragma omp parallel for num_threads(threads) schedule(dynamic, 4) reduction(+:loss, unlabelled)
@@ -53,40 +54,6 @@ void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t st
     const vs_work* w = &m->work[t];
     st->union_sum += w->union_sum; st->filled_sum += w->filled_sum; st->active_sum += w->active_sum;
     st->queries += w->queries; st->label_missed += w->label_missed; st->aln_inserts += w->aln_inserts;
-  }
-}
-
-void vs_adam_step(vs_model* m, int threads, const vs_train_opts* o) {
-  threads = clamp_threads(m, threads);
-  m->adam_step += 1.0;
-  const double t = m->adam_step;
-  const float bc1 = (float)(1.0 - pow((double)o->beta1, t));
-  const float bc2_sqrt = (float)sqrt(1.0 - pow((double)o->beta2, t));
-  const float step_size = o->lr / bc1;
-  for (int l = 0; l < m->n_layers; l++) {
-    vs_layer* L = &m->layers[l];
-    if (L->input_major) {
-      const int width = L->out;
-      #pragma omp parallel for num_threads(threads) schedule(static, 64)
-      for (int r = 0; r < L->in; r++) {
-        if (!L->touched[r]) continue;
-        L->touched[r] = 0;
-        const size_t off = (size_t)r * width;
-        vs_adam_row(L->w + off, L->gw + off, L->mw + off, L->vw + off, width, step_size, bc2_sqrt, o);
-      }
-      vs_adam_row(L->b, L->gb, L->mb, L->vb, L->out, step_size, bc2_sqrt, o);
-    } else {
-      const int width = L->in;
-      #pragma omp parallel for num_threads(threads) schedule(static, 64)
-      for (int r = 0; r < L->out; r++) {
-        if (!L->touched[r]) continue;
-        L->touched[r] = 0;
-        if (L->sparse) L->dirty[r] = 1;
-        const size_t off = (size_t)r * width;
-        vs_adam_row(L->w + off, L->gw + off, L->mw + off, L->vw + off, width, step_size, bc2_sqrt, o);
-        vs_adam_row(L->b + r, L->gb + r, L->mb + r, L->vb + r, 1, step_size, bc2_sqrt, o);
-      }
-    }
   }
 }
 
