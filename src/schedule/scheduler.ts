@@ -310,8 +310,10 @@ export class Scheduler {
         if (this.onConflict === 'shrink' && free >= 1) grant = free;
         else break;
       }
-      if (!this.policy.temporal) {
-        const allowed = this.longBlockGrant(r, plan.block, grant);
+      // Fewer cores only lengthen a block, so a block long at the planned grant stays long at a smaller one.
+      const long = !this.policy.temporal && this.isLong(r, plan.block, grant);
+      if (long) {
+        const allowed = this.longBlockGrant(r, grant);
         if (allowed === 0) {
           // Bounded look-past, so an event stays O(small) when a long queue is held back.
           if (held.length >= MAX_HELD_PER_DISPATCH) break;
@@ -322,7 +324,7 @@ export class Scheduler {
       }
       if (this.policy.temporal) this.premaReady.splice(premaIndex, 1);
       else this.ready.pop();
-      out.push(this.start(r, plan.block, grant, plan, conflict));
+      out.push(this.start(r, plan.block, grant, plan, conflict, long));
     }
     for (const r of held) this.ready.push(r);
     return out;
@@ -337,8 +339,7 @@ export class Scheduler {
    * left (0) it waits, and the requests behind it may go first. The dynamic form of pinning the
    * long-layer model away from the tight one.
    */
-  private longBlockGrant(r: Req, block: Block, grant: number): number {
-    if (!this.isLong(r, block, grant)) return grant;
+  private longBlockGrant(r: Req, grant: number): number {
     return Math.max(0, Math.min(grant, Math.max(1, this.pool.size - this.reserveCores[r.model]!) - this.longCores));
   }
 
@@ -346,7 +347,7 @@ export class Scheduler {
     return this.policy.blocks === 'adaptive' && blockQuietMs(this.models[r.model]!, block.first, block.last, grant) > this.blockCapMs[r.model]!;
   }
 
-  private start(r: Req, block: Block, grant: number, plan: { want: number; need: number }, conflict: boolean): Decision {
+  private start(r: Req, block: Block, grant: number, plan: { want: number; need: number }, conflict: boolean, long: boolean): Decision {
     const p = this.models[r.model]!;
     const N = p.table.maxCores;
     const cores = this.pool.grant(r.id, grant, r.prev);
@@ -362,7 +363,7 @@ export class Scheduler {
     }
     r.running = true;
     r.held = cores;
-    r.longHeld = this.isLong(r, block, grant) ? grant : 0;
+    r.longHeld = long ? grant : 0;
     this.longCores += r.longHeld;
     r.next = block.last + 1;
     this.runningCount++;

@@ -22,9 +22,10 @@ import type { ServerMetrics } from './metrics.js';
 
 /**
  * Block threads run this much nicer than the server's own thread. Measured live on 2 cores
- * (resnet50 + mobilenet_v2 at 10 QPS): at equal priority a finished block waited up to ~30 ms for
- * the event loop to get a core; at nice 10 that wait fell to ~0.1 ms. Nice is relative to other
- * processes too: on a machine shared with other work, the kernels yield to it more.
+ * (resnet50 + mobilenet_v2 at 10 QPS): at equal priority a light request that missed its QoS had
+ * waited ~30 ms (median of the misses) from its block's end to the event loop taking it; with the
+ * server's other threads at nice 10, ~0.2 ms. Nice 19 did worse than 10 at 30 QPS. Nice is relative
+ * to other processes too: on a machine shared with other work, the kernels yield to it more.
  */
 export const DEFAULT_BLOCK_NICE = 10;
 
