@@ -2,13 +2,21 @@
 "Whole model on torchvision exports").
 
 Usage: /usr/bin/python3 bench/torchvision/export.py OUT_DIR [NAME ...]
-       /usr/bin/python3 bench/torchvision/export.py --list        every classification model torchvision has
-       /usr/bin/python3 bench/torchvision/export.py --probe OUT_DIR   try every one of them; write probe.json
+       /usr/bin/python3 bench/torchvision/export.py --list        every model (classification, then segmentation)
+       /usr/bin/python3 bench/torchvision/export.py --probe OUT_DIR   try every classification model at 224; write probe.json
+       /usr/bin/python3 bench/torchvision/export.py --all OUT_DIR [NAME ...]   the coverage set (issue 33): every
+           classification and segmentation model at its default resolution; write exports.json
 
 With no NAME, the benchmark set (BENCH below) is exported. Weights are random (weights=None, seed
 0): nothing is downloaded; latency does not depend on weight values. Every model is exported from
 eval mode at opset 13 with constant folding (BatchNormalization folded into Conv by the exporter
-where PyTorch can), a static 1x3x224x224 float input named `input` and output `output`.
+where PyTorch can), a static batch-1 float input named `input` and output `output`: 1x3x224x224, or
+with --all the resolution the model's default weights are evaluated at (their transforms' crop, for
+segmentation their resize: 520), read from torchvision's weight metadata, which needs no download.
+A segmentation model's output is its `out` map (no auxiliary head).
+--all keeps going past a model the exporter refuses (its error goes into exports.json), skips a model
+already exported (FORCE=1 redoes it), and writes a model whose weights exceed protobuf's 2 GB limit as
+OUT_DIR/NAME/NAME.onnx with its weights in external data files beside it.
 Debian's python3-torch (1.13) and python3-torchvision (0.14) are enough: .ci/install-deps.sh.
 """
 import json
@@ -20,6 +28,7 @@ sys.dont_write_bytecode = True
 
 import torch  # noqa: E402
 import torchvision  # noqa: E402
+import torchvision.models.segmentation  # noqa: E402
 
 OPSET = 13
 SEED = 0
@@ -39,6 +48,11 @@ KWARGS = {
     'googlenet': {'aux_logits': False, 'init_weights': True},
     'inception_v3': {'aux_logits': False, 'init_weights': True},
 }
+# weights_backbone=None: the default would download the ImageNet backbone.
+SEGMENTATION_KWARGS = {'aux_loss': False, 'weights_backbone': None}
+
+# protobuf's limit on one message: bigger models keep their weights in external data files.
+PROTOBUF_LIMIT = 2 ** 31 - 1
 
 
 def classification_models():
@@ -46,22 +60,106 @@ def classification_models():
     return sorted(n for n in names if not n.startswith('quantized'))
 
 
-def export(name, out_dir):
+def segmentation_models():
+    return sorted(torchvision.models.list_models(module=torchvision.models.segmentation))
+
+
+def default_resolution(name):
+    """The side the model's default weights are evaluated at (metadata only: nothing is downloaded)."""
+    transforms = torchvision.models.get_model_weights(name).DEFAULT.transforms()
+    size = getattr(transforms, 'crop_size', None) or getattr(transforms, 'resize_size', None)
+    return int(size[0])
+
+
+class OutMap(torch.nn.Module):
+    """A segmentation model's `out` map: the exporter needs a tensor, not the model's dict."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)['out']
+
+
+def build(name, side):
+    kwargs = dict(KWARGS.get(name, {}))
+    if name in segmentation_models():
+        return OutMap(torchvision.models.get_model(name, weights=None, **SEGMENTATION_KWARGS)).eval()
+    if name.startswith('vit_') and side != 224:
+        kwargs['image_size'] = side  # ViT's position table is sized for its resolution
+    return torchvision.models.get_model(name, weights=None, **kwargs).eval()
+
+
+def weight_bytes(model):
+    return sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
+def export(name, out_dir, side=SHAPE[2]):
+    """Export one model; returns (path, input shape, whether its weights are external)."""
     torch.manual_seed(SEED)
-    model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {})).eval()
-    path = os.path.join(out_dir, f'{name}.onnx')
+    model = build(name, side)
+    shape = (1, 3, side, side)
+    external = weight_bytes(model) > PROTOBUF_LIMIT
+    if external:
+        # Its own folder: the exporter writes one data file per weight beside the graph.
+        folder = os.path.join(out_dir, name)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f'{name}.onnx')
+    else:
+        path = os.path.join(out_dir, f'{name}.onnx')
     tmp = path + '.tmp'
     with torch.no_grad():
-        torch.onnx.export(model, (torch.randn(SHAPE),), tmp, opset_version=OPSET, input_names=['input'],
+        torch.onnx.export(model, (torch.randn(shape),), tmp, opset_version=OPSET, input_names=['input'],
                           output_names=['output'], do_constant_folding=True)
     os.replace(tmp, path)
-    return path
+    return path, list(shape), external
+
+
+def export_all(out_dir, wanted):
+    """The coverage set: every model at its default resolution, each failure recorded, exports.json rewritten after each."""
+    record_path = os.path.join(out_dir, 'exports.json')
+    status = {}
+    if os.path.exists(record_path):
+        with open(record_path) as f:
+            status = json.load(f)
+    for name in wanted:
+        done = status.get(name, {})
+        if done.get('status') == 'exported' and os.path.exists(os.path.join(out_dir, done['file'])) and not os.environ.get('FORCE'):
+            continue
+        started = time.monotonic()
+        side = default_resolution(name)
+        entry = {'task': 'segmentation' if name in segmentation_models() else 'classification', 'input': [1, 3, side, side]}
+        try:
+            path, shape, external = export(name, out_dir, side)
+            entry.update(status='exported', file=os.path.relpath(path, out_dir), externalData=external,
+                         seconds=round(time.monotonic() - started, 1))
+            print(f'{name}: exported at {side}x{side} in {entry["seconds"]} s', file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - the coverage table lists every model the exporter refuses, with its error
+            entry.update(status='failed', error=f'{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}')
+            print(f'{name}: export failed: {entry["error"]}', file=sys.stderr)
+        status[name] = entry
+        tmp = record_path + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(status, f, indent=1, sort_keys=True)
+        os.replace(tmp, record_path)
+    return 0
 
 
 def main(argv):
     if len(argv) >= 2 and argv[1] == '--list':
-        print('\n'.join(classification_models()))
+        print('\n'.join(classification_models() + segmentation_models()))
         return 0
+    if len(argv) >= 3 and argv[1] == '--all':
+        everything = classification_models() + segmentation_models()
+        wanted = argv[3:] or everything
+        unknown = [n for n in wanted if n not in everything]
+        if unknown:
+            print(f'unknown model(s): {unknown}; see --list', file=sys.stderr)
+            return 2
+        os.makedirs(argv[2], exist_ok=True)
+        torch.set_num_threads(2)
+        return export_all(argv[2], wanted)
     probe = len(argv) >= 2 and argv[1] == '--probe'
     args = argv[2:] if probe else argv[1:]
     if not args:
