@@ -2,13 +2,15 @@
 # The paper's scheduling figures, one command each (bench/RESULTS.md, "Scheduling"). Simulated,
 # 64 cores. Profiles: bench/schedule/profiles/ (measured by profile-zoo.sh on the 2-core EPYC, 1-core
 # figures used, the scaling model for the rest) and, for ResNet-50, the VELTAIR artifact's 3990X CSV.
-# Usage (repository root): bench/schedule/figures.sh OUTDIR [ARTIFACT_CSV]
+# Usage (repository root): [CALIBRATION=FILE] bench/schedule/figures.sh OUTDIR [ARTIFACT_CSV]
+# CALIBRATION: a serving calibration (src/bench/serve-calibrate.ts) every run charges: the front end
+# per request, the dispatch per block, the event loop's share, as measured live on the calibrating machine.
 # Decision times are real-time measurements: run it under the exclusive benchmark lock.
 set -eu
 OUT=${1:?usage: figures.sh OUTDIR [ARTIFACT_CSV]}
 ART=${2:-../shared/reference/veltair-3990x-resnet50-profile.csv}
 P=${PROFILES:-bench/schedule/profiles}
-V="node bin/veltair simulate"
+V="node bin/veltair simulate${CALIBRATION:+ --calibration $CALIBRATION}"
 # 1-core figures only (2-core ones held out: on this shared 2-vCPU VM a 2-thread run competes with the other tenants;
 # they validate the scaling model instead). Claim/release: 23.4 µs at 2 threads, the median of the nine claim measurements
 # of the profiling runs of 1 Dec 2026 (0–123 µs), for every model (the artifact has none).

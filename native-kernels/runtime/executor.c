@@ -88,7 +88,7 @@ static const vt_op_fn OPS[VT_RT_OP_COUNT] = {
   [VT_RT_LAYERNORM] = vt_op_layernorm, [VT_RT_CHANNEL_AFFINE] = vt_op_channel_affine,
   [VT_RT_STRIDED_COPY] = vt_op_strided_copy, [VT_RT_GATHER] = vt_op_gather, [VT_RT_REDUCE] = vt_op_reduce,
   [VT_RT_CAST] = vt_op_cast, [VT_RT_TOPK] = vt_op_topk,
-  [VT_RT_CHANNEL_GATHER] = vt_op_channel_gather, [VT_RT_ELEMENTWISE_CHAIN] = vt_op_elementwise_chain,
+  [VT_RT_CHANNEL_GATHER] = vt_op_channel_gather, [VT_RT_ELEMENTWISE_CHAIN] = vt_op_elementwise_chain, [VT_RT_RESIZE] = vt_op_resize,
 };
 
 void* vt_aligned_copy(const void* src, size_t bytes) {
@@ -419,7 +419,7 @@ static int team_safe(const vt_step* st) {
     case VT_RT_KERNEL: return st->versions[st->version].team;
     case VT_RT_CHANNEL_GATHER: case VT_RT_POOL: case VT_RT_GLOBAL_POOL: case VT_RT_ELEMENTWISE_CHAIN: case VT_RT_REORDER:
     case VT_RT_UNARY: case VT_RT_BINARY: case VT_RT_BINARY_CHANNEL: case VT_RT_SOFTMAX: case VT_RT_LAYERNORM:
-    case VT_RT_CHANNEL_AFFINE: return 1;
+    case VT_RT_CHANNEL_AFFINE: case VT_RT_RESIZE: return 1;
     default: return 0;
   }
 }

@@ -85,6 +85,7 @@ int vt_op_cast(const vt_step* s);
 int vt_op_topk(const vt_step* s);
 int vt_op_channel_gather(const vt_step* s);
 int vt_op_elementwise_chain(const vt_step* s);
+int vt_op_resize(const vt_step* s);
 
 /* Executor (executor.c). The blob format is documented there and in src/runtime/native-plan.ts. */
 typedef struct vt_exec vt_exec;

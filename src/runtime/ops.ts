@@ -32,6 +32,7 @@
  * | reducemean reducesum reducemax reducemin reduceprod reducesumsquare reducel1 reducel2 | REDUCE | axes, keepdims, noop_with_empty_axes | nchw |
  * | cast                                   | CAST             | to (output dtype)                            | nchw               |
  * | topk                                   | TOPK             | axis, K, largest (values float32, indices int64, sorted) | nchw      |
+ * | resize (H, W; linear or nearest)       | RESIZE           | mode, coordinate_transformation_mode, nearest_mode, scales | nchw |
  */
 import { BINARY_ENUM, CHAIN_STEP_ENUM, codesOf, KIND_ENUM, LAYOUT_ENUM, OPERAND_ENUM, POOL_ENUM, REDUCE_ENUM, RUNTIME_OP_ENUM,
   UNARY_ENUM } from '../toolchain/abi.js';
@@ -43,7 +44,7 @@ export const OP = {
   KERNEL: RT.kernel, COPY: RT.copy, REORDER: RT.reorder, POOL: RT.pool, GLOBAL_POOL: RT.global_pool, UNARY: RT.unary,
   BINARY: RT.binary, BINARY_CHANNEL: RT.binary_channel, WHERE: RT.where, SOFTMAX: RT.softmax, LAYERNORM: RT.layernorm,
   CHANNEL_AFFINE: RT.channel_affine, STRIDED_COPY: RT.strided_copy, GATHER: RT.gather, REDUCE: RT.reduce, CAST: RT.cast, TOPK: RT.topk,
-  CHANNEL_GATHER: RT.channel_gather, ELEMENTWISE_CHAIN: RT.elementwise_chain,
+  CHANNEL_GATHER: RT.channel_gather, ELEMENTWISE_CHAIN: RT.elementwise_chain, RESIZE: RT.resize,
 } as const;
 export type OpCode = (typeof OP)[keyof typeof OP];
 

@@ -29,13 +29,14 @@ import { canonicalLayout, NATURAL, parseLayout, type Layout } from '../bundle/la
 import { LAYOUT_KIND, OP } from './ops.js';
 import { arenaRef, KERNEL_READS_NCHW, NONE, paramRef, type NativePlan, type NativeStep, type Ref, SYMBOL_PATTERN } from './native-plan.js';
 import { product, roundUp } from './geometry.js';
-import { unsupported, type LoweredOp, type Operand, type OpContext } from './lower-context.js';
+import { unsupported, type LoweredOp, type Lowering, type Operand, type OpContext } from './lower-context.js';
 import { COMPUTE_LOWERINGS } from './lower-compute.js';
 import { MOVEMENT_LOWERINGS } from './lower-movement.js';
+import { resize } from './lower-resize.js';
 import { paramFloats, type ParamData, type RuntimeLayer, type RuntimeVersion } from './runtime-layer.js';
 import { outputOwner, type ThreadSplit } from '../bundle/thread-split.js';
 
-const LOWERINGS = { ...COMPUTE_LOWERINGS, ...MOVEMENT_LOWERINGS };
+const LOWERINGS: Readonly<Record<string, Lowering>> = { ...COMPUTE_LOWERINGS, ...MOVEMENT_LOWERINGS, resize };
 
 /** ONNX argument names per op (src/ir/generic.ts names constant operands by them). */
 const OPERAND_NAMES: Readonly<Record<string, readonly string[]>> = {

@@ -44,7 +44,7 @@ export const EPILOGUE_ENUM = abiEnum({
 export const RUNTIME_OP_ENUM = abiEnum({
   cName: 'vt_rt_op', prefix: 'VT_RT_', count: 'VT_RT_OP_COUNT',
   names: ['kernel', 'copy', 'reorder', 'pool', 'global_pool', 'unary', 'binary', 'binary_channel', 'where', 'softmax', 'layernorm',
-    'channel_affine', 'strided_copy', 'gather', 'reduce', 'cast', 'topk', 'channel_gather', 'elementwise_chain'],
+    'channel_affine', 'strided_copy', 'gather', 'reduce', 'cast', 'topk', 'channel_gather', 'elementwise_chain', 'resize'],
 });
 
 /** ELEMENTWISE_CHAIN's step kinds (ops_chain.c). */
