@@ -8,7 +8,7 @@ const records: CoverageRecord[] = [
   { ...base, model: 'resnet18', export: { ok: true }, gmacs: 1.81, compile: compiled, match: { relErr: 2e-6, ok: true },
     latency: { 1: { veltairMs: 20, ortMs: 25, ratio: 0.8 }, 2: { veltairMs: 11, ortMs: 10, ratio: 1.1 } } },
   { ...base, model: 'vit_b_16', export: { ok: true }, compile: { ok: false, wallSeconds: 3, budget: 'x',
-    error: 'error [UNSUPPORTED_OPS]: vit_b_16.onnx: the runtime cannot run 2 layers: layer 7 | Foo; layer 9 Bar' } },
+    error: 'error [UNSUPPORTED_OPS]: /home/someone/work/models/vit_b_16.onnx: the runtime cannot run 2 layers: layer 7 | Foo; layer 9 Bar' } },
   { ...base, model: 'swin_t', export: { ok: false, error: 'RuntimeError: Exporting the operator roll\nmore' } },
   { ...base, model: 'alexnet', export: { ok: true }, compile: compiled, match: { relErr: 0.02, ok: false } },
   { ...base, task: 'segmentation', model: 'fcn_resnet50', input: [1, 3, 520, 520], export: { ok: true } },
@@ -28,6 +28,7 @@ test('the coverage table: one row per model, the refusals with their reasons, th
   const vit = rows.find((r) => r.startsWith('| vit_b_16'))!;
   assert.match(vit, /refused: unsupported layers/);
   assert.match(vit, /layer 7 \/ Foo/, 'a pipe in a message cannot break the table');
+  assert.match(vit, /\]: vit_b_16\.onnx: the runtime/, 'no directory of the machine that ran it');
   assert.match(rows.find((r) => r.startsWith('| swin_t'))!, /Exporting the operator roll more \|$/);
   assert.match(rows.find((r) => r.startsWith('| resnet18'))!, /\| 224×224 \| 1\.81 \| matches ORT \| 5\.0 \| 61 \| 0\.800 \(20\.0 \/ 25\.0\) \| 1\.100/);
   assert.match(t, /5 models: 1 compile and match ONNX Runtime .*1 mismatch, 1 refused before tuning, 0 failed to compile, 1 refused by the exporter, 1 not/);

@@ -52,9 +52,9 @@ const ratioCell = (r: CoverageRecord, t: number) => {
   const l = r.latency?.[String(t)];
   return l ? `${l.ratio.toFixed(3)} (${l.veltairMs.toPrecision(3)} / ${l.ortMs.toPrecision(3)})` : '';
 };
-/** A table cell: no pipes or newlines, bounded. */
+/** A table cell: no pipes or newlines, a file's name without its directories (node names keep theirs), bounded. */
 const clean = (s: string, max = 220) => {
-  const one = s.replace(/\|/g, '/').replace(/\s+/g, ' ').trim();
+  const one = s.replace(/(?:\/[^\s/:"']+)+\/([^\s/:"']+\.(?:onnx|json|bundle|npy|data))\b/g, '$1').replace(/\|/g, '/').replace(/\s+/g, ' ').trim();
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 };
 

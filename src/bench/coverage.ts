@@ -7,13 +7,14 @@
  *
  *   /usr/bin/python3 bench/torchvision/export.py --all WORK/models
  *   npm run build && BENCH_LOCK=/path/to/lock node dist/src/bench/coverage.js WORK [NAME…]
- *     [--trials 1] [--threads 1] [--rounds 3] [--runs 3] [--no-latency] [--force] [--results bench/RESULTS.md]
+ *     [--trials 1] [--threads 1] [--rounds 3] [--runs 3] [--no-latency] [--force] [--table-only] [--results bench/RESULTS.md]
  *
  * Each model's compile is `veltair compile --trials T --threads T --levels 0` into WORK/bundles with
  * the database WORK/db (shared by all models, so later models reuse earlier ones' records); its wall
  * time is the "compile s". With BENCH_LOCK set, a compile holds that lock shared and a timing holds
  * it exclusive (as bench/torchvision/suite.sh does), so timings never overlap other benchmarks.
- * --results rewrites the table between the coverage-table markers of that file.
+ * --results rewrites the table between the coverage-table markers of that file; --table-only renders the
+ * records there are, running nothing.
  * `--check MODEL BUNDLE` is the child that compares one bundle with ONNX Runtime (its own process, so
  * a model that crashes the runtime is a row, not the end of the run).
  */
@@ -44,6 +45,7 @@ interface Options {
   readonly runs: number;
   readonly latency: boolean;
   readonly force: boolean;
+  readonly tableOnly: boolean;
   readonly results?: string;
 }
 
@@ -139,7 +141,7 @@ async function run(o: Options): Promise<void> {
   const names = o.names.length > 0 ? o.names : Object.keys(exported).sort();
   const recordsDir = join(o.work, 'coverage');
   for (const d of [recordsDir, join(o.work, 'bundles'), join(o.work, 'db')]) mkdirSync(d, { recursive: true });
-  for (const name of names) {
+  for (const name of o.tableOnly ? [] : names) {
     const e = exported[name];
     if (!e) { log(`${name}: not in exports.json, skipped`); continue; }
     const path = join(recordsDir, `${name}.json`);
@@ -148,7 +150,14 @@ async function run(o: Options): Promise<void> {
     await writeTextAtomic(path, `${JSON.stringify(rec, null, 1)}\n`);
     log(`${name}: ${rec.compile?.ok ? (rec.match?.ok ? 'matches' : 'does not match') : rec.compile?.error ?? rec.export.error ?? ''}`);
   }
-  const table = coverageTable(readRecords(recordsDir));
+  // Every model the exporter was asked for is a row: those not covered yet say so.
+  const records = readRecords(recordsDir);
+  const covered = new Set(records.map((r) => r.model));
+  for (const [name, e] of Object.entries(exported)) {
+    if (covered.has(name)) continue;
+    records.push({ model: name, task: e.task, input: e.input, when: '', export: e.status === 'exported' ? { ok: true } : { ok: false, error: e.error ?? '' } });
+  }
+  const table = coverageTable(records);
   console.log(table);
   if (o.results) {
     const updated = replaceTable(readFileSync(o.results, 'utf8'), table);
@@ -189,6 +198,7 @@ function parse(argv: readonly string[]): Options {
   return {
     work: resolve(positional[0]!), names: positional.slice(1), trials: flag('--trials', 1), threads: flag('--threads', 1),
     rounds: flag('--rounds', 3), runs: flag('--runs', 3), latency: !argv.includes('--no-latency'), force: argv.includes('--force'),
+    tableOnly: argv.includes('--table-only'),
     ...(results >= 0 ? { results: resolve(argv[results + 1]!) } : {}),
   };
 }
