@@ -128,7 +128,7 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
       const hidden = hiddenOf(out);
       if (!hidden) return out;
       if (pending > 0) throw internalError('a sparse head was queried synchronously while an asynchronous query ran');
-      return withTopK(out, hidden, native.headTopK(handle, hidden.data, hidden.rows, k, versions[current]!.budget));
+      return withTopK(out, hidden, native.headTopK(handle, hidden.data, hidden.rows, k, versions[current]!.budget, versions[current]!.always ?? 0));
     },
     applyAsync(out, atStart) {
       const hidden = hiddenOf(out);
@@ -136,7 +136,7 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
       pending++;
       const run = queue.then(() => {
         atStart?.();
-        return native.headTopKAsync(handle, hidden.data, hidden.rows, k, versions[current]!.budget);
+        return native.headTopKAsync(handle, hidden.data, hidden.rows, k, versions[current]!.budget, versions[current]!.always ?? 0);
       });
       queue = run.then(() => undefined, () => undefined);
       return run.then((r) => withTopK(out, hidden, r), (e: unknown) => {

@@ -1,6 +1,7 @@
 /**
  * A sparse head's versions: one per sparsity s, scoring at most ⌈s·n⌉ neurons per input (s = 1:
- * every neuron, the dense path). Each is checked against the dense version and measured on the
+ * every neuron, the dense path), of which `always` are the head's always list (head-always.ts) and
+ * the rest its buckets' candidates. Each is checked against the dense version and measured on the
  * calibration inputs — recall@1 / recall@5 of the dense top-k, precision@1 where labels exist —
  * and timed (one input per call, as the runtime calls it; versions interleaved round by round,
  * DESIGN.md's protocol: one warm-up, repeats until ≥ 100 ms each). The family kept is the versions
@@ -49,20 +50,22 @@ export interface Accuracy {
   readonly scoredMean: number;
 }
 
-function topKOf(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budget: number) {
-  return addon.headTopK(head, c.hidden, c.rows, k, budget);
+function topKOf(addon: SparseHeadAddon, head: object, c: Calibration, k: number, budget: number, always: number) {
+  return addon.headTopK(head, c.hidden, c.rows, k, budget, always);
 }
 
 /**
- * Recall of each budget against the dense top-k. Also the correctness check: every neuron a sparse
- * version returns that the dense version also returns must carry the dense score bit for bit (the
- * same dot product), and its list must be sorted; a violation is a veltair bug.
+ * Recall of each budget (scoring `always[i]` of the head's always list first) against the dense
+ * top-k. Also the correctness check: every neuron a sparse version returns that the dense version
+ * also returns must carry the dense score bit for bit (the same dot product), and its list must be
+ * sorted; a violation is a veltair bug.
  */
-export function measureAccuracy(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[]): Accuracy[] {
+export function measureAccuracy(addon: SparseHeadAddon, head: object, c: Calibration, k: number, budgets: readonly number[],
+  always: readonly number[] = budgets.map(() => 0)): Accuracy[] {
   const kk = Math.max(k, 5);
-  const dense = topKOf(addon, head, c, d, kk, 0);
-  return budgets.map((budget) => {
-    const got = budget === 0 ? dense : topKOf(addon, head, c, d, kk, budget);
+  const dense = topKOf(addon, head, c, kk, 0, 0);
+  return budgets.map((budget, i) => {
+    const got = budget === 0 ? dense : topKOf(addon, head, c, kk, budget, always[i]!);
     let hit1 = 0, hit5 = 0, right = 0;
     for (let r = 0; r < c.rows; r++) {
       const base = r * kk;
@@ -89,20 +92,21 @@ export const median = (xs: readonly number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-/** ms per input of each budget: interleaved rounds of one pass over the rows, one call per input. */
-export function timeBudgets(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[]): number[][] {
+/** ms per input of each budget (with its always count): interleaved rounds of one pass over the rows, one call per input. */
+export function timeBudgets(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[],
+  always: readonly number[] = budgets.map(() => 0)): number[][] {
   const rows = Math.min(c.rows, 64);
   const inputs = Array.from({ length: rows }, (_, r) => c.hidden.subarray(r * d, (r + 1) * d));
-  const pass = (budget: number) => {
+  const pass = (i: number) => {
     const t0 = performance.now();
-    for (const x of inputs) addon.headTopK(head, x, 1, k, budget);
+    for (const x of inputs) addon.headTopK(head, x, 1, k, budgets[i]!, always[i]!);
     return (performance.now() - t0) / rows;
   };
-  budgets.forEach(pass);  // warm-up
+  budgets.forEach((_, i) => pass(i));  // warm-up
   const repeats = budgets.map(() => [] as number[]);
   const total = budgets.map(() => 0);
   while (repeats[0]!.length < MIN_REPEATS || total.some((t) => t < MIN_TOTAL_MS)) {
-    budgets.forEach((b, i) => { const ms = pass(b); repeats[i]!.push(ms); total[i]! += ms * rows; });
+    budgets.forEach((_, i) => { const ms = pass(i); repeats[i]!.push(ms); total[i]! += ms * rows; });
     if (repeats[0]!.length > 10_000) break;
   }
   return repeats;
@@ -118,16 +122,16 @@ export function keptVersions(vs: readonly { latencyMs: number; recallAt1: number
   return vs.map((_, i) => keep.has(i));
 }
 
-/** Measure every sparsity and mark the family. */
+/** Measure every sparsity (scoring always[i] of the head's always list first) and mark the family. */
 export function measureVersions(addon: SparseHeadAddon, head: object, c: Calibration, n: number, d: number, k: number,
-  sparsities: readonly number[]): HeadVersion[] {
+  sparsities: readonly number[], always: readonly number[] = sparsities.map(() => 0)): HeadVersion[] {
   const budgets = sparsities.map((s) => budgetFor(s, n, k));
-  const accuracy = measureAccuracy(addon, head, c, d, k, budgets);
-  const repeats = timeBudgets(addon, head, c, d, k, budgets);
+  const accuracy = measureAccuracy(addon, head, c, k, budgets, always);
+  const repeats = timeBudgets(addon, head, c, d, k, budgets, always);
   const latency = repeats.map(median);
   const kept = keptVersions(sparsities.map((s, i) => ({ latencyMs: latency[i]!, recallAt1: accuracy[i]!.recallAt1, dense: s >= 1 })));
   return sparsities.map((s, i) => ({
-    id: versionId(s), sparsity: s, budget: budgets[i]!, latencyMs: { 0: latency[i]! }, repeatsMs: repeats[i]!,
+    id: versionId(s), sparsity: s, budget: budgets[i]!, always: always[i]!, latencyMs: { 0: latency[i]! }, repeatsMs: repeats[i]!,
     ...accuracy[i]!, kept: kept[i]!,
   }));
 }

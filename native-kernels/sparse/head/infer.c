@@ -109,9 +109,29 @@ static inline void score4(const vs_head* h, uint32_t i, const float* x, float* o
   for (int r = 0; r < 4; r++) out[r] = s[r] + h->b[i + r];
 }
 
-/* Gather x's candidates into h->cand (each once, h->freq counting its tables); returns how many. */
-static int gather(vs_head* h, const float* x) {
+int vs_head_set_always(vs_head* h, const uint32_t* always, int n_always, char* err) {
+  if (n_always < 0 || n_always > h->n || (n_always > 0 && !always)) {
+    snprintf(err, VS_ERR_LEN, "head: %d always-scored neurons of %d", n_always, h->n);
+    return 1;
+  }
   if (++h->stamp_id == 0) { memset(h->stamp, 0, (size_t)h->n * sizeof(uint32_t)); h->stamp_id = 1; }
+  for (int i = 0; i < n_always; i++) {
+    if (always[i] >= (uint32_t)h->n) { snprintf(err, VS_ERR_LEN, "head: always-scored id %u at %d is not a neuron (< %d)", always[i], i, h->n); return 1; }
+    if (h->stamp[always[i]] == h->stamp_id) { snprintf(err, VS_ERR_LEN, "head: always-scored id %u is listed twice", always[i]); return 1; }
+    h->stamp[always[i]] = h->stamp_id;
+  }
+  h->always = always; h->n_always = n_always;
+  return 0;
+}
+
+/* A new query's stamp: neurons stamped with it have been seen by this query. */
+static void begin_query(vs_head* h) {
+  if (++h->stamp_id == 0) { memset(h->stamp, 0, (size_t)h->n * sizeof(uint32_t)); h->stamp_id = 1; }
+}
+
+/* Gather x's candidates into h->cand (each once, h->freq counting its tables); returns how many.
+ * Neurons this query already scored (the always list: stamped with freq 0) are skipped. */
+static int gather(vs_head* h, const float* x) {
   vs_hash_codes(&h->hash, x, NULL, 0, h->codes, h->acc, NULL);
   int m = 0;
   for (int t = 0; t < h->hash.L; t++) {
@@ -119,7 +139,7 @@ static int gather(vs_head* h, const float* x) {
     for (uint32_t p = h->offsets[bucket]; p < h->offsets[bucket + 1]; p++) {
       const uint32_t id = h->ids[p];
       if (h->stamp[id] != h->stamp_id) { h->stamp[id] = h->stamp_id; h->freq[id] = 1; h->cand[m++] = id; }
-      else h->freq[id]++;
+      else if (h->freq[id]) h->freq[id]++;
     }
   }
   return m;
@@ -128,6 +148,7 @@ static int gather(vs_head* h, const float* x) {
 /* Keep `budget` of the m candidates, those returned by the most tables first (gather order on ties). */
 static int trim(vs_head* h, int m, int budget) {
   if (m <= budget) return m;
+  if (budget <= 0) return 0;
   const int L = h->hash.L;
   memset(h->hist, 0, (size_t)(L + 2) * sizeof(uint32_t));
   for (int i = 0; i < m; i++) h->hist[h->freq[h->cand[i]]]++;
@@ -142,7 +163,7 @@ static int trim(vs_head* h, int m, int budget) {
   return kept;
 }
 
-int vs_head_topk(vs_head* h, const float* x, int k, int budget, float* values, int32_t* indices) {
+int vs_head_topk(vs_head* h, const float* x, int k, int budget, int always, float* values, int32_t* indices) {
   int have = 0;
   if (budget <= 0 || budget >= h->n) {
     int i = 0;
@@ -157,12 +178,23 @@ int vs_head_topk(vs_head* h, const float* x, int k, int budget, float* values, i
     }
     for (; i < h->n; i++) have = offer(values, indices, have, k, score(h, (uint32_t)i, x), i);
   } else {
-    const int m = trim(h, gather(h, x), budget);
+    /* The always list first (stamped, freq 0, so gather skips them), then the buckets' candidates
+     * in the budget left: the same score() as dense, so every score is dense's to the bit. */
+    int a = always < h->n_always ? always : h->n_always;
+    if (a > budget) a = budget;
+    begin_query(h);
+    for (int c = 0; c < a; c++) {
+      const uint32_t id = h->always[c];
+      h->stamp[id] = h->stamp_id; h->freq[id] = 0;
+      if (c + 1 < a) vs_prefetch_row(h->w + (size_t)h->always[c + 1] * h->d, h->d);
+      have = offer(values, indices, have, k, score(h, id, x), (int32_t)id);
+    }
+    const int m = trim(h, gather(h, x), budget - a);
     for (int c = 0; c < m; c++) {
       if (c + 1 < m) vs_prefetch_row(h->w + (size_t)h->cand[c + 1] * h->d, h->d);
       have = offer(values, indices, have, k, score(h, h->cand[c], x), (int32_t)h->cand[c]);
     }
-    budget = m;
+    budget = a + m;
   }
   for (int i = have; i < k; i++) { values[i] = -INFINITY; indices[i] = -1; }  /* fewer candidates than k */
   return budget <= 0 || budget >= h->n ? h->n : budget;
