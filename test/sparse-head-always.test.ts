@@ -91,7 +91,8 @@ test('an always list with a repeated or out-of-range id is refused by the addon'
   const addon = await loadSparseHeadAddon();
   const ix = await layer(addon);
   assert.throws(() => withList(addon, ix, Uint32Array.from([3, 4, 3])), (e: Error & { code?: string }) => e.code === 'VT_ARGUMENT' && /twice/.test(e.message));
-  assert.throws(() => withList(addon, ix, Uint32Array.from([3, N])), (e: Error & { code?: string }) => e.code === 'VT_ARGUMENT' && /not a neuron/.test(e.message));
+  assert.throws(() => withList(addon, ix, Uint32Array.from([3, N])),
+    (e: Error & { code?: string }) => e.code === 'VT_ARGUMENT' && /not a neuron/.test(e.message));
   const head = withList(addon, ix, Uint32Array.from([1, 2]));
   assert.throws(() => addon.headTopK(head, inputs(1, 3), 1, 5, 10, -1), (e: Error & { code?: string }) => e.code === 'VT_ARGUMENT');
 });
