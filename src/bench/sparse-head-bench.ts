@@ -84,7 +84,7 @@ const TRAINED: Record<string, TrainedSource> = {
     data: ['data', 'debian-packages'] },
 };
 
-const REAL_SPARSITIES = [1, 0.1, 0.05, 0.02, 0.01, 0.005];
+const REAL_SPARSITIES = [1, 0.1, 0.05, 0.03, 0.02, 0.01, 0.005];
 
 /** test.txt's rows split by parity into calibration.txt (even) and heldout.txt (odd), each with its own header. */
 async function splitTest(data: string): Promise<{ calibration: string; heldOut: string; rows: number }> {
