@@ -184,14 +184,14 @@ interface Row { readonly label: string; readonly scored: string; readonly ms: nu
   readonly r1: string; readonly r5: string; readonly p1: string }
 
 /** One timed configuration of the head: a version, or a version with its buckets alone (always 0). */
-interface Arm { readonly label: string; readonly budget: number; readonly always: number; readonly version: HeadVersion }
+interface Arm { readonly label: string; readonly budget: number; readonly always: number; readonly tables: number; readonly version: HeadVersion }
 
 interface HeldOutAccuracy { readonly r1: number; readonly r5: number; readonly p1: number; readonly scored: number }
 
 /** Recall against veltair dense and precision against the labels, on every held-out row; also the sparse scores' dense check. */
 function heldOutAccuracy(addon: SparseHeadAddon, head: object, h: HeldOut, kk: number, dense: { values: Float32Array; indices: Int32Array },
   arm: Arm): HeldOutAccuracy {
-  const got = arm.budget === 0 ? dense : addon.headTopK(head, h.hidden, h.rows, kk, arm.budget, arm.always);
+  const got = arm.budget === 0 ? dense : addon.headTopK(head, h.hidden, h.rows, kk, arm.budget, arm.always, arm.tables);
   let hit1 = 0, hit5 = 0, right = 0;
   for (let r = 0; r < h.rows; r++) {
     const base = r * kk;
@@ -230,12 +230,14 @@ async function measure(p: Prepared, rounds: number): Promise<{ rows: Row[]; meta
   const versions = p.heldOut ? all : all.filter((v) => v.kept);
   const arms: Arm[] = versions.flatMap((v) => {
     const own = { label: `veltair ${v.id}${v.sparsity === 1 ? ' (dense)' : ''}${p.heldOut && v.kept ? ' (kept)' : ''}`
-      + (v.always ? `, ${v.always} always + buckets` : ''), budget: v.budget, always: v.always ?? 0, version: v };
-    return p.heldOut && v.always ? [own, { label: `veltair ${v.id}, buckets only`, budget: v.budget, always: 0, version: v }] : [own];
+      + (v.always || v.tables ? `, ${v.always} listed + ${v.always && v.always >= v.budget ? 0 : v.tables ?? meta.hash.L} tables` : ''),
+    budget: v.budget, always: v.always ?? 0, tables: v.tables ?? 0, version: v };
+    const alone = { label: `veltair ${v.id}, buckets only (${meta.hash.L} tables)`, budget: v.budget, always: 0, tables: 0, version: v };
+    return p.heldOut && (v.always || v.tables) ? [own, alone] : [own];
   });
   const passArm = (a: Arm) => {
     const t0 = performance.now();
-    for (const x of inputs) addon.headTopK(native, x, 1, k, a.budget, a.always);
+    for (const x of inputs) addon.headTopK(native, x, 1, k, a.budget, a.always, a.tables);
     return (performance.now() - t0) / ROWS;
   };
   const passOrt = async () => {
@@ -248,7 +250,7 @@ async function measure(p: Prepared, rounds: number): Promise<{ rows: Row[]; meta
   let held: HeldOutAccuracy[] | undefined, ortP1 = '';
   if (p.heldOut) {
     const h = p.heldOut;
-    const dense = addon.headTopK(native, h.hidden, h.rows, kk, 0, 0);
+    const dense = addon.headTopK(native, h.hidden, h.rows, kk, 0, 0, 0);
     held = arms.map((a) => heldOutAccuracy(addon, native, h, kk, dense, a));
     // ONNX Runtime's answers on every held-out row against veltair dense: the top-1 ids, and precision@1.
     let same = 0, right = 0;

@@ -6,10 +6,11 @@
  * 58–60% of held-out inputs, however large the budget). The list is ranked from the calibration
  * inputs' dense answers: how often a neuron is the top-1, then how often in the top-kk, then id.
  *
- * Each sparse version then scores `always` = share × budget of the list (the rest of its budget
- * goes to the buckets); the share is chosen per version by two-fold cross-validation on the
- * calibration rows (a list ranked on the even rows scored on the odd rows and back), so the choice
- * does not reward a list for the rows it was ranked from.
+ * Each sparse version then scores `always` = share × budget of the list and gives the rest of its
+ * budget to the buckets of its first `tables` tables (fewer tables: less hashing and gathering, the
+ * fixed cost of a sparse query). Share and tables are chosen per version by two-fold
+ * cross-validation on the calibration rows (a list ranked on the even rows scored on the odd rows
+ * and back), so the choice does not reward a list for the rows it was ranked from.
  */
 import type { HeadTopK, SparseHeadAddon } from './native-head.js';
 
@@ -35,49 +36,76 @@ export function rankAlways(dense: Pick<HeadTopK, 'indices'>, kk: number, rows: r
   return Uint32Array.from(ids);
 }
 
-/** Always-list length a version of `budget` neurons scores at `share` (within the list's length). */
-export const alwaysCount = (budget: number, share: number, listLength: number): number => Math.min(listLength, Math.floor(share * budget));
+/** How a sparse version queries: the first `always` of the always list, then the buckets of the first `tables` tables (0: all). */
+export interface QueryPlan { readonly always: number; readonly tables: number }
 
-export interface AlwaysChoice {
-  /** Per budget, the always count chosen (0 for the dense budget 0). */
-  readonly counts: number[];
-  /** Per budget, its cross-validated recall@1 at the chosen count. */
+/** The fractions of the head's tables tried: fewer tables hash and gather less, once the list holds the frequent answers. */
+export const TABLE_FRACTIONS: readonly number[] = [1, 0.5, 0.25, 0.125];
+
+/** Cross-validated recall@1 a plan may give up against the budget's best plan to read fewer tables (cheaper queries). */
+export const RECALL_TOLERANCE = 0.005;
+
+export interface PlanChoice {
+  /** Per budget, the plan chosen ({0, 0} for the dense budget 0). */
+  readonly plans: QueryPlan[];
+  /** Per budget, its cross-validated recall@1. */
   readonly recallAt1: number[];
 }
 
+/** The plans tried for one budget over L tables: each share of the budget with each table count (tables 0 = all L). */
+export function candidatePlans(budget: number, L: number): QueryPlan[] {
+  const seen = new Set<string>();
+  const plans: QueryPlan[] = [];
+  for (const share of ALWAYS_SHARES) {
+    const always = Math.floor(share * budget);
+    // a list that fills the budget reads no table at all
+    const tables = always >= budget ? [-1] : TABLE_FRACTIONS.map((f) => Math.max(1, Math.ceil(f * L)));
+    for (const t of tables) {
+      const plan = { always, tables: t === L ? 0 : t };
+      const key = `${plan.always}/${plan.tables}`;
+      if (!seen.has(key)) { seen.add(key); plans.push(plan); }
+    }
+  }
+  return plans;
+}
+
+/** Tables a plan reads, for ranking cost: all L for 0, none for a list that fills the budget (-1). */
+const tablesRead = (p: QueryPlan, L: number) => (p.tables === 0 ? L : Math.max(0, p.tables));
+
 /**
- * Choose each sparse budget's always count by two-fold cross-validation. `makeHead(list)` builds a
- * head (the same tables) whose always list is `list`; `hidden` is rows × d; `dense` the dense top-kk.
+ * Choose each sparse budget's plan by two-fold cross-validation: the best recall@1, or within
+ * RECALL_TOLERANCE of it the plan reading the fewest tables. `makeHead(list)` builds a head (the
+ * same tables, L of them) whose always list is `list`; `hidden` is rows × d; `dense` the dense top-kk.
  */
-export function chooseAlways(addon: SparseHeadAddon, makeHead: (list: Uint32Array) => object, hidden: Float32Array, rows: number, d: number,
-  dense: Pick<HeadTopK, 'indices'>, kk: number, budgets: readonly number[]): AlwaysChoice {
+export function choosePlans(addon: SparseHeadAddon, makeHead: (list: Uint32Array) => object, hidden: Float32Array, rows: number, d: number,
+  dense: Pick<HeadTopK, 'indices'>, kk: number, budgets: readonly number[], L: number): PlanChoice {
+  const none: QueryPlan = { always: 0, tables: 0 };
+  if (rows < 2) return { plans: budgets.map(() => none), recallAt1: budgets.map(() => Number.NaN) };
   const folds = [0, 1].map((f) => Array.from({ length: rows }, (_, r) => r).filter((r) => r % 2 === f));
-  const counts: number[] = [], recall: number[] = [];
-  if (rows < 2) return { counts: budgets.map(() => 0), recallAt1: budgets.map(() => Number.NaN) };
   // fold f's list is ranked on the other fold's rows and scored on fold f's rows
-  const heads = folds.map((_, f) => { const list = rankAlways(dense, kk, folds[1 - f]!); return { list, head: makeHead(list) }; });
+  const heads = folds.map((_, f) => makeHead(rankAlways(dense, kk, folds[1 - f]!)));
   const inputs = folds.map((rs) => {
     const x = new Float32Array(rs.length * d);
     rs.forEach((r, i) => x.set(hidden.subarray(r * d, (r + 1) * d), i * d));
     return x;
   });
+  const plans: QueryPlan[] = [], recall: number[] = [];
   for (const budget of budgets) {
-    if (budget === 0) { counts.push(0); recall.push(1); continue; }
-    let best = -1, bestCount = 0;
-    const tried = new Set<number>();
-    for (const share of ALWAYS_SHARES) {
-      const count = Math.floor(share * budget);
-      if (tried.has(count)) continue;
-      tried.add(count);
+    if (budget === 0) { plans.push(none); recall.push(1); continue; }
+    const tried = candidatePlans(budget, L).map((plan) => {
       let hits = 0;
       folds.forEach((rs, f) => {
-        const got = addon.headTopK(heads[f]!.head, inputs[f]!, rs.length, 1, budget, count);
+        const got = addon.headTopK(heads[f]!, inputs[f]!, rs.length, 1, budget, plan.always, Math.max(0, plan.tables));
         rs.forEach((r, i) => { if (got.indices[i] === dense.indices[r * kk]) hits++; });
       });
-      if (hits > best) { best = hits; bestCount = count; }
-    }
-    counts.push(bestCount);
-    recall.push(best / rows);
+      return { plan, hits };
+    });
+    const best = Math.max(...tried.map((t) => t.hits));
+    const ok = tried.filter((t) => t.hits >= best - RECALL_TOLERANCE * rows);
+    ok.sort((a, b) => tablesRead(a.plan, L) - tablesRead(b.plan, L) || b.hits - a.hits || a.plan.always - b.plan.always);
+    const chosen = ok[0]!;
+    plans.push({ always: chosen.plan.always, tables: Math.max(0, chosen.plan.tables) });
+    recall.push(chosen.hits / rows);
   }
-  return { counts, recallAt1: recall };
+  return { plans, recallAt1: recall };
 }

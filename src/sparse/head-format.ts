@@ -83,7 +83,7 @@ export const HEAD_SCHEMA = {
         required: ['id', 'sparsity', 'budget', 'latencyMs', 'repeatsMs', 'recallAt1', 'recallAt5', 'precisionAt1', 'scoredMean', 'kept'],
         properties: {
           id: { type: 'string', pattern: '^s[0-9.]+$' }, sparsity: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
-          budget: { type: 'integer', minimum: 0 }, always: { type: 'integer', minimum: 0 }, latencyMs: latency,
+          budget: { type: 'integer', minimum: 0 }, always: { type: 'integer', minimum: 0 }, tables: { type: 'integer', minimum: 1 }, latencyMs: latency,
           repeatsMs: { type: 'array', items: { type: 'number' } },
           recallAt1: fraction, recallAt5: fraction, precisionAt1: { anyOf: [fraction, { type: 'null' }] },
           scoredMean: { type: 'number', minimum: 0 }, kept: { type: 'boolean' },
@@ -105,6 +105,8 @@ export interface HeadVersion {
   readonly budget: number;
   /** Of the budget, how many of the head's always list are scored for every input (absent in older heads: 0). */
   readonly always?: number;
+  /** How many of the head's tables (the first ones) its buckets come from (absent: all). */
+  readonly tables?: number;
   /** Median latency of one input per interference level measured (ms). */
   readonly latencyMs: Readonly<Record<string, number>>;
   /** Every timed repeat at level 0 (ms per input). */
@@ -237,6 +239,8 @@ export async function readHead(bundleDir: string): Promise<LoadedHead> {
     throw userError('BAD_BUNDLE', `${path}: version ${bad.id} scores ${bad.always} always-listed neurons in a budget of ${bad.budget}, `
       + `but the always list holds ${listed}`, HINT);
   }
+  const wide = meta.versions.find((v) => (v.tables ?? 0) > L);
+  if (wide) throw userError('BAD_BUNDLE', `${path}: version ${wide.id} reads ${wide.tables} tables of the ${L} the head has`, HINT);
   const sha = headWeightsSha256(arrays.weight, arrays.bias);
   if (sha !== meta.weightsSha256) {
     throw userError('BAD_BUNDLE', `${path}: the hash index was built over weights with sha256 ${meta.weightsSha256.slice(0, 12)}…, `

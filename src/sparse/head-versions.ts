@@ -9,6 +9,7 @@
  */
 import { internalError, userError } from '../errors.js';
 import type { HeadVersion } from './head-format.js';
+import type { QueryPlan } from './head-always.js';
 import type { SparseHeadAddon } from './native-head.js';
 
 export const DEFAULT_SPARSITIES: readonly number[] = [1, 0.05, 0.01, 0.005];
@@ -50,8 +51,10 @@ export interface Accuracy {
   readonly scoredMean: number;
 }
 
-function topKOf(addon: SparseHeadAddon, head: object, c: Calibration, k: number, budget: number, always: number) {
-  return addon.headTopK(head, c.hidden, c.rows, k, budget, always);
+const NO_PLAN: QueryPlan = { always: 0, tables: 0 };
+
+function topKOf(addon: SparseHeadAddon, head: object, c: Calibration, k: number, budget: number, plan: QueryPlan) {
+  return addon.headTopK(head, c.hidden, c.rows, k, budget, plan.always, plan.tables);
 }
 
 /**
@@ -61,11 +64,11 @@ function topKOf(addon: SparseHeadAddon, head: object, c: Calibration, k: number,
  * sorted; a violation is a veltair bug.
  */
 export function measureAccuracy(addon: SparseHeadAddon, head: object, c: Calibration, k: number, budgets: readonly number[],
-  always: readonly number[] = budgets.map(() => 0)): Accuracy[] {
+  plans: readonly QueryPlan[] = budgets.map(() => NO_PLAN)): Accuracy[] {
   const kk = Math.max(k, 5);
-  const dense = topKOf(addon, head, c, kk, 0, 0);
+  const dense = topKOf(addon, head, c, kk, 0, NO_PLAN);
   return budgets.map((budget, i) => {
-    const got = budget === 0 ? dense : topKOf(addon, head, c, kk, budget, always[i]!);
+    const got = budget === 0 ? dense : topKOf(addon, head, c, kk, budget, plans[i]!);
     let hit1 = 0, hit5 = 0, right = 0;
     for (let r = 0; r < c.rows; r++) {
       const base = r * kk;
@@ -94,12 +97,12 @@ export const median = (xs: readonly number[]): number => {
 
 /** ms per input of each budget (with its always count): interleaved rounds of one pass over the rows, one call per input. */
 export function timeBudgets(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[],
-  always: readonly number[] = budgets.map(() => 0)): number[][] {
+  plans: readonly QueryPlan[] = budgets.map(() => NO_PLAN)): number[][] {
   const rows = Math.min(c.rows, 64);
   const inputs = Array.from({ length: rows }, (_, r) => c.hidden.subarray(r * d, (r + 1) * d));
   const pass = (i: number) => {
     const t0 = performance.now();
-    for (const x of inputs) addon.headTopK(head, x, 1, k, budgets[i]!, always[i]!);
+    for (const x of inputs) addon.headTopK(head, x, 1, k, budgets[i]!, plans[i]!.always, plans[i]!.tables);
     return (performance.now() - t0) / rows;
   };
   budgets.forEach((_, i) => pass(i));  // warm-up
@@ -122,16 +125,17 @@ export function keptVersions(vs: readonly { latencyMs: number; recallAt1: number
   return vs.map((_, i) => keep.has(i));
 }
 
-/** Measure every sparsity (scoring always[i] of the head's always list first) and mark the family. */
+/** Measure every sparsity (with its query plan: always-list count and tables) and mark the family. */
 export function measureVersions(addon: SparseHeadAddon, head: object, c: Calibration, n: number, d: number, k: number,
-  sparsities: readonly number[], always: readonly number[] = sparsities.map(() => 0)): HeadVersion[] {
+  sparsities: readonly number[], plans: readonly QueryPlan[] = sparsities.map(() => NO_PLAN)): HeadVersion[] {
   const budgets = sparsities.map((s) => budgetFor(s, n, k));
-  const accuracy = measureAccuracy(addon, head, c, k, budgets, always);
-  const repeats = timeBudgets(addon, head, c, d, k, budgets, always);
+  const accuracy = measureAccuracy(addon, head, c, k, budgets, plans);
+  const repeats = timeBudgets(addon, head, c, d, k, budgets, plans);
   const latency = repeats.map(median);
   const kept = keptVersions(sparsities.map((s, i) => ({ latencyMs: latency[i]!, recallAt1: accuracy[i]!.recallAt1, dense: s >= 1 })));
   return sparsities.map((s, i) => ({
-    id: versionId(s), sparsity: s, budget: budgets[i]!, always: always[i]!, latencyMs: { 0: latency[i]! }, repeatsMs: repeats[i]!,
+    id: versionId(s), sparsity: s, budget: budgets[i]!, always: plans[i]!.always,
+    ...(plans[i]!.tables ? { tables: plans[i]!.tables } : {}), latencyMs: { 0: latency[i]! }, repeatsMs: repeats[i]!,
     ...accuracy[i]!, kept: kept[i]!,
   }));
 }

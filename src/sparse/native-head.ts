@@ -46,11 +46,12 @@ export interface SparseHeadAddon {
     ids: Uint32Array, always: Uint32Array | null): object;
   /**
    * Top k of each of `rows` inputs x [rows x d]; budget 0 (or >= n) scores every neuron (dense). A sparse budget scores the first
-   * `always` ids of the head's always list, then the buckets' candidates (most tables first) in the budget left.
+   * `always` ids of the head's always list, then the candidates of its first `tables` tables (0: all; most tables first) in the
+   * budget left.
    */
-  headTopK(head: object, x: Float32Array, rows: number, k: number, budget: number, always: number): HeadTopK;
+  headTopK(head: object, x: Float32Array, rows: number, k: number, budget: number, always: number, tables: number): HeadTopK;
   /** The same on a libuv worker thread. The head takes one query at a time: another call meanwhile throws VT_BUSY. */
-  headTopKAsync(head: object, x: Float32Array, rows: number, k: number, budget: number, always: number): Promise<HeadTopK>;
+  headTopKAsync(head: object, x: Float32Array, rows: number, k: number, budget: number, always: number, tables: number): Promise<HeadTopK>;
   /** Pin the calling (JS) thread to `core` (false if refused); -1 restores the affinity it had before the first pin. */
   pinCallingThread(core: number): boolean;
 }

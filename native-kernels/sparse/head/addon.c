@@ -13,9 +13,10 @@
  *   headCreate({n, d, family, K, L, seed: bigint, rowBytes, perTable}, w F32, b F32, signs U8 | null, bins I32 | null, offsets U32, ids U32,
  *              always U32 | null)
  *     -> head (keeps references to the arrays: nothing is copied or rehashed; always: distinct neuron ids a sparse query may score first)
- *   headTopK(head, x F32 [rows x d], rows, k, budget, always) -> {values: F32 [rows x k], indices: I32 [rows x k], scored}
- *     (a sparse budget scores the first `always` ids of the always list, then the buckets' candidates in the budget left)
- *   headTopKAsync(head, x, rows, k, budget, always) -> Promise of the same, computed on a libuv worker thread
+ *   headTopK(head, x F32 [rows x d], rows, k, budget, always, tables) -> {values: F32 [rows x k], indices: I32 [rows x k], scored}
+ *     (a sparse budget scores the first `always` ids of the always list, then the candidates of the first `tables` tables
+ *      (0: all) in the budget left)
+ *   headTopKAsync(head, x, rows, k, budget, always, tables) -> Promise of the same, computed on a libuv worker thread
  *   pinCallingThread(core | -1) -> bool   pins the calling (JS) thread to one core; -1 restores the mask it had before
  * Errors are thrown with code VT_ARGUMENT (a wrong call), VT_MEMORY (allocation failed) or VT_BUSY (a head
  * queried while its asynchronous query runs).
@@ -141,11 +142,11 @@ static napi_value head_create_fn(napi_env env, napi_callback_info info) {
 }
 
 /* The arguments both headTopK forms share, checked on the JS thread: 0 with a pending exception. */
-typedef struct { head_h* h; napi_value head_value, x_value; const float* x; int rows, k, budget, always; } topk_args;
+typedef struct { head_h* h; napi_value head_value, x_value; const float* x; int rows, k, budget, always, tables; } topk_args;
 
 static int topk_args_of(napi_env env, napi_callback_info info, const char* usage, topk_args* a) {
-  napi_value argv[6];
-  if (!vt_args_min(env, info, 6, argv, usage)) return 0;
+  napi_value argv[7];
+  if (!vt_args_min(env, info, 7, argv, usage)) return 0;
   a->h = vt_external(env, argv[0], "not a veltair sparse head");
   if (!a->h) return 0;
   a->head_value = argv[0];
@@ -155,18 +156,19 @@ static int topk_args_of(napi_env env, napi_callback_info info, const char* usage
   a->x_value = argv[1];
   a->x = x;
   a->rows = (int)vt_num(env, argv[2]); a->k = (int)vt_num(env, argv[3]); a->budget = (int)vt_num(env, argv[4]); a->always = (int)vt_num(env, argv[5]);
+  a->tables = (int)vt_num(env, argv[6]);
   if (a->rows < 1 || nx != (size_t)a->rows * a->h->h.d) { napi_throw_error(env, "VT_ARGUMENT", "headTopK: x is not rows x d"); return 0; }
-  if (a->k < 1 || a->k > a->h->h.n || a->budget < 0 || a->always < 0) {
-    napi_throw_error(env, "VT_ARGUMENT", "headTopK: k must be 1..n, budget and always >= 0");
+  if (a->k < 1 || a->k > a->h->h.n || a->budget < 0 || a->always < 0 || a->tables < 0) {
+    napi_throw_error(env, "VT_ARGUMENT", "headTopK: k must be 1..n, budget, always and tables >= 0");
     return 0;
   }
   return 1;
 }
 
-static double topk_rows(head_h* h, const float* x, int rows, int k, int budget, int always, float* values, int32_t* indices) {
+static double topk_rows(head_h* h, const float* x, int rows, int k, int budget, int always, int tables, float* values, int32_t* indices) {
   double scored = 0;
   for (int r = 0; r < rows; r++) {
-    scored += vs_head_topk(&h->h, x + (size_t)r * h->h.d, k, budget, always, values + (size_t)r * k, indices + (size_t)r * k);
+    scored += vs_head_topk(&h->h, x + (size_t)r * h->h.d, k, budget, always, tables, values + (size_t)r * k, indices + (size_t)r * k);
   }
   return scored;
 }
@@ -182,12 +184,12 @@ static napi_value topk_result(napi_env env, napi_value values, napi_value indice
 
 static napi_value head_topk_fn(napi_env env, napi_callback_info info) {
   topk_args a;
-  if (!topk_args_of(env, info, "headTopK(head, x, rows, k, budget, always)", &a)) return NULL;
+  if (!topk_args_of(env, info, "headTopK(head, x, rows, k, budget, always, tables)", &a)) return NULL;
   void *pv, *pi;
   napi_value values = vt_new_typed(env, napi_float32_array, (size_t)a.rows * a.k, &pv);
   napi_value indices = vt_new_typed(env, napi_int32_array, (size_t)a.rows * a.k, &pi);
   if (!values || !indices) VT_FAIL("VT_MEMORY", "headTopK: out of memory");
-  return topk_result(env, values, indices, topk_rows(a.h, a.x, a.rows, a.k, a.budget, a.always, pv, pi));
+  return topk_result(env, values, indices, topk_rows(a.h, a.x, a.rows, a.k, a.budget, a.always, a.tables, pv, pi));
 }
 
 /*
@@ -209,7 +211,7 @@ typedef struct {
 static void topk_execute(napi_env env, void* data) {
   (void)env;
   topk_job* j = data;
-  j->scored = topk_rows(j->a.h, j->a.x, j->a.rows, j->a.k, j->a.budget, j->a.always, j->values, j->indices);
+  j->scored = topk_rows(j->a.h, j->a.x, j->a.rows, j->a.k, j->a.budget, j->a.always, j->a.tables, j->values, j->indices);
 }
 
 /* Drop what a job holds (references, the work) and free it; every field may still be unset. */
@@ -243,7 +245,7 @@ static napi_value head_topk_async_fn(napi_env env, napi_callback_info info) {
   napi_value promise, name;
   topk_job* j = calloc(1, sizeof *j);
   if (!j) VT_FAIL("VT_MEMORY", "headTopKAsync: out of memory");
-  if (!topk_args_of(env, info, "headTopKAsync(head, x, rows, k, budget, always)", &j->a)) { free(j); return NULL; }
+  if (!topk_args_of(env, info, "headTopKAsync(head, x, rows, k, budget, always, tables)", &j->a)) { free(j); return NULL; }
   void *pv, *pi;
   napi_value values = vt_new_typed(env, napi_float32_array, (size_t)j->a.rows * j->a.k, &pv);
   napi_value indices = vt_new_typed(env, napi_int32_array, (size_t)j->a.rows * j->a.k, &pi);
