@@ -57,11 +57,9 @@ export function candidatePlans(budget: number, L: number): QueryPlan[] {
   const seen = new Set<string>();
   const plans: QueryPlan[] = [];
   for (const share of ALWAYS_SHARES) {
-    const always = Math.floor(share * budget);
-    // a list that fills the budget reads no table at all
-    const tables = always >= budget ? [-1] : TABLE_FRACTIONS.map((f) => Math.max(1, Math.ceil(f * L)));
-    for (const t of tables) {
-      const plan = { always, tables: t === L ? 0 : t };
+    for (const f of TABLE_FRACTIONS) {
+      const t = Math.max(1, Math.ceil(f * L));
+      const plan = { always: Math.floor(share * budget), tables: t === L ? 0 : t };
       const key = `${plan.always}/${plan.tables}`;
       if (!seen.has(key)) { seen.add(key); plans.push(plan); }
     }
@@ -69,8 +67,8 @@ export function candidatePlans(budget: number, L: number): QueryPlan[] {
   return plans;
 }
 
-/** Tables a plan reads, for ranking cost: all L for 0, none for a list that fills the budget (-1). */
-const tablesRead = (p: QueryPlan, L: number) => (p.tables === 0 ? L : Math.max(0, p.tables));
+/** Tables a plan reads over a list of `listed` ids: none when the list fills the budget (no hashing), else its tables (0: all L). */
+const tablesRead = (p: QueryPlan, budget: number, listed: number, L: number) => (Math.min(p.always, listed) >= budget ? 0 : p.tables || L);
 
 /**
  * Choose each sparse budget's plan by two-fold cross-validation: the best recall@1, or within
@@ -83,7 +81,9 @@ export function choosePlans(addon: SparseHeadAddon, makeHead: (list: Uint32Array
   if (rows < 2) return { plans: budgets.map(() => none), recallAt1: budgets.map(() => Number.NaN) };
   const folds = [0, 1].map((f) => Array.from({ length: rows }, (_, r) => r).filter((r) => r % 2 === f));
   // fold f's list is ranked on the other fold's rows and scored on fold f's rows
-  const heads = folds.map((_, f) => makeHead(rankAlways(dense, kk, folds[1 - f]!)));
+  const lists = folds.map((_, f) => rankAlways(dense, kk, folds[1 - f]!));
+  const heads = lists.map((list) => makeHead(list));
+  const listed = Math.min(...lists.map((l) => l.length));
   const inputs = folds.map((rs) => {
     const x = new Float32Array(rs.length * d);
     rs.forEach((r, i) => x.set(hidden.subarray(r * d, (r + 1) * d), i * d));
@@ -95,16 +95,17 @@ export function choosePlans(addon: SparseHeadAddon, makeHead: (list: Uint32Array
     const tried = candidatePlans(budget, L).map((plan) => {
       let hits = 0;
       folds.forEach((rs, f) => {
-        const got = addon.headTopK(heads[f]!, inputs[f]!, rs.length, 1, budget, plan.always, Math.max(0, plan.tables));
+        const got = addon.headTopK(heads[f]!, inputs[f]!, rs.length, 1, budget, plan.always, plan.tables);
         rs.forEach((r, i) => { if (got.indices[i] === dense.indices[r * kk]) hits++; });
       });
       return { plan, hits };
     });
     const best = Math.max(...tried.map((t) => t.hits));
     const ok = tried.filter((t) => t.hits >= best - RECALL_TOLERANCE * rows);
-    ok.sort((a, b) => tablesRead(a.plan, L) - tablesRead(b.plan, L) || b.hits - a.hits || a.plan.always - b.plan.always);
+    const cost = (p: QueryPlan) => tablesRead(p, budget, listed, L);
+    ok.sort((a, b) => cost(a.plan) - cost(b.plan) || b.hits - a.hits || a.plan.always - b.plan.always || b.plan.tables - a.plan.tables);
     const chosen = ok[0]!;
-    plans.push({ always: chosen.plan.always, tables: Math.max(0, chosen.plan.tables) });
+    plans.push(cost(chosen.plan) === 0 ? { always: chosen.plan.always, tables: 0 } : chosen.plan);  // a full list reads no table
     recall.push(chosen.hits / rows);
   }
   return { plans, recallAt1: recall };
