@@ -177,7 +177,7 @@ static int trim(vs_head* h, int m, int budget) {
 }
 
 int vs_head_topk(vs_head* h, const float* x, int k, int budget, int always, int tables, float* values, int32_t* indices) {
-  int have = 0;
+  int have = 0, scored = h->n;
   if (budget <= 0 || budget >= h->n) {
     int i = 0;
     float s4[4];
@@ -217,10 +217,10 @@ int vs_head_topk(vs_head* h, const float* x, int k, int budget, int always, int 
       if (c + 1 < m) vs_prefetch_row(h->w + (size_t)h->cand[c + 1] * h->d, h->d);
       have = offer(values, indices, have, k, score(h, h->cand[c], x), (int32_t)h->cand[c]);
     }
-    budget = a + m;
+    scored = a + m;
   }
   for (int i = have; i < k; i++) { values[i] = -INFINITY; indices[i] = -1; }  /* fewer candidates than k */
-  return budget <= 0 || budget >= h->n ? h->n : budget;
+  return scored;
 }
 
 int vs_head_build_tables(const float* w, int n, int d, const vs_hash* hash, int R, int threads,
