@@ -67,6 +67,12 @@ test('the bundle keeps a sparse family: hashed files, a dense version, 64-byte a
   assert.deepEqual(meta.versions.map((v) => v.sparsity), [1, 0.05, 0.01, 0.005]);
   assert.ok(meta.versions.find((v) => v.sparsity === 1)!.kept);
   for (const b of Object.values(meta.blobs)) assert.equal(b.offset % 64, 0);
+  // each version's share of the always list (chosen on the calibration rows) lies within its budget and the list
+  const listed = meta.blobs.always ? meta.blobs.always.bytes / 4 : 0;
+  for (const v of meta.versions) {
+    assert.ok(Number.isInteger(v.always) && v.always! >= 0 && v.always! <= listed, `${v.id}: always ${v.always} of ${listed}`);
+    assert.ok(v.sparsity === 1 ? v.always === 0 : v.always! <= v.budget, `${v.id}: always ${v.always}, budget ${v.budget}`);
+  }
   const s = await loadBundle(bundle);
   try {
     assert.deepEqual(s.outputs.map((o) => [o.name, o.dtype, o.shape]), [['scores_topk_values', 'float32', [1, 5]], ['scores_topk_indices', 'int64', [1, 5]]]);

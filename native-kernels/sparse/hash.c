@@ -184,6 +184,31 @@ static void dwta_codes(const vs_hash* h, const float* x, uint32_t* codes) {
   if (win != small) free(win);
 }
 
+/*
+ * The codes of the first `tables` tables only (a sparse head version that reads fewer tables), the
+ * same values vs_hash_codes gives them: DWTA computes only those tables' bins, and an empty bin
+ * borrows from the first probed bin that is not empty (what dwta_codes' in-order pass amounts to:
+ * a bin it may borrow from is one with a winner of its own), whose winner is computed on demand.
+ */
+void vs_hash_codes_first(const vs_hash* h, const float* x, int tables, uint32_t* codes, float* acc) {
+  if (h->family != VS_HASH_DWTA || tables >= h->L) { vs_hash_codes(h, x, NULL, 0, codes, acc, NULL); return; }
+  const int nbins = h->L * h->per_table;
+  const uint32_t mask = h->K >= 32 ? 0xFFFFFFFFu : ((1u << h->K) - 1u);
+  for (int t = 0; t < tables; t++) {
+    uint32_t c = 0;
+    for (int q = 0; q < h->per_table; q++) {
+      const int b = t * h->per_table + q;
+      int w = bin_winner(x, h->bins + (size_t)b * VS_DWTA_BIN);
+      for (uint32_t attempt = 1; w < 0 && attempt <= 64; attempt++) {
+        const int other = (int)(vs_key(h->seed, (uint64_t)b, attempt) % (uint64_t)nbins);
+        w = bin_winner(x, h->bins + (size_t)other * VS_DWTA_BIN);
+      }
+      c |= (uint32_t)((w < 0 ? 0 : w) & 7) << (VS_DWTA_BITS * q);
+    }
+    codes[t] = c & mask;
+  }
+}
+
 void vs_hash_codes(const vs_hash* h, const float* x, const int32_t* idx, int nnz, uint32_t* codes, float* acc, float* scratch) {
   if (h->family == VS_HASH_SIMHASH) { simhash_codes(h, x, idx, nnz, codes, acc); return; }
   if (!idx) { dwta_codes(h, x, codes); return; }

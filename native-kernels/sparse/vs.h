@@ -197,6 +197,8 @@ int vs_hash_wrap(vs_hash* h, int family, int K, int L, int dim, uint64_t seed,
                  uint8_t* signs, int row_bytes, int32_t* bins, int per_table, char* err);
 /* codes[t] for t < L; a sparse input when idx != NULL (nnz entries), else dense x[dim]. */
 void vs_hash_codes(const vs_hash* h, const float* x, const int32_t* idx, int nnz, uint32_t* codes, float* acc, float* scratch);
+/* The codes of the first `tables` tables of a dense input x[dim] (all of them when tables >= L), equal to vs_hash_codes' first ones. */
+void vs_hash_codes_first(const vs_hash* h, const float* x, int tables, uint32_t* codes, float* acc);
 
 /* tables.c */
 int vs_tables_init(vs_tables* t, int K, int L, int R, int d, char* err);

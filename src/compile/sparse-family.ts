@@ -18,6 +18,7 @@ import { INDEX_JSON, readHashIndex } from '../sparse/hash-index.js';
 import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HashFamily, type HeadVersion } from '../sparse/head-format.js';
 import { buildHeadIndex, createNativeHead, headIndexFromTrained, trainedLayerFor, type HeadIndex } from '../sparse/head-index.js';
 import { budgetFor, measureVersions, median, timeBudgets, type Calibration } from '../sparse/head-versions.js';
+import { choosePlans, rankAlways } from '../sparse/head-always.js';
 import { noiseCores, startNoise } from '../interference/generator.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { loadSparseHeadAddon } from '../sparse/native.js';
@@ -109,6 +110,7 @@ async function timeUnderNoise(addon: SparseHeadAddon, head: object, c: Calibrati
   const others = noiseCores([core], cores);
   if (others.length === 0) { notes.push('one core: the sparse versions are timed quiet only'); return { versions, levels: [0] }; }
   const budgets = versions.map((v) => budgetFor(v.sparsity, n, k));
+  const plans = versions.map((v) => ({ always: v.always ?? 0, tables: v.tables ?? 0 }));
   const byLevel = new Map<number, number[]>();
   for (const level of noisy) {
     let noise;
@@ -121,7 +123,7 @@ async function timeUnderNoise(addon: SparseHeadAddon, head: object, c: Calibrati
     try {
       if (!addon.pinCallingThread(core)) { notes.push(`could not pin the timing thread: the sparse versions are not timed at level ${level}`); continue; }
       try {
-        byLevel.set(level, timeBudgets(addon, head, c, d, k, budgets).map(median));
+        byLevel.set(level, timeBudgets(addon, head, c, d, k, budgets, plans).map(median));
       } finally {
         addon.pinCallingThread(-1);
       }
@@ -147,6 +149,29 @@ export async function loadCalibration(model: ModelSource, graph: LayerGraph, spl
   return calibrationInputs({ file: args.calibration, modelDir: model.dir, width, classes: split.head.n, rows: args.calibrationRows, seed: args.seed });
 }
 
+/**
+ * The always list and each sparse version's query plan (head-always.ts): share of the list and
+ * tables read, chosen by cross-validation on the calibration rows; the list itself ranked from all
+ * of them and cut to the longest share used.
+ */
+function alwaysList(addon: SparseHeadAddon, index: HeadIndex, c: Calibration, n: number, d: number, k: number, sparsities: readonly number[]) {
+  const budgets = sparsities.map((s) => budgetFor(s, n, k));
+  const kk = Math.max(k, 5);
+  const dense = addon.headTopK(createNativeHead(addon, index.hash, n, d, index.arrays), c.hidden, c.rows, kk, 0, 0, 0);
+  const make = (list: Uint32Array) => createNativeHead(addon, index.hash, n, d, { ...index.arrays, always: list });
+  const choice = choosePlans(addon, make, c.hidden, c.rows, d, dense, kk, budgets, index.hash.L);
+  const full = rankAlways(dense, kk, Array.from({ length: c.rows }, (_, r) => r));
+  const plans = choice.plans.map((p) => ({ always: Math.min(p.always, full.length), tables: p.tables }));
+  const longest = Math.max(0, ...plans.map((p) => p.always));
+  const what = (p: { always: number; tables: number }) => `${p.always} listed + ${p.tables || index.hash.L} of ${index.hash.L} tables`;
+  return {
+    arrays: longest > 0 ? { ...index.arrays, always: full.slice(0, longest) } : index.arrays, plans,
+    note: `query plans (always-scored neurons: the calibration rows' most frequent dense answers; share of each version's budget and `
+      + `tables read chosen by 2-fold cross-validation, recall@1 ${sparsities.map((s, i) => `${s}: ${what(plans[i]!)}, `
+      + `${choice.recallAt1[i]!.toFixed(3)}`).join('; ')}); the recall figures of the versions themselves are measured on the rows the list was ranked from`,
+  };
+}
+
 /** Build, measure and write the head's family into the staged bundle `dir`; returns the summary and notes. */
 export async function buildSparseFamily(dir: string, o: { model: ModelSource; split: SparseHeadSplit; args: SparseOptions; threads: number;
   graph: LayerGraph; calibration: CalibrationInputs; levels: readonly number[] }): Promise<{ summary: SparseSummary; notes: string[] }> {
@@ -158,9 +183,11 @@ export async function buildSparseFamily(dir: string, o: { model: ModelSource; sp
   if (cal.source === 'generated') notes.push(cal.note);
   const index = await chooseIndex(o.model, split, args, o.threads, notes);
   const addon = await loadSparseHeadAddon();
-  const head = createNativeHead(addon, index.hash, n, d, index.arrays);
   const calibration: Calibration = { hidden: await hiddenRows(dir, cal.inputs, cal.rows, width, split), rows: cal.rows, labels: cal.labels };
-  const quiet = measureVersions(addon, head, calibration, n, d, args.topK, args.sparsities);
+  const { arrays, plans, note } = alwaysList(addon, index, calibration, n, d, args.topK, args.sparsities);
+  notes.push(note);
+  const head = createNativeHead(addon, index.hash, n, d, arrays);
+  const quiet = measureVersions(addon, head, calibration, n, d, args.topK, args.sparsities, plans);
   const { versions, levels } = await timeUnderNoise(addon, head, calibration, d, args.topK, quiet, o.levels, n, notes);
   await mkdir(join(dir, 'sparse'), { recursive: true });
   const out = split.head.output;
@@ -170,9 +197,9 @@ export async function buildSparseFamily(dir: string, o: { model: ModelSource; sp
       k: args.topK, outputs: { values: `${out}_topk_values`, indices: `${out}_topk_indices` } },
     weightsSha256: headWeightsSha256(split.head.weight, split.head.bias),
     hash: index.hash, index: index.index,
-    calibration: { source: cal.source, path: cal.path, rows: cal.rows, labelled: cal.labels !== null, note: cal.note },
+    calibration: { source: cal.source, path: cal.path, rows: cal.rows, labelled: cal.labels !== null, note: `${cal.note}; ${note}` },
     latencyLevels: levels, versions,
-  }, index.arrays);
+  }, arrays);
   await addFilesToManifest(dir, [HEAD_BIN, HEAD_JSON]);
   return {
     summary: {

@@ -107,6 +107,12 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
     }
     return result;
   };
+  // The version in use, as a query: its budget, always-list count and tables.
+  const query = <T>(f: (head: object, x: Float32Array, rows: number, k: number, budget: number, always: number, tables: number) => T,
+    x: Float32Array, rows: number): T => {
+    const v = versions[current]!;
+    return f.call(native, handle, x, rows, k, v.budget, v.always ?? 0, v.tables ?? 0);
+  };
   const head: SparseHead = {
     layer: meta.layer, calibration: meta.calibration, versions,
     get current() { return current; },
@@ -128,7 +134,7 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
       const hidden = hiddenOf(out);
       if (!hidden) return out;
       if (pending > 0) throw internalError('a sparse head was queried synchronously while an asynchronous query ran');
-      return withTopK(out, hidden, native.headTopK(handle, hidden.data, hidden.rows, k, versions[current]!.budget));
+      return withTopK(out, hidden, query(native.headTopK, hidden.data, hidden.rows));
     },
     applyAsync(out, atStart) {
       const hidden = hiddenOf(out);
@@ -136,7 +142,7 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
       pending++;
       const run = queue.then(() => {
         atStart?.();
-        return native.headTopKAsync(handle, hidden.data, hidden.rows, k, versions[current]!.budget);
+        return query(native.headTopKAsync, hidden.data, hidden.rows);
       });
       queue = run.then(() => undefined, () => undefined);
       return run.then((r) => withTopK(out, hidden, r), (e: unknown) => {

@@ -6,7 +6,10 @@
  *    index and what a sparse query gathers), bias [n] float32;
  *  - the hash: simhash signs [d][rowBytes] u8 or DWTA bins [L·perTable][8] i32 (hash-index.ts
  *    documents both encodings);
- *  - tables: offsets [L·2^K + 1] u32 into ids u32.
+ *  - tables: offsets [L·2^K + 1] u32 into ids u32;
+ *  - always (optional): distinct neuron ids u32, most useful first: a version with `always` a > 0
+ *    scores the first a of them for every input, then its buckets' candidates in the budget left
+ *    (head-always.ts chooses them from the calibration inputs).
  * `weightsSha256` is the sha256 of the weight bytes then the bias bytes (the same digest
  * lsh-index.json carries), checked at load: an index is never used over weights it was not built
  * from. The runtime maps these arrays in place: nothing is rehashed at load.
@@ -63,7 +66,7 @@ export const HEAD_SCHEMA = {
     },
     blobs: {
       type: 'object', additionalProperties: false, required: ['weight', 'bias', 'offsets', 'ids'],
-      properties: { weight: blob, bias: blob, signs: blob, bins: blob, offsets: blob, ids: blob },
+      properties: { weight: blob, bias: blob, signs: blob, bins: blob, offsets: blob, ids: blob, always: blob },
     },
     calibration: {
       type: 'object', additionalProperties: false, required: ['source', 'path', 'rows', 'labelled', 'note'],
@@ -80,7 +83,8 @@ export const HEAD_SCHEMA = {
         required: ['id', 'sparsity', 'budget', 'latencyMs', 'repeatsMs', 'recallAt1', 'recallAt5', 'precisionAt1', 'scoredMean', 'kept'],
         properties: {
           id: { type: 'string', pattern: '^s[0-9.]+$' }, sparsity: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
-          budget: { type: 'integer', minimum: 0 }, latencyMs: latency, repeatsMs: { type: 'array', items: { type: 'number' } },
+          budget: { type: 'integer', minimum: 0 }, always: { type: 'integer', minimum: 0 }, tables: { type: 'integer', minimum: 1 }, latencyMs: latency,
+          repeatsMs: { type: 'array', items: { type: 'number' } },
           recallAt1: fraction, recallAt5: fraction, precisionAt1: { anyOf: [fraction, { type: 'null' }] },
           scoredMean: { type: 'number', minimum: 0 }, kept: { type: 'boolean' },
         },
@@ -99,6 +103,10 @@ export interface HeadVersion {
   readonly sparsity: number;
   /** Neurons scored per input at most: 0 = every neuron (the dense path, sparsity 1). */
   readonly budget: number;
+  /** Of the budget, how many of the head's always list are scored for every input (absent in older heads: 0). */
+  readonly always?: number;
+  /** How many of the head's tables (the first ones) its buckets come from (absent: all). */
+  readonly tables?: number;
   /** Median latency of one input per interference level measured (ms). */
   readonly latencyMs: Readonly<Record<string, number>>;
   /** Every timed repeat at level 0 (ms per input). */
@@ -125,7 +133,8 @@ export interface HeadMeta {
   readonly hash: { readonly family: HashFamily; readonly K: number; readonly L: number; readonly R: number; readonly seed: string;
     readonly rowBytes: number; readonly perTable: number };
   readonly index: { readonly source: 'trained' | 'compiled'; readonly note: string };
-  readonly blobs: { readonly weight: Blob; readonly bias: Blob; readonly signs?: Blob; readonly bins?: Blob; readonly offsets: Blob; readonly ids: Blob };
+  readonly blobs: { readonly weight: Blob; readonly bias: Blob; readonly signs?: Blob; readonly bins?: Blob; readonly offsets: Blob; readonly ids: Blob;
+    readonly always?: Blob };
   readonly calibration: { readonly source: 'file' | 'training-data' | 'generated'; readonly path: string | null; readonly rows: number;
     readonly labelled: boolean; readonly note: string };
   readonly latencyLevels: readonly number[];
@@ -140,6 +149,8 @@ export interface HeadArrays {
   readonly bins: Int32Array | null;
   readonly offsets: Uint32Array;
   readonly ids: Uint32Array;
+  /** Neurons the sparse versions may score for every input, most useful first (null: none). */
+  readonly always: Uint32Array | null;
 }
 
 export function headWeightsSha256(weight: Float32Array, bias: Float32Array): string {
@@ -159,7 +170,7 @@ export async function writeHead(bundleDir: string, meta: Omit<HeadMeta, 'blobs'>
   const blobs = {
     weight: put(a.weight), bias: put(a.bias),
     ...(a.signs ? { signs: put(a.signs) } : {}), ...(a.bins ? { bins: put(a.bins) } : {}),
-    offsets: put(a.offsets), ids: put(a.ids),
+    offsets: put(a.offsets), ids: put(a.ids), ...(a.always ? { always: put(a.always) } : {}),
   };
   const full: HeadMeta = { ...meta, blobs };
   const problem = schemaProblem(full);
@@ -220,7 +231,16 @@ export async function readHead(bundleDir: string): Promise<LoadedHead> {
     bins: family === 'dwta' ? view('bins', meta.blobs.bins, (buf, o, l) => new Int32Array(buf, o, l), 4, L * meta.hash.perTable * 8) : null,
     offsets: view('offsets', meta.blobs.offsets, u32, 4, L * 2 ** K + 1),
     ids: view('ids', meta.blobs.ids, u32, 4),
+    always: meta.blobs.always ? view('always', meta.blobs.always, u32, 4) : null,
   };
+  const listed = arrays.always?.length ?? 0;
+  const bad = meta.versions.find((v) => (v.always ?? 0) > listed || (v.always ?? 0) > v.budget);
+  if (bad) {
+    throw userError('BAD_BUNDLE', `${path}: version ${bad.id} scores ${bad.always} always-listed neurons in a budget of ${bad.budget}, `
+      + `but the always list holds ${listed}`, HINT);
+  }
+  const wide = meta.versions.find((v) => (v.tables ?? 0) > L);
+  if (wide) throw userError('BAD_BUNDLE', `${path}: version ${wide.id} reads ${wide.tables} tables of the ${L} the head has`, HINT);
   const sha = headWeightsSha256(arrays.weight, arrays.bias);
   if (sha !== meta.weightsSha256) {
     throw userError('BAD_BUNDLE', `${path}: the hash index was built over weights with sha256 ${meta.weightsSha256.slice(0, 12)}…, `

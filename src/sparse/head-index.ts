@@ -38,7 +38,7 @@ export function buildHeadIndex(addon: SparseHeadAddon, weight: Float32Array, bia
     hash: { family: o.family, K, L, R, seed: o.seed.toString(), rowBytes: t.rowBytes, perTable: t.perTable },
     index: { source: 'compiled',
       note: `built at compile time from the layer's weights (${o.family}, K=${K} L=${L} R=${R} for sparsity ${o.sparsity}: ${reason})` },
-    arrays: { weight, bias, signs: t.signs ?? null, bins: t.bins ?? null, offsets: t.offsets, ids: t.ids },
+    arrays: { weight, bias, signs: t.signs ?? null, bins: t.bins ?? null, offsets: t.offsets, ids: t.ids, always: null },
   };
 }
 
@@ -62,7 +62,7 @@ export function headIndexFromTrained(loaded: LoadedIndex, layer: IndexLayer, wei
       weight, bias,
       signs: layer.simhash ? slice(layer.simhash.signs, (buf, o, l) => new Uint8Array(buf, o, l), 1) : null,
       bins: layer.dwta ? slice(layer.dwta.bins, (buf, o, l) => new Int32Array(buf, o, l), 4) : null,
-      offsets: slice(layer.tables.offsets, u32, 4), ids: slice(layer.tables.ids, u32, 4),
+      offsets: slice(layer.tables.offsets, u32, 4), ids: slice(layer.tables.ids, u32, 4), always: null,
     },
   };
 }
@@ -70,5 +70,5 @@ export function headIndexFromTrained(loaded: LoadedIndex, layer: IndexLayer, wei
 /** The native head over a loaded or freshly built index (the addon checks every shape and id). */
 export function createNativeHead(addon: SparseHeadAddon, hash: HeadMeta['hash'], n: number, d: number, a: HeadArrays): object {
   return addon.headCreate({ n, d, family: HASH_CODE[hash.family], K: hash.K, L: hash.L, seed: BigInt(hash.seed), rowBytes: hash.rowBytes,
-    perTable: hash.perTable }, a.weight, a.bias, a.signs, a.bins, a.offsets, a.ids);
+    perTable: hash.perTable }, a.weight, a.bias, a.signs, a.bins, a.offsets, a.ids, a.always);
 }

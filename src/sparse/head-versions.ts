@@ -1,6 +1,7 @@
 /**
  * A sparse head's versions: one per sparsity s, scoring at most ⌈s·n⌉ neurons per input (s = 1:
- * every neuron, the dense path). Each is checked against the dense version and measured on the
+ * every neuron, the dense path), of which `always` are the head's always list (head-always.ts) and
+ * the rest its buckets' candidates. Each is checked against the dense version and measured on the
  * calibration inputs — recall@1 / recall@5 of the dense top-k, precision@1 where labels exist —
  * and timed (one input per call, as the runtime calls it; versions interleaved round by round,
  * DESIGN.md's protocol: one warm-up, repeats until ≥ 100 ms each). The family kept is the versions
@@ -8,6 +9,7 @@
  */
 import { internalError, userError } from '../errors.js';
 import type { HeadVersion } from './head-format.js';
+import type { QueryPlan } from './head-always.js';
 import type { SparseHeadAddon } from './native-head.js';
 
 export const DEFAULT_SPARSITIES: readonly number[] = [1, 0.05, 0.01, 0.005];
@@ -49,20 +51,24 @@ export interface Accuracy {
   readonly scoredMean: number;
 }
 
-function topKOf(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budget: number) {
-  return addon.headTopK(head, c.hidden, c.rows, k, budget);
+const NO_PLAN: QueryPlan = { always: 0, tables: 0 };
+
+function topKOf(addon: SparseHeadAddon, head: object, c: Calibration, k: number, budget: number, plan: QueryPlan) {
+  return addon.headTopK(head, c.hidden, c.rows, k, budget, plan.always, plan.tables);
 }
 
 /**
- * Recall of each budget against the dense top-k. Also the correctness check: every neuron a sparse
- * version returns that the dense version also returns must carry the dense score bit for bit (the
- * same dot product), and its list must be sorted; a violation is a veltair bug.
+ * Recall of each budget (scoring `always[i]` of the head's always list first) against the dense
+ * top-k. Also the correctness check: every neuron a sparse version returns that the dense version
+ * also returns must carry the dense score bit for bit (the same dot product), and its list must be
+ * sorted; a violation is a veltair bug.
  */
-export function measureAccuracy(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[]): Accuracy[] {
+export function measureAccuracy(addon: SparseHeadAddon, head: object, c: Calibration, k: number, budgets: readonly number[],
+  plans: readonly QueryPlan[] = budgets.map(() => NO_PLAN)): Accuracy[] {
   const kk = Math.max(k, 5);
-  const dense = topKOf(addon, head, c, d, kk, 0);
-  return budgets.map((budget) => {
-    const got = budget === 0 ? dense : topKOf(addon, head, c, d, kk, budget);
+  const dense = topKOf(addon, head, c, kk, 0, NO_PLAN);
+  return budgets.map((budget, i) => {
+    const got = budget === 0 ? dense : topKOf(addon, head, c, kk, budget, plans[i]!);
     let hit1 = 0, hit5 = 0, right = 0;
     for (let r = 0; r < c.rows; r++) {
       const base = r * kk;
@@ -89,20 +95,21 @@ export const median = (xs: readonly number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-/** ms per input of each budget: interleaved rounds of one pass over the rows, one call per input. */
-export function timeBudgets(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[]): number[][] {
+/** ms per input of each budget (with its always count): interleaved rounds of one pass over the rows, one call per input. */
+export function timeBudgets(addon: SparseHeadAddon, head: object, c: Calibration, d: number, k: number, budgets: readonly number[],
+  plans: readonly QueryPlan[] = budgets.map(() => NO_PLAN)): number[][] {
   const rows = Math.min(c.rows, 64);
   const inputs = Array.from({ length: rows }, (_, r) => c.hidden.subarray(r * d, (r + 1) * d));
-  const pass = (budget: number) => {
+  const pass = (i: number) => {
     const t0 = performance.now();
-    for (const x of inputs) addon.headTopK(head, x, 1, k, budget);
+    for (const x of inputs) addon.headTopK(head, x, 1, k, budgets[i]!, plans[i]!.always, plans[i]!.tables);
     return (performance.now() - t0) / rows;
   };
-  budgets.forEach(pass);  // warm-up
+  budgets.forEach((_, i) => pass(i));  // warm-up
   const repeats = budgets.map(() => [] as number[]);
   const total = budgets.map(() => 0);
   while (repeats[0]!.length < MIN_REPEATS || total.some((t) => t < MIN_TOTAL_MS)) {
-    budgets.forEach((b, i) => { const ms = pass(b); repeats[i]!.push(ms); total[i]! += ms * rows; });
+    budgets.forEach((_, i) => { const ms = pass(i); repeats[i]!.push(ms); total[i]! += ms * rows; });
     if (repeats[0]!.length > 10_000) break;
   }
   return repeats;
@@ -118,16 +125,17 @@ export function keptVersions(vs: readonly { latencyMs: number; recallAt1: number
   return vs.map((_, i) => keep.has(i));
 }
 
-/** Measure every sparsity and mark the family. */
+/** Measure every sparsity (with its query plan: always-list count and tables) and mark the family. */
 export function measureVersions(addon: SparseHeadAddon, head: object, c: Calibration, n: number, d: number, k: number,
-  sparsities: readonly number[]): HeadVersion[] {
+  sparsities: readonly number[], plans: readonly QueryPlan[] = sparsities.map(() => NO_PLAN)): HeadVersion[] {
   const budgets = sparsities.map((s) => budgetFor(s, n, k));
-  const accuracy = measureAccuracy(addon, head, c, d, k, budgets);
-  const repeats = timeBudgets(addon, head, c, d, k, budgets);
+  const accuracy = measureAccuracy(addon, head, c, k, budgets, plans);
+  const repeats = timeBudgets(addon, head, c, d, k, budgets, plans);
   const latency = repeats.map(median);
   const kept = keptVersions(sparsities.map((s, i) => ({ latencyMs: latency[i]!, recallAt1: accuracy[i]!.recallAt1, dense: s >= 1 })));
   return sparsities.map((s, i) => ({
-    id: versionId(s), sparsity: s, budget: budgets[i]!, latencyMs: { 0: latency[i]! }, repeatsMs: repeats[i]!,
+    id: versionId(s), sparsity: s, budget: budgets[i]!, always: plans[i]!.always,
+    ...(plans[i]!.tables ? { tables: plans[i]!.tables } : {}), latencyMs: { 0: latency[i]! }, repeatsMs: repeats[i]!,
     ...accuracy[i]!, kept: kept[i]!,
   }));
 }

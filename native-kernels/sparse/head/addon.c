@@ -10,10 +10,13 @@
  *   codes() -> {hash}: the hash-family codes compiled in (checked by src/sparse/native.ts at load)
  *   headTables({family, K, L, R, seed: bigint, threads}, w F32 [n x d], n, d)
  *     -> {signs?: U8, bins?: I32, rowBytes, perTable, offsets: U32, ids: U32}   (hash functions drawn, neurons hashed)
- *   headCreate({n, d, family, K, L, seed: bigint, rowBytes, perTable}, w F32, b F32, signs U8 | null, bins I32 | null, offsets U32, ids U32)
- *     -> head (keeps references to the arrays: nothing is copied or rehashed)
- *   headTopK(head, x F32 [rows x d], rows, k, budget) -> {values: F32 [rows x k], indices: I32 [rows x k], scored}
- *   headTopKAsync(head, x, rows, k, budget) -> Promise of the same, computed on a libuv worker thread
+ *   headCreate({n, d, family, K, L, seed: bigint, rowBytes, perTable}, w F32, b F32, signs U8 | null, bins I32 | null, offsets U32, ids U32,
+ *              always U32 | null)
+ *     -> head (keeps references to the arrays: nothing is copied or rehashed; always: distinct neuron ids a sparse query may score first)
+ *   headTopK(head, x F32 [rows x d], rows, k, budget, always, tables) -> {values: F32 [rows x k], indices: I32 [rows x k], scored}
+ *     (a sparse budget scores the first `always` ids of the always list, then the candidates of the first `tables` tables
+ *      (0: all) in the budget left)
+ *   headTopKAsync(head, x, rows, k, budget, always, tables) -> Promise of the same, computed on a libuv worker thread
  *   pinCallingThread(core | -1) -> bool   pins the calling (JS) thread to one core; -1 restores the mask it had before
  * Errors are thrown with code VT_ARGUMENT (a wrong call), VT_MEMORY (allocation failed) or VT_BUSY (a head
  * queried while its asynchronous query runs).
@@ -39,13 +42,13 @@ static napi_value codes_fn(napi_env env, napi_callback_info info) {
 }
 
 /* busy: a headTopKAsync job holds the head's query scratch (one query at a time per head). */
-typedef struct { vs_head h; napi_ref refs[6]; int live; int busy; } head_h;
+typedef struct { vs_head h; napi_ref refs[7]; int live; int busy; } head_h;
 
 static void head_finalize(napi_env env, void* data, void* hint) {
   (void)hint;
   head_h* h = data;
   if (h->live) vs_head_free(&h->h);
-  for (int i = 0; i < 6; i++) if (h->refs[i]) napi_delete_reference(env, h->refs[i]);
+  for (int i = 0; i < 7; i++) if (h->refs[i]) napi_delete_reference(env, h->refs[i]);
   free(h);
 }
 
@@ -104,19 +107,20 @@ static napi_value head_tables_fn(napi_env env, napi_callback_info info) {
 }
 
 static napi_value head_create_fn(napi_env env, napi_callback_info info) {
-  napi_value argv[7], r;
-  if (!vt_args_min(env, info, 7, argv, "headCreate(config, w, b, signs, bins, offsets, ids)")) return NULL;
+  napi_value argv[8], r;
+  if (!vt_args_min(env, info, 8, argv, "headCreate(config, w, b, signs, bins, offsets, ids, always)")) return NULL;
   const int n = (int)vt_prop_num(env, argv[0], "n"), d = (int)vt_prop_num(env, argv[0], "d"), family = (int)vt_prop_num(env, argv[0], "family");
   const int K = (int)vt_prop_num(env, argv[0], "K"), L = (int)vt_prop_num(env, argv[0], "L");
   const int row_bytes = (int)vt_prop_num(env, argv[0], "rowBytes"), per_table = (int)vt_prop_num(env, argv[0], "perTable");
   uint64_t seed;
   if (!prop_u64(env, argv[0], "seed", &seed)) return NULL;
-  void *w, *b, *signs = NULL, *bins = NULL, *offsets, *ids;
-  size_t nw, nbias, ns = 0, nbins = 0, noff, nids;
+  void *w, *b, *signs = NULL, *bins = NULL, *offsets, *ids, *always = NULL;
+  size_t nw, nbias, ns = 0, nbins = 0, noff, nids, nalways = 0;
   if (!vt_typed(env, argv[1], napi_float32_array, &w, &nw) || !vt_typed(env, argv[2], napi_float32_array, &b, &nbias)) return NULL;
   if (!vt_is_nullish(env, argv[3]) && !vt_typed(env, argv[3], napi_uint8_array, &signs, &ns)) return NULL;
   if (!vt_is_nullish(env, argv[4]) && !vt_typed(env, argv[4], napi_int32_array, &bins, &nbins)) return NULL;
   if (!vt_typed(env, argv[5], napi_uint32_array, &offsets, &noff) || !vt_typed(env, argv[6], napi_uint32_array, &ids, &nids)) return NULL;
+  if (!vt_is_nullish(env, argv[7]) && !vt_typed(env, argv[7], napi_uint32_array, &always, &nalways)) return NULL;
   if (n < 1 || d < 1 || nw != (size_t)n * d || nbias != (size_t)n) VT_FAIL("VT_ARGUMENT", "headCreate: w is not n x d or b not n long");
   if (family == VS_HASH_SIMHASH && ns != (size_t)d * row_bytes) VT_FAIL("VT_ARGUMENT", "headCreate: the simhash signs are not d x rowBytes");
   if (family == VS_HASH_DWTA && nbins != (size_t)L * per_table * VS_DWTA_BIN) VT_FAIL("VT_ARGUMENT", "headCreate: the DWTA bins are not L x perTable x 8");
@@ -126,19 +130,23 @@ static napi_value head_create_fn(napi_env env, napi_callback_info info) {
   head_h* h = calloc(1, sizeof *h);
   if (!h) VT_FAIL("VT_MEMORY", "out of memory");
   if (vs_head_init(&h->h, n, d, w, b, &hash, offsets, noff, ids, nids, err)) { free(h); VT_FAIL("VT_ARGUMENT", err); }
+  if (nalways > (size_t)n || vs_head_set_always(&h->h, always, (int)nalways, err)) {
+    vs_head_free(&h->h); free(h);
+    VT_FAIL("VT_ARGUMENT", nalways > (size_t)n ? "headCreate: more always-scored ids than neurons" : err);
+  }
   h->live = 1;
-  /* the head reads w, b, signs/bins, offsets and ids in place: hold them for its lifetime */
-  for (int i = 0; i < 6; i++) if (!vt_is_nullish(env, argv[i + 1])) napi_create_reference(env, argv[i + 1], 1, &h->refs[i]);
+  /* the head reads w, b, signs/bins, offsets, ids and the always list in place: hold them for its lifetime */
+  for (int i = 0; i < 7; i++) if (!vt_is_nullish(env, argv[i + 1])) napi_create_reference(env, argv[i + 1], 1, &h->refs[i]);
   if (napi_create_external(env, h, head_finalize, NULL, &r) != napi_ok) { head_finalize(env, h, NULL); return NULL; }
   return r;
 }
 
 /* The arguments both headTopK forms share, checked on the JS thread: 0 with a pending exception. */
-typedef struct { head_h* h; napi_value head_value, x_value; const float* x; int rows, k, budget; } topk_args;
+typedef struct { head_h* h; napi_value head_value, x_value; const float* x; int rows, k, budget, always, tables; } topk_args;
 
 static int topk_args_of(napi_env env, napi_callback_info info, const char* usage, topk_args* a) {
-  napi_value argv[5];
-  if (!vt_args_min(env, info, 5, argv, usage)) return 0;
+  napi_value argv[7];
+  if (!vt_args_min(env, info, 7, argv, usage)) return 0;
   a->h = vt_external(env, argv[0], "not a veltair sparse head");
   if (!a->h) return 0;
   a->head_value = argv[0];
@@ -147,16 +155,20 @@ static int topk_args_of(napi_env env, napi_callback_info info, const char* usage
   if (!vt_typed(env, argv[1], napi_float32_array, &x, &nx)) return 0;
   a->x_value = argv[1];
   a->x = x;
-  a->rows = (int)vt_num(env, argv[2]); a->k = (int)vt_num(env, argv[3]); a->budget = (int)vt_num(env, argv[4]);
+  a->rows = (int)vt_num(env, argv[2]); a->k = (int)vt_num(env, argv[3]); a->budget = (int)vt_num(env, argv[4]); a->always = (int)vt_num(env, argv[5]);
+  a->tables = (int)vt_num(env, argv[6]);
   if (a->rows < 1 || nx != (size_t)a->rows * a->h->h.d) { napi_throw_error(env, "VT_ARGUMENT", "headTopK: x is not rows x d"); return 0; }
-  if (a->k < 1 || a->k > a->h->h.n || a->budget < 0) { napi_throw_error(env, "VT_ARGUMENT", "headTopK: k must be 1..n and budget >= 0"); return 0; }
+  if (a->k < 1 || a->k > a->h->h.n || a->budget < 0 || a->always < 0 || a->tables < 0) {
+    napi_throw_error(env, "VT_ARGUMENT", "headTopK: k must be 1..n, budget, always and tables >= 0");
+    return 0;
+  }
   return 1;
 }
 
-static double topk_rows(head_h* h, const float* x, int rows, int k, int budget, float* values, int32_t* indices) {
+static double topk_rows(head_h* h, const float* x, int rows, int k, int budget, int always, int tables, float* values, int32_t* indices) {
   double scored = 0;
   for (int r = 0; r < rows; r++) {
-    scored += vs_head_topk(&h->h, x + (size_t)r * h->h.d, k, budget, values + (size_t)r * k, indices + (size_t)r * k);
+    scored += vs_head_topk(&h->h, x + (size_t)r * h->h.d, k, budget, always, tables, values + (size_t)r * k, indices + (size_t)r * k);
   }
   return scored;
 }
@@ -172,12 +184,12 @@ static napi_value topk_result(napi_env env, napi_value values, napi_value indice
 
 static napi_value head_topk_fn(napi_env env, napi_callback_info info) {
   topk_args a;
-  if (!topk_args_of(env, info, "headTopK(head, x, rows, k, budget)", &a)) return NULL;
+  if (!topk_args_of(env, info, "headTopK(head, x, rows, k, budget, always, tables)", &a)) return NULL;
   void *pv, *pi;
   napi_value values = vt_new_typed(env, napi_float32_array, (size_t)a.rows * a.k, &pv);
   napi_value indices = vt_new_typed(env, napi_int32_array, (size_t)a.rows * a.k, &pi);
   if (!values || !indices) VT_FAIL("VT_MEMORY", "headTopK: out of memory");
-  return topk_result(env, values, indices, topk_rows(a.h, a.x, a.rows, a.k, a.budget, pv, pi));
+  return topk_result(env, values, indices, topk_rows(a.h, a.x, a.rows, a.k, a.budget, a.always, a.tables, pv, pi));
 }
 
 /*
@@ -199,7 +211,7 @@ typedef struct {
 static void topk_execute(napi_env env, void* data) {
   (void)env;
   topk_job* j = data;
-  j->scored = topk_rows(j->a.h, j->a.x, j->a.rows, j->a.k, j->a.budget, j->values, j->indices);
+  j->scored = topk_rows(j->a.h, j->a.x, j->a.rows, j->a.k, j->a.budget, j->a.always, j->a.tables, j->values, j->indices);
 }
 
 /* Drop what a job holds (references, the work) and free it; every field may still be unset. */
@@ -233,7 +245,7 @@ static napi_value head_topk_async_fn(napi_env env, napi_callback_info info) {
   napi_value promise, name;
   topk_job* j = calloc(1, sizeof *j);
   if (!j) VT_FAIL("VT_MEMORY", "headTopKAsync: out of memory");
-  if (!topk_args_of(env, info, "headTopKAsync(head, x, rows, k, budget)", &j->a)) { free(j); return NULL; }
+  if (!topk_args_of(env, info, "headTopKAsync(head, x, rows, k, budget, always, tables)", &j->a)) { free(j); return NULL; }
   void *pv, *pi;
   napi_value values = vt_new_typed(env, napi_float32_array, (size_t)j->a.rows * j->a.k, &pv);
   napi_value indices = vt_new_typed(env, napi_int32_array, (size_t)j->a.rows * j->a.k, &pi);

@@ -52,7 +52,8 @@ int vs_head_init(vs_head* h, int n, int d, const float* w, const float* b, const
 }
 
 void vs_head_free(vs_head* h) {
-  free(h->stamp); free(h->freq); free(h->cand); free(h->hist); free(h->codes); free(h->acc);
+  free(h->stamp); free(h->freq); free(h->cand); free(h->hist); free(h->codes); free(h->acc); free(h->always_w);
+  h->always_w = NULL;
   h->stamp = NULL; h->freq = NULL; h->cand = NULL; h->hist = NULL; h->codes = NULL; h->acc = NULL;
 }
 
@@ -74,8 +75,7 @@ static inline int offer(float* values, int32_t* indices, int have, int k, float 
  * horizontal sum, then the scalar tail, then the bias), so a neuron's score is the same bits on
  * either path: what lets a sparse version's scores be checked against dense exactly.
  */
-static inline float score(const vs_head* h, uint32_t i, const float* x) {
-  const float* w = h->w + (size_t)i * h->d;
+static inline float score_row(const vs_head* h, const float* w, uint32_t i, const float* x) {
   int j = 0;
 #if VS_W > 1
   vs_v a = VS_(zero)();
@@ -88,9 +88,11 @@ static inline float score(const vs_head* h, uint32_t i, const float* x) {
   return s + h->b[i];
 }
 
-static inline void score4(const vs_head* h, uint32_t i, const float* x, float* out) {
+static inline float score(const vs_head* h, uint32_t i, const float* x) { return score_row(h, h->w + (size_t)i * h->d, i, x); }
+
+/* Four neurons whose rows lie one after another at w (biases of ids[0..3]). */
+static inline void score4_rows(const vs_head* h, const float* w, const uint32_t* ids, const float* x, float* out) {
   const size_t d = (size_t)h->d;
-  const float* w = h->w + (size_t)i * d;
   int j = 0;
 #if VS_W > 1
   vs_v a0 = VS_(zero)(), a1 = VS_(zero)(), a2 = VS_(zero)(), a3 = VS_(zero)();
@@ -106,20 +108,51 @@ static inline void score4(const vs_head* h, uint32_t i, const float* x, float* o
   float s[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 #endif
   for (; j < h->d; j++) for (int r = 0; r < 4; r++) s[r] += w[r * d + j] * x[j];
-  for (int r = 0; r < 4; r++) out[r] = s[r] + h->b[i + r];
+  for (int r = 0; r < 4; r++) out[r] = s[r] + h->b[ids[r]];
 }
 
-/* Gather x's candidates into h->cand (each once, h->freq counting its tables); returns how many. */
-static int gather(vs_head* h, const float* x) {
+static inline void score4(const vs_head* h, uint32_t i, const float* x, float* out) {
+  const uint32_t ids[4] = { i, i + 1, i + 2, i + 3 };
+  score4_rows(h, h->w + (size_t)i * h->d, ids, x, out);
+}
+
+int vs_head_set_always(vs_head* h, const uint32_t* always, int n_always, char* err) {
+  if (n_always < 0 || n_always > h->n || (n_always > 0 && !always)) {
+    snprintf(err, VS_ERR_LEN, "head: %d always-scored neurons of %d", n_always, h->n);
+    return 1;
+  }
   if (++h->stamp_id == 0) { memset(h->stamp, 0, (size_t)h->n * sizeof(uint32_t)); h->stamp_id = 1; }
-  vs_hash_codes(&h->hash, x, NULL, 0, h->codes, h->acc, NULL);
+  for (int i = 0; i < n_always; i++) {
+    if (always[i] >= (uint32_t)h->n) { snprintf(err, VS_ERR_LEN, "head: always-scored id %u at %d is not a neuron (< %d)", always[i], i, h->n); return 1; }
+    if (h->stamp[always[i]] == h->stamp_id) { snprintf(err, VS_ERR_LEN, "head: always-scored id %u is listed twice", always[i]); return 1; }
+    h->stamp[always[i]] = h->stamp_id;
+  }
+  free(h->always_w);
+  h->always_w = n_always ? aligned_alloc(64, ((size_t)n_always * h->d * sizeof(float) + 63) / 64 * 64) : NULL;
+  if (n_always && !h->always_w) { snprintf(err, VS_ERR_LEN, "head: out of memory for %d always-scored rows", n_always); return 1; }
+  /* a packed copy of their rows, in list order: the listed neurons are then streamed like the dense path */
+  for (int i = 0; i < n_always; i++) memcpy(h->always_w + (size_t)i * h->d, h->w + (size_t)always[i] * h->d, (size_t)h->d * sizeof(float));
+  h->always = always; h->n_always = n_always;
+  return 0;
+}
+
+/* A new query's stamp: neurons stamped with it have been seen by this query. */
+static void begin_query(vs_head* h) {
+  if (++h->stamp_id == 0) { memset(h->stamp, 0, (size_t)h->n * sizeof(uint32_t)); h->stamp_id = 1; }
+}
+
+/* Gather x's candidates into h->cand (each once, h->freq counting its tables); returns how many.
+ * Neurons this query already scored (the always list: stamped with freq 0) are skipped. */
+static int gather(vs_head* h, const float* x, int tables) {
+  const int L = tables > 0 && tables < h->hash.L ? tables : h->hash.L;
+  vs_hash_codes_first(&h->hash, x, L, h->codes, h->acc);
   int m = 0;
-  for (int t = 0; t < h->hash.L; t++) {
+  for (int t = 0; t < L; t++) {
     const size_t bucket = (size_t)t * h->buckets + h->codes[t];
     for (uint32_t p = h->offsets[bucket]; p < h->offsets[bucket + 1]; p++) {
       const uint32_t id = h->ids[p];
       if (h->stamp[id] != h->stamp_id) { h->stamp[id] = h->stamp_id; h->freq[id] = 1; h->cand[m++] = id; }
-      else h->freq[id]++;
+      else if (h->freq[id]) h->freq[id]++;
     }
   }
   return m;
@@ -128,6 +161,7 @@ static int gather(vs_head* h, const float* x) {
 /* Keep `budget` of the m candidates, those returned by the most tables first (gather order on ties). */
 static int trim(vs_head* h, int m, int budget) {
   if (m <= budget) return m;
+  if (budget <= 0) return 0;
   const int L = h->hash.L;
   memset(h->hist, 0, (size_t)(L + 2) * sizeof(uint32_t));
   for (int i = 0; i < m; i++) h->hist[h->freq[h->cand[i]]]++;
@@ -142,8 +176,8 @@ static int trim(vs_head* h, int m, int budget) {
   return kept;
 }
 
-int vs_head_topk(vs_head* h, const float* x, int k, int budget, float* values, int32_t* indices) {
-  int have = 0;
+int vs_head_topk(vs_head* h, const float* x, int k, int budget, int always, int tables, float* values, int32_t* indices) {
+  int have = 0, scored = h->n;
   if (budget <= 0 || budget >= h->n) {
     int i = 0;
     float s4[4];
@@ -157,15 +191,36 @@ int vs_head_topk(vs_head* h, const float* x, int k, int budget, float* values, i
     }
     for (; i < h->n; i++) have = offer(values, indices, have, k, score(h, (uint32_t)i, x), i);
   } else {
-    const int m = trim(h, gather(h, x), budget);
+    /* The always list first (stamped, freq 0, so gather skips them), streamed from its packed copy
+     * of their rows four at a time, then the buckets' candidates in the budget left: the dense
+     * path's sums, so every score is dense's to the bit. */
+    int a = always < h->n_always ? always : h->n_always;
+    if (a > budget) a = budget;
+    begin_query(h);
+    int c = 0;
+    float s4[4];
+    for (; c + 4 <= a; c += 4) {
+      score4_rows(h, h->always_w + (size_t)c * h->d, h->always + c, x, s4);
+      for (int r = 0; r < 4; r++) {
+        const uint32_t id = h->always[c + r];
+        h->stamp[id] = h->stamp_id; h->freq[id] = 0;
+        have = offer(values, indices, have, k, s4[r], (int32_t)id);
+      }
+    }
+    for (; c < a; c++) {
+      const uint32_t id = h->always[c];
+      h->stamp[id] = h->stamp_id; h->freq[id] = 0;
+      have = offer(values, indices, have, k, score_row(h, h->always_w + (size_t)c * h->d, id, x), (int32_t)id);
+    }
+    const int m = budget > a ? trim(h, gather(h, x, tables), budget - a) : 0;  /* a list that fills the budget needs no hashing */
     for (int c = 0; c < m; c++) {
       if (c + 1 < m) vs_prefetch_row(h->w + (size_t)h->cand[c + 1] * h->d, h->d);
       have = offer(values, indices, have, k, score(h, h->cand[c], x), (int32_t)h->cand[c]);
     }
-    budget = m;
+    scored = a + m;
   }
   for (int i = have; i < k; i++) { values[i] = -INFINITY; indices[i] = -1; }  /* fewer candidates than k */
-  return budget <= 0 || budget >= h->n ? h->n : budget;
+  return scored;
 }
 
 int vs_head_build_tables(const float* w, int n, int d, const vs_hash* hash, int R, int threads,

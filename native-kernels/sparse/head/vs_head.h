@@ -16,6 +16,9 @@ typedef struct {
   size_t buckets;            /* 2^K */
   const uint32_t* offsets;   /* [L * 2^K + 1] */
   const uint32_t* ids;       /* [offsets[L * 2^K]] */
+  const uint32_t* always;    /* [n_always]: neurons a version may score for every input, most useful first (NULL: none) */
+  int n_always;
+  float* always_w;           /* [n_always][d]: a packed copy of the listed neurons' rows (owned by the head) */
   /* query scratch */
   uint32_t* stamp;           /* [n]: query id that last saw the neuron */
   uint16_t* freq;            /* [n]: tables that returned it in this query */
@@ -31,10 +34,16 @@ int vs_head_init(vs_head* h, int n, int d, const float* w, const float* b, const
                  const uint32_t* offsets, size_t n_offsets, const uint32_t* ids, size_t n_ids, char* err);
 void vs_head_free(vs_head* h);
 
+/* A list of distinct neuron ids (checked) that sparse queries may score for every input; the
+ * caller owns it. 0 on success. */
+int vs_head_set_always(vs_head* h, const uint32_t* always, int n_always, char* err);
+
 /* Top k of one input x[d] into values[k] / indices[k] (score descending, then index ascending).
- * budget >= n (or 0): every neuron is scored, the dense path; else at most `budget` candidates
- * from x's buckets, the ones most tables returned first. Returns how many neurons were scored. */
-int vs_head_topk(vs_head* h, const float* x, int k, int budget, float* values, int32_t* indices);
+ * budget >= n (or 0): every neuron is scored, the dense path; else at most `budget` neurons: the
+ * first min(always, n_always, budget) of the always list, then candidates from x's buckets in the
+ * first `tables` tables (0 or >= L: all), the ones most tables returned first. Returns how many
+ * neurons were scored. */
+int vs_head_topk(vs_head* h, const float* x, int k, int budget, int always, int tables, float* values, int32_t* indices);
 
 /* Build compact tables for the neurons w[n][d] under `hash`: L tables, each bucket capped at R
  * ids by reservoir sampling (vs_tables). *offsets / *ids are malloc'd; *n_ids is ids' length. */
