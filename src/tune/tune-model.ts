@@ -19,7 +19,7 @@ import type { Workload } from '../ir/workload.js';
 import type { NoiseSettings } from '../interference/levels.js';
 import { repair, isValid } from '../space/schedule.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
-import { evaluateBatch, trialFromRecord } from './evaluate.js';
+import { evaluateBatch, evaluateBatches, trialFromRecord } from './evaluate.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
 import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
 import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
@@ -151,6 +151,23 @@ export interface TuneResult {
   /** What each noisy level's co-runner did, when one was started. */
   readonly noise: Record<string, { readonly cores: readonly number[]; readonly settings: NoiseSettings }>;
   readonly transfer: TransferSummary;
+  /** Where `seconds` went (TunePhases). */
+  readonly phases: TunePhases;
+}
+
+/**
+ * Seconds of a tuning pass by phase; `seconds` less their sum is the rest (database reads, the
+ * searches' proposals, family selection, stopping the co-runners).
+ */
+export interface TunePhases {
+  /** Compiling the warm-up batches (every candidate, when transferring), the co-runners starting meanwhile, and waiting for them. */
+  readonly warmup: number;
+  /** The search's batches: building (linking, or compiling what the warm-up did not) and measuring (checks, timing at every level). */
+  readonly searchBuild: number;
+  readonly searchMeasure: number;
+  /** The kept versions at the other thread counts, quiet: building and measuring. */
+  readonly profileBuild: number;
+  readonly profileMeasure: number;
 }
 
 /** Deterministic shard of a workload key: sha256(key) mod count. */
@@ -244,6 +261,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     : Promise.resolve(undefined));
 
   let measured = 0, dbHits = 0, done = 0, profileMeasured = 0;
+  const phases = { warmup: 0, searchBuild: 0, searchMeasure: 0, profileBuild: 0, profileMeasure: 0 };
+  const addTo = (build: keyof typeof phases, measure: keyof typeof phases) => (p: 'build' | 'measure', s: number) => {
+    phases[p === 'build' ? build : measure] += s;
+  };
   // One search per (workload, thread count): each count gets its own budget and its own family.
   // A run with no record of its own at its count but with other targets' records at that count
   // starts from their frontier (db/transfer.ts) and is capped at transferCap trials.
@@ -303,60 +324,76 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     // gigabytes, and each stops itself once ready (interference/bank.ts), so the two overlap
     // instead of adding up. Not when the database already holds every trial: nothing is measured.
     if (done < budget) void bank().catch(() => undefined);
+    const warmupStart = performance.now();
     await prebuildWarmups(runs, warmups, { ...ctxBase, batch, ...(o.onCompileProgress ? { onCompiled: o.onCompileProgress } : {}) });
+    phases.warmup = (performance.now() - warmupStart) / 1000;
+    const trialHook = (i: number) => (r: TrialResult) => {
+      count(r);
+      done++;
+      o.onProgress?.({ workload: runs[i]!.use.workload.key, taskIndex: i, tasks: runs.length, taskTrials: searches[i]!.visited.length + 1,
+        trialsDone: done, budget, measured, dbHits, seconds: (Date.now() - started) / 1000 });
+    };
+    const observe = (i: number, results: readonly TrialResult[]) => {
+      for (const r of results) {
+        searches[i]!.observe(r);
+        progress[i]!.history.push(taskCost(searches[i]!.bestMs()));
+      }
+    };
+    // The scheduler's first picks are the warm-up runs, in run order (warmup.ts), and a run's
+    // proposals depend only on its own results: so they are measured together, as the scheduler
+    // would have them one by one, saving a build call and a harness child per run.
+    const order = [...warmups.keys()];
+    const first = await evaluateBatches(order.map((i) => ({ workload: runs[i]!.use.workload, schedules: warmups.get(i)!, onTrial: trialHook(i) })),
+      { ...ctxBase, onPhase: addTo('searchBuild', 'searchMeasure') });
+    order.forEach((i, k) => {
+      if (warmups.get(i)!.length === 0) progress[i]!.exhausted = true;
+      else observe(i, first[k]!);
+    });
     while (done < budget) {
       const i = pickTask(progress);
       if (i === undefined) break;
       const search = searches[i]!;
       const room = caps[i]! - search.visited.length;
       if (room <= 0) { progress[i]!.exhausted = true; continue; }
-      const schedules = warmups.get(i) ?? search.propose(Math.min(batch, budget - done, room));
-      warmups.delete(i);
+      const schedules = search.propose(Math.min(batch, budget - done, room));
       if (schedules.length === 0) { progress[i]!.exhausted = true; continue; }
-      const results = await evaluateBatch(runs[i]!.use.workload, schedules, {
-        ...ctxBase,
-        onTrial: (r) => {
-          count(r);
-          done++;
-          o.onProgress?.({ workload: runs[i]!.use.workload.key, taskIndex: i, tasks: runs.length, taskTrials: search.visited.length + 1,
-            trialsDone: done, budget, measured, dbHits, seconds: (Date.now() - started) / 1000 });
-        },
-      });
-      for (const r of results) {
-        search.observe(r);
-        progress[i]!.history.push(taskCost(search.bestMs()));
-      }
+      observe(i, await evaluateBatch(runs[i]!.use.workload, schedules, { ...ctxBase, onPhase: addTo('searchBuild', 'searchMeasure'), onTrial: trialHook(i) }));
     }
 
-    const families = new Map<string, WorkloadFamily>();
+    // Profiling a version at another thread count records a candidate at that count, which may
+    // join that count's family: select again until the families stand still, so a rerun against
+    // the same database (which holds those records from the start) picks the same versions. Each
+    // round profiles every workload whose family is still moving, together (evaluateBatches).
     const primary = primaryThreads(threads, target.cores);
-    for (const t of tasks) {
-      // Profiling a version at another thread count records a candidate at that count, which may
-      // join that count's family: select again until the families stand still, so a rerun against
-      // the same database (which holds those records from the start) picks the same versions.
-      let fam = familyFromRecords(t, o, levels, threads, primary);
-      let profiles: Record<string, number>[] = [];
-      // Each round that changes the family measures a version not profiled before, so this ends; the
-      // family kept is the one selected after the last profiling, whose candidate counts a rerun sees.
-      const ids = (f: Family) => f.versions.map((v) => v.id).join(',');
-      for (let round = 0; round < 16; round++) {
-        profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
-          { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
-        const again = familyFromRecords(t, o, levels, threads, primary);
-        const settled = ids(again) === ids(fam);
-        fam = again;
-        if (settled) break;
-      }
-      const trials = runs.reduce((n, r, i) => n + (r.use === t ? searches[i]!.visited.length : 0), 0);
-      families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials, threadProfiles: profiles });
+    const fams = tasks.map((t) => familyFromRecords(t, o, levels, threads, primary));
+    const profiles: Record<string, number>[][] = tasks.map(() => []);
+    // Each round that changes a family measures a version not profiled before, so this ends; the
+    // family kept is the one selected after the last profiling, whose candidate counts a rerun sees.
+    const ids = (f: Family) => f.versions.map((v) => v.id).join(',');
+    let moving = tasks.map((_, k) => k);
+    for (let round = 0; round < 16 && moving.length > 0; round++) {
+      const got = await profileVersions(moving.map((k) => ({ w: tasks[k]!.workload, versions: fams[k]!.versions })), o.profileThreads ?? [],
+        { ...ctxBase, onPhase: addTo('profileBuild', 'profileMeasure'), onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+      moving = moving.filter((k, j) => {
+        profiles[k] = got[j]!;
+        const again = familyFromRecords(tasks[k]!, o, levels, threads, primary);
+        const settled = ids(again) === ids(fams[k]!);
+        fams[k] = again;
+        return !settled;
+      });
     }
+    const families = new Map<string, WorkloadFamily>();
+    tasks.forEach((t, k) => {
+      const trials = runs.reduce((n, r, i) => n + (r.use === t ? searches[i]!.visited.length : 0), 0);
+      families.set(t.workload.key, { ...fams[k]!, key: t.workload.key, occurrences: t.count, trials, threadProfiles: profiles[k]! });
+    });
     const runners = bankPromise ? await bankPromise : undefined;
     return {
       families, measured, dbHits, profileMeasured, seconds: (Date.now() - started) / 1000,
       versionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, t.count])),
       workloadVersionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, 1])),
       perLevelRegret: regretSummary([...families.values()], levels),
-      levels, threads, transfer,
+      levels, threads, transfer, phases: roundPhases(phases),
       noise: Object.fromEntries([...(runners?.runners ?? new Map())].filter(([l]) => levels.includes(l))
         .map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }])),
     };
@@ -395,24 +432,37 @@ function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly numb
   return { ...family, byThreads, profile: workloadProfile(t.workload.key, records, levels, family, cands) };
 }
 
-/** Level-0 latency of each kept version at each requested thread count (measured or from the database). */
-async function profileVersions(w: Workload, versions: readonly FamilyCandidate[], counts: readonly number[],
-  ctx: Parameters<typeof evaluateBatch>[2]): Promise<Record<string, number>[]> {
-  const profiles = versions.map((v) => ({ [String(v.schedule.threads)]: v.latencyMs['0'] } as Record<string, number | undefined>));
-  if (counts.length === 0 || versions.length === 0) return profiles.map(clean);
-  const variants = versions
-    .flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
-    .filter((x) => isValid(x.s, w, ctx.target) && x.s.threads !== versions[x.vi]!.schedule.threads);
-  const unique = [...new Map(variants.map((x) => [JSON.stringify(x.s), x.s])).values()];
+/**
+ * Level-0 latency of each kept version at each requested thread count (measured or from the
+ * database), for several workloads' families at once: per workload, per version, threads → ms.
+ */
+async function profileVersions(fams: readonly { w: Workload; versions: readonly FamilyCandidate[] }[], counts: readonly number[],
+  ctx: Parameters<typeof evaluateBatch>[2]): Promise<Record<string, number>[][]> {
+  const plans = fams.map(({ w, versions }) => {
+    const profiles = versions.map((v) => ({ [String(v.schedule.threads)]: v.latencyMs['0'] } as Record<string, number | undefined>));
+    const variants = versions
+      .flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
+      .filter((x) => isValid(x.s, w, ctx.target) && x.s.threads !== versions[x.vi]!.schedule.threads);
+    return { w, profiles, variants, unique: [...new Map(variants.map((x) => [JSON.stringify(x.s), x.s])).values()] };
+  });
+  const asked = plans.filter((p) => p.unique.length > 0);
   const quiet = { ...ctx, levels: [0], levelsFor: () => [0] };
-  const results = unique.length > 0 ? await evaluateBatch(w, unique, quiet) : [];
-  const byKey = new Map(results.map((r, i) => [JSON.stringify(unique[i]), r]));
-  for (const x of variants) {
-    const ms = byKey.get(JSON.stringify(x.s))?.medianMs['0'];
-    if (ms !== undefined) profiles[x.vi]![String(x.s.threads)] = ms;
-  }
-  return profiles.map(clean);
+  const results = asked.length > 0 ? await evaluateBatches(asked.map((p) => ({ workload: p.w, schedules: p.unique })), quiet) : [];
+  asked.forEach((p, k) => {
+    const byKey = new Map(results[k]!.map((r, i) => [JSON.stringify(p.unique[i]), r]));
+    for (const x of p.variants) {
+      const ms = byKey.get(JSON.stringify(x.s))?.medianMs['0'];
+      if (ms !== undefined) p.profiles[x.vi]![String(x.s.threads)] = ms;
+    }
+  });
+  return plans.map((p) => p.profiles.map(clean));
 }
+
+const roundPhases = (p: TunePhases): TunePhases => ({
+  warmup: round3(p.warmup), searchBuild: round3(p.searchBuild), searchMeasure: round3(p.searchMeasure),
+  profileBuild: round3(p.profileBuild), profileMeasure: round3(p.profileMeasure),
+});
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
 const clean = (p: Record<string, number | undefined>) =>
   Object.fromEntries(Object.entries(p).filter((e): e is [string, number] => e[1] !== undefined));
