@@ -17,9 +17,10 @@ import { transferSeeds } from '../db/transfer.js';
 import { internalError, userError } from '../errors.js';
 import type { Workload } from '../ir/workload.js';
 import type { NoiseSettings } from '../interference/levels.js';
-import { repair, isValid } from '../space/schedule.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
 import { evaluateBatch, evaluateBatches, trialFromRecord } from './evaluate.js';
+import { roundPhases, type TunePhases } from './phases.js';
+import { profileUntilSettled } from './thread-profiles.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
 import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
 import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
@@ -155,20 +156,7 @@ export interface TuneResult {
   readonly phases: TunePhases;
 }
 
-/**
- * Seconds of a tuning pass by phase; `seconds` less their sum is the rest (database reads, the
- * searches' proposals, family selection, stopping the co-runners).
- */
-export interface TunePhases {
-  /** Compiling the warm-up batches (every candidate, when transferring), the co-runners starting meanwhile, and waiting for them. */
-  readonly warmup: number;
-  /** The search's batches: building (linking, or compiling what the warm-up did not) and measuring (checks, timing at every level). */
-  readonly searchBuild: number;
-  readonly searchMeasure: number;
-  /** The kept versions at the other thread counts, quiet: building and measuring. */
-  readonly profileBuild: number;
-  readonly profileMeasure: number;
-}
+export type { TunePhases } from './phases.js';
 
 /** Deterministic shard of a workload key: sha256(key) mod count. */
 export function shardOf(key: string, count: number): number {
@@ -361,28 +349,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       observe(i, await evaluateBatch(runs[i]!.use.workload, schedules, { ...ctxBase, onPhase: addTo('searchBuild', 'searchMeasure'), onTrial: trialHook(i) }));
     }
 
-    // Profiling a version at another thread count records a candidate at that count, which may
-    // join that count's family: select again until the families stand still, so a rerun against
-    // the same database (which holds those records from the start) picks the same versions. Each
-    // round profiles every workload whose family is still moving, together (evaluateBatches).
     const primary = primaryThreads(threads, target.cores);
-    const fams = tasks.map((t) => familyFromRecords(t, o, levels, threads, primary));
-    const profiles: Record<string, number>[][] = tasks.map(() => []);
-    // Each round that changes a family measures a version not profiled before, so this ends; the
-    // family kept is the one selected after the last profiling, whose candidate counts a rerun sees.
-    const ids = (f: Family) => f.versions.map((v) => v.id).join(',');
-    let moving = tasks.map((_, k) => k);
-    for (let round = 0; round < 16 && moving.length > 0; round++) {
-      const got = await profileVersions(moving.map((k) => ({ w: tasks[k]!.workload, versions: fams[k]!.versions })), o.profileThreads ?? [],
-        { ...ctxBase, onPhase: addTo('profileBuild', 'profileMeasure'), onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
-      moving = moving.filter((k, j) => {
-        profiles[k] = got[j]!;
-        const again = familyFromRecords(tasks[k]!, o, levels, threads, primary);
-        const settled = ids(again) === ids(fams[k]!);
-        fams[k] = again;
-        return !settled;
-      });
-    }
+    const select = (k: number) => familyFromRecords(tasks[k]!, o, levels, threads, primary);
+    const { fams, profiles } = await profileUntilSettled(tasks.map((t) => t.workload), select, o.profileThreads ?? [],
+      { ...ctxBase, onPhase: addTo('profileBuild', 'profileMeasure'), onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
     const families = new Map<string, WorkloadFamily>();
     tasks.forEach((t, k) => {
       const trials = runs.reduce((n, r, i) => n + (r.use === t ? searches[i]!.visited.length : 0), 0);
@@ -432,41 +402,6 @@ function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly numb
   const records = o.db.records(t.workload.key).filter((r) => threads.includes(r.threads));
   return { ...family, byThreads, profile: workloadProfile(t.workload.key, records, levels, family, cands) };
 }
-
-/**
- * Level-0 latency of each kept version at each requested thread count (measured or from the
- * database), for several workloads' families at once: per workload, per version, threads → ms.
- */
-async function profileVersions(fams: readonly { w: Workload; versions: readonly FamilyCandidate[] }[], counts: readonly number[],
-  ctx: Parameters<typeof evaluateBatch>[2]): Promise<Record<string, number>[][]> {
-  const plans = fams.map(({ w, versions }) => {
-    const profiles = versions.map((v) => ({ [String(v.schedule.threads)]: v.latencyMs['0'] } as Record<string, number | undefined>));
-    const variants = versions
-      .flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
-      .filter((x) => isValid(x.s, w, ctx.target) && x.s.threads !== versions[x.vi]!.schedule.threads);
-    return { w, profiles, variants, unique: [...new Map(variants.map((x) => [JSON.stringify(x.s), x.s])).values()] };
-  });
-  const asked = plans.filter((p) => p.unique.length > 0);
-  const quiet = { ...ctx, levels: [0], levelsFor: () => [0] };
-  const results = asked.length > 0 ? await evaluateBatches(asked.map((p) => ({ workload: p.w, schedules: p.unique })), quiet) : [];
-  asked.forEach((p, k) => {
-    const byKey = new Map(results[k]!.map((r, i) => [JSON.stringify(p.unique[i]), r]));
-    for (const x of p.variants) {
-      const ms = byKey.get(JSON.stringify(x.s))?.medianMs['0'];
-      if (ms !== undefined) p.profiles[x.vi]![String(x.s.threads)] = ms;
-    }
-  });
-  return plans.map((p) => p.profiles.map(clean));
-}
-
-const roundPhases = (p: TunePhases): TunePhases => ({
-  warmup: round3(p.warmup), searchBuild: round3(p.searchBuild), searchMeasure: round3(p.searchMeasure),
-  profileBuild: round3(p.profileBuild), profileMeasure: round3(p.profileMeasure),
-});
-const round3 = (x: number) => Math.round(x * 1000) / 1000;
-
-const clean = (p: Record<string, number | undefined>) =>
-  Object.fromEntries(Object.entries(p).filter((e): e is [string, number] => e[1] !== undefined));
 
 function histogram(pairs: readonly (readonly [number, number])[]): Record<string, number> {
   const h: Record<string, number> = {};
