@@ -221,7 +221,7 @@ export function tasksOf(uses: readonly WorkloadUse[], shard?: Shard): WorkloadUs
  * max(2, ⌈trials / 4⌉), 2 at the default budget: the nearest target's two best frontier
  * candidates, confirmed here. On a new host type (ResNet-50, Zen 5) that took 96–100 s of tuning
  * against 127 s at 3, with bundles at 1.006–1.013× a from-scratch compile's latency; with the
- * warm-up measured as one batch (evaluateBatches), 76–78 s at 1.011–1.015× (bench/RESULTS.md,
+ * warm-up measured as one batch (evaluateBatches), 76–84 s at 1.007–1.015× (bench/RESULTS.md,
  * "Any x86-64 host").
  */
 export function defaultTransferTrials(trials: number): number {
