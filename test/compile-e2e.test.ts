@@ -36,8 +36,14 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
   assert.equal(first.exitCode, 0, first.stderr);
   assert.match(first.stderr, /warning: .*corrupt/i, 'the corrupt database line is skipped with a warning');
   const summary = JSON.parse(first.stdout);
-  assert.deepEqual(Object.keys(summary), ['bundle', 'layers', 'tunableLayers', 'versionsHistogram', 'measured', 'dbHits', 'tuningSeconds', 'perLevelRegret',
-    'transfer']);
+  assert.deepEqual(Object.keys(summary), ['bundle', 'layers', 'tunableLayers', 'versionsHistogram', 'measured', 'dbHits', 'tuningSeconds', 'tuningPhases',
+    'perLevelRegret', 'transfer']);
+  const phases = summary.tuningPhases as Record<string, number>;
+  assert.deepEqual(Object.keys(phases), ['warmup', 'searchBuild', 'searchMeasure', 'profileBuild', 'profileMeasure']);
+  assert.ok(Object.values(phases).every((s) => s >= 0), 'every phase took some time or none');
+  assert.ok(phases['searchMeasure']! > 0, 'the candidates measured were measured in the search phase');
+  // The phases are disjoint parts of the pass (rounded to the millisecond each).
+  assert.ok(Object.values(phases).reduce((a, b) => a + b, 0) <= summary.tuningSeconds + 0.005, 'the phases add up to at most the pass');
   assert.equal(summary.bundle, out);
   assert.equal(summary.layers, 3);
   assert.equal(summary.tunableLayers, 2);

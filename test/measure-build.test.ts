@@ -280,6 +280,8 @@ test('a skipped job runs nothing; a kernel measured twice in a row is checked on
     assert.deepEqual(events, ['start 0', 'end 0 ok', 'start 2', 'end 2 ok', 'start 3', 'end 3 ok', 'start 4', 'end 4 ok'], 'no hooks for a skipped job');
     const again = await measureJobs([job(once), job(b!), job(once)], { cacheDir: dir, cores: [0], minTimeMs: 2, minRepeats: 2 });
     assert.deepEqual(again.map((m) => m.status), ['ok', 'ok', 'wrong'], 'after another kernel, the check runs again');
+    const split = await measureJobs([job(once), job(b!), job(once)], { cacheDir: dir, cores: [0], minTimeMs: 2, minRepeats: 2, jobsPerChild: 2 });
+    assert.deepEqual(split.map((m) => m.status), ['ok', 'ok', 'ok'], 'two jobs a child: the third runs in a new child, where its check is its first call');
   }));
 
 /** FNV-1a 64 of the bytes, as harness.c checks a stored reference's floats. */

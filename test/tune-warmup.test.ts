@@ -5,7 +5,7 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/db/store.js';
@@ -16,7 +16,9 @@ import { detectTarget } from '../src/toolchain/target.js';
 import type { TaskProgress } from '../src/tune/scheduler.js';
 import type { TaskSearch, TrialResult } from '../src/tune/search.js';
 import { tuneWorkloads } from '../src/tune/tune-model.js';
-import { proposeWarmups } from '../src/tune/warmup.js';
+import { prebuildWarmups, proposeWarmups } from '../src/tune/warmup.js';
+import { targetFingerprint } from '../src/db/target-fingerprint.js';
+import { defaultSchedule } from '../src/space/presets.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-tune-warmup-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -66,6 +68,7 @@ test('a pass compiles every warm-up candidate before its first measurement', { t
   const db = await openDatabase(join(root, 'db'), { target, shipped: false });
   const workloads = [withKey(shape), withKey({ ...shape, cout: 48 })];
   let objectsAtFirstTrial: number | undefined;
+
   const compiling: [number, number][] = [];
   const result = await tuneWorkloads(workloads.map((workload) => ({ workload, count: 1 })), {
     trials: 2, levels: [0], threads: [1], seed: 5, db, minTimeMs: 5, target, cacheDir: cache,
@@ -75,5 +78,21 @@ test('a pass compiles every warm-up candidate before its first measurement', { t
   assert.equal(result.measured, 4);
   assert.equal(objectsAtFirstTrial, 4, 'both workloads\' warm-up batches were compiled before the first one was measured');
   assert.deepEqual(compiling.at(-1), [4, 4], 'the compile phase reported its progress to the end');
+  assert.ok(result.phases.warmup > 0 && result.phases.searchMeasure > 0, 'the warm-up and the measurements are phases of their own');
   assert.ok(compiling.length >= 2 && compiling.every(([d], i) => i === 0 || d > compiling[i - 1]![0]), 'one report per compiler call, rising');
+});
+
+test('the warm-up builds the measurement harness beside the kernels, so the first measurement does not wait for it', { timeout: 600_000 }, async () => {
+  const cache = join(root, 'cache-harness');
+  const target = await detectTarget();
+  const db = await openDatabase(join(root, 'db-harness'), { target, shipped: false });
+  const workload = withKey(shape);
+  const harnessBuilt = () => existsSync(join(cache, 'tools')) && readdirSync(join(cache, 'tools')).some((f) => f.startsWith('harness-'));
+  const ctx = { target, fingerprint: targetFingerprint(target), db, levels: [0], levelsFor: () => [0], bank: async () => undefined,
+    cacheDir: cache, batch: 8 };
+  await prebuildWarmups([{ use: { workload } }], new Map([[0, []]]), ctx);
+  assert.equal(harnessBuilt(), false, 'nothing to compile: nothing built');
+  await prebuildWarmups([{ use: { workload } }], new Map([[0, [defaultSchedule(workload, target, 1)]]]), ctx);
+  assert.equal(harnessBuilt(), true);
+  assert.equal(readdirSync(join(cache, 'objects')).filter((f) => f.endsWith('.o')).length, 1, 'and the candidate\'s object');
 });

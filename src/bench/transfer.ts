@@ -39,6 +39,7 @@ import { recordLine } from '../db/record.js';
 import { scanDatabase } from '../db/scan.js';
 import { targetFingerprint } from '../db/target-fingerprint.js';
 import { detectTarget } from '../toolchain/target.js';
+import type { TunePhases } from '../tune/tune-model.js';
 import { repoRoot } from '../toolchain/paths.js';
 import { median, summarizeRatios } from '../stats.js';
 import { timeBundleInChild } from './bundle-time-child.js';
@@ -50,8 +51,8 @@ const log = (m: string) => process.stderr.write(`transfer: ${m}\n`);
 
 interface CompileRun {
   readonly seconds: number;
-  readonly summary: { measured: number; dbHits: number; tuningSeconds: number; transfer: { exactWorkloads: number; transferredWorkloads: number;
-    transferredSeeds: number; freshWorkloads: number; medianDistance: number | null } };
+  readonly summary: { measured: number; dbHits: number; tuningSeconds: number; tuningPhases: TunePhases;
+    transfer: { exactWorkloads: number; transferredWorkloads: number; transferredSeeds: number; freshWorkloads: number; medianDistance: number | null } };
 }
 
 /** One compile (compileModel) with its own kernel cache, `cache`: each compile starts cold, as a fresh machine's would. */
@@ -138,7 +139,8 @@ async function main(): Promise<void> {
       log(`compiling for --isa ${isa} with the native records, empty kernel cache`);
       moved = await compile(model, secondDb, secondCache, join(work, `${second}.bundle`), isa, false, extra);
     }
-    log(`transfer: ${moved.seconds.toFixed(1)} s (${moved.summary.tuningSeconds.toFixed(1)} s tuning), ${moved.summary.measured} measured`);
+    log(`transfer: ${moved.seconds.toFixed(1)} s (${moved.summary.tuningSeconds.toFixed(1)} s tuning: ${phaseText(moved.summary.tuningPhases)}), `
+      + `${moved.summary.measured} measured`);
 
     // Each bundle of each round in a fresh process: in one process a bundle and a copy of itself read up to 4% apart.
     const paths = ['scratch', second].map((b) => join(work, `${b}.bundle`));
@@ -183,10 +185,18 @@ async function main(): Promise<void> {
         + `median ${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]. `
         + (scratch ? `Transfer compile time / scratch: ${(moved.seconds / scratch.seconds).toFixed(2)}.` : ''),
       '',
+      `The second compile's tuning by phase (compile summary \`tuningPhases\`): ${phaseText(moved.summary.tuningPhases)}.`,
+      '',
     ].join('\n'));
   } finally {
     if (!keep) await rm(work, { recursive: true, force: true });
   }
+}
+
+/** tuningPhases in words, seconds each. */
+function phaseText(p: TunePhases): string {
+  return `warm-up compile ${p.warmup.toFixed(1)} s, search build ${p.searchBuild.toFixed(1)} s and measure ${p.searchMeasure.toFixed(1)} s, `
+    + `profiling at the other thread counts build ${p.profileBuild.toFixed(1)} s and measure ${p.profileMeasure.toFixed(1)} s`;
 }
 
 const USAGE = `usage: node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1]

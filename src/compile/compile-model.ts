@@ -22,7 +22,7 @@ import { powersUpTo } from '../space/schedule.js';
 import { detectTarget, targetNotes } from '../toolchain/target.js';
 import { vectorWidths } from '../toolchain/isa.js';
 import { assertRunnable } from '../runtime/preflight.js';
-import { tasksOf, tuneWorkloads, type LevelRegret, type TransferSummary, type TuneResult } from '../tune/tune-model.js';
+import { tasksOf, tuneWorkloads, type LevelRegret, type TransferSummary, type TunePhases, type TuneResult } from '../tune/tune-model.js';
 import { resolveCompileOptions, type CompileOptions, type ResolvedCompileOptions } from './options.js';
 import { inferSource, modelSource, type ModelInput, type ModelSource } from './model-source.js';
 import { buildSparseFamily, loadCalibration, planSparse, type SparseSummary } from './sparse-family.js';
@@ -40,6 +40,8 @@ export interface CompileResult {
   /** Candidates taken from the tuning database instead. */
   readonly dbHits: number;
   readonly tuningSeconds: number;
+  /** Where the tuning seconds went, by phase (tune-model.ts, TunePhases). */
+  readonly tuningPhases: TunePhases;
   /** The chosen family's regret against the best version, per interference level. */
   readonly perLevelRegret: Record<string, LevelRegret>;
   /** How each workload started: exact records, seeds transferred from the nearest other targets, or nothing. */
@@ -132,6 +134,7 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     measured: tune.measured,
     dbHits: tune.dbHits,
     tuningSeconds: Math.round(tune.seconds * 1000) / 1000,
+    tuningPhases: tune.phases,
     perLevelRegret: tune.perLevelRegret,
     transfer: tune.transfer,
     ...(written?.signedBy ? { signedBy: written.signedBy } : {}),

@@ -60,7 +60,17 @@ export interface MeasureOptions {
    */
   readonly skipJob?: (index: number) => Promise<boolean> | boolean;
   readonly afterJob?: (index: number, m: Measurement) => Promise<void> | void;
+  /** Jobs one child is given at most (default JOBS_PER_CHILD); the rest go to the next child. */
+  readonly jobsPerChild?: number;
 }
+
+/**
+ * A tuner measures a whole pass's warm-up candidates, every level of each, in one child per thread
+ * count (tune/evaluate.ts): thousands of jobs for a large model from scratch. Each job is three
+ * arguments (a path, a symbol, a count), so a child takes at most this many, far below the kernel's
+ * limit on a command line, and the next child the rest.
+ */
+export const JOBS_PER_CHILD = 512;
 
 /** Everything the harness compiles besides the kernel headers (reference.h included: it is part of the key). */
 const HARNESS_FILES = ['harness.c', 'reference.c', 'reference.h'];
@@ -162,7 +172,7 @@ export async function measureJobsSkippable(jobs: readonly MeasureJob[], o: Measu
   let pending = jobs.map((_, i) => i);
   while (pending.length > 0) {
     const before = done.size;
-    await runChild(bin, refCache, jobs, pending, o, done);
+    await runChild(bin, refCache, jobs, pending.slice(0, Math.max(1, o.jobsPerChild ?? JOBS_PER_CHILD)), o, done);
     pending = pending.filter((i) => !done.has(i));
     if (done.size === before) {
       // the child died before starting anything: record the first job as crashed so we always progress

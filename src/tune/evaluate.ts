@@ -2,10 +2,11 @@
  * Trials: a batch of schedules for one workload in, one TrialResult per schedule out. A schedule
  * whose record id is already in the database is a database hit (its record is read back, nothing
  * runs); the rest are generated and built together (parallel compiles, cached objects), then
- * measured in one harness child (one reference computation per batch, one check per candidate),
- * one candidate at a time at every level it can be measured at — the noisy ones only if its quiet
- * median passes the screen below — and each one's record is appended to the database the moment
- * its last level is settled: kill -9 loses at most the candidate in flight.
+ * measured in one harness child per thread count (one reference computation per workload, one
+ * check per candidate), one candidate at a time at every level it can be measured at — the noisy
+ * ones only if its quiet median passes the screen below — and each one's record is appended to
+ * the database the moment its last level is settled: kill -9 loses at most the candidate in
+ * flight. evaluateBatches does the same for several workloads' batches in one build and one child.
  */
 import { generateKernel, kernelSymbol } from '../codegen/kernel.js';
 import { internalError } from '../errors.js';
@@ -39,6 +40,8 @@ export interface EvaluateContext {
   readonly noisyScreen?: number;
   /** Called after each trial (measured or hit). */
   readonly onTrial?: (r: TrialResult) => void;
+  /** Seconds a batch spent building its kernels, and in the harness (checks and timing at every level): the compile summary's phases. */
+  readonly onPhase?: (phase: 'build' | 'measure', seconds: number) => void;
 }
 
 /** A database record as a trial result, restricted to the requested levels. */
@@ -97,56 +100,93 @@ function recordFrom(w: Workload, s: Schedule, ctx: EvaluateContext, levels: read
     status: failure ? failure.status : 'ok', ...(failure ? { error: failure.message } : {}) });
 }
 
+/** One workload's schedules, within a multi-workload evaluation (evaluateBatches); `onTrial` replaces the context's for them. */
+export interface WorkloadBatch {
+  readonly workload: Workload;
+  readonly schedules: readonly Schedule[];
+  readonly onTrial?: (r: TrialResult) => void;
+}
+
 export async function evaluateBatch(w: Workload, schedules: readonly Schedule[], ctx: EvaluateContext): Promise<TrialResult[]> {
-  const known = new Map(ctx.db.records(w.key).map((r) => [recordId(r), r]));
-  const ids = schedules.map((s) => recordIdOf(w.key, ctx.fingerprint, s, s.threads));
-  const results = new Array<TrialResult | undefined>(schedules.length);
-  const todo: number[] = [];
-  ids.forEach((id, i) => {
-    const r = ctx.db.has(id) ? known.get(id) : undefined;
-    if (r) results[i] = trialFromRecord(r, id, ctx.levels, true);
-    else todo.push(i);
+  return (await evaluateBatches([{ workload: w, schedules }], ctx))[0]!;
+}
+
+/** A schedule of evaluateBatches' input that is not in the database: what building and measuring it needs. */
+interface Todo {
+  readonly b: number;
+  readonly i: number;
+  readonly id: string;
+  readonly cand: ReturnType<typeof makeCandidate>;
+  readonly unit: ReturnType<typeof generateKernel>;
+}
+
+/**
+ * Several workloads' batches as one: every kernel built in one call (links spread over the cores,
+ * candidates of several workloads in one shared object), and one harness child per thread count
+ * measuring every candidate of that count, batch by batch in input order. Results and records are
+ * those evaluateBatch gives each batch alone (the screen reads each workload's own records); what
+ * is saved is a build call, a child start and a harness check per batch.
+ */
+export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: EvaluateContext): Promise<TrialResult[][]> {
+  const results = batches.map((x) => new Array<TrialResult | undefined>(x.schedules.length));
+  const onTrial = (b: number) => batches[b]!.onTrial ?? ctx.onTrial;
+  const todo: Todo[] = [];
+  batches.forEach(({ workload: w, schedules }, b) => {
+    const known = new Map(ctx.db.records(w.key).map((r) => [recordId(r), r]));
+    schedules.forEach((s, i) => {
+      const id = recordIdOf(w.key, ctx.fingerprint, s, s.threads);
+      const r = ctx.db.has(id) ? known.get(id) : undefined;
+      if (r) results[b]![i] = trialFromRecord(r, id, ctx.levels, true);
+      else {
+        const cand = makeCandidate(w, s, ctx.target);
+        todo.push({ b, i, id, cand, unit: generateKernel(cand) });
+      }
+    });
   });
 
   if (todo.length > 0) {
-    const cands = todo.map((i) => makeCandidate(w, schedules[i]!, ctx.target));
-    const units = cands.map(generateKernel);
-    const built = new Map((await buildKernels(units, { cflags: ctx.target.cflags, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}) }))
+    const buildStart = performance.now();
+    const built = new Map((await buildKernels(todo.map((t) => t.unit), { cflags: ctx.target.cflags, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}) }))
       .map((b) => [b.symbol, b]));
-    const settle = async (i: number, record: TuningRecord) => {
+    ctx.onPhase?.('build', (performance.now() - buildStart) / 1000);
+    const settle = async (t: Todo, record: TuningRecord) => {
       await ctx.db.append([record], ctx.recordsFile ? { file: ctx.recordsFile } : {});
-      results[i] = trialFromRecord(record, ids[i]!, ctx.levels, false);
-      ctx.onTrial?.(results[i]!);
+      const r = trialFromRecord(record, t.id, ctx.levels, false);
+      results[t.b]![t.i] = r;
+      onTrial(t.b)?.(r);
     };
-    const runnable: { i: number; k: number; levels: number[]; soPath: string; symbol: string }[] = [];
-    for (const [k, i] of todo.entries()) {
-      const b = built.get(units[k]!.symbol)!, s = schedules[i]!;
+    const runnable: (Todo & { levels: number[]; soPath: string; symbol: string; threads: number })[] = [];
+    for (const t of todo) {
+      const b = built.get(t.unit.symbol)!, s = batches[t.b]!.schedules[t.i]!;
       const levels = ctx.levelsFor(s.threads).filter((l) => ctx.levels.includes(l));
       if (levels.length === 0) throw internalError(`schedule with ${s.threads} threads has no level to be measured at`);
-      if (b.status === 'ok') runnable.push({ i, k, levels, soPath: b.soPath, symbol: b.symbol });
+      if (b.status === 'ok') runnable.push({ ...t, levels, soPath: b.soPath, symbol: b.symbol, threads: s.threads });
       else {
-        await settle(i, makeRecord({ workload: w, target: ctx.target, schedule: s, features: cands[k]!.features, latencies: {},
+        await settle(t, makeRecord({ workload: batches[t.b]!.workload, target: ctx.target, schedule: s, features: t.cand.features, latencies: {},
           status: 'compile_error', error: b.message }));
       }
     }
-    for (const t of [...new Set(runnable.map((r) => schedules[r.i]!.threads))]) {
-      const group = runnable.filter((r) => schedules[r.i]!.threads === t);
+    const measureStart = performance.now();
+    for (const threads of [...new Set(runnable.map((r) => r.threads))]) {
+      const group = runnable.filter((r) => r.threads === threads);
       const bank = group.some((r) => r.levels.some((l) => l !== 0)) ? await ctx.bank() : undefined;
       const screen = ctx.noisyScreen ?? DEFAULT_NOISY_SCREEN;
-      await measureCandidatesAtLevels(group.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads: t }, levels: r.levels })), bank, {
+      await measureCandidatesAtLevels(group.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads }, levels: r.levels })), bank, {
         ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
         ...(ctx.minTimeMs !== undefined ? { minTimeMs: ctx.minTimeMs } : {}),
         ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
       }, {
         // The median the record will hold (of its repeats), so a rerun's view of the screen agrees with this one's.
-        keepMeasuring: (g, first) => group[g]!.levels[0] !== 0 || !(median(first.repeatsMs) > screen * (bestQuietMs(ctx.db, w.key, t) ?? Infinity)),
+        keepMeasuring: (g, first) => group[g]!.levels[0] !== 0
+          || !(median(first.repeatsMs) > screen * (bestQuietMs(ctx.db, batches[group[g]!.b]!.workload.key, threads) ?? Infinity)),
         onCandidate: async (g, ms) => {
-          const r = group[g]!, s = schedules[r.i]!;
-          await settle(r.i, recordFrom(w, s, ctx, r.levels, ms, cands[r.k]!.features));
+          const r = group[g]!, w = batches[r.b]!.workload;
+          await settle(r, recordFrom(w, batches[r.b]!.schedules[r.i]!, ctx, r.levels, ms, r.cand.features));
         },
       });
     }
+    ctx.onPhase?.('measure', (performance.now() - measureStart) / 1000);
   }
-  schedules.forEach((_, i) => { if (results[i]!.fromDb) ctx.onTrial?.(results[i]!); });
-  return results as TrialResult[];
+  results.forEach((rs, b) => rs.forEach((r) => { if (r!.fromDb) onTrial(b)?.(r!); }));
+  return results as TrialResult[][];
 }

@@ -17,9 +17,10 @@ import { transferSeeds } from '../db/transfer.js';
 import { internalError, userError } from '../errors.js';
 import type { Workload } from '../ir/workload.js';
 import type { NoiseSettings } from '../interference/levels.js';
-import { repair, isValid } from '../space/schedule.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
-import { evaluateBatch, trialFromRecord } from './evaluate.js';
+import { evaluateBatch, evaluateBatches, trialFromRecord } from './evaluate.js';
+import { roundPhases, type TunePhases } from './phases.js';
+import { profileUntilSettled } from './thread-profiles.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
 import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
 import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
@@ -151,7 +152,11 @@ export interface TuneResult {
   /** What each noisy level's co-runner did, when one was started. */
   readonly noise: Record<string, { readonly cores: readonly number[]; readonly settings: NoiseSettings }>;
   readonly transfer: TransferSummary;
+  /** Where `seconds` went (TunePhases). */
+  readonly phases: TunePhases;
 }
+
+export type { TunePhases } from './phases.js';
 
 /** Deterministic shard of a workload key: sha256(key) mod count. */
 export function shardOf(key: string, count: number): number {
@@ -215,8 +220,9 @@ export function tasksOf(uses: readonly WorkloadUse[], shard?: Shard): WorkloadUs
  * Candidates per workload and thread count when only other machines' records seed it:
  * max(2, ⌈trials / 4⌉), 2 at the default budget: the nearest target's two best frontier
  * candidates, confirmed here. On a new host type (ResNet-50, Zen 5) that took 96–100 s of tuning
- * against 127 s at 3, with bundles at 1.006–1.013× a from-scratch compile's latency
- * (bench/RESULTS.md, "Any x86-64 host").
+ * against 127 s at 3, with bundles at 1.006–1.013× a from-scratch compile's latency; with the
+ * warm-up measured as one batch (evaluateBatches), 76–84 s at 1.007–1.015× (bench/RESULTS.md,
+ * "Any x86-64 host").
  */
 export function defaultTransferTrials(trials: number): number {
   return Math.max(2, Math.ceil(trials / 4));
@@ -244,6 +250,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     : Promise.resolve(undefined));
 
   let measured = 0, dbHits = 0, done = 0, profileMeasured = 0;
+  const phases = { warmup: 0, searchBuild: 0, searchMeasure: 0, profileBuild: 0, profileMeasure: 0 };
+  const addTo = (build: keyof typeof phases, measure: keyof typeof phases) => (p: 'build' | 'measure', s: number) => {
+    phases[p === 'build' ? build : measure] += s;
+  };
   // One search per (workload, thread count): each count gets its own budget and its own family.
   // A run with no record of its own at its count but with other targets' records at that count
   // starts from their frontier (db/transfer.ts) and is capped at transferCap trials.
@@ -303,60 +313,58 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     // gigabytes, and each stops itself once ready (interference/bank.ts), so the two overlap
     // instead of adding up. Not when the database already holds every trial: nothing is measured.
     if (done < budget) void bank().catch(() => undefined);
+    const warmupStart = performance.now();
     await prebuildWarmups(runs, warmups, { ...ctxBase, batch, ...(o.onCompileProgress ? { onCompiled: o.onCompileProgress } : {}) });
+    phases.warmup = (performance.now() - warmupStart) / 1000;
+    const trialHook = (i: number) => (r: TrialResult) => {
+      count(r);
+      done++;
+      o.onProgress?.({ workload: runs[i]!.use.workload.key, taskIndex: i, tasks: runs.length, taskTrials: searches[i]!.visited.length + 1,
+        trialsDone: done, budget, measured, dbHits, seconds: (Date.now() - started) / 1000 });
+    };
+    const observe = (i: number, results: readonly TrialResult[]) => {
+      for (const r of results) {
+        searches[i]!.observe(r);
+        progress[i]!.history.push(taskCost(searches[i]!.bestMs()));
+      }
+    };
+    // The scheduler's first picks are the warm-up runs, in run order (warmup.ts), and a run's
+    // proposals depend only on its own results: so they are measured together, as the scheduler
+    // would have them one by one, saving a build call and a harness child per run.
+    const order = [...warmups.keys()];
+    const first = await evaluateBatches(order.map((i) => ({ workload: runs[i]!.use.workload, schedules: warmups.get(i)!, onTrial: trialHook(i) })),
+      { ...ctxBase, onPhase: addTo('searchBuild', 'searchMeasure') });
+    order.forEach((i, k) => {
+      if (warmups.get(i)!.length === 0) progress[i]!.exhausted = true;
+      else observe(i, first[k]!);
+    });
     while (done < budget) {
       const i = pickTask(progress);
       if (i === undefined) break;
       const search = searches[i]!;
       const room = caps[i]! - search.visited.length;
       if (room <= 0) { progress[i]!.exhausted = true; continue; }
-      const schedules = warmups.get(i) ?? search.propose(Math.min(batch, budget - done, room));
-      warmups.delete(i);
+      const schedules = search.propose(Math.min(batch, budget - done, room));
       if (schedules.length === 0) { progress[i]!.exhausted = true; continue; }
-      const results = await evaluateBatch(runs[i]!.use.workload, schedules, {
-        ...ctxBase,
-        onTrial: (r) => {
-          count(r);
-          done++;
-          o.onProgress?.({ workload: runs[i]!.use.workload.key, taskIndex: i, tasks: runs.length, taskTrials: search.visited.length + 1,
-            trialsDone: done, budget, measured, dbHits, seconds: (Date.now() - started) / 1000 });
-        },
-      });
-      for (const r of results) {
-        search.observe(r);
-        progress[i]!.history.push(taskCost(search.bestMs()));
-      }
+      observe(i, await evaluateBatch(runs[i]!.use.workload, schedules, { ...ctxBase, onPhase: addTo('searchBuild', 'searchMeasure'), onTrial: trialHook(i) }));
     }
 
-    const families = new Map<string, WorkloadFamily>();
     const primary = primaryThreads(threads, target.cores);
-    for (const t of tasks) {
-      // Profiling a version at another thread count records a candidate at that count, which may
-      // join that count's family: select again until the families stand still, so a rerun against
-      // the same database (which holds those records from the start) picks the same versions.
-      let fam = familyFromRecords(t, o, levels, threads, primary);
-      let profiles: Record<string, number>[] = [];
-      // Each round that changes the family measures a version not profiled before, so this ends; the
-      // family kept is the one selected after the last profiling, whose candidate counts a rerun sees.
-      const ids = (f: Family) => f.versions.map((v) => v.id).join(',');
-      for (let round = 0; round < 16; round++) {
-        profiles = await profileVersions(t.workload, fam.versions, o.profileThreads ?? [],
-          { ...ctxBase, onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
-        const again = familyFromRecords(t, o, levels, threads, primary);
-        const settled = ids(again) === ids(fam);
-        fam = again;
-        if (settled) break;
-      }
+    const select = (k: number) => familyFromRecords(tasks[k]!, o, levels, threads, primary);
+    const { fams, profiles } = await profileUntilSettled(tasks.map((t) => t.workload), select, o.profileThreads ?? [],
+      { ...ctxBase, onPhase: addTo('profileBuild', 'profileMeasure'), onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+    const families = new Map<string, WorkloadFamily>();
+    tasks.forEach((t, k) => {
       const trials = runs.reduce((n, r, i) => n + (r.use === t ? searches[i]!.visited.length : 0), 0);
-      families.set(t.workload.key, { ...fam, key: t.workload.key, occurrences: t.count, trials, threadProfiles: profiles });
-    }
+      families.set(t.workload.key, { ...fams[k]!, key: t.workload.key, occurrences: t.count, trials, threadProfiles: profiles[k]! });
+    });
     const runners = bankPromise ? await bankPromise : undefined;
     return {
       families, measured, dbHits, profileMeasured, seconds: (Date.now() - started) / 1000,
       versionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, t.count])),
       workloadVersionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, 1])),
       perLevelRegret: regretSummary([...families.values()], levels),
-      levels, threads, transfer,
+      levels, threads, transfer, phases: roundPhases(phases),
       noise: Object.fromEntries([...(runners?.runners ?? new Map())].filter(([l]) => levels.includes(l))
         .map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }])),
     };
@@ -394,28 +402,6 @@ function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly numb
   const records = o.db.records(t.workload.key).filter((r) => threads.includes(r.threads));
   return { ...family, byThreads, profile: workloadProfile(t.workload.key, records, levels, family, cands) };
 }
-
-/** Level-0 latency of each kept version at each requested thread count (measured or from the database). */
-async function profileVersions(w: Workload, versions: readonly FamilyCandidate[], counts: readonly number[],
-  ctx: Parameters<typeof evaluateBatch>[2]): Promise<Record<string, number>[]> {
-  const profiles = versions.map((v) => ({ [String(v.schedule.threads)]: v.latencyMs['0'] } as Record<string, number | undefined>));
-  if (counts.length === 0 || versions.length === 0) return profiles.map(clean);
-  const variants = versions
-    .flatMap((v, vi) => counts.filter((c) => c !== v.schedule.threads).map((c) => ({ vi, s: repair({ ...v.schedule, threads: c }, w, ctx.target) })))
-    .filter((x) => isValid(x.s, w, ctx.target) && x.s.threads !== versions[x.vi]!.schedule.threads);
-  const unique = [...new Map(variants.map((x) => [JSON.stringify(x.s), x.s])).values()];
-  const quiet = { ...ctx, levels: [0], levelsFor: () => [0] };
-  const results = unique.length > 0 ? await evaluateBatch(w, unique, quiet) : [];
-  const byKey = new Map(results.map((r, i) => [JSON.stringify(unique[i]), r]));
-  for (const x of variants) {
-    const ms = byKey.get(JSON.stringify(x.s))?.medianMs['0'];
-    if (ms !== undefined) profiles[x.vi]![String(x.s.threads)] = ms;
-  }
-  return profiles.map(clean);
-}
-
-const clean = (p: Record<string, number | undefined>) =>
-  Object.fromEntries(Object.entries(p).filter((e): e is [string, number] => e[1] !== undefined));
 
 function histogram(pairs: readonly (readonly [number, number])[]): Record<string, number> {
   const h: Record<string, number> = {};

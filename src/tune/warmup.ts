@@ -13,6 +13,7 @@ import { generateKernel } from '../codegen/kernel.js';
 import { recordIdOf } from '../db/record.js';
 import type { Workload } from '../ir/workload.js';
 import { precompileKernels } from '../measure/build.js';
+import { ensureHarness } from '../measure/run-candidate.js';
 import { makeCandidate } from '../space/candidate.js';
 import type { Schedule } from '../space/schedule.js';
 import type { EvaluateContext } from './evaluate.js';
@@ -41,7 +42,8 @@ export function proposeWarmups(searches: readonly TaskSearch[], progress: readon
 }
 
 /**
- * Compile every warm-up candidate the database does not hold, all at once on every core, and start
+ * Compile every warm-up candidate the database does not hold, all at once on every core (and the
+ * measurement harness, when the cache lacks it), and start
  * the co-runners meanwhile when any of them will be measured under noise (their start touches
  * gigabytes: seconds that would otherwise come before the first noisy measurement). A rerun whose
  * candidates are all in the database compiles nothing and starts no co-runner.
@@ -55,7 +57,11 @@ export async function prebuildWarmups(runs: readonly { readonly use: { readonly 
   const starting = noisy ? ctx.bank() : undefined;
   starting?.catch(() => { /* reported where the bank is first awaited */ });
   const units = todo.map(({ w, s }) => generateKernel(makeCandidate(w, s, ctx.target)));
+  // The measurement harness too (a second of cc on a fresh machine), beside the kernels rather than
+  // before the first measurement. A failure here is left to the first measurement to report.
+  const harness = ensureHarness(...(ctx.cacheDir ? [ctx.cacheDir] : [])).catch(() => undefined);
   await precompileKernels(units, { cflags: ctx.target.cflags, batchSize: ctx.batch, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
     ...(ctx.onCompiled ? { onCompiled: ctx.onCompiled } : {}) });
+  await harness;
   await starting?.catch(() => undefined);
 }
