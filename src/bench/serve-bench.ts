@@ -126,8 +126,14 @@ async function quietLatencies(models: readonly LoadModel[]): Promise<Map<string,
   return out;
 }
 
+/** Concurrent requests per model in the warm-up (a burst across every model at once). */
+const WARM_BURST = 4;
+
 async function warm(models: readonly LoadModel[]): Promise<void> {
   for (const m of models) for (let i = 0; i < 5; i++) await infer(m);
+  // A server makes its extra instances (veltair's arenas, ORT's worker sessions) at its first
+  // concurrency; warmed one request at a time, it would make them inside the first probe.
+  await Promise.all(models.flatMap((m) => Array.from({ length: WARM_BURST }, () => infer(m))));
 }
 
 async function simulated(mix: Mix, policy: string, cores: number, qos: Readonly<Record<string, number>>,
