@@ -54,8 +54,17 @@ const veltairBin = () => join(repoRoot(), 'bin', 'veltair');
 /** The command under the benchmark lock when BENCH_LOCK names one: shared for compiles, exclusive for timings. */
 const locked = (mode: '-s' | '-x', cmd: string[]): [string, string[]] => {
   const lock = process.env['BENCH_LOCK'];
-  return lock ? ['flock', [mode, lock, ...cmd]] : [cmd[0]!, cmd.slice(1)];
+  // The shell prints when the lock was taken, so a compile's time leaves out its wait for the lock.
+  return lock ? ['flock', [mode, lock, 'sh', '-c', `echo "${LOCKED_AT}$(date +%s%N)" >&2; exec "$@"`, 'sh', ...cmd]] : [cmd[0]!, cmd.slice(1)];
 };
+const LOCKED_AT = 'coverage-lock-taken-ns=';
+
+/** Seconds from the lock being taken (or from `t0Ms`, with no lock) to now. */
+function secondsSinceStart(stderr: string, t0Ms: number): number {
+  const m = new RegExp(`${LOCKED_AT}(\\d+)`).exec(stderr);
+  if (!m) return (performance.now() - t0Ms) / 1000;
+  return (Date.now() * 1e6 - Number(m[1])) / 1e9;
+}
 
 function dirBytes(path: string): number {
   const s = statSync(path);
@@ -85,7 +94,7 @@ async function compileStep(o: Options, name: string, model: string): Promise<Non
     '--trials', String(o.trials), '--threads', String(o.threads), '--levels', '0', '--force', '--json']);
   const t0 = performance.now();
   const r = await execa(cmd, args, { reject: false, stdin: 'ignore', all: false });
-  const wallSeconds = (performance.now() - t0) / 1000;
+  const wallSeconds = secondsSinceStart(r.stderr, t0);
   if (r.exitCode !== 0) return { ok: false, wallSeconds, budget, error: errorLine(r.stderr, `exit ${r.exitCode}`) };
   let tuningSeconds: number | undefined;
   try { tuningSeconds = (JSON.parse(r.stdout) as { tuningSeconds?: number }).tuningSeconds; } catch { /* the bundle is what counts */ }
