@@ -24,8 +24,8 @@ import { execa } from 'execa';
 import { writeTextAtomic } from '../atomic-file.js';
 import { loadModel } from '../onnx/load.js';
 import { lowerToLayers } from '../ir/lower.js';
-import { seededFloats } from '../random.js';
 import { repoRoot } from '../toolchain/paths.js';
+import { compareWithOrt } from './against-ort.js';
 import { coverageTable, MATCH_TOLERANCE, replaceTable, type CoverageRecord } from './coverage-table.js';
 
 interface ExportEntry {
@@ -177,23 +177,8 @@ async function run(o: Options): Promise<void> {
 
 /** The child: max |bundle − ORT| / max |ORT| over the first output, on one seeded input, at 1 thread. */
 async function check(model: string, bundle: string): Promise<void> {
-  const ort = await import('onnxruntime-node');
-  const { loadBundle } = await import('../runtime/session.js');
-  const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
-  const name = session.inputNames[0]!;
-  const inferred = await loadModel(model);
-  const shape = [...(inferred.inputs.find((i) => i.name === name)?.shape ?? [1, 3, 224, 224])];
-  const input = seededFloats(shape.reduce((a, b) => a * b, 1), 7, -1, 1);
-  const reference = (await session.run({ [name]: new ort.Tensor('float32', input, shape) }))[session.outputNames[0]!]!.data as Float32Array;
-  const s = await loadBundle(bundle, { threads: 1 });
-  try {
-    const out = Object.values(await s.run({ [name]: input }))[0]!.data as Float32Array;
-    let diff = 0, mag = 0;
-    for (let i = 0; i < reference.length; i++) { diff = Math.max(diff, Math.abs(out[i]! - reference[i]!)); mag = Math.max(mag, Math.abs(reference[i]!)); }
-    process.stdout.write(`${JSON.stringify({ relErr: mag > 0 ? diff / mag : diff })}\n`);
-  } finally {
-    s.close();
-  }
+  const [c] = await compareWithOrt(model, bundle, [1]);
+  process.stdout.write(`${JSON.stringify({ relErr: c!.maxRef > 0 ? c!.maxDiff / c!.maxRef : c!.maxDiff })}\n`);
 }
 
 function parse(argv: readonly string[]): Options {

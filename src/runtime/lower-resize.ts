@@ -56,7 +56,7 @@ export function axisTable(inLen: number, outLen: number, scale: number, mode: 'l
       t.src0.push(i); t.src1.push(i); t.weight.push(0);
       continue;
     }
-    const c = Math.max(0, Math.min(inLen - 1, s));
+    const c = clamp(s);
     const i0 = Math.floor(c);
     const i1 = Math.min(i0 + 1, inLen - 1);
     t.src0.push(i0); t.src1.push(i1); t.weight.push(i1 === i0 ? 0 : c - i0);
