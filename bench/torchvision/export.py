@@ -95,6 +95,16 @@ def weight_bytes(model):
     return sum(t.numel() * t.element_size() for t in model.state_dict().values())
 
 
+def uses_multihead_attention(model):
+    return any(isinstance(m, torch.nn.MultiheadAttention) for m in model.modules())
+
+
+def zero_symbolic(g, tensor):
+    """aten::zero, which Swin-V2 writes (qkv_bias[k:2k].zero_()) and torch 1.13 has no symbolic for: x - x,
+    which constant folding removes along with the slice assignment around it."""
+    return g.op('Sub', tensor, tensor)
+
+
 def export(name, out_dir, side=SHAPE[2]):
     """Export one model; returns (path, input shape, whether its weights are external)."""
     torch.manual_seed(SEED)
@@ -109,7 +119,9 @@ def export(name, out_dir, side=SHAPE[2]):
     else:
         path = os.path.join(out_dir, f'{name}.onnx')
     tmp = path + '.tmp'
-    with torch.no_grad():
+    # nn.MultiheadAttention's eval fast path (aten::_native_multi_head_attention, ViT) has no ONNX
+    # symbolic in torch 1.13; PyTorch takes the exportable path when grad is on for its weights.
+    with torch.set_grad_enabled(uses_multihead_attention(model)):
         torch.onnx.export(model, (torch.randn(shape),), tmp, opset_version=OPSET, input_names=['input'],
                           output_names=['output'], do_constant_folding=True)
     os.replace(tmp, path)
@@ -118,6 +130,7 @@ def export(name, out_dir, side=SHAPE[2]):
 
 def export_all(out_dir, wanted):
     """The coverage set: every model at its default resolution, each failure recorded, exports.json rewritten after each."""
+    torch.onnx.register_custom_op_symbolic('aten::zero', zero_symbolic, OPSET)
     record_path = os.path.join(out_dir, 'exports.json')
     status = {}
     if os.path.exists(record_path):

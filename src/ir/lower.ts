@@ -1,7 +1,8 @@
 /**
  * InferredModel → LayerGraph. The stages, in order:
  *  1. simplify: drop aliases (Identity, Dropout, no-op views/Transposes), merge view chains;
- *  2. desugar Gemm into MatMul (+ Mul) + Add so dense has one spelling;
+ *  2. desugar Gemm into MatMul (+ Mul) + Add so dense has one spelling, and batched-matmul Einsums
+ *     into Transpose + MatMul (einsum.ts);
  *  3. recognise exporter patterns (decomposed LayerNorm, GELU, SiLU) and channel shuffles with the
  *     concat before and the slices after them (channel-moves.ts);
  *  4. lower tunable cores (Conv, MatMul) and fuse their epilogues (BN, bias, activations, residual);
@@ -24,6 +25,7 @@ import { composeChannelGathers, recogniseChannelMoves } from './channel-moves.js
 import { orderGatherChannels } from './gather-order.js';
 import { dropAliases, mergeViewChains } from './simplify.js';
 import { lowerConv, lowerMatMul } from './tunable.js';
+import { desugarEinsums } from './einsum.js';
 import { indexGraph, shapeOf, workGraphOf, type WorkGraph } from './work-graph.js';
 
 function lowerCores(g: WorkGraph, consumed: Set<OnnxNode>): Map<OnnxNode, LayerDraft> {
@@ -48,6 +50,7 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   mergeViewChains(g);
   dropAliases(g);
   desugarGemms(g);
+  desugarEinsums(g);
   recognisePatterns(g);
   recogniseChannelMoves(g);
   composeChannelGathers(g);

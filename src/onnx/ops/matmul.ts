@@ -1,7 +1,45 @@
 /** MatMul (numpy semantics: 1-D promotion, batched broadcast) and Gemm (transA/transB). */
 import { attrInt } from '../attributes.js';
 import { broadcastShapes, formatShape } from '../shapes.js';
+import { allocData, nums, storeFor } from '../eval.js';
+import type { Tensor, TensorData } from '../model.js';
 import { input, hasInput, shapeError, type OpDef } from './context.js';
+
+/** A constant MatMul (Swin-V2's position-bias MLP over its fixed coordinate table), in float64 then stored. */
+function evaluateMatMul(a: Tensor, b: Tensor, outDtype: Tensor['dtype'], outShape: readonly number[]): Tensor {
+  const as = a.dims.length === 1 ? [1, a.dims[0]!] : [...a.dims];
+  const bs = b.dims.length === 1 ? [b.dims[0]!, 1] : [...b.dims];
+  const [m, k, n] = [as[as.length - 2]!, as[as.length - 1]!, bs[bs.length - 1]!];
+  const batch = broadcastShapes([as.slice(0, -2), bs.slice(0, -2)])!;
+  const batchOffset = (shape: readonly number[], flat: number): number => {
+    let off = 0;
+    let stride = 1;
+    let rest = flat;
+    const own = shape.slice(0, -2);
+    for (let d = batch.length - 1; d >= 0; d--) {
+      const idx = rest % batch[d]!;
+      rest = Math.floor(rest / batch[d]!);
+      const ownDim = own[d - (batch.length - own.length)];
+      if (ownDim !== undefined) { off += (ownDim === 1 ? 0 : idx) * stride; stride *= ownDim; }
+    }
+    return off;
+  };
+  const [x, w] = [nums(a), nums(b)];
+  const store = storeFor(outDtype);
+  const count = batch.reduce((p, d) => p * d, 1);
+  const dst = allocData(outDtype, count * m * n) as unknown as number[];
+  for (let p = 0; p < count; p++) {
+    const [ax, bx] = [batchOffset(as, p) * m * k, batchOffset(bs, p) * k * n];
+    for (let r = 0; r < m; r++) {
+      for (let c = 0; c < n; c++) {
+        let acc = 0;
+        for (let q = 0; q < k; q++) acc += x[ax + r * k + q]! * w[bx + q * n + c]!;
+        dst[(p * m + r) * n + c] = store(acc);
+      }
+    }
+  }
+  return { dtype: outDtype, dims: outShape, data: dst as unknown as TensorData };
+}
 
 const matmul: OpDef = {
   infer: (ctx) => {
@@ -21,6 +59,7 @@ const matmul: OpDef = {
     if (b.shape.length > 1) shape.push(bs[bs.length - 1]!);
     return [{ dtype: a.dtype, shape }];
   },
+  evaluate: (_ctx, [a, b], [out]) => [evaluateMatMul(a!, b!, out!.dtype, out!.shape)],
 };
 
 const gemm: OpDef = {

@@ -7,9 +7,12 @@ import { slicingOps } from './slicing.js';
 import { reduceOps } from './reduce.js';
 import { matmulOps } from './matmul.js';
 import { resizeOps } from './resize.js';
+import { scatterOps } from './scatter.js';
+import { einsumOps } from './einsum.js';
 
 const OPS: ReadonlyMap<string, OpDef> = new Map(Object.entries({
-  ...elementwiseOps, ...convOps, ...shapeOps, ...slicingOps, ...reduceOps, ...matmulOps, ...resizeOps,
+  ...elementwiseOps, ...convOps, ...shapeOps, ...slicingOps, ...reduceOps, ...matmulOps, ...resizeOps, ...scatterOps,
+  ...einsumOps,
 }));
 
 /** The default ONNX domain, as decode.ts normalises it ('ai.onnx' becomes ''). */
