@@ -2,18 +2,19 @@
 "Whole model on torchvision exports").
 
 Usage: /usr/bin/python3 bench/torchvision/export.py OUT_DIR [NAME ...]
-       /usr/bin/python3 bench/torchvision/export.py --list        every model (classification, then segmentation)
+       /usr/bin/python3 bench/torchvision/export.py --list        every model (classification, segmentation, then detection)
        /usr/bin/python3 bench/torchvision/export.py --probe OUT_DIR   try every classification model at 224; write probe.json
        /usr/bin/python3 bench/torchvision/export.py --all OUT_DIR [NAME ...]   the coverage set (issue 33): every
-           classification and segmentation model at its default resolution; write exports.json
+           classification and segmentation model at its default resolution, and the two SSD detectors; write exports.json
 
 With no NAME, the benchmark set (BENCH below) is exported. Weights are random (weights=None, seed
-0): nothing is downloaded; latency does not depend on weight values. Every model is exported from
+0; a layer weight torchvision zeroes, like ViT's head, gets seeded random values): nothing is downloaded; latency does not depend on weight values. Every model is exported from
 eval mode at opset 13 with constant folding (BatchNormalization folded into Conv by the exporter
 where PyTorch can), a static batch-1 float input named `input` and output `output`: 1x3x224x224, or
 with --all the resolution the model's default weights are evaluated at (their transforms' crop, for
 segmentation their resize: 520), read from torchvision's weight metadata, which needs no download.
-A segmentation model's output is its `out` map (no auxiliary head).
+A segmentation model's output is its `out` map (no auxiliary head). A detector takes a 1x3xHxW image and
+outputs its boxes (`output`), `scores` and `labels` after its own post-processing (NMS, TopK).
 --all keeps going past a model the exporter refuses (its error goes into exports.json), skips a model
 already exported (FORCE=1 redoes it), and writes a model whose weights exceed protobuf's 2 GB limit as
 OUT_DIR/NAME/NAME.onnx with its weights in external data files beside it.
@@ -64,11 +65,33 @@ def segmentation_models():
     return sorted(torchvision.models.list_models(module=torchvision.models.segmentation))
 
 
+# The detection stretch (issue 33 item 5): SSDs at the size their names give; the model resizes to it anyway.
+DETECTION = {'ssdlite320_mobilenet_v3_large': 320, 'ssd300_vgg16': 300}
+
+
+def task_of(name):
+    return 'detection' if name in DETECTION else 'segmentation' if name in segmentation_models() else 'classification'
+
+
 def default_resolution(name):
     """The side the model's default weights are evaluated at (metadata only: nothing is downloaded)."""
+    if name in DETECTION:
+        return DETECTION[name]
     transforms = torchvision.models.get_model_weights(name).DEFAULT.transforms()
     size = getattr(transforms, 'crop_size', None) or getattr(transforms, 'resize_size', None)
     return int(size[0])
+
+
+class Detections(torch.nn.Module):
+    """A detector on one 1x3xHxW image: its boxes, scores and labels (post-processing and NMS included)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        found = self.model([x[0]])[0]
+        return found['boxes'], found['scores'], found['labels']
 
 
 class OutMap(torch.nn.Module):
@@ -82,13 +105,25 @@ class OutMap(torch.nn.Module):
         return self.model(x)['out']
 
 
+def randomise_zero_weights(model):
+    """Give seeded random values to layer weights that torchvision initialises to zero (ViT's classifier head):
+    an all-zero output would match any runtime, so the coverage check would prove nothing."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Conv2d)) and not module.weight.any():
+                torch.nn.init.normal_(module.weight, std=0.02)
+    return model
+
+
 def build(name, side):
     kwargs = dict(KWARGS.get(name, {}))
+    if name in DETECTION:
+        return randomise_zero_weights(Detections(torchvision.models.get_model(name, weights=None, weights_backbone=None))).eval()
     if name in segmentation_models():
-        return OutMap(torchvision.models.get_model(name, weights=None, **SEGMENTATION_KWARGS)).eval()
+        return randomise_zero_weights(OutMap(torchvision.models.get_model(name, weights=None, **SEGMENTATION_KWARGS))).eval()
     if name.startswith('vit_') and side != 224:
         kwargs['image_size'] = side  # ViT's position table is sized for its resolution
-    return torchvision.models.get_model(name, weights=None, **kwargs).eval()
+    return randomise_zero_weights(torchvision.models.get_model(name, weights=None, **kwargs)).eval()
 
 
 def weight_bytes(model):
@@ -123,7 +158,7 @@ def export(name, out_dir, side=SHAPE[2]):
     # symbolic in torch 1.13; PyTorch takes the exportable path when grad is on for its weights.
     with torch.set_grad_enabled(uses_multihead_attention(model)):
         torch.onnx.export(model, (torch.randn(shape),), tmp, opset_version=OPSET, input_names=['input'],
-                          output_names=['output'], do_constant_folding=True)
+                          output_names=['output', 'scores', 'labels'] if name in DETECTION else ['output'], do_constant_folding=True)
     os.replace(tmp, path)
     return path, list(shape), external
 
@@ -142,7 +177,7 @@ def export_all(out_dir, wanted):
             continue
         started = time.monotonic()
         side = default_resolution(name)
-        entry = {'task': 'segmentation' if name in segmentation_models() else 'classification', 'input': [1, 3, side, side]}
+        entry = {'task': task_of(name), 'input': [1, 3, side, side]}
         try:
             path, shape, external = export(name, out_dir, side)
             entry.update(status='exported', file=os.path.relpath(path, out_dir), externalData=external,
@@ -161,10 +196,10 @@ def export_all(out_dir, wanted):
 
 def main(argv):
     if len(argv) >= 2 and argv[1] == '--list':
-        print('\n'.join(classification_models() + segmentation_models()))
+        print('\n'.join(classification_models() + segmentation_models() + sorted(DETECTION)))
         return 0
     if len(argv) >= 3 and argv[1] == '--all':
-        everything = classification_models() + segmentation_models()
+        everything = classification_models() + segmentation_models() + sorted(DETECTION)
         wanted = argv[3:] or everything
         unknown = [n for n in wanted if n not in everything]
         if unknown:

@@ -6,7 +6,13 @@
 import { loadModel } from '../onnx/load.js';
 import { seededFloats } from '../random.js';
 
-export interface OrtComparison { readonly threads: number; readonly maxDiff: number; readonly maxRef: number }
+export interface OrtComparison {
+  readonly threads: number;
+  readonly maxDiff: number;
+  readonly maxRef: number;
+  /** max − min of the reference: 0 means a constant output (a zeroed head), which any runtime would match. */
+  readonly refSpread: number;
+}
 
 export async function compareWithOrt(model: string, bundle: string, threadCounts: readonly number[]): Promise<OrtComparison[]> {
   const ort = await import('onnxruntime-node');
@@ -22,12 +28,14 @@ export async function compareWithOrt(model: string, bundle: string, threadCounts
     const s = await loadBundle(bundle, { threads });
     try {
       const ours = Object.values(await s.run({ [name]: input }))[0]!.data as Float32Array;
-      let maxDiff = 0, maxRef = 0;
+      let maxDiff = 0, maxRef = 0, lo = Infinity, hi = -Infinity;
       for (let i = 0; i < reference.length; i++) {
         maxDiff = Math.max(maxDiff, Math.abs(ours[i]! - reference[i]!));
         maxRef = Math.max(maxRef, Math.abs(reference[i]!));
+        lo = Math.min(lo, reference[i]!);
+        hi = Math.max(hi, reference[i]!);
       }
-      out.push({ threads, maxDiff, maxRef });
+      out.push({ threads, maxDiff, maxRef, refSpread: hi - lo });
     } finally {
       s.close();
     }

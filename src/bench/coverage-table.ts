@@ -11,7 +11,7 @@
 /** One model's coverage record (WORK/coverage/NAME.json). */
 export interface CoverageRecord {
   readonly model: string;
-  readonly task: 'classification' | 'segmentation';
+  readonly task: 'classification' | 'segmentation' | 'detection';
   readonly input: readonly number[];
   /** The export: 'exported', or the exporter's error. */
   readonly export: { readonly ok: boolean; readonly error?: string };

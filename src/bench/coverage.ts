@@ -7,12 +7,14 @@
  *
  *   /usr/bin/python3 bench/torchvision/export.py --all WORK/models
  *   npm run build && BENCH_LOCK=/path/to/lock node dist/src/bench/coverage.js WORK [NAME…]
- *     [--trials 1] [--threads 1] [--rounds 3] [--runs 3] [--no-latency] [--force] [--table-only] [--results bench/RESULTS.md]
+ *     [--trials 1] [--threads 1] [--rounds 3] [--runs 3] [--no-latency | --latency-only] [--force] [--table-only] [--results bench/RESULTS.md]
  *
  * Each model's compile is `veltair compile --trials T --threads T --levels 0` into WORK/bundles with
  * the database WORK/db (shared by all models, so later models reuse earlier ones' records); its wall
  * time is the "compile s". With BENCH_LOCK set, a compile holds that lock shared and a timing holds
  * it exclusive (as bench/torchvision/suite.sh does), so timings never overlap other benchmarks.
+ * --no-latency compiles and checks only; a later --latency-only run times the models that matched (their
+ * bundles kept in WORK/bundles), so every model's row can say whether it runs before any is timed.
  * --results rewrites the table between the coverage-table markers of that file; --table-only renders the
  * records there are, running nothing.
  * `--check MODEL BUNDLE` is the child that compares one bundle with ONNX Runtime (its own process, so
@@ -30,7 +32,7 @@ import { coverageTable, MATCH_TOLERANCE, replaceTable, type CoverageRecord } fro
 
 interface ExportEntry {
   readonly status: 'exported' | 'failed';
-  readonly task: 'classification' | 'segmentation';
+  readonly task: 'classification' | 'segmentation' | 'detection';
   readonly input: number[];
   readonly file?: string;
   readonly error?: string;
@@ -44,6 +46,8 @@ interface Options {
   readonly rounds: number;
   readonly runs: number;
   readonly latency: boolean;
+  /** Time the models already compiled and matched (by a run with --no-latency) whose bundles are still there. */
+  readonly latencyOnly: boolean;
   readonly force: boolean;
   readonly tableOnly: boolean;
   readonly results?: string;
@@ -104,7 +108,8 @@ async function compileStep(o: Options, name: string, model: string): Promise<Non
 async function matchStep(name: string, model: string, bundle: string): Promise<NonNullable<CoverageRecord['match']>> {
   const r = await execa(process.execPath, [new URL(import.meta.url).pathname, '--check', model, bundle], { reject: false, stdin: 'ignore' });
   if (r.exitCode !== 0) return { relErr: NaN, ok: false, error: errorLine(r.stderr, `the check of ${name} exited ${r.exitCode}`) };
-  const relErr = (JSON.parse(r.stdout) as { relErr: number }).relErr;
+  const { relErr, refSpread } = JSON.parse(r.stdout) as { relErr: number; refSpread: number };
+  if (!(refSpread > 0)) return { relErr, ok: false, error: 'ONNX Runtime\'s output is constant on the seeded input, so matching it proves nothing' };
   return { relErr, ok: relErr <= MATCH_TOLERANCE };
 }
 
@@ -138,6 +143,21 @@ async function cover(o: Options, name: string, e: ExportEntry): Promise<Coverage
   return { ...rec, match, ...(await latencyStep(o, model, bundle)) };
 }
 
+async function timeRecorded(o: Options, name: string, path: string): Promise<void> {
+  if (!existsSync(path)) return;
+  const rec = JSON.parse(readFileSync(path, 'utf8')) as CoverageRecord;
+  const bundle = join(o.work, 'bundles', `${name}.bundle`);
+  if (!rec.match?.ok || (rec.latency !== undefined && Object.keys(rec.latency).length > 0) || !existsSync(bundle)) return;
+  log(`${name}: timing against ONNX Runtime`);
+  const timed: CoverageRecord = { ...rec, ...(await latencyStep(o, join(o.work, 'models', exportedFile(o, name)), bundle)) };
+  await writeTextAtomic(path, `${JSON.stringify(timed, null, 1)}\n`);
+}
+
+function exportedFile(o: Options, name: string): string {
+  const exported = JSON.parse(readFileSync(join(o.work, 'models', 'exports.json'), 'utf8')) as Record<string, ExportEntry>;
+  return exported[name]?.file ?? `${name}.onnx`;
+}
+
 function readRecords(dir: string): CoverageRecord[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as CoverageRecord);
@@ -150,7 +170,8 @@ async function run(o: Options): Promise<void> {
   const names = o.names.length > 0 ? o.names : Object.keys(exported).sort();
   const recordsDir = join(o.work, 'coverage');
   for (const d of [recordsDir, join(o.work, 'bundles'), join(o.work, 'db')]) mkdirSync(d, { recursive: true });
-  for (const name of o.tableOnly ? [] : names) {
+  for (const name of o.latencyOnly && !o.tableOnly ? names : []) await timeRecorded(o, name, join(recordsDir, `${name}.json`));
+  for (const name of o.tableOnly || o.latencyOnly ? [] : names) {
     const e = exported[name];
     if (!e) { log(`${name}: not in exports.json, skipped`); continue; }
     const path = join(recordsDir, `${name}.json`);
@@ -178,7 +199,7 @@ async function run(o: Options): Promise<void> {
 /** The child: max |bundle − ORT| / max |ORT| over the first output, on one seeded input, at 1 thread. */
 async function check(model: string, bundle: string): Promise<void> {
   const [c] = await compareWithOrt(model, bundle, [1]);
-  process.stdout.write(`${JSON.stringify({ relErr: c!.maxRef > 0 ? c!.maxDiff / c!.maxRef : c!.maxDiff })}\n`);
+  process.stdout.write(`${JSON.stringify({ relErr: c!.maxRef > 0 ? c!.maxDiff / c!.maxRef : c!.maxDiff, refSpread: c!.refSpread })}\n`);
 }
 
 function parse(argv: readonly string[]): Options {
@@ -191,7 +212,8 @@ function parse(argv: readonly string[]): Options {
   const results = argv.indexOf('--results');
   return {
     work: resolve(positional[0]!), names: positional.slice(1), trials: flag('--trials', 1), threads: flag('--threads', 1),
-    rounds: flag('--rounds', 3), runs: flag('--runs', 3), latency: !argv.includes('--no-latency'), force: argv.includes('--force'),
+    rounds: flag('--rounds', 3), runs: flag('--runs', 3), latency: !argv.includes('--no-latency'), latencyOnly: argv.includes('--latency-only'),
+    force: argv.includes('--force'),
     tableOnly: argv.includes('--table-only'),
     ...(results >= 0 ? { results: resolve(argv[results + 1]!) } : {}),
   };
