@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { coverageTable, replaceTable, statusOf, TABLE_BEGIN, TABLE_END, type CoverageRecord } from '../src/bench/coverage-table.js';
+import { coverageTable, replaceTable, statusOf, TABLE_BEGIN, TABLE_END, whatItWouldTake, type CoverageRecord } from '../src/bench/coverage-table.js';
 
 const base = { task: 'classification' as const, input: [1, 3, 224, 224], when: '2026-12-04T00:00:00Z' };
 const compiled = { ok: true, wallSeconds: 61.4, bundleBytes: 5 * 2 ** 20, budget: '--trials 1 --threads 1 --levels 0' };
@@ -34,6 +34,16 @@ test('the coverage table: one row per model, the refusals with their reasons, th
   assert.match(t, /5 models: 1 compile and match ONNX Runtime .*1 mismatch, 1 refused before tuning, 0 failed to compile, 1 refused by the exporter, 1 not/);
   assert.match(t, /1 thread\(s\): 1 models timed, geomean veltair\/ORT 0\.800, worst resnet18 0\.800, above 1\.0: none/);
   assert.match(t, /2 thread\(s\): .* above 1\.0: resnet18/);
+});
+
+test('a refusal row says what running the model would take, from the operators it names', () => {
+  const ssd = 'error[UNSUPPORTED_OPS]: "ssd.onnx": unsupported operators: NonZero (nodes "/NonZero" and 179 more), GatherND (nodes "/G"), If (node "If_1")';
+  assert.match(whatItWouldTake(ssd), /depend on the data \(NonZero, GatherND, If\)/);
+  assert.match(whatItWouldTake('error[UNSUPPORTED_OPS]: "m.onnx": unsupported operators: Col2Im (node "c")'), /a shape rule and a runtime op for Col2Im/);
+  assert.match(whatItWouldTake('layer 7 (foo): no native op of this name'), /a native lowering/);
+  const row = coverageTable([{ ...base, task: 'detection', model: 'ssd300_vgg16', input: [1, 3, 300, 300], export: { ok: true },
+    compile: { ok: false, wallSeconds: 2, budget: 'x', error: ssd } }]);
+  assert.match(row, /\| ssd300_vgg16 \| 300×300 \|.*refused: unsupported layers.*would take: shapes that depend on the data/);
 });
 
 test('the generated table replaces only what lies between its markers', () => {

@@ -58,8 +58,25 @@ const clean = (s: string, max = 220) => {
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 };
 
+/** Operators whose output shape depends on the data (detection post-processing), which a static plan cannot hold. */
+const DATA_DEPENDENT = ['NonZero', 'GatherND', 'NonMaxSuppression', 'TopK', 'If', 'Loop'];
+
+/** What running a refused model would take, from the operators its refusal names. */
+export function whatItWouldTake(error: string): string {
+  const dynamic = DATA_DEPENDENT.filter((op) => new RegExp(`\\b${op}\\b`).test(error));
+  if (dynamic.length > 0) {
+    return `would take: shapes that depend on the data (${dynamic.join(', ')}): the runtime plans every buffer ahead of time, `
+      + 'so the post-processing would need run-time shapes and generic ops beside the compiled backbone';
+  }
+  const listed = error.split('unsupported operators:')[1];
+  const ops = listed === undefined ? [] : [...listed.matchAll(/([A-Za-z0-9]+) \(nodes? "/g)].map((m) => m[1]!);
+  return ops.length > 0 ? `would take: a shape rule and a runtime op for ${ops.join(', ')}` : 'would take: a native lowering for the layers named';
+}
+
 function note(r: CoverageRecord): string {
   if (!r.export.ok) return clean(r.export.error ?? '');
+  const refusal = r.compile && !r.compile.ok && statusOf(r) === 'refused: unsupported layers' ? r.compile.error ?? '' : undefined;
+  if (refusal !== undefined) return clean(`${refusal}; ${whatItWouldTake(refusal)}`, 400);
   if (r.compile && !r.compile.ok) return clean(r.compile.error ?? '');
   if (r.match?.error) return clean(r.match.error);
   if (r.match && !r.match.ok) return `rel err ${r.match.relErr.toExponential(2)}`;
