@@ -20,6 +20,7 @@
 #define VS_H
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include "vt_simd.h"
 
 #define VS_MAX_LAYERS 8
@@ -33,6 +34,34 @@ enum { VS_HASH_SIMHASH = 0, VS_HASH_DWTA = 1 };
 /* The optimiser (train/adam.c): Adam equal to dense Adam with every untouched row caught up when it is
  * next read; the touched-rows-only ("lazy") Adam; and dense Adam over every row every step (the reference). */
 enum { VS_OPT_ADAM = 0, VS_OPT_LAZY = 1, VS_OPT_DENSE = 2 };
+
+/* The epoch profile (train/profile.c): seconds each thread spends per phase of a sample's pass
+ * (summed over threads), and the wall seconds of the steps around the passes. Always on: a few
+ * clock reads per sample (~20 ns each), against hundreds of microseconds a sample costs. */
+enum {
+  VS_PH_HIDDEN_FWD = 0, /* layer 0: the sample's feature rows summed, activation */
+  VS_PH_HASH,           /* a sampled layer's input hashed (L codes) */
+  VS_PH_SAMPLE,         /* its buckets' union, labels and frequent labels added, trimmed or filled */
+  VS_PH_OUT_FWD,        /* layers >= 1: the active neurons' dot products (and activation) */
+  VS_PH_CATCHUP,        /* rows of a sampled layer caught up (Adam) as the forward pass reads them */
+  VS_PH_SOFTMAX,        /* the output's softmax */
+  VS_PH_OUT_BWD,        /* loss, and backward through layers >= 1: gradient rows and the input gradient */
+  VS_PH_HIDDEN_BWD,     /* layer 0's gradient: the sample's feature rows and the bias */
+  VS_PH_N
+};
+enum {
+  VS_WL_CATCHUP_BATCH = 0, /* the batch's first-layer rows (and dense later layers) caught up before its pass */
+  VS_WL_PASS,              /* the batch's forward/backward passes over the threads */
+  VS_WL_ADAM_HIDDEN,       /* the Adam step of layer 0 */
+  VS_WL_ADAM_OUT,          /* the Adam step of layers >= 1 */
+  VS_WL_INDEX,             /* table rebuilds and rehashes (with the rows they read caught up first) */
+  VS_WL_N
+};
+static inline double vs_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 /* One family of L hash functions of K bits each over vectors of length `dim`. */
 typedef struct {
@@ -94,6 +123,7 @@ typedef struct __attribute__((aligned(128))) {
   uint32_t stamp_id;
   int stamp_len;
   float* dense_scratch;            /* [max width] for DWTA over sparse inputs */
+  double prof[VS_PH_N];            /* the epoch profile's per-thread seconds (enum above) */
   /* statistics of the last pass, per thread */
   double union_sum, filled_sum, active_sum, queries, label_missed, aln_inserts;
 } vs_work;
@@ -112,6 +142,7 @@ typedef struct {
   double* pw;          /* [2][jcap+1]: beta1^j, beta2^(j/2) */
   double* bc;          /* [bc_len][2]: 1/(1-beta1^t), sqrt(1-beta2^t) for steps t < bc_len */
   uint32_t bc_len, bc_cap;
+  double prof_wall[VS_WL_N];  /* the epoch profile's wall seconds (enum above) */
 } vs_model;
 
 /* A dataset in CSR form; the arrays belong to JavaScript (the addon holds references). */

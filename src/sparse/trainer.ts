@@ -6,6 +6,7 @@
  */
 import { VERSION } from '../version.js';
 import { internalError } from '../errors.js';
+import { epochProfile, type EpochProfile } from './epoch-profile.js';
 import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
 import {
@@ -76,6 +77,8 @@ export interface EpochTraining {
   readonly unlabelled: number;
   readonly seconds: number;
   readonly lsh: LshStats | null;
+  /** Where the epoch's time went (epoch-profile.ts). */
+  readonly profile: EpochProfile;
 }
 
 export interface EvalResult {
@@ -160,6 +163,7 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
 
   async function trainEpoch(onBatch?: (done: number, total: number) => Promise<void> | void): Promise<EpochTraining> {
     const epoch = epochs;
+    addon.profile(model, true);
     const t0 = performance.now();
     addon.shuffle(order, settings.seed, epoch);
     let indexSeconds = 0, rebuilds = 0, rehashes = 0, k = 0;
@@ -184,6 +188,7 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
       if (pauseAt && pauseAt.epoch === epoch + 1 && pauseAt.batch === b + 1) await pauseForever(epoch + 1, b + 1);
       if (onBatch) await onBatch(b + 1, batches);
     }
+    const seconds = (performance.now() - t0) / 1000;
     epochs++;
     const labelled = sums[1]! - sums[2]!;
     const queries = sums[6]!;
@@ -192,7 +197,8 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
       loss: labelled > 0 ? sums[0]! / labelled : 0,
       samples: sums[1]!,
       unlabelled: sums[2]!,
-      seconds: (performance.now() - t0) / 1000,
+      seconds,
+      profile: epochProfile(addon.profile(model, false), seconds, settings.threads),
       lsh: !sparse ? null : {
         meanCandidates: queries ? sums[3]! / queries : 0,
         meanFilled: queries ? sums[4]! / queries : 0,

@@ -23,9 +23,10 @@
  *   hashInfo(model, layer) -> {family, K, L, R, dim, rowBytes, perTable, seed: bigint, signs?: U8, bins?: I32}
  *   tables(model, layer) -> {offsets: U32 [L*2^K+1], ids: U32, seen: U32 [L*2^K]}
  *   query(model, layer, x F32) -> {ids: U32, codes: U32}
+ *   profile(model, reset) -> F64 [VS_PH_N thread-seconds summed over threads, VS_WL_N wall seconds] (profile.c)
  *   close(model)                      frees the model now (later calls throw)
  * Errors are thrown with code VT_ARGUMENT (a wrong call) or VT_MEMORY (allocation failed).
- * The index-inspection bindings (hashInfo, tables, query) are in index.c.
+ * The index-inspection bindings (hashInfo, tables, query) are in index.c, the epoch profile's in profile.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -246,11 +247,13 @@ static napi_value index_fn(napi_env env, napi_callback_info info) {
   if (!m) return NULL;
   bool all = false;
   napi_get_value_bool(env, argv[2], &all);
+  const double t0 = vs_now();
   for (int l = 0; l < m->n_layers; l++) {
     if (!m->layers[l].sparse) continue;
     vs_flush(m, l, (int)vt_num(env, argv[1])); /* the tables hash the weights: current ones */
     vs_layer_index(m, l, all, (int)vt_num(env, argv[1]), (uint64_t)vt_num(env, argv[3]));
   }
+  m->prof_wall[VS_WL_INDEX] += vs_now() - t0;
   return NULL;
 }
 
@@ -413,6 +416,7 @@ NAPI_MODULE_INIT() {
     VT_METHOD("hashInfo", hash_info_fn),
     VT_METHOD("tables", tables_fn),
     VT_METHOD("query", query_fn),
+    VT_METHOD("profile", profile_fn),
     VT_METHOD("close", close_fn),
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

@@ -32,7 +32,9 @@ void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t st
                  uint64_t epoch, const vs_train_opts* o, vs_pass_stats* st) {
   threads = clamp_threads(m, threads);
   for (int t = 0; t < threads; t++) reset_stats(&m->work[t]);
+  const double t0 = vs_now();
   vs_catch_up_batch(m, d, order, start, count, threads);
+  const double t1 = vs_now();
   const float scale = 1.0f / (float)count;
   double loss = 0.0, unlabelled = 0.0;
   #pragma omp parallel for num_threads(threads) schedule(dynamic, 4) reduction(+:loss, unlabelled)
@@ -46,6 +48,8 @@ void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t st
     vs_output(m, w);
     loss += vs_backward(m, w, &s, scale);
   }
+  m->prof_wall[VS_WL_CATCHUP_BATCH] += t1 - t0;
+  m->prof_wall[VS_WL_PASS] += vs_now() - t1;
   memset(st, 0, sizeof *st);
   st->loss = loss;
   st->samples = count;
