@@ -20,6 +20,7 @@
 #define VS_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include "vt_simd.h"
 
@@ -47,6 +48,7 @@ enum {
   VS_PH_SOFTMAX,        /* the output's softmax */
   VS_PH_OUT_BWD,        /* loss, and backward through layers >= 1: gradient rows and the input gradient */
   VS_PH_HIDDEN_BWD,     /* layer 0's gradient: the sample's feature rows and the bias */
+  VS_PH_INVERT,         /* neuron-major pass: the batch's active lists turned into per-neuron lists */
   VS_PH_N
 };
 enum {
@@ -102,7 +104,14 @@ typedef struct {
   float lr, beta1, beta2, eps;
   int aln;             /* insert missed label neurons into the buckets their input selected */
   int optimizer;       /* VS_OPT_* */
+  int pass;            /* VS_PASS_*: how a batch's output layer is computed (train/batched.c) */
 } vs_train_opts;
+/* A batch per sample (HOGWILD: each sample forward and backward alone), or neuron-major: every sample's hidden
+ * layer and active set first, then each active output neuron's row read once for all the batch's samples that
+ * selected it (train/batched.c; two-layer networks with a sampled output; else per sample). NEURON_ADAM also
+ * takes the output layer's Adam step there, as each row's gradient is summed (optimizers adam and lazy-adam; the
+ * caller must then call vs_adam_step, which does the other layers, before the next batch). */
+enum { VS_PASS_SAMPLE = 0, VS_PASS_NEURON = 1, VS_PASS_NEURON_ADAM = 2 };
 
 /* Per-thread scratch, sized once for the network; cache-line padded, as each thread writes its
  * own counters every sample. */
@@ -128,6 +137,24 @@ typedef struct __attribute__((aligned(128))) {
   double union_sum, filled_sum, active_sum, queries, label_missed, aln_inserts;
 } vs_work;
 
+/* The neuron-major pass's buffers for one batch (train/batched.c), grown when a batch needs more. */
+typedef struct vs_batch {
+  size_t rows, slot, threads, width, out; /* what they are sized for: samples, entries per sample, threads, hidden width, neurons */
+  float* h;            /* [rows][width] each sample's hidden activation */
+  int32_t* ids;        /* [rows][slot] each sample's active neurons */
+  int32_t* na;         /* [rows] how many */
+  float* z;            /* [rows][slot] their logits, then probabilities, then dLoss/dz */
+  uint32_t* start;     /* [out+1] neuron n's entries are inv[start[n] .. start[n+1]) */
+  uint32_t* inv;       /* [rows*slot] entry positions (sample*slot + k), neuron-major, samples in batch order */
+  float* din;          /* [threads][rows][width] dLoss/dh summed by each thread over its neurons */
+} vs_batch;
+
+static inline void vs_batch_release(vs_batch* b) {
+  if (!b) return;
+  free(b->h); free(b->ids); free(b->na); free(b->z); free(b->start); free(b->inv); free(b->din);
+  free(b);
+}
+
 typedef struct {
   int n_layers, input_dim;
   vs_layer layers[VS_MAX_LAYERS];
@@ -143,6 +170,7 @@ typedef struct {
   double* bc;          /* [bc_len][2]: 1/(1-beta1^t), sqrt(1-beta2^t) for steps t < bc_len */
   uint32_t bc_len, bc_cap;
   double prof_wall[VS_WL_N];  /* the epoch profile's wall seconds (enum above) */
+  struct vs_batch* batch;     /* the neuron-major pass's buffers (train/batched.c), grown on use */
 } vs_model;
 
 /* A dataset in CSR form; the arrays belong to JavaScript (the addon holds references). */

@@ -8,7 +8,9 @@
  */
 
 /** The per-thread phases, in the add-on's order (vs.h VS_PH_*). */
-export const PASS_PHASES = ['hiddenForward', 'hash', 'sample', 'outputForward', 'catchUpForward', 'softmax', 'outputBackward', 'hiddenBackward'] as const;
+export const PASS_PHASES = [
+  'hiddenForward', 'hash', 'sample', 'outputForward', 'catchUpForward', 'softmax', 'outputBackward', 'hiddenBackward', 'invert',
+] as const;
 /** The wall-clock steps, in the add-on's order (vs.h VS_WL_*). */
 export const WALL_STEPS = ['catchUpBatch', 'pass', 'adamHidden', 'adamOutput', 'index'] as const;
 
@@ -26,6 +28,7 @@ export const PART_LABELS: Readonly<Record<EpochPart, string>> = {
   softmax: 'softmax over the active neurons',
   outputBackward: 'output layer backward (gradient rows, input gradient)',
   hiddenBackward: 'hidden layer backward (feature gradient rows)',
+  invert: 'neuron-major pass: per-neuron lists of the batch (one thread)',
   passIdle: 'passes: threads idle (imbalance, batch ends)',
   catchUpBatch: 'Adam catch-up of the batch\'s feature rows',
   adamHidden: 'Adam step, hidden layer',

@@ -10,7 +10,8 @@ import { epochProfile, type EpochProfile } from './epoch-profile.js';
 import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
 import {
-  ACTIVATION_CODE, HASH_CODE, MODE_CODE, OPTIMIZER_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type SparseTrainAddon,
+  ACTIVATION_CODE, HASH_CODE, MODE_CODE, OPTIMIZER_CODE, PASS_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type Pass,
+  type SparseTrainAddon,
   type TensorName,
 } from './native.js';
 import { indexAction, type IndexSchedule } from './schedule.js';
@@ -36,6 +37,11 @@ export interface TrainSettings {
   readonly optimizer?: Optimizer;
   /** How many of the most frequent labels every sample computes on a sampled output layer (default: frequentDefault). */
   readonly frequentLabels?: number;
+  /**
+   * 'neuron-adam' (the default: neuron-major batches where the network fits, the output layer's Adam step fused into them),
+   * 'neuron' (neuron-major, the Adam step apart) or 'sample' (per-sample HOGWILD), for comparison (native.ts).
+   */
+  readonly pass?: Pass;
 }
 
 /**
@@ -151,7 +157,7 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
   const trainHandle = dataHandle(train);
   const adam: AdamOptions = {
     lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0,
-    optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'],
+    optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'], pass: PASS_CODE[settings.pass ?? 'neuron-adam'],
   };
   const sparse = layers.some((l) => l.hash);
   const output = layers[layers.length - 1]!;

@@ -13,7 +13,9 @@
  *   shuffle(order I32, seed, epoch)
  *   backprop(model, data, order, start, count, threads, epoch, opts) -> F64 stats
  *   adamStep(model, threads, opts); index(model, threads, all, round)
- *     opts: {lr, beta1, beta2, eps, aln, optimizer}; with optimizer "adam" rows behind are caught up (adam.c)
+ *     opts: {lr, beta1, beta2, eps, aln, optimizer, pass?}; with optimizer "adam" rows behind are caught up (adam.c);
+ *     pass: 0 per sample, 1 (or absent) neuron-major where the network fits, 2 the same with the output layer's
+ *     Adam step taken in backprop (its gradients never stored; adamStep must follow every backprop) (batched.c)
  *     before evaluate, scores, index, getTensor and setTensor read or write them
  *   evaluate(model, data, start, count, threads, mode, sparsity) -> F64 stats
  *   scores(model, data, start, count, threads, mode, sparsity) -> F32 [count x out]
@@ -91,6 +93,9 @@ static napi_value codes_fn(napi_env env, napi_callback_info info) {
   vs_put_codes(env, o, "hash", hashes, hash_v, 2);
   vs_put_codes(env, o, "mode", modes, mode_v, 2);
   vs_put_codes(env, o, "optimizer", opts, opt_v, 3);
+  static const char* const passes[] = { "sample", "neuron", "neuron-adam" };
+  static const int pass_v[] = { VS_PASS_SAMPLE, VS_PASS_NEURON, VS_PASS_NEURON_ADAM };
+  vs_put_codes(env, o, "pass", passes, pass_v, 3);
   return o;
 }
 
@@ -191,6 +196,8 @@ static int read_opts(napi_env env, napi_value o, vs_model* m, int threads, vs_tr
   t->beta2 = (float)vt_prop_num(env, o, "beta2");
   t->eps = (float)vt_prop_num(env, o, "eps");
   t->aln = vt_prop_num(env, o, "aln") > 0;
+  const double pass = vt_prop_num(env, o, "pass"); /* absent: neuron-major where it fits (batched.c) */
+  t->pass = pass == VS_PASS_SAMPLE || pass == VS_PASS_NEURON_ADAM ? (int)pass : VS_PASS_NEURON;
   const double opt = vt_prop_num(env, o, "optimizer");
   t->optimizer = (int)opt;
   if (!(opt == VS_OPT_ADAM || opt == VS_OPT_LAZY || opt == VS_OPT_DENSE)) {

@@ -37,8 +37,10 @@ void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t st
   const double t1 = vs_now();
   const float scale = 1.0f / (float)count;
   double loss = 0.0, unlabelled = 0.0;
-  #pragma omp parallel for num_threads(threads) schedule(dynamic, 4) reduction(+:loss, unlabelled)
-  for (int i = 0; i < count; i++) {
+  const int neuron_major = o->pass != VS_PASS_SAMPLE && vs_neuron_major_fits(m)
+    && vs_backprop_neuron_major(m, d, order, start, count, threads, epoch, o, &loss, &unlabelled) == 0;
+  #pragma omp parallel for num_threads(threads) schedule(dynamic, 4) reduction(+:loss, unlabelled) if (!neuron_major)
+  for (int i = 0; i < (neuron_major ? 0 : count); i++) {
     vs_work* w = &m->work[omp_get_thread_num()];
     vs_sample s;
     vs_sample_at(d, order[start + i], &s);
