@@ -28,7 +28,7 @@ export const PART_LABELS: Readonly<Record<EpochPart, string>> = {
   softmax: 'softmax over the active neurons',
   outputBackward: 'output layer backward (gradient rows, input gradient)',
   hiddenBackward: 'hidden layer backward (feature gradient rows)',
-  invert: 'neuron-major pass: per-neuron lists of the batch (one thread)',
+  invert: 'neuron-major pass: per-neuron lists of the batch (counting sort)',
   passIdle: 'passes: threads idle (imbalance, batch ends)',
   catchUpBatch: 'Adam catch-up of the batch\'s feature rows',
   adamHidden: 'Adam step, hidden layer',

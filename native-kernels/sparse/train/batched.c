@@ -12,7 +12,7 @@
  * prefetcher streams them):
  *   1. per sample (threads share the samples): the hidden layer, the output layer's active set
  *      (hashing, buckets, labels, frequent labels: vs_select_active, the same random stream);
- *   2. the active lists turned into per-neuron lists (a counting sort; samples in batch order);
+ *   2. the active lists turned into per-neuron lists (a counting sort over the threads; samples in batch order);
  *   3. per neuron (threads share the neurons): caught up (Adam), its logit for each of its samples;
  *   4. per sample: softmax over its active logits, the loss, dLoss/dz;
  *   5. per neuron: its gradient row and bias summed over its samples in batch order (so with one
@@ -63,7 +63,8 @@ static int ensure_batch(vs_model* m, size_t rows, size_t slot, size_t threads) {
   b->start = vs_alloc((out + 1) * 4);
   b->inv = vs_alloc(rows * slot * 4);
   b->din = vs_alloc(threads * rows * width * 4);
-  if (!b->h || !b->ids || !b->na || !b->z || !b->start || !b->inv || !b->din) {
+  b->tcount = vs_alloc(threads * out * 4);
+  if (!b->h || !b->ids || !b->na || !b->z || !b->start || !b->inv || !b->din || !b->tcount) {
     vs_batch_release(b);
     m->batch = NULL;
     return -1;
@@ -71,22 +72,54 @@ static int ensure_batch(vs_model* m, size_t rows, size_t slot, size_t threads) {
   return 0;
 }
 
-/* Step 2: per-neuron lists of entry positions, in batch order (one thread: a counting sort over ~10^5 neurons). */
-static void invert(vs_batch* b, int count, int out) {
+/* Step 2: per-neuron lists of entry positions, in batch order: a counting sort shared by the threads, thread t
+ * counting and then placing the entries of its own contiguous run of samples, so the order does not depend on
+ * the thread count. Returns the seconds this thread spent. */
+static double invert(vs_batch* b, int count, int out, int threads) {
+  double spent = 0.0;
   uint32_t* st = b->start;
-  memset(st, 0, ((size_t)out + 1) * 4);
-  for (int i = 0; i < count; i++) {
-    const int32_t* ids = b->ids + (size_t)i * b->slot;
-    for (int k = 0; k < b->na[i]; k++) st[ids[k] + 1]++;
+  uint32_t part[65];
+  #pragma omp parallel num_threads(threads)
+  {
+    const double t0 = vs_now();
+    const int T = omp_get_num_threads(), t = omp_get_thread_num();
+    uint32_t* cnt = b->tcount + (size_t)t * out;
+    const int s0 = (int)((int64_t)count * t / T), s1 = (int)((int64_t)count * (t + 1) / T);
+    const int n0 = (int)((int64_t)out * t / T), n1 = (int)((int64_t)out * (t + 1) / T);
+    memset(cnt, 0, (size_t)out * 4);
+    for (int i = s0; i < s1; i++) {
+      const int32_t* ids = b->ids + (size_t)i * b->slot;
+      for (int k = 0; k < b->na[i]; k++) cnt[ids[k]]++;
+    }
+    #pragma omp barrier
+    uint32_t sum = 0; /* this thread's neurons' entries over all threads */
+    for (int n = n0; n < n1; n++) for (int u = 0; u < T; u++) sum += b->tcount[(size_t)u * out + n];
+    part[t + 1] = sum;
+    #pragma omp barrier
+    #pragma omp single
+    { part[0] = 0; for (int u = 0; u < T; u++) part[u + 1] += part[u]; }
+    uint32_t at = part[t];
+    for (int n = n0; n < n1; n++) { /* counts become each thread's cursor into neuron n's list */
+      st[n] = at;
+      for (int u = 0; u < T; u++) {
+        uint32_t* c = &b->tcount[(size_t)u * out + n];
+        const uint32_t k = *c;
+        *c = at;
+        at += k;
+      }
+    }
+    if (t == T - 1) st[out] = at;
+    #pragma omp barrier
+    for (int i = s0; i < s1; i++) {
+      const int32_t* ids = b->ids + (size_t)i * b->slot;
+      const uint32_t base = (uint32_t)((size_t)i * b->slot);
+      for (int k = 0; k < b->na[i]; k++) b->inv[cnt[ids[k]]++] = base + (uint32_t)k;
+    }
+    const double dt = vs_now() - t0;
+    #pragma omp atomic
+    spent += dt;
   }
-  for (int n = 0; n < out; n++) st[n + 1] += st[n];
-  for (int i = 0; i < count; i++) {
-    const int32_t* ids = b->ids + (size_t)i * b->slot;
-    const uint32_t base = (uint32_t)((size_t)i * b->slot);
-    for (int k = 0; k < b->na[i]; k++) b->inv[st[ids[k]]++] = base + (uint32_t)k;
-  }
-  for (int n = out; n > 0; n--) st[n] = st[n - 1]; /* the fill moved each start to the next neuron's */
-  st[0] = 0;
+  return spent;
 }
 
 int vs_backprop_neuron_major(vs_model* m, const vs_data* d, const int32_t* order, int64_t start, int count, int threads,
@@ -125,11 +158,7 @@ int vs_backprop_neuron_major(vs_model* m, const vs_data* d, const int32_t* order
     b->na[i] = na;
   }
 
-  {
-    const double t0 = vs_now();
-    invert(b, count, out);
-    m->work[0].prof[VS_PH_INVERT] += vs_now() - t0;
-  }
+  m->work[0].prof[VS_PH_INVERT] += invert(b, count, out, threads > 64 ? 64 : threads); /* 64: invert's partial sums */
   const uint32_t* st = b->start;
   const uint32_t* inv = b->inv;
   float* z = b->z;
