@@ -46,14 +46,15 @@ function train(addon: SparseTrainAddon, layers: SparseLayer[], pass: number, thr
   return { stats, grads, after };
 }
 
-const sampled = (act: 'softmax' | 'sigmoid' = 'softmax', sparsity = 0.05) =>
-  [denseLayer(0, INPUT, 16, 'relu'), sparseLayer(1, 16, CLASSES, act, sparsity, 'dwta', 4, 8, 8)];
+const sampled = (act: 'softmax' | 'sigmoid' = 'softmax', sparsity = 0.05, hidden = 16) =>
+  [denseLayer(0, INPUT, hidden, 'relu'), sparseLayer(1, hidden, CLASSES, act, sparsity, 'dwta', 4, 8, 8)];
 
-for (const act of ['softmax', 'sigmoid'] as const) {
-  test(`one batch, one thread, ${act} output: neuron-major equals per sample (loss, active sets, gradients)`, async () => {
+/* 128 hidden units: the register-resident backward (batched.c) where the build has AVX-512. */
+for (const [act, hidden] of [['softmax', 16], ['sigmoid', 16], ['softmax', 128]] as const) {
+  test(`one batch, one thread, ${act} output, ${hidden} hidden: neuron-major equals per sample (loss, active sets, gradients)`, async () => {
     const addon = await loadSparseTrainAddon();
-    const a = train(addon, sampled(act), PASS_CODE.sample, 1, 0);
-    const b = train(addon, sampled(act), PASS_CODE.neuron, 1, 0);
+    const a = train(addon, sampled(act, 0.05, hidden), PASS_CODE.sample, 1, 0);
+    const b = train(addon, sampled(act, 0.05, hidden), PASS_CODE.neuron, 1, 0);
     assert.ok(Math.abs(a.stats[0]! - b.stats[0]!) <= 1e-9 * Math.abs(a.stats[0]!), `loss ${a.stats[0]} vs ${b.stats[0]}`);
     assert.deepEqual(Array.from(b.stats.subarray(1)), Array.from(a.stats.subarray(1)), 'samples, candidates, filled, active, label misses');
     assert.deepEqual(b.grads.get('1.gw'), a.grads.get('1.gw'), 'output weight gradients bit for bit');
@@ -80,10 +81,10 @@ for (const [name, optimizer] of [['adam', OPTIMIZER_CODE.adam], ['lazy-adam', OP
   });
 }
 
-test('the fused Adam step (neuron-adam) is the separate one\'s: one batch, one thread, weights and moments bit for bit', async () => {
+for (const hidden of [16, 128]) test(`the fused Adam step (neuron-adam) is the separate one's: one batch, one thread, ${hidden} hidden, weights and moments bit for bit`, async () => {
   const addon = await loadSparseTrainAddon();
-  const a = train(addon, sampled(), PASS_CODE.neuron, 1, 0);
-  const b = train(addon, sampled(), PASS_CODE['neuron-adam'], 1, 0);
+  const a = train(addon, sampled('softmax', 0.05, hidden), PASS_CODE.neuron, 1, 0);
+  const b = train(addon, sampled('softmax', 0.05, hidden), PASS_CODE['neuron-adam'], 1, 0);
   for (const k of ['1.w', '1.b', '1.mw', '1.vw']) assert.deepEqual(b.after.get(k), a.after.get(k), k);
   assert.ok(b.grads.get('1.gw')!.every((x) => x === 0), 'fused: the output layer\'s gradients are never stored');
   assert.ok(a.after.get('1.mw')!.some((x) => x !== 0), 'the control: the step moved the moments');

@@ -146,13 +146,14 @@ typedef struct vs_batch {
   float* z;            /* [rows][slot] their logits, then probabilities, then dLoss/dz */
   uint32_t* start;     /* [out+1] neuron n's entries are inv[start[n] .. start[n+1]) */
   uint32_t* inv;       /* [rows*slot] entry positions (sample*slot + k), neuron-major, samples in batch order */
+  uint32_t* isample;   /* [rows*slot] the sample of each entry of inv (no division by slot in the hot loops) */
   uint32_t* tcount;    /* [threads][out] the counting sort's per-thread counts, then cursors */
   float* din;          /* [threads][rows][width] dLoss/dh summed by each thread over its neurons */
 } vs_batch;
 
 static inline void vs_batch_release(vs_batch* b) {
   if (!b) return;
-  free(b->h); free(b->ids); free(b->na); free(b->z); free(b->start); free(b->inv); free(b->tcount); free(b->din);
+  free(b->h); free(b->ids); free(b->na); free(b->z); free(b->start); free(b->inv); free(b->isample); free(b->tcount); free(b->din);
   free(b);
 }
 
