@@ -76,7 +76,10 @@ export interface TablesDump {
 /** The training add-on (native-kernels/sparse/train/addon.c). */
 export interface SparseTrainAddon {
   isa(): string;
-  codes(): { activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number>; optimizer: Record<string, number>; pass: Record<string, number> };
+  codes(): {
+    activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number>; optimizer: Record<string, number>;
+    pass: Record<string, number>;
+  };
   create(config: { inputDim: number; seed: number; threads: number; layers: readonly NativeLayerConfig[] }): Handle;
   dataset(row: Float64Array, idx: Int32Array, val: Float32Array, lrow: Float64Array, labels: Int32Array, inputDim: number, outputDim: number): Handle;
   shuffle(order: Int32Array, seed: number, epoch: number): void;
