@@ -14,7 +14,9 @@
  *  - Every later layer is neuron-major W[out][in]: a neuron's weight vector is contiguous, which
  *    is what the hash tables index and what the sparse forward/backward gather.
  *  - Gradients are accumulated lock-free (HOGWILD) by the threads of a batch into gw/gb; Adam
- *    then visits only the rows marked touched, so untouched parameters cost nothing.
+ *    then visits only the rows marked touched, so untouched parameters cost nothing. (A two-layer
+ *    network with a sampled output runs neuron-major, train/batched.c: each output neuron is one
+ *    thread's, its Adam step taken there.)
  */
 #ifndef VS_H
 #define VS_H

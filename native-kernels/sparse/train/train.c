@@ -8,6 +8,8 @@
  * sample out of 10^5 that is rare and, as HOGWILD shows, harmless to convergence. Adam then runs
  * once per batch over the touched rows only, the others catching up when next read (adam.c).
  * With one thread every sum happens in one order, so a run is reproducible bit for bit.
+ * A two-layer network with a sampled output layer runs its batches neuron-major instead (batched.c:
+ * each active output row read once per batch; the same gradients), unless opts.pass asks per sample.
  *
  * Dense evaluation computes the output layer for blocks of 16 samples at once, so each weight row
  * is read from memory once per block and then reused from L1.
