@@ -146,9 +146,10 @@ typedef struct vs_batch {
   int32_t* ids;        /* [rows][slot] each sample's active neurons */
   int32_t* na;         /* [rows] how many */
   float* z;            /* [rows][slot] their logits, then probabilities, then dLoss/dz */
-  uint32_t* start;     /* [out+1] neuron n's entries are inv[start[n] .. start[n+1]) */
-  uint32_t* inv;       /* [rows*slot] entry positions (sample*slot + k), neuron-major, samples in batch order */
-  uint32_t* isample;   /* [rows*slot] the sample of each entry of inv (no division by slot in the hot loops) */
+  int segments;        /* the threads that built the lists: segment t holds thread t's run of samples */
+  uint32_t* start;     /* [threads][out+1] in segment t, neuron n's entries are inv[t][start[t][n] .. start[t][n+1]) */
+  uint32_t* inv;       /* [threads][rows*slot] entry positions (sample*slot + k), neuron-major, samples in batch order */
+  uint32_t* isample;   /* [threads][rows*slot] the sample of each entry of inv (no division by slot in the hot loops) */
   uint32_t* tcount;    /* [threads][out] the counting sort's per-thread counts, then cursors */
   float* din;          /* [threads][rows][width] dLoss/dh summed by each thread over its neurons */
 } vs_batch;

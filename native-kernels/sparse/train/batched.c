@@ -12,7 +12,7 @@
  * prefetcher streams them):
  *   1. per sample (threads share the samples): the hidden layer, the output layer's active set
  *      (hashing, buckets, labels, frequent labels: vs_select_active, the same random stream);
- *   2. the active lists turned into per-neuron lists (a counting sort over the threads; samples in batch order);
+ *   2. the active lists turned into per-neuron lists (a counting sort per thread over its run of samples);
  *   3. per neuron (threads share the neurons): caught up (Adam), its logit for each of its samples;
  *   4. per sample: softmax over its active logits, the loss, dLoss/dz;
  *   5. per neuron: its gradient row and bias summed over its samples in batch order (so with one
@@ -63,15 +63,24 @@ static int ensure_batch(vs_model* m, size_t rows, size_t slot, size_t threads) {
   b->ids = vs_alloc(rows * slot * 4);
   b->na = vs_alloc(rows * 4);
   b->z = vs_alloc(rows * slot * 4);
-  b->start = vs_alloc((out + 1) * 4);
-  b->inv = vs_alloc(rows * slot * 4);
+  b->start = vs_alloc(threads * (out + 1) * 4);
+  b->inv = vs_alloc(threads * rows * slot * 4);
   b->din = vs_alloc(threads * rows * width * 4);
   b->tcount = vs_alloc(threads * out * 4);
-  b->isample = vs_alloc(rows * slot * 4);
+  b->isample = vs_alloc(threads * rows * slot * 4);
   if (!b->h || !b->ids || !b->na || !b->z || !b->start || !b->inv || !b->din || !b->tcount || !b->isample) {
     vs_batch_release(b);
     m->batch = NULL;
     return -1;
+  }
+  return 0;
+}
+
+/* Whether neuron n has an entry in any segment of the batch's lists. */
+static inline int has_entries(const vs_batch* b, int segs, int n) {
+  for (int u = 0; u < segs; u++) {
+    const uint32_t* st = b->start + (size_t)u * (b->out + 1);
+    if (st[n] < st[n + 1]) return 1;
   }
   return 0;
 }
@@ -151,51 +160,49 @@ static int neuron_backward(const float* row, float* grow, float* gb, float* din,
   return any;
 }
 
-/* Step 2: per-neuron lists of entry positions, in batch order: a counting sort shared by the threads, thread t
- * counting and then placing the entries of its own contiguous run of samples, so the order does not depend on
- * the thread count. Returns the seconds this thread spent. */
+/* Step 2: per-neuron lists of entry positions, in batch order, by a counting sort per thread: thread t takes its
+ * own contiguous run of samples and builds its own lists (segment t: start[t][n] .. start[t][n+1] in inv[t]), so no
+ * two threads write one cache line and no thread waits for another; neuron n's entries in batch order are
+ * segment 0's, then segment 1's, … Sets b->segments; returns the seconds the threads spent. */
 static double invert(vs_batch* b, int count, int out, int threads) {
   double spent = 0.0;
-  uint32_t* st = b->start;
-  uint32_t part[65];
+  const size_t cap = b->rows * b->slot;
   #pragma omp parallel num_threads(threads)
   {
     const double t0 = vs_now();
     const int T = omp_get_num_threads(), t = omp_get_thread_num();
+    if (t == 0) b->segments = T;
     uint32_t* cnt = b->tcount + (size_t)t * out;
+    uint32_t* st = b->start + (size_t)t * (out + 1);
+    uint32_t* inv = b->inv + (size_t)t * cap;
+    uint32_t* isample = b->isample + (size_t)t * cap;
     const int s0 = (int)((int64_t)count * t / T), s1 = (int)((int64_t)count * (t + 1) / T);
-    const int n0 = (int)((int64_t)out * t / T), n1 = (int)((int64_t)out * (t + 1) / T);
     memset(cnt, 0, (size_t)out * 4);
     for (int i = s0; i < s1; i++) {
       const int32_t* ids = b->ids + (size_t)i * b->slot;
-      for (int k = 0; k < b->na[i]; k++) cnt[ids[k]]++;
-    }
-    #pragma omp barrier
-    uint32_t sum = 0; /* this thread's neurons' entries over all threads */
-    for (int n = n0; n < n1; n++) for (int u = 0; u < T; u++) sum += b->tcount[(size_t)u * out + n];
-    part[t + 1] = sum;
-    #pragma omp barrier
-    #pragma omp single
-    { part[0] = 0; for (int u = 0; u < T; u++) part[u + 1] += part[u]; }
-    uint32_t at = part[t];
-    for (int n = n0; n < n1; n++) { /* counts become each thread's cursor into neuron n's list */
-      st[n] = at;
-      for (int u = 0; u < T; u++) {
-        uint32_t* c = &b->tcount[(size_t)u * out + n];
-        const uint32_t k = *c;
-        *c = at;
-        at += k;
+      const int na = b->na[i];
+      for (int k = 0; k < na; k++) {
+        if (k + 16 < na) __builtin_prefetch(&cnt[ids[k + 16]], 1, 3); /* the counters are 4·out bytes hit at random */
+        cnt[ids[k]]++;
       }
     }
-    if (t == T - 1) st[out] = at;
-    #pragma omp barrier
+    uint32_t at = 0;
+    for (int n = 0; n < out; n++) { /* counts become cursors */
+      st[n] = at;
+      const uint32_t k = cnt[n];
+      cnt[n] = at;
+      at += k;
+    }
+    st[out] = at;
     for (int i = s0; i < s1; i++) {
       const int32_t* ids = b->ids + (size_t)i * b->slot;
       const uint32_t base = (uint32_t)((size_t)i * b->slot);
-      for (int k = 0; k < b->na[i]; k++) {
+      const int na = b->na[i];
+      for (int k = 0; k < na; k++) {
+        if (k + 16 < na) __builtin_prefetch(&cnt[ids[k + 16]], 1, 3);
         const uint32_t q = cnt[ids[k]]++;
-        b->inv[q] = base + (uint32_t)k;
-        b->isample[q] = (uint32_t)i;
+        inv[q] = base + (uint32_t)k;
+        isample[q] = (uint32_t)i;
       }
     }
     const double dt = vs_now() - t0;
@@ -241,11 +248,9 @@ int vs_backprop_neuron_major(vs_model* m, const vs_data* d, const int32_t* order
     b->na[i] = na;
   }
 
-  m->work[0].prof[VS_PH_INVERT] += invert(b, count, out, threads > 64 ? 64 : threads); /* 64: invert's partial sums */
-  const uint32_t* st = b->start;
-  const uint32_t* inv = b->inv;
-  const uint32_t* isample = b->isample;
-  const uint32_t total = st[out];
+  m->work[0].prof[VS_PH_INVERT] += invert(b, count, out, threads);
+  const int segs = b->segments;
+  const size_t cap = b->rows * b->slot;
   float* z = b->z;
   const int catch_up = m->has_opts && m->opts.optimizer == VS_OPT_ADAM;
   const uint32_t step = (uint32_t)m->adam_step;
@@ -257,13 +262,17 @@ int vs_backprop_neuron_major(vs_model* m, const vs_data* d, const int32_t* order
     double caught = 0.0;
     #pragma omp for schedule(dynamic, NEURON_CHUNK)
     for (int n = 0; n < out; n++) {
-      if (st[n] == st[n + 1]) continue;
+      if (!has_entries(b, segs, n)) continue;
       if (catch_up && L->last[n] < step) {
         const double c0 = vs_now();
         vs_catch_up_row(m, L, n, step);
         caught += vs_now() - c0;
       }
-      neuron_forward(L->w + (size_t)n * width, L->b[n], b->h, width, z, inv, isample, st[n], st[n + 1], total);
+      for (int u = 0; u < segs; u++) {
+        const uint32_t* st = b->start + (size_t)u * (out + 1);
+        neuron_forward(L->w + (size_t)n * width, L->b[n], b->h, width, z, b->inv + u * cap, b->isample + u * cap,
+                       st[n], st[n + 1], st[out]);
+      }
     }
     w->prof[VS_PH_CATCHUP] += caught;
     w->prof[VS_PH_OUT_FWD] += vs_now() - t0 - caught;
@@ -321,8 +330,14 @@ int vs_backprop_neuron_major(vs_model* m, const vs_data* d, const int32_t* order
       float* row = L->w + (size_t)n * width;
       float* grow = fuse ? gscratch : L->gw + (size_t)n * width;
       float* gb = fuse ? &gbias : &L->gb[n];
-      if (st[n] == st[n + 1]) continue;
-      if (!neuron_backward(row, grow, gb, din, b->h, width, z, inv, isample, st[n], st[n + 1], total)) continue;
+      int any = 0; /* the segments in order: each entry's fmas in batch order, as one list would give them */
+      for (int u = 0; u < segs; u++) {
+        const uint32_t* st = b->start + (size_t)u * (out + 1);
+        if (st[n] < st[n + 1])
+          any |= neuron_backward(row, grow, gb, din, b->h, width, z, b->inv + u * cap, b->isample + u * cap,
+                                 st[n], st[n + 1], st[out]);
+      }
+      if (!any) continue;
       if (!fuse) { L->touched[n] = 1; continue; }
       vs_adam_row(row, grow, L->mw + (size_t)n * width, L->vw + (size_t)n * width, width, step_size, bc2_sqrt, ao);
       vs_adam_row(&L->b[n], &gbias, &L->mb[n], &L->vb[n], 1, step_size, bc2_sqrt, ao);
