@@ -110,6 +110,7 @@ void vs_model_free(vs_model* m) {
   if (m->work) for (int t = 0; t < m->threads_alloc; t++) free_work(m, &m->work[t]);
   free(m->work);
   free(m->pw); free(m->bc);
+  vs_batch_release(m->batch);
   free(m);
 }
 

@@ -14,12 +14,16 @@
  *  - Every later layer is neuron-major W[out][in]: a neuron's weight vector is contiguous, which
  *    is what the hash tables index and what the sparse forward/backward gather.
  *  - Gradients are accumulated lock-free (HOGWILD) by the threads of a batch into gw/gb; Adam
- *    then visits only the rows marked touched, so untouched parameters cost nothing.
+ *    then visits only the rows marked touched, so untouched parameters cost nothing. (A two-layer
+ *    network with a sampled output runs neuron-major, train/batched.c: each output neuron is one
+ *    thread's, its Adam step taken there.)
  */
 #ifndef VS_H
 #define VS_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
 #include "vt_simd.h"
 
 #define VS_MAX_LAYERS 8
@@ -33,6 +37,35 @@ enum { VS_HASH_SIMHASH = 0, VS_HASH_DWTA = 1 };
 /* The optimiser (train/adam.c): Adam equal to dense Adam with every untouched row caught up when it is
  * next read; the touched-rows-only ("lazy") Adam; and dense Adam over every row every step (the reference). */
 enum { VS_OPT_ADAM = 0, VS_OPT_LAZY = 1, VS_OPT_DENSE = 2 };
+
+/* The epoch profile (train/profile.c): seconds each thread spends per phase of a sample's pass
+ * (summed over threads), and the wall seconds of the steps around the passes. Always on: a few
+ * clock reads per sample (~20 ns each), against hundreds of microseconds a sample costs. */
+enum {
+  VS_PH_HIDDEN_FWD = 0, /* layer 0: the sample's feature rows summed, activation */
+  VS_PH_HASH,           /* a sampled layer's input hashed (L codes) */
+  VS_PH_SAMPLE,         /* its buckets' union, labels and frequent labels added, trimmed or filled */
+  VS_PH_OUT_FWD,        /* layers >= 1: the active neurons' dot products (and activation) */
+  VS_PH_CATCHUP,        /* rows of a sampled layer caught up (Adam) as the forward pass reads them */
+  VS_PH_SOFTMAX,        /* the output's softmax */
+  VS_PH_OUT_BWD,        /* loss, and backward through layers >= 1: gradient rows and the input gradient */
+  VS_PH_HIDDEN_BWD,     /* layer 0's gradient: the sample's feature rows and the bias */
+  VS_PH_INVERT,         /* neuron-major pass: the batch's active lists turned into per-neuron lists */
+  VS_PH_N
+};
+enum {
+  VS_WL_CATCHUP_BATCH = 0, /* the batch's first-layer rows (and dense later layers) caught up before its pass */
+  VS_WL_PASS,              /* the batch's forward/backward passes over the threads */
+  VS_WL_ADAM_HIDDEN,       /* the Adam step of layer 0 */
+  VS_WL_ADAM_OUT,          /* the Adam step of layers >= 1 */
+  VS_WL_INDEX,             /* table rebuilds and rehashes (with the rows they read caught up first) */
+  VS_WL_N
+};
+static inline double vs_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 /* One family of L hash functions of K bits each over vectors of length `dim`. */
 typedef struct {
@@ -73,7 +106,14 @@ typedef struct {
   float lr, beta1, beta2, eps;
   int aln;             /* insert missed label neurons into the buckets their input selected */
   int optimizer;       /* VS_OPT_* */
+  int pass;            /* VS_PASS_*: how a batch's output layer is computed (train/batched.c) */
 } vs_train_opts;
+/* A batch per sample (HOGWILD: each sample forward and backward alone), or neuron-major: every sample's hidden
+ * layer and active set first, then each active output neuron's row read once for all the batch's samples that
+ * selected it (train/batched.c; two-layer networks with a sampled output; else per sample). NEURON_ADAM also
+ * takes the output layer's Adam step there, as each row's gradient is summed (optimizers adam and lazy-adam; the
+ * caller must then call vs_adam_step, which does the other layers, before the next batch). */
+enum { VS_PASS_SAMPLE = 0, VS_PASS_NEURON = 1, VS_PASS_NEURON_ADAM = 2 };
 
 /* Per-thread scratch, sized once for the network; cache-line padded, as each thread writes its
  * own counters every sample. */
@@ -94,9 +134,31 @@ typedef struct __attribute__((aligned(128))) {
   uint32_t stamp_id;
   int stamp_len;
   float* dense_scratch;            /* [max width] for DWTA over sparse inputs */
+  double prof[VS_PH_N];            /* the epoch profile's per-thread seconds (enum above) */
   /* statistics of the last pass, per thread */
   double union_sum, filled_sum, active_sum, queries, label_missed, aln_inserts;
 } vs_work;
+
+/* The neuron-major pass's buffers for one batch (train/batched.c), grown when a batch needs more. */
+typedef struct vs_batch {
+  size_t rows, slot, threads, width, out; /* what they are sized for: samples, entries per sample, threads, hidden width, neurons */
+  float* h;            /* [rows][width] each sample's hidden activation */
+  int32_t* ids;        /* [rows][slot] each sample's active neurons */
+  int32_t* na;         /* [rows] how many */
+  float* z;            /* [rows][slot] their logits, then probabilities, then dLoss/dz */
+  int segments;        /* the threads that built the lists: segment t holds thread t's run of samples */
+  uint32_t* start;     /* [threads][out+1] in segment t, neuron n's entries are inv[t][start[t][n] .. start[t][n+1]) */
+  uint32_t* inv;       /* [threads][rows*slot] entry positions (sample*slot + k), neuron-major, samples in batch order */
+  uint32_t* isample;   /* [threads][rows*slot] the sample of each entry of inv (no division by slot in the hot loops) */
+  uint32_t* tcount;    /* [threads][out] the counting sort's per-thread counts, then cursors */
+  float* din;          /* [threads][rows][width] dLoss/dh summed by each thread over its neurons */
+} vs_batch;
+
+static inline void vs_batch_release(vs_batch* b) {
+  if (!b) return;
+  free(b->h); free(b->ids); free(b->na); free(b->z); free(b->start); free(b->inv); free(b->isample); free(b->tcount); free(b->din);
+  free(b);
+}
 
 typedef struct {
   int n_layers, input_dim;
@@ -112,6 +174,8 @@ typedef struct {
   double* pw;          /* [2][jcap+1]: beta1^j, beta2^(j/2) */
   double* bc;          /* [bc_len][2]: 1/(1-beta1^t), sqrt(1-beta2^t) for steps t < bc_len */
   uint32_t bc_len, bc_cap;
+  double prof_wall[VS_WL_N];  /* the epoch profile's wall seconds (enum above) */
+  struct vs_batch* batch;     /* the neuron-major pass's buffers (train/batched.c), grown on use */
 } vs_model;
 
 /* A dataset in CSR form; the arrays belong to JavaScript (the addon holds references). */

@@ -63,5 +63,17 @@ void vs_catch_up_batch(vs_model* m, const vs_data* d, const int32_t* order, int6
 void vs_output(vs_model* m, vs_work* w);
 /* Loss of the sample and its gradients accumulated into the layers; needs vs_forward + vs_output first. */
 double vs_backward(vs_model* m, vs_work* w, const vs_sample* s, float scale);
+/* The parts of a pass the neuron-major batch (train/batched.c) shares: a sampled layer's active neurons for one
+ * input (into w->idx[l], positions in w->pos), the output's loss and dLoss/dz (pos: a label's position in a listed
+ * output, NULL when dense), the hidden activation's derivative, and layer 0's gradient from w->delta[0]. */
+int vs_select_active(vs_model* m, int l, vs_work* w, const float* xin, const int32_t* xidx, int xn, int target,
+                     const vs_sample* s, int train, const vs_train_opts* o, vs_rng* rng);
+double vs_loss_delta(int act, const float* p, float* dl, int na, const uint32_t* pos, const vs_sample* s, float scale);
+float vs_derivative(float a, float d, int act);
+void vs_backward_input(vs_model* m, vs_work* w, const vs_sample* s);
+/* Whether a batch of m can run neuron-major (batched.c), and that pass: gradients into gw/gb like vs_backprop's. */
+int vs_neuron_major_fits(const vs_model* m);
+int vs_backprop_neuron_major(vs_model* m, const vs_data* d, const int32_t* order, int64_t start, int count, int threads,
+                             uint64_t epoch, const vs_train_opts* o, double* loss, double* unlabelled);
 
 #endif

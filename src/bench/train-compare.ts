@@ -5,6 +5,7 @@
  * trainer's evaluation runs while the other waits, and is not part of its epoch time.
  */
 import { median } from '../stats.js';
+import type { EpochProfile } from '../sparse/epoch-profile.js';
 import { TRAIN_DEFAULTS } from '../sparse/trainer.js';
 import type { BenchDataset } from './train-data.js';
 import { startTorch, type TorchInfo } from './train-torch.js';
@@ -18,6 +19,8 @@ export interface CompareRow {
   readonly speedup: number;
   readonly veltair: { readonly p1: number; readonly p5: number; readonly r5: number; readonly sparseP1: number | null; readonly loss: number };
   readonly torch: { readonly p1: number; readonly p5: number; readonly r5: number; readonly loss: number };
+  /** Where veltair's epoch went. */
+  readonly veltairProfile: EpochProfile;
 }
 
 export interface CompareReport {
@@ -63,6 +66,7 @@ export async function compareWithTorch(dataset: BenchDataset, epochs: number, th
         veltair: { p1: b.dense['precision@1'], p5: b.dense['precision@5'], r5: b.dense['recall@5'], sparseP1: b.sparse ? b.sparse['precision@1'] : null,
           loss: b.t.loss },
         torch: { p1: te['precision@1'] ?? 0, p5: te['precision@5'] ?? 0, r5: te['recall@5'] ?? 0, loss: te.loss },
+        veltairProfile: b.t.profile,
       });
       log(`${dataset.name} epoch ${e}: veltair ${b.t.seconds.toFixed(1)} s (P@1 ${b.dense['precision@1'].toFixed(4)}), `
         + `torch ${te.epochSeconds.toFixed(1)} s (P@1 ${(te['precision@1'] ?? 0).toFixed(4)})`);

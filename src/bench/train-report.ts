@@ -1,5 +1,6 @@
 /** Markdown for bench/RESULTS.md from the training benchmark's reports. */
 import type { CompareReport } from './train-compare.js';
+import { profileMarkdown } from './train-profile-report.js';
 import type { GridReport } from './train-grid.js';
 import type { ThreadsReport } from './train-threads.js';
 
@@ -27,6 +28,8 @@ export function compareMarkdown(r: CompareReport): string {
       + `P@1 after the last epoch: veltair − PyTorch = ${(r.p1Difference * 100).toFixed(2)} points. `
       + '*veltair\'s training loss is the cross-entropy over each sample\'s active neurons (sampled softmax), PyTorch\'s over all classes.',
     '',
+    profileMarkdown(`${r.dataset.name}: where veltair's epoch goes, ${r.threads} threads`,
+      r.rows.map((x) => ({ label: `epoch ${x.epoch}`, profile: x.veltairProfile }))),
   ].join('\n');
 }
 
@@ -55,5 +58,7 @@ export function threadsMarkdown(t: ThreadsReport): string {
     '',
     `Median ${t.medianSpeedup.toFixed(2)}x [${t.minSpeedup.toFixed(2)}–${t.maxSpeedup.toFixed(2)}] (target: ≥ 1.7x on 2 threads).`,
     '',
+    profileMarkdown(`${t.dataset.name}: where the epoch goes, 1 thread vs ${t.threads} (pair 1)`,
+      t.pairs.slice(0, 1).flatMap((p) => [{ label: '1 thread', profile: p.oneThreadProfile }, { label: `${t.threads} threads`, profile: p.nThreadsProfile }])),
   ].join('\n');
 }

@@ -1,9 +1,10 @@
 /**
  * The training section of `npm run bench`, also runnable alone:
- *   node dist/src/bench/train-run.js [--sections compare,grid,threads,sparsity] [--datasets planted,words,wordnet,debian-packages]
+ *   node dist/src/bench/train-run.js [--sections compare,grid,threads,sparsity,passes] [--datasets planted,words,wordnet,debian-packages]
  *     [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…] [--optimizer adam|lazy-adam|dense-adam]
  *     [--frequent-labels N] [--json-out FILE]
  * (sparsity: the output sparsity sweep, not in the default sections; with no --sparsities, veltair alone at the autotuned one.
+ * passes: the per-sample and the neuron-major batch paired, --epochs epochs, not in the default sections.
  * --optimizer, --frequent-labels: the sweep's, for comparison; every other section trains with the defaults.)
  * Run it under the benchmark lock: `flock -x /work/.bench.lock node dist/src/bench/train-run.js`.
  */
@@ -17,6 +18,7 @@ import { klrGrid, type GridReport } from './train-grid.js';
 import { compareMarkdown, gridMarkdown, threadsMarkdown } from './train-report.js';
 import { sparsityMarkdown, sparsitySweep, type SparsityReport } from './train-sparsity.js';
 import { threadScaling, type ThreadsReport } from './train-threads.js';
+import { passComparison, passesMarkdown, type PassesReport } from './train-passes.js';
 import { pinSelf } from './train-veltair.js';
 
 export interface TrainBenchOptions {
@@ -39,6 +41,7 @@ export interface TrainBenchResult {
   readonly grid: GridReport[];
   readonly threads: ThreadsReport[];
   readonly sparsity: SparsityReport[];
+  readonly passes: PassesReport[];
 }
 
 export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchResult> {
@@ -46,7 +49,7 @@ export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchRes
   const pinned = await pinSelf(cores);
   const out: string[] = [`### Sparse training (issue 16)`, '',
     `veltair ${pinned ? 'pinned' : 'NOT pinned (no taskset)'} to cores ${cores.join(',')}; PyTorch runs under \`taskset -c ${cores.join(',')}\`.`, ''];
-  const result: TrainBenchResult = { markdown: '', compare: [], grid: [], threads: [], sparsity: [] };
+  const result: TrainBenchResult = { markdown: '', compare: [], grid: [], threads: [], sparsity: [], passes: [] };
   for (const name of o.datasets) {
     const ds = await benchDataset(name, o.log);
     if (o.sections.includes('compare')) {
@@ -63,6 +66,11 @@ export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchRes
       const t = await threadScaling(ds, o.threads, 4, o.log);
       result.threads.push(t);
       out.push(threadsMarkdown(t));
+    }
+    if (o.sections.includes('passes')) {
+      const p = await passComparison(ds, o.epochs, o.threads, o.log);
+      result.passes.push(p);
+      out.push(passesMarkdown(p));
     }
     if (o.sections.includes('sparsity')) {
       const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log, o.optimizer, o.frequentLabels);

@@ -22,6 +22,12 @@ export const MODE_CODE = { dense: 1, sparse: 2 } as const;
  */
 export const OPTIMIZER_CODE = { adam: 0, 'lazy-adam': 1, 'dense-adam': 2 } as const;
 export type Optimizer = keyof typeof OPTIMIZER_CODE;
+/**
+ * How a batch is computed (native-kernels/sparse/train/batched.c): per sample (HOGWILD), or neuron-major where the network fits,
+ * or neuron-major with the output layer's Adam step taken in backprop (its gradients are then never stored: adamStep must follow).
+ */
+export const PASS_CODE = { sample: 0, neuron: 1, 'neuron-adam': 2 } as const;
+export type Pass = keyof typeof PASS_CODE;
 
 export interface NativeLayerConfig {
   readonly dim: number;
@@ -42,6 +48,8 @@ export interface AdamOptions {
   readonly aln: number;
   /** OPTIMIZER_CODE */
   readonly optimizer: number;
+  /** PASS_CODE (absent: neuron-major where it fits) */
+  readonly pass?: number;
 }
 
 export type TensorName = 'w' | 'b' | 'gw' | 'gb' | 'mw' | 'vw' | 'mb' | 'vb';
@@ -68,7 +76,10 @@ export interface TablesDump {
 /** The training add-on (native-kernels/sparse/train/addon.c). */
 export interface SparseTrainAddon {
   isa(): string;
-  codes(): { activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number>; optimizer: Record<string, number> };
+  codes(): {
+    activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number>; optimizer: Record<string, number>;
+    pass: Record<string, number>;
+  };
   create(config: { inputDim: number; seed: number; threads: number; layers: readonly NativeLayerConfig[] }): Handle;
   dataset(row: Float64Array, idx: Int32Array, val: Float32Array, lrow: Float64Array, labels: Int32Array, inputDim: number, outputDim: number): Handle;
   shuffle(order: Int32Array, seed: number, epoch: number): void;
@@ -88,6 +99,8 @@ export interface SparseTrainAddon {
   hashInfo(model: Handle, layer: number): HashInfo;
   tables(model: Handle, layer: number): TablesDump;
   query(model: Handle, layer: number, x: Float32Array): { ids: Uint32Array; codes: Uint32Array };
+  /** The epoch profile's counters since the last reset (epoch-profile.ts reads them); `reset` zeroes them. */
+  profile(model: Handle, reset: boolean): Float64Array;
   close(model: Handle): void;
 }
 
@@ -116,7 +129,7 @@ async function load<T extends { codes(): object }>(kind: SparseAddonKind, build:
 
 /** The training add-on (built on first use). */
 export function loadSparseTrainAddon(build: SparseBuild = 'native'): Promise<SparseTrainAddon> {
-  return load('train', build, { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE, optimizer: OPTIMIZER_CODE });
+  return load('train', build, { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE, optimizer: OPTIMIZER_CODE, pass: PASS_CODE });
 }
 
 /** The serving head's add-on (built on first use). */

@@ -36,6 +36,8 @@ export interface EpochRecord {
   readonly samplesPerSecond: number;
   readonly threads: number;
   readonly lsh: EpochTraining['lsh'];
+  /** Where the epoch's time went (src/sparse/epoch-profile.ts). */
+  readonly profile?: EpochTraining['profile'];
   readonly checkpoint: string;
 }
 
@@ -149,7 +151,7 @@ function record(t: EpochTraining, dense: EvalResult | null, sparse: EvalResult |
     evalSeconds: (dense?.seconds ?? 0) + (sparse?.seconds ?? 0),
     samples: t.samples,
     samplesPerSecond: t.seconds > 0 ? t.samples / t.seconds : 0,
-    threads, lsh: t.lsh, checkpoint,
+    threads, lsh: t.lsh, profile: t.profile, checkpoint,
   };
 }
 

@@ -6,10 +6,12 @@
  */
 import { VERSION } from '../version.js';
 import { internalError } from '../errors.js';
+import { epochProfile, type EpochProfile } from './epoch-profile.js';
 import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
 import {
-  ACTIVATION_CODE, HASH_CODE, MODE_CODE, OPTIMIZER_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type SparseTrainAddon,
+  ACTIVATION_CODE, HASH_CODE, MODE_CODE, OPTIMIZER_CODE, PASS_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type Pass,
+  type SparseTrainAddon,
   type TensorName,
 } from './native.js';
 import { indexAction, type IndexSchedule } from './schedule.js';
@@ -35,6 +37,11 @@ export interface TrainSettings {
   readonly optimizer?: Optimizer;
   /** How many of the most frequent labels every sample computes on a sampled output layer (default: frequentDefault). */
   readonly frequentLabels?: number;
+  /**
+   * 'neuron-adam' (the default: neuron-major batches where the network fits, the output layer's Adam step fused into them),
+   * 'neuron' (neuron-major, the Adam step apart) or 'sample' (per-sample HOGWILD), for comparison (native.ts).
+   */
+  readonly pass?: Pass;
 }
 
 /**
@@ -76,6 +83,8 @@ export interface EpochTraining {
   readonly unlabelled: number;
   readonly seconds: number;
   readonly lsh: LshStats | null;
+  /** Where the epoch's time went (epoch-profile.ts). */
+  readonly profile: EpochProfile;
 }
 
 export interface EvalResult {
@@ -148,7 +157,7 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
   const trainHandle = dataHandle(train);
   const adam: AdamOptions = {
     lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0,
-    optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'],
+    optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'], pass: PASS_CODE[settings.pass ?? 'neuron-adam'],
   };
   const sparse = layers.some((l) => l.hash);
   const output = layers[layers.length - 1]!;
@@ -160,6 +169,7 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
 
   async function trainEpoch(onBatch?: (done: number, total: number) => Promise<void> | void): Promise<EpochTraining> {
     const epoch = epochs;
+    addon.profile(model, true);
     const t0 = performance.now();
     addon.shuffle(order, settings.seed, epoch);
     let indexSeconds = 0, rebuilds = 0, rehashes = 0, k = 0;
@@ -184,6 +194,7 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
       if (pauseAt && pauseAt.epoch === epoch + 1 && pauseAt.batch === b + 1) await pauseForever(epoch + 1, b + 1);
       if (onBatch) await onBatch(b + 1, batches);
     }
+    const seconds = (performance.now() - t0) / 1000;
     epochs++;
     const labelled = sums[1]! - sums[2]!;
     const queries = sums[6]!;
@@ -192,7 +203,8 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
       loss: labelled > 0 ? sums[0]! / labelled : 0,
       samples: sums[1]!,
       unlabelled: sums[2]!,
-      seconds: (performance.now() - t0) / 1000,
+      seconds,
+      profile: epochProfile(addon.profile(model, false), seconds, settings.threads),
       lsh: !sparse ? null : {
         meanCandidates: queries ? sums[3]! / queries : 0,
         meanFilled: queries ? sums[4]! / queries : 0,

@@ -211,6 +211,7 @@ void vs_adam_step(vs_model* m, int threads) {
   const float step_size = o->lr / bc1;
   const int dense = o->optimizer == VS_OPT_DENSE;
   for (int l = 0; l < m->n_layers; l++) {
+    const double t0 = vs_now();
     vs_layer* L = &m->layers[l];
     const int rows = row_count(L);
     #pragma omp parallel for num_threads(threads) schedule(static, 64)
@@ -221,5 +222,6 @@ void vs_adam_step(vs_model* m, int threads) {
       step_row(m, L, r, t, step_size, bc2_sqrt);
     }
     if (L->input_major) vs_adam_row(L->b, L->gb, L->mb, L->vb, L->out, step_size, bc2_sqrt, o);
+    m->prof_wall[l == 0 ? VS_WL_ADAM_HIDDEN : VS_WL_ADAM_OUT] += vs_now() - t0;
   }
 }

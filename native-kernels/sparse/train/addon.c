@@ -13,7 +13,9 @@
  *   shuffle(order I32, seed, epoch)
  *   backprop(model, data, order, start, count, threads, epoch, opts) -> F64 stats
  *   adamStep(model, threads, opts); index(model, threads, all, round)
- *     opts: {lr, beta1, beta2, eps, aln, optimizer}; with optimizer "adam" rows behind are caught up (adam.c)
+ *     opts: {lr, beta1, beta2, eps, aln, optimizer, pass?}; with optimizer "adam" rows behind are caught up (adam.c);
+ *     pass: 0 per sample, 1 (or absent) neuron-major where the network fits, 2 the same with the output layer's
+ *     Adam step taken in backprop (its gradients never stored; adamStep must follow every backprop) (batched.c)
  *     before evaluate, scores, index, getTensor and setTensor read or write them
  *   evaluate(model, data, start, count, threads, mode, sparsity) -> F64 stats
  *   scores(model, data, start, count, threads, mode, sparsity) -> F32 [count x out]
@@ -23,9 +25,10 @@
  *   hashInfo(model, layer) -> {family, K, L, R, dim, rowBytes, perTable, seed: bigint, signs?: U8, bins?: I32}
  *   tables(model, layer) -> {offsets: U32 [L*2^K+1], ids: U32, seen: U32 [L*2^K]}
  *   query(model, layer, x F32) -> {ids: U32, codes: U32}
+ *   profile(model, reset) -> F64 [VS_PH_N thread-seconds summed over threads, VS_WL_N wall seconds] (profile.c)
  *   close(model)                      frees the model now (later calls throw)
  * Errors are thrown with code VT_ARGUMENT (a wrong call) or VT_MEMORY (allocation failed).
- * The index-inspection bindings (hashInfo, tables, query) are in index.c.
+ * The index-inspection bindings (hashInfo, tables, query) are in index.c, the epoch profile's in profile.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -90,6 +93,9 @@ static napi_value codes_fn(napi_env env, napi_callback_info info) {
   vs_put_codes(env, o, "hash", hashes, hash_v, 2);
   vs_put_codes(env, o, "mode", modes, mode_v, 2);
   vs_put_codes(env, o, "optimizer", opts, opt_v, 3);
+  static const char* const passes[] = { "sample", "neuron", "neuron-adam" };
+  static const int pass_v[] = { VS_PASS_SAMPLE, VS_PASS_NEURON, VS_PASS_NEURON_ADAM };
+  vs_put_codes(env, o, "pass", passes, pass_v, 3);
   return o;
 }
 
@@ -190,6 +196,8 @@ static int read_opts(napi_env env, napi_value o, vs_model* m, int threads, vs_tr
   t->beta2 = (float)vt_prop_num(env, o, "beta2");
   t->eps = (float)vt_prop_num(env, o, "eps");
   t->aln = vt_prop_num(env, o, "aln") > 0;
+  const double pass = vt_prop_num(env, o, "pass"); /* absent: neuron-major where it fits (batched.c) */
+  t->pass = pass == VS_PASS_SAMPLE || pass == VS_PASS_NEURON_ADAM ? (int)pass : VS_PASS_NEURON;
   const double opt = vt_prop_num(env, o, "optimizer");
   t->optimizer = (int)opt;
   if (!(opt == VS_OPT_ADAM || opt == VS_OPT_LAZY || opt == VS_OPT_DENSE)) {
@@ -246,11 +254,13 @@ static napi_value index_fn(napi_env env, napi_callback_info info) {
   if (!m) return NULL;
   bool all = false;
   napi_get_value_bool(env, argv[2], &all);
+  const double t0 = vs_now();
   for (int l = 0; l < m->n_layers; l++) {
     if (!m->layers[l].sparse) continue;
     vs_flush(m, l, (int)vt_num(env, argv[1])); /* the tables hash the weights: current ones */
     vs_layer_index(m, l, all, (int)vt_num(env, argv[1]), (uint64_t)vt_num(env, argv[3]));
   }
+  m->prof_wall[VS_WL_INDEX] += vs_now() - t0;
   return NULL;
 }
 
@@ -413,6 +423,7 @@ NAPI_MODULE_INIT() {
     VT_METHOD("hashInfo", hash_info_fn),
     VT_METHOD("tables", tables_fn),
     VT_METHOD("query", query_fn),
+    VT_METHOD("profile", profile_fn),
     VT_METHOD("close", close_fn),
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

@@ -9,4 +9,5 @@ vs_model* vs_napi_model(napi_env env, napi_value v);
 napi_value hash_info_fn(napi_env env, napi_callback_info info);
 napi_value tables_fn(napi_env env, napi_callback_info info);
 napi_value query_fn(napi_env env, napi_callback_info info);
+napi_value profile_fn(napi_env env, napi_callback_info info);
 #endif

@@ -25,21 +25,27 @@
 
 #define FORCED 0xFFFFu
 
-static int select_active(vs_model* m, int l, vs_work* w, const float* xin, const int32_t* xidx, int xn, int target,
-                         const vs_sample* s, int train, const vs_train_opts* o, vs_rng* rng) {
+int vs_select_active(vs_model* m, int l, vs_work* w, const float* xin, const int32_t* xidx, int xn, int target,
+                     const vs_sample* s, int train, const vs_train_opts* o, vs_rng* rng) {
   vs_layer* L = &m->layers[l];
   vs_tables* T = &L->tables;
   uint32_t id = ++w->stamp_id;
   if (id == 0) { memset(w->stamp, 0, (size_t)w->stamp_len * 4); id = w->stamp_id = 1; }
+  const double t0 = vs_now();
   vs_hash_codes(&L->hash, xin, xidx, xn, w->codes, w->hacc, w->dense_scratch);
+  const double t1 = vs_now();
+  w->prof[VS_PH_HASH] += t1 - t0;
   uint32_t* cand = w->cand;
   uint16_t* freq = w->freq;
   uint32_t* stamp = w->stamp;
   int n = 0;
   /* The L buckets are L cache misses far apart in memory: ask for all of them before reading any. */
+  const size_t bucket_bytes = (size_t)T->R * 4;
   for (int t = 0; t < T->L; t++) {
     const size_t b = (size_t)t * T->buckets + w->codes[t];
-    __builtin_prefetch(T->slots + b * (size_t)T->R, 0, 0);
+    const char* first = (const char*)(T->slots + b * (size_t)T->R);
+    for (size_t at = 0; at < bucket_bytes; at += 64) __builtin_prefetch(first + at, 0, 0); /* every line of the bucket (R=25: 2-3) */
+    __builtin_prefetch(first + bucket_bytes - 1, 0, 0);
     __builtin_prefetch(&T->seen[b], 0, 0);
   }
   for (int t = 0; t < T->L; t++) {
@@ -122,18 +128,25 @@ static int select_active(vs_model* m, int l, vs_work* w, const float* xin, const
   }
   w->active_sum += na;
   for (int k = 0; k < na; k++) w->pos[out[k]] = (uint32_t)k;
+  w->prof[VS_PH_SAMPLE] += vs_now() - t1;
   return na;
 }
 
 void vs_forward(vs_model* m, vs_work* w, const vs_sample* s, int mode, float eval_sparsity, const vs_train_opts* o, vs_rng* rng, int upto) {
   const int last = m->n_layers - 1;
   vs_layer* L0 = &m->layers[0];
+  double t = vs_now();
   float* a0 = w->act[0];
   memcpy(a0, L0->b, (size_t)L0->out * 4);
   for (int j = 0; j < s->nnz; j++) vs_axpy(s->val[j], L0->w + (size_t)s->idx[j] * L0->out, a0, L0->out);
   w->n_active[0] = L0->out;
   w->listed[0] = 0;
   if (last > 0) vs_activate(a0, L0->out, L0->act);
+  {
+    const double n = vs_now();
+    w->prof[VS_PH_HIDDEN_FWD] += n - t;
+    t = n;
+  }
   for (int l = 1; l <= upto && l <= last; l++) {
     vs_layer* L = &m->layers[l];
     const int prev_listed = w->listed[l - 1];
@@ -148,12 +161,19 @@ void vs_forward(vs_model* m, vs_work* w, const vs_sample* s, int mode, float eva
         if (target < 1) target = 1;
         if (target > L->out) target = L->out;
       }
-      const int na = select_active(m, l, w, xin, xidx, xn, target, s, mode == VS_MODE_TRAIN, o, rng);
+      const int na = vs_select_active(m, l, w, xin, xidx, xn, target, s, mode == VS_MODE_TRAIN, o, rng);
+      t = vs_now(); /* vs_select_active timed its own two phases */
       const int32_t* ids = w->idx[l];
       const int catch_up = mode == VS_MODE_TRAIN && m->has_opts && m->opts.optimizer == VS_OPT_ADAM;
       const uint32_t step = (uint32_t)m->adam_step;
       for (int k = 0; k < na; k++) {
-        if (catch_up && __atomic_load_n(&L->last[ids[k]], __ATOMIC_RELAXED) < step) vs_catch_up_row(m, L, ids[k], step);
+        if (catch_up && __atomic_load_n(&L->last[ids[k]], __ATOMIC_RELAXED) < step) {
+          const double c0 = vs_now();
+          vs_catch_up_row(m, L, ids[k], step);
+          const double c = vs_now() - c0;
+          w->prof[VS_PH_CATCHUP] += c;
+          w->prof[VS_PH_OUT_FWD] -= c; /* counted in the layer's time below */
+        }
         if (k + 4 < na) {
           vs_prefetch_row(L->w + (size_t)ids[k + 4] * L->in, L->in);
           __builtin_prefetch(&L->b[ids[k + 4]], 0, 3);
@@ -172,10 +192,14 @@ void vs_forward(vs_model* m, vs_work* w, const vs_sample* s, int mode, float eva
       w->listed[l] = 0;
     }
     if (l < last) vs_activate(z, w->n_active[l], L->act);
+    const double n = vs_now();
+    w->prof[VS_PH_OUT_FWD] += n - t;
+    t = n;
   }
 }
 
 void vs_output(vs_model* m, vs_work* w) {
+  const double t0 = vs_now();
   const int last = m->n_layers - 1;
   float* z = w->act[last];
   const int n = w->n_active[last];
@@ -189,38 +213,51 @@ void vs_output(vs_model* m, vs_work* w) {
   } else {
     vs_activate(z, n, m->layers[last].act);
   }
+  w->prof[VS_PH_SOFTMAX] += vs_now() - t0;
 }
 
-static inline float derivative(float a, float d, int act) {
+float vs_derivative(float a, float d, int act) {
   if (act == VS_ACT_RELU) return a > 0.0f ? d : 0.0f;
   if (act == VS_ACT_TANH) return d * (1.0f - a * a);
   return d;
 }
 
-double vs_backward(vs_model* m, vs_work* w, const vs_sample* s, float scale) {
-  const int last = m->n_layers - 1;
-  vs_layer* LL = &m->layers[last];
-  const int na = w->n_active[last];
-  const float* p = w->act[last];
-  float* dl = w->delta[last];
-  const int listed = w->listed[last];
+double vs_loss_delta(int act, const float* p, float* dl, int na, const uint32_t* pos, const vs_sample* s, float scale) {
   double loss = 0.0;
   for (int k = 0; k < na; k++) dl[k] = p[k] * scale;
-  if (LL->act == VS_ACT_SOFTMAX) {
+  if (act == VS_ACT_SOFTMAX) {
     const float y = 1.0f / (float)s->nlab;
     for (int q = 0; q < s->nlab; q++) {
-      const int k = listed ? (int)w->pos[s->labels[q]] : s->labels[q];
+      const int k = pos ? (int)pos[s->labels[q]] : s->labels[q];
       dl[k] -= y * scale;
       loss -= (double)y * log(p[k] > 1e-30f ? (double)p[k] : 1e-30);
     }
   } else {
     for (int k = 0; k < na; k++) loss -= log(1.0 - (double)p[k] + 1e-12);
     for (int q = 0; q < s->nlab; q++) {
-      const int k = listed ? (int)w->pos[s->labels[q]] : s->labels[q];
+      const int k = pos ? (int)pos[s->labels[q]] : s->labels[q];
       dl[k] -= scale;
       loss += log(1.0 - (double)p[k] + 1e-12) - log((double)p[k] + 1e-12);
     }
   }
+  return loss;
+}
+
+void vs_backward_input(vs_model* m, vs_work* w, const vs_sample* s) {
+  vs_layer* L0 = &m->layers[0];
+  const float* g0 = w->delta[0];
+  for (int j = 0; j < s->nnz; j++) {
+    vs_axpy(s->val[j], g0, L0->gw + (size_t)s->idx[j] * L0->out, L0->out);
+    L0->touched[s->idx[j]] = 1;
+  }
+  vs_axpy(1.0f, g0, L0->gb, L0->out);
+}
+
+double vs_backward(vs_model* m, vs_work* w, const vs_sample* s, float scale) {
+  const double t0 = vs_now();
+  const int last = m->n_layers - 1;
+  const double loss = vs_loss_delta(m->layers[last].act, w->act[last], w->delta[last], w->n_active[last],
+                                    w->listed[last] ? w->pos : NULL, s, scale);
   for (int l = last; l >= 1; l--) {
     vs_layer* L = &m->layers[l];
     const float* prev = w->act[l - 1];
@@ -252,14 +289,11 @@ double vs_backward(vs_model* m, vs_work* w, const vs_sample* s, float scale) {
     }
     const int pact = m->layers[l - 1].act;
     float* pd = w->delta[l - 1];
-    for (int k = 0; k < pn; k++) pd[k] = derivative(prev[k], din[k], pact);
+    for (int k = 0; k < pn; k++) pd[k] = vs_derivative(prev[k], din[k], pact);
   }
-  vs_layer* L0 = &m->layers[0];
-  const float* g0 = w->delta[0];
-  for (int j = 0; j < s->nnz; j++) {
-    vs_axpy(s->val[j], g0, L0->gw + (size_t)s->idx[j] * L0->out, L0->out);
-    L0->touched[s->idx[j]] = 1;
-  }
-  vs_axpy(1.0f, g0, L0->gb, L0->out);
+  const double t1 = vs_now();
+  w->prof[VS_PH_OUT_BWD] += t1 - t0;
+  vs_backward_input(m, w, s);
+  w->prof[VS_PH_HIDDEN_BWD] += vs_now() - t1;
   return loss;
 }

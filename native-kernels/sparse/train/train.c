@@ -8,6 +8,8 @@
  * sample out of 10^5 that is rare and, as HOGWILD shows, harmless to convergence. Adam then runs
  * once per batch over the touched rows only, the others catching up when next read (adam.c).
  * With one thread every sum happens in one order, so a run is reproducible bit for bit.
+ * A two-layer network with a sampled output layer runs its batches neuron-major instead (batched.c:
+ * each active output row read once per batch; the same gradients), unless opts.pass asks per sample.
  *
  * Dense evaluation computes the output layer for blocks of 16 samples at once, so each weight row
  * is read from memory once per block and then reused from L1.
@@ -32,11 +34,15 @@ void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t st
                  uint64_t epoch, const vs_train_opts* o, vs_pass_stats* st) {
   threads = clamp_threads(m, threads);
   for (int t = 0; t < threads; t++) reset_stats(&m->work[t]);
+  const double t0 = vs_now();
   vs_catch_up_batch(m, d, order, start, count, threads);
+  const double t1 = vs_now();
   const float scale = 1.0f / (float)count;
   double loss = 0.0, unlabelled = 0.0;
-  #pragma omp parallel for num_threads(threads) schedule(dynamic, 4) reduction(+:loss, unlabelled)
-  for (int i = 0; i < count; i++) {
+  const int neuron_major = o->pass != VS_PASS_SAMPLE && vs_neuron_major_fits(m)
+    && vs_backprop_neuron_major(m, d, order, start, count, threads, epoch, o, &loss, &unlabelled) == 0;
+  #pragma omp parallel for num_threads(threads) schedule(dynamic, 4) reduction(+:loss, unlabelled) if (!neuron_major)
+  for (int i = 0; i < (neuron_major ? 0 : count); i++) {
     vs_work* w = &m->work[omp_get_thread_num()];
     vs_sample s;
     vs_sample_at(d, order[start + i], &s);
@@ -46,6 +52,8 @@ void vs_backprop(vs_model* m, const vs_data* d, const int32_t* order, int64_t st
     vs_output(m, w);
     loss += vs_backward(m, w, &s, scale);
   }
+  m->prof_wall[VS_WL_CATCHUP_BATCH] += t1 - t0;
+  m->prof_wall[VS_WL_PASS] += vs_now() - t1;
   memset(st, 0, sizeof *st);
   st->loss = loss;
   st->samples = count;
