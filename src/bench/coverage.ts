@@ -106,7 +106,9 @@ async function compileStep(o: Options, name: string, model: string): Promise<Non
 }
 
 async function matchStep(name: string, model: string, bundle: string): Promise<NonNullable<CoverageRecord['match']>> {
-  const r = await execa(process.execPath, [new URL(import.meta.url).pathname, '--check', model, bundle], { reject: false, stdin: 'ignore' });
+  // Shared, like a compile: the check's runs must not land inside another process's timing.
+  const [cmd, args] = locked('-s', [process.execPath, new URL(import.meta.url).pathname, '--check', model, bundle]);
+  const r = await execa(cmd, args, { reject: false, stdin: 'ignore' });
   if (r.exitCode !== 0) return { relErr: NaN, ok: false, error: errorLine(r.stderr, `the check of ${name} exited ${r.exitCode}`) };
   const { relErr, refSpread } = JSON.parse(r.stdout) as { relErr: number; refSpread: number };
   if (!(refSpread > 0)) return { relErr, ok: false, error: 'ONNX Runtime\'s output is constant on the seeded input, so matching it proves nothing' };
