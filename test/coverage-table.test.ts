@@ -38,7 +38,9 @@ test('the coverage table: one row per model, the refusals with their reasons, th
 
 test('a refusal row says what running the model would take, from the operators it names', () => {
   const ssd = 'error[UNSUPPORTED_OPS]: "ssd.onnx": unsupported operators: NonZero (nodes "/NonZero" and 179 more), GatherND (nodes "/G"), If (node "If_1")';
-  assert.match(whatItWouldTake(ssd), /depend on the data \(NonZero, GatherND, If\)/);
+  assert.match(whatItWouldTake(ssd), /depend on the data \(NonZero, If; also refused: GatherND\)/);
+  const nodeNamedIf = 'error[UNSUPPORTED_OPS]: "m.onnx": unsupported operators: Foo (node "/If")';
+  assert.match(whatItWouldTake(nodeNamedIf), /runtime op for Foo$/, 'a node named If is not the op');
   assert.match(whatItWouldTake('error[UNSUPPORTED_OPS]: "m.onnx": unsupported operators: Col2Im (node "c")'), /a shape rule and a runtime op for Col2Im/);
   assert.match(whatItWouldTake('layer 7 (foo): no native op of this name'), /a native lowering/);
   const row = coverageTable([{ ...base, task: 'detection', model: 'ssd300_vgg16', input: [1, 3, 300, 300], export: { ok: true },

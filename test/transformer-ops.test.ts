@@ -25,11 +25,11 @@ async function againstOrt(spec: ModelSpec, feeds: Feed[], what: string): Promise
 }
 
 /** Swin's mask: zeros shaped like x's spatial dims, with 3 regions numbered by slice assignment, added to x. */
-function maskModel(reduction?: string): ModelSpec {
+function maskModel(reduction?: string, opset = reduction === 'max' || reduction === 'min' ? 18 : 16): ModelSpec {
   const scatter = (data: string, idx: string, upd: string, out: string): NodeSpec =>
     ({ op: 'ScatterND', inputs: [data, idx, upd], outputs: [out], attrs: reduction ? { reduction } : {} });
   return {
-    opset: 16,
+    opset,
     inputs: [{ name: 'x', dtype: 'float32', shape: [4, 3] }],
     outputs: [{ name: 'y', dtype: 'float32', shape: [4, 3] }],
     initializers: [
@@ -55,6 +55,24 @@ test('ScatterND builds a mask from shapes at compile time, as Swin exports its s
     assert.ok(graph.layers.every((l) => !/scatter/i.test(l.op)), 'the mask is folded: no ScatterND reaches the runtime');
     await againstOrt(spec, [f32([4, 3], 1)], `ScatterND reduction=${reduction ?? 'none'}`);
   }
+});
+
+test('ScatterND with indices of depth 0 replaces the whole of data, as ORT does', async () => {
+  const spec: ModelSpec = {
+    opset: 16,
+    inputs: [{ name: 'x', dtype: 'float32', shape: [2, 3] }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [2, 3] }],
+    initializers: [['zeros', floats([2, 3], 8)], ['none', ints([], [1, 0])], ['all', floats([1, 2, 3], 9)]],
+    nodes: [
+      { op: 'ScatterND', inputs: ['zeros', 'none', 'all'], outputs: ['m'], attrs: { reduction: 'add' } },
+      { op: 'Add', inputs: ['x', 'm'], outputs: ['y'] },
+    ],
+  };
+  await againstOrt(spec, [f32([2, 3], 3)], 'ScatterND depth 0');
+});
+
+test('a ScatterND reduction newer than the model\'s opset is refused, naming it', () => {
+  assert.throws(() => graphOf(maskModel('max', 16)), /reduction "max" needs opset 18; the model imports 16/);
 });
 
 test('ScatterND refuses updates whose shape does not fit the indices, naming the node', () => {
@@ -99,6 +117,8 @@ test('Einsum in MaxViT\'s attention forms is rewritten to Transpose + MatMul tha
     ['b h i d, b h j d -> b h i j', [2, 4, 7, 16], [2, 4, 9, 16], [2, 4, 7, 9]],
     ['bkj,bik->bji', [3, 4, 5], [3, 6, 4], [3, 5, 6]],
     ['ki,jk->ij', [4, 5], [6, 4], [5, 6]],
+    ['ik,kj->ji', [4, 5], [5, 6], [6, 4]],
+    ['bid,bjd->ibj', [2, 3, 8], [2, 5, 8], [3, 2, 5]],
   ];
   for (const [eq, a, b, out] of cases) {
     const spec = einsumModel(eq, a, b, out);
@@ -119,10 +139,16 @@ test('the batched-matmul reading of an equation, and the equations that have non
 });
 
 test('an Einsum outside the matmul form is refused before tuning, naming its layer', () => {
-  const { graph } = graphOf(einsumModel('ijk,jkl->il', [2, 3, 4], [3, 4, 5], [2, 5]));
-  const found = unsupportedLayers(graph, 8);
-  assert.equal(found.length, 1);
-  assert.match(found[0]!.message, /einsum/i);
+  for (const [eq, a, b, out] of [
+    ['ijk,jkl->il', [2, 3, 4], [3, 4, 5], [2, 5]],
+    ['bik,bkj->bij', [2, 3, 1], [2, 4, 5], [2, 3, 5]], // k broadcast from 1: a MatMul would read K as 1
+  ] as [string, number[], number[], number[]][]) {
+    const spec = einsumModel(eq, a, b, out);
+    const named = { ...spec, nodes: spec.nodes.map((n) => ({ ...n, name: 'attn/einsum_7' })) };
+    const found = unsupportedLayers(graphOf(named).graph, 8);
+    assert.equal(found.length, 1, eq);
+    assert.match(found[0]!.message, /einsum.*attn\/einsum_7/i, eq);
+  }
 });
 
 test('a MatMul of two constants folds, as Swin-V2\'s position-bias MLP over its coordinate table, and matches ORT', async () => {
@@ -141,4 +167,19 @@ test('a MatMul of two constants folds, as Swin-V2\'s position-bias MLP over its 
   const { graph } = graphOf(spec);
   assert.ok(graph.layers.every((l) => l.op !== 'matmul' && l.op !== 'dense'), 'the MLP is folded away');
   await againstOrt(spec, [f32([2, 9, 3], 7)], 'constant MLP');
+});
+
+test('constant MatMuls fold with numpy\'s broadcasting and 1-D operands, as ORT computes them', async () => {
+  const cases: [number[], number[], number[]][] = [[[2, 1, 3, 4], [5, 4, 2], [2, 5, 3, 2]], [[4], [3, 4, 2], [3, 2]], [[2, 3, 4], [4], [2, 3]]];
+  for (const [a, b, out] of cases) {
+    const spec: ModelSpec = {
+      opset: 13,
+      inputs: [{ name: 'x', dtype: 'float32', shape: out }],
+      outputs: [{ name: 'y', dtype: 'float32', shape: out }],
+      initializers: [['a', floats(a, 10)], ['b', floats(b, 11)]],
+      nodes: [{ op: 'MatMul', inputs: ['a', 'b'], outputs: ['p'] }, { op: 'Add', inputs: ['x', 'p'], outputs: ['y'] }],
+    };
+    assert.ok(graphOf(spec).graph.layers.every((l) => l.op === 'add'), `${a} × ${b}: folded`);
+    await againstOrt(spec, [f32(out, 12)], `${a} × ${b}`);
+  }
 });

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // A compiled bundle's output against ONNX Runtime on one seeded input, at each thread count:
 // the largest absolute difference and the largest reference magnitude. Exit 1 if a difference exceeds
-// 1e-4 × (1 + max |reference|), or if the reference is constant (that would prove nothing). Usage: node bench/torchvision/against-ort.mjs MODEL.onnx BUNDLE [THREADS…]
+// 1e-4 × (1 + max |reference|), or if the reference is constant (that would prove nothing).
+// Usage: node bench/torchvision/against-ort.mjs MODEL.onnx BUNDLE [THREADS…]
 import { compareWithOrt } from '../../dist/src/bench/against-ort.js';
 
 const [model, bundle, ...threadArgs] = process.argv.slice(2);

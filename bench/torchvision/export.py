@@ -4,11 +4,13 @@
 Usage: /usr/bin/python3 bench/torchvision/export.py OUT_DIR [NAME ...]
        /usr/bin/python3 bench/torchvision/export.py --list        every model (classification, segmentation, then detection)
        /usr/bin/python3 bench/torchvision/export.py --probe OUT_DIR   try every classification model at 224; write probe.json
-       /usr/bin/python3 bench/torchvision/export.py --all OUT_DIR [NAME ...]   the coverage set (issue 33): every
-           classification and segmentation model at its default resolution, and the two SSD detectors; write exports.json
+       /usr/bin/python3 bench/torchvision/export.py --all OUT_DIR [NAME ...]
+           the coverage set (issue 33): every classification and segmentation model at its default
+           resolution, and the two SSD detectors; write exports.json
 
 With no NAME, the benchmark set (BENCH below) is exported. Weights are random (weights=None, seed
-0; a layer weight torchvision zeroes, like ViT's head, gets seeded random values): nothing is downloaded; latency does not depend on weight values. Every model is exported from
+0; a layer weight torchvision zeroes, like ViT's head, gets seeded random values): nothing is
+downloaded; latency does not depend on weight values. Every model is exported from
 eval mode at opset 13 with constant folding (BatchNormalization folded into Conv by the exporter
 where PyTorch can), a static batch-1 float input named `input` and output `output`: 1x3x224x224, or
 with --all the resolution the model's default weights are evaluated at (their transforms' crop, for
@@ -142,6 +144,7 @@ def zero_symbolic(g, tensor):
 
 def export(name, out_dir, side=SHAPE[2]):
     """Export one model; returns (path, input shape, whether its weights are external)."""
+    torch.onnx.register_custom_op_symbolic('aten::zero', zero_symbolic, OPSET)
     torch.manual_seed(SEED)
     model = build(name, side)
     shape = (1, 3, side, side)
@@ -165,7 +168,6 @@ def export(name, out_dir, side=SHAPE[2]):
 
 def export_all(out_dir, wanted):
     """The coverage set: every model at its default resolution, each failure recorded, exports.json rewritten after each."""
-    torch.onnx.register_custom_op_symbolic('aten::zero', zero_symbolic, OPSET)
     record_path = os.path.join(out_dir, 'exports.json')
     status = {}
     if os.path.exists(record_path):

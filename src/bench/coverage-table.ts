@@ -59,17 +59,23 @@ const clean = (s: string, max = 220) => {
 };
 
 /** Operators whose output shape depends on the data (detection post-processing), which a static plan cannot hold. */
-const DATA_DEPENDENT = ['NonZero', 'GatherND', 'NonMaxSuppression', 'TopK', 'If', 'Loop'];
+const DATA_DEPENDENT = new Set(['NonZero', 'NonMaxSuppression', 'If', 'Loop', 'Unique']);
+
+/** The operator types an UNSUPPORTED_OPS refusal lists ("Name (node…" after "unsupported operators:"). */
+function refusedOperators(error: string): string[] {
+  const listed = error.split('unsupported operators:')[1];
+  return listed === undefined ? [] : [...listed.matchAll(/([A-Za-z0-9]+) \(nodes? "/g)].map((m) => m[1]!);
+}
 
 /** What running a refused model would take, from the operators its refusal names. */
 export function whatItWouldTake(error: string): string {
-  const dynamic = DATA_DEPENDENT.filter((op) => new RegExp(`\\b${op}\\b`).test(error));
+  const ops = refusedOperators(error);
+  const dynamic = ops.filter((op) => DATA_DEPENDENT.has(op));
   if (dynamic.length > 0) {
-    return `would take: shapes that depend on the data (${dynamic.join(', ')}): the runtime plans every buffer ahead of time, `
-      + 'so the post-processing would need run-time shapes and generic ops beside the compiled backbone';
+    const others = ops.filter((o) => !DATA_DEPENDENT.has(o)).join(', ') || 'nothing else';
+    return `would take: shapes that depend on the data (${dynamic.join(', ')}; also refused: ${others}): `
+      + 'the runtime plans every buffer ahead of time, so the post-processing would need run-time shapes and generic ops beside the compiled backbone';
   }
-  const listed = error.split('unsupported operators:')[1];
-  const ops = listed === undefined ? [] : [...listed.matchAll(/([A-Za-z0-9]+) \(nodes? "/g)].map((m) => m[1]!);
   return ops.length > 0 ? `would take: a shape rule and a runtime op for ${ops.join(', ')}` : 'would take: a native lowering for the layers named';
 }
 

@@ -51,8 +51,8 @@ function rewrite(g: WorkGraph, node: OnnxNode, form: MatmulForm): OnnxNode[] | u
   const y = node.outputs[0] ?? '';
   const dtype = g.types.get(y)?.dtype ?? 'float32';
   const [aShape, bShape] = [shapeOf(g, node.inputs[0] ?? ''), shapeOf(g, node.inputs[1] ?? '')];
-  // Broadcast batch labels would need an Expand; exports write equal batches.
-  if ([...form.batch].some((l) => aShape[a.indexOf(l)] !== bShape[b.indexOf(l)])) return undefined;
+  // Broadcast batch or contracted labels (size 1 against n) would need an Expand; exports write equal sizes.
+  if ([...form.batch, form.contracted].some((l) => aShape[a.indexOf(l)] !== bShape[b.indexOf(l)])) return undefined;
   const out: OnnxNode[] = [];
   const arrange = (value: string, labels: string, wanted: string, shape: readonly number[], tag: string): string => {
     const perm = permutation(labels, wanted);

@@ -20,6 +20,8 @@ export interface InferOptions {
 
 /** Folding stops at results this large: past it a value is cheaper to compute at run time. */
 const MAX_FOLDED_ELEMENTS = 1 << 26;
+/** A fold costing more multiply-adds than this (seconds of JS) is left to the runtime. */
+const MAX_FOLD_WORK = 1 << 28;
 
 /**
  * The ai.onnx opsets veltair reads: 1 to 18, the newest whose operator changes the op table
@@ -106,6 +108,7 @@ function foldable(def: OpDef, ctx: OpContext, outTypes: readonly ValueType[]): b
   if (def.evaluate === undefined) return false;
   if (def.deterministic !== undefined && !def.deterministic(ctx)) return false;
   if (outTypes.some((t) => product(t.shape) > MAX_FOLDED_ELEMENTS)) return false;
+  if (def.foldWork !== undefined && def.foldWork(ctx) > MAX_FOLD_WORK) return false;
   if (def.foldsFromTypes) return true;
   const present = ctx.node.inputs.map((name, i) => (name === '' ? undefined : i)).filter((i) => i !== undefined);
   if (!present.every((i) => ctx.constants[i] !== undefined)) return false;

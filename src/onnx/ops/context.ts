@@ -25,6 +25,8 @@ export interface OpDef {
   readonly evaluate?: Evaluator;
   /** The evaluator needs only input types, not values (Shape, Size): folds even on run-time inputs. */
   readonly foldsFromTypes?: boolean;
+  /** Multiply-adds a fold would cost (MatMul of two constants): above the front end's limit the node is not folded. */
+  readonly foldWork?: (ctx: OpContext) => number;
   /** Whether this node may be folded at all (Dropout in training mode is random). */
   readonly deterministic?: (ctx: OpContext) => boolean;
 }

@@ -5,6 +5,7 @@
  */
 import { attrString } from '../attributes.js';
 import { formatShape } from '../shapes.js';
+import { quoteForMessage } from '../../errors.js';
 import { attrError, input, shapeError, type OpContext, type OpDef } from './context.js';
 
 export interface EinsumEquation {
@@ -33,7 +34,7 @@ export function parseEinsum(equation: string): EinsumEquation | undefined {
 function equationOf(ctx: OpContext): EinsumEquation {
   const text = attrString(ctx.node, 'equation', '');
   const eq = parseEinsum(text);
-  if (eq === undefined) throw attrError(ctx, `equation "${text.slice(0, 80)}" is not an einsum equation like "ij,jk->ik"`);
+  if (eq === undefined) throw attrError(ctx, `equation ${quoteForMessage(text, 80)} is not an einsum equation like "ij,jk->ik"`);
   return eq;
 }
 

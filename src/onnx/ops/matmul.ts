@@ -30,12 +30,16 @@ function evaluateMatMul(a: Tensor, b: Tensor, outDtype: Tensor['dtype'], outShap
   const dst = allocData(outDtype, count * m * n) as unknown as number[];
   for (let p = 0; p < count; p++) {
     const [ax, bx] = [batchOffset(as, p) * m * k, batchOffset(bs, p) * k * n];
+    const row = new Float64Array(n);
     for (let r = 0; r < m; r++) {
-      for (let c = 0; c < n; c++) {
-        let acc = 0;
-        for (let q = 0; q < k; q++) acc += x[ax + r * k + q]! * w[bx + q * n + c]!;
-        dst[(p * m + r) * n + c] = store(acc);
+      row.fill(0);
+      // i-k-j: B is read along its rows; each output still sums over k in order.
+      for (let q = 0; q < k; q++) {
+        const a = x[ax + r * k + q]!;
+        const base = bx + q * n;
+        for (let c = 0; c < n; c++) row[c] += a * w[base + c]!;
       }
+      for (let c = 0; c < n; c++) dst[(p * m + r) * n + c] = store(row[c]!);
     }
   }
   return { dtype: outDtype, dims: outShape, data: dst as unknown as TensorData };
@@ -60,6 +64,12 @@ const matmul: OpDef = {
     return [{ dtype: a.dtype, shape }];
   },
   evaluate: (_ctx, [a, b], [out]) => [evaluateMatMul(a!, b!, out!.dtype, out!.shape)],
+  foldWork: (ctx) => {
+    const a = input(ctx, 0).shape;
+    const b = input(ctx, 1).shape;
+    const outElements = (a.length > 1 ? a.slice(0, -1) : []).concat(b.length > 1 ? b.slice(0, -2).concat(b.slice(-1)) : []);
+    return outElements.reduce((s, d) => s * d, 1) * a[a.length - 1]!;
+  },
 };
 
 const gemm: OpDef = {

@@ -8,9 +8,13 @@ import type { Tensor, TensorData } from '../model.js';
 import { attrString } from '../attributes.js';
 import { formatShape, product } from '../shapes.js';
 import { allocData, nums, storeFor } from '../eval.js';
+import { quoteForMessage } from '../../errors.js';
 import { attrError, input, shapeError, type OpContext, type OpDef } from './context.js';
 
 type Combine = (old: number, update: number) => number;
+
+/** The opset each reduction arrived in (ScatterND-16 added add and mul, ScatterND-18 max and min). */
+const REDUCTION_OPSET: Readonly<Record<string, number>> = { none: 11, add: 16, mul: 16, max: 18, min: 18 };
 
 const REDUCTIONS: Readonly<Record<string, Combine>> = {
   none: (_old, update) => update,
@@ -23,7 +27,9 @@ const REDUCTIONS: Readonly<Record<string, Combine>> = {
 function reductionOf(ctx: OpContext): Combine {
   const name = attrString(ctx.node, 'reduction', 'none');
   const combine = REDUCTIONS[name];
-  if (combine === undefined) throw attrError(ctx, `reduction "${name}" is not one of ${Object.keys(REDUCTIONS).join(', ')}`);
+  if (combine === undefined) throw attrError(ctx, `reduction ${quoteForMessage(name, 20)} is not one of ${Object.keys(REDUCTIONS).join(', ')}`);
+  const since = REDUCTION_OPSET[name]!;
+  if (ctx.opset < since) throw attrError(ctx, `reduction ${quoteForMessage(name, 20)} needs opset ${since}; the model imports ${ctx.opset}`);
   return combine;
 }
 
@@ -33,7 +39,10 @@ function sliceOffsets(ctx: OpContext, dataDims: readonly number[], indices: Tens
   const sliceSize = product(dataDims.slice(depth));
   const idx = nums(indices);
   const offsets: number[] = [];
-  for (let start = 0; start < idx.length; start += depth) {
+  // Counted from the index shape, not idx.length / depth: a depth of 0 names the whole of data once per tuple.
+  const tuples = product(indices.dims.slice(0, -1));
+  for (let t = 0; t < tuples; t++) {
+    const start = t * depth;
     let flat = 0;
     for (let axis = 0; axis < depth; axis++) {
       const dim = dataDims[axis]!;
