@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { recordIdOf } from '../src/db/record.js';
+import { makeRecord, recordIdOf } from '../src/db/record.js';
+import { jobTimeoutMs } from '../src/measure/run-candidate.js';
+import { makeCandidate } from '../src/space/candidate.js';
 import { openDatabase } from '../src/db/store.js';
 import { targetFingerprint } from '../src/db/target-fingerprint.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
@@ -57,4 +59,29 @@ test('batches of two workloads in one evaluation: each gets its own trials and r
   assert.ok(again.flat().every((r) => r.fromDb), 'every trial is a database hit now');
   assert.deepEqual(again.map((rs) => rs.map((r) => r.medianMs['0'])), first.map((rs) => rs.map((r) => r.medianMs['0'])), 'read back as measured');
   assert.equal(seen.length, sa.length + sb.length, 'hits are reported too');
+});
+
+test('a recorded timeout is measured again, and the new record is the one kept', { timeout: 600_000 }, async () => {
+  const target = await detectTarget();
+  const fingerprint = targetFingerprint(target);
+  const db = await openDatabase(join(root, 'db-timeout'), { target, shipped: false });
+  const w = withKey({ ...shape, cout: 16 });
+  const s = defaultSchedule(w, target, 1);
+  const cand = makeCandidate(w, s, target);
+  await db.append([makeRecord({ workload: w, target, schedule: s, features: cand.features, latencies: {}, status: 'timeout',
+    error: 'level 0: no result within 60000 ms' })]);
+  const ctx: EvaluateContext = { target, fingerprint, db, levels: [0], levelsFor: () => [0], bank: async () => undefined,
+    cacheDir: join(root, 'cache'), minTimeMs: 5 };
+  const [[r]] = await evaluateBatches([{ workload: w, schedules: [s] }], ctx);
+  assert.equal(r!.fromDb, false, 'measured, not read back');
+  assert.equal(r!.status, 'ok');
+  assert.deepEqual(db.records(w.key).map((x) => x.status), ['ok'], 'the ok record replaces the timeout');
+});
+
+test('the default per-job limit: 60 s, more for a layer whose reference and first calls need it', () => {
+  assert.equal(jobTimeoutMs(undefined), 60_000);
+  assert.equal(jobTimeoutMs(2e9), 60_000, 'a ResNet-sized layer');
+  const fcnHead = 2 * 2048 * 512 * 9 * 65 * 65;
+  assert.ok(jobTimeoutMs(fcnHead) > fcnHead / 0.5e9 * 1000, 'FCN\'s 80 GFLOP head: longer than its reference at 0.5 GFLOP/s');
+  assert.ok(jobTimeoutMs(2 * fcnHead) > jobTimeoutMs(fcnHead));
 });

@@ -27,7 +27,7 @@ export async function measureCandidates(cands: readonly Candidate[], options: Me
     const b = bySymbol.get(units[i]!.symbol)!;
     if (b.status === 'ok') {
       jobOf.push(jobs.length);
-      jobs.push({ soPath: b.soPath, symbol: b.symbol, threads: c.schedule.threads });
+      jobs.push({ soPath: b.soPath, symbol: b.symbol, threads: c.schedule.threads, flops: c.features.flops });
     } else {
       jobOf.push(undefined);
     }

@@ -37,6 +37,19 @@ export interface MeasureJob {
   readonly soPath: string;
   readonly symbol: string;
   readonly threads: number;
+  /** Floating-point operations of one call: a large layer gets a longer default limit (jobTimeoutMs). */
+  readonly flops?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+/**
+ * The default per-job limit: 60 s, or more for a layer whose plain C reference (checked once per workload, at
+ * ≥ 0.5 GFLOP/s on one core) and first timed calls would not fit in it — FCN's 2048→512 3×3 head at 65×65 is
+ * 80 GFLOP a call. Generous on purpose: the limit is there to catch hangs, not slow candidates.
+ */
+export function jobTimeoutMs(flops: number | undefined): number {
+  return Math.max(DEFAULT_TIMEOUT_MS, Math.ceil(((flops ?? 0) / 0.5e9 + 10 * (flops ?? 0) / 2e9) * 1000));
 }
 
 export interface MeasureOptions {
@@ -46,7 +59,7 @@ export interface MeasureOptions {
   readonly minTimeMs?: number;
   readonly minRepeats?: number;
   readonly maxRepeats?: number;
-  /** Per-job limit, verification included (default 60 s). */
+  /** Per-job limit, verification included (default: jobTimeoutMs of the job's flops, at least 60 s). */
   readonly timeoutMs?: number;
   /** clflush packed weights and input before every timed call. */
   readonly flushCache?: boolean;
@@ -132,7 +145,7 @@ async function runChild(bin: string, refCache: string | undefined, jobs: readonl
       if (await o.skipJob?.(index)) { child.stdin?.write('skip\n'); continue; }
       current = index;
       await o.beforeJob?.(index);
-      watchdog = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, o.timeoutMs ?? 60_000);
+      watchdog = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, o.timeoutMs ?? jobTimeoutMs(jobs[index]!.flops));
       child.stdin?.write('go\n');
     } else if (line.status === 'skipped') {
       done.set(index, undefined);
@@ -147,7 +160,8 @@ async function runChild(bin: string, refCache: string | undefined, jobs: readonl
   const result = await child;
   clearTimeout(watchdog);
   if (current !== undefined && !done.has(current)) {
-    const why = timedOut ? `no result within ${o.timeoutMs ?? 60_000} ms` : `harness died (${result.signal ?? `exit ${result.exitCode}`})`;
+    const limit = o.timeoutMs ?? jobTimeoutMs(jobs[current]!.flops);
+    const why = timedOut ? `no result within ${limit} ms` : `harness died (${result.signal ?? `exit ${result.exitCode}`})`;
     const m: Measurement = { status: timedOut ? 'timeout' : 'crash', repeatsMs: [], message: `${why} ${stderr.join('').slice(0, 200)}`.trim() };
     done.set(current, m);
     await o.afterJob?.(current, m);

@@ -1,7 +1,7 @@
 /**
  * Trials: a batch of schedules for one workload in, one TrialResult per schedule out. A schedule
  * whose record id is already in the database is a database hit (its record is read back, nothing
- * runs); the rest are generated and built together (parallel compiles, cached objects), then
+ * runs; a recorded timeout is measured again); the rest are generated and built together (parallel compiles, cached objects), then
  * measured in one harness child per thread count (one reference computation per workload, one
  * check per candidate), one candidate at a time at every level it can be measured at — the noisy
  * ones only if its quiet median passes the screen below — and each one's record is appended to
@@ -136,7 +136,8 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
     schedules.forEach((s, i) => {
       const id = recordIdOf(w.key, ctx.fingerprint, s, s.threads);
       const r = ctx.db.has(id) ? known.get(id) : undefined;
-      if (r) results[b]![i] = trialFromRecord(r, id, ctx.levels, true);
+      // A timeout says as much about the limit and the machine's load then as about the kernel: measure it again.
+      if (r && r.status !== 'timeout') results[b]![i] = trialFromRecord(r, id, ctx.levels, true);
       else {
         const cand = makeCandidate(w, s, ctx.target);
         todo.push({ b, i, id, cand, unit: generateKernel(cand) });
@@ -171,7 +172,8 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
       const group = runnable.filter((r) => r.threads === threads);
       const bank = group.some((r) => r.levels.some((l) => l !== 0)) ? await ctx.bank() : undefined;
       const screen = ctx.noisyScreen ?? DEFAULT_NOISY_SCREEN;
-      await measureCandidatesAtLevels(group.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads }, levels: r.levels })), bank, {
+      const jobs = group.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads, flops: r.cand.features.flops }, levels: r.levels }));
+      await measureCandidatesAtLevels(jobs, bank, {
         ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
         ...(ctx.minTimeMs !== undefined ? { minTimeMs: ctx.minTimeMs } : {}),
         ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
