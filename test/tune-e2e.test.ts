@@ -4,7 +4,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/db/store.js';
-import { levelsOf, medianMs } from '../src/db/record.js';
+import { levelsOf, makeRecord, medianMs } from '../src/db/record.js';
+import { makeCandidate } from '../src/space/candidate.js';
+import { defaultSchedule } from '../src/space/presets.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { tuneWorkloads, shardOf, tasksOf } from '../src/tune/tune-model.js';
@@ -108,4 +110,17 @@ test('screening: a candidate slower quiet than the screen × the best so far is 
     best = Math.min(best, ms);
   }
   for (const v of r.families.get(conv.key)!.versions) assert.deepEqual(Object.keys(v.latencyMs).sort(), ['0', '1'], 'kept versions have every level');
+});
+
+test('a workload whose only record is a timeout is tuned again, not reported as having no version', { timeout: 600_000 }, async () => {
+  const target = await detectTarget();
+  const db = await openDatabase(join(root, 'db-timeout'), { target, shipped: false });
+  const w = withKey({ ...convShape, cout: 48 });
+  const s = defaultSchedule(w, target, 1);
+  await db.append([makeRecord({ workload: w, target, schedule: s, features: makeCandidate(w, s, target).features, latencies: {},
+    status: 'timeout', error: 'level 0: no result within 60000 ms' })]);
+  const r = await tuneWorkloads([{ workload: w, count: 1 }], { trials: 1, levels: [0], threads: [1], seed: 3, db, minTimeMs: 5, target,
+    profileThreads: [1] });
+  assert.ok(r.measured >= 1, 'measured here');
+  assert.ok((r.families.get(w.key)?.versions.length ?? 0) >= 1, 'the family has a version');
 });

@@ -297,7 +297,8 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   // records included) measure a new batch of candidates for workloads it has tuned.
   runs.forEach((r, i) => {
     const quiet = (x: TrialResult) => (x.status === 'ok' ? x.medianMs['0'] ?? Infinity : Infinity);
-    const own = o.db.records(r.use.workload.key).filter((x) => x.threads === r.threads)
+    // A recorded timeout does not count: evaluate.ts measures it again (the limit or the load, not the kernel, may have ended it).
+    const own = o.db.records(r.use.workload.key).filter((x) => x.threads === r.threads && x.status !== 'timeout')
       .map((x) => trialFromRecord(x, recordId(x), levels, true)).sort((a, b) => quiet(a) - quiet(b) || (a.id < b.id ? -1 : 1));
     for (const t of own.slice(0, caps[i]!)) {
       searches[i]!.observe(t);
