@@ -183,3 +183,29 @@ test('constant MatMuls fold with numpy\'s broadcasting and 1-D operands, as ORT 
     await againstOrt(spec, [f32(out, 12)], `${a} × ${b}`);
   }
 });
+
+/** ViT's token sequence: patches transposed to [1, tokens, dim], then the class token (a constant) prepended or appended. */
+function classTokenModel(constantFirst: boolean): ModelSpec {
+  return {
+    opset: 13,
+    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 8, 4] }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [1, 5, 8] }],
+    initializers: [['cls', floats([1, 1, 8], 9)], ['two', { dtype: 'float32', dims: [], data: new Float32Array([2]) }]],
+    nodes: [
+      { op: 'Transpose', inputs: ['x'], outputs: ['t'], attrs: { perm: [0, 2, 1] } },
+      { op: 'Concat', inputs: constantFirst ? ['cls', 't'] : ['t', 'cls'], outputs: ['c'], attrs: { axis: 1 } },
+      { op: 'Mul', inputs: ['c', 'two'], outputs: ['y'] },
+    ],
+  };
+}
+
+test('a Concat with a constant part (ViT\'s class token) puts every part at its own slice, as ORT does', async () => {
+  for (const constantFirst of [true, false]) {
+    const spec = classTokenModel(constantFirst);
+    const { ours, reference } = await runAgainstOrt(spec, [f32([1, 8, 4], 4)]);
+    const cls = Array.from(floats([1, 1, 8], 9).data as Float32Array, (v) => 2 * v);
+    const at = constantFirst ? 0 : 32;
+    assert.deepEqual(Array.from(reference[0] as Float32Array).slice(at, at + 8), cls.map(Math.fround), 'the reference holds the class token');
+    assertClose(ours[0]!, reference[0]!, `Concat, constant ${constantFirst ? 'first' : 'last'}`, 1e-6, 1e-7);
+  }
+});

@@ -193,6 +193,9 @@ function placeSlices(steps: readonly PlanStep[], values: readonly DraftValue[], 
     const l = layerOf.get(s.layer)!;
     if (l.tunable || (l.attrs['axis'] !== 1 && l.op !== 'slice')) return s;
     if (l.op === 'concat' && s.outputs.length === 1) {
+      // A constant part (ViT's class token) is a param, not a step input: the inputs' slices would
+      // start at the wrong channel, so such a concat copies.
+      if (Object.keys(l.params).length > 0) return s;
       const out = values[s.outputs[0]!]!;
       const offs = sliceOffsets(s.inputs.map((i) => values[i]!), out);
       const placed = placement.placeConcat(out.id, s.inputs.map((id, i) => ({ id, offset: offs[i] })), movable);
