@@ -2,7 +2,8 @@
  * The operators the torchvision transformers export beyond MatMul/Softmax/LayerNorm, against ONNX Runtime:
  * ScatterND building Swin's shifted-window mask from shapes (folded at compile time), Einsum in MaxViT's
  * batched-matmul forms (rewritten to Transpose + MatMul, which ORT must answer as it answers the Einsum), and a MatMul of two constants (Swin-V2's
- * position-bias MLP, folded). An Einsum outside the matmul form is refused before tuning, naming its layer.
+ * position-bias MLP, folded), and a Concat with a constant part (ViT's class token). An Einsum outside the matmul form
+ * is refused before tuning, naming its layer.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
