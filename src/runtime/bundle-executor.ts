@@ -1,13 +1,11 @@
 /**
  * A verified bundle (src/bundle/read.ts: schema, hashes, paths, ISA already checked) → a native
- * executor: read each blob file once, hand the layers to the translator, load kernels.so. Every
+ * executor: read each blob once, hand the layers to the translator, load kernels.so. Every
  * kernel step starts on its first in-plan version; the runtime's version picker changes them.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { BlobRef, Manifest } from '../bundle/manifest.js';
+import type { Manifest } from '../bundle/manifest.js';
 import type { LoadedBundle } from '../bundle/read.js';
-import { internalError } from '../errors.js';
+import { blobReader } from './blob-reader.js';
 import { createExecutor, type Executor, type LoadOptions } from './native-bridge.js';
 import { fromManifest } from './runtime-layer.js';
 import { translatePlan, type TranslatedPlan, type TranslateOptions } from './translate.js';
@@ -19,16 +17,14 @@ export interface BundleExecutor {
 }
 
 export async function executorForBundle(bundle: LoadedBundle, options: TranslateOptions & LoadOptions = {}): Promise<BundleExecutor> {
-  const files = new Map<string, Buffer>();
-  const read = (ref: BlobRef): Uint8Array => {
-    // readBundle has already checked that ref.file is listed, stays inside the bundle and holds the range.
-    let bytes = files.get(ref.file);
-    if (bytes === undefined) { bytes = readFileSync(join(bundle.paths.dir, ref.file)); files.set(ref.file, bytes); }
-    if (ref.offset + ref.length > bytes.length) throw internalError(`blob ${ref.file}@${ref.offset} lies outside its file`);
-    return bytes.subarray(ref.offset, ref.offset + ref.length);
-  };
-  const translated = translatePlan(bundle.manifest.graphPlan, fromManifest(bundle.manifest, read),
-    { runningVersion: levelZeroVersion(bundle.manifest, options.threads ?? 1), ...options });
+  const blobs = blobReader(bundle.paths.dir);
+  let translated: TranslatedPlan;
+  try {
+    translated = translatePlan(bundle.manifest.graphPlan, fromManifest(bundle.manifest, blobs.read),
+      { runningVersion: levelZeroVersion(bundle.manifest, options.threads ?? 1), ...options });
+  } finally {
+    blobs.close();
+  }
   const executor = await createExecutor(translated.plan, bundle.paths.kernels, options);
   return { executor, translated };
 }
