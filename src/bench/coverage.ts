@@ -14,7 +14,8 @@
  * time is the "compile s". With BENCH_LOCK set, a compile holds that lock shared and a timing holds
  * it exclusive (as bench/torchvision/suite.sh does), so timings never overlap other benchmarks.
  * --no-latency compiles and checks only; a later --latency-only run times the models that matched (their
- * bundles kept in WORK/bundles), so every model's row can say whether it runs before any is timed.
+ * bundles kept in WORK/bundles), so every model's row can say whether it runs before any is timed;
+ * --latency-only --force times them again (a timing taken on a busy machine).
  * --results rewrites the table between the coverage-table markers of that file; --table-only renders the
  * records there are, running nothing.
  * `--check MODEL BUNDLE` is the child that compares one bundle with ONNX Runtime (its own process, so
@@ -149,10 +150,11 @@ async function timeRecorded(o: Options, name: string, path: string): Promise<voi
   if (!existsSync(path)) return;
   const rec = JSON.parse(readFileSync(path, 'utf8')) as CoverageRecord;
   const bundle = join(o.work, 'bundles', `${name}.bundle`);
-  if (!rec.match?.ok || (rec.latency !== undefined && Object.keys(rec.latency).length > 0) || !existsSync(bundle)) return;
+  const timed = rec.latency !== undefined && Object.keys(rec.latency).length > 0;
+  if (!rec.match?.ok || (timed && !o.force) || !existsSync(bundle)) return;
   log(`${name}: timing against ONNX Runtime`);
-  const timed: CoverageRecord = { ...rec, ...(await latencyStep(o, join(o.work, 'models', exportedFile(o, name)), bundle)) };
-  await writeTextAtomic(path, `${JSON.stringify(timed, null, 1)}\n`);
+  const next: CoverageRecord = { ...rec, ...(await latencyStep(o, join(o.work, 'models', exportedFile(o, name)), bundle)) };
+  await writeTextAtomic(path, `${JSON.stringify(next, null, 1)}\n`);
 }
 
 function exportedFile(o: Options, name: string): string {
