@@ -42,6 +42,13 @@ export interface TrainSettings {
    * 'neuron' (neuron-major, the Adam step apart) or 'sample' (per-sample HOGWILD), for comparison (native.ts).
    */
   readonly pass?: Pass;
+  /**
+   * Fraction of a sampled output layer's active neurons drawn uniformly at random instead of from the tables
+   * (default: UNIFORM_DEFAULT), and whether their logits get the sampled-softmax correction log(pool / picked)
+   * (default true; it also applies to the random fill when the tables return too few). native-kernels/sparse/train/pass.c.
+   */
+  readonly uniformNegatives?: number;
+  readonly logQ?: boolean;
 }
 
 /**
@@ -52,6 +59,9 @@ export interface TrainSettings {
 export function frequentDefault(l: SparseLayer): number {
   return l.hash ? Math.ceil(activeTarget(l) / 16) : 0;
 }
+
+/** TrainSettings.uniformNegatives' default. */
+export const UNIFORM_DEFAULT = 0;
 
 /** The `n` labels that occur most often in `labels` (ties: the lower id), of `classes`. */
 export function mostFrequent(labels: Int32Array, classes: number, n: number): Int32Array {
@@ -158,6 +168,7 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
   const adam: AdamOptions = {
     lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0,
     optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'], pass: PASS_CODE[settings.pass ?? 'neuron-adam'],
+    uniform: settings.uniformNegatives ?? UNIFORM_DEFAULT, logq: settings.logQ ?? true ? 1 : 0,
   };
   const sparse = layers.some((l) => l.hash);
   const output = layers[layers.length - 1]!;

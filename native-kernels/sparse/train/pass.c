@@ -89,8 +89,13 @@ int vs_select_active(vs_model* m, int l, vs_work* w, const float* xin, const int
   }
   int32_t* out = w->idx[l];
   int na = 0;
-  if (n > target) {
-    const int need = target - forced;
+  /* Training the output layer with opts.uniform: the tables' candidates fill only target - U places, the last U are
+   * uniformly random (step 4), so every label is pushed down now and then, not only those the tables return. */
+  const int last = l == m->n_layers - 1;
+  const int reserve = train && last && o && o->uniform > 0 ? (int)((double)o->uniform * target) : 0;
+  const int kept = target - reserve;
+  if (n > kept) {
+    const int need = kept - forced;
     int thr = T->L + 1, quota = 0;
     if (need > 0) {
       uint32_t* hist = w->hist;
@@ -110,6 +115,8 @@ int vs_select_active(vs_model* m, int l, vs_work* w, const float* xin, const int
   } else {
     for (int i = 0; i < n; i++) out[na++] = (int32_t)cand[i];
   }
+  w->n_uniform = 0;
+  w->uniform_off = 0.0f;
   if (na < target) {
     const int before = na;
     if (target - na <= (L->out - na) / 2) {
@@ -125,6 +132,13 @@ int vs_select_active(vs_model* m, int l, vs_work* w, const float* xin, const int
       }
     }
     w->filled_sum += na - before;
+    if (train && last) {
+      /* Sampled softmax (Bengio & Senecal; Jean et al. 2015): each of the pool's out - before neurons is picked with
+       * probability q = picked / pool, so exp(z + log(1/q)) over the picks estimates the pool's share of the full
+       * softmax's denominator without bias; the tables' picks (q = 1) keep their logits. */
+      w->n_uniform = na - before;
+      if (o && o->logq && L->act == VS_ACT_SOFTMAX && na > before) w->uniform_off = (float)log((double)(L->out - before) / (double)(na - before));
+    }
   }
   w->active_sum += na;
   for (int k = 0; k < na; k++) w->pos[out[k]] = (uint32_t)k;
@@ -181,6 +195,8 @@ void vs_forward(vs_model* m, vs_work* w, const vs_sample* s, int mode, float eva
         const float* row = L->w + (size_t)ids[k] * L->in;
         z[k] = L->b[ids[k]] + (xidx ? vs_dot_sparse(row, xidx, xin, xn) : vs_dot(row, xin, L->in));
       }
+      if (mode == VS_MODE_TRAIN && l == last && w->uniform_off != 0.0f)
+        for (int k = na - w->n_uniform; k < na; k++) z[k] += w->uniform_off;
       w->n_active[l] = na;
       w->listed[l] = 1;
     } else {
