@@ -2,10 +2,11 @@
  * The training section of `npm run bench`, also runnable alone:
  *   node dist/src/bench/train-run.js [--sections compare,grid,threads,sparsity,passes] [--datasets planted,words,wordnet,debian-packages]
  *     [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…] [--optimizer adam|lazy-adam|dense-adam]
- *     [--frequent-labels N] [--json-out FILE]
+ *     [--frequent-labels N] [--uniform F] [--logq 0|1] [--json-out FILE]
  * (sparsity: the output sparsity sweep, not in the default sections; with no --sparsities, veltair alone at the autotuned one.
  * passes: the per-sample and the neuron-major batch paired, --epochs epochs, not in the default sections.
- * --optimizer, --frequent-labels: the sweep's, for comparison; every other section trains with the defaults.)
+ * --optimizer, --frequent-labels, --uniform (the output layer's share of uniformly random negatives), --logq (their
+ * sampled-softmax correction): the sweep's, for comparison; every other section trains with the defaults.)
  * Run it under the benchmark lock: `flock -x /work/.bench.lock node dist/src/bench/train-run.js`.
  */
 import { writeFile } from 'node:fs/promises';
