@@ -107,6 +107,8 @@ typedef struct {
   int aln;             /* insert missed label neurons into the buckets their input selected */
   int optimizer;       /* VS_OPT_* */
   int pass;            /* VS_PASS_*: how a batch's output layer is computed (train/batched.c) */
+  float uniform;       /* fraction of a sampled output layer's target kept for uniformly random negatives (pass.c) */
+  int logq;            /* uniformly random negatives' logits get + log(pool / picked), their inverse inclusion odds (pass.c) */
 } vs_train_opts;
 /* A batch per sample (HOGWILD: each sample forward and backward alone), or neuron-major: every sample's hidden
  * layer and active set first, then each active output neuron's row read once for all the batch's samples that
@@ -133,6 +135,8 @@ typedef struct __attribute__((aligned(128))) {
   uint32_t* pos;                   /* [max out]: position of a neuron in the active list */
   uint32_t stamp_id;
   int stamp_len;
+  int n_uniform;                   /* the last training selection's uniformly random picks: the last n_uniform of idx */
+  float uniform_off;               /* and the offset their logits get (0 without logq) */
   float* dense_scratch;            /* [max width] for DWTA over sparse inputs */
   double prof[VS_PH_N];            /* the epoch profile's per-thread seconds (enum above) */
   /* statistics of the last pass, per thread */
@@ -145,6 +149,8 @@ typedef struct vs_batch {
   float* h;            /* [rows][width] each sample's hidden activation */
   int32_t* ids;        /* [rows][slot] each sample's active neurons */
   int32_t* na;         /* [rows] how many */
+  int32_t* nu;         /* [rows] how many of them (the last) are uniformly random picks */
+  float* off;          /* [rows] the logit offset of those picks (pass.c: logQ) */
   float* z;            /* [rows][slot] their logits, then probabilities, then dLoss/dz */
   int segments;        /* the threads that built the lists: segment t holds thread t's run of samples */
   uint32_t* start;     /* [threads][out+1] in segment t, neuron n's entries are inv[t][start[t][n] .. start[t][n+1]) */
@@ -156,7 +162,7 @@ typedef struct vs_batch {
 
 static inline void vs_batch_release(vs_batch* b) {
   if (!b) return;
-  free(b->h); free(b->ids); free(b->na); free(b->z); free(b->start); free(b->inv); free(b->isample); free(b->tcount); free(b->din);
+  free(b->h); free(b->ids); free(b->na); free(b->nu); free(b->off); free(b->z); free(b->start); free(b->inv); free(b->isample); free(b->tcount); free(b->din);
   free(b);
 }
 

@@ -2,10 +2,11 @@
  * The training section of `npm run bench`, also runnable alone:
  *   node dist/src/bench/train-run.js [--sections compare,grid,threads,sparsity,passes] [--datasets planted,words,wordnet,debian-packages]
  *     [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…] [--optimizer adam|lazy-adam|dense-adam]
- *     [--frequent-labels N] [--json-out FILE]
+ *     [--frequent-labels N] [--uniform F] [--logq 0|1] [--json-out FILE]
  * (sparsity: the output sparsity sweep, not in the default sections; with no --sparsities, veltair alone at the autotuned one.
  * passes: the per-sample and the neuron-major batch paired, --epochs epochs, not in the default sections.
- * --optimizer, --frequent-labels: the sweep's, for comparison; every other section trains with the defaults.)
+ * --optimizer, --frequent-labels, --uniform (the output layer's share of uniformly random negatives), --logq (their
+ * sampled-softmax correction): the sweep's, for comparison; every other section trains with the defaults.)
  * Run it under the benchmark lock: `flock -x /work/.bench.lock node dist/src/bench/train-run.js`.
  */
 import { writeFile } from 'node:fs/promises';
@@ -32,6 +33,9 @@ export interface TrainBenchOptions {
   /** The sparsity sweep's optimizer (default adam). */
   readonly optimizer?: Optimizer;
   readonly frequentLabels?: number;
+  /** The sparsity sweep's uniformly random negatives (fraction of the active set) and logQ correction (trainer defaults). */
+  readonly uniformNegatives?: number;
+  readonly logQ?: boolean;
   readonly log: (m: string) => void;
 }
 
@@ -73,7 +77,9 @@ export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchRes
       out.push(passesMarkdown(p));
     }
     if (o.sections.includes('sparsity')) {
-      const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log, o.optimizer, o.frequentLabels);
+      const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log, o.optimizer, o.frequentLabels, {
+        ...(o.uniformNegatives === undefined ? {} : { uniformNegatives: o.uniformNegatives }), ...(o.logQ === undefined ? {} : { logQ: o.logQ }),
+      });
       result.sparsity.push(s);
       out.push(sparsityMarkdown(s));
     }
@@ -104,6 +110,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     sparsities: (arg('--sparsities') ?? '').split(',').filter((x) => x !== '').map(Number),
     optimizer: optimizerArg(arg('--optimizer') ?? 'adam'),
     ...(arg('--frequent-labels') === undefined ? {} : { frequentLabels: Number(arg('--frequent-labels')) }),
+    ...(arg('--uniform') === undefined ? {} : { uniformNegatives: Number(arg('--uniform')) }),
+    ...(arg('--logq') === undefined ? {} : { logQ: arg('--logq') !== '0' }),
     log: (m) => process.stderr.write(`bench train [${((Date.now() - t0) / 1000).toFixed(0)} s]: ${m}\n`),
   });
   const command = `node dist/src/bench/train-run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;

@@ -36,11 +36,12 @@ export interface SparsityReport {
 }
 
 export async function sparsitySweep(dataset: BenchDataset, epochs: number, threads: number, sparsities: readonly number[],
-  log: (m: string) => void, optimizer: Optimizer = 'adam', frequentLabels?: number): Promise<SparsityReport> {
+  log: (m: string) => void, optimizer: Optimizer = 'adam', frequentLabels?: number,
+  sampling: { readonly uniformNegatives?: number; readonly logQ?: boolean } = {}): Promise<SparsityReport> {
   const data = await loadBenchData(dataset);
   const points: SparsityPoint[] = [];
   for (const s of [undefined, ...sparsities]) {
-    const settings = { optimizer, ...(frequentLabels === undefined ? {} : { frequentLabels }) };
+    const settings = { optimizer, ...(frequentLabels === undefined ? {} : { frequentLabels }), ...sampling };
     const run = await veltairTrainer(data, threads, s === undefined ? {} : { outputSparsity: s }, settings);
     const out = run.layers[run.layers.length - 1]!;
     const curve: SparsityEpoch[] = [];

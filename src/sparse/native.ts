@@ -50,6 +50,10 @@ export interface AdamOptions {
   readonly optimizer: number;
   /** PASS_CODE (absent: neuron-major where it fits) */
   readonly pass?: number;
+  /** Fraction of the output layer's active target kept for uniformly random negatives (absent or 0: none; pass.c). */
+  readonly uniform?: number;
+  /** 1: uniformly random negatives' logits get + log(pool / picked) (logQ; pass.c). */
+  readonly logq?: number;
 }
 
 export type TensorName = 'w' | 'b' | 'gw' | 'gb' | 'mw' | 'vw' | 'mb' | 'vb';

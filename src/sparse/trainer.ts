@@ -42,6 +42,13 @@ export interface TrainSettings {
    * 'neuron' (neuron-major, the Adam step apart) or 'sample' (per-sample HOGWILD), for comparison (native.ts).
    */
   readonly pass?: Pass;
+  /**
+   * Fraction of a sampled output layer's active neurons drawn uniformly at random instead of from the tables
+   * (default: UNIFORM_DEFAULT), and whether their logits get the sampled-softmax correction log(pool / picked)
+   * (default true; it also applies to the random fill when the tables return too few). native-kernels/sparse/train/pass.c.
+   */
+  readonly uniformNegatives?: number;
+  readonly logQ?: boolean;
 }
 
 /**
@@ -52,6 +59,14 @@ export interface TrainSettings {
 export function frequentDefault(l: SparseLayer): number {
   return l.hash ? Math.ceil(activeTarget(l) / 16) : 0;
 }
+
+/**
+ * TrainSettings.uniformNegatives' default for a softmax output (sigmoid outputs: none, not measured). With the tables'
+ * candidates only, labels they never return for an input are never pushed down by it: debian-packages P@5 stayed
+ * 2.7-3.5 points under dense training; a quarter of the active set uniformly random, logQ-corrected, closed it
+ * (bench/RESULTS.md, issue 35).
+ */
+export const UNIFORM_DEFAULT = 0.25;
 
 /** The `n` labels that occur most often in `labels` (ties: the lower id), of `classes`. */
 export function mostFrequent(labels: Int32Array, classes: number, n: number): Int32Array {
@@ -158,6 +173,8 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
   const adam: AdamOptions = {
     lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0,
     optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'], pass: PASS_CODE[settings.pass ?? 'neuron-adam'],
+    uniform: settings.uniformNegatives ?? (layers[layers.length - 1]!.activation === 'softmax' ? UNIFORM_DEFAULT : 0),
+    logq: settings.logQ ?? true ? 1 : 0,
   };
   const sparse = layers.some((l) => l.hash);
   const output = layers[layers.length - 1]!;

@@ -196,6 +196,9 @@ static int read_opts(napi_env env, napi_value o, vs_model* m, int threads, vs_tr
   t->beta2 = (float)vt_prop_num(env, o, "beta2");
   t->eps = (float)vt_prop_num(env, o, "eps");
   t->aln = vt_prop_num(env, o, "aln") > 0;
+  const double uniform = vt_prop_num(env, o, "uniform"); /* absent (NaN) or 0: none */
+  t->uniform = uniform > 0 && uniform < 1 ? (float)uniform : 0.0f;
+  t->logq = vt_prop_num(env, o, "logq") > 0;
   const double pass = vt_prop_num(env, o, "pass"); /* absent: neuron-major where it fits (batched.c) */
   t->pass = pass == VS_PASS_SAMPLE || pass == VS_PASS_NEURON_ADAM ? (int)pass : VS_PASS_NEURON;
   const double opt = vt_prop_num(env, o, "optimizer");

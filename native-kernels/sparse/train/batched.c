@@ -62,13 +62,15 @@ static int ensure_batch(vs_model* m, size_t rows, size_t slot, size_t threads) {
   b->h = vs_alloc(rows * width * 4);
   b->ids = vs_alloc(rows * slot * 4);
   b->na = vs_alloc(rows * 4);
+  b->nu = vs_alloc(rows * 4);
+  b->off = vs_alloc(rows * 4);
   b->z = vs_alloc(rows * slot * 4);
   b->start = vs_alloc(threads * (out + 1) * 4);
   b->inv = vs_alloc(threads * rows * slot * 4);
   b->din = vs_alloc(threads * rows * width * 4);
   b->tcount = vs_alloc(threads * out * 4);
   b->isample = vs_alloc(threads * rows * slot * 4);
-  if (!b->h || !b->ids || !b->na || !b->z || !b->start || !b->inv || !b->din || !b->tcount || !b->isample) {
+  if (!b->h || !b->ids || !b->na || !b->nu || !b->off || !b->z || !b->start || !b->inv || !b->din || !b->tcount || !b->isample) {
     vs_batch_release(b);
     m->batch = NULL;
     return -1;
@@ -246,6 +248,8 @@ int vs_backprop_neuron_major(vs_model* m, const vs_data* d, const int32_t* order
     const int na = vs_select_active(m, 1, w, h, NULL, width, L->target, &s, 1, o, &rng);
     memcpy(b->ids + (size_t)i * slot, w->idx[1], (size_t)na * 4);
     b->na[i] = na;
+    b->nu[i] = w->n_uniform;
+    b->off[i] = w->uniform_off;
   }
 
   m->work[0].prof[VS_PH_INVERT] += invert(b, count, out, threads);
@@ -290,6 +294,7 @@ int vs_backprop_neuron_major(vs_model* m, const vs_data* d, const int32_t* order
     const int32_t* ids = b->ids + (size_t)i * slot;
     float* p = w->act[1];
     memcpy(p, zs, (size_t)na * 4);
+    if (b->off[i] != 0.0f) for (int k = na - b->nu[i]; k < na; k++) p[k] += b->off[i]; /* logQ, as vs_forward */
     if (L->act == VS_ACT_SOFTMAX) { /* as vs_output */
       const float mx = vs_max(p, na);
       vs_exp_shift(p, na, mx);

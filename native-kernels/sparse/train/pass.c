@@ -13,10 +13,13 @@
  *      that are not its own; without it a sample never pushes it down, and the trained network
  *      over-predicts it (debian-packages: libc6 top-1 for 65% of test samples, against 42% after
  *      dense training; bench/RESULTS.md, issue 35);
- *   3. more candidates than the target s·d: keep the labels and the candidates returned by the
- *      most tables (ties in bucket order);
- *   4. fewer: fill with uniformly random neurons not yet chosen, from the sample's own random
- *      stream, and count them (the `filled` statistic each epoch reports).
+ *   3. more candidates than the target s·d (less, in training the output layer, the share opts.uniform keeps for
+ *      random neurons): keep the labels and the candidates returned by the most tables (ties in bucket order);
+ *   4. fewer than s·d: fill with uniformly random neurons not yet chosen, from the sample's own random
+ *      stream, and count them (the `filled` statistic each epoch reports). In training with opts.logq their
+ *      logits get + log(pool / picked) (sampled softmax). Why: a label the tables never return for an input is
+ *      otherwise never pushed down by it; on debian-packages (4.9 labels per sample) P@5 stayed ~3 points under
+ *      dense training until a quarter of the active set was random and corrected (bench/RESULTS.md, issue 35).
  */
 #include <math.h>
 #include <string.h>
@@ -89,8 +92,13 @@ int vs_select_active(vs_model* m, int l, vs_work* w, const float* xin, const int
   }
   int32_t* out = w->idx[l];
   int na = 0;
-  if (n > target) {
-    const int need = target - forced;
+  /* Training the output layer with opts.uniform: the tables' candidates fill only target - U places, the last U are
+   * uniformly random (step 4), so every label is pushed down now and then, not only those the tables return. */
+  const int last = l == m->n_layers - 1;
+  const int reserve = train && last && o && o->uniform > 0 ? (int)((double)o->uniform * target) : 0;
+  const int kept = target - reserve;
+  if (n > kept) {
+    const int need = kept - forced;
     int thr = T->L + 1, quota = 0;
     if (need > 0) {
       uint32_t* hist = w->hist;
@@ -110,6 +118,8 @@ int vs_select_active(vs_model* m, int l, vs_work* w, const float* xin, const int
   } else {
     for (int i = 0; i < n; i++) out[na++] = (int32_t)cand[i];
   }
+  w->n_uniform = 0;
+  w->uniform_off = 0.0f;
   if (na < target) {
     const int before = na;
     if (target - na <= (L->out - na) / 2) {
@@ -125,6 +135,13 @@ int vs_select_active(vs_model* m, int l, vs_work* w, const float* xin, const int
       }
     }
     w->filled_sum += na - before;
+    if (train && last) {
+      /* Sampled softmax (Bengio & Senecal; Jean et al. 2015): each of the pool's out - before neurons is picked with
+       * probability q = picked / pool, so exp(z + log(1/q)) over the picks estimates the pool's share of the full
+       * softmax's denominator without bias; the tables' picks (q = 1) keep their logits. */
+      w->n_uniform = na - before;
+      if (o && o->logq && L->act == VS_ACT_SOFTMAX && na > before) w->uniform_off = (float)log((double)(L->out - before) / (double)(na - before));
+    }
   }
   w->active_sum += na;
   for (int k = 0; k < na; k++) w->pos[out[k]] = (uint32_t)k;
@@ -181,6 +198,8 @@ void vs_forward(vs_model* m, vs_work* w, const vs_sample* s, int mode, float eva
         const float* row = L->w + (size_t)ids[k] * L->in;
         z[k] = L->b[ids[k]] + (xidx ? vs_dot_sparse(row, xidx, xin, xn) : vs_dot(row, xin, L->in));
       }
+      if (mode == VS_MODE_TRAIN && l == last && w->uniform_off != 0.0f)
+        for (int k = na - w->n_uniform; k < na; k++) z[k] += w->uniform_off;
       w->n_active[l] = na;
       w->listed[l] = 1;
     } else {
