@@ -97,7 +97,27 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
+const USAGE = `usage: node dist/src/bench/train-run.js [--sections compare,grid,threads,sparsity,passes]
+  [--datasets planted,words,wordnet,debian-packages] [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…]
+  [--optimizer adam|lazy-adam|dense-adam] [--frequent-labels N] [--uniform F] [--logq 0|1] [--json-out FILE]
+A run takes minutes to hours (a PyTorch epoch is minutes): run it under the benchmark lock.`;
+const FLAGS = new Set(['--sections', '--datasets', '--epochs', '--grid-epochs', '--threads', '--sparsities', '--optimizer',
+  '--frequent-labels', '--uniform', '--logq', '--json-out']);
+
+/** A flag this script does not know (a typo would otherwise start a long run on the defaults): its name, or undefined. */
+export function unknownFlag(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i += 2) if (!FLAGS.has(argv[i]!) || argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) return argv[i];
+  return undefined;
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(`${USAGE}\n`); process.exit(0); }
+  const unknown = unknownFlag(argv);
+  if (unknown !== undefined) {
+    process.stderr.write(`error[BAD_ARGUMENT]: unknown option or missing value near "${unknown}"\n  hint: ${USAGE.split('\n')[0]} …\n`);
+    process.exit(1);
+  }
   const t0 = Date.now();
   const { machineInfo, machineLine } = await import('./machine.js');
   const machine = await machineInfo();
