@@ -146,20 +146,15 @@ async function cover(o: Options, name: string, e: ExportEntry): Promise<Coverage
   return { ...rec, match, ...(await latencyStep(o, model, bundle)) };
 }
 
-async function timeRecorded(o: Options, name: string, path: string): Promise<void> {
+async function timeRecorded(o: Options, name: string, e: ExportEntry | undefined, path: string): Promise<void> {
   if (!existsSync(path)) return;
   const rec = JSON.parse(readFileSync(path, 'utf8')) as CoverageRecord;
   const bundle = join(o.work, 'bundles', `${name}.bundle`);
   const timed = rec.latency !== undefined && Object.keys(rec.latency).length > 0;
   if (!rec.match?.ok || (timed && !o.force) || !existsSync(bundle)) return;
   log(`${name}: timing against ONNX Runtime`);
-  const next: CoverageRecord = { ...rec, ...(await latencyStep(o, join(o.work, 'models', exportedFile(o, name)), bundle)) };
+  const next: CoverageRecord = { ...rec, ...(await latencyStep(o, join(o.work, 'models', e?.file ?? `${name}.onnx`), bundle)) };
   await writeTextAtomic(path, `${JSON.stringify(next, null, 1)}\n`);
-}
-
-function exportedFile(o: Options, name: string): string {
-  const exported = JSON.parse(readFileSync(join(o.work, 'models', 'exports.json'), 'utf8')) as Record<string, ExportEntry>;
-  return exported[name]?.file ?? `${name}.onnx`;
 }
 
 function readRecords(dir: string): CoverageRecord[] {
@@ -174,7 +169,7 @@ async function run(o: Options): Promise<void> {
   const names = o.names.length > 0 ? o.names : Object.keys(exported).sort();
   const recordsDir = join(o.work, 'coverage');
   for (const d of [recordsDir, join(o.work, 'bundles'), join(o.work, 'db')]) mkdirSync(d, { recursive: true });
-  for (const name of o.latencyOnly && !o.tableOnly ? names : []) await timeRecorded(o, name, join(recordsDir, `${name}.json`));
+  for (const name of o.latencyOnly && !o.tableOnly ? names : []) await timeRecorded(o, name, exported[name], join(recordsDir, `${name}.json`));
   for (const name of o.tableOnly || o.latencyOnly ? [] : names) {
     const e = exported[name];
     if (!e) { log(`${name}: not in exports.json, skipped`); continue; }
