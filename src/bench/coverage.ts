@@ -12,24 +12,21 @@
  * Each model's compile is `veltair compile --trials T --threads T --levels 0` into WORK/bundles with
  * the database WORK/db (shared by all models, so later models reuse earlier ones' records); its wall
  * time is the "compile s". With BENCH_LOCK set, a compile holds that lock shared and a timing holds
- * it exclusive (as bench/torchvision/suite.sh does), so timings never overlap other benchmarks.
+ * it exclusive, so timings never overlap other benchmarks.
  * --no-latency compiles and checks only; a later --latency-only run times the models that matched (their
  * bundles kept in WORK/bundles), so every model's row can say whether it runs before any is timed;
  * --latency-only --force times them again (a timing taken on a busy machine).
  * --results rewrites the table between the coverage-table markers of that file; --table-only renders the
  * records there are, running nothing.
- * `--check MODEL BUNDLE` is the child that compares one bundle with ONNX Runtime (its own process, so
- * a model that crashes the runtime is a row, not the end of the run).
+ * Each compile, check and timing is a child process of its own (model-runs.ts).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { execa } from 'execa';
 import { writeTextAtomic } from '../atomic-file.js';
 import { loadModel } from '../onnx/load.js';
 import { lowerToLayers } from '../ir/lower.js';
-import { repoRoot } from '../toolchain/paths.js';
-import { compareWithOrt } from './against-ort.js';
-import { coverageTable, MATCH_TOLERANCE, replaceTable, type CoverageRecord } from './coverage-table.js';
+import { coverageTable, replaceTable, type CoverageRecord } from './coverage-table.js';
+import { benchBundle, checkBundle, compileBundle } from './model-runs.js';
 
 interface ExportEntry {
   readonly status: 'exported' | 'failed';
@@ -55,34 +52,6 @@ interface Options {
 }
 
 const log = (m: string) => process.stderr.write(`coverage: ${m}\n`);
-const veltairBin = () => join(repoRoot(), 'bin', 'veltair');
-/** The command under the benchmark lock when BENCH_LOCK names one: shared for compiles, exclusive for timings. */
-const locked = (mode: '-s' | '-x', cmd: string[]): [string, string[]] => {
-  const lock = process.env['BENCH_LOCK'];
-  // The shell prints when the lock was taken, so a compile's time leaves out its wait for the lock.
-  return lock ? ['flock', [mode, lock, 'sh', '-c', `echo "${LOCKED_AT}$(date +%s%N)" >&2; exec "$@"`, 'sh', ...cmd]] : [cmd[0]!, cmd.slice(1)];
-};
-const LOCKED_AT = 'coverage-lock-taken-ns=';
-
-/** Seconds from the lock being taken (or from `t0Ms`, with no lock) to now. */
-function secondsSinceStart(stderr: string, t0Ms: number): number {
-  const m = new RegExp(`${LOCKED_AT}(\\d+)`).exec(stderr);
-  if (!m) return (performance.now() - t0Ms) / 1000;
-  return (Date.now() * 1e6 - Number(m[1])) / 1e9;
-}
-
-function dirBytes(path: string): number {
-  const s = statSync(path);
-  if (!s.isDirectory()) return s.size;
-  return readdirSync(path).reduce((sum, f) => sum + dirBytes(join(path, f)), 0);
-}
-
-/** The last line veltair printed on stderr that reads as its error (it prints one line per error). */
-function errorLine(stderr: string, fallback: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
-  return lines.reverse().find((l) => /^error|UNSUPPORTED|\[[A-Z_]+\]/.test(l)) ?? lines[0] ?? fallback;
-}
-
 async function tunableGmacs(model: string): Promise<number | undefined> {
   try {
     const graph = lowerToLayers(await loadModel(model));
@@ -94,38 +63,20 @@ async function tunableGmacs(model: string): Promise<number | undefined> {
 
 async function compileStep(o: Options, name: string, model: string): Promise<NonNullable<CoverageRecord['compile']>> {
   const bundle = join(o.work, 'bundles', `${name}.bundle`);
-  const budget = `--trials ${o.trials} --threads ${o.threads} --levels 0`;
-  const [cmd, args] = locked('-s', [process.execPath, veltairBin(), 'compile', model, '-o', bundle, '--db', join(o.work, 'db'),
-    '--trials', String(o.trials), '--threads', String(o.threads), '--levels', '0', '--force', '--json']);
-  const t0 = performance.now();
-  const r = await execa(cmd, args, { reject: false, stdin: 'ignore', all: false });
-  const wallSeconds = secondsSinceStart(r.stderr, t0);
-  if (r.exitCode !== 0) return { ok: false, wallSeconds, budget, error: errorLine(r.stderr, `exit ${r.exitCode}`) };
-  let tuningSeconds: number | undefined;
-  try { tuningSeconds = (JSON.parse(r.stdout) as { tuningSeconds?: number }).tuningSeconds; } catch { /* the bundle is what counts */ }
-  return { ok: true, wallSeconds, budget, bundleBytes: dirBytes(bundle), ...(tuningSeconds !== undefined ? { tuningSeconds } : {}) };
+  const budget = ['--trials', String(o.trials), '--threads', String(o.threads), '--levels', '0'];
+  return { ...(await compileBundle(model, bundle, join(o.work, 'db'), budget)), budget: budget.join(' ') };
 }
 
 async function matchStep(name: string, model: string, bundle: string): Promise<NonNullable<CoverageRecord['match']>> {
-  // Shared, like a compile: the check's runs must not land inside another process's timing.
-  const [cmd, args] = locked('-s', [process.execPath, new URL(import.meta.url).pathname, '--check', model, bundle]);
-  const r = await execa(cmd, args, { reject: false, stdin: 'ignore' });
-  if (r.exitCode !== 0) return { relErr: NaN, ok: false, error: errorLine(r.stderr, `the check of ${name} exited ${r.exitCode}`) };
-  const { relErr, refSpread } = JSON.parse(r.stdout) as { relErr: number; refSpread: number };
-  if (!(refSpread > 0)) return { relErr, ok: false, error: 'ONNX Runtime\'s output is constant on the seeded input, so matching it proves nothing' };
-  return { relErr, ok: relErr <= MATCH_TOLERANCE };
+  return checkBundle(name, model, bundle);
 }
 
 async function latencyStep(o: Options, model: string, bundle: string): Promise<Pick<CoverageRecord, 'latency' | 'latencyError'>> {
   const latency: Record<string, { veltairMs: number; ortMs: number; ratio: number }> = {};
   for (const t of [1, 2]) {
-    const [cmd, args] = locked('-x', [process.execPath, veltairBin(), 'bench', bundle, '--model', model, '--threads', String(t), '--noise', '0',
-      '--rounds', String(o.rounds), '--runs', String(o.runs), '--json']);
-    const r = await execa(cmd, args, { reject: false, stdin: 'ignore' });
-    if (r.exitCode !== 0) return { latency, latencyError: errorLine(r.stderr, `bench exited ${r.exitCode}`) };
-    const quiet = (JSON.parse(r.stdout) as { results: { noise: number; veltairMs: number; ortMs: number; ratioVsOrt: number }[] })
-      .results.find((c) => c.noise === 0);
-    if (quiet) latency[String(t)] = { veltairMs: quiet.veltairMs, ortMs: quiet.ortMs, ratio: quiet.ratioVsOrt };
+    const r = await benchBundle(model, bundle, t, o.rounds, o.runs);
+    if ('error' in r) return { latency, latencyError: r.error };
+    latency[String(t)] = { veltairMs: r.veltairMs, ortMs: r.ortMs, ratio: r.ratio };
   }
   return { latency };
 }
@@ -195,12 +146,6 @@ async function run(o: Options): Promise<void> {
   }
 }
 
-/** The child: max |bundle − ORT| / max |ORT| over the first output, on one seeded input, at 1 thread. */
-async function check(model: string, bundle: string): Promise<void> {
-  const [c] = await compareWithOrt(model, bundle, [1]);
-  process.stdout.write(`${JSON.stringify({ relErr: c!.maxRef > 0 ? c!.maxDiff / c!.maxRef : c!.maxDiff, refSpread: c!.refSpread })}\n`);
-}
-
 function parse(argv: readonly string[]): Options {
   const flag = (n: string, d: number) => { const i = argv.indexOf(n); return i >= 0 ? Number(argv[i + 1]) : d; };
   const valued = new Set(['--trials', '--threads', '--rounds', '--runs', '--results']);
@@ -219,7 +164,5 @@ function parse(argv: readonly string[]): Options {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const argv = process.argv.slice(2);
-  const done = argv[0] === '--check' ? check(argv[1]!, argv[2]!) : run(parse(argv));
-  done.catch((e: unknown) => { console.error(`error: ${e instanceof Error ? e.message : String(e)}`); process.exit(1); });
+  run(parse(process.argv.slice(2))).catch((e: unknown) => { console.error(`error: ${e instanceof Error ? e.message : String(e)}`); process.exit(1); });
 }
