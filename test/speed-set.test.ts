@@ -1,7 +1,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import type { CoverageRecord } from '../src/bench/coverage-table.js';
-import { roundRatios } from '../src/bench/model-runs.js';
+import { roundsOf } from '../src/bench/model-runs.js';
 import { parseSpeedSetArgs, speedSetModels } from '../src/bench/speed-set.js';
 import { SPEED_BEGIN, SPEED_END, speedSetTable, type SpeedRow } from '../src/bench/speed-set-table.js';
 import { describeRoofline, groupLimits, groupOf, stepLimit } from '../src/bench/step-roofline.js';
@@ -47,9 +47,9 @@ test('groups sum their steps, largest time first, with their share and the fract
   assert.equal(describeRoofline({ groups: g, fraction: 0.8 }), 'conv 3×3 80% at 88% of FMA; add 20% at 50% of memory (whole run at 80% of its limit)');
 });
 
-test('per-round ratios come from the flat samples, `runs` to a round', () => {
-  assert.deepEqual(roundRatios([2, 2, 2, 3, 3, 3], [4, 4, 4, 3, 3, 3], 3), [0.5, 1]);
-  assert.deepEqual(roundRatios([1, 1], [1], 1), [1], 'a round either arm lacks is not a round');
+test('flat samples are cut into rounds of `runs`, a partial round dropped', () => {
+  assert.deepEqual(roundsOf([2, 2, 2, 3, 3, 3], 3), [[2, 2, 2], [3, 3, 3]]);
+  assert.deepEqual(roundsOf([1, 2, 3], 2), [[1, 2]]);
 });
 
 const cov = (model: string, gmacs: number | undefined, ok: boolean): CoverageRecord => ({

@@ -13,7 +13,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { median } from '../stats.js';
+import { pairedRatios } from '../stats.js';
 import { repoRoot } from '../toolchain/paths.js';
 import { compareWithOrt } from './against-ort.js';
 import { MATCH_TOLERANCE } from './coverage-table.js';
@@ -95,10 +95,10 @@ export interface Timing {
   readonly maxRatio: number;
 }
 
-/** Per-round ratios of two arms' flat samples (`runs` per round, rounds in order). */
-export function roundRatios(veltair: readonly number[], ort: readonly number[], runs: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i + runs <= Math.min(veltair.length, ort.length); i += runs) out.push(median(veltair.slice(i, i + runs)) / median(ort.slice(i, i + runs)));
+/** A flat list of samples cut into rounds of `runs` (a trailing partial round is dropped). */
+export function roundsOf(samples: readonly number[], runs: number): number[][] {
+  const out: number[][] = [];
+  for (let i = 0; i + runs <= samples.length; i += runs) out.push(samples.slice(i, i + runs));
   return out;
 }
 
@@ -111,8 +111,8 @@ export async function benchBundle(model: string, bundle: string, threads: number
   const quiet = (JSON.parse(r.stdout) as { results: { noise: number; veltairMs: number; ortMs: number; ratioVsOrt: number;
     samples: { veltair: number[]; ort: number[] } }[] }).results.find((c) => c.noise === 0);
   if (!quiet) return { error: 'bench printed no quiet condition' };
-  const perRound = roundRatios(quiet.samples.veltair, quiet.samples.ort, runs);
-  return { veltairMs: quiet.veltairMs, ortMs: quiet.ortMs, ratio: quiet.ratioVsOrt, minRatio: Math.min(...perRound), maxRatio: Math.max(...perRound) };
+  const spread = pairedRatios(roundsOf(quiet.samples.ort, runs), roundsOf(quiet.samples.veltair, runs));
+  return { veltairMs: quiet.veltairMs, ortMs: quiet.ortMs, ratio: quiet.ratioVsOrt, minRatio: spread.minRatio, maxRatio: spread.maxRatio };
 }
 
 /** The bundle's per-step profile against the machine's limits at `threads` (step-roofline.ts), under the lock held exclusive. */

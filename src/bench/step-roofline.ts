@@ -40,8 +40,10 @@ export interface StepCost {
 export interface StepLimit extends StepCost {
   readonly fmaMs: number;
   readonly memoryMs: number;
+  /** max(fmaMs, memoryMs). */
+  readonly limitMs: number;
   readonly bound: 'fma' | 'memory';
-  /** max(fmaMs, memoryMs) / ms. */
+  /** limitMs / ms. */
   readonly fraction: number;
 }
 
@@ -50,7 +52,7 @@ export function stepLimit(s: StepCost, peakGflops: number, copyGbps: number): St
   const fmaMs = peakGflops > 0 ? s.flops / peakGflops / 1e6 : 0;
   const memoryMs = copyGbps > 0 ? s.bytes / copyGbps / 1e6 : 0;
   const limitMs = Math.max(fmaMs, memoryMs);
-  return { ...s, fmaMs, memoryMs, bound: fmaMs >= memoryMs ? 'fma' : 'memory', fraction: s.ms > 0 ? limitMs / s.ms : 0 };
+  return { ...s, fmaMs, memoryMs, limitMs, bound: fmaMs >= memoryMs ? 'fma' : 'memory', fraction: s.ms > 0 ? limitMs / s.ms : 0 };
 }
 
 /** What a tunable layer computes, as the groups of a profile name it. */
@@ -80,9 +82,8 @@ export function groupLimits(steps: readonly StepLimit[]): GroupLimit[] {
   const by = new Map<string, { steps: number; ms: number; limit: number; fma: number; memory: number }>();
   for (const s of steps) {
     const g = by.get(s.group) ?? { steps: 0, ms: 0, limit: 0, fma: 0, memory: 0 };
-    const limit = Math.max(s.fmaMs, s.memoryMs);
-    by.set(s.group, { steps: g.steps + 1, ms: g.ms + s.ms, limit: g.limit + limit,
-      fma: g.fma + (s.bound === 'fma' ? limit : 0), memory: g.memory + (s.bound === 'memory' ? limit : 0) });
+    by.set(s.group, { steps: g.steps + 1, ms: g.ms + s.ms, limit: g.limit + s.limitMs,
+      fma: g.fma + (s.bound === 'fma' ? s.limitMs : 0), memory: g.memory + (s.bound === 'memory' ? s.limitMs : 0) });
   }
   return [...by].map(([group, g]) => ({
     group, steps: g.steps, ms: g.ms, share: total > 0 ? g.ms / total : 0, fraction: g.ms > 0 ? g.limit / g.ms : 0,
@@ -130,7 +131,7 @@ export async function roofline(bundle: string, threads: number, runs: number): P
   const bw = await measureCopyBandwidth([...costs.filter((c) => c.bytes > 0).map((c) => copySizeFor(c.bytes)), out], { cores, ms: 10, reps: 3 });
   const steps = costs.map((c) => stepLimit(c, peak.gflops, c.bytes > 0 ? bw.get(copySizeFor(c.bytes))! : 0));
   const totalMs = steps.reduce((s, x) => s + x.ms, 0);
-  const limitMs = steps.reduce((s, x) => s + Math.max(x.fmaMs, x.memoryMs), 0);
+  const limitMs = steps.reduce((s, x) => s + x.limitMs, 0);
   return {
     threads, runs, peakGflops: peak.gflops, memoryGbps: bw.get(out)!, totalMs, fraction: totalMs > 0 ? limitMs / totalMs : 0,
     groups: groupLimits(steps), steps,
