@@ -18,23 +18,33 @@ const ROOMS = {
   db: ['codegen', 'ir', 'space', 'toolchain', 'measure'],
   tune: ['measure', 'db', 'space', 'codegen', 'ir', 'toolchain', 'interference'],
   bundle: ['tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'toolchain', 'interference'],
-  // runtime -> sparse: a bundle's sparse output layer runs on the sparse addon's hashing and head kernels (src/runtime/sparse-head.ts).
-  runtime: ['bundle', 'ir', 'onnx', 'toolchain', 'interference', 'sparse'],
-  // plot -> sparse: the recall-latency frontier of a bundle's sparse head is read from its sparse/head.json.
-  plot: ['bundle', 'runtime', 'tune', 'measure', 'sparse'],
+  // sparse-head: the sparse output layer as inference runs it (its file format, the native head, building and loading the sparse add-ons).
+  'sparse-head': ['toolchain'],
+  runtime: ['bundle', 'ir', 'onnx', 'toolchain', 'interference', 'sparse-head'],
+  // plot -> sparse-head: the recall-latency frontier of a bundle's sparse head is read from its sparse/head.json.
+  plot: ['bundle', 'runtime', 'tune', 'measure', 'sparse-head'],
   schedule: [],
-  sparse: ['onnx', 'toolchain'],
+  // sparse: BOLT training; it writes what sparse-head reads.
+  sparse: ['onnx', 'toolchain', 'sparse-head'],
   profile: ['schedule', 'runtime', 'bundle', 'interference', 'toolchain'],
   simulate: ['schedule', 'plot'],
+  // load: the load client (open-loop load, sweeps, the serving calibration); it reads the server's timeline and fits the simulator's calibration.
+  load: ['serve', 'simulate', 'toolchain'],
   // compile: the compile library (compileModel, the one CompileOptions) and what a compile does after tuning — a bundle's sparse family,
   // the interference proxy fitted on this machine (stored through bundle/), a model's seeded feeds. The CLI and bench call it.
-  compile: ['bundle', 'runtime', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'sparse', 'toolchain', 'interference'],
+  compile: ['bundle', 'runtime', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'sparse', 'sparse-head', 'toolchain', 'interference'],
   // api: the library's front door for serve, simulate and train (src/index.ts re-exports it with compileModel and loadBundle); no room imports it.
   api: ['serve', 'simulate', 'schedule', 'sparse', 'bundle', 'toolchain'],
   serve: ['schedule', 'profile', 'runtime', 'bundle', 'onnx', 'interference', 'toolchain'],
-  bench: ['compile', 'sparse', 'serve', 'simulate', 'profile', 'schedule', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain', 'interference', 'terminal'],
-  cli: ['compile', 'sparse', 'bench', 'serve', 'simulate', 'profile', 'schedule', 'plot', 'runtime', 'bundle', 'tune', 'db', 'measure', 'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain',
-    'interference', 'terminal'],
+  // ort: ONNX Runtime, the reference and the baseline (sessions in pinned children, the serving backend); the only product room that imports it.
+  ort: ['serve', 'runtime', 'bundle', 'compile', 'ir', 'onnx', 'toolchain'],
+  // compare: `veltair bench` and `bench-layers`, veltair's latency beside ONNX Runtime's.
+  compare: ['ort', 'compile', 'runtime', 'bundle', 'measure', 'space', 'ir', 'onnx', 'toolchain', 'interference', 'terminal'],
+  // bench: what produces bench/RESULTS.md; no room imports it.
+  bench: ['compare', 'ort', 'load', 'compile', 'sparse', 'sparse-head', 'serve', 'simulate', 'profile', 'schedule', 'runtime', 'bundle', 'tune', 'db', 'measure',
+    'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain', 'interference', 'terminal'],
+  cli: ['compare', 'ort', 'load', 'compile', 'sparse', 'sparse-head', 'serve', 'simulate', 'profile', 'schedule', 'plot', 'runtime', 'bundle', 'tune', 'db', 'measure',
+    'codegen', 'space', 'ir', 'onnx', 'zoo', 'toolchain', 'interference', 'terminal'],
 };
 
 /** The shared modules directly under src/ (index.ts, the package's public API, may import any room). */
@@ -67,18 +77,25 @@ module.exports = {
       to: { path: '^src/interference/', pathNot: '^src/interference/proxy-(features|model)\\.ts$' },
     },
     {
-      name: 'onnxruntime-only-in-bench',
-      comment: 'ONNX Runtime is a development dependency: only the benchmark room may import it',
+      name: 'onnxruntime-only-in-ort',
+      comment: 'ONNX Runtime is an optional peer: only its own room (and the benchmark harness) may import it',
       severity: 'error',
-      from: { pathNot: '^src/bench/' },
+      from: { pathNot: '^src/(ort|bench)/' },
       to: { path: 'onnxruntime-node' },
     },
     {
-      name: 'bench-loaded-lazily',
-      comment: 'the CLI reaches the benchmark room only through the lazy loader, so other commands run without ONNX Runtime',
+      name: 'ort-rooms-loaded-lazily',
+      comment: 'the CLI reaches the rooms that use ONNX Runtime only through the lazy loader, so other commands run without it',
       severity: 'error',
-      from: { path: '^src/cli/', pathNot: '^src/cli/bench-room\\.ts$' },
-      to: { path: '^src/bench/', dependencyTypesNot: ['type-only'] },
+      from: { path: '^src/cli/', pathNot: '^src/cli/ort-room\\.ts$' },
+      to: { path: '^src/(compare|ort)/', pathNot: '^src/ort/available\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'nothing-imports-the-harness',
+      comment: 'src/bench/ produces bench/RESULTS.md; no veltair command or library room may need it',
+      severity: 'error',
+      from: { pathNot: '^src/bench/' },
+      to: { path: '^src/bench/' },
     },
   ],
   options: {

@@ -1,9 +1,10 @@
 /**
  * The rooms' borders (README "Architecture"; the table is .dependency-cruiser.cjs): every import in
  * src/ crosses only an allowed border, no two rooms import each other even indirectly, only the
- * benchmark room imports ONNX Runtime, and the runtime loads only the interference proxy's decision
- * path. dependency-cruiser parses the imports (type-only and dynamic ones included); a control tree
- * with one forbidden import and one room cycle proves the checks can fail.
+ * ONNX Runtime room (and the benchmark harness) imports ONNX Runtime, nothing outside the
+ * harness imports it, and the runtime loads only the interference proxy's decision path.
+ * dependency-cruiser parses the imports (type-only and dynamic ones included); a control tree with
+ * forbidden imports and one room cycle proves the checks can fail.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -81,19 +82,25 @@ test('every import in src/ crosses only an allowed border, and no rooms form a c
   assert.deepEqual(unlisted, [], 'every folder of src/ is a room in .dependency-cruiser.cjs (and the README)');
 });
 
-test('control: a forbidden import, ONNX Runtime outside bench/ and a room cycle are all reported', { timeout: 60_000 }, async () => {
+test('control: a forbidden import, ONNX Runtime outside ort/, an import of the harness and a room cycle are all reported', { timeout: 60_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'veltair-arch-'));
   try {
     const file = (rel: string, text: string) => { mkdirSync(dirname(join(dir, rel)), { recursive: true }); writeFileSync(join(dir, rel), text); };
     file('src/measure/probe.js', 'export const x = 1;\n');
     file('src/runtime/uses-measure.js', "import { x } from '../measure/probe.js';\nimport * as ort from 'onnxruntime-node';\nexport const y = [x, ort];\n");
     file('src/onnx/a.js', "import { b } from '../ir/b.js';\nexport const a = b;\n");
+    file('src/bench/tool.js', 'export const t = 1;\n');
+    file('src/cli/uses-bench.js', "import { t } from '../bench/tool.js';\nexport const u = t;\n");
+    file('src/compare/thing.js', 'export const c = 1;\n');
+    file('src/cli/eager.js', "import { c } from '../compare/thing.js';\nexport const e = c;\n");
     file('src/ir/b.js', "export const b = 1;\nexport async function back() { return import('../onnx/a.js'); }\n");
     file('package.json', '{"type":"module"}\n');
     const r = await cruiseTree(['src'], dir, false);
     const names = new Set(r.summary.violations.map((v) => `${v.rule.name} ${v.from}`));
     assert.ok(names.has('room-runtime src/runtime/uses-measure.js'), violationsText(r));
-    assert.ok(names.has('onnxruntime-only-in-bench src/runtime/uses-measure.js'), violationsText(r));
+    assert.ok(names.has('onnxruntime-only-in-ort src/runtime/uses-measure.js'), violationsText(r));
+    assert.ok(names.has('nothing-imports-the-harness src/cli/uses-bench.js'), violationsText(r));
+    assert.ok(names.has('ort-rooms-loaded-lazily src/cli/eager.js'), violationsText(r));
     const cycle = findCycle(roomGraph(r));
     assert.ok(cycle, 'the onnx <-> ir cycle (one edge a dynamic import) is found');
     assert.deepEqual(new Set(cycle), new Set(['onnx', 'ir']));

@@ -12,7 +12,7 @@ import { encodeModel } from '../src/onnx/encode.js';
 import { loadModel } from '../src/onnx/load.js';
 import { lowerToLayers } from '../src/ir/lower.js';
 import { isVeltairError } from '../src/errors.js';
-import { compactRanges, describeWorkload, searchSchedules, selectBenchLayers } from '../src/bench/layer-bench.js';
+import { compactRanges, describeWorkload, searchSchedules, selectBenchLayers } from '../src/compare/layers.js';
 import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { isValid } from '../src/space/schedule.js';
 import { syntheticTarget } from '../src/toolchain/target.js';

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { execa } from 'execa';
 import { encodeModel } from '../src/onnx/encode.js';
-import { seededFloats } from '../src/bench/ort-layer.js';
+import { seededFloats } from '../src/ort/layer.js';
 import type { Tensor } from '../src/onnx/model.js';
 
 const BIN = resolve('bin/veltair');

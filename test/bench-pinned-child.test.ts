@@ -1,5 +1,5 @@
 /**
- * The ONNX Runtime children of the benchmarks (src/bench/pinned-child.ts) cannot run between their
+ * The ONNX Runtime children of the benchmarks (src/ort/pinned-child.ts) cannot run between their
  * requests: a busy child is stopped after each answer, runs again for the next request, and is gone
  * after close — and it still answers errors as one line.
  */
@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { startPinnedChild } from '../src/bench/pinned-child.js';
+import { startPinnedChild } from '../src/ort/pinned-child.js';
 
 const state = (pid: number) => {
   try { return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '')[0]; } catch { return 'gone'; }

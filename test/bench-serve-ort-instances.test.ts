@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { encodeModel } from '../src/onnx/encode.js';
-import { startInstancePool } from '../src/bench/ort-instances.js';
+import { startInstancePool } from '../src/ort/instances.js';
 import { seededFloats } from '../src/random.js';
 import { tinyModelSpec } from './compile-fixture.js';
 

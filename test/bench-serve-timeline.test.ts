@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { requestFor, type Metadata } from '../src/serve/load.js';
-import { timelineTable, traceHeavyThenLight, timedInfer } from '../src/bench/serve-timeline.js';
+import { requestFor, type Metadata } from '../src/load/generator.js';
+import { timelineTable, traceHeavyThenLight } from '../src/bench/serve-timeline.js';
+import { timedInfer } from '../src/load/timed-answer.js';
 import { compileModels, model, startInProcess } from './serve-fixture.js';
 
 test('every veltair answer carries its timeline: blocks in causal order, accounted, and the heavy-then-light table prints', async () => {

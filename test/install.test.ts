@@ -2,7 +2,8 @@
  * What a production image does: pack veltair, install the tarball into an empty folder without
  * development dependencies, and use it there — `inspect`, `compile` (a tiny budget), `run` and
  * `serve --help` work; a command that benchmarks against ONNX Runtime says which package is
- * missing and how to install it, in one clear error.
+ * missing and how to install it, in one clear error; `bench --calibrate-proxy` goes on without it;
+ * the benchmark harness is not shipped.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,11 +24,13 @@ test('the packed tarball installs without development dependencies and its comma
   const files = (JSON.parse(packed.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
   assert.ok(files.includes('dist/src/cli/main.js') && files.includes('native-kernels/runtime/executor.c') && files.includes('bin/veltair'));
   assert.ok(!files.some((f) => f.startsWith('dist/test/') || f.startsWith('test/')), 'tests are not shipped');
+  assert.ok(!files.some((f) => f.startsWith('dist/src/bench/') || f.startsWith('src/bench/')), 'the benchmark harness is not shipped');
+  assert.ok(files.includes('dist/src/ort/serve-backend.js') && files.includes('dist/src/compare/model-command.js'));
   const app = join(root, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
   await execa('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: app });
-  assert.ok(!existsSync(join(app, 'node_modules', 'onnxruntime-node')), 'ONNX Runtime is a development dependency: not installed');
+  assert.ok(!existsSync(join(app, 'node_modules', 'onnxruntime-node')), 'ONNX Runtime is an optional peer: not installed');
   assert.ok(!existsSync(join(app, 'node_modules', 'dependency-cruiser')));
   const v = (args: string[]) => execa(join(app, 'node_modules', '.bin', 'veltair'), args, { cwd: app, reject: false, stdin: 'ignore' });
 
@@ -43,5 +46,10 @@ test('the packed tarball installs without development dependencies and its comma
   assert.equal(run.exitCode, 0, run.stderr);
   assert.ok(readFileSync(join(app, 'out', 'output.npy')).byteLength > 40);
   assert.equal((await v(['serve', '--help'])).exitCode, 0);
-  assertOneClearError(await v(['bench', 'tiny.bundle']), 'MISSING_DEPENDENCY', ['onnxruntime-node']);
+  const noOrt = await v(['bench', 'tiny.bundle']);
+  assertOneClearError(noOrt, 'MISSING_DEPENDENCY', ['onnxruntime-node']);
+  assert.match(noOrt.stderr, /hint: .*npm install onnxruntime-node/, 'the hint gives the install line');
+  assertOneClearError(await v(['bench-layers', 'tiny.onnx']), 'MISSING_DEPENDENCY', ['onnxruntime-node']);
+  // The proxy's calibration needs no ONNX Runtime: it goes on to judge the bundle (profiled at level 0 only, so refused for that).
+  assertOneClearError(await v(['bench', 'tiny.bundle', '--calibrate-proxy']), 'BAD_BUNDLE', ['noisy level']);
 });

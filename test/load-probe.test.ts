@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { MIN_PROBE_REQUESTS, probeDurationS, type LoadModel } from '../src/serve/load.js';
+import { MIN_PROBE_REQUESTS, probeDurationS, type LoadModel } from '../src/load/generator.js';
 
 const model = (name: string, weight: number): LoadModel => ({ name, weight, qosMs: 10, body: '', headers: {} });
 
@@ -14,7 +14,7 @@ test('a find-max probe runs long enough for the minimum requests of its slowest 
 });
 
 test('a binary request asks for binary outputs (as Triton clients do); a JSON one keeps JSON both ways', async () => {
-  const { requestFor } = await import('../src/serve/load.js');
+  const { requestFor } = await import('../src/load/generator.js');
   const meta = { name: 'm', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4] }] };
   const binary = requestFor(meta, 1, false);
   const headLength = Number(binary.headers['Inference-Header-Content-Length']);
@@ -26,7 +26,7 @@ test('a binary request asks for binary outputs (as Triton clients do); a JSON on
 });
 
 test('find-max runs a narrowly failed rate once more and judges both runs pooled; a clear failure is not retried', async () => {
-  const { searchMaxQps, pooledSatisfaction, narrowFailure } = await import('../src/serve/load.js');
+  const { searchMaxQps, pooledSatisfaction, narrowFailure } = await import('../src/load/generator.js');
   const result = (qps: number, within: number, sent = 100) => ({
     totalQps: qps, durationS: 4, satisfaction: within / sent,
     models: [{ name: 'light', targetQps: qps, sent, ok: sent, rejected: 0, errors: 0, achievedQps: qps, p50Ms: 1, p90Ms: 1, p99Ms: 1, meanMs: 1, qosMs: 10,

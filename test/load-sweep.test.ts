@@ -2,7 +2,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseSweep, runSweep, sweepPoints, sweepRates } from '../src/serve/load-sweep.js';
+import { parseSweep, runSweep, sweepPoints, sweepRates } from '../src/load/sweep.js';
 
 test('--qps-sweep FROM:TO:STEPS: evenly spaced rates, ends included; bad specs are typed errors', () => {
   assert.deepEqual(sweepRates(parseSweep('10:40:4')), [10, 20, 30, 40]);

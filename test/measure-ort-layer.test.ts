@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ort from 'onnxruntime-node';
 import type { Conv2dWorkload, DenseWorkload, BatchMatmulWorkload } from '../src/ir/workload.js';
-import { buildLayerModel, measureOrtLayer, seededFloats } from '../src/bench/ort-layer.js';
+import { buildLayerModel, measureOrtLayer, seededFloats } from '../src/ort/layer.js';
 import { median } from '../src/stats.js';
 
 const conv: Conv2dWorkload = {

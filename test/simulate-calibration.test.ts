@@ -7,7 +7,7 @@ import { parsePolicy } from '../src/schedule/policies.js';
 import { simulate } from '../src/simulate/engine.js';
 import { NO_INTERFERENCE } from '../src/simulate/interference.js';
 import { chargesFor, frontEndUs, readCalibration, validateCalibration, CALIBRATION_FORMAT, type ServingCalibration } from '../src/simulate/calibration.js';
-import { fitCalibration } from '../src/bench/serve-calibrate-fit.js';
+import { fitCalibration } from '../src/simulate/calibration-fit.js';
 import { accountTimeline, parseTimeline, timelineParameter } from '../src/serve/timeline.js';
 import { handPlan } from './schedule-fixture.js';
 
@@ -114,7 +114,7 @@ test('fitting a calibration from answers: front end per tensor size, dispatch at
   assert.equal(cal.wakeUpUsPerCore, 40);
   assert.equal(cal.eventLoopUsPerBlock, 20 + 5);
   assert.doesNotThrow(() => validateCalibration(cal, 'fit'));
-  assert.throws(() => fitCalibration([{ bytes: 1, answer: { clientMs: 1, serverMs: 1, accounting: null, schedulerUs: null, timeline: null } }],
+  assert.throws(() => fitCalibration([{ bytes: 1, answer: { clientMs: 1, schedulerUs: null, timeline: null } }],
     { machine: 'm', measured: 'd', command: 'c' }), /veltair_timeline/);
 });
 

@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { seededRng } from '../src/random.js';
 import { ALWAYS_SHARES, choosePlans, rankAlways, TABLE_FRACTIONS } from '../src/sparse/head-always.js';
-import { HEAD_JSON, headWeightsSha256, readHead, writeHead, type HeadArrays, type HeadMeta } from '../src/sparse/head-format.js';
-import { buildHeadIndex, createNativeHead, type HeadIndex } from '../src/sparse/head-index.js';
-import { loadSparseHeadAddon } from '../src/sparse/native.js';
-import type { SparseHeadAddon } from '../src/sparse/native-head.js';
+import { HEAD_JSON, headWeightsSha256, readHead, writeHead, type HeadArrays, type HeadMeta } from '../src/sparse-head/format.js';
+import { buildHeadIndex, type HeadIndex } from '../src/sparse/head-index.js';
+import { createNativeHead, loadSparseHeadAddon } from '../src/sparse-head/addon.js';
+import type { SparseHeadAddon } from '../src/sparse-head/native-head.js';
 
 const N = 2000;
 const D = 32;

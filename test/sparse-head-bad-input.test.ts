@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { encodeNpy } from '../src/runtime/io-npy.js';
 import { loadBundle } from '../src/runtime/session.js';
-import { HEAD_BIN, HEAD_JSON, type HeadMeta } from '../src/sparse/head-format.js';
+import { HEAD_BIN, HEAD_JSON, type HeadMeta } from '../src/sparse-head/format.js';
 import { assertOneClearError, veltair } from './compile-fixture.js';
 import { compileArgs, compilePlanted, FEATURES, writePlantedHead, type PlantedHead } from './sparse-head-fixture.js';
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { isVeltairError } from '../src/errors.js';
-import { HEAD_JSON, type HeadMeta } from '../src/sparse/head-format.js';
+import { HEAD_JSON, type HeadMeta } from '../src/sparse-head/format.js';
 import { INDEX_BIN, INDEX_JSON } from '../src/sparse/hash-index.js';
 import { compileFixture, veltair } from './compile-fixture.js';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadBundle, type Session } from '../src/runtime/session.js';
 import { availableCores } from '../src/toolchain/cpu.js';
-import { HEAD_BIN, HEAD_JSON, type HeadMeta } from '../src/sparse/head-format.js';
+import { HEAD_BIN, HEAD_JSON, type HeadMeta } from '../src/sparse-head/format.js';
 import { readXc, type XcDataset } from '../src/sparse/xc-reader.js';
 import { assertOneClearError, veltair } from './compile-fixture.js';
 import { CALIBRATION_ROWS, compileArgs, compilePlanted, FEATURES, LABELS, writePlantedHead, type PlantedHead } from './sparse-head-fixture.js';

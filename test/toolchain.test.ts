@@ -21,7 +21,7 @@ import { compiler, runCompiler } from '../src/toolchain/compiler.js';
 import { headerSnapshot, writeSources } from '../src/toolchain/headers.js';
 import { nativeDir } from '../src/toolchain/paths.js';
 import { loadRuntimeAddon } from '../src/runtime/native-bridge.js';
-import { sparseAddonSources } from '../src/sparse/native-build.js';
+import { sparseAddonSources } from '../src/sparse-head/native-build.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'veltair-toolchain-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,7 +3,7 @@
 # 64 cores. Profiles: bench/schedule/profiles/ (measured by profile-zoo.sh on the 2-core EPYC, 1-core
 # figures used, the scaling model for the rest) and, for ResNet-50, the VELTAIR artifact's 3990X CSV.
 # Usage (repository root): [CALIBRATION=FILE] bench/schedule/figures.sh OUTDIR [ARTIFACT_CSV]
-# CALIBRATION: a serving calibration (src/bench/serve-calibrate.ts) every run charges: the front end
+# CALIBRATION: a serving calibration (veltair calibrate-serving) every run charges: the front end
 # per request, the dispatch per block, the event loop's share, as measured live on the calibrating machine.
 # Decision times are real-time measurements: run it under the exclusive benchmark lock.
 set -eu

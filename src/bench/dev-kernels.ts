@@ -16,7 +16,7 @@ import { registerTiles, repair, type Schedule, sampleSchedules } from '../space/
 import { detectTarget } from '../toolchain/target.js';
 import { measureCandidates } from '../measure/measure-candidates.js';
 import { measurePeakGflops } from '../measure/peak.js';
-import { measureOrtLayer } from './ort-layer.js';
+import { measureOrtLayer } from '../ort/layer.js';
 
 function conv(cin: number, hw: number, cout: number, k: number, stride: number, groups = 1,
   epilogue: WorkloadShape['epilogue'] = ['bias', 'relu'], pad = (k - 1) >> 1): WorkloadShape {

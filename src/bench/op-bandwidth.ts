@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import type { GraphPlan } from '../bundle/plan.js';
 import { measureCopyBandwidth } from '../measure/copy-bandwidth.js';
 import { availableCores } from '../toolchain/cpu.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { profileSteps } from './step-profile.js';
 
 type PlanStep = GraphPlan['steps'][number];

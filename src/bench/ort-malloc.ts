@@ -2,7 +2,7 @@
  * Why the ONNX Runtime baseline runs with glibc malloc tunables (pinned-child.ts): the same
  * single-layer ORT model (ResNet-50's 1×1 conv 64→256 at 56×56 with bias, the layer the choice was
  * made on), same session options, same pinned core, timed in two children — one with glibc's
- * defaults, one with ORT_MALLOC_TUNABLES — alternately for R rounds (defaults, tunables,
+ * defaults, one with MALLOC_KEEP_TUNABLES — alternately for R rounds (defaults, tunables,
  * tunables, defaults, …). Each turn: one unreported warm-up measurement on first use, then runs for
  * at least --ms milliseconds; reported: the median per setting over rounds of each turn's median,
  * and the paired ratio defaults/tunables per round.
@@ -12,9 +12,9 @@
 import { fileURLToPath } from 'node:url';
 import { withKey, type Workload } from '../ir/workload.js';
 import { median } from '../stats.js';
-import { startOrtChild } from './ort-layer-child.js';
-import { ORT_MALLOC_TUNABLES } from './pinned-child.js';
-import { machineInfo, machineLine } from './machine.js';
+import { startOrtChild } from '../ort/layer-child.js';
+import { MALLOC_KEEP_TUNABLES } from '../toolchain/malloc-tunables.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 
 export const MALLOC_LAYER: Workload = withKey({
   op: 'conv2d', dtype: 'float32', n: 1, cin: 64, h: 56, w: 56, cout: 256, kh: 1, kw: 1, strideH: 1, strideW: 1,
@@ -70,7 +70,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       `machine: ${machineLine(await machineInfo())}`,
       `ONNX Runtime ${r.ortVersion}, ResNet-50 1x1 conv 64>256 56x56 +bias, ${threads} thread(s), ${r.pinned ? 'pinned' : 'NOT pinned'}, `
         + `${r.rounds} alternating rounds`,
-      `glibc defaults: ${r.defaultsMs.toFixed(3)} ms median; with ${ORT_MALLOC_TUNABLES}: ${r.tunablesMs.toFixed(3)} ms median`,
+      `glibc defaults: ${r.defaultsMs.toFixed(3)} ms median; with ${MALLOC_KEEP_TUNABLES}: ${r.tunablesMs.toFixed(3)} ms median`,
       `paired ratio defaults/tunables: ${r.ratio.median.toFixed(2)} [${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)}]`,
     ].join('\n') + '\n');
   }

@@ -16,7 +16,7 @@ import { loadBundle } from '../runtime/session.js';
 import { timeBundleInChild, timeInferences } from './bundle-time-child.js';
 import { median, summarizeRatios } from '../stats.js';
 import { modelFeeds } from '../compile/feeds.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 
 const flag = (name: string, fallback: number) => {
   const i = process.argv.indexOf(name);

@@ -28,8 +28,8 @@ import { measureCandidatesAtLevels } from '../measure/at-levels.js';
 import { openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
 import { DEFAULT_NOISY_SCREEN } from '../tune/evaluate.js';
 import { tuneWorkloads } from '../tune/tune-model.js';
-import { describeWorkload } from './layer-bench.js';
-import { machineInfo, machineLine } from './machine.js';
+import { describeWorkload } from '../compare/layers.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { buildBenchModels } from './models.js';
 
 const LEVELS = [0, 1, 2, 3, 4] as const;

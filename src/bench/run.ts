@@ -11,12 +11,12 @@
  * A full run takes about 10–15 minutes on 2 cores; --quick about 4.
  */
 import { writeFile } from 'node:fs/promises';
-import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from './layer-bench.js';
+import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from '../compare/layers.js';
 import { geometricMean, median } from '../stats.js';
 import { detectTarget } from '../toolchain/target.js';
 import type { Workload } from '../ir/workload.js';
 import type { LayerGraph } from '../ir/layer.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { buildBenchModels } from './models.js';
 import { formatTradeoffMarkdown, pickTradeoffLayers, runTradeoff, type TradeoffReport } from './tradeoff.js';
 

@@ -12,9 +12,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
-import { repoRoot } from '../toolchain/paths.js';
-import { ORT_MALLOC_TUNABLES } from './pinned-child.js';
+import { startServeProcess, stopServeProcess, type ServeProcess } from '../load/serve-process.js';
 import type { Split } from './pinned-split.js';
 
 export const ORT_KINDS = ['ort', 'ort-pinned', 'ort-instances'] as const;
@@ -32,26 +30,6 @@ export function parseArms(text: string): Arm[] {
 }
 
 export const isOrt = (kind: string) => (ORT_KINDS as readonly string[]).includes(kind);
-
-interface Server { readonly child: ResultPromise; readonly url: string }
-
-export async function startServe(args: readonly string[], cores: readonly number[]): Promise<Server> {
-  const bin = join(repoRoot(), 'bin', 'veltair');
-  const child = execa('taskset', ['-c', cores.join(','), process.execPath, bin, 'serve', ...args, '--port', '0', '--json'],
-    { reject: false, stdin: 'ignore', buffer: false, env: { GLIBC_TUNABLES: ORT_MALLOC_TUNABLES } });
-  const url = await new Promise<string>((res, rej) => {
-    let out = '', err = '';
-    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); try { res(String((JSON.parse(out) as { url: string }).url)); } catch { /* partial */ } });
-    child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
-    void child.then((r) => rej(new Error(`serve ${args.join(' ')} exited ${r.exitCode}: ${err.slice(-600)}`)));
-  });
-  return { child, url };
-}
-
-async function stopServe(s: Server): Promise<void> {
-  s.child.kill('SIGTERM');
-  await s.child;
-}
 
 export interface ArmServers {
   /** Model name → the URL of the server answering it. */
@@ -81,8 +59,8 @@ function writeConfig(ctx: ArmContext, file: string, models: readonly number[], e
 /** Start the servers of one arm; every model of the mix is answered by one of them. */
 export async function startArm(kind: string, ctx: ArmContext): Promise<ArmServers> {
   const all = ctx.names.map((_, i) => i);
-  const one = async (args: string[], cores: readonly number[], models: readonly number[]) => ({ server: await startServe(args, cores), models });
-  let started: { server: Server; models: readonly number[] }[] = [];
+  const one = async (args: string[], cores: readonly number[], models: readonly number[]) => ({ server: await startServeProcess(args, cores), models });
+  let started: { server: ServeProcess; models: readonly number[] }[] = [];
   try {
     if (kind === 'ort') {
       started = [await one(['--config', writeConfig(ctx, 'ort.json', all), '--backend', 'onnxruntime'], ctx.cores, all)];
@@ -98,10 +76,10 @@ export async function startArm(kind: string, ctx: ArmContext): Promise<ArmServer
       started = [await one(['--config', writeConfig(ctx, 'veltair.json', all), '--policy', kind], ctx.cores, all)];
     }
   } catch (e) {
-    await Promise.all(started.map((s) => stopServe(s.server)));
+    await Promise.all(started.map((s) => stopServeProcess(s.server)));
     throw e;
   }
   const urls = new Map<string, string>();
   for (const s of started) for (const i of s.models) urls.set(ctx.names[i]!, s.server.url);
-  return { urls, stop: async () => { await Promise.all(started.map((s) => stopServe(s.server))); } };
+  return { urls, stop: async () => { await Promise.all(started.map((s) => stopServeProcess(s.server))); } };
 }

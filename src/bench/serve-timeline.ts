@@ -9,18 +9,8 @@
  * client − server_ms (HTTP transfer, body read, output encoding, the client). Medians over pairs.
  */
 import { median } from '../stats.js';
-import type { LoadModel } from '../serve/load.js';
-import { post } from '../serve/post.js';
-import { accountTimeline, parseTimeline, type Accounting, type Timeline as ServerTimeline } from '../serve/timeline.js';
-
-export interface TimedAnswer {
-  readonly clientMs: number;
-  readonly serverMs: number | null;
-  readonly accounting: Accounting | null;
-  readonly timeline: ServerTimeline | null;
-  /** The dispatcher's real time in scheduler calls for this request (µs). */
-  readonly schedulerUs: number | null;
-}
+import type { LoadModel } from '../load/generator.js';
+import { timedInfer, type TimedAnswer } from '../load/timed-answer.js';
 
 export interface Timeline {
   readonly policy: string;
@@ -29,24 +19,6 @@ export interface Timeline {
   readonly pairs: number;
   readonly heavyAnswers: readonly TimedAnswer[];
   readonly lightAnswers: readonly TimedAnswer[];
-}
-
-/** The JSON header of a v2 answer, binary or not. */
-export function answerHeader(body: Uint8Array, headerLength: string | null): Record<string, unknown> {
-  const n = headerLength === null ? body.byteLength : Number(headerLength);
-  return JSON.parse(Buffer.from(body.buffer, body.byteOffset, n).toString('utf8')) as Record<string, unknown>;
-}
-
-export async function timedInfer(m: LoadModel): Promise<TimedAnswer> {
-  const t0 = performance.now();
-  const r = await post(new URL(`/v2/models/${m.name}/infer`, m.base), m.headers, m.body);
-  const clientMs = performance.now() - t0;
-  if (r.status !== 200) throw new Error(`${m.name}: HTTP ${r.status}`);
-  const headerLength = r.headers['inference-header-content-length'];
-  const params = (answerHeader(r.body, typeof headerLength === 'string' ? headerLength : null).parameters ?? {}) as Record<string, unknown>;
-  const t = parseTimeline(params['veltair_timeline']);
-  const num = (k: string) => (typeof params[k] === 'number' ? params[k] : null);
-  return { clientMs, serverMs: num('server_ms'), accounting: t ? accountTimeline(t) : null, timeline: t, schedulerUs: num('veltair_scheduler_us') };
 }
 
 export async function traceHeavyThenLight(policy: string, heavy: LoadModel, light: LoadModel, pairs = 5): Promise<Timeline> {

@@ -34,11 +34,10 @@ import { encodeModel } from '../onnx/encode.js';
 import { loadModel } from '../onnx/load.js';
 import { seededRng } from '../random.js';
 import { readXc } from '../sparse/xc-reader.js';
-import { readHead, type HeadMeta, type HeadVersion } from '../sparse/head-format.js';
-import { loadSparseHeadAddon } from '../sparse/native.js';
-import type { SparseHeadAddon } from '../sparse/native-head.js';
-import { createNativeHead } from '../sparse/head-index.js';
-import { machineInfo, machineLine } from './machine.js';
+import { readHead, type HeadMeta, type HeadVersion } from '../sparse-head/format.js';
+import { createNativeHead, loadSparseHeadAddon } from '../sparse-head/addon.js';
+import type { SparseHeadAddon } from '../sparse-head/native-head.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { pinSelf } from './train-veltair.js';
 
 const BIN = resolve('bin/veltair');

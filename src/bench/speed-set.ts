@@ -21,7 +21,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeTextAtomic } from '../atomic-file.js';
 import { replaceTable, type CoverageRecord } from './coverage-table.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { benchBundle, checkBundle, compileBundle, rooflineOfBundle } from './model-runs.js';
 import {
   needsProfile, SPEED_BEGIN, SPEED_END, speedSetTable, type SpeedCompile, type SpeedLatency, type SpeedRoofline, type SpeedRow,

@@ -21,7 +21,7 @@ import { makeCandidate } from '../space/candidate.js';
 import { median } from '../stats.js';
 import { detectTarget } from '../toolchain/target.js';
 import { modelFeeds } from '../compile/feeds.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 
 export interface StepAlone {
   readonly step: number;

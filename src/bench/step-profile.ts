@@ -13,7 +13,7 @@
 import { fileURLToPath } from 'node:url';
 import { loadBundle } from '../runtime/session.js';
 import { modelFeeds } from '../compile/feeds.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { median } from '../stats.js';
 
 export interface StepTime {

@@ -13,7 +13,7 @@ import { internalError } from '../errors.js';
 import { loadBundle, type Session } from '../runtime/session.js';
 import { median, quantile } from '../stats.js';
 import { modelFeeds } from '../compile/feeds.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 
 export interface TeamsResult {
   readonly bundle: string;

@@ -11,7 +11,7 @@ import { loadBundle, type Session } from '../runtime/session.js';
 import { seededFloats } from '../random.js';
 import { median } from '../stats.js';
 import { availableCores } from '../toolchain/cpu.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 
 const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
 

@@ -19,7 +19,7 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { LayerGraph } from '../ir/layer.js';
 import { workloadMacs, type Workload } from '../ir/workload.js';
-import { describeWorkload, searchSchedules } from './layer-bench.js';
+import { describeWorkload, searchSchedules } from '../compare/layers.js';
 import { measureCandidates } from '../measure/measure-candidates.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { noiseCores, startNoise, type NoiseHandle, type NoiseStats } from '../interference/generator.js';

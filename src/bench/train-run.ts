@@ -119,7 +119,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     process.exit(1);
   }
   const t0 = Date.now();
-  const { machineInfo, machineLine } = await import('./machine.js');
+  const { machineInfo, machineLine } = await import('../toolchain/machine-info.js');
   const machine = await machineInfo();
   const r = await runTrainBench({
     sections: (arg('--sections') ?? 'compare,grid,threads').split(','),

@@ -43,7 +43,7 @@ import type { TunePhases } from '../tune/tune-model.js';
 import { repoRoot } from '../toolchain/paths.js';
 import { median, summarizeRatios } from '../stats.js';
 import { timeBundleInChild } from './bundle-time-child.js';
-import { machineInfo, machineLine } from './machine.js';
+import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 
 const KiB = 1024;
 const arg = (name: string, fallback: string) => { const i = process.argv.indexOf(name); return i >= 0 ? process.argv[i + 1]! : fallback; };

@@ -2,11 +2,11 @@
  * `veltair bench-layers MODEL.onnx [--layers i,j,…] [--trials N] [--threads N] [--rounds N]
  * [--input-shape NAME=DIMS]… [--json]`: per tunable layer, a small search, then the best kernel
  * against ONNX Runtime's single-op model of the same layer and the FMA peak, in one run. The
- * command lives in the benchmark room (src/bench/layer-bench-command.ts), loaded when it runs.
+ * command lives in the comparison room (src/compare/layers-command.ts), loaded when it runs.
  */
 import type { Command } from 'commander';
-import type { BenchLayersCliOptions } from '../bench/layer-bench-command.js';
-import { loadBenchRoom } from './bench-room.js';
+import type { BenchLayersCliOptions } from '../compare/layers-command.js';
+import { loadOrtRoom } from './ort-room.js';
 import { collectInputShape } from './inspect.js';
 
 export function registerBenchLayersCommand(program: Command): void {
@@ -21,5 +21,8 @@ export function registerBenchLayersCommand(program: Command): void {
     .option('--seed <n>', 'seed of the schedule sampler', '1')
     .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable)', collectInputShape, new Map<string, readonly number[]>())
     .option('--json', 'machine-readable output on stdout')
-    .action(async (model: string, opts: BenchLayersCliOptions) => (await loadBenchRoom('layer-bench-command')).benchLayersAction(model, opts));
+    .action(async (model: string, opts: BenchLayersCliOptions) => {
+      const room = await loadOrtRoom('layers-command', 'veltair bench-layers times each layer against ONNX Runtime');
+      await room.benchLayersAction(model, opts);
+    });
 }

@@ -3,7 +3,7 @@
  *  [--runs N] [--calibrate-proxy [--sign KEY]] [--json]`
  * Whole-model latency in one run: veltair adaptive (interference proxy), veltair pinned to the
  * best-quiet versions, and ONNX Runtime on the same model and threads — quiet and under each
- * requested noise level. The command lives in the benchmark room (src/bench/model-bench-command.ts),
+ * requested noise level. The command lives in the comparison room (src/compare/model-command.ts),
  * loaded only when it runs, so an install without ONNX Runtime runs every other command.
  *
  * --json prints `{ threads, rounds, …, proxy, decisionCost, calibration?, results: [ { threads,
@@ -11,8 +11,8 @@
  * predictedLevels, samples: { veltair, veltairFixed, ort } } ] }`, one result per condition.
  */
 import type { Command } from 'commander';
-import type { BenchFlags } from '../bench/model-bench-command.js';
-import { loadBenchRoom } from './bench-room.js';
+import type { BenchFlags } from '../compare/model-command.js';
+import { loadOrtRoom } from './ort-room.js';
 
 export function registerBenchCommand(program: Command): void {
   program
@@ -27,5 +27,9 @@ export function registerBenchCommand(program: Command): void {
     .option('--calibrate-proxy', 'first fit the interference proxy on this machine and store its coefficients in the bundle')
     .option('--sign <key>', 'with --calibrate-proxy on a signed bundle: its Ed25519 private key, to renew manifest.sig over the new manifest')
     .option('--json', 'machine-readable results on stdout, nothing else there')
-    .action(async (bundle: string, flags: BenchFlags) => (await loadBenchRoom('model-bench-command')).benchAction(bundle, flags));
+    .action(async (bundle: string, flags: BenchFlags) => {
+      // --calibrate-proxy works without ONNX Runtime: the command checks for it itself.
+      const room = await loadOrtRoom('model-command', 'veltair bench times veltair against ONNX Runtime', { needsOrt: false });
+      await room.benchAction(bundle, flags);
+    });
 }

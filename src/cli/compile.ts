@@ -10,7 +10,7 @@ import { compileModel, type CompileResult } from '../compile/compile-model.js';
 import { checkIsa, DEFAULT_SPARSE_MIN_OUTPUTS, DEFAULT_TRIALS, MAX_VERSIONS_LIMIT, type CompileOptions } from '../compile/options.js';
 import type { SparseSummary } from '../compile/sparse-family.js';
 import { defaultDatabaseDir, shardFileName } from '../db/store.js';
-import type { HashFamily } from '../sparse/head-format.js';
+import type { HashFamily } from '../sparse-head/format.js';
 import { parseSparsities } from '../sparse/head-versions.js';
 import type { IsaLevel } from '../toolchain/isa.js';
 import type { LevelRegret, Shard } from '../tune/tune-model.js';

@@ -1,20 +1,20 @@
 /**
  * `veltair load URL [URL…] --qps-sweep FROM:TO:STEPS [--labels A,B…] [--plot PREFIX] [--json]`:
  * each server in turn (all at the first server's QoS, as `--find-max` compares them) takes the
- * sweep's rates (src/serve/load-sweep.ts); per server, model and step: offered and achieved QPS,
+ * sweep's rates (src/load/sweep.ts); per server, model and step: offered and achieved QPS,
  * QoS attainment and p99. `--plot` draws attainment and p99 against offered load, one curve per
  * server (src/plot/serving.ts), as SVG and PNG, written atomically.
  */
 import { readFileSync } from 'node:fs';
 import { quoteForMessage, userError } from '../errors.js';
-import { loopbackUrl, type LoadModel } from '../serve/load.js';
-import { parseSweep, runSweep, sweepPoints, sweepRates, type SweepPoint } from '../serve/load-sweep.js';
+import { loopbackUrl, type LoadModel } from '../load/generator.js';
+import { parseSweep, runSweep, sweepPoints, sweepRates, type SweepPoint } from '../load/sweep.js';
 import { commitFiles, discardFiles, planOutput, stageFile, type StagedFile } from '../plot/output-file.js';
 import { renderPng, renderSvg } from '../plot/render.js';
 import { attainmentFigure, p99Figure, type ServingArm } from '../plot/serving.js';
 import { parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
-import type { LoadFlags } from './load.js';
+import type { LoadFlags } from './load-models.js';
 
 type LoadModels = (base: URL, flags: LoadFlags, seed: number) => Promise<LoadModel[]>;
 

@@ -1,6 +1,6 @@
 /**
  * `veltair load URL [URL…] --models NAME[=WEIGHT],… (--qps Q | --find-max | --qps-sweep FROM:TO:STEPS) [--duration S] [--seed N]
- *  [--qos NAME=MS]… [--rounds R] [--labels A,B…] [--plot PREFIX] [--json]`: open-loop Poisson load on a v2 server on this machine (src/serve/load.ts).
+ *  [--qos NAME=MS]… [--rounds R] [--labels A,B…] [--plot PREFIX] [--json]`: open-loop Poisson load on a v2 server on this machine (src/load/generator.ts).
  * `--qps-sweep` runs the load at STEPS rates from FROM to TO on each server in turn (load-sweep.ts) and
  * reports QoS attainment and p99 per model per step; `--plot PREFIX` draws them (one curve per
  * server, labelled by --labels) as PREFIX-attainment.{svg,png} and PREFIX-p99.{svg,png}.
@@ -12,61 +12,14 @@
  */
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
-import { findMaxQps, loopbackUrl, MIN_PROBE_REQUESTS, requestFor, runLoad, type LoadModel, type LoadResult, type Metadata } from '../serve/load.js';
+import { findMaxQps, loopbackUrl, MIN_PROBE_REQUESTS, runLoad, type LoadResult } from '../load/generator.js';
 import { median } from '../stats.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 import { plotFromAction, sweepAction } from './load-sweep.js';
-
-export interface LoadFlags {
-  models?: string;
-  qps?: string;
-  findMax?: boolean;
-  duration: string;
-  seed: string;
-  qos: string[];
-  jsonTensors?: boolean;
-  rounds: string;
-  minRequests: string;
-  qpsSweep?: string;
-  labels?: string;
-  plot?: string;
-  plotFrom?: string;
-  force?: boolean;
-  json?: boolean;
-}
+import { loadModels, type LoadFlags } from './load-models.js';
 
 const collect = (v: string, all: string[]) => [...all, v];
-
-function parseNamed(flag: string, text: string): [string, number] {
-  const m = /^([A-Za-z0-9][A-Za-z0-9_.-]*)(?:=([0-9]*\.?[0-9]+))?$/.exec(text.trim());
-  if (!m) throw badArgument(flag, text, 'is not NAME or NAME=NUMBER', `e.g. ${flag} resnet50=2`);
-  return [m[1]!, m[2] === undefined ? 1 : Number(m[2])];
-}
-
-export async function loadModels(base: URL, flags: LoadFlags, seed: number): Promise<LoadModel[]> {
-  const qos = new Map(flags.qos.map((q) => parseNamed('--qos', q)));
-  const out: LoadModel[] = [];
-  for (const part of (flags.models ?? '').split(',')) {
-    const [name, weight] = parseNamed('--models', part);
-    if (!(weight > 0)) throw badArgument('--models', part, 'has a weight that is not positive', 'e.g. --models a=2,b=1');
-    let r: Response;
-    try {
-      r = await fetch(new URL(`/v2/models/${encodeURIComponent(name)}`, base));
-    } catch (e) {
-      throw userError('BAD_ARGUMENT', `no v2 server answers at ${base.origin} (${(e as Error).message})`,
-        'start one with veltair serve, then point veltair load at its URL');
-    }
-    if (r.status === 404) {
-      throw userError('BAD_ARGUMENT', `the server at ${base.origin} does not serve ${JSON.stringify(name)}`, 'name a model the server lists');
-    }
-    const meta = await r.json() as Metadata;
-    const qosMs = qos.get(name) ?? meta.parameters?.qos_ms;
-    if (qosMs === undefined) throw userError('BAD_ARGUMENT', `model ${JSON.stringify(name)} has no QoS in its metadata`, `give one with --qos ${name}=MS`);
-    out.push({ name, weight, qosMs, ...requestFor(meta, seed + out.length * 101, flags.jsonTensors === true) });
-  }
-  return out;
-}
 
 const cell = (x: number | null) => (x === null ? '-' : x.toFixed(2));
 

@@ -20,6 +20,7 @@ import { registerSignCommand } from './sign.js';
 import { registerServeCommand } from './serve.js';
 import { registerLoadCommand } from './load.js';
 import { registerSimulateCommand } from './simulate.js';
+import { registerCalibrateServingCommand } from './calibrate-serving.js';
 import { registerProfileCommand } from './profile.js';
 import { registerTrainCommand } from './train.js';
 import { registerDataCommand } from './data.js';
@@ -29,7 +30,8 @@ export type CommandRegistrar = (program: Command) => void;
 const registrars: readonly CommandRegistrar[] = [
   registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
   registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
-  registerProfileCommand, registerSimulateCommand, registerServeCommand, registerLoadCommand, registerKeygenCommand, registerSignCommand,
+  registerProfileCommand, registerSimulateCommand, registerCalibrateServingCommand, registerServeCommand, registerLoadCommand,
+  registerKeygenCommand, registerSignCommand,
   registerTrainCommand, registerDataCommand,
 ];
 

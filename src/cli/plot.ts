@@ -14,7 +14,7 @@ import { resolveLayer } from '../plot/layer-id.js';
 import { commitFiles, discardFiles, planOutput, stageFile, type StagedFile } from '../plot/output-file.js';
 import { layerFigure, modelFigure } from '../plot/specs.js';
 import { sparseFigureData, sparseFrontierFigure } from '../plot/sparse-frontier.js';
-import { readHeadMeta } from '../sparse/head-format.js';
+import { readHeadMeta } from '../sparse-head/format.js';
 import { hasSparseHead } from '../runtime/sparse-head.js';
 import { printJson, printLine } from '../terminal/output.js';
 

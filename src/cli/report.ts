@@ -4,7 +4,7 @@
  * The output is checked before anything is rendered and written atomically.
  */
 import { hasSparseHead } from '../runtime/sparse-head.js';
-import { readHeadMeta } from '../sparse/head-format.js';
+import { readHeadMeta } from '../sparse-head/format.js';
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
 import { commitFiles, planOutput, stageFile } from '../plot/output-file.js';

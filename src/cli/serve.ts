@@ -24,7 +24,7 @@ import type { Backend } from '../serve/backend.js';
 import { availableCores, cgroupCpuLimit, parseCoreList } from '../toolchain/cpu.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { note, printJson, printLine } from '../terminal/output.js';
-import { loadBenchRoom } from './bench-room.js';
+import { loadOrtRoom } from './ort-room.js';
 
 interface ServeFlags {
   repo?: string;
@@ -109,7 +109,7 @@ async function backendFor(flags: ServeFlags, models: readonly ModelConfig[], cpu
     return { backend: setup.dispatcher, summaries: setup.summaries };
   }
   if (flags.backend === 'onnxruntime') {
-    const ort = await loadBenchRoom('ort-backend');
+    const ort = await loadOrtRoom('serve-backend', '--backend onnxruntime serves through ONNX Runtime');
     return ort.createOrtBackend({ models, cpus, qosMultiple, blockNice: parseBlockNice(flags.blockNice) });
   }
   throw badArgument('--backend', flags.backend, 'is not veltair or onnxruntime', 'the ONNX Runtime backend is the baseline: --backend onnxruntime');

@@ -214,7 +214,7 @@ export function registerSimulateCommand(program: Command): void {
     .option('--fork-join-us <u>', 'scaling model: fork/join cost per doubling of threads, µs (default fitted to the artifact)')
     .option('--serial-fraction <f>', 'scaling model: serial fraction for steps profiled at one core count')
     .option('--claim-us <u>', 'block claim/release cost at 1 core, µs (default: the profile\'s measurement)')
-    .option('--calibration <file>', 'charge live serving costs per request and per block from this calibration (node dist/src/bench/serve-calibrate.js)')
+    .option('--calibration <file>', 'charge live serving costs per request and per block from this calibration (written by veltair calibrate-serving)')
     .option('--on-conflict <rule>', 'a block finding too few free cores: wait or shrink (run on what is free), for every policy '
       + '(default: each policy\'s own rule)')
     .option('--plot <dir>', 'write the figures (SVG) and their data (JSON) into this directory')

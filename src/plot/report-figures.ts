@@ -9,7 +9,7 @@ import type { Manifest, ManifestLayer } from '../bundle/manifest.js';
 import type { BundleProfiles } from '../bundle/profiles.js';
 import { layerFigure, modelFigure } from './specs.js';
 import { sparseFrontierFigure } from './sparse-frontier.js';
-import type { HeadMeta } from '../sparse/head-format.js';
+import type { HeadMeta } from '../sparse-head/format.js';
 import type { TopLevelSpec } from 'vega-lite';
 import { renderSvg } from './render.js';
 import { el, raw, type Content, type Html } from './report-html.js';

@@ -8,7 +8,7 @@ import { readBundleProfiles, type BundleProfiles } from '../bundle/profiles.js';
 import { readBundle, type LoadedBundle } from '../bundle/read.js';
 import { el, htmlDocument, section, type Html } from './report-html.js';
 import { layerFiguresHtml, modelFigureHtml, sparseFigureHtml, type LayerFigureProgress } from './report-figures.js';
-import type { HeadMeta } from '../sparse/head-format.js';
+import type { HeadMeta } from '../sparse-head/format.js';
 import { layerTable, versionsTable } from './report-layers.js';
 import { modelSection, targetSection, tuningCostSection } from './report-summary.js';
 

@@ -5,7 +5,7 @@
  * Latency is the compile-time quiet measurement (level 0; the other levels are in head.json).
  */
 import type { TopLevelSpec } from 'vega-lite';
-import type { HeadMeta } from '../sparse/head-format.js';
+import type { HeadMeta } from '../sparse-head/format.js';
 import type { FigureData } from './figure-data.js';
 import { figureText } from './label.js';
 import { FIGURE_FONT, logTicks, PANEL_HEIGHT, PANEL_WIDTH } from './specs.js';

@@ -1,6 +1,6 @@
 /**
  * A bundle's sparse output layer at run time (`sparse/head.json` + `sparse/head.bin`, compiled by
- * `veltair compile` for a large output layer, src/sparse/head-format.ts). The bundle's graph plan
+ * `veltair compile` for a large output layer, src/sparse-head/format.ts). The bundle's graph plan
  * ends at the head's input; the head then runs natively (hash the input, gather the candidate
  * neurons from their buckets, score them with SIMD dot products, top-k) on the calling thread, or
  * on a worker thread (applyAsync: what the server uses, so that its event loop is never blocked).
@@ -14,10 +14,9 @@
  * 1, the dense path); with `minRecallAt1` the fastest whose measured recall@1 meets it.
  */
 import { internalError, userError, quoteForMessage } from '../errors.js';
-import { HEAD_JSON, readHead, type HeadMeta, type HeadVersion } from '../sparse/head-format.js';
-import { createNativeHead } from '../sparse/head-index.js';
-import { loadSparseHeadAddon } from '../sparse/native.js';
-import type { HeadTopK, SparseHeadAddon } from '../sparse/native-head.js';
+import { HEAD_JSON, readHead, type HeadMeta, type HeadVersion } from '../sparse-head/format.js';
+import { createNativeHead, loadSparseHeadAddon } from '../sparse-head/addon.js';
+import type { HeadTopK, SparseHeadAddon } from '../sparse-head/native-head.js';
 import type { TensorInfo } from './feeds.js';
 import type { HostTensor } from './host-tensor.js';
 

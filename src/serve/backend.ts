@@ -1,7 +1,7 @@
 /**
  * What the HTTP front end serves from: a set of models and an `infer` that runs one request. The
  * veltair backend (dispatcher.ts) drives the scheduler over sessions; the ONNX Runtime baseline
- * (src/bench/ort-backend.ts) answers first come first served from InferenceSessions — the same
+ * (src/ort/serve-backend.ts) answers first come first served from InferenceSessions — the same
  * front end, so a comparison measures the backends and nothing else.
  */
 import type { TensorInfo } from '../runtime/feeds.js';

@@ -1,7 +1,7 @@
 /**
  * What live serving pays that a profile does not hold, as a calibration file the simulator can
  * charge (`veltair simulate --calibration FILE`), measured on a machine by
- * `node dist/src/bench/serve-calibrate.js` (src/bench/serve-calibrate.ts). Format (JSON):
+ * `veltair calibrate-serving` (src/load/calibrate-serving.ts). Format (JSON):
  *
  *   { "format": "veltair-serving-calibration", "version": 1,
  *     "machine": "…", "measured": "2026-12-03T…", "command": "…",
@@ -36,7 +36,7 @@ export interface ServingCalibration {
 }
 
 const bad = (where: string, why: string) =>
-  userError('BAD_ARGUMENT', `serving calibration ${where}: ${why}`, 'measure one with node dist/src/bench/serve-calibrate.js, or fix the field');
+  userError('BAD_ARGUMENT', `serving calibration ${where}: ${why}`, 'measure one with veltair calibrate-serving, or fix the field');
 
 const nonNegative = (x: unknown) => typeof x === 'number' && Number.isFinite(x) && x >= 0;
 
@@ -68,7 +68,7 @@ export function readCalibration(path: string): ServingCalibration {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (e) {
     const why = (e as { code?: string }).code === 'ENOENT' ? 'does not exist' : 'is not JSON';
-    throw userError('BAD_ARGUMENT', `serving calibration ${quoteForMessage(path)} ${why}`, 'measure one with node dist/src/bench/serve-calibrate.js');
+    throw userError('BAD_ARGUMENT', `serving calibration ${quoteForMessage(path)} ${why}`, 'measure one with veltair calibrate-serving');
   }
   return validateCalibration(parsed, quoteForMessage(path));
 }

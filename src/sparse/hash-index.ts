@@ -23,7 +23,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { internalError, userError } from '../errors.js';
-import { blobWriter, type Blob } from './aligned-blobs.js';
+import { blobWriter, type Blob } from '../sparse-head/aligned-blobs.js';
 import { writeFileAtomic, writeTextAtomic } from '../atomic-file.js';
 import { biasName, weightName, type LayerWeights } from './export-onnx.js';
 import type { SparseLayer } from './layers.js';

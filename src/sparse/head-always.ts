@@ -12,7 +12,7 @@
  * cross-validation on the calibration rows (a list ranked on the even rows scored on the odd rows
  * and back), so the choice does not reward a list for the rows it was ranked from.
  */
-import type { HeadTopK, SparseHeadAddon } from './native-head.js';
+import type { HeadTopK, SparseHeadAddon } from '../sparse-head/native-head.js';
 
 /** The shares of a version's budget tried for the always list (0: the buckets alone, as before). */
 export const ALWAYS_SHARES: readonly number[] = [0, 0.25, 0.5, 0.75, 0.9, 1];

@@ -7,10 +7,10 @@
  *    sparsity (the sparser versions trim the same candidates by table count).
  */
 import { autotuneKLR } from './autotune.js';
-import type { HeadArrays, HeadMeta, HashFamily } from './head-format.js';
+import type { HeadArrays, HeadMeta, HashFamily } from '../sparse-head/format.js';
 import type { IndexLayer, LoadedIndex } from './hash-index.js';
-import { HASH_CODE } from './native.js';
-import type { SparseHeadAddon } from './native-head.js';
+import { HASH_CODE } from '../sparse-head/addon.js';
+import type { SparseHeadAddon } from '../sparse-head/native-head.js';
 
 export interface HeadIndex {
   readonly hash: HeadMeta['hash'];
@@ -65,10 +65,4 @@ export function headIndexFromTrained(loaded: LoadedIndex, layer: IndexLayer, wei
       offsets: slice(layer.tables.offsets, u32, 4), ids: slice(layer.tables.ids, u32, 4), always: null,
     },
   };
-}
-
-/** The native head over a loaded or freshly built index (the addon checks every shape and id). */
-export function createNativeHead(addon: SparseHeadAddon, hash: HeadMeta['hash'], n: number, d: number, a: HeadArrays): object {
-  return addon.headCreate({ n, d, family: HASH_CODE[hash.family], K: hash.K, L: hash.L, seed: BigInt(hash.seed), rowBytes: hash.rowBytes,
-    perTable: hash.perTable }, a.weight, a.bias, a.signs, a.bins, a.offsets, a.ids, a.always);
 }

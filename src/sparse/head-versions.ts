@@ -8,9 +8,9 @@
  * no other beats on both latency and recall@1 (frontier.ts-style harvest, at most MAX_KEPT).
  */
 import { internalError, userError } from '../errors.js';
-import type { HeadVersion } from './head-format.js';
+import type { HeadVersion } from '../sparse-head/format.js';
 import type { QueryPlan } from './head-always.js';
-import type { SparseHeadAddon } from './native-head.js';
+import type { SparseHeadAddon } from '../sparse-head/native-head.js';
 
 export const DEFAULT_SPARSITIES: readonly number[] = [1, 0.05, 0.01, 0.005];
 export const MAX_KEPT = 5;

@@ -1,19 +1,15 @@
 /**
- * TypeScript's handle on the two sparse add-ons: the training add-on (native-kernels/sparse/train/,
- * its exports' types here) and the serving head's (native-kernels/sparse/head/, types in
- * native-head.ts); loading either, and the few numeric codes both sides share (activations, hash
- * families, modes).
+ * TypeScript's handle on the training add-on (native-kernels/sparse/train/): its exports' types,
+ * its numeric codes (activations, modes, optimizers, passes) and loading it. The loader and the hash
+ * family codes it shares with the serving head's add-on live in src/sparse-head/addon.ts.
  */
-import { createRequire } from 'node:module';
-import { internalError } from '../errors.js';
-import { ensureSparseAddon, type SparseAddonKind, type SparseBuild } from './native-build.js';
-import type { SparseHeadAddon } from './native-head.js';
+import { HASH_CODE, loadSparseAddon } from '../sparse-head/addon.js';
+import type { SparseBuild } from '../sparse-head/native-build.js';
 
 export type Handle = object;
 
 /** Must match the VS_ACT_* / VS_HASH_* / VS_MODE_* enums in native-kernels/sparse/vs.h and vs_model.h. */
 export const ACTIVATION_CODE = { relu: 0, linear: 1, tanh: 2, softmax: 3, sigmoid: 4 } as const;
-export const HASH_CODE = { simhash: 0, dwta: 1 } as const;
 export const MODE_CODE = { dense: 1, sparse: 2 } as const;
 /**
  * Must match VS_OPT_* in vs.h. 'adam' equals dense Adam (untouched rows catch up when next read, adam.c);
@@ -108,36 +104,7 @@ export interface SparseTrainAddon {
   close(model: Handle): void;
 }
 
-const loaded = new Map<string, unknown>();
-
-/** The codes above are the TS half of a contract whose C half is vs.h: refuse a build where the tables it reports differ. */
-export function checkCodes(c: Record<string, Record<string, number>>, path: string, want: Record<string, Record<string, number>>): void {
-  for (const [k, table] of Object.entries(want)) {
-    const got = c[k] ?? {};
-    if (JSON.stringify(Object.entries(table).sort()) !== JSON.stringify(Object.entries(got).sort())) {
-      throw internalError(`the sparse add-on ${path} was built with ${k} codes ${JSON.stringify(got)}, but native.ts says ${JSON.stringify(table)}`);
-    }
-  }
-}
-
-async function load<T extends { codes(): object }>(kind: SparseAddonKind, build: SparseBuild, want: Record<string, Record<string, number>>): Promise<T> {
-  const key = `${kind}\0${build}`;
-  const have = loaded.get(key);
-  if (have) return have as T;
-  const path = await ensureSparseAddon(kind, { build });
-  const addon = createRequire(import.meta.url)(path) as T;
-  checkCodes(addon.codes() as Record<string, Record<string, number>>, path, want);
-  loaded.set(key, addon);
-  return addon;
-}
-
 /** The training add-on (built on first use). */
 export function loadSparseTrainAddon(build: SparseBuild = 'native'): Promise<SparseTrainAddon> {
-  return load('train', build, { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE, optimizer: OPTIMIZER_CODE, pass: PASS_CODE });
+  return loadSparseAddon('train', build, { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE, optimizer: OPTIMIZER_CODE, pass: PASS_CODE });
 }
-
-/** The serving head's add-on (built on first use). */
-export function loadSparseHeadAddon(build: SparseBuild = 'native'): Promise<SparseHeadAddon> {
-  return load('head', build, { hash: HASH_CODE });
-}
-

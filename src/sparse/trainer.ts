@@ -9,8 +9,9 @@ import { internalError } from '../errors.js';
 import { epochProfile, type EpochProfile } from './epoch-profile.js';
 import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
+import { HASH_CODE } from '../sparse-head/addon.js';
 import {
-  ACTIVATION_CODE, HASH_CODE, MODE_CODE, OPTIMIZER_CODE, PASS_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type Pass,
+  ACTIVATION_CODE, MODE_CODE, OPTIMIZER_CODE, PASS_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type Pass,
   type SparseTrainAddon,
   type TensorName,
 } from './native.js';

@@ -1,7 +1,7 @@
 /**
  * A Node script serving JSON-lines requests in its own child process, pinned from birth (taskset)
  * to the given cores and started with glibc's malloc told to keep freed memory. ONNX Runtime
- * baselines (per layer and whole model) run this way: see ort-layer-child.ts for why both matter.
+ * baselines (per layer and whole model) run this way: see layer-child.ts for why both matter.
  *
  * Protocol: the parent writes `{...request, id}` per stdin line; the child answers one line per
  * request, `{id, ...reply}` or `{id, error}`. The child runs `node SCRIPT --serve`.
@@ -15,9 +15,8 @@
  */
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
+import { MALLOC_KEEP_TUNABLES } from '../toolchain/malloc-tunables.js';
 
-/** Large thresholds: freed memory stays in the heap and is reused, as a tuned deployment would. */
-export const ORT_MALLOC_TUNABLES = 'glibc.malloc.trim_threshold=4294967295:glibc.malloc.mmap_threshold=33554432:glibc.malloc.top_pad=268435456';
 
 export interface PinnedChild {
   /** Whether the child was started under taskset on the requested cores. */
@@ -41,7 +40,7 @@ export async function startPinnedChild(script: string, cores: readonly number[],
   const [cmd, args] = pinned
     ? ['taskset', ['-c', cores.join(','), process.execPath, script, '--serve']]
     : [process.execPath, [script, '--serve']];
-  const tunables = [process.env['GLIBC_TUNABLES'], o.mallocTunables === false ? undefined : ORT_MALLOC_TUNABLES].filter(Boolean).join(':');
+  const tunables = [process.env['GLIBC_TUNABLES'], o.mallocTunables === false ? undefined : MALLOC_KEEP_TUNABLES].filter(Boolean).join(':');
   const child: ResultPromise = execa(cmd, args as string[], {
     env: tunables ? { GLIBC_TUNABLES: tunables } : {}, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false,
   });

@@ -18,7 +18,7 @@ import type { HostTensor } from '../runtime/host-tensor.js';
 import type { Backend, InferOutcome, ServedModel } from '../serve/backend.js';
 import type { ModelConfig } from '../serve/config.js';
 import { unavailable } from '../serve/errors.js';
-import { startInstancePool, type InstancePool } from './ort-instances.js';
+import { startInstancePool, type InstancePool } from './instances.js';
 
 interface OrtModel {
   readonly served: ServedModel;

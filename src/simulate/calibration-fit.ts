@@ -1,5 +1,5 @@
 /**
- * From live answers (serve-timeline.ts's TimedAnswer, with each request's tensor bytes) to the
+ * From live answers (each timed by the client, with the server's timeline and its tensor bytes) to the
  * serving calibration the simulator charges (src/simulate/calibration.ts):
  *   front end, per distinct tensor size: median over its requests of client time − the
  *     dispatcher's share (HTTP both ways, parse, decode, encode, the in-process client — all of
@@ -8,15 +8,24 @@
  *   wake-up per core: the slope of that median from the smallest team to the largest (≥ 0; 0 with one team size);
  *   event loop per block: median hand-back (native end → event loop) + median scheduler µs per block.
  */
+import { internalError } from '../errors.js';
 import { median } from '../stats.js';
-import { CALIBRATION_FORMAT, type ServingCalibration } from '../simulate/calibration.js';
-import type { TimedAnswer } from './serve-timeline.js';
+import { CALIBRATION_FORMAT, type ServingCalibration } from './calibration.js';
 
-export interface CalibrationSample { readonly bytes: number; readonly answer: TimedAnswer }
+/** What the fit reads of one live answer: [decided, native start, native end, resumed, cores] per block, in ms. */
+export interface LiveAnswer {
+  readonly clientMs: number;
+  readonly schedulerUs: number | null;
+  readonly timeline: { readonly answer: number; readonly blocks: readonly (readonly [number, number, number, number, number])[] } | null;
+}
+
+export interface CalibrationSample { readonly bytes: number; readonly answer: LiveAnswer }
 
 export function fitCalibration(samples: readonly CalibrationSample[], meta: { machine: string; measured: string; command: string }): ServingCalibration {
   const usable = samples.filter((s) => s.answer.timeline !== null);
-  if (usable.length === 0) throw new Error('no answer carried a veltair_timeline: calibrate against a veltair server');
+  if (usable.length === 0) {
+    throw internalError('no answer carried a veltair_timeline', 'calibrate against a veltair server (not an ONNX Runtime backend)');
+  }
   const bySize = new Map<number, number[]>();
   for (const s of usable) {
     const front = (s.answer.clientMs - s.answer.timeline!.answer) * 1000;

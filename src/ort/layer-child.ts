@@ -13,10 +13,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { Workload } from '../ir/workload.js';
-import { measureOrtLayer } from './ort-layer.js';
+import { measureOrtLayer } from './layer.js';
 import { serveJsonLines, startPinnedChild } from './pinned-child.js';
-
-export { ORT_MALLOC_TUNABLES } from './pinned-child.js';
 
 export interface OrtChildTiming {
   readonly medianMs: number;

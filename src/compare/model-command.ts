@@ -4,6 +4,8 @@
  * versions, and ONNX Runtime on the same model and threads, quiet and under each requested noise
  * level (model-bench.ts). `--calibrate-proxy` first fits the proxy on this machine and stores its
  * coefficients in the bundle (src/compile/proxy-calibrate.ts); a signed bundle needs --sign KEY, which renews its signature.
+ * Without ONNX Runtime installed, `--calibrate-proxy` still calibrates and stores the proxy, and the
+ * comparison is skipped with a note; without `--calibrate-proxy` the command asks for it.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, statSync } from 'node:fs';
@@ -14,9 +16,10 @@ import { readSigningKey } from '../bundle/sign.js';
 import type { ManifestInterferenceProxy } from '../bundle/manifest.js';
 import { userError, quoteForMessage } from '../errors.js';
 import { openLevelBank, type LevelBank } from '../interference/bank.js';
-import { benchModel, type BenchReport } from './model-bench.js';
+import { benchModel, type BenchReport } from './model.js';
 import { calibrateProxy, checkCalibratable, storeProxy } from '../compile/proxy-calibrate.js';
 import { runtimeCores } from '../interference/cores.js';
+import { missingOrt, ortInstalled } from '../ort/available.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
@@ -96,19 +99,22 @@ export function fitText(m: ManifestInterferenceProxy['models']['system']): strin
     : `no held-out estimate (one sweep pass); ${inSample}`;
 }
 
+function calibrationText(calibration: ManifestInterferenceProxy): string {
+  const n = Object.values(calibration.perLevel).reduce((s, l) => s + l.samples, 0);
+  const levels = calibration.levels.join(',');
+  const lines = (['system', 'tenant'] as const).map((k) =>
+    `proxy (${k === 'system' ? 'system' : 'tenant-aware'} model) fitted on ${n} samples at levels ${levels}: ${fitText(calibration.models[k])}`);
+  lines.push(formatTable([
+    ['level', 'samples', 'latency ratio', 'other cores busy', 'co-runner GB/s', 'predicted'],
+    ...Object.entries(calibration.perLevel).map(([l, s]) =>
+      [l, String(s.samples), f3(s.latencyRatio), f3(s.otherCoresBusy), f2(s.coRunnerMemGBps), f2(s.predictedLevel)]),
+  ], new Set([1, 2, 3, 4, 5])));
+  return lines.join('\n');
+}
+
 function reportText(r: BenchReport, calibration: ManifestInterferenceProxy | undefined): string {
   const lines: string[] = [];
-  if (calibration) {
-    const n = Object.values(calibration.perLevel).reduce((s, l) => s + l.samples, 0);
-    for (const [name, m] of [['system', calibration.models.system], ['tenant-aware', calibration.models.tenant]] as const) {
-      lines.push(`proxy (${name} model) fitted on ${n} samples at levels ${calibration.levels.join(',')}: ${fitText(m)}`);
-    }
-    lines.push(formatTable([
-      ['level', 'samples', 'latency ratio', 'other cores busy', 'co-runner GB/s', 'predicted'],
-      ...Object.entries(calibration.perLevel).map(([l, s]) =>
-        [l, String(s.samples), f3(s.latencyRatio), f3(s.otherCoresBusy), f2(s.coRunnerMemGBps), f2(s.predictedLevel)]),
-    ], new Set([1, 2, 3, 4, 5])), '');
-  }
+  if (calibration) lines.push(calibrationText(calibration), '');
   const fmtPicks = (p: Record<string, number>) => Object.entries(p).map(([l, n]) => `${l}:${n}`).join(' ');
   lines.push(formatTable([
     ['noise', 'veltair ms', 'fixed ms', 'ORT ms', 'veltair/ORT', 'adaptive/fixed', 'fixed/ORT', 'predicted levels'],
@@ -129,6 +135,8 @@ function reportText(r: BenchReport, calibration: ManifestInterferenceProxy | und
 }
 
 export async function benchAction(bundlePath: string, f: BenchFlags): Promise<void> {
+  const compare = ortInstalled();
+  if (!compare && !f.calibrateProxy) throw missingOrt('veltair bench times veltair against ONNX Runtime');
   let bundle = await readBundle(bundlePath);
   for (const w of bundle.warnings) note(`warning: ${w}`);
   // Flags first: a typo is reported before the model is hashed or anything is started.
@@ -148,12 +156,12 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
   if (f.sign !== undefined && !f.calibrateProxy) throw userError('BAD_ARGUMENT', '--sign renews the signature after --calibrate-proxy, which was not given',
     'add --calibrate-proxy, or drop --sign');
   if (f.calibrateProxy) checkRewritable(bundle.paths.dir, signingKey);
-  const modelPath = await resolveBenchModel(bundle, f.model);
+  const modelPath = compare ? await resolveBenchModel(bundle, f.model) : undefined;
   const say = (m: string) => { if (!f.json && process.stderr.isTTY) note(m); };
 
   // Co-runners are profiled and started before the runtime addon loads (see src/compile/proxy-calibrate.ts).
   const calibrationLevels = f.calibrateProxy ? checkCalibratable(bundle.manifest, cores, threads) : [];
-  const bankLevels = [...new Set([...noisy, ...calibrationLevels.filter((l) => l > 0)])];
+  const bankLevels = [...new Set([...(compare ? noisy : []), ...calibrationLevels.filter((l) => l > 0)])];
   let bank: LevelBank | undefined;
   try {
     if (bankLevels.length > 0) {
@@ -167,6 +175,13 @@ export async function benchAction(bundlePath: string, f: BenchFlags): Promise<vo
       bundle = { ...bundle, manifest: await storeProxy(bundle, fit.proxy, signingKey) };
     } else if (!bundle.manifest.interferenceProxy) {
       note('note: the bundle has no fitted interference proxy; adaptive stays at level 0 (fit one with --calibrate-proxy)');
+    }
+    if (modelPath === undefined) {
+      if (f.json) printJson({ bundle: bundle.paths.dir, calibration, results: [] });
+      else printLine(calibrationText(calibration!));
+      note('note: onnxruntime-node is not installed, so the proxy was calibrated and stored but nothing was compared '
+        + '(npm install onnxruntime-node to compare)');
+      return;
     }
     const report = await benchModel(bundle, { modelPath, threads, conditions: [0, ...noisy], rounds, runs, cores, ...(bank ? { bank } : {}), onProgress: say });
     if (f.json) printJson({ bundle: bundle.paths.dir, model: basename(modelPath), ...report, ...(calibration ? { calibration } : {}) });

@@ -1,7 +1,7 @@
 /**
  * `ort-instances`: N ONNX Runtime instances of one model sharing that model's queue, as Triton's
  * instance group `count: N` deploys it on CPU — each instance a session with `threads` intra-op
- * threads in its own worker thread (ort-instance-worker.ts says why a thread each), a request taken
+ * threads in its own worker thread (instance-worker.ts says why a thread each), a request taken
  * by the first free instance, first come first served within the model. Different models' pools
  * never wait for each other.
  */
@@ -21,7 +21,7 @@ export interface InstancePool {
   close(): Promise<void>;
 }
 
-const WORKER = fileURLToPath(new URL('./ort-instance-worker.js', import.meta.url));
+const WORKER = fileURLToPath(new URL('./instance-worker.js', import.meta.url));
 
 /** Start `count` instances of the model at `modelPath`; resolves once every one has its session. */
 export async function startInstancePool(modelPath: string, count: number, threads: number, nice: number): Promise<InstancePool> {

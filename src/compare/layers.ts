@@ -3,7 +3,7 @@
  * (the three presets plus seeded samples), then the best candidate re-measured alternately with
  * ONNX Runtime running the same layer as a single-op model (veltair, ORT, ORT, veltair, …), so
  * the two figures are always taken seconds apart on the same cores with the same thread count.
- * The harness pins the kernel's threads; ORT runs in a child pinned the same way (ort-layer-child.ts).
+ * The harness pins the kernel's threads; ORT runs in a child pinned the same way (src/ort/layer-child.ts).
  * The FMA peak is measured in the same run, before and after the layers. `veltair bench-layers`
  * is a thin CLI over benchLayers(); run.ts calls it on the zoo models.
  */
@@ -17,7 +17,8 @@ import { repair, sampleSchedules, type Schedule } from '../space/schedule.js';
 import type { Target } from '../toolchain/target.js';
 import { measureCandidates } from '../measure/measure-candidates.js';
 import { availableCores } from '../toolchain/cpu.js';
-import { ORT_MALLOC_TUNABLES, startOrtChild, type OrtChild } from './ort-layer-child.js';
+import { startOrtChild, type OrtChild } from '../ort/layer-child.js';
+import { MALLOC_KEEP_TUNABLES } from '../toolchain/malloc-tunables.js';
 import { measurePeakGflops, type PeakResult } from '../measure/peak.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
 import { geometricMean, interleave, median, summarizeRatios, type RatioSummary } from '../stats.js';
@@ -156,7 +157,7 @@ export interface LayerBenchReport {
   readonly cores: readonly number[];
   /** Whether ORT's process was pinned to `cores` (taskset) from its start. */
   readonly ortPinned: boolean;
-  /** GLIBC_TUNABLES ORT ran under (see ort-layer-child.ts for why). */
+  /** GLIBC_TUNABLES ORT ran under (see src/toolchain/malloc-tunables.ts for why). */
   readonly ortMallocTunables: string;
   readonly target: { readonly cpuModel: string; readonly cores: number; readonly cc: string };
   readonly trials: number;
@@ -314,7 +315,7 @@ export async function benchLayers(selected: readonly SelectedLayer[], o: LayerBe
   return {
     peakGflops,
     peak: { isa: probes[0]!.isa, probes: probes.length, minMedianGflops: Math.min(...medians), maxMedianGflops: Math.max(...medians) },
-    threads: o.threads, cores, ortPinned: ort.pinned, ortMallocTunables: ORT_MALLOC_TUNABLES,
+    threads: o.threads, cores, ortPinned: ort.pinned, ortMallocTunables: MALLOC_KEEP_TUNABLES,
     target: { cpuModel: o.target.cpuModel, cores: o.target.cores, cc: o.target.cc },
     trials: o.trials, rounds: o.rounds ?? 3,
     layers: rescaled,

@@ -8,7 +8,7 @@ import { userError } from '../errors.js';
 import { lowerToLayers } from '../ir/lower.js';
 import { loadModel } from '../onnx/load.js';
 import { detectTarget, targetNotes } from '../toolchain/target.js';
-import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from './layer-bench.js';
+import { benchLayers, selectBenchLayers, type LayerBenchReport, type LayerBenchResult } from './layers.js';
 import { parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine, progressBar } from '../terminal/output.js';
 

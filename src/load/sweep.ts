@@ -5,7 +5,7 @@
  * system: attainment and tail latency against offered load.
  */
 import { userError } from '../errors.js';
-import { runLoad, type LoadModel, type LoadResult } from './load.js';
+import { runLoad, type LoadModel, type LoadResult } from './generator.js';
 
 export interface SweepSpec { readonly from: number; readonly to: number; readonly steps: number }
 

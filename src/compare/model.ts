@@ -17,7 +17,7 @@ import { median, pairedRatios, quantile, interleave } from '../stats.js';
 import type { LevelBank } from '../interference/bank.js';
 import { internalError } from '../errors.js';
 import { modelFeeds } from '../compile/feeds.js';
-import { startOrtModelChild, type OrtModelChild } from './ort-model-child.js';
+import { startOrtModelChild, type OrtModelChild } from '../ort/model-child.js';
 import { loadBundle } from '../runtime/session.js';
 import type { RuntimeCores } from '../interference/cores.js';
 import { InterferenceProxy } from '../runtime/proxy.js';
