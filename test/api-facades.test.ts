@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { serve, simulate, train } from '../src/index.js';
 import { encodeModel } from '../src/onnx/encode.js';
-import { profileText } from '../src/schedule/profile.js';
+import { profileText } from '../src/schedule/scheduling-profile.js';
 import { availableCores } from '../src/toolchain/cpu.js';
 import { compileFixture, tinyModelSpec, veltair } from './compile-fixture.js';
 import { handProfile, JAGGED } from './schedule-fixture.js';

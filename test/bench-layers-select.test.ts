@@ -13,8 +13,8 @@ import { loadModel } from '../src/onnx/load.js';
 import { lowerToLayers } from '../src/ir/lower.js';
 import { isVeltairError } from '../src/errors.js';
 import { compactRanges, describeWorkload, searchSchedules, selectBenchLayers } from '../src/compare/layers.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { isValid } from '../src/space/schedule.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy } from '../src/space/presets.js';
+import { isValid } from '../src/space/knobs.js';
 import { syntheticTarget } from '../src/toolchain/target.js';
 import { f32 } from './onnx-test-models.js';
 
@@ -71,7 +71,7 @@ test('search schedules: the three presets first, then distinct samples, all at t
   assert.ok(s.length <= 10 && s.length >= 3);
   const keys = s.map((x) => JSON.stringify(x));
   assert.equal(new Set(keys).size, keys.length, 'no duplicates');
-  const presets = [defaultSchedule(w, t, 2), localityGreedy(w, t, 2), parallelHeavy(w, t, 2)].map((x) => JSON.stringify(x));
+  const presets = [defaultTableRefresh(w, t, 2), localityGreedy(w, t, 2), parallelHeavy(w, t, 2)].map((x) => JSON.stringify(x));
   assert.deepEqual(keys.slice(0, new Set(presets).size), [...new Set(presets)]);
   for (const x of s) {
     assert.equal(x.threads, 2);

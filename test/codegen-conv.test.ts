@@ -14,7 +14,7 @@ import type { EpilogueKind, WorkloadShape } from '../src/ir/workload.js';
 import { makeCandidate, type Candidate } from '../src/space/candidate.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { seededRng } from '../src/random.js';
-import { repair, sampleSchedule, widthsFor } from '../src/space/schedule.js';
+import { repair, sampleSchedule, widthsFor } from '../src/space/knobs.js';
 import { groupMerge } from '../src/space/problem.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { WorkloadShape } from '../src/ir/workload.js';
 import { makeCandidate, type Candidate } from '../src/space/candidate.js';
 import { seededRng } from '../src/random.js';
-import { makeSchedule, repair, sampleSchedule, type Schedule } from '../src/space/schedule.js';
+import { makeSchedule, repair, sampleSchedule, type Schedule } from '../src/space/knobs.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 import { buildKernels } from '../src/measure/build.js';

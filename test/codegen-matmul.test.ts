@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EpilogueKind, WorkloadShape } from '../src/ir/workload.js';
 import { makeCandidate, type Candidate } from '../src/space/candidate.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { seededRng } from '../src/random.js';
-import { repair, sampleSchedule, widthsFor } from '../src/space/schedule.js';
+import { repair, sampleSchedule, widthsFor } from '../src/space/knobs.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 
@@ -39,7 +39,7 @@ test('generated dense and batch_matmul kernels match the reference', { timeout: 
   const cands: Candidate[] = [];
   WORKLOADS.forEach((w, i) => {
     const widths = widthsFor(w, target);
-    const schedules = [defaultSchedule(w, target), localityGreedy(w, target, 1), parallelHeavy(w, target),
+    const schedules = [defaultTableRefresh(w, target), localityGreedy(w, target, 1), parallelHeavy(w, target),
       repair({ ...sampleSchedule(w, target, rng), vec: widths[i % widths.length]! }, w, target)];
     for (const s of new Map(schedules.map((s) => [JSON.stringify(s), s])).values()) cands.push(makeCandidate(w, s, target));
   });

@@ -6,7 +6,7 @@
 import type { WorkloadShape } from '../src/ir/workload.js';
 import { makeRecord, type LevelLatencies, type TuningRecord } from '../src/db/record.js';
 import { scheduleFeatures } from '../src/space/features.js';
-import { makeSchedule } from '../src/space/schedule.js';
+import { makeSchedule } from '../src/space/knobs.js';
 import { syntheticTarget, type Target } from '../src/toolchain/target.js';
 import type { MeasureStatus } from '../src/measure/run-candidate.js';
 

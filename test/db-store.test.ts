@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { CODEGEN_VERSION } from '../src/codegen/kernel.js';
 import { recordId, recordIdOf, recordLine } from '../src/db/record.js';
-import { defaultSchedule } from '../src/space/presets.js';
+import { defaultTableRefresh } from '../src/space/presets.js';
 import { createTaskSearch } from '../src/tune/search.js';
 import { scanDatabase } from '../src/db/scan.js';
 import { appendRecords, defaultDatabaseDir, openDatabase, shardFileName, shippedDatabaseDir } from '../src/db/store.js';
@@ -18,7 +18,7 @@ after(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 const freshDir = () => join(root, `db${n++}`);
 const CONV_WORKLOAD = CONV;
-const CONV_SEED = { ...defaultSchedule(CONV, TARGET_A, 1), tileRows: 2 };
+const CONV_SEED = { ...defaultTableRefresh(CONV, TARGET_A, 1), tileRows: 2 };
 
 test('corrupt lines are skipped and counted, every good line is kept, and the warning comes once', async () => {
   const dir = freshDir();

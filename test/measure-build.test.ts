@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { WorkloadShape } from '../src/ir/workload.js';
 import { generateKernel, type KernelSource } from '../src/codegen/kernel.js';
 import { makeCandidate } from '../src/space/candidate.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { buildKernels } from '../src/measure/build.js';
 import { measureJobs, measureJobsSkippable, type MeasureJob } from '../src/measure/run-candidate.js';
@@ -29,7 +29,7 @@ const W: WorkloadShape = { op: 'conv2d', dtype: 'float32', n: 1, cin: 16, h: 8, 
 
 async function kernels(): Promise<KernelSource[]> {
   const t = await detectTarget();
-  return [defaultSchedule(W, t, 1), parallelHeavy(W, t)].map((s) => generateKernel(makeCandidate(W, s, t)));
+  return [defaultTableRefresh(W, t, 1), parallelHeavy(W, t)].map((s) => generateKernel(makeCandidate(W, s, t)));
 }
 
 /** A copy of a kernel under a new symbol, with its source edited. */
@@ -41,7 +41,7 @@ function variant(k: KernelSource, tag: string, edit: (src: string, sym: string) 
 /** kernels()[0]'s schedule at 2 threads: another symbol, the same C (the thread count is a run-time argument). */
 async function twinOfFirst(): Promise<KernelSource> {
   const t = await detectTarget();
-  return generateKernel(makeCandidate(W, { ...defaultSchedule(W, t, 1), threads: 2 }, t));
+  return generateKernel(makeCandidate(W, { ...defaultTableRefresh(W, t, 1), threads: 2 }, t));
 }
 
 /** Object files in a cache (beside each, its symbol list). */
@@ -220,7 +220,7 @@ test('no C compiler is a NO_COMPILER user error with an install hint', async () 
 
 test('wrong, crashing and hanging candidates are recorded; the others are measured', { timeout: 300_000 }, () => withTempCache(async (dir) => {
   const [a, b] = await kernels();
-  const vec = makeCandidate(W, defaultSchedule(W, await detectTarget(), 1), await detectTarget()).schedule.vec;
+  const vec = makeCandidate(W, defaultTableRefresh(W, await detectTarget(), 1), await detectTarget()).schedule.vec;
   const wrong = variant(a!, 'wrong', (src) => src.replace('  return x;\n', `  return vt${vec}_add(x, vt${vec}_set1(0.01f));\n`));
   const crash = variant(a!, 'crash', (src, sym) => src.replace(new RegExp(`(void ${sym}_run\\([^)]*\\) \\{)`), '$1 *(volatile int*)0 = 1;'));
   const hang = variant(a!, 'hang', (src, sym) => src.replace(new RegExp(`(void ${sym}_run\\([^)]*\\) \\{)`), '$1 for (;;) __asm__ volatile("");'));
@@ -296,7 +296,7 @@ test('a slow reference is computed once and read back by later children; a torn,
   // 115 M multiply-adds: the naive reference takes far longer than the 20 ms below which it is not cached.
   const big: WorkloadShape = { ...W, cin: 64, cout: 64, h: 56, w: 56, oh: 56, ow: 56 };
   const t = await detectTarget();
-  const k = generateKernel(makeCandidate(big, defaultSchedule(big, t, 1), t));
+  const k = generateKernel(makeCandidate(big, defaultTableRefresh(big, t, 1), t));
   const [built] = await buildKernels([k], { cacheDir: dir });
   assert.equal(built!.status, 'ok');
   const job: MeasureJob = { soPath: built!.status === 'ok' ? built!.soPath : '', symbol: k.symbol, threads: 1 };

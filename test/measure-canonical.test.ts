@@ -9,7 +9,7 @@ import { generateKernel } from '../src/codegen/kernel.js';
 import type { WorkloadShape } from '../src/ir/workload.js';
 import { canonicalUnit, renameSymbol } from '../src/measure/canonical.js';
 import { makeCandidate } from '../src/space/candidate.js';
-import { defaultSchedule } from '../src/space/presets.js';
+import { defaultTableRefresh } from '../src/space/presets.js';
 import { detectTarget } from '../src/toolchain/target.js';
 
 const W: WorkloadShape = { op: 'conv2d', dtype: 'float32', n: 1, cin: 3, h: 8, w: 8, cout: 16, kh: 3, kw: 3, strideH: 1,
@@ -17,7 +17,7 @@ const W: WorkloadShape = { op: 'conv2d', dtype: 'float32', n: 1, cin: 3, h: 8, w
 
 test('a schedule at 1 and at 2 threads: two symbols, one canonical source that names neither', async () => {
   const t = await detectTarget();
-  const s = defaultSchedule(W, t, 1);
+  const s = defaultTableRefresh(W, t, 1);
   const one = generateKernel(makeCandidate(W, s, t)), two = generateKernel(makeCandidate(W, { ...s, threads: 2 }, t));
   assert.notEqual(one.symbol, two.symbol);
   const c1 = canonicalUnit(one), c2 = canonicalUnit(two);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { readBundle } from '../src/bundle/read.js';
-import { readBundleProfiles } from '../src/bundle/profiles.js';
+import { readBundleProfiles } from '../src/bundle/candidates-file.js';
 import { ADAPTIVE_POLICY, FIXED_POLICY } from '../src/plot/data.js';
 import { encodeModel } from '../src/onnx/encode.js';
 import { assertOneClearError, compileFixture, tinyModelSpec, veltair } from './compile-fixture.js';

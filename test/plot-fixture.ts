@@ -5,9 +5,9 @@
  */
 import { inflateSync } from 'node:zlib';
 import type { Manifest, ManifestLayer, ManifestVersion } from '../src/bundle/manifest.js';
-import type { BundleProfiles } from '../src/bundle/profiles.js';
-import type { Schedule } from '../src/space/schedule.js';
-import type { CandidateProfile } from '../src/tune/candidate-profile.js';
+import type { BundleProfiles } from '../src/bundle/candidates-file.js';
+import type { Schedule } from '../src/space/knobs.js';
+import type { CandidateProfile } from '../src/tune/candidate-points.js';
 import { fakeManifest } from './bundle-fixture.js';
 
 export const NASTY_NAME = 'fc, "final" <b>&amp;\nnext\u0001';

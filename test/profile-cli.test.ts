@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeModel } from '../src/onnx/encode.js';
-import { parseProfile } from '../src/schedule/profile.js';
+import { parseProfile } from '../src/schedule/scheduling-profile.js';
 import { assertOneClearError, compileFixture, tinyModelSpec, veltair } from './compile-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-profile-cli-'));

@@ -20,7 +20,7 @@ import { arenaRef } from '../src/runtime/native-plan.js';
 import { OP } from '../src/runtime/ops.js';
 import { problemOf } from '../src/space/problem.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { isValid, makeSchedule, type Schedule } from '../src/space/schedule.js';
+import { isValid, makeSchedule, type Schedule } from '../src/space/knobs.js';
 import { outputOwner, staticOwner, type OutputOwner } from '../src/space/tile-owner.js';
 import { translatePlan } from '../src/runtime/translate.js';
 import type { Target } from '../src/toolchain/target.js';

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import { groupMerge } from '../src/space/problem.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { repair, widthsFor } from '../src/space/schedule.js';
+import { repair, widthsFor } from '../src/space/knobs.js';
 import { matchesOrt, model, prepare, t } from './runtime-kernels-fixture.js';
 
 const REGNET_Y_BLOCK = model([1, 32, 9, 9], [1, 32, 9, 9],

@@ -15,7 +15,7 @@ import { generateKernel, kernelWorkspaceBytes } from '../src/codegen/kernel.js';
 import { buildKernels } from '../src/measure/build.js';
 import { makeCandidate } from '../src/space/candidate.js';
 import { localityGreedy, parallelHeavy } from '../src/space/presets.js';
-import { threadSplit, type Schedule } from '../src/space/schedule.js';
+import { threadSplit, type Schedule } from '../src/space/knobs.js';
 import { problemOf } from '../src/space/problem.js';
 import { detectTarget, type Target } from '../src/toolchain/target.js';
 import type { Workload } from '../src/ir/workload.js';

@@ -2,7 +2,7 @@
  * Small hand-made scheduling profiles: every figure given at every core count (nothing is
  * modelled unless a test asks), so a test can say exactly what each layer needs.
  */
-import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileStep } from '../src/schedule/profile.js';
+import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileStep } from '../src/schedule/scheduling-profile.js';
 import { buildModelTable, type ModelTable } from '../src/schedule/model-table.js';
 import { planModel, type ModelPlan } from '../src/schedule/requirement.js';
 import type { ScalingConstants } from '../src/schedule/scaling.js';

@@ -2,7 +2,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { isVeltairError } from '../src/errors.js';
 import { buildModelTable, latAt } from '../src/schedule/model-table.js';
-import { parseProfile, profileText, type Profile } from '../src/schedule/profile.js';
+import { parseProfile, profileText, type Profile } from '../src/schedule/scheduling-profile.js';
 import { chunkShare, fitConstants, fitStep, predictStep } from '../src/schedule/scaling.js';
 import { checkPrediction } from '../src/schedule/scaling-check.js';
 import { handProfile, JAGGED, NO_SCALING } from './schedule-fixture.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { profileText, type Profile } from '../src/schedule/profile.js';
+import { profileText, type Profile } from '../src/schedule/scheduling-profile.js';
 import { assertOneClearError, veltair } from './compile-fixture.js';
 import { handProfile, JAGGED } from './schedule-fixture.js';
 

@@ -3,10 +3,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkloadShape } from '../src/ir/workload.js';
 import { scheduleFeatures } from '../src/space/features.js';
-import { defaultSchedule, localityGreedy, parallelHeavy, weightHeavy, weightStreaming } from '../src/space/presets.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy, weightHeavy, weightStreaming } from '../src/space/presets.js';
 import { problemOf } from '../src/space/problem.js';
 import { seededRng } from '../src/random.js';
-import { isValid, makeSchedule, mutate, registerTiles, sampleSchedules, threadSplit, whyInvalid, type Schedule } from '../src/space/schedule.js';
+import { isValid, makeSchedule, mutate, registerTiles, sampleSchedules, threadSplit, whyInvalid, type Schedule } from '../src/space/knobs.js';
 import { detectTarget, syntheticTarget } from '../src/toolchain/target.js';
 import { parseCacheSize } from '../src/toolchain/caches.js';
 
@@ -39,7 +39,7 @@ test('sampled schedules are valid, deterministic per seed, and diverse', () => {
 test('mutation moves one step and stays valid', () => {
   const rng = seededRng(11);
   for (const w of WORKLOADS) {
-    let s = defaultSchedule(w, AVX512);
+    let s = defaultTableRefresh(w, AVX512);
     for (let i = 0; i < 50; i++) {
       const next = mutate(s, w, AVX512, rng);
       assert.notDeepEqual(next, s);
@@ -66,14 +66,14 @@ test('the space reaches both ends: locality-greedy vs parallelism-heavy', () => 
 
 test('validity rules: register file, ISA, group divisibility, tile bounds, threads', () => {
   const w = WORKLOADS[0]!;
-  const s = defaultSchedule(w, AVX512);
+  const s = defaultTableRefresh(w, AVX512);
   assert.match(whyInvalid({ ...s, regOc: 4, regCols: 8 }, w, AVX512) ?? '', /register/);
   assert.match(whyInvalid(s, w, AVX2) ?? '', /vector width 16/);
   assert.match(whyInvalid({ ...s, threads: 17 }, w, AVX512) ?? '', /threads/);
   assert.match(whyInvalid({ ...s, tileRows: 57 }, w, AVX512) ?? '', /tile/);
   const grouped = conv(12, 8, 8, 3, 1, 4);
-  assert.match(whyInvalid({ ...defaultSchedule(grouped, AVX512), vec: 16 }, grouped, AVX512) ?? '', /group/);
-  assert.equal(defaultSchedule(grouped, AVX512).vec, 1);
+  assert.match(whyInvalid({ ...defaultTableRefresh(grouped, AVX512), vec: 16 }, grouped, AVX512) ?? '', /group/);
+  assert.equal(defaultTableRefresh(grouped, AVX512).vec, 1);
 });
 
 test('register tiles rank a tile that leaves gcc a spare register above one that takes them all', () => {
@@ -107,7 +107,7 @@ test('weight streaming: only for convs whose weights outweigh their activations;
 });
 
 test('schedules serialise with a stable field order', () => {
-  const s = defaultSchedule(WORKLOADS[0]!, AVX512);
+  const s = defaultTableRefresh(WORKLOADS[0]!, AVX512);
   const shuffled = Object.fromEntries(Object.entries(s).reverse()) as unknown as Schedule;
   assert.equal(JSON.stringify(makeSchedule(shuffled)), JSON.stringify(s));
   assert.deepEqual(Object.keys(s), ['vec', 'regOc', 'regCols', 'tileIc', 'tileOc', 'tileRows', 'tileCols', 'loopOrder',

@@ -1,11 +1,11 @@
 /**
- * The epoch profile (src/sparse/epoch-profile.ts): the passes' wall time shared out to their phases by the
+ * The epoch profile (src/sparse/epoch-breakdown.ts): the passes' wall time shared out to their phases by the
  * threads' seconds, the other steps as measured, the rest "other", so the parts add up to the epoch; and a
  * trained epoch carries one whose parts add up to its seconds. No time is asserted, only the accounting.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PASS_PHASES, WALL_STEPS, epochProfile } from '../src/sparse/epoch-profile.js';
+import { PASS_PHASES, WALL_STEPS, epochProfile } from '../src/sparse/epoch-breakdown.js';
 import { createTrainer } from '../src/sparse/trainer.js';
 import { denseLayer, randomRows, settings, sparseLayer, xcFromRows } from './sparse-fixture.js';
 

@@ -1,7 +1,7 @@
 /** The table schedule: n rehashes per epoch means exactly n inside every epoch, evenly spaced; rebuilds win over rehashes; nothing at the epoch's end. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultSchedule, indexAction, rehashEveryFor, REHASHES_PER_EPOCH } from '../src/sparse/schedule.js';
+import { defaultTableRefresh, indexAction, rehashEveryFor, REHASHES_PER_EPOCH } from '../src/sparse/table-refresh.js';
 
 function actions(rows: number, batch: number, s: { rehashEvery: number; rebuildEvery: number }) {
   const out: [number, string][] = [];
@@ -20,7 +20,7 @@ test('n rehashes per epoch are n evenly spaced rehashes inside the epoch', () =>
       assert.ok(got.every(([, a]) => a === 'rehash'));
     }
   }
-  assert.deepEqual(actions(100000, 256, defaultSchedule(100000, 256)).map(([at]) => at), [50176]);
+  assert.deepEqual(actions(100000, 256, defaultTableRefresh(100000, 256)).map(([at]) => at), [50176]);
   assert.equal(REHASHES_PER_EPOCH, 1);
 });
 

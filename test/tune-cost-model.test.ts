@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { fitLatencyModel, fitRidge, solveSpd, type Observation } from '../src/tune/cost-model.js';
 import { scheduleFeatures } from '../src/space/features.js';
 import { seededRng } from '../src/random.js';
-import { sampleSchedules } from '../src/space/schedule.js';
+import { sampleSchedules } from '../src/space/knobs.js';
 import { syntheticTarget } from '../src/toolchain/target.js';
 import type { WorkloadShape } from '../src/ir/workload.js';
 

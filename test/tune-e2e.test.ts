@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/db/store.js';
 import { levelsOf, makeRecord, medianMs } from '../src/db/record.js';
 import { makeCandidate } from '../src/space/candidate.js';
-import { defaultSchedule } from '../src/space/presets.js';
+import { defaultTableRefresh } from '../src/space/presets.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { tuneWorkloads, shardOf, tasksOf } from '../src/tune/tune-model.js';
@@ -116,7 +116,7 @@ test('a workload whose only record is a timeout is tuned again, not reported as 
   const target = await detectTarget();
   const db = await openDatabase(join(root, 'db-timeout'), { target, shipped: false });
   const w = withKey({ ...convShape, cout: 48 });
-  const s = defaultSchedule(w, target, 1);
+  const s = defaultTableRefresh(w, target, 1);
   await db.append([makeRecord({ workload: w, target, schedule: s, features: makeCandidate(w, s, target).features, latencies: {},
     status: 'timeout', error: 'level 0: no result within 60000 ms' })]);
   const r = await tuneWorkloads([{ workload: w, count: 1 }], { trials: 1, levels: [0], threads: [1], seed: 3, db, minTimeMs: 5, target,

@@ -14,7 +14,7 @@ import { makeCandidate } from '../src/space/candidate.js';
 import { openDatabase } from '../src/db/store.js';
 import { targetFingerprint } from '../src/db/target-fingerprint.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../src/space/presets.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy } from '../src/space/presets.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { evaluateBatches, type EvaluateContext } from '../src/tune/evaluate.js';
 import type { TrialResult } from '../src/tune/search.js';
@@ -31,7 +31,7 @@ test('batches of two workloads in one evaluation: each gets its own trials and r
   const fingerprint = targetFingerprint(target);
   const db = await openDatabase(join(root, 'db'), { target, shipped: false });
   const a = withKey(shape), b = withKey({ ...shape, cout: 48, epilogue: ['bias'] });
-  const distinct = (w: typeof a) => [...new Map([defaultSchedule(w, target, 1), localityGreedy(w, target, 1), parallelHeavy(w, target, 1)]
+  const distinct = (w: typeof a) => [...new Map([defaultTableRefresh(w, target, 1), localityGreedy(w, target, 1), parallelHeavy(w, target, 1)]
     .map((s) => [JSON.stringify(s), s])).values()];
   const sa = distinct(a), sb = distinct(b).slice(0, 1);
   const ctx: EvaluateContext = {
@@ -66,7 +66,7 @@ test('a recorded timeout is measured again, and the new record is the one kept',
   const fingerprint = targetFingerprint(target);
   const db = await openDatabase(join(root, 'db-timeout'), { target, shipped: false });
   const w = withKey({ ...shape, cout: 16 });
-  const s = defaultSchedule(w, target, 1);
+  const s = defaultTableRefresh(w, target, 1);
   const cand = makeCandidate(w, s, target);
   await db.append([makeRecord({ workload: w, target, schedule: s, features: cand.features, latencies: {}, status: 'timeout',
     error: 'level 0: no result within 60000 ms' })]);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dominates, nonDominated, regretOf, bestPerLevel, selectFamily, type FamilyCandidate } from '../src/tune/family.js';
-import { makeSchedule } from '../src/space/schedule.js';
+import { makeSchedule } from '../src/space/knobs.js';
 import type { ScheduleFeatures } from '../src/space/features.js';
 
 // Hand-made latency tables: these numbers are test inputs, not measurements.

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pickTask, taskCost, taskPriority, type TaskProgress } from '../src/tune/scheduler.js';
+import { pickTask, taskCost, taskPriority, type TaskProgress } from '../src/tune/trial-allocator.js';
 
 const task = (weight: number, history: number[], exhausted = false): TaskProgress => ({ weight, history, exhausted });
 

@@ -18,7 +18,7 @@ import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
 import { scheduleKey } from '../src/tune/search.js';
 import { tuneWorkloads } from '../src/tune/tune-model.js';
 import { detectTarget, type Target } from '../src/toolchain/target.js';
-import { repair } from '../src/space/schedule.js';
+import { repair } from '../src/space/knobs.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-transfer-'));
 after(() => rmSync(root, { recursive: true, force: true }));

@@ -11,14 +11,14 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/db/store.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
 import { compileChunks } from '../src/measure/build.js';
-import type { Schedule } from '../src/space/schedule.js';
+import type { Schedule } from '../src/space/knobs.js';
 import { detectTarget } from '../src/toolchain/target.js';
-import type { TaskProgress } from '../src/tune/scheduler.js';
+import type { TaskProgress } from '../src/tune/trial-allocator.js';
 import type { TaskSearch, TrialResult } from '../src/tune/search.js';
 import { tuneWorkloads } from '../src/tune/tune-model.js';
 import { prebuildWarmups, proposeWarmups } from '../src/tune/warmup.js';
 import { targetFingerprint } from '../src/db/target-fingerprint.js';
-import { defaultSchedule } from '../src/space/presets.js';
+import { defaultTableRefresh } from '../src/space/presets.js';
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-tune-warmup-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -92,7 +92,7 @@ test('the warm-up builds the measurement harness beside the kernels, so the firs
     cacheDir: cache, batch: 8 };
   await prebuildWarmups([{ use: { workload } }], new Map([[0, []]]), ctx);
   assert.equal(harnessBuilt(), false, 'nothing to compile: nothing built');
-  await prebuildWarmups([{ use: { workload } }], new Map([[0, [defaultSchedule(workload, target, 1)]]]), ctx);
+  await prebuildWarmups([{ use: { workload } }], new Map([[0, [defaultTableRefresh(workload, target, 1)]]]), ctx);
   assert.equal(harnessBuilt(), true);
   assert.equal(readdirSync(join(cache, 'objects')).filter((f) => f.endsWith('.o')).length, 1, 'and the candidate\'s object');
 });

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two builds' channel gathers on one bundle, alternating: per pair, each build's step profile
-# (dist/src/bench/step-profile.js, level-0 versions, R runs) summed over the gather steps, in all
+# (dist/src/bench/step-times.js, level-0 versions, R runs) summed over the gather steps, in all
 # and by plane size, with the run's share outside tuned kernels. A timing: takes the benchmark lock
 # itself (BENCH_LOCK, default /work/.bench.lock) for each profile.
 #   bench/gathers/ab-builds.sh BEFORE_TREE AFTER_TREE BUNDLE [PAIRS=4] [THREADS=2] [RUNS=200]
@@ -13,7 +13,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for _ in $(seq "$pairs"); do
   for tree in "$before" "$after"; do
-    flock -x "$lock" node "$tree/dist/src/bench/step-profile.js" "$bundle" --threads "$threads" --runs "$runs" --json > "$out"
+    flock -x "$lock" node "$tree/dist/src/bench/step-times.js" "$bundle" --threads "$threads" --runs "$runs" --json > "$out"
     python3 - "$out" "$bundle/manifest.json" "$([ "$tree" = "$before" ] && echo before || echo after)" <<'PY'
 import json, sys
 from collections import defaultdict

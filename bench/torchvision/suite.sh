@@ -57,7 +57,7 @@ case "$cmd" in
     for m in $(names "$@"); do
       [ -f "$work/bundles/$m.bundle/manifest.json" ] || { echo "no bundle for $m" >&2; continue; }
       for t in 1 2; do
-        flock -x "$lock" "$(command -v node)" "$here/dist/src/bench/step-profile.js" "$work/bundles/$m.bundle" --threads "$t" --runs "${PROFILE_RUNS:-100}" --json \
+        flock -x "$lock" "$(command -v node)" "$here/dist/src/bench/step-times.js" "$work/bundles/$m.bundle" --threads "$t" --runs "${PROFILE_RUNS:-100}" --json \
           > "$work/results/$m.profile.t$t.json" || echo "profile $m at $t threads failed" >&2
       done
     done

@@ -4,7 +4,7 @@
  * slot with probability R/n), so a bucket never exceeds R and every id offered since the last
  * rebuild is equally likely to be in it.
  *
- * Two ways the tables follow the weights (scheduled by the training loop, src/sparse/schedule.ts):
+ * Two ways the tables follow the weights (scheduled by the training loop, src/sparse/table-refresh.ts):
  *  - rebuild: clear every bucket and insert every neuron from its current weights;
  *  - rehash: re-insert only the neurons updated since the last rehash (their `dirty` flag) into
  *    the buckets of their current codes, unless already there. Old entries stay until the next

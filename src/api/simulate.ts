@@ -7,7 +7,7 @@
 import { quoteForMessage, userError } from '../errors.js';
 import { parsePolicyList } from '../schedule/policies.js';
 import { equalWeights, runExperiment, type ExperimentResult, type LoadSpec } from '../simulate/experiment.js';
-import { loadProfiles } from '../simulate/load-profiles.js';
+import { loadProfiles } from '../simulate/profile-sources.js';
 import { setupModels, type Setup } from '../simulate/setup.js';
 import { MIXES } from '../simulate/workloads.js';
 

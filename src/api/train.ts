@@ -11,7 +11,7 @@ import { userError } from '../errors.js';
 import { HASH_FAMILIES, resolveLayers, type HashFamily } from '../sparse/layers.js';
 import { checkMemory, trainingMemory } from '../sparse/memory.js';
 import { prepareOutput, runTraining, type EpochRecord, type EvalMode, type RunSummary } from '../sparse/run.js';
-import { defaultSchedule } from '../sparse/schedule.js';
+import { defaultTableRefresh } from '../sparse/table-refresh.js';
 import { checkNetworkSpec, readNetworkSpec, type NetworkSpec } from '../sparse/spec.js';
 import { TRAIN_DEFAULTS, type TrainSettings } from '../sparse/trainer.js';
 import { readXc } from '../sparse/xc-reader.js';
@@ -85,7 +85,7 @@ export async function train(o: TrainOptions): Promise<RunSummary> {
   const trainData = await readXc(o.train, limits);
   const evalData = o.eval ? await readXc(o.eval, limits) : undefined;
   const settings: TrainSettings = { epochs, batch, lr, threads, seed, hash, aln: false, beta1: TRAIN_DEFAULTS.beta1, beta2: TRAIN_DEFAULTS.beta2,
-    eps: TRAIN_DEFAULTS.eps, schedule: defaultSchedule(trainData.rows, batch) };
+    eps: TRAIN_DEFAULTS.eps, schedule: defaultTableRefresh(trainData.rows, batch) };
   return runTraining({ spec, layers, settings, train: trainData, eval: evalData, evalMode, outDir: o.output, note,
     ...(o.onEpoch ? { onEpoch: o.onEpoch } : {}) }, null);
 }

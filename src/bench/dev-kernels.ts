@@ -9,10 +9,10 @@
  */
 import { withKey, workloadMacs, type WorkloadShape } from '../ir/workload.js';
 import { makeCandidate } from '../space/candidate.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../space/presets.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy } from '../space/presets.js';
 import { problemOf } from '../space/problem.js';
 import { seededRng } from '../random.js';
-import { registerTiles, repair, type Schedule, sampleSchedules } from '../space/schedule.js';
+import { registerTiles, repair, type Schedule, sampleSchedules } from '../space/knobs.js';
 import { detectTarget } from '../toolchain/target.js';
 import { measureCandidates } from '../measure/measure-candidates.js';
 import { measurePeakGflops } from '../measure/peak.js';
@@ -74,7 +74,7 @@ console.log(`target ${target.cpuModel} cores=${target.cores} | FMA peak ${peak.g
 for (const name of names) {
   const w = withKey(LAYERS[name]!);
   const flops = 2 * workloadMacs(w);
-  const schedules: Schedule[] = [defaultSchedule(w, target, threads), localityGreedy(w, target, threads), parallelHeavy(w, target, threads)];
+  const schedules: Schedule[] = [defaultTableRefresh(w, target, threads), localityGreedy(w, target, threads), parallelHeavy(w, target, threads)];
   const p = problemOf(w, schedules[0]!.vec);
   for (const reg of registerTiles(p, target).slice(0, 3)) schedules.push(repair({ ...schedules[0]!, ...reg }, w, target));
   for (const o of arg('--try', '').split(';').filter(Boolean)) {

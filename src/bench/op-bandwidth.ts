@@ -1,7 +1,7 @@
 /**
  * The runtime's non-tunable ops against the machine's copy bandwidth (issue 13: "fast non-tunable
  * ops … at a stated fraction of memory bandwidth"). Each bundle's steps are timed in the model, as
- * step-profile.ts times them (R runs after a warm-up, level-0 versions, --threads N), and each
+ * step-times.ts times them (R runs after a warm-up, level-0 versions, --threads N), and each
  * non-kernel step's bytes moved come from the graph plan (bytesMoved). In the same run, memcpy is
  * timed on the same cores for a buffer of the same size (copy-bandwidth.ts; sizes grouped to
  * steps of √2), warm as the op's input is (the step before it just wrote it). Per op kind: the bytes
@@ -17,7 +17,7 @@ import type { GraphPlan } from '../bundle/plan.js';
 import { measureCopyBandwidth } from '../measure/copy-bandwidth.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { machineInfo, machineLine } from '../toolchain/machine-info.js';
-import { profileSteps } from './step-profile.js';
+import { profileSteps } from './step-times.js';
 
 type PlanStep = GraphPlan['steps'][number];
 

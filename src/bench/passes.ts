@@ -22,7 +22,7 @@ import type { Workload } from '../ir/workload.js';
 import { buildKernels } from '../measure/build.js';
 import { summarizeRatios, median } from '../stats.js';
 import { makeCandidate } from '../space/candidate.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
 import { measureCandidatesAtLevels } from '../measure/at-levels.js';
 import { openLevelBank, planCores, type LevelBank } from '../interference/bank.js';

@@ -2,7 +2,7 @@
  * Where a model's time goes against this machine's limits (issue 33 item 4: "the per-step profile says
  * which steps, as a fraction of the memory-bandwidth or FMA limit measured in the same run").
  *
- * Each step of a bundle's level-0 run is timed as step-profile.ts times it (median over R runs after a
+ * Each step of a bundle's level-0 run is timed as step-times.ts times it (median over R runs after a
  * warm-up, --threads N). Right after, in the same process and on the same cores, the FMA peak
  * (measure/peak.ts) and memcpy's bandwidth at each step's traffic size (measure/copy-bandwidth.ts) are
  * measured. A step's limit is the larger of
@@ -24,7 +24,7 @@ import { measureCopyBandwidth } from '../measure/copy-bandwidth.js';
 import { measurePeakGflops } from '../measure/peak.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { bytesMoved, copySizeFor } from './op-bandwidth.js';
-import { profileSteps } from './step-profile.js';
+import { profileSteps } from './step-times.js';
 
 /** One step's work and its observed time. */
 export interface StepCost {

@@ -27,7 +27,7 @@ import { median, summarizeRatios, type RatioSummary } from '../stats.js';
 import { makeCandidate, type Candidate } from '../space/candidate.js';
 import { scheduleFeatures } from '../space/features.js';
 import { localityGreedy, parallelHeavy } from '../space/presets.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
 import { buildBenchModels } from './models.js';
 

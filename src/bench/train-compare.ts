@@ -5,7 +5,7 @@
  * trainer's evaluation runs while the other waits, and is not part of its epoch time.
  */
 import { median } from '../stats.js';
-import type { EpochProfile } from '../sparse/epoch-profile.js';
+import type { EpochProfile } from '../sparse/epoch-breakdown.js';
 import { TRAIN_DEFAULTS } from '../sparse/trainer.js';
 import type { BenchDataset } from './train-data.js';
 import { startTorch, type TorchInfo } from './train-torch.js';

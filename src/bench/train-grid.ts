@@ -4,7 +4,7 @@
  * (what training achieved) and by sparse-evaluation precision@1 at the training sparsity.
  */
 import { bucketCap } from '../sparse/autotune.js';
-import { REHASHES_PER_EPOCH, rehashEveryFor } from '../sparse/schedule.js';
+import { REHASHES_PER_EPOCH, rehashEveryFor } from '../sparse/table-refresh.js';
 import type { BenchDataset } from './train-data.js';
 import { loadBenchData, veltairTrainer } from './train-veltair.js';
 

@@ -3,11 +3,11 @@
  * data and threads trained twice, epochs alternating (sample first on odd epochs), each pass's
  * epoch time, dense-evaluation P@1 after each epoch, and where its epochs went (the profile).
  */
-import type { EpochProfile } from '../sparse/epoch-profile.js';
+import type { EpochProfile } from '../sparse/epoch-breakdown.js';
 import type { Pass } from '../sparse/native.js';
 import { median } from '../stats.js';
 import type { BenchDataset } from './train-data.js';
-import { profileMarkdown } from './train-profile-report.js';
+import { profileMarkdown } from './train-breakdown-report.js';
 import { loadBenchData, veltairTrainer } from './train-veltair.js';
 
 interface Side { readonly seconds: number; readonly p1: number; readonly p5: number; readonly profile: EpochProfile }

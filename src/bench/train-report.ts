@@ -1,6 +1,6 @@
 /** Markdown for bench/RESULTS.md from the training benchmark's reports. */
 import type { CompareReport } from './train-compare.js';
-import { profileMarkdown } from './train-profile-report.js';
+import { profileMarkdown } from './train-breakdown-report.js';
 import type { GridReport } from './train-grid.js';
 import type { ThreadsReport } from './train-threads.js';
 

@@ -3,7 +3,7 @@
  * N threads, epochs alternating (1, N, N, 1, …) in this process, pinned to the same cores; the
  * figure is the paired ratio of epoch times (training only, evaluation excluded).
  */
-import type { EpochProfile } from '../sparse/epoch-profile.js';
+import type { EpochProfile } from '../sparse/epoch-breakdown.js';
 import { median } from '../stats.js';
 import type { BenchDataset } from './train-data.js';
 import { loadBenchData, veltairTrainer } from './train-veltair.js';

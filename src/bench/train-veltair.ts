@@ -1,7 +1,7 @@
 /** The veltair side of the training benchmark: a trainer with `veltair train`'s defaults, in this process. */
 import { execa } from 'execa';
 import { describeLayer, resolveLayers, type LayerOptions, type SparseLayer } from '../sparse/layers.js';
-import { defaultSchedule } from '../sparse/schedule.js';
+import { defaultTableRefresh } from '../sparse/table-refresh.js';
 import { readNetworkSpec, type NetworkSpec } from '../sparse/spec.js';
 import { TRAIN_DEFAULTS, createTrainer, type Trainer, type TrainSettings } from '../sparse/trainer.js';
 import { readXc, type XcDataset } from '../sparse/xc-reader.js';
@@ -32,7 +32,7 @@ export async function veltairTrainer(data: LoadedBenchData, threads: number, has
   const batch = o.batch ?? TRAIN_DEFAULTS.batch;
   const settings: TrainSettings = {
     epochs: 1, batch, lr: TRAIN_DEFAULTS.lr, threads, seed: TRAIN_DEFAULTS.seed, hash: layers.find((l) => l.hash)?.hash?.family ?? TRAIN_DEFAULTS.hash,
-    aln: false, beta1: TRAIN_DEFAULTS.beta1, beta2: TRAIN_DEFAULTS.beta2, eps: TRAIN_DEFAULTS.eps, schedule: defaultSchedule(data.train.rows, batch), ...o,
+    aln: false, beta1: TRAIN_DEFAULTS.beta1, beta2: TRAIN_DEFAULTS.beta2, eps: TRAIN_DEFAULTS.eps, schedule: defaultTableRefresh(data.train.rows, batch), ...o,
   };
   return { layers, settings, trainer: await createTrainer(layers, settings, data.train), description: layers.map(describeLayer) };
 }

@@ -29,7 +29,7 @@ import { writeBundleKernels } from './kernels.js';
 import { BUNDLE_FILES, BUNDLE_FORMAT_VERSION, manifestText, type Manifest, type ManifestEpilogueStep, type ManifestLayer,
   type ManifestVersion, type BlobRef, type ParamRef } from './manifest.js';
 import { packWeights, type PackJob } from './packer.js';
-import { PROFILES_FILE, profilesText } from './profiles.js';
+import { PROFILES_FILE, profilesText } from './candidates-file.js';
 import { buildGraphPlan, type GraphPlan, type LayerChoice } from './plan.js';
 import { assertManifestSchema } from './schema.js';
 

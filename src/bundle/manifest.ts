@@ -4,7 +4,7 @@
  * in it depends on when or where the bundle was built (no timestamps, no absolute paths), so a
  * compile from a complete tuning database reproduces the same bytes.
  */
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import type { ScheduleFeatures } from '../space/features.js';
 import type { Target } from '../toolchain/target.js';
 import type { DType } from '../onnx/model.js';

@@ -1,11 +1,11 @@
 /**
- * How a bundle version's threads divide its output (space/schedule.ts threadSplit), read from the
+ * How a bundle version's threads divide its output (space/knobs.ts threadSplit), read from the
  * manifest: the runtime's pooling follows it, so each thread reads the rows its own core wrote; and
  * a conv version's tiling, from which space/tile-owner.ts tells which thread writes each block and
  * pixel (the channel gather follows that).
  */
 import { problemOf } from '../space/problem.js';
-import { threadSplit, type ThreadSplit } from '../space/schedule.js';
+import { threadSplit, type ThreadSplit } from '../space/knobs.js';
 import { outputOwner, type OutputOwner, type Tiling } from '../space/tile-owner.js';
 import type { ManifestLayer, ManifestVersion } from './manifest.js';
 

@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { readBundle } from '../bundle/read.js';
-import { readBundleProfiles } from '../bundle/profiles.js';
+import { readBundleProfiles } from '../bundle/candidates-file.js';
 import { userError } from '../errors.js';
 import { figureDataCsv, figureDataJson, layerFigureData, modelFigureData } from '../plot/figure-data.js';
 import { resolveLayer } from '../plot/layer-id.js';

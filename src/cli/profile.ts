@@ -2,7 +2,7 @@
  * `veltair profile BUNDLE [--cores LIST] [--levels LIST] [--rounds R] [--runs N] [--name NAME]
  *  [-o FILE] [--force] [--json]`: measure the bundle's per-step latency for every version at each
  * core count and interference level this machine can run (src/profile/measure.ts), and write the
- * scheduling profile (src/schedule/profile.ts) beside the bundle — `<dir>/../<name>.profile.json`
+ * scheduling profile (src/schedule/scheduling-profile.ts) beside the bundle — `<dir>/../<name>.profile.json`
  * — or to -o. The bundle itself is not touched. Run it alone on the machine (benchmark lock).
  */
 import type { Command } from 'commander';
@@ -12,8 +12,8 @@ import { userError } from '../errors.js';
 import { availableCores } from '../profile/co-runners.js';
 import { measureProfile } from '../profile/measure.js';
 import { commitFiles, planOutput, stageFile } from '../plot/output-file.js';
-import { countSources, profileText } from '../schedule/profile.js';
-import { defaultProfilePath } from '../profile/bundle-profile.js';
+import { countSources, profileText } from '../schedule/scheduling-profile.js';
+import { defaultProfilePath } from '../profile/profile-file.js';
 import { note, printJson, printLine } from '../terminal/output.js';
 import { parseCount, parseList } from './simulate-args.js';
 

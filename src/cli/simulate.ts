@@ -18,7 +18,7 @@ import { parsePolicyList } from '../schedule/policies.js';
 import { checkPrediction } from '../schedule/scaling-check.js';
 import { fitConstants } from '../schedule/scaling.js';
 import { equalWeights, runExperiment, type ExperimentResult, type LoadSpec } from '../simulate/experiment.js';
-import { loadProfiles } from '../simulate/load-profiles.js';
+import { loadProfiles } from '../simulate/profile-sources.js';
 import { derivedLines, modelLines, pointsTable, timingLines } from '../simulate/report.js';
 import { setupModels, scalingConstants, type Setup } from '../simulate/setup.js';
 import { simulateCharges } from './simulate-calibration.js';

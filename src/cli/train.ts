@@ -13,7 +13,7 @@ import { userError } from '../errors.js';
 import { describeLayer, HASH_FAMILIES, resolveLayers, type HashFamily } from '../sparse/layers.js';
 import { checkMemory, trainingMemory } from '../sparse/memory.js';
 import { checkResume, prepareOutput, runTraining, type EpochRecord, type EvalMode } from '../sparse/run.js';
-import { defaultSchedule } from '../sparse/schedule.js';
+import { defaultTableRefresh } from '../sparse/table-refresh.js';
 import { readNetworkSpec } from '../sparse/spec.js';
 import { TRAIN_DEFAULTS, type TrainSettings } from '../sparse/trainer.js';
 import { readXc } from '../sparse/xc-reader.js';
@@ -122,7 +122,7 @@ export async function trainCommand(specPath: string, trainPath: string, f: Train
     outputName: `${specPath} layers[${spec.layers.length - 1}].dim` };
   const train = await readXc(trainPath, limits);
   const evalData = f.eval ? await readXc(f.eval, limits) : undefined;
-  const schedule = { ...defaultSchedule(train.rows, batch), ...(rehashEvery !== undefined ? { rehashEvery } : {}), ...(rebuildEvery !== undefined
+  const schedule = { ...defaultTableRefresh(train.rows, batch), ...(rehashEvery !== undefined ? { rehashEvery } : {}), ...(rebuildEvery !== undefined
     ? { rebuildEvery } : {}) };
   let settings: TrainSettings = { epochs, batch, lr, threads, seed, hash, aln: f.aln === true, beta1: TRAIN_DEFAULTS.beta1, beta2: TRAIN_DEFAULTS.beta2,
     eps: TRAIN_DEFAULTS.eps, schedule };

@@ -7,7 +7,7 @@
  */
 import { emitTeamEntry, kernelParams } from './team-entry.js';
 import type { DepthwiseProblem } from '../space/problem.js';
-import { parallelOrder, tileCounts, type Schedule } from '../space/schedule.js';
+import { parallelOrder, tileCounts, type Schedule } from '../space/knobs.js';
 import type { EpilogueKind } from '../ir/workload.js';
 import { tapOffset } from './microkernel.js';
 import { specialBlocks } from './direct.js';

@@ -9,7 +9,7 @@
  * Small-cin convs also export `<sym>_run_nchw`, the same run on a plain NCHW input (compactInput).
  */
 import type { DirectProblem } from '../space/problem.js';
-import { parallelOrder, tileCounts, type Schedule } from '../space/schedule.js';
+import { parallelOrder, tileCounts, type Schedule } from '../space/knobs.js';
 import type { EpilogueKind } from '../ir/workload.js';
 import { emitMicrokernel, tapOffset, type MicrokernelSpec } from './microkernel.js';
 import { emitTeamEntry, kernelArgs, kernelParams } from './team-entry.js';

@@ -8,7 +8,7 @@ import { canonicalForm, type WorkloadShape } from '../ir/workload.js';
 import { internalError } from '../errors.js';
 import type { Candidate } from '../space/candidate.js';
 import { problemOf } from '../space/problem.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import { emitDepthwise } from './depthwise.js';
 import { emitDirect } from './direct.js';
 import { emitEpilogue } from './epilogue.js';

@@ -5,7 +5,7 @@
 import type { WorkloadShape } from '../ir/workload.js';
 import type { Problem } from '../space/problem.js';
 import { roundUp } from '../space/problem.js';
-import { tileCounts, type Schedule } from '../space/schedule.js';
+import { tileCounts, type Schedule } from '../space/knobs.js';
 import { directWeightLayout, directWorkspace } from './direct.js';
 import { depthwiseWeightFloats } from './depthwise.js';
 import { EPILOGUE_CODES, epilogueParamCount } from './epilogue.js';

@@ -9,7 +9,7 @@
  * tile are separate "special" kernels whose valid taps are decided at generation time.
  */
 import type { DirectProblem } from '../space/problem.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import type { EpilogueKind } from '../ir/workload.js';
 
 export interface MicrokernelSpec {

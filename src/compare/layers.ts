@@ -11,9 +11,9 @@ import { userError } from '../errors.js';
 import type { Layer, LayerGraph } from '../ir/layer.js';
 import { workloadMacs, type Workload } from '../ir/workload.js';
 import { makeCandidate, type Candidate } from '../space/candidate.js';
-import { defaultSchedule, localityGreedy, parallelHeavy } from '../space/presets.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy } from '../space/presets.js';
 import { seededRng } from '../random.js';
-import { repair, sampleSchedules, type Schedule } from '../space/schedule.js';
+import { repair, sampleSchedules, type Schedule } from '../space/knobs.js';
 import type { Target } from '../toolchain/target.js';
 import { measureCandidates } from '../measure/measure-candidates.js';
 import { availableCores } from '../toolchain/cpu.js';
@@ -94,7 +94,7 @@ function describeCore(w: Workload): string {
  * at most `trials` of them.
  */
 export function searchSchedules(w: Workload, t: Target, threads: number, trials: number, seed: number): Schedule[] {
-  const presets = [defaultSchedule(w, t, threads), localityGreedy(w, t, threads), parallelHeavy(w, t, threads)];
+  const presets = [defaultTableRefresh(w, t, threads), localityGreedy(w, t, threads), parallelHeavy(w, t, threads)];
   const samples = sampleSchedules(w, t, Math.max(trials * 3, 8), seededRng(seed)).map((s) => repair({ ...s, threads }, w, t));
   const unique = new Map<string, Schedule>();
   for (const s of [...presets, ...samples]) {

@@ -18,7 +18,7 @@ import { lowerToLayers, summarise } from '../ir/lower.js';
 import { formatBytes, minimumMemory } from '../ir/memory.js';
 import type { LayerGraph } from '../ir/layer.js';
 import { compilerVersion } from '../toolchain/compiler.js';
-import { powersUpTo } from '../space/schedule.js';
+import { powersUpTo } from '../space/knobs.js';
 import { detectTarget, targetNotes } from '../toolchain/target.js';
 import { vectorWidths } from '../toolchain/isa.js';
 import { assertRunnable } from '../runtime/preflight.js';

@@ -9,7 +9,7 @@ import { Ajv } from 'ajv';
 import { CODEGEN_VERSION } from '../codegen/kernel.js';
 import { workloadKey, type WorkloadShape } from '../ir/workload.js';
 import type { ScheduleFeatures } from '../space/features.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import type { Target } from '../toolchain/target.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
 import { VERSION } from '../version.js';

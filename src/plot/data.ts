@@ -5,10 +5,10 @@
  * Every latency here is a measured median from tuning; nothing is estimated.
  */
 import type { Manifest, ManifestLayer, ManifestVersion } from '../bundle/manifest.js';
-import type { BundleProfiles } from '../bundle/profiles.js';
+import type { BundleProfiles } from '../bundle/candidates-file.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
 import { bestVersionAt } from '../runtime/version-picker.js';
-import type { WorkloadProfile } from '../tune/candidate-profile.js';
+import type { WorkloadProfile } from '../tune/candidate-points.js';
 import { kibText } from './label.js';
 import { tunableLayer } from './layer-id.js';
 

@@ -6,7 +6,7 @@
  * a spreadsheet would run as a formula (=, +, -, @ …) is prefixed with ' (src/csv.ts, OWASP's rule).
  */
 import type { Manifest } from '../bundle/manifest.js';
-import type { BundleProfiles } from '../bundle/profiles.js';
+import type { BundleProfiles } from '../bundle/candidates-file.js';
 import { candidatePoints, levelLatencies, modelLatencyPerLevel, modelVersionsPerLayer } from './data.js';
 import { tunableLayer } from './layer-id.js';
 import { csvField } from '../csv.js';

@@ -6,7 +6,7 @@
  * a lower bound on the kernel time spent (builds, verification and warm-up are not in it). Pure.
  */
 import type { Manifest } from '../bundle/manifest.js';
-import type { BundleProfiles } from '../bundle/profiles.js';
+import type { BundleProfiles } from '../bundle/candidates-file.js';
 
 export interface WorkloadCost {
   readonly workload: string;

@@ -6,7 +6,7 @@
  * document, so every id in a figure is prefixed with that figure's anchor.
  */
 import type { Manifest, ManifestLayer } from '../bundle/manifest.js';
-import type { BundleProfiles } from '../bundle/profiles.js';
+import type { BundleProfiles } from '../bundle/candidates-file.js';
 import { layerFigure, modelFigure } from './specs.js';
 import { sparseFrontierFigure } from './sparse-frontier.js';
 import type { HeadMeta } from '../sparse-head/format.js';

@@ -4,7 +4,7 @@
  * profiles) to HTML; every model-supplied string goes through report-html's escaping.
  */
 import type { Manifest, ManifestLevelModel, ManifestTensorInfo } from '../bundle/manifest.js';
-import type { BundleProfiles } from '../bundle/profiles.js';
+import type { BundleProfiles } from '../bundle/candidates-file.js';
 import { el, facts, raw, section, table, type Content, type Html } from './report-html.js';
 import { failedTotal, tuningCost, workloadLayers, type WorkloadCost } from './report-cost.js';
 

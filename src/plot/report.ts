@@ -4,7 +4,7 @@
  * Deterministic: the same bundle gives the same bytes (no timestamps, no absolute paths).
  */
 import type { Manifest } from '../bundle/manifest.js';
-import { readBundleProfiles, type BundleProfiles } from '../bundle/profiles.js';
+import { readBundleProfiles, type BundleProfiles } from '../bundle/candidates-file.js';
 import { readBundle, type LoadedBundle } from '../bundle/read.js';
 import { el, htmlDocument, section, type Html } from './report-html.js';
 import { layerFiguresHtml, modelFigureHtml, sparseFigureHtml, type LayerFigureProgress } from './report-figures.js';

@@ -11,7 +11,7 @@
  */
 import type { TopLevelSpec } from 'vega-lite';
 import type { Manifest, ManifestLayer } from '../bundle/manifest.js';
-import type { BundleProfiles } from '../bundle/profiles.js';
+import type { BundleProfiles } from '../bundle/candidates-file.js';
 import {
   ADAPTIVE_POLICY, candidatePoints, FIXED_POLICY, levelLatencies, modelLatencyPerLevel, modelVersionsPerLayer, ORACLE_SERIES,
   workloadProfileOf, type CandidatePoint, type LayerVersionCount, type LevelLatency, type PolicyLatency,

@@ -8,7 +8,7 @@ import { detectCaches } from '../toolchain/caches.js';
 export { availableCores } from '../toolchain/cpu.js';
 export { levelSpec } from '../interference/levels.js';
 export { openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
-export { profileCoRunners } from '../interference/co-runner-profile.js';
+export { profileCoRunners } from '../interference/co-runner-traffic.js';
 
 /** The L3 size the co-runners are sized from, and where it came from. */
 export async function readL3Bytes(): Promise<{ bytes: number; source: string }> {

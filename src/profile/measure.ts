@@ -27,7 +27,7 @@ import { readBundle } from '../bundle/read.js';
 import { internalError, userError } from '../errors.js';
 import { loadBundle, type Session } from '../runtime/session.js';
 import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileLevel,
-  type ProfileStep } from '../schedule/profile.js';
+  type ProfileStep } from '../schedule/scheduling-profile.js';
 import { availableCores, levelSpec, openLevelBank, planCores, profileCoRunners, readL3Bytes, type LevelBank } from './co-runners.js';
 import { mapSteps, type MappedStep } from './step-map.js';
 

@@ -6,7 +6,7 @@
  */
 import type { Manifest, ManifestVersion } from '../bundle/manifest.js';
 import type { GraphPlan, PlanStep } from '../bundle/plan.js';
-import type { StepKind } from '../schedule/profile.js';
+import type { StepKind } from '../schedule/scheduling-profile.js';
 
 export interface MappedStep {
   readonly native: number;

@@ -8,7 +8,7 @@
  * from its shape (float32). Pure: takes the text.
  */
 import { userError } from '../errors.js';
-import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileStep } from './profile.js';
+import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileStep } from './scheduling-profile.js';
 
 const SHAPE_FIELDS = ['h', 'w', 'cin', 'cout', 'kh', 'kw', 'pad_h', 'pad_w', 'stride_h', 'stride_w'] as const;
 

@@ -13,7 +13,7 @@
  * step-level figures are of each kind. Pure.
  */
 import { quoteForMessage, userError } from '../errors.js';
-import type { FigureSource, Profile, ProfileStep, ProfileVersion } from './profile.js';
+import type { FigureSource, Profile, ProfileStep, ProfileVersion } from './scheduling-profile.js';
 import { fitStep, predictStep, type ScalingConstants, type StepFit } from './scaling.js';
 
 export const LEVEL_COUNT = 5;

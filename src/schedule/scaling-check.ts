@@ -8,7 +8,7 @@
  *    the rest.
  * Pure.
  */
-import type { Profile } from './profile.js';
+import type { Profile } from './scheduling-profile.js';
 import { fitStep, predictStep, quantile, type Point, type ScalingConstants } from './scaling.js';
 
 export interface PredictionCheck {

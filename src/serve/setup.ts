@@ -6,13 +6,13 @@
  * summary), its QoS (configured, else `qosMultiple` × its fastest quiet latency here) and plan.
  */
 import type { Manifest } from '../bundle/manifest.js';
-import { readBundleProfile } from '../profile/bundle-profile.js';
+import { readBundleProfile } from '../profile/profile-file.js';
 import { measureProfile } from '../profile/measure.js';
 import { loadBundle, setBlockNice, type Session } from '../runtime/session.js';
 import type { KeyObject } from 'node:crypto';
 import { buildModelTable } from '../schedule/model-table.js';
 import type { Policy } from '../schedule/policies.js';
-import type { Profile } from '../schedule/profile.js';
+import type { Profile } from '../schedule/scheduling-profile.js';
 import { planModel } from '../schedule/requirement.js';
 import { DEFAULT_FORK_JOIN_US, DEFAULT_MEMORY_GBPS, DEFAULT_SERIAL_FRACTION, type ScalingConstants } from '../schedule/scaling.js';
 import type { ModelConfig } from './config.js';

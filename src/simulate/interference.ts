@@ -18,7 +18,7 @@
  * which level a given mix of co-runners amounts to. Without calibration data (e.g. the artifact's
  * profile, which has no levels) every block runs at level 0, and the output says so. Pure.
  */
-import type { ProfileLevel } from '../schedule/profile.js';
+import type { ProfileLevel } from '../schedule/scheduling-profile.js';
 
 export interface InterferenceModel {
   /** Continuous level for co-runners moving `gbps` in total with `footprintBytes` of buffers. */

@@ -9,7 +9,7 @@ import { buildModelTable } from '../schedule/model-table.js';
 import { planModel, type ModelPlan } from '../schedule/requirement.js';
 import { DEFAULT_FORK_JOIN_US, DEFAULT_MEMORY_GBPS, DEFAULT_SERIAL_FRACTION, type ScalingConstants } from '../schedule/scaling.js';
 import { calibrateInterference, NO_INTERFERENCE, type InterferenceModel } from './interference.js';
-import type { LoadedProfile } from './load-profiles.js';
+import type { LoadedProfile } from './profile-sources.js';
 import type { ModelSummary } from './report.js';
 import { QOS } from './workloads.js';
 import { unknownModel } from './experiment.js';

@@ -1,7 +1,7 @@
 /** A candidate: a schedule for a workload, with its analytic features, about to be compiled and measured. */
 import type { WorkloadShape } from '../ir/workload.js';
 import { scheduleFeatures, type ScheduleFeatures } from './features.js';
-import { whyInvalid, type Schedule } from './schedule.js';
+import { whyInvalid, type Schedule } from './knobs.js';
 import type { Target } from '../toolchain/target.js';
 import { internalError } from '../errors.js';
 

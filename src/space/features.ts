@@ -12,7 +12,7 @@
  */
 import { workloadMacs, type WorkloadShape } from '../ir/workload.js';
 import { problemOf, type Problem } from './problem.js';
-import { tileCounts, type Schedule } from './schedule.js';
+import { tileCounts, type Schedule } from './knobs.js';
 
 export interface ScheduleFeatures {
   readonly footprintBytes: { readonly l1: number; readonly l2: number; readonly l3: number; readonly total: number };

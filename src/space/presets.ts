@@ -6,7 +6,7 @@
 import type { WorkloadShape } from '../ir/workload.js';
 import { scheduleFeatures } from './features.js';
 import { problemOf } from './problem.js';
-import { isValid, makeSchedule, registerTiles, repair, tileCounts, widthsFor, type Schedule } from './schedule.js';
+import { isValid, makeSchedule, registerTiles, repair, tileCounts, widthsFor, type Schedule } from './knobs.js';
 import type { Target } from '../toolchain/target.js';
 
 /**
@@ -87,7 +87,7 @@ export function weightStreaming(w: WorkloadShape, t: Target, threads = t.cores):
 }
 
 /** A balanced starting point: best register tile, L2-sized tiles, ≥ 4 chunks per thread. */
-export function defaultSchedule(w: WorkloadShape, t: Target, threads = t.cores): Schedule {
+export function defaultTableRefresh(w: WorkloadShape, t: Target, threads = t.cores): Schedule {
   let s = base(w, t, threads);
   for (;;) {
     const f = scheduleFeatures(w, s);

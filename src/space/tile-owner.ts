@@ -9,7 +9,7 @@
  * is not a blocked image, so it has no owner map.
  */
 import type { Problem } from './problem.js';
-import { parallelOrder, tileCounts, type Schedule } from './schedule.js';
+import { parallelOrder, tileCounts, type Schedule } from './knobs.js';
 
 /** Thread (0 … T−1) that writes output block `block`, pixel `pixel` (row-major over OH × OW) of image `n`. */
 export type OutputOwner = (n: number, block: number, pixel: number) => number;

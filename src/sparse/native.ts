@@ -99,7 +99,7 @@ export interface SparseTrainAddon {
   hashInfo(model: Handle, layer: number): HashInfo;
   tables(model: Handle, layer: number): TablesDump;
   query(model: Handle, layer: number, x: Float32Array): { ids: Uint32Array; codes: Uint32Array };
-  /** The epoch profile's counters since the last reset (epoch-profile.ts reads them); `reset` zeroes them. */
+  /** The epoch profile's counters since the last reset (epoch-breakdown.ts reads them); `reset` zeroes them. */
   profile(model: Handle, reset: boolean): Float64Array;
   close(model: Handle): void;
 }

@@ -36,7 +36,7 @@ export interface EpochRecord {
   readonly samplesPerSecond: number;
   readonly threads: number;
   readonly lsh: EpochTraining['lsh'];
-  /** Where the epoch's time went (src/sparse/epoch-profile.ts). */
+  /** Where the epoch's time went (src/sparse/epoch-breakdown.ts). */
   readonly profile?: EpochTraining['profile'];
   readonly checkpoint: string;
 }

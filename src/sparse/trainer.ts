@@ -6,7 +6,7 @@
  */
 import { VERSION } from '../version.js';
 import { internalError } from '../errors.js';
-import { epochProfile, type EpochProfile } from './epoch-profile.js';
+import { epochProfile, type EpochProfile } from './epoch-breakdown.js';
 import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
 import { HASH_CODE } from '../sparse-head/addon.js';
@@ -15,7 +15,7 @@ import {
   type SparseTrainAddon,
   type TensorName,
 } from './native.js';
-import { indexAction, type IndexSchedule } from './schedule.js';
+import { indexAction, type TableRefresh } from './table-refresh.js';
 import type { CheckpointTensor } from './checkpoint.js';
 import type { XcDataset } from './xc-reader.js';
 
@@ -33,7 +33,7 @@ export interface TrainSettings {
   readonly beta1: number;
   readonly beta2: number;
   readonly eps: number;
-  readonly schedule: IndexSchedule;
+  readonly schedule: TableRefresh;
   /** 'adam' (the default) equals dense Adam; 'lazy-adam' and 'dense-adam' are for comparison (native.ts). */
   readonly optimizer?: Optimizer;
   /** How many of the most frequent labels every sample computes on a sampled output layer (default: frequentDefault). */
@@ -99,7 +99,7 @@ export interface EpochTraining {
   readonly unlabelled: number;
   readonly seconds: number;
   readonly lsh: LshStats | null;
-  /** Where the epoch's time went (epoch-profile.ts). */
+  /** Where the epoch's time went (epoch-breakdown.ts). */
   readonly profile: EpochProfile;
 }
 

@@ -9,7 +9,7 @@
  * footprints lose more under a co-runner than small ones — the frontier the search is after.
  */
 import type { ScheduleFeatures } from '../space/features.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 
 export interface RidgeModel {
   readonly weights: readonly number[];

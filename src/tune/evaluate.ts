@@ -17,7 +17,7 @@ import type { Workload } from '../ir/workload.js';
 import { buildKernels } from '../measure/build.js';
 import type { Measurement } from '../measure/run-candidate.js';
 import { makeCandidate } from '../space/candidate.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import type { Target } from '../toolchain/target.js';
 import { measureCandidatesAtLevels } from '../measure/at-levels.js';
 import type { LevelBank } from '../interference/bank.js';

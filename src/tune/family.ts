@@ -15,7 +15,7 @@
  *     then parallel chunks ascending.
  */
 import type { ScheduleFeatures } from '../space/features.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 
 export interface FamilyCandidate {
   readonly id: string;

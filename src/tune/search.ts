@@ -18,9 +18,9 @@ import type { Workload } from '../ir/workload.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
 import type { ScheduleFeatures } from '../space/features.js';
 import { scheduleFeatures } from '../space/features.js';
-import { defaultSchedule, localityGreedy, parallelHeavy, weightStreaming } from '../space/presets.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy, weightStreaming } from '../space/presets.js';
 import { seededRng, type Rng } from '../random.js';
-import { isValid, makeSchedule, mutate, repair, sampleSchedule, type Schedule } from '../space/schedule.js';
+import { isValid, makeSchedule, mutate, repair, sampleSchedule, type Schedule } from '../space/knobs.js';
 import type { Target } from '../toolchain/target.js';
 import { fitLatencyModel, type Observation } from './cost-model.js';
 
@@ -108,7 +108,7 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
   for (const t of threadOptions) {
     const streaming = weightStreaming(workload, target, t);
     if (streaming) seeds.push(streaming);
-    for (const make of [localityGreedy, parallelHeavy, defaultSchedule]) seeds.push(make(workload, target, t));
+    for (const make of [localityGreedy, parallelHeavy, defaultTableRefresh]) seeds.push(make(workload, target, t));
   }
   const random = (): Schedule => snap({ ...sampleSchedule(workload, target, rng), threads: rng.pick(threadOptions) });
   for (let i = 0; i < (priors.length > 0 ? 0 : o.randomSeeds ?? 4); i++) seeds.push(random());

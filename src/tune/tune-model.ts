@@ -20,11 +20,11 @@ import type { NoiseSettings } from '../interference/levels.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
 import { evaluateBatch, evaluateBatches, trialFromRecord } from './evaluate.js';
 import { roundPhases, type TunePhases } from './phases.js';
-import { profileUntilSettled } from './thread-profiles.js';
+import { profileUntilSettled } from './other-thread-counts.js';
 import { selectFamily, type Family, type FamilyCandidate } from './family.js';
-import { workloadProfile, type WorkloadProfile } from './candidate-profile.js';
+import { workloadProfile, type WorkloadProfile } from './candidate-points.js';
 import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
-import { pickTask, taskCost, type TaskProgress } from './scheduler.js';
+import { pickTask, taskCost, type TaskProgress } from './trial-allocator.js';
 import { createTaskSearch, type TaskSearch, type TrialResult } from './search.js';
 import { prebuildWarmups, proposeWarmups } from './warmup.js';
 

@@ -2,7 +2,7 @@
  * The warm-up batches of a tuning pass, proposed before the pass measures anything.
  *
  * The task scheduler gives every run that has had no batch yet one batch first, in run order
- * (scheduler.ts: such a run's priority is Infinity, ties go to the earlier run), and a search's first
+ * (trial-allocator.ts: such a run's priority is Infinity, ties go to the earlier run), and a search's first
  * proposals depend only on its own seeds, never on what other runs measure (search.ts). So those
  * batches are known up front, and proposing them early changes nothing the pass does: the pass can
  * compile them all at once, on every core, while the co-runners start, and then hand each run its
@@ -15,9 +15,9 @@ import type { Workload } from '../ir/workload.js';
 import { precompileKernels } from '../measure/build.js';
 import { ensureHarness } from '../measure/run-candidate.js';
 import { makeCandidate } from '../space/candidate.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import type { EvaluateContext } from './evaluate.js';
-import type { TaskProgress } from './scheduler.js';
+import type { TaskProgress } from './trial-allocator.js';
 import type { TaskSearch } from './search.js';
 
 /**

@@ -6,7 +6,7 @@
  * Why: with ~2000 of 10^5 output neurons active per sample and 256 samples per batch, a neuron is
  * active in ~5 samples of a batch, and the per-sample pass reads its 512-byte row ~5 times forward
  * and ~5 times backward, and read-modifies-writes its gradient row ~5 times: about 1 GB of random
- * row traffic per batch on the planted 100k-label set, where the profile (epoch-profile.ts) put
+ * row traffic per batch on the planted 100k-label set, where the profile (epoch-breakdown.ts) put
  * the output layer at ~45% of the epoch. Neuron-major, each row is read once forward and once
  * backward, the gradient row written once, and the rows are visited in id order (the hardware
  * prefetcher streams them):

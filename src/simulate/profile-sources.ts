@@ -16,7 +16,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { quoteForMessage, userError } from '../errors.js';
 import { parseArtifactCsv } from '../schedule/artifact-csv.js';
-import { parseProfile, type Profile } from '../schedule/profile.js';
+import { parseProfile, type Profile } from '../schedule/scheduling-profile.js';
 
 export interface LoadedProfile {
   readonly profile: Profile;

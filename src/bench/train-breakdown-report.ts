@@ -1,5 +1,5 @@
-/** Markdown of training epochs' profiles (src/sparse/epoch-profile.ts): each part's seconds and share, epochs side by side. */
-import { PART_LABELS, type EpochPart, type EpochProfile } from '../sparse/epoch-profile.js';
+/** Markdown of training epochs' profiles (src/sparse/epoch-breakdown.ts): each part's seconds and share, epochs side by side. */
+import { PART_LABELS, type EpochPart, type EpochProfile } from '../sparse/epoch-breakdown.js';
 
 export interface LabelledProfile {
   readonly label: string;
@@ -18,7 +18,7 @@ export function profileMarkdown(title: string, cols: readonly LabelledProfile[])
     ...parts.map((k) => `| ${PART_LABELS[k]} | ${cols.map((c) => cell(c.profile, k)).join(' | ')} |`),
     `| **epoch** | ${cols.map((c) => `**${c.profile.seconds.toFixed(2)}**`).join(' | ')} |`,
     '',
-    'The passes\' wall time is shared out to their phases in proportion to the threads\' seconds in each (src/sparse/epoch-profile.ts).',
+    'The passes\' wall time is shared out to their phases in proportion to the threads\' seconds in each (src/sparse/epoch-breakdown.ts).',
     '',
   ].join('\n');
 }

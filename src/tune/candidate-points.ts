@@ -6,7 +6,7 @@
  */
 import { levelsOf, medianMs, recordId, type TuningRecord } from '../db/record.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
-import type { Schedule } from '../space/schedule.js';
+import type { Schedule } from '../space/knobs.js';
 import { dominates, type Family, type FamilyCandidate } from './family.js';
 
 export interface CandidateProfile {

@@ -13,7 +13,7 @@
  * P@1 of 0.678, 0.686 and 0.681, while indexing took 2.5, 17.8 and 27.0 s per epoch. So the
  * default is one rehash in the middle of each epoch, after the epoch-start rebuild.
  */
-export interface IndexSchedule {
+export interface TableRefresh {
   /** Samples between rehashes of the updated neurons (0: never). */
   readonly rehashEvery: number;
   /** Samples between full rebuilds inside an epoch (0: only at epoch starts). */
@@ -22,7 +22,7 @@ export interface IndexSchedule {
 
 export const REHASHES_PER_EPOCH = 1;
 
-export function defaultSchedule(trainRows: number, batch: number): IndexSchedule {
+export function defaultTableRefresh(trainRows: number, batch: number): TableRefresh {
   return { rehashEvery: rehashEveryFor(trainRows, batch, REHASHES_PER_EPOCH), rebuildEvery: 0 };
 }
 
@@ -35,7 +35,7 @@ export function rehashEveryFor(trainRows: number, batch: number, perEpoch: numbe
 export type IndexAction = 'rebuild' | 'rehash' | null;
 
 /** What to do after a batch took the epoch's sample count from `before` to `after`. */
-export function indexAction(s: IndexSchedule, before: number, after: number, epochRows: number): IndexAction {
+export function indexAction(s: TableRefresh, before: number, after: number, epochRows: number): IndexAction {
   if (after >= epochRows) return null; // the next epoch starts with a rebuild
   const crossed = (every: number) => every > 0 && Math.floor(after / every) > Math.floor(before / every);
   if (crossed(s.rebuildEvery)) return 'rebuild';

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { userError } from '../errors.js';
-import type { WorkloadProfile } from '../tune/candidate-profile.js';
+import type { WorkloadProfile } from '../tune/candidate-points.js';
 import type { LoadedBundle } from './read.js';
 
 export const PROFILES_FILE = 'profiles/candidates.json';

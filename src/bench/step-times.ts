@@ -7,7 +7,7 @@
  * total, and the slowest steps with their observed/profiled ratio. The non-kernel share is taken
  * from each step's median over the runs (as `veltair run --profile` does): on this shared VM one
  * run in 15 stalled for a millisecond moved the mean-based share of ShuffleNet x1.0 from 8% to 14%.
- *   node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]
+ *   node dist/src/bench/step-times.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]
  * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
  */
 import { fileURLToPath } from 'node:url';
@@ -83,7 +83,7 @@ export function nonKernelShareOf(p: StepProfile): number {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const bundle = process.argv[2];
   if (!bundle || bundle.startsWith('--')) {
-    process.stderr.write('usage: node dist/src/bench/step-profile.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]\n');
+    process.stderr.write('usage: node dist/src/bench/step-times.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]\n');
     process.exit(1);
   }
   const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };

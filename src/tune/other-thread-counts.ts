@@ -7,7 +7,7 @@
  * together (evaluateBatches: one build, one harness child per thread count).
  */
 import type { Workload } from '../ir/workload.js';
-import { repair, isValid } from '../space/schedule.js';
+import { repair, isValid } from '../space/knobs.js';
 import { evaluateBatches, type EvaluateContext } from './evaluate.js';
 import type { Family, FamilyCandidate } from './family.js';
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { quoteForMessage, userError } from '../errors.js';
-import { parseProfile, type Profile } from '../schedule/profile.js';
+import { parseProfile, type Profile } from '../schedule/scheduling-profile.js';
 
 /** The default profile path of a bundle directory. */
 export function defaultProfilePath(bundleDir: string): string {
