@@ -60,7 +60,7 @@ static float epilogue(const vt_desc* d, double acc, size_t c, size_t img, size_t
  * across the whole plane: every output element adds the same products in the same order as one
  * element at a time would (so the same bits), but the inner loop runs along a row, which the
  * compiler vectorizes. ResNet-50's 28 layers took 5.7 s element by element, on the path of a fresh
- * tuning pass (bench/RESULTS.md, "Stop 25").
+ * tuning pass (bench/RESULTS.md).
  */
 static void conv2d(const vt_desc* d, const float* in, const float* w, const float* bias, const float* res,
                    const float* cm, const float* prm, float* out) {

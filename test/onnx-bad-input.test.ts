@@ -1,4 +1,4 @@
-/** Every bad input from issue 2's list fails with one clear line naming the culprit, and a hint. */
+/** Every bad input fails with one clear line naming the culprit, and a hint. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';

@@ -1,7 +1,7 @@
 /**
  * `veltair run` through the real binary on a tiny compiled model (conv+relu → flatten → gemm):
  * .npy and TensorProto .pb inputs give ONNX Runtime's outputs, written as .npy; --json has the
- * contract's shape; levels; and every bad input from issue 5 is one clear line with exit 1 —
+ * contract's shape; levels; and every bad input is one clear line with exit 1 —
  * missing bundle, truncated and tampered bundle files, a newer format major, wrong input name,
  * shape or dtype, .npy with an unsupported dtype or Fortran order.
  */

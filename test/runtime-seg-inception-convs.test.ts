@@ -1,5 +1,5 @@
 /**
- * The convolutions issue 33 names, through real generated kernels and the native executor, against ONNX Runtime at 1
+ * The segmentation and inception convolutions, through real generated kernels and the native executor, against ONNX Runtime at 1
  * and 2 threads with the versions alternated (two combinations): DeepLabV3's atrous pyramid (3×3 at dilations 12, 24 and 36 on a map
  * small enough that most taps land in the padding, concatenated and projected by a 1×1), and Inception-V3's
  * factorised 7×7 (a 1×7 then a 7×1, each padded on one axis only, then a 1×3 / 3×1 pair as its 8×8 blocks use).

@@ -1,5 +1,5 @@
 /**
- * The native code under AddressSanitizer and UndefinedBehaviorSanitizer (issue 14), inside
+ * The native code under AddressSanitizer and UndefinedBehaviorSanitizer, inside
  * `npm test`: every native artifact — runtime addon and ops, generated kernels, harness, packer —
  * is rebuilt with VELTAIR_SANITIZE=address,undefined (src/toolchain/flags.ts: -fsanitize=address,
  * undefined,float-cast-overflow, every report fatal) into a private cache, and these test files

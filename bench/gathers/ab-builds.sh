@@ -2,13 +2,13 @@
 # Two builds' channel gathers on one bundle, alternating: per pair, each build's step profile
 # (dist/src/bench/step-times.js, level-0 versions, R runs) summed over the gather steps, in all
 # and by plane size, with the run's share outside tuned kernels. A timing: takes the benchmark lock
-# itself (BENCH_LOCK, default /work/.bench.lock) for each profile.
+# itself (BENCH_LOCK, default veltair-bench.lock in $XDG_RUNTIME_DIR or the temp dir) for each profile.
 #   bench/gathers/ab-builds.sh BEFORE_TREE AFTER_TREE BUNDLE [PAIRS=4] [THREADS=2] [RUNS=200]
 # A tree is a built checkout (its dist/ and native-kernels/: the runtime addon is built from its sources).
 set -euo pipefail
 before=${1:?usage: ab-builds.sh BEFORE_TREE AFTER_TREE BUNDLE [PAIRS] [THREADS] [RUNS]}
 after=${2:?usage}; bundle=${3:?usage}; pairs=${4:-4}; threads=${5:-2}; runs=${6:-200}
-lock=${BENCH_LOCK:-/work/.bench.lock}
+lock=${BENCH_LOCK:-${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/veltair-bench.lock}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for _ in $(seq "$pairs"); do

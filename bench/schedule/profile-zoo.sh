@@ -7,7 +7,7 @@ set -eu
 WORK=${1:?usage: profile-zoo.sh WORKDIR [MODEL…]}; shift
 MODELS=${*:-resnet50 mobilenet_v2 tiny_yolov2 googlenet efficientnet_b0 bert_large ssd_resnet34}
 V="node $(pwd)/bin/veltair"
-LOCK=${VELTAIR_BENCH_LOCK:-/work/.bench.lock}
+LOCK=${BENCH_LOCK:-${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/veltair-bench.lock}
 mkdir -p "$WORK"
 for m in $MODELS; do
   trials=3; zoo=()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# issue 31's serving tables on a many-core machine in one go, within a time budget: serve-bench on
+# The serving tables on a many-core machine in one go, within a time budget: serve-bench on
 # the heterogeneous mixes (het1 resnet50 + mobilenet_v2, het2 BERT + efficientnet_b0, het3
 # googlenet + tiny_yolov2 + mobilenet_v2; presets whose bundles are in --bundle-dir) with every
 # ONNX Runtime baseline and veltair's fcfs and veltair policies, 3 rounds, arms interleaved; each

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue #17's overload target (bench/RESULTS.md, "Sparse inference", stop 21): a 500k-class model
+# The sparse family under overload (bench/RESULTS.md, "Sparse inference"): a 500k-class model
 # served with its sparse family against the same model with its dense version only, both at one QoS.
 #
-#   bench/sparse/overload.sh WORK [QOS_MS]     (under the benchmark lock: flock -x /work/.bench.lock …)
+#   bench/sparse/overload.sh WORK [QOS_MS]     (under the benchmark lock: flock -x "$BENCH_LOCK" …)
 #
 # 1. sparse-head-bench.js builds the generated model and its family into WORK (and times them);
 # 2. the same model compiled with --sparsities 1 (the same top-k head, dense only);

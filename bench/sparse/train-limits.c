@@ -1,7 +1,7 @@
 /*
- * What the machine allows the sparse training epoch's parts (issue 35 item 3: each part's limit,
+ * What the machine allows the sparse training epoch's parts (each part's limit,
  * measured on the machine that ran the profile). Not part of veltair; a probe for bench/RESULTS.md:
- *   cc -O3 -march=native -fopenmp bench/sparse/train-limits.c -o /tmp/train-limits && /tmp/train-limits [threads]
+ *   out=$(mktemp) && cc -O3 -march=native -fopenmp bench/sparse/train-limits.c -o "$out" && "$out" [threads]
  * (run it under the benchmark lock). It prints, for `threads` threads (default 2):
  *  - stream read and stream read+write bandwidth over 4 arrays of 51.2 MB (the output layer's w, m, v, g);
  *  - random 512-byte rows (128 floats) read and dotted, over a 100000 x 128 matrix: ns per row (the

@@ -5,7 +5,7 @@ Usage: /usr/bin/python3 bench/torchvision/export.py OUT_DIR [NAME ...]
        /usr/bin/python3 bench/torchvision/export.py --list        every model (classification, segmentation, then detection)
        /usr/bin/python3 bench/torchvision/export.py --probe OUT_DIR   try every classification model at 224; write probe.json
        /usr/bin/python3 bench/torchvision/export.py --all OUT_DIR [NAME ...]
-           the coverage set (issue 33): every classification and segmentation model at its default
+           the coverage set: every classification and segmentation model at its default
            resolution, and the two SSD detectors; write exports.json
 
 With no NAME, the benchmark set (BENCH below) is exported. Weights are random (weights=None, seed
@@ -67,7 +67,7 @@ def segmentation_models():
     return sorted(torchvision.models.list_models(module=torchvision.models.segmentation))
 
 
-# The detection stretch (issue 33 item 5): SSDs at the size their names give; the model resizes to it anyway.
+# The detection stretch : SSDs at the size their names give; the model resizes to it anyway.
 DETECTION = {'ssdlite320_mobilenet_v3_large': 320, 'ssd300_vgg16': 300}
 
 

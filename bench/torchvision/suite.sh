@@ -19,7 +19,7 @@ shift 2
 here=$(cd "$(dirname "$0")/../.." && pwd)
 # VELTAIR_BIN: run another build (e.g. a snapshot of dist/, so rebuilding the tree cannot change a long run).
 veltair=("$(command -v node)" "${VELTAIR_BIN:-$here/bin/veltair}")
-lock=${BENCH_LOCK:-/work/.bench.lock}
+lock=${BENCH_LOCK:-${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/veltair-bench.lock}
 trials=${TRIALS:-2}
 levels=${LEVELS:-0}
 zoo=(resnet50 mobilenet_v2 googlenet efficientnet_b0 tiny_yolov2 ssd_mobilenet_v1)

@@ -357,7 +357,7 @@ int vt_op_channel_gather(const vt_step* s) {
   /* On planes of >= 128 pixels threads split the pixels, each doing every block: splitting the blocks
    * made a 2-thread gather no faster than a 1-thread one on ShuffleNet's 28x28 and 14x14 planes. On
    * smaller planes they split the blocks: a pixel split repeats each block's piece setup per thread
-   * for a few pixels each (bench/RESULTS.md, "Stop 25"). */
+   * for a few pixels each (bench/RESULTS.md). */
   if (c.runs && c.runs[0] == s->threads) {
     vt_parallel(c.runs[0], s->threads, 1, gather_assigned, &c);
     return 0;

@@ -55,7 +55,7 @@ static inline void row_of(const pool_ctx* k, long t, long* plane, long* oy) {
  * spent more on those than on the loads). On rows whose three taps are all inside, the nine loads
  * come from three fixed row pointers with no per-tap arithmetic, and at stride 2 each column's
  * three-row max is computed once and shared by the two windows that cover it (6 loads a window,
- * not 9): the stem pool of ShuffleNet ran 38 -> 24 us at 2 threads (bench/RESULTS.md, "Stop 29").
+ * not 9): the stem pool of ShuffleNet ran 38 -> 24 us at 2 threads (bench/RESULTS.md).
  * The order of the maxima differs from the generic loop's, but the result does not: each max is
  * over the same taps, and a NaN tap drops out in either (vtV_max's second operand never is one).
  */

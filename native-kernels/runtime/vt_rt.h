@@ -56,7 +56,7 @@ typedef void (*vt_range_fn)(const void* ctx, long begin, long end);
 void vt_parallel(long n, int threads, long grain, vt_range_fn f, const void* ctx);
 
 /* The barrier vt_parallel's threads meet at inside run_team: a counter and a phase, each on its own
- * cache line (OpenMP's barrier cost 0.53 us on 2 cores, this one 0.34: bench/RESULTS.md, "Stop 29").
+ * cache line (OpenMP's barrier cost 0.53 us on 2 cores, this one 0.34: bench/RESULTS.md).
  * Every thread of the region calls vt_team_join(b) (same b, zeroed) before its first step and
  * vt_team_leave() after its last; outside, vt_parallel uses OpenMP's barrier. */
 typedef struct vt_team_barrier { _Alignas(64) int arrived; _Alignas(64) int phase; } vt_team_barrier;

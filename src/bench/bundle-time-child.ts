@@ -1,7 +1,7 @@
 /**
  * One bundle timed in a process of its own: load, one warm-up inference, then `runs` timed ones;
  * prints `{"ms": median}`. Two bundles loaded in one process were not timed alike: a bundle paired
- * against a byte-for-byte copy of itself read 0.975 to 1.038 (bench/RESULTS.md, "Stop 25"), so
+ * against a byte-for-byte copy of itself read 0.975 to 1.038 (bench/RESULTS.md), so
  * pair-bundles.ts and transfer.ts time each bundle of each round in a fresh process instead.
  *
  *   node dist/src/bench/bundle-time-child.js BUNDLE THREADS RUNS

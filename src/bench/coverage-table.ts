@@ -1,5 +1,5 @@
 /**
- * The coverage table of issue 33 (bench/RESULTS.md, "Every torchvision model"): one row per model the
+ * The coverage table (bench/RESULTS.md, "Every torchvision model"): one row per model the
  * exporter was asked for, from the per-model records `coverage.ts` writes. Pure: records in, markdown out.
  *
  * A row says how far the model got: the exporter refused it (its error), veltair refused it (the
@@ -34,7 +34,7 @@ export interface CoverageRecord {
   readonly when: string;
 }
 
-/** The largest relative error a model may have against ONNX Runtime and still match (issue 33). */
+/** The largest relative error a model may have against ONNX Runtime and still match. */
 export const MATCH_TOLERANCE = 1e-3;
 
 /** What a model's row says in its status column. */

@@ -1,5 +1,5 @@
 /**
- * Coverage of every torchvision model (issue 33): for each model `bench/torchvision/export.py --all
+ * Coverage of every torchvision model: for each model `bench/torchvision/export.py --all
  * WORK/models` exported (or refused), compile it at a small budget, check it against ONNX Runtime on
  * a seeded input, and time it against ONNX Runtime at 1 and 2 threads. One record per model in
  * WORK/coverage/NAME.json (written atomically, so a killed run resumes where it stopped); the table

@@ -4,7 +4,7 @@
  * process; per step = (median run of N steps − median run of 1 step) / (N − 1), with the one-step
  * run (one JS → native call) beside it.
  *   node dist/src/bench/dispatch.js [--steps 20000] [--reps 60] [--json]
- * Run it under the benchmark lock (`flock -x /work/.bench.lock …`): the figure is a timing.
+ * Run it under the benchmark lock (`flock -x "$BENCH_LOCK" …`): the figure is a timing.
  */
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';

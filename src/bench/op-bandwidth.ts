@@ -1,5 +1,5 @@
 /**
- * The runtime's non-tunable ops against the machine's copy bandwidth (issue 13: "fast non-tunable
+ * The runtime's non-tunable ops against the machine's copy bandwidth ("fast non-tunable
  * ops … at a stated fraction of memory bandwidth"). Each bundle's steps are timed in the model, as
  * step-times.ts times them (R runs after a warm-up, level-0 versions, --threads N), and each
  * non-kernel step's bytes moved come from the graph plan (bytesMoved). In the same run, memcpy is
@@ -8,7 +8,7 @@
  * moved per second, and the fraction of copy bandwidth = the time memcpy takes to move the same
  * bytes / the time the op took.
  *   node dist/src/bench/op-bandwidth.js BUNDLE… [--threads 1] [--runs 20] [--json]
- * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
+ * A timing: run it under the benchmark lock (`flock -x "$BENCH_LOCK" …`).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

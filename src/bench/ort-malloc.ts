@@ -7,7 +7,7 @@
  * at least --ms milliseconds; reported: the median per setting over rounds of each turn's median,
  * and the paired ratio defaults/tunables per round.
  *   node dist/src/bench/ort-malloc.js [--rounds 5] [--ms 300] [--threads 1] [--json]
- * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
+ * A timing: run it under the benchmark lock (`flock -x "$BENCH_LOCK" …`).
  */
 import { fileURLToPath } from 'node:url';
 import { withKey, type Workload } from '../ir/workload.js';

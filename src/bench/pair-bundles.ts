@@ -4,7 +4,7 @@
  * so drift falls on all of them alike; the ratio to the first bundle is paired within each round.
  * Each bundle of each round runs in a fresh process (bundle-time-child.ts): loaded side by side in
  * one process, a bundle and a copy of itself read up to 4% apart. `--in-process` times them in this
- * one (faster; what stop 24's pairings did). For comparing compiles of the same model (transfer
+ * one (faster). For comparing compiles of the same model (transfer
  * against scratch, two compiler versions) that were not made in one run; name one bundle twice for
  * a control pair that shows the method's own spread.
  *

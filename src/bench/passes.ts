@@ -1,5 +1,5 @@
 /**
- * Single pass vs five passes (issue 4, item 8). The same per-pass budget (--trials candidates per
+ * Single pass vs five passes. The same per-pass budget (--trials candidates per
  * workload) is spent two ways on a few ResNet-50 workloads:
  *   five-pass: five separate tuning passes, pass L optimising and measuring level L only (each
  *              with its own database; the five share one kernel cache, as one user's would);

@@ -28,7 +28,7 @@ const flag = (name: string) => process.argv.includes(name);
 const t0 = Date.now();
 const log = (m: string) => process.stderr.write(`bench [${((Date.now() - t0) / 1000).toFixed(0)} s]: ${m}\n`);
 
-/** The class a layer is judged in (issue 3's targets are per class). */
+/** The class a layer is judged in (targets are set per class). */
 export function layerClass(w: Workload): string {
   if (w.op !== 'conv2d') return w.op;
   if (w.groups > 1 && w.groups === w.cin && w.groups === w.cout) return 'depthwise';

@@ -3,7 +3,7 @@
  *
  * A mix is named bundles (`--mix NAME=A.bundle,B.bundle`) or a preset (`--mix het1`, its bundles
  * found as `<bundle dir>/<model>.bundle`). The three heterogeneous presets pair a heavy model with
- * a light one (issue 31): het1 resnet50 + mobilenet_v2; het2 a BERT encoder (bert_tiny if its bundle
+ * a light one: het1 resnet50 + mobilenet_v2; het2 a BERT encoder (bert_tiny if its bundle
  * is there, else the zoo's bert_large) + efficientnet_b0; het3 googlenet + tiny_yolov2 + mobilenet_v2.
  *
  * QoS rule: model i's QoS = k × L_i, L_i its own latency alone on all the bench's cores through the

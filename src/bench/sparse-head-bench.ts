@@ -1,7 +1,7 @@
 /**
  * Sparse output layers against dense: `node dist/src/bench/sparse-head-bench.js [--only trained,words,wordnet,debian-packages,generated]
  *   [--classes 500000] [--rounds 15] [--tables 64] [--keep DIR]`, under the benchmark lock:
- *   flock -x /work/.bench.lock node dist/src/bench/sparse-head-bench.js
+ *   flock -x "$BENCH_LOCK" node dist/src/bench/sparse-head-bench.js
  * Models, each compiled by compileModel (the library `veltair compile` calls) into a bundle with a
  * sparse family, then timed here, one input per call, on one pinned core:
  *  - trained: `veltair data planted` (20 000 labels) → `veltair train` (3 epochs) → compile with the

@@ -1,5 +1,5 @@
 /**
- * The speed-set table of issue 33 item 4 (bench/RESULTS.md): every model of the coverage table at
+ * The speed-set table (bench/RESULTS.md): every model of the coverage table at
  * ≤ 25 GMACs, compiled at the default budget, against ONNX Runtime at 1 and 2 threads in one run.
  * Pure: records in, markdown out. A model that misses (veltair/ORT above 1.0, or above the 0.8 the
  * geomean aims at) carries its per-step profile against the machine's limits (step-roofline.ts).

@@ -1,5 +1,5 @@
 /**
- * The speed set of issue 33 item 4: every model of the coverage table (coverage.ts) at ≤ 25 GMACs,
+ * The speed set: every model of the coverage table (coverage.ts) at ≤ 25 GMACs,
  * compiled at the default budget (`veltair compile` with no budget flags: 8 trials per workload and
  * thread count, levels 0–4, every thread count of this machine), checked against ONNX Runtime, then
  * timed against it at 1 and 2 threads in one run; a model above 0.8 gets its per-step profile against

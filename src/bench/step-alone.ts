@@ -11,7 +11,7 @@
  * model ≈ alone ≈ harness warm, all above profiled: the machine has drifted since the compile.
  * model ≈ harness flushed, above alone: the step pays for its data coming from memory.
  *   node dist/src/bench/step-alone.js BUNDLE [--top 6] [--rounds 2] [--core 0]
- * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`). One thread.
+ * A timing: run it under the benchmark lock (`flock -x "$BENCH_LOCK" …`). One thread.
  */
 import { fileURLToPath } from 'node:url';
 import { withKey, type WorkloadShape } from '../ir/workload.js';

@@ -1,5 +1,5 @@
 /**
- * Where a model's time goes against this machine's limits (issue 33 item 4: "the per-step profile says
+ * Where a model's time goes against this machine's limits ("the per-step profile says
  * which steps, as a fraction of the memory-bandwidth or FMA limit measured in the same run").
  *
  * Each step of a bundle's level-0 run is timed as step-times.ts times it (median over R runs after a
@@ -13,7 +13,7 @@
  * what they compute (conv k×k, conv 1×1, depthwise, grouped, dense, batch matmul, each runtime op kind).
  *
  *   node dist/src/bench/step-roofline.js BUNDLE [--threads 1] [--runs 30] [--json]
- * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
+ * A timing: run it under the benchmark lock (`flock -x "$BENCH_LOCK" …`).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

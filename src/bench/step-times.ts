@@ -8,7 +8,7 @@
  * from each step's median over the runs (as `veltair run --profile` does): on this shared VM one
  * run in 15 stalled for a millisecond moved the mean-based share of ShuffleNet x1.0 from 8% to 14%.
  *   node dist/src/bench/step-times.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]
- * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
+ * A timing: run it under the benchmark lock (`flock -x "$BENCH_LOCK" …`).
  */
 import { fileURLToPath } from 'node:url';
 import { loadBundle } from '../runtime/session.js';

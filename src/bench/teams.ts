@@ -6,7 +6,7 @@
  * time outside the tuned kernels (a second pass with the step timer on). The outputs of both must
  * agree bit for bit, or the bench stops.
  *   node dist/src/bench/teams.js BUNDLE… [--threads 2] [--runs 300] [--profile] [--json]
- * A timing: run it under the benchmark lock (`flock -x /work/.bench.lock …`).
+ * A timing: run it under the benchmark lock (`flock -x "$BENCH_LOCK" …`).
  */
 import { fileURLToPath } from 'node:url';
 import { internalError } from '../errors.js';

@@ -1,5 +1,5 @@
 /**
- * Evidence of the locality–parallelism trade-off (issue 3, item 8). For representative layers of
+ * Evidence of the locality–parallelism trade-off. For representative layers of
  * ResNet-50 and MobileNet-V2, the locality-greedy and the parallelism-heavy ends of the schedule
  * space (plus the best of a small quiet search) run on core 0, one thread, at each interference
  * level, with the noise generator on every other core.

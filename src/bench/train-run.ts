@@ -7,7 +7,7 @@
  * passes: the per-sample and the neuron-major batch paired, --epochs epochs, not in the default sections.
  * --optimizer, --frequent-labels, --uniform (the output layer's share of uniformly random negatives), --logq (their
  * sampled-softmax correction): the sweep's, for comparison; every other section trains with the defaults.)
- * Run it under the benchmark lock: `flock -x /work/.bench.lock node dist/src/bench/train-run.js`.
+ * Run it under the benchmark lock: `flock -x "$BENCH_LOCK" node dist/src/bench/train-run.js`.
  */
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -51,7 +51,7 @@ export interface TrainBenchResult {
 export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchResult> {
   const cores = Array.from({ length: o.threads }, (_, i) => i);
   const pinned = await pinSelf(cores);
-  const out: string[] = [`### Sparse training (issue 16)`, '',
+  const out: string[] = [`### Sparse training`, '',
     `veltair ${pinned ? 'pinned' : 'NOT pinned (no taskset)'} to cores ${cores.join(',')}; PyTorch runs under \`taskset -c ${cores.join(',')}\`.`, ''];
   const result: TrainBenchResult = { markdown: '', compare: [], grid: [], threads: [], sparsity: [], passes: [] };
   for (const name of o.datasets) {

@@ -1,5 +1,5 @@
 /**
- * Tuning transfer to a target with no records of its own (issue 15), on one machine:
+ * Tuning transfer to a target with no records of its own, on one machine:
  *  1. from scratch: `veltair compile` of the model with an empty database, the shipped records
  *     ignored (--no-shipped-records) and an empty kernel cache: a fresh machine with nothing to start from;
  *  2. the simulated new target: every record of step 1, relabelled as measured on another host

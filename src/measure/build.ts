@@ -101,7 +101,7 @@ interface ObjectSource {
  * Kernel compiles run at this nice value. A tuner's first build runs while its co-runner bank
  * starts (tune/warmup.ts), and the bank's serial start (each co-runner touching gigabytes on the
  * noise core) was then the last thing measuring waited for: 3.7 s after the build, whose cc calls
- * had the noise core too (ResNet-50: bench/RESULTS.md, "Stop 25"). At a lower priority the
+ * had the noise core too (ResNet-50: bench/RESULTS.md). At a lower priority the
  * compiles take what the bank leaves; alone they run as fast as before.
  */
 const COMPILE_NICENESS = 10;

@@ -1,7 +1,7 @@
 /**
  * The kernels' precompiled header. Every generated kernel opens with veltair_kernel.h and
  * vt_simd.h (immintrin.h behind it), and parsing them was about half of a kernel's -O3 compile
- * here (0.145 of 0.30 s: bench/RESULTS.md, "Stop 25"). So the builder precompiles the two once per
+ * here (0.145 of 0.30 s: bench/RESULTS.md). So the builder precompiles the two once per
  * (headers, flags, compiler) into `<cache>/pch/<key>/` and hands each compile `-include` of it.
  *  - gcc takes the .gch only when it was built with options compatible with the compile's, and
  *    otherwise reads the header text beside it (the include guards then skip the kernel's own

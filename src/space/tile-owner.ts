@@ -4,7 +4,7 @@
  * parallelOrder's order, under `#pragma omp for schedule(static)`, so the owner of an output block
  * and pixel follows from the schedule alone. Ops that read the output (a channel gather) use it to
  * give each thread what its own core wrote: on this 2-core host a line written by the other core
- * costs several times a local one (bench/RESULTS.md, "Stop 31").
+ * costs several times a local one (bench/RESULTS.md).
  * Conv outputs only (NCHW[V]c: block, pixel = row · OW + column); a dense or batch_matmul output
  * is not a blocked image, so it has no owner map.
  */

@@ -1,5 +1,5 @@
 /**
- * Where a training epoch's time goes (issue 35: profile the epoch before speeding it up). The
+ * Where a training epoch's time goes (measured before anything is sped up). The
  * native passes count, per thread, the seconds of each phase of a sample (hidden layer, hashing,
  * sampling, output layer, softmax, backward), and the batch loop the wall seconds of the steps
  * around the passes (catch-up of the batch's rows, the Adam steps, table rebuilds and rehashes):

@@ -65,7 +65,7 @@ export function frequentDefault(l: SparseLayer): number {
  * TrainSettings.uniformNegatives' default for a softmax output (sigmoid outputs: none, not measured). With the tables'
  * candidates only, labels they never return for an input are never pushed down by it: debian-packages P@5 stayed
  * 2.7-3.5 points under dense training; a quarter of the active set uniformly random, logQ-corrected, closed it
- * (bench/RESULTS.md, issue 35).
+ *.
  */
 export const UNIFORM_DEFAULT = 0.25;
 

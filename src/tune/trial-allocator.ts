@@ -27,7 +27,7 @@ export interface TaskProgress {
   readonly exhausted: boolean;
 }
 
-export interface SchedulerOptions {
+export interface TrialAllocationOptions {
   /** Weight of the backward (recent improvement) term; Ansor's default 0.2. */
   readonly alpha?: number;
   /** Backward window Δ in trials; Ansor's default 3. */
@@ -42,7 +42,7 @@ export function taskCost(bestMs: Readonly<Record<string, number>>): number {
 }
 
 /** Estimated total-latency gain per trial for one task (Infinity: still warming up). */
-export function taskPriority(t: TaskProgress, o: SchedulerOptions = {}): number {
+export function taskPriority(t: TaskProgress, o: TrialAllocationOptions = {}): number {
   const alpha = o.alpha ?? 0.2;
   const spent = t.history.length;
   const now = spent > 0 ? t.history[spent - 1]! : Infinity;
@@ -57,7 +57,7 @@ export function taskPriority(t: TaskProgress, o: SchedulerOptions = {}): number 
 }
 
 /** Index of the task to give the next batch, or undefined when every task is exhausted. */
-export function pickTask(tasks: readonly TaskProgress[], o: SchedulerOptions = {}): number | undefined {
+export function pickTask(tasks: readonly TaskProgress[], o: TrialAllocationOptions = {}): number | undefined {
   let chosen: number | undefined;
   let top = -Infinity;
   tasks.forEach((t, i) => {

@@ -6,7 +6,7 @@
  *   -lr/bc1(t_j) * m_j / (sqrt(v_j)/bc2sqrt(t_j) + eps),  m_j = beta1^j m,  v_j = beta2^j v,
  * where bc1(t) = 1 - beta1^t, bc2sqrt(t) = sqrt(1 - beta2^t). Updating only touched rows (the
  * "lazy" Adam of SLIDE/BOLT) forgoes those moves: on the real data sets most first-layer rows are
- * rare features, and it cost 5-7 points of P@1 against PyTorch (bench/RESULTS.md, issue 35).
+ * rare features, and it cost 5-7 points of P@1 against PyTorch.
  *
  * So each weight row keeps the step it is current to (L->last), and before anything reads a row
  * it is caught up: the missed k steps' weight movement is summed per element in one pass,

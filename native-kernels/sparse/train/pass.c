@@ -12,14 +12,14 @@
  *      whose weight vector is long and scores high for most inputs, is rarely returned for inputs
  *      that are not its own; without it a sample never pushes it down, and the trained network
  *      over-predicts it (debian-packages: libc6 top-1 for 65% of test samples, against 42% after
- *      dense training; bench/RESULTS.md, issue 35);
+ *      dense training; bench/RESULTS.md);
  *   3. more candidates than the target s·d (less, in training the output layer, the share opts.uniform keeps for
  *      random neurons): keep the labels and the candidates returned by the most tables (ties in bucket order);
  *   4. fewer than s·d: fill with uniformly random neurons not yet chosen, from the sample's own random
  *      stream, and count them (the `filled` statistic each epoch reports). In training with opts.logq their
  *      logits get + log(pool / picked) (sampled softmax). Why: a label the tables never return for an input is
  *      otherwise never pushed down by it; on debian-packages (4.9 labels per sample) P@5 stayed ~3 points under
- *      dense training until a quarter of the active set was random and corrected (bench/RESULTS.md, issue 35).
+ *      dense training until a quarter of the active set was random and corrected.
  */
 #include <math.h>
 #include <string.h>

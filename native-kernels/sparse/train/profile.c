@@ -1,5 +1,5 @@
 /*
- * The epoch profile's binding: where a training epoch's time goes (issue 35: which part limits the
+ * The epoch profile's binding: where a training epoch's time goes (which part limits the
  * speed-up over dense training). The counters are filled by the passes (pass.c: per-thread seconds
  * per phase of a sample), the batch loop (train.c), the Adam step (adam.c) and the index binding
  * (addon.c); this reads them, summed over the threads that ran, and optionally resets them.
