@@ -5,7 +5,7 @@
 //   T=1|2 node bench/teams/in-model.mjs ab BUNDLE BUNDLE… several bundles (e.g. compiled with --isa x86-64-v3) side by side
 // R (default 300-400) sets the number of runs per arm.
 import { loadBundle } from '../../dist/src/runtime/session.js';
-import { modelFeeds } from '../../dist/src/bench/feeds.js';
+import { modelFeeds } from '../../dist/src/compile/feeds.js';
 import { median } from '../../dist/src/stats.js';
 
 const [mode, ...bundles] = process.argv.slice(2);
