@@ -1,6 +1,6 @@
 /**
- * Docs that cannot rot. Three checks over README.md and every docs/*.md (the third over
- * bench/RESULTS.md too):
+ * Docs that cannot rot. Four checks over README.md and every docs/*.md (the last two over
+ * bench/RESULTS.md and bench/results/*.md too):
  *
  * 1. Every `veltair …` command the docs show — in any fenced block (synopses, examples, CI
  *    YAML) and in inline code — names a command that exists and only flags that command's
@@ -14,6 +14,7 @@
  * 3. Every source path they name (`src/…` ending in a file name or `/`, globs included) exists in
  *    this checkout, and none names a `.js` file under `src/` (the source is the `.ts`; a command
  *    line runs `dist/src/….js`, which is not a source path).
+ * 4. Every link to a heading (`[…](#anchor)`, `[…](file.md#anchor)`) names a heading of its target.
  * Commands run without a shell: a runnable block holds only `veltair` (or `npx veltair`)
  * commands, optionally joined by `&&`.
  */
@@ -203,10 +204,44 @@ function pathExists(path: string): boolean {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' }).some((f) => re.test(join(dir, f)));
 }
 
-test('every src/ path README.md, docs/ and bench/RESULTS.md name exists, and none names a .js source', () => {
+/** The docs and the results: README.md, docs/*.md, bench/RESULTS.md and the detail pages it links, bench/results/*.md. */
+function resultFiles(): string[] {
+  const details = readdirSync('bench/results').filter((f) => f.endsWith('.md')).sort().map((f) => join('bench/results', f));
+  return [...docFiles(), 'bench/RESULTS.md', ...details];
+}
+
+/** GitHub's anchors of a markdown file's headings: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
+function headingAnchors(file: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const l of parseMarkdown(file).prose) {
+    const m = /^#{1,6}\s+(.*)$/.exec(l.text);
+    if (!m) continue;
+    const slug = m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    anchors.add(n === 0 ? slug : `${slug}-${n}`);
+  }
+  return anchors;
+}
+
+test('every #anchor link of README.md, docs/ and the results names a heading of its target file', () => {
+  const broken: string[] = [];
+  for (const file of resultFiles()) {
+    parseMarkdown(file).prose.forEach(({ line, text }) => {
+      for (const m of text.matchAll(/\]\(([^)#\s]*)#([^)\s]+)\)/g)) {
+        const target = m[1] === '' ? file : normalize(join(dirname(file), m[1]!));
+        if (!existsSync(target) || !headingAnchors(target).has(m[2]!)) broken.push(`${file}:${line} → ${m[1]}#${m[2]}`);
+      }
+    });
+  }
+  assert.deepEqual(broken, [], `links to headings that do not exist:\n${broken.join('\n')}`);
+});
+
+test('every src/ path README.md, docs/ and the results name exists, and none names a .js source', () => {
   const missing: string[] = [];
   let checked = 0;
-  for (const file of [...docFiles(), 'bench/RESULTS.md']) {
+  for (const file of resultFiles()) {
     for (const { line, text: path } of sourcePaths(file)) {
       if (path.endsWith('.js')) {
         missing.push(`${file}:${line} → ${path} (a .js under src/: name the .ts source, or the command \`node dist/${path}\`)`);
