@@ -1,5 +1,6 @@
 /**
- * Docs that cannot rot. Two checks over README.md and every docs/*.md:
+ * Docs that cannot rot. Four checks over README.md and every docs/*.md (the last two over
+ * bench/RESULTS.md and bench/results/*.md too):
  *
  * 1. Every `veltair …` command the docs show — in any fenced block (synopses, examples, CI
  *    YAML) and in inline code — names a command that exists and only flags that command's
@@ -10,14 +11,18 @@
  *    [1,10]) and `x.npy` (an input for it). Each command must exit 0, and with --json print
  *    JSON. Compiles and profiles get tiny budgets appended (later flags win), so the whole
  *    file runs in seconds per command on any host.
+ * 3. Every source path they name (`src/…` ending in a file name or `/`, globs included) exists in
+ *    this checkout, and none names a `.js` file under `src/` (the source is the `.ts`; a command
+ *    line runs `dist/src/….js`, which is not a source path).
+ * 4. Every link to a heading (`[…](#anchor)`, `[…](file.md#anchor)`) names a heading of its target.
  * Commands run without a shell: a runnable block holds only `veltair` (or `npx veltair`)
  * commands, optionally joined by `&&`.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, normalize } from 'node:path';
 import { execa } from 'execa';
 import type { Command } from 'commander';
 import { buildProgram } from '../src/cli/main.js';
@@ -163,6 +168,92 @@ test('every veltair command in README.md and docs/ exists and names only flags i
   }
   assert.deepEqual(problems, []);
   assert.ok(checked >= 50, `only ${checked} veltair commands found in the docs: is the extraction broken?`);
+});
+
+/**
+ * Every `src/…` path a file names, with its line: repository-relative (`src/x.ts`) or relative to
+ * the file (`../src/x.ts`), not the tail of a longer path (`dist/src/x.js`, `native-kernels/src/`).
+ * A path ends at a character no file name here uses; a trailing `.` or `,` is the sentence's.
+ */
+function sourcePaths(file: string): DocLine[] {
+  const out: DocLine[] = [];
+  readFileSync(file, 'utf8').split('\n').forEach((text, i) => {
+    for (const m of text.matchAll(/(?<![\w./-])((?:\.\.\/)*src\/[\w./*{},-]*)/g)) {
+      const path = m[1]!.replace(/[.,]+$/, '');
+      const start = path.startsWith('../') ? normalize(join(dirname(file), path)) : path;
+      out.push({ file, line: i + 1, text: start });
+    }
+  });
+  return out;
+}
+
+/** A glob (`*` within a name, `{a,b}` alternatives) as a regular expression over whole paths. */
+function globRegExp(glob: string): RegExp {
+  const body = glob.replace(/[.+^$()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')
+    .replace(/\{([^}]*)\}/g, (_, alts: string) => `(?:${alts.split(',').join('|')})`);
+  return new RegExp(`^${body}$`);
+}
+
+/** Whether a named path exists: a file, a folder (`src/x/`) or a glob with at least one match. */
+function pathExists(path: string): boolean {
+  if (!/[*{]/.test(path)) return existsSync(path);
+  const fixed = path.slice(0, path.search(/[*{]/));
+  const dir = fixed.slice(0, fixed.lastIndexOf('/') + 1);
+  if (!existsSync(dir)) return false;
+  const re = globRegExp(path);
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).some((f) => re.test(join(dir, f)));
+}
+
+/** The docs and the results: README.md, docs/*.md, bench/RESULTS.md and the detail pages it links, bench/results/*.md. */
+function resultFiles(): string[] {
+  const details = readdirSync('bench/results').filter((f) => f.endsWith('.md')).sort().map((f) => join('bench/results', f));
+  return [...docFiles(), 'bench/RESULTS.md', ...details];
+}
+
+/** GitHub's anchors of a markdown file's headings: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
+function headingAnchors(file: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const l of parseMarkdown(file).prose) {
+    const m = /^#{1,6}\s+(.*)$/.exec(l.text);
+    if (!m) continue;
+    const slug = m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    anchors.add(n === 0 ? slug : `${slug}-${n}`);
+  }
+  return anchors;
+}
+
+test('every #anchor link of README.md, docs/ and the results names a heading of its target file', () => {
+  const broken: string[] = [];
+  for (const file of resultFiles()) {
+    parseMarkdown(file).prose.forEach(({ line, text }) => {
+      for (const m of text.matchAll(/\]\(([^)#\s]*)#([^)\s]+)\)/g)) {
+        const target = m[1] === '' ? file : normalize(join(dirname(file), m[1]!));
+        if (!existsSync(target) || !headingAnchors(target).has(m[2]!)) broken.push(`${file}:${line} → ${m[1]}#${m[2]}`);
+      }
+    });
+  }
+  assert.deepEqual(broken, [], `links to headings that do not exist:\n${broken.join('\n')}`);
+});
+
+test('every src/ path README.md, docs/ and the results name exists, and none names a .js source', () => {
+  const missing: string[] = [];
+  let checked = 0;
+  for (const file of resultFiles()) {
+    for (const { line, text: path } of sourcePaths(file)) {
+      if (path.endsWith('.js')) {
+        missing.push(`${file}:${line} → ${path} (a .js under src/: name the .ts source, or the command \`node dist/${path}\`)`);
+        continue;
+      }
+      if (!/(\.(ts|c|h|py|json)|\/)$/.test(path) && !/[*{]/.test(path)) continue;
+      checked++;
+      if (!pathExists(path)) missing.push(`${file}:${line} → ${path}`);
+    }
+  }
+  assert.deepEqual(missing, [], `paths the docs name that this checkout does not have:\n${missing.join('\n')}`);
+  assert.ok(checked >= 30, `only ${checked} src/ paths found in the docs: is the extraction broken?`);
 });
 
 /** Shell-like words of one command: whitespace-separated, '…' and "…" quoted. No expansion. */
