@@ -1,4 +1,4 @@
-// The in-model experiments of bench/RESULTS.md "Stop 28" (not kept in the runtime), one process,
+// In-model experiments on consecutive steps and teams (not kept in the runtime), one process,
 // runs alternating, medians of the executor's step times. Run under the benchmark lock, after `npm run build`:
 //   node bench/teams/in-model.mjs gathers BUNDLE          channel gathers at 1 vs 2 threads inside a 2-thread run
 //   node bench/teams/in-model.mjs narrow BUNDLE           every kernel at the thread count its records measured fastest

@@ -1,6 +1,6 @@
 /*
  * The cost of OpenMP's fork/join and barrier, of the runtime's own team barrier, and of reading
- * what the other core wrote, on this machine (bench/RESULTS.md "Stop 28"). Run under the benchmark lock:
+ * what the other core wrote, on this machine. Run under the benchmark lock:
  *   out=$(mktemp) && gcc -O2 -fopenmp bench/teams/omp-cost.c -o "$out" && flock -x "$BENCH_LOCK" "$out"
  */
 #include <omp.h>

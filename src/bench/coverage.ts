@@ -7,7 +7,7 @@
  *
  *   /usr/bin/python3 bench/torchvision/export.py --all WORK/models
  *   npm run build && BENCH_LOCK=/path/to/lock node dist/src/bench/coverage.js WORK [NAME…]
- *     [--trials 1] [--threads 1] [--rounds 3] [--runs 3] [--no-latency | --latency-only] [--force] [--table-only] [--results bench/RESULTS.md]
+ *     [--trials 1] [--threads 1] [--rounds 3] [--runs 3] [--no-latency | --latency-only] [--force] [--table-only] [--results bench/results/torchvision.md]
  *
  * Each model's compile is `veltair compile --trials T --threads T --levels 0` into WORK/bundles with
  * the database WORK/db (shared by all models, so later models reuse earlier ones' records); its wall

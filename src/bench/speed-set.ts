@@ -7,7 +7,7 @@
  *
  *   node dist/src/bench/speed-set.js WORK [NAME…] [--max-gmacs 25]            compile and check (resumes)
  *   node dist/src/bench/speed-set.js WORK [NAME…] --bench [--rounds 3] [--runs 3] [--profile-runs 30] [--new-run]
- *   node dist/src/bench/speed-set.js WORK --table-only [--results bench/RESULTS.md]
+ *   node dist/src/bench/speed-set.js WORK --table-only [--results bench/results/torchvision.md]
  *
  * WORK is coverage's (models/exports.json, coverage/NAME.json say which models and their GMACs). The speed
  * set's own files are under WORK/speed: db/ (the tuning records all its compiles share, smallest model
