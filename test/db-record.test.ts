@@ -61,7 +61,7 @@ test('the schema rejects malformed records and keys that do not match their spec
     assert.ok(p, `${name} should be rejected`);
     assert.match(p, why, name);
   }
-  assert.equal(parseRecordLine('{"v":1,"workload":').hasOwnProperty('problem'), true);
+  assert.equal(Object.hasOwn(parseRecordLine('{"v":1,"workload":'), 'problem'), true);
   assert.deepEqual(parseRecordLine('not json at all'), { problem: 'not JSON' });
   assert.throws(() => recordLine({ ...sampleRecord(2), threads: 0 } as TuningRecord), /invalid tuning record/);
 });

@@ -87,6 +87,7 @@ export function plotProfiles(): BundleProfiles {
 /** Problems that make `xml` not well-formed (empty: fine). Enough XML for what vega writes. */
 export function xmlProblems(xml: string): string[] {
   const problems: string[] = [];
+  // eslint-disable-next-line no-control-regex -- these are exactly the characters XML forbids
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/.test(xml)) problems.push('a character XML forbids');
   const stack: string[] = [];
   const token = new RegExp('<(\\/?)([A-Za-z_][\\w:.-]*)((?:\\s+[\\w:.-]+\\s*=\\s*(?:"[^"<]*"|\'[^\'<]*\'))*)\\s*(\\/?)>'

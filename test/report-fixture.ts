@@ -2,7 +2,6 @@
  * A real bundle for the report tests: the tiny compile model (conv + relu, flatten, gemm) with
  * hostile node names, compiled with a small budget (2 trials, levels 0 and 1) into a temp folder.
  */
-import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeModel } from '../src/onnx/encode.js';

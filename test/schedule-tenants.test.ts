@@ -53,12 +53,10 @@ function lightStart(policy: string): { start: number; decisions: Decision[] } {
   take(s.arrive({ id: 0, model: 0, arrivalMs: 0 }, 0), 0);
   take(s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0), 0);
   take(s.arrive({ id: 2, model: 1, arrivalMs: 1 }, 1), 1);
-  let now = 1;
   let start = all.find((d) => d.request === 2) ? 1 : -1;
   while (running.size > 0 && start < 0) {
-    const [id, end] = [...running.entries()].sort((a, b) => a[1] - b[1])[0]!;
+    const [id, now] = [...running.entries()].sort((a, b) => a[1] - b[1])[0]!;
     running.delete(id);
-    now = end;
     const before = all.length;
     take(s.blockFinished(id, now).decisions, now);
     if (all.slice(before).some((d) => d.request === 2)) start = now;

@@ -113,7 +113,7 @@ function conformed(t: HostTensor, want: TensorInfo, file: string, json: boolean)
 
 /** A model-supplied output name as a safe, unique file name. */
 export function outputFileName(name: string, taken: Set<string>): string {
-  let base = name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_').slice(0, 120) || 'output';
+  const base = name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_').slice(0, 120) || 'output';
   let candidate = `${base}.npy`;
   for (let i = 1; taken.has(candidate.toLowerCase()); i++) candidate = `${base}_${i}.npy`;
   taken.add(candidate.toLowerCase());

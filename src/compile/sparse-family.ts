@@ -15,7 +15,7 @@ import { findSparseHead, type SparseHeadSplit } from '../ir/sparse-head.js';
 import type { LayerGraph } from '../ir/layer.js';
 import { loadBundle } from '../runtime/session.js';
 import { INDEX_JSON, readHashIndex } from '../sparse/hash-index.js';
-import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HashFamily, type HeadVersion } from '../sparse-head/format.js';
+import { HEAD_BIN, HEAD_FORMAT, HEAD_JSON, HEAD_VERSION, headWeightsSha256, writeHead, type HeadVersion } from '../sparse-head/format.js';
 import { buildHeadIndex, headIndexFromTrained, trainedLayerFor, type HeadIndex } from '../sparse/head-index.js';
 import { budgetFor, measureVersions, median, timeBudgets, type Calibration } from '../sparse/head-versions.js';
 import { choosePlans, rankAlways } from '../sparse/head-always.js';

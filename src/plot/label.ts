@@ -5,6 +5,7 @@
  * U+FFFD, and long names are cut so a title stays on the page.
  */
 
+// eslint-disable-next-line no-control-regex -- these are exactly the characters XML forbids
 const XML_INVALID = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]/g;
 const LINE_BREAKS = /[\t\n\r\u2028\u2029]/g;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;

@@ -168,9 +168,9 @@ function findMax(policy: Policy, capacity: number, steps: number, probe: (qps: n
     probes.push({ qps: round(q, 3), pass, satisfaction: r.metrics.satisfaction, stop: r.stop });
     return pass;
   };
-  let lo = 0, hi = capacity;
+  let hi = capacity;
   if (!test(capacity * 0.01)) return { policy: policy.name, maxQps: 0, load: 0, probes };
-  lo = capacity * 0.01;
+  let lo = capacity * 0.01;
   for (let i = 0; i < steps && hi - lo > 0.002 * capacity; i++) {
     const mid = (lo + hi) / 2;
     if (test(mid)) lo = mid; else hi = mid;

@@ -126,7 +126,7 @@ async function eachLine(path: string, onLine: (line: string, n: number) => void)
     const code = (e as NodeJS.ErrnoException).code;
     throw userError(code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${path} (${code})`, 'pass the path of an XC-format data file');
   }
-  if (rest.length > 0) onLine(rest.endsWith('\r') ? rest.slice(0, -1) : rest, ++n);
+  if (rest.length > 0) onLine(rest.endsWith('\r') ? rest.slice(0, -1) : rest, n + 1);
   return { sha256: hash.digest('hex'), bytes };
 }
 
