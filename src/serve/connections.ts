@@ -59,7 +59,8 @@ export function rawAnswer(status: 400 | 408 | 431 | 503, message: string, retryA
   const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 503: 'Service Unavailable' }[status];
   const body = JSON.stringify({ error: message });
   const retry = retryAfterSeconds === undefined ? '' : `Retry-After: ${retryAfterSeconds}\r\n`;
-  return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${retry}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${retry}`
+    + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
 /** Seconds a client refused at the connection cap should wait: connections turn over within requests' time. */
