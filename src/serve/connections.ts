@@ -70,6 +70,8 @@ const TIMEOUT_BODY = JSON.stringify({ error: 'the request body stopped arriving;
 
 export class Connections {
   private readonly open = new Map<Socket, ConnState>();
+  /** Connections past the cap, answered 503 and lingering until they close (not among the open ones). */
+  private readonly refused = new Set<Socket>();
   private readonly watch: NodeJS.Timeout;
   private server?: Server;
   /** The listening port, kept after the listener closes (a drain still watches answers going out). */
@@ -142,10 +144,11 @@ export class Connections {
     }
   }
 
-  /** Destroy every connection (the drain deadline); returns how many there were. */
+  /** Destroy every connection (the drain deadline); returns how many there were, not counting refused ones (already answered). */
   destroyAll(): number {
     const n = this.open.size;
     for (const socket of this.open.keys()) socket.destroy();
+    for (const socket of this.refused) socket.destroy();
     return n;
   }
 
@@ -180,6 +183,8 @@ export class Connections {
    */
   private refuse(socket: Socket): void {
     this.metrics.connectionsDropped.inc({ reason: 'max_connections' });
+    this.refused.add(socket);
+    socket.once('close', () => this.refused.delete(socket));
     socket.on('error', () => undefined);
     let discarded = 0;
     socket.on('data', (chunk: Buffer) => {
