@@ -2,7 +2,8 @@
  * The drain's order and deadline (src/serve/drain.ts), with its steps recorded instead of sockets:
  * draining begins first and the listener closes only after the grace period; idle connections
  * close after the listener; the backend is released last; the deadline cuts off whatever is
- * still open — or a backend that never finishes — and the report says so; the listener waits for
+ * still open — or a backend that never finishes — and the report says so; a hurry (a second
+ * SIGTERM) brings that deadline forward, in the grace period or after it; the listener waits for
  * connections the kernel holds but the server has not accepted (read from /proc/net/tcp).
  */
 import assert from 'node:assert/strict';
@@ -44,6 +45,28 @@ test('connections still open at the deadline are cut off, and the report says ho
 test('a backend that never finishes is bounded by the deadline too', async () => {
   const { steps } = recorder({ backend: 'never' });
   assert.deepEqual(await runDrain(steps, { graceMs: 0, timeoutMs: 100 }), { cutShort: true, connectionsCut: 0 });
+});
+
+test('a hurry during the grace period cuts the drain short at once: listener closed, connections cut, backend released',
+  { timeout: 30_000 }, async () => {
+    const { log, steps } = recorder({ listenerClosesAfter: 'never', open: 2 });
+    let hurry!: () => void;
+    // Grace and deadline far beyond the test's timeout: only the hurry can end this drain in time.
+    const drained = runDrain(steps, { graceMs: 600_000, timeoutMs: 1_200_000, hurry: new Promise<void>((r) => { hurry = r; }) });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(log, ['begin'], 'the grace period runs until the hurry');
+    hurry();
+    assert.deepEqual(await drained, { cutShort: true, connectionsCut: 2, hurried: true });
+    assert.deepEqual(log, ['begin', 'stop listening', 'close idle', 'destroy all', 'close backend']);
+  });
+
+test('a hurry after the grace period, while connections are still answered, cuts them off', { timeout: 30_000 }, async () => {
+  const { log, steps } = recorder({ listenerClosesAfter: 'never', open: 1 });
+  let hurry!: () => void;
+  const drained = runDrain({ ...steps, stopListening: () => { hurry(); return steps.stopListening(); } },
+    { graceMs: 0, timeoutMs: 1_200_000, hurry: new Promise<void>((r) => { hurry = r; }) });
+  assert.deepEqual(await drained, { cutShort: true, connectionsCut: 1, hurried: true });
+  assert.deepEqual(log, ['begin', 'stop listening', 'close idle', 'destroy all', 'close backend']);
 });
 
 test('the listener is not closed while the kernel still holds connections the server has not accepted', async () => {

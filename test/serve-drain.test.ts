@@ -3,7 +3,8 @@
  * SIGTERM as the first answer arrives — every request is answered, 200 if it was admitted before
  * the signal and 503 with Retry-After otherwise, none reset (twenty rounds); readiness and
  * inference on a connection opened during the grace period answer 503; the drain deadline cuts
- * off a client that stalls and says so, and `veltair serve` then exits 3.
+ * off a client that stalls and says so, and `veltair serve` then exits 3; a second SIGTERM brings that
+ * deadline forward to its own moment.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -143,6 +144,23 @@ test('the drain deadline cuts off a client that stalls mid-body, and the report 
   assert.ok((report?.connectionsCut ?? 0) >= 1);
   assert.doesNotMatch(await stalled.ended, /HTTP\/1\.1 [2-5]\d\d/, 'the stalled client was cut off without an answer');
   assert.ok(metricValue(await metrics.registry.metrics(), 'veltair_timeouts_total', 'kind="drain"') > drainsBefore);
+});
+
+test('a second SIGTERM cuts the drain short at once: the stalled client is cut off, the report says so', { timeout: 120_000 }, async () => {
+  // A deadline far beyond the test's timeout: only the second signal can end this drain in time.
+  const server = await startServer(serverOptions({ drainGraceMs: 50, drainTimeoutMs: 1_200_000, bodyTimeoutMs: 1_200_000,
+    headerTimeoutMs: 1_200_000 }, true));
+  const port = portOf(server.url);
+  const stalled = await stallMidBody(port);
+  process.kill(process.pid, 'SIGTERM');
+  const readiness = Buffer.from('GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+  // The first signal has been handled once readiness fails (or the listener is gone after the grace period).
+  for (let r = await rawRequest(port, readiness); r.status === 200; r = await rawRequest(port, readiness)) await new Promise((w) => setTimeout(w, 20));
+  process.kill(process.pid, 'SIGTERM');
+  const report = (await server.closed) as { cutShort?: boolean; connectionsCut?: number } | undefined;
+  assert.equal(report?.cutShort, true, 'the drain says it was cut short');
+  assert.ok((report?.connectionsCut ?? 0) >= 1, 'the stalled connection was cut');
+  assert.doesNotMatch(await stalled.ended, /HTTP\/1\.1 [2-5]\d\d/, 'the stalled client was cut off without an answer');
 });
 
 test('veltair serve exits 3 when the drain deadline cut something short; bad drain flags are one clear error', { timeout: 300_000 }, async () => {

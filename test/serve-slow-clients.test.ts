@@ -3,7 +3,8 @@
  * a client that writes its whole body before reading (Content-Length or chunked); past the discard
  * bound the connection is closed and counted; clients dribbling headers, or silent, get 408 and
  * are closed while valid requests are answered; a body that stops arriving gets 408, one that keeps
- * arriving slowly is served; connections past the cap are closed and counted.
+ * arriving slowly is served; connections past the cap are answered 503 with Retry-After, closed
+ * and counted, a client that writes its whole request first included.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -143,7 +144,8 @@ test('a body that stops arriving gets 408 and is closed; one that keeps arriving
   assert.equal(slow.status, 200, `a slow but steady body: ${slow.status ?? slow.error} ${slow.body.slice(0, 100)}`);
 });
 
-test('connections past --max-connections are closed as they are accepted, and counted; the gauge counts open ones', { timeout: 120_000 },
+test('connections past --max-connections get 503 with Retry-After, then a close, and are counted; the gauge counts open ones',
+  { timeout: 120_000 },
   async () => {
     const { url, port, metric } = await serve({ maxConnections: 3, headerTimeoutMs: 600_000 });
     const held = await Promise.all(Array.from({ length: 3 }, () => new Promise<Socket>((resolve) => {
@@ -153,8 +155,16 @@ test('connections past --max-connections are closed as they are accepted, and co
     await until(async () => (await metric('veltair_open_connections')) === 3);
     const before = await metric('veltair_connections_dropped_total', 'reason="max_connections"');
     const refused = await rawRequest(port, Buffer.from('GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
-    assert.equal(refused.status, undefined, 'the fourth connection gets no answer');
-    assert.equal(await metric('veltair_connections_dropped_total', 'reason="max_connections"'), before + 1);
+    assert.equal(refused.status, 503, `the fourth connection: ${refused.status ?? refused.error}`);
+    assert.match(refused.headers['retry-after'] ?? '', /^\d+$/, 'with Retry-After');
+    assert.equal(refused.headers['connection'], 'close');
+    assert.match(refused.body, /limit of 3 connections/);
+    // A client that writes a whole 2 MiB request before reading a byte still gets the 503, not a reset.
+    const upload = postBytes('/v2/models/tiny/infer', Buffer.alloc(2 << 20, 0x20), { 'Content-Type': 'application/json' });
+    const writer = await rawRequest(port, upload, { writeAllFirst: true });
+    assert.equal(writer.status, 503, `a client that writes first: ${writer.status ?? writer.error}`);
+    assert.equal(await metric('veltair_connections_dropped_total', 'reason="max_connections"'), before + 2);
+    assert.equal(await metric('veltair_open_connections'), 3, 'refused connections are not among the open ones');
     held[0]!.destroy();
     await until(async () => (await metric('veltair_open_connections')) === 2);
     assert.equal((await fetch(`${url}/v2/health/live`)).status, 200, 'below the cap again, a new connection is served');

@@ -1,15 +1,15 @@
 /**
  * `veltair serve [BUNDLE…] [--repo DIR] [--config FILE] [--host H] [--port P] [--policy P]
  *  [--cores N|LIST] [--qos-multiple X] [--max-body-bytes B] [--backend veltair|onnxruntime] [--trust KEY…] [--json]
- *  [--drain-grace-ms MS] [--drain-timeout-ms MS] [--header-timeout-ms MS] [--body-timeout-ms MS] [--max-connections N]
- *  [--discard-limit-bytes B]`
+ *  [--drain-grace-ms MS] [--drain-timeout-ms MS] [--header-timeout-ms MS] [--body-timeout-ms MS] [--send-timeout-ms MS]
+ *  [--max-connections N] [--discard-limit-bytes B]`
  *
  * A KServe v2 / Triton HTTP server over the scheduler (src/serve/). Binds 127.0.0.1 unless --host
  * says otherwise. --cores: how many of this process's cores to use (default: all of them, or the
  * pod's CPU limit if lower), or an explicit list. Prints the URL and one line per model (QoS,
  * profile, requirements) on stderr, or one JSON object on stdout with --json, then serves until
  * SIGTERM/SIGINT and drains (src/serve/drain.ts): exit 0 when every request sent was answered,
- * DRAIN_CUT_SHORT_EXIT (3) when the drain deadline cut something off.
+ * DRAIN_CUT_SHORT_EXIT (3) when the drain deadline (or a second signal, which brings it forward) cut something off.
  */
 import type { Command } from 'commander';
 import { readTrustedKey } from '../bundle/sign.js';
@@ -43,12 +43,13 @@ interface ServeFlags {
   drainTimeoutMs: string;
   headerTimeoutMs: string;
   bodyTimeoutMs: string;
+  sendTimeoutMs: string;
   maxConnections: string;
   discardLimitBytes: string;
 }
 
 /** The connection and drain bounds from their flags, each checked: one clear error naming the flag. */
-export function parseLimits(f: Pick<ServeFlags, 'drainGraceMs' | 'drainTimeoutMs' | 'headerTimeoutMs' | 'bodyTimeoutMs' | 'maxConnections'
+export function parseLimits(f: Pick<ServeFlags, 'drainGraceMs' | 'drainTimeoutMs' | 'headerTimeoutMs' | 'bodyTimeoutMs' | 'sendTimeoutMs' | 'maxConnections'
   | 'discardLimitBytes'>): ServeLimits {
   const ms = (flag: string, text: string, min: number) => {
     if (!/^\d{1,9}$/.test(text.trim()) || Number(text) < min) {
@@ -59,6 +60,7 @@ export function parseLimits(f: Pick<ServeFlags, 'drainGraceMs' | 'drainTimeoutMs
   const limits: ServeLimits = {
     drainGraceMs: ms('--drain-grace-ms', f.drainGraceMs, 0), drainTimeoutMs: ms('--drain-timeout-ms', f.drainTimeoutMs, 1),
     headerTimeoutMs: ms('--header-timeout-ms', f.headerTimeoutMs, 1), bodyTimeoutMs: ms('--body-timeout-ms', f.bodyTimeoutMs, 1),
+    sendTimeoutMs: ms('--send-timeout-ms', f.sendTimeoutMs, 1),
     maxConnections: parsePositiveInt('--max-connections', f.maxConnections, 1_000_000),
     discardLimitBytes: parsePositiveInt('--discard-limit-bytes', f.discardLimitBytes, 2 ** 40),
   };
@@ -141,7 +143,10 @@ export function registerServeCommand(program: Command): void {
       String(DEFAULT_LIMITS.drainTimeoutMs))
     .option('--header-timeout-ms <ms>', 'a request\'s headers must arrive within this long (else 408 and close)', String(DEFAULT_LIMITS.headerTimeoutMs))
     .option('--body-timeout-ms <ms>', 'a request body that makes no progress this long is answered 408 and closed', String(DEFAULT_LIMITS.bodyTimeoutMs))
-    .option('--max-connections <n>', 'connections open at once; more are closed as they are accepted', String(DEFAULT_LIMITS.maxConnections))
+    .option('--send-timeout-ms <ms>', 'an answer the client takes nothing of for this long is cut off (the connection closed)',
+      String(DEFAULT_LIMITS.sendTimeoutMs))
+    .option('--max-connections <n>', 'connections open at once; more are answered 503 with Retry-After and closed',
+      String(DEFAULT_LIMITS.maxConnections))
     .option('--discard-limit-bytes <n>', 'after an early answer (413, 503), read and discard up to this much of the rest of the body before closing',
       String(DEFAULT_LIMITS.discardLimitBytes))
     .action(async (bundles: string[], flags: ServeFlags) => {
@@ -169,7 +174,8 @@ export function registerServeCommand(program: Command): void {
       for (const s of summaries) note(s);
       const report = await server.closed;
       if (report.cutShort) {
-        note(`veltair serve: the drain deadline (--drain-timeout-ms ${limits.drainTimeoutMs}) came first: ${report.connectionsCut} connection(s) cut off`);
+        const why = report.hurried ? 'a second signal cut the drain short' : `the drain deadline (--drain-timeout-ms ${limits.drainTimeoutMs}) came first`;
+        note(`veltair serve: ${why}: ${report.connectionsCut} connection(s) cut off`);
         // main() answers 0 for a command that returned; a cut-short drain must not look like a clean one.
         process.exit(DRAIN_CUT_SHORT_EXIT);
       }

@@ -6,7 +6,11 @@
  *    (headersTimeout), answered here 408 with Connection: close;
  *  - a body must keep arriving: no new byte for bodyTimeoutMs is answered 408 and the socket closed
  *    (Node's requestTimeout bounds the whole request instead, which cuts off a slow honest upload);
- *  - at most maxConnections at once (Node closes the rest as it accepts them; counted);
+ *  - an answer must keep leaving: a client that takes nothing of it for sendTimeoutMs (the kernel's
+ *    unacknowledged bytes and Node's buffer both unmoved, send-queue.ts) is cut off and counted;
+ *  - at most maxConnections at once: a connection past them is answered 503 with Retry-After as it
+ *    is accepted, what it sends read and discarded until it closes (or pauses, or sends too much),
+ *    and counted. Node's own server.maxConnections closes such sockets without a word;
  *  - a lingering close: when an answer that closes the connection is out before the client has sent
  *    its whole body (a 413 from the Content-Length, a 503 or 404 while draining…), the socket is
  *    half-closed and the rest of the body read and discarded — up to discardLimitBytes, and as long
@@ -21,6 +25,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import { pendingAccepts } from './accept-queue.js';
 import type { ServeLimits } from './limits.js';
 import type { ServerMetrics } from './metrics.js';
+import { unackedBytes } from './send-queue.js';
 
 interface ConnState {
   /** The latest request on this connection (its body may still be arriving) and its response. */
@@ -37,31 +42,44 @@ interface ConnState {
   closing: boolean;
   /** socket.bytesRead when the latest response finished (keep-alive idle since, if nothing was read after). */
   idleFromBytes?: number;
+  /** While an answer waits in Node's buffer: that buffer's size and the kernel's unacknowledged bytes at the last look, and when either last fell or moved. */
+  sendBuffered?: number;
+  sendUnacked?: number;
+  lastSendProgressMs: number;
 }
 
 const KEEP_ALIVE_MS = 72_000; // fastify's default, longer than common load balancers' 60 s idle timeout
 
-/** How often bodies' progress (and Node's header deadline) is checked: a quarter of the shorter timeout, within 25 ms..1 s. */
-export const checkIntervalMs = (l: Pick<ServeLimits, 'headerTimeoutMs' | 'bodyTimeoutMs'>) =>
-  Math.min(1000, Math.max(25, Math.floor(Math.min(l.headerTimeoutMs, l.bodyTimeoutMs) / 4)));
+/** How often bodies' and answers' progress (and Node's header deadline) is checked: a quarter of the shortest timeout, within 25 ms..1 s. */
+export const checkIntervalMs = (l: Pick<ServeLimits, 'headerTimeoutMs' | 'bodyTimeoutMs' | 'sendTimeoutMs'>) =>
+  Math.min(1000, Math.max(25, Math.floor(Math.min(l.headerTimeoutMs, l.bodyTimeoutMs, l.sendTimeoutMs) / 4)));
 
-/** A raw HTTP/1.1 answer for a socket that has no response object (a client error before any request). */
-export function rawAnswer(status: 400 | 408 | 431, message: string): string {
-  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }[status];
+/** A raw HTTP/1.1 answer for a socket that has no response object (a client error before any request, a connection past the cap). */
+export function rawAnswer(status: 400 | 408 | 431 | 503, message: string, retryAfterSeconds?: number): string {
+  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 503: 'Service Unavailable' }[status];
   const body = JSON.stringify({ error: message });
-  return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const retry = retryAfterSeconds === undefined ? '' : `Retry-After: ${retryAfterSeconds}\r\n`;
+  return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${retry}`
+    + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
+
+/** Seconds a client refused at the connection cap should wait: connections turn over within requests' time. */
+const FULL_RETRY_AFTER_S = 1;
 
 const TIMEOUT_BODY = JSON.stringify({ error: 'the request body stopped arriving; send it without pauses' });
 
 export class Connections {
   private readonly open = new Map<Socket, ConnState>();
+  /** Connections past the cap, answered 503 and lingering until they close (not among the open ones). */
+  private readonly refused = new Set<Socket>();
   private readonly watch: NodeJS.Timeout;
   private server?: Server;
+  /** The listening port, kept after the listener closes (a drain still watches answers going out). */
+  private listenPort?: number;
   private lastCheckMs = performance.now();
 
   constructor(private readonly limits: ServeLimits, private readonly metrics: ServerMetrics) {
-    this.watch = setInterval(() => this.checkBodies(), checkIntervalMs(limits)).unref();
+    this.watch = setInterval(() => this.check(), checkIntervalMs(limits)).unref();
   }
 
   /** fastify's serverFactory: the HTTP server with these bounds, every connection tracked. */
@@ -70,9 +88,14 @@ export class Connections {
       headersTimeout: this.limits.headerTimeoutMs, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS,
       connectionsCheckingInterval: checkIntervalMs(this.limits),
     }, handler);
-    server.maxConnections = this.limits.maxConnections;
-    server.on('drop', () => this.metrics.connectionsDropped.inc({ reason: 'max_connections' }));
-    server.on('connection', (socket: Socket) => this.track(socket));
+    // Node's HTTP handling of a connection is its 'connection' listener: run it only for connections under the cap.
+    const http = server.listeners('connection') as ((socket: Socket) => void)[];
+    server.removeAllListeners('connection');
+    server.on('connection', (socket: Socket) => {
+      if (this.open.size >= this.limits.maxConnections) return this.refuse(socket);
+      for (const listener of http) listener.call(server, socket);
+      this.track(socket);
+    });
     // Before fastify's listener: note the request whose body is about to arrive.
     server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
       const st = this.open.get(req.socket);
@@ -84,6 +107,7 @@ export class Connections {
       st.idleFromBytes = undefined;
       res.once('finish', () => { if (st.response === res) st.idleFromBytes = req.socket.bytesRead; });
     });
+    server.on('listening', () => { const a = server.address(); if (a && typeof a === 'object') this.listenPort = a.port; });
     this.server = server;
     return server;
   };
@@ -120,10 +144,11 @@ export class Connections {
     }
   }
 
-  /** Destroy every connection (the drain deadline); returns how many there were. */
+  /** Destroy every connection (the drain deadline); returns how many there were, not counting refused ones (already answered). */
   destroyAll(): number {
     const n = this.open.size;
     for (const socket of this.open.keys()) socket.destroy();
+    for (const socket of this.refused) socket.destroy();
     return n;
   }
 
@@ -151,8 +176,30 @@ export class Connections {
     if (this.server) (this.server as { close(): unknown }).close();
   }
 
+  /**
+   * A connection past the cap: a 503 with Retry-After at once, then a lingering close — what the client sends is read and
+   * discarded until it closes, pauses for the header timeout or sends more than discardLimitBytes — so that a client that
+   * writes its request before reading gets the answer, not a reset.
+   */
+  private refuse(socket: Socket): void {
+    this.metrics.connectionsDropped.inc({ reason: 'max_connections' });
+    this.refused.add(socket);
+    socket.once('close', () => this.refused.delete(socket));
+    socket.on('error', () => undefined);
+    let discarded = 0;
+    socket.on('data', (chunk: Buffer) => {
+      discarded += chunk.byteLength;
+      if (discarded > this.limits.discardLimitBytes) socket.destroy();
+    });
+    socket.once('end', () => socket.destroy()); // the server's sockets allow half-open: the client is done, so are we
+    socket.setTimeout(this.limits.headerTimeoutMs, () => socket.destroy());
+    socket.end(rawAnswer(503, `the server holds its limit of ${this.limits.maxConnections} connections; retry shortly`, FULL_RETRY_AFTER_S));
+  }
+
   private track(socket: Socket): void {
-    const st: ConnState = { lastBytes: 0, lastProgressMs: performance.now(), abandoned: false, lingering: false, closing: false };
+    const st: ConnState = {
+      lastBytes: 0, lastProgressMs: performance.now(), abandoned: false, lingering: false, closing: false, lastSendProgressMs: performance.now(),
+    };
     this.open.set(socket, st);
     this.metrics.connectionsOpen.set(this.open.size);
     socket.once('close', () => {
@@ -189,14 +236,46 @@ export class Connections {
     req.resume();
   }
 
-  /** Every connection reading a body: progress since the last look, else past bodyTimeoutMs a 408 and close. */
-  private checkBodies(): void {
+  /** Every connection reading a body or sending an answer: progress since the last look, else past its timeout cut off. */
+  private check(): void {
     const now = performance.now();
     // Time this process did not run (a blocked event loop, a loaded machine) is not the client's pause: don't count it.
     const stalledMs = Math.max(0, now - this.lastCheckMs - 2 * checkIntervalMs(this.limits));
     this.lastCheckMs = now;
-    for (const [socket, st] of this.open) {
+    for (const st of this.open.values()) {
       st.lastProgressMs += stalledMs;
+      st.lastSendProgressMs += stalledMs;
+    }
+    this.checkSends(now);
+    this.checkBodies(now);
+  }
+
+  /**
+   * Every connection with an answer in Node's buffer (the kernel's is full): progress is that buffer shrinking or the kernel's
+   * unacknowledged bytes moving; none for sendTimeoutMs and the connection is destroyed — nothing more can reach that client.
+   */
+  private checkSends(now: number): void {
+    let unacked: ReturnType<typeof unackedBytes> | null = null; // read once per look, and only when some answer waits
+    for (const [socket, st] of this.open) {
+      const buffered = socket.writableLength;
+      if (buffered === 0 || socket.destroyed) {
+        st.sendBuffered = undefined;
+        continue;
+      }
+      if (unacked === null) unacked = this.listenPort === undefined ? undefined : unackedBytes(this.listenPort);
+      const kernel = unacked?.get(socket.remotePort ?? -1);
+      if (st.sendBuffered === undefined || buffered < st.sendBuffered || kernel !== st.sendUnacked) st.lastSendProgressMs = now;
+      st.sendBuffered = buffered;
+      st.sendUnacked = kernel;
+      if (now - st.lastSendProgressMs < this.limits.sendTimeoutMs) continue;
+      this.metrics.timeouts.inc({ kind: 'send' });
+      socket.destroy();
+    }
+  }
+
+  /** Every connection reading a body: progress since the last look, else past bodyTimeoutMs a 408 and close. */
+  private checkBodies(now: number): void {
+    for (const [socket, st] of this.open) {
       const req = st.request;
       if (!req || req.complete || st.abandoned || socket.destroyed) continue;
       const bytes = socket.bytesRead;

@@ -15,7 +15,8 @@
  *  4. release the backend.
  *
  * If the deadline comes first, every connection still open is cut off and the report says so (the
- * CLI exits DRAIN_CUT_SHORT_EXIT). The steps are given, so the order is checked without sockets.
+ * CLI exits DRAIN_CUT_SHORT_EXIT). `hurry` brings the deadline forward to the moment it settles (a
+ * second SIGTERM: the operator will not wait). The steps are given, so the order is checked without sockets.
  */
 
 export interface DrainSteps {
@@ -36,14 +37,28 @@ export interface DrainReport {
   readonly cutShort: boolean;
   /** Connections the deadline cut off. */
   readonly connectionsCut: number;
+  /** Present when the hurry brought the deadline forward. */
+  readonly hurried?: true;
 }
 
-const after = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const pollPass = () => new Promise<void>((r) => setImmediate(r));
 
-export async function runDrain(s: DrainSteps, o: { readonly graceMs: number; readonly timeoutMs: number }): Promise<DrainReport> {
+export interface DrainOptions {
+  readonly graceMs: number;
+  readonly timeoutMs: number;
+  /** Settles when the deadline is to come at once, whatever is still open (a second signal). */
+  readonly hurry?: Promise<unknown>;
+}
+
+export async function runDrain(s: DrainSteps, o: DrainOptions): Promise<DrainReport> {
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<'deadline'>((r) => { timer = setTimeout(() => r('deadline'), o.timeoutMs); });
+  // Waits still pending when the drain ends (a hurry during the grace period) must not hold the process open.
+  const waits = new Set<NodeJS.Timeout>();
+  const after = (ms: number) => new Promise<void>((r) => { const t = setTimeout(() => { waits.delete(t); r(); }, ms); waits.add(t); });
+  const timedOut = new Promise<'deadline'>((r) => { timer = setTimeout(() => r('deadline'), o.timeoutMs); });
+  let hurried = false;
+  const hurry = o.hurry?.then(() => undefined, () => undefined).then(() => { hurried = true; return 'deadline' as const; });
+  const deadline = hurry ? Promise.race([timedOut, hurry]) : timedOut;
   try {
     s.beginDraining();
     let due: 'deadline' | undefined = await Promise.race([after(o.graceMs).then(() => undefined), deadline]);
@@ -56,8 +71,9 @@ export async function runDrain(s: DrainSteps, o: { readonly graceMs: number; rea
     // Everything answered means nothing is left in the backend; after a cut-off a request may still run: bounded too.
     const backendDeadline = first === 'deadline' ? Promise.resolve('deadline' as const) : deadline;
     const backend = await Promise.race([s.closeBackend().then(() => 'closed' as const), backendDeadline]);
-    return { cutShort: first === 'deadline' || backend === 'deadline', connectionsCut };
+    return { cutShort: first === 'deadline' || backend === 'deadline', connectionsCut, ...(hurried ? { hurried: true as const } : {}) };
   } finally {
     clearTimeout(timer);
+    for (const t of waits) clearTimeout(t);
   }
 }

@@ -30,8 +30,8 @@ export interface HttpOptions {
 
 export interface ServerHandle {
   readonly app: FastifyInstance;
-  /** Stop admitting requests (503), answer every request sent so far, then close (drain.ts). */
-  drain(): Promise<DrainReport>;
+  /** Stop admitting requests (503), answer every request sent so far, then close (drain.ts); `hurry` settling cuts it short. */
+  drain(hurry?: Promise<unknown>): Promise<DrainReport>;
 }
 
 /** Seconds a client told 503 by a draining server should wait: long enough for a load balancer to have moved on. */
@@ -180,7 +180,7 @@ export function buildServer(o: HttpOptions): ServerHandle {
 
   return {
     app,
-    async drain() {
+    async drain(hurry?: Promise<unknown>) {
       const report = await runDrain({
         beginDraining: () => { draining = true; },
         pendingAccepts: () => connections.pendingAccepts(),
@@ -188,7 +188,7 @@ export function buildServer(o: HttpOptions): ServerHandle {
         closeIdle: () => connections.closeIdle(),
         destroyAll: () => connections.destroyAll(),
         closeBackend: () => o.backend.close(),
-      }, { graceMs: o.limits.drainGraceMs, timeoutMs: o.limits.drainTimeoutMs });
+      }, { graceMs: o.limits.drainGraceMs, timeoutMs: o.limits.drainTimeoutMs, ...(hurry ? { hurry } : {}) });
       if (report.connectionsCut > 0) o.metrics.timeouts.inc({ kind: 'drain' }, report.connectionsCut);
       connections.dispose();
       await app.close();

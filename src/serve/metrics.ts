@@ -2,7 +2,7 @@
  * The server's Prometheus metrics (prom-client, on the server's own registry, served at /metrics):
  * requests and their latency per model, QoS violations, queue depth, cores held by running blocks,
  * scheduler conflicts, decision and dispatch time, the interference level and versions each block ran with, and
- * the connections (connections.ts): open now, timed out by kind, dropped by reason.
+ * the connections (connections.ts): open now, timed out by kind, refused or dropped by reason.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -31,9 +31,12 @@ export interface ServerMetrics {
   readonly sparseMoves: Counter<'model' | 'direction'>;
   /** Client connections open now (the --max-connections bound applies to this). */
   readonly connectionsOpen: Gauge;
-  /** Connections cut off by a timeout: header, body (progress) or drain (the drain deadline). */
+  /** Connections cut off by a timeout: header, body (progress), send (an answer not taken) or drain (the drain deadline). */
   readonly timeouts: Counter<'kind'>;
-  /** Connections closed without reading on: max_connections (refused at accept) or discard_limit (the rest of a rejected body was too large). */
+  /**
+   * Connections not served on: max_connections (past the cap, answered 503 with Retry-After at accept, then closed) or discard_limit
+   * (the rest of a rejected body was too large to read).
+   */
   readonly connectionsDropped: Counter<'reason'>;
 }
 
@@ -72,9 +75,9 @@ export function createMetrics(): ServerMetrics {
     sparseMoves: new Counter({ name: 'veltair_sparse_moves_total', help: 'Moves along the sparsity family: down (sparser, under load) or up',
       labelNames: ['model', 'direction'], ...r }),
     connectionsOpen: new Gauge({ name: 'veltair_open_connections', help: 'Client connections open now', ...r }),
-    timeouts: new Counter({ name: 'veltair_timeouts_total', help: 'Connections cut off by a timeout, by kind (header, body, drain)',
+    timeouts: new Counter({ name: 'veltair_timeouts_total', help: 'Connections cut off by a timeout, by kind (header, body, send, drain)',
       labelNames: ['kind'], ...r }),
     connectionsDropped: new Counter({ name: 'veltair_connections_dropped_total',
-      help: 'Connections closed without reading on, by reason (max_connections, discard_limit)', labelNames: ['reason'], ...r }),
+      help: 'Connections not served on, by reason (max_connections: answered 503 at accept; discard_limit)', labelNames: ['reason'], ...r }),
   };
 }

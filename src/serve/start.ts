@@ -2,7 +2,8 @@
  * A server's life: listen (127.0.0.1 unless told otherwise), and on SIGTERM or SIGINT drain
  * (drain.ts: readiness and new requests 503 for the grace period, every request sent so far read
  * and answered, then close, all within the drain deadline), release the backend, resolve with the
- * drain's report. The backend is given — veltair's dispatcher, or a baseline's — so every backend
+ * drain's report. A second SIGTERM or SIGINT during the drain brings its deadline forward to that
+ * moment: whatever is still open is cut off at once. The backend is given — veltair's dispatcher, or a baseline's — so every backend
  * is reached through the same front end.
  */
 import type { Backend } from './backend.js';
@@ -44,16 +45,19 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
   const port = typeof address === 'object' && address ? address.port : o.port;
   let stopping: Promise<DrainReport> | undefined;
   let settle!: { resolve: (r: DrainReport) => void; reject: (e: unknown) => void };
+  let hurry!: () => void;
+  const hurried = new Promise<void>((r) => { hurry = r; });
   const closed = new Promise<DrainReport>((resolve, reject) => { settle = { resolve, reject }; });
   const stop = () => {
-    stopping ??= drain().finally(() => {
+    stopping ??= drain(hurried).finally(() => {
       process.removeListener('SIGTERM', onSignal);
       process.removeListener('SIGINT', onSignal);
     });
     stopping.then(settle.resolve, settle.reject);
     return stopping;
   };
-  const onSignal = () => { void stop(); };
+  // The first signal drains; a later one means the operator will not wait for the drain's deadline.
+  const onSignal = () => { if (stopping) hurry(); else void stop(); };
   if (o.signals) {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
