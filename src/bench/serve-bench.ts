@@ -1,6 +1,6 @@
 /**
  * Live serving: the highest total QPS at which every model of a mix keeps ≥ 99% of its requests
- * within QoS, for each arm (serve-arms.ts: veltair's policies and three ONNX Runtime deployments —
+ * within QoS with 99% confidence, for each arm (serve-arms.ts: veltair's policies and three ONNX Runtime deployments —
  * `ort` FCFS on the whole machine, `ort-pinned` one server per model on its own cores, `ort-instances`
  * 1-thread instances per model) — each arm fresh server processes on the same cores (taskset), with
  * the same glibc malloc tunables, the same QoS, the same seeded open-loop load (veltair load's
@@ -10,13 +10,18 @@
  *
  *   npm run build && node dist/src/bench/serve-bench.js --mix het1|NAME=BUNDLE,BUNDLE…[@k] [--mix …]
  *     [--bundle-dir DIR] [--arms ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair] [--cores 0,1]
- *     [--k K (alias --qos-multiple)] [--duration 4] [--rounds 3] [--tolerance 1.05] [--max-runs 16] [--pinned-probes 3] [--probe-duration 2]
- *     [--seed 1] [--calibration FILE] [--timeline] [--sweep FROM:TO:STEPS [--sweep-duration 4]] [--json-out FILE]
+ *     [--k K (alias --qos-multiple)] [--duration 4] [--probe-limit 120] [--verify] [--rounds 3] [--tolerance 1.05] [--max-runs 16]
+ *     [--pinned-probes 3] [--probe-duration 2] [--seed 1] [--calibration FILE] [--timeline] [--sweep FROM:TO:STEPS [--sweep-duration 4]]
+ *     [--json-out FILE]
  *
+ * Each rate is judged by the early-stopping rule (load/early-stopping.ts, docs/load.md): a probe runs
+ * at least --duration (--probe-duration for ort-pinned's split probes) and at most --probe-limit
+ * seconds, stopping once the rule decides; undecided rates are reported, never counted as pass or
+ * fail; every probe's noise is on record, and a noisy one is run again (load/find-max.ts).
  * QoS per model: serve-mixes.ts's rule (k × its latency alone on all cores through the server,
- * one k per mix), stated in the output. `--arms fcfs,fcfs` runs one kind twice: the table then says
- * whether the method tells two arms 15% apart (serve-table.ts). `--timeline` adds, per mix, the
- * server-side timeline of a light request sent just behind a heavy one (serve-timeline.ts). `--sweep`
+ * one k per mix), stated in the output. `--arms veltair,veltair` runs one kind twice, an A/A pair:
+ * each table's header then states the method's resolution (serve-resolution.ts). `--timeline` adds,
+ * per mix, the server-side timeline of a light request sent just behind a heavy one (serve-timeline.ts). `--sweep`
  * runs, per arm, `veltair load --qps-sweep`'s sweep on fresh servers and writes it beside the JSON
  * as `<json-out>-<mix>-sweep.json`, in that command's --json format (`veltair load --plot-from` draws it).
  */
@@ -38,6 +43,7 @@ import { parseArms, startArm, type Arm, type ArmContext } from './serve-arms.js'
 import { candidateSplits, splitText, type Split } from './pinned-split.js';
 import { mixTable, type ArmResult } from './serve-table.js';
 import { probeNoise, type ProbeNoise } from './serve-noise.js';
+import { aaChecks } from './serve-resolution.js';
 import { traceHeavyThenLight, timelineTable, type Timeline } from './serve-timeline.js';
 
 interface Args {
@@ -290,7 +296,9 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
   return {
     mix: mix.name, models: names, k: mix.k, heterogeneous: mix.heterogeneous, quietMs: Object.fromEntries(quiet), qosMs: rule.qosMs,
     hardSharing: rule.hardSharing, ruleLine, ...(splitLine ? { splitLine } : {}),
-    pinnedProbes: pinned?.probes.map((p) => ({ split: p.split, maxQps: p.maxQps })) ?? [], arms: results, timelines,
+    pinnedProbes: pinned?.probes.map((p) => ({ split: p.split, maxQps: p.maxQps })) ?? [], timelines,
+    // `arm` beside `label`: readers of the JSON name an arm by either.
+    arms: results.map((r) => ({ arm: r.label, ...r })), resolution: aaChecks(results),
     ...(a.sweep ? { sweep: { spec: a.sweep, durationS: a.sweepDurationS, arms: sweeps } } : {}),
   };
 }
