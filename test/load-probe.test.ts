@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { binaryAnswerBytes, requestFor, type LoadModel } from '../src/load/generator.js';
 import { searchMaxQps } from '../src/load/find-max.js';
-import { runProbe, type ProbeResult } from '../src/load/probe.js';
+import { httpSender, runProbe, type ProbeResult } from '../src/load/probe.js';
 import { answerOk } from '../src/load/post.js';
 import type { Verdict } from '../src/load/early-stopping.js';
 import type { NoiseRecord } from '../src/load/noise.js';
@@ -107,7 +107,7 @@ test('a probe stops sending once the rule decides: a pass after its covering req
   const ok = await fakeServer(200);
   try {
     // A lax QoS: every answer is in time, so the rule passes at 459 sent (a few more may be in flight when it decides).
-    const r = await runProbe(ok.url, [fakeModel(60_000)], 400, { minDurationS: 0, maxDurationS: 30, seed: 1 });
+    const r = await runProbe(httpSender(ok.url, [fakeModel(60_000)]), [fakeModel(60_000)], 400, { minDurationS: 0, maxDurationS: 30, seed: 1 });
     assert.equal(r.verdict, 'pass');
     assert.equal(r.stoppedBy, 'verdict');
     assert.ok(r.models[0]!.sent >= 459 && r.models[0]!.sent < 30 * 400 / 2, `sent ${r.models[0]!.sent}`);
@@ -115,7 +115,7 @@ test('a probe stops sending once the rule decides: a pass after its covering req
     assert.equal(r.models[0]!.ok, r.models[0]!.sent);
     assert.ok(r.noise.clientCpuMsPerRequest !== null && r.noise.clientCpuMsPerRequest > 0, 'the client\'s CPU per request is on record');
     // A bound too short for the rule: undecided, not failed.
-    const short = await runProbe(ok.url, [fakeModel(60_000)], 50, { minDurationS: 0, maxDurationS: 1, seed: 2 });
+    const short = await runProbe(httpSender(ok.url, [fakeModel(60_000)]), [fakeModel(60_000)], 50, { minDurationS: 0, maxDurationS: 1, seed: 2 });
     assert.equal(short.verdict, 'undecided');
     assert.equal(short.stoppedBy, 'time');
   } finally {
@@ -123,7 +123,7 @@ test('a probe stops sending once the rule decides: a pass after its covering req
   }
   const busy = await fakeServer(503);
   try {
-    const r = await runProbe(busy.url, [fakeModel(60_000)], 400, { minDurationS: 0, maxDurationS: 30, seed: 1 });
+    const r = await runProbe(httpSender(busy.url, [fakeModel(60_000)]), [fakeModel(60_000)], 400, { minDurationS: 0, maxDurationS: 30, seed: 1 });
     assert.equal(r.verdict, 'fail');
     assert.equal(r.stoppedBy, 'verdict');
     assert.ok(r.models[0]!.sent < 459, `a decisive fail needs few requests (${r.models[0]!.sent})`);

@@ -13,7 +13,7 @@ export const DEFAULT_PROBE_LIMIT_S = 120;
 
 export interface JudgementFlags { duration: string; attainment: string; probeLimit: string; verify?: boolean }
 
-export function parseJudgement(flags: JudgementFlags): { judgement: Judgement } & Omit<ProbeOptions, 'seed'> {
+export function parseJudgement(flags: JudgementFlags): { judgement: Judgement; verify: boolean } & Omit<ProbeOptions, 'seed'> {
   const pct = Number(flags.attainment);
   if (!(pct >= 50 && pct < 100)) {
     throw badArgument('--attainment', flags.attainment, 'is not a percentage from 50 to below 100', 'e.g. --attainment 99');

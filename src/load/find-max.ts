@@ -14,7 +14,7 @@
  */
 import type { LoadModel } from './generator.js';
 import { isNoisy } from './noise.js';
-import { runProbe, type ProbeOptions, type ProbeResult } from './probe.js';
+import { httpSender, runProbe, type ProbeOptions, type ProbeResult, type Sender } from './probe.js';
 
 export interface SearchOptions {
   readonly seed: number;
@@ -74,7 +74,13 @@ export async function searchMaxQps(probe: (qps: number, seed: number) => Promise
   };
 }
 
-/** find-max against live servers: each probe runProbe's early-stopped load. */
-export function findMaxQps(base: URL, models: readonly LoadModel[], o: SearchOptions & Omit<ProbeOptions, 'seed'>): Promise<FindMaxResult> {
-  return searchMaxQps((qps, seed) => runProbe(base, models, qps, { ...o, seed }), o);
+/** find-max against live servers over HTTP: each probe runProbe's early-stopped load; `verify` decodes every answer's header. */
+export function findMaxQps(base: URL, models: readonly LoadModel[], o: SearchOptions & Omit<ProbeOptions, 'seed'> & { verify?: boolean }):
+  Promise<FindMaxResult> {
+  return findMaxVia(httpSender(base, models, o.verify === true), models, o);
+}
+
+/** find-max through any transport. */
+export function findMaxVia(send: Sender, models: readonly LoadModel[], o: SearchOptions & Omit<ProbeOptions, 'seed'>): Promise<FindMaxResult> {
+  return searchMaxQps((qps, seed) => runProbe(send, models, qps, { ...o, seed }), o);
 }

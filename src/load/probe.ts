@@ -2,7 +2,8 @@
  * One find-max probe: the open-loop Poisson load of runLoad at one total rate, judged as it runs by
  * the early-stopping rule (early-stopping.ts) per model. It stops sending as soon as every model
  * passes (after the probe's minimum time) or one fails decisively, or at its time bound; then it
- * waits for every answer and judges the requests sent. Its noise (noise.ts) is on record.
+ * waits for every answer and judges the requests sent. Its noise (noise.ts) is on record. The
+ * transport is a Sender: HTTP (httpSender) or, in the bench, a backend called in this process.
  */
 import { quantile } from '../stats.js';
 import { judgeModel, judgeProbe, P99_AT_99, requestsNeeded, type Judgement, type Verdict } from './early-stopping.js';
@@ -17,8 +18,6 @@ export interface ProbeOptions {
   readonly maxDurationS: number;
   readonly seed: number;
   readonly judgement?: Judgement;
-  /** Decode every answer's JSON header (post.ts answerOk); by default answers are checked by status, headers and size. */
-  readonly verify?: boolean;
   /** The arm's server processes, whose CPU is not outside noise. */
   readonly armPids?: readonly number[];
 }
@@ -41,13 +40,24 @@ export interface ProbeResult extends LoadResult {
   readonly rerunOfNoisy?: boolean;
 }
 
+/** Send one request of model `i` and resolve with its status: 200, 503, or 0 for an error or a malformed answer. */
+export type Sender = (i: number) => Promise<number>;
+
+/** The HTTP transport: each model's request to its server (`base` unless the model names one), the answer checked by postChecked. */
+export function httpSender(base: URL, models: readonly LoadModel[], verify = false): Sender {
+  const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base));
+  return (i) => {
+    const m = models[i]!;
+    return postChecked(urls[i]!, m.headers, m.body, { ...(m.answerBytes !== undefined ? { binaryBytes: m.answerBytes } : {}), verify });
+  };
+}
+
 interface Tally { sent: number; late: number; readonly inFlight: Set<number>; readonly okMs: number[]; rejected: number; errors: number }
 
-/** Run one probe at `totalQps` against the models' servers (each model's `base`, else `base`). */
-export async function runProbe(base: URL, models: readonly LoadModel[], totalQps: number, o: ProbeOptions): Promise<ProbeResult> {
+/** Run one probe at `totalQps` through `send` (models give the rates' weights and each QoS). */
+export async function runProbe(send: Sender, models: readonly LoadModel[], totalQps: number, o: ProbeOptions): Promise<ProbeResult> {
   const j = o.judgement ?? P99_AT_99;
   const plan = arrivals(models, totalQps, o.maxDurationS, o.seed);
-  const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base));
   const tallies: Tally[] = models.map(() => ({ sent: 0, late: 0, inFlight: new Set(), okMs: [], rejected: 0, errors: 0 }));
   const verdicts = (now: number): Verdict[] => tallies.map((t, i) => {
     let overdue = 0;
@@ -69,8 +79,7 @@ export async function runProbe(base: URL, models: readonly LoadModel[], totalQps
     const sentAt = now + t.sent * 1e-9;
     t.sent++;
     t.inFlight.add(sentAt);
-    pending.push(postChecked(urls[a.model]!, m.headers, m.body, { ...(m.answerBytes !== undefined ? { binaryBytes: m.answerBytes } : {}),
-      verify: o.verify === true }).then((status) => {
+    pending.push(send(a.model).then((status) => {
       const ms = performance.now() - sentAt;
       t.inFlight.delete(sentAt);
       if (status === 200) t.okMs.push(ms);
