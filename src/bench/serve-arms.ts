@@ -50,7 +50,8 @@ export interface ArmContext {
   readonly split?: Split;
 }
 
-function writeConfig(ctx: ArmContext, file: string, models: readonly number[], extra: Record<string, unknown> = {}): string {
+/** The serve config of the given models of the mix (every arm's servers, and the in-process transport's backends, read one). */
+export function writeConfig(ctx: ArmContext, file: string, models: readonly number[], extra: Record<string, unknown> = {}): string {
   const path = join(ctx.work, file);
   writeFileSync(path, JSON.stringify({
     models: Object.fromEntries(models.map((i) => [ctx.names[i]!, { bundle: ctx.bundles[i], qosMs: ctx.qosMs[ctx.names[i]!], ...extra }])),

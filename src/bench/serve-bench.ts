@@ -12,7 +12,11 @@
  *     [--bundle-dir DIR] [--arms ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair] [--cores 0,1]
  *     [--k K (alias --qos-multiple)] [--duration 4] [--probe-limit 120] [--verify] [--rounds 3] [--tolerance 1.05] [--max-runs 16]
  *     [--pinned-probes 3] [--probe-duration 2] [--seed 1] [--calibration FILE] [--timeline] [--sweep FROM:TO:STEPS [--sweep-duration 4]]
- *     [--json-out FILE]
+ *     [--transport http|in-process] [--json-out FILE]
+ *
+ * `--transport in-process` measures every arm but ort-pinned a second time, right after its HTTP
+ * search in the same round, through serve-in-process.ts (its backend called in this process, no
+ * HTTP), printed as a second table beside the HTTP one, never instead of it; JSON `inProcess`.
  *
  * Each rate is judged by the early-stopping rule (load/early-stopping.ts, docs/load.md): a probe runs
  * at least --duration (--probe-duration for ort-pinned's split probes) and at most --probe-limit
@@ -33,7 +37,8 @@ import { repoRoot } from '../toolchain/paths.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { median } from '../stats.js';
 import { requestFor, type LoadModel, type Metadata } from '../load/generator.js';
-import { findMaxQps } from '../load/find-max.js';
+import type { ProbeResult } from '../load/probe.js';
+import { findMaxQps, findMaxVia, type FindMaxResult } from '../load/find-max.js';
 import { answerOk, post } from '../load/post.js';
 import { badArgument } from '../terminal/args.js';
 import { parseSweep, runSweep, sweepPoints, sweepRates, type SweepPoint, type SweepSpec } from '../load/sweep.js';
@@ -44,6 +49,7 @@ import { candidateSplits, splitText, type Split } from './pinned-split.js';
 import { mixTable, type ArmResult } from './serve-table.js';
 import { probeNoise, type ProbeNoise } from './serve-noise.js';
 import { aaChecks } from './serve-resolution.js';
+import { hasInProcessForm, startInProcessArm, TRANSPORTS, type Transport } from './serve-in-process.js';
 import { traceHeavyThenLight, timelineTable, type Timeline } from './serve-timeline.js';
 
 interface Args {
@@ -58,6 +64,8 @@ interface Args {
   probeDurationS: number;
   probeLimitS: number;
   verify: boolean;
+  /** HTTP always; `in-process` adds the in-process transport's measurement beside it. */
+  transports: Transport[];
   seed: number;
   calibration?: string;
   timeline: boolean;
@@ -71,7 +79,8 @@ function parseArgs(argv: readonly string[]): Args {
   const mixTexts: string[] = [];
   const a: Args = {
     mixes: [], arms: parseArms('ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair'), cores: availableCores(), durationS: 4, rounds: 3,
-    tolerance: 1.05, pinnedProbes: 3, maxRuns: 16, sweepDurationS: 4, probeDurationS: 2, probeLimitS: 120, verify: false, seed: 1, timeline: false,
+    tolerance: 1.05, pinnedProbes: 3, maxRuns: 16, sweepDurationS: 4, probeDurationS: 2,
+    probeLimitS: 120, verify: false, transports: ['http'], seed: 1, timeline: false,
   };
   const num = (flag: string, v: string, min: number) => {
     const x = Number(v);
@@ -94,6 +103,7 @@ function parseArgs(argv: readonly string[]): Args {
       case '--probe-duration': a.probeDurationS = num('--probe-duration', v, 0.1); i++; break;
       case '--probe-limit': a.probeLimitS = num('--probe-limit', v, 1); i++; break;
       case '--verify': a.verify = true; break;
+      case '--transport': a.transports = parseTransports(v); i++; break;
       case '--seed': a.seed = num('--seed', v, 0); i++; break;
       case '--calibration': a.calibration = v; i++; break;
       case '--timeline': a.timeline = true; break;
@@ -111,6 +121,16 @@ function parseArgs(argv: readonly string[]): Args {
       'give the bound room: e.g. --probe-limit 120');
   }
   return a;
+}
+
+/** `--transport`: a list of http and in-process; HTTP is always measured, in-process only beside it. */
+function parseTransports(text: string): Transport[] {
+  const asked = text.split(',').map((t) => t.trim());
+  const bad = asked.find((t) => !(TRANSPORTS as readonly string[]).includes(t));
+  if (bad !== undefined || asked.length === 0) {
+    throw badArgument('--transport', text, `names a transport other than ${TRANSPORTS.join(' or ')}`, 'e.g. --transport in-process (HTTP runs too)');
+  }
+  return asked.includes('in-process') ? ['http', 'in-process'] : ['http'];
 }
 
 async function modelsOf(urls: ReadonlyMap<string, string>, names: readonly string[], qos: Readonly<Record<string, number>>,
@@ -190,14 +210,38 @@ async function measureArm(kind: string, ctx: ArmContext, a: Args, o: { durationS
     const found = await findMaxQps(new URL(servers.urls.get(ctx.names[0]!)!), models, {
       minDurationS: o.durationS, maxDurationS: a.probeLimitS, verify: a.verify, armPids: servers.pids,
       seed: o.seed, startQps: o.startQps, tolerance: a.tolerance, maxRuns: Math.min(o.maxRuns ?? a.maxRuns, a.maxRuns),
-      onRun: (r) => log(`    ${kind} ${r.totalQps.toFixed(2)} QPS: ${r.verdict}${r.rerunOfNoisy ? ' (rerun: outside work was noisy)' : ''}, `
-        + `${r.models.map((m) => `${m.name} ${m.late} late of ${m.sent}`).join(', ')}, ${r.durationS} s; outside `
-        + `${r.noise.outsideShare === null ? '-' : `${(r.noise.outsideShare * 100).toFixed(1)}%`} of cores, client `
-        + `${r.noise.clientCpuMsPerRequest ?? '-'} ms CPU/request`),
+      onRun: probeLog(kind, log),
     });
-    return { maxQps: found.maxQps, undecidedQps: found.undecidedQps, noise: found.runs.map(probeNoise) };
+    return armRound(found);
   } finally {
     await servers.stop();
+  }
+}
+
+const armRound = (found: FindMaxResult): ArmRound => ({ maxQps: found.maxQps, undecidedQps: found.undecidedQps, noise: found.runs.map(probeNoise) });
+
+const probeLog = (kind: string, log: (s: string) => void) => (r: ProbeResult) => log(`    ${kind} ${r.totalQps.toFixed(2)} QPS: ${r.verdict}`
+  + `${r.rerunOfNoisy ? ' (rerun: outside work was noisy)' : ''}, ${r.models.map((m) => `${m.name} ${m.late} late of ${m.sent}`).join(', ')}, `
+  + `${r.durationS} s; outside ${r.noise.outsideShare === null ? '-' : `${(r.noise.outsideShare * 100).toFixed(1)}%`} of cores, client `
+  + `${r.noise.clientCpuMsPerRequest ?? '-'} ms CPU/request`);
+
+/** The same search through the in-process transport (serve-in-process.ts): the arm's backend built and called in this process. */
+async function measureArmInProcess(kind: string, ctx: ArmContext, a: Args, o: { durationS: number; seed: number; startQps: number },
+  log: (s: string) => void): Promise<ArmRound> {
+  const arm = await startInProcessArm(kind, ctx, a.seed);
+  try {
+    const models: LoadModel[] = ctx.names.map((name) => ({ name, weight: 1, qosMs: ctx.qosMs[name]!, body: '', headers: {} }));
+    // The HTTP arms' warm-up, here: each model alone, then a burst across every model at once.
+    for (const [i, m] of models.entries()) {
+      for (let k = 0; k < 5; k++) if (await arm.send(i) !== 200) throw new Error(`${kind} in-process: ${m.name} did not answer`);
+    }
+    await Promise.all(models.flatMap((_, i) => Array.from({ length: WARM_BURST }, () => arm.send(i))));
+    return armRound(await findMaxVia(arm.send, models, {
+      minDurationS: o.durationS, maxDurationS: a.probeLimitS, seed: o.seed, startQps: o.startQps, tolerance: a.tolerance, maxRuns: a.maxRuns,
+      onRun: probeLog(`${kind} (in-process)`, log),
+    }));
+  } finally {
+    await arm.close();
   }
 }
 
@@ -259,6 +303,10 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
   const pinned = a.arms.some((x) => x.kind === 'ort-pinned') ? await chooseSplit(ctx, quiet, a, start, log) : undefined;
   const results: ArmResult[] = a.arms.map((arm) => ({ label: arm.label, kind: arm.kind, maxQps: [], undecided: [], noise: [], simulatedQps: null }));
   partial.arms = results;
+  const inProcessArms = a.transports.includes('in-process') ? a.arms.filter((x) => hasInProcessForm(x.kind)) : [];
+  const inProcess: ArmResult[] = inProcessArms.map((arm) => ({
+    label: arm.label, kind: arm.kind, maxQps: [], undecided: [], noise: [], simulatedQps: null,
+  }));
   if (pinned) partial.splitLine = splitLineOf(pinned, names, a.probeDurationS);
   for (let round = 0; round < a.rounds; round++) {
     const order = round % 2 === 0 ? a.arms : [...a.arms].reverse();
@@ -271,6 +319,14 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
       r.noise.push(m.noise);
       log(`  round ${round + 1} ${arm.label}: max ${m.maxQps.toFixed(2)} QPS`
         + `${m.undecidedQps.length > 0 ? ` (undecided at ${m.undecidedQps.map((q) => q.toFixed(2)).join(', ')})` : ''}`);
+      const ip = inProcess.find((x) => x.label === arm.label);
+      if (!ip) continue;
+      // Right after the same arm over HTTP, in the same round: the two transports are paired like the arms.
+      const n = await measureArmInProcess(arm.kind, ctx, a, { durationS: a.durationS, seed: a.seed + round * 1000, startQps: start }, log);
+      ip.maxQps.push(n.maxQps);
+      ip.undecided.push(n.undecidedQps);
+      ip.noise.push(n.noise);
+      log(`  round ${round + 1} ${arm.label} (in-process): max ${n.maxQps.toFixed(2)} QPS`);
     }
   }
   const sweeps: { label: string; points: SweepPoint[] }[] = [];
@@ -299,6 +355,7 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
     pinnedProbes: pinned?.probes.map((p) => ({ split: p.split, maxQps: p.maxQps })) ?? [], timelines,
     // `arm` beside `label`: readers of the JSON name an arm by either.
     arms: results.map((r) => ({ arm: r.label, ...r })), resolution: aaChecks(results),
+    ...(inProcess.length > 0 ? { inProcess: { arms: inProcess.map((r) => ({ arm: r.label, ...r })), resolution: aaChecks(inProcess) } } : {}),
     ...(a.sweep ? { sweep: { spec: a.sweep, durationS: a.sweepDurationS, arms: sweeps } } : {}),
   };
 }
@@ -344,6 +401,10 @@ async function main(): Promise<void> {
     out.push(r);
     console.log(mixTable({ mix: r.mix, models: r.models, cores: a.cores, ruleLine: r.ruleLine,
       ...(r.splitLine ? { splitLine: r.splitLine } : {}), arms: r.arms }), '\n');
+    if (r.inProcess) {
+      console.log(mixTable({ mix: `${r.mix}, in-process transport (beside HTTP, not instead of it)`, models: r.models, cores: a.cores,
+        ruleLine: r.ruleLine, arms: r.inProcess.arms }), '\n');
+    }
     for (const t of r.timelines) console.log(timelineTable(t), '\n');
     if (a.jsonOut) writeJson(a.jsonOut, json());
     if (a.jsonOut && r.sweep) {
