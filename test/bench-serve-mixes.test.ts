@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { parseMix, qosRule, qosRuleLine, PRESETS } from '../src/bench/serve-mixes.js';
 import { candidateSplits, splitLoad } from '../src/bench/pinned-split.js';
 import { parseArms, isOrt } from '../src/bench/serve-arms.js';
-import { bestOrt, identicalChecks, mixTable, paired, type ArmResult } from '../src/bench/serve-table.js';
+import { bestOrt, mixTable, paired, type ArmResult } from '../src/bench/serve-table.js';
+import { aaChecks } from '../src/bench/serve-resolution.js';
+import type { ProbeNoise } from '../src/bench/serve-noise.js';
 
 test('a preset mix finds its bundles in the bundle dir, the first existing one per slot', () => {
   const dir = mkdtempSync(join(tmpdir(), 'veltair-mix-'));
@@ -66,7 +68,9 @@ test('arms: a kind named twice is labelled #2; ORT kinds are known', () => {
   assert.equal(isOrt('veltair'), false);
 });
 
-const arm = (label: string, maxQps: number[], kind = label.split('#')[0]!): ArmResult => ({ label, kind, maxQps, simulatedQps: null });
+const arm = (label: string, maxQps: number[], kind = label.split('#')[0]!): ArmResult => ({
+  label, kind, maxQps, undecided: maxQps.map(() => []), noise: maxQps.map(() => []), simulatedQps: null,
+});
 
 test('best ORT is the ORT arm with the highest median; ratios are paired per round', () => {
   const arms = [arm('ort', [10, 12, 11]), arm('ort-pinned', [14, 13, 15]), arm('ort-instances', [9, 9, 9]),
@@ -81,13 +85,34 @@ test('best ORT is the ORT arm with the highest median; ratios are paired per rou
   assert.equal(bestOrt([arm('fcfs', [1])]), undefined);
 });
 
-test('identical arms: resolved when their paired ratio stays within ±7.5%, not otherwise', () => {
-  const tight = identicalChecks([arm('fcfs', [10, 10, 10]), arm('fcfs#2', [10.5, 9.6, 10.2])]);
+test('A/A: the method resolves 10% when the identical arms\' paired median is within 10% and every round within 20%', () => {
+  const tight = aaChecks([arm('veltair', [10, 10, 10]), arm('veltair#2', [10.5, 9.6, 11.5])]);
   assert.equal(tight.length, 1);
-  assert.equal(tight[0]!.resolves15, true);
-  const loose = identicalChecks([arm('fcfs', [10, 10, 10]), arm('fcfs#2', [13, 9, 10])]);
-  assert.equal(loose[0]!.resolves15, false);
-  assert.match(mixTable({ mix: 'm', models: ['a'], cores: [0], ruleLine: 'r', arms: [arm('fcfs', [10, 10, 10]), arm('fcfs#2', [13, 9, 10])] }),
-    /NOT within ±7\.5%/);
-  assert.equal(identicalChecks([arm('fcfs', [1]), arm('veltair', [1])]).length, 0);
+  assert.equal(tight[0]!.medianWithin, true);
+  assert.equal(tight[0]!.everyRoundWithin, true);
+  assert.ok(Math.abs(tight[0]!.worstRound - 1.15) < 1e-9, 'the round farthest from 1');
+  const wide = aaChecks([arm('veltair', [10, 10, 10]), arm('veltair#2', [13, 9.5, 10])])[0]!;
+  assert.equal(wide.medianWithin, true, 'median 1.0');
+  assert.equal(wide.everyRoundWithin, false, 'one round 1.3');
+  const off = aaChecks([arm('ort-instances', [10, 10, 10]), arm('ort-instances#2', [12, 11.5, 12.5])])[0]!;
+  assert.equal(off.medianWithin, false);
+  const arms = [arm('veltair', [10, 10, 10]), arm('veltair#2', [13, 9.5, 10])];
+  const table = mixTable({ mix: 'm', models: ['a'], cores: [0], ruleLine: 'r', arms });
+  const header = table.split('| arm |')[0]!;
+  assert.match(header, /Resolution \(A\/A veltair#2 \/ veltair, 3 rounds\): paired median 1\.000 \(within 10%\), /);
+  assert.match(header, /worst round 1\.300 \(NOT every round within 20%\)/);
+  assert.match(header, /does NOT resolve 10%/);
+  assert.match(header, /459 requests with 0 late, 662 with 1, 2,010 with 10/);
+  assert.match(mixTable({ mix: 'm', models: ['a'], cores: [0], ruleLine: 'r', arms: [arm('fcfs', [1])] }), /no A\/A pair ran/);
+  assert.equal(aaChecks([arm('fcfs', [1]), arm('veltair', [1])]).length, 0);
+});
+
+test('the noise columns: most outside work and steal of any probe, the client\'s median CPU per request, and the noisy reruns', () => {
+  const p = (outsideShare: number | null, client: number, rerunOfNoisy = false): ProbeNoise => ({
+    qps: 10, verdict: 'pass', durationS: 4, sent: 500, outsideShare, stealShare: 0.001, clientCpuMsPerRequest: client, rerunOfNoisy,
+  });
+  const a: ArmResult = { ...arm('veltair', [10, 10]), noise: [[p(0.01, 0.2), p(0.08, 0.3)], [p(0.02, 0.25, true), p(null, 0.4)]],
+    undecided: [[12], []] };
+  const row = mixTable({ mix: 'm', models: ['a'], cores: [0], ruleLine: 'r', arms: [a] }).split('\n').find((l) => l.startsWith('| veltair |'))!;
+  assert.match(row, /\| 1 \| 8\.0% \| 0\.1% \| 0\.275 \| 1 \|$/, row);
 });

@@ -141,13 +141,16 @@ test('veltair load --find-max against two servers: one side-by-side comparison a
   // 2-core machine with other test files, and a tight target can be missed at every rate, which is not what this checks.
   // The second server's is configured at 3× the first's: each server measures its model at start-up, and on a
   // busy machine two measurements can differ by 3× (two multiples, 25 and 75, once came out the other way round).
+  // --attainment 50 judges the median (7 requests cover 0 late at 99% confidence) and --probe-limit 4 ends a probe the rule has not
+  // decided (near capacity) in 4 s, so each search takes seconds per probe; p99 needs ≥ 459 requests.
   const metaQos = async (url: string) => ((await (await fetch(`${url}/v2/models/slow`)).json()) as { parameters: { qos_ms: number } }).parameters.qos_ms;
   const a = await serve([bundles['slow']!, '--policy', 'veltair', '--qos-multiple', '25']);
   const laxer = join(root, 'laxer-qos.json');
   writeFileSync(laxer, JSON.stringify({ models: { slow: { qosMs: 3 * await metaQos(a.url) } } }));
   const b = await serve([bundles['slow']!, '--policy', 'fcfs', '--config', laxer]).catch((e: unknown) => { a.child.kill('SIGTERM'); throw e; });
   try {
-    const r = await veltair(['load', a.url, b.url, '--models', 'slow', '--find-max', '--duration', '1', '--min-requests', '1', '--rounds', '2', '--json']);
+    const r = await veltair(['load', a.url, b.url, '--models', 'slow', '--find-max', '--duration', '1', '--attainment', '50', '--probe-limit', '4',
+      '--qps', '10', '--rounds', '2', '--json']);
     assert.equal(r.exitCode, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { qosMs: Record<string, number>; rounds: number; servers: { url: string; maxQps: number[]; medianMaxQps: number }[] };
     assert.equal(out.rounds, 2);

@@ -34,6 +34,8 @@ export const isOrt = (kind: string) => (ORT_KINDS as readonly string[]).includes
 export interface ArmServers {
   /** Model name → the URL of the server answering it. */
   readonly urls: ReadonlyMap<string, string>;
+  /** The server processes' ids: their CPU is the arm's own, not outside noise. */
+  readonly pids: readonly number[];
   stop(): Promise<void>;
 }
 
@@ -48,7 +50,8 @@ export interface ArmContext {
   readonly split?: Split;
 }
 
-function writeConfig(ctx: ArmContext, file: string, models: readonly number[], extra: Record<string, unknown> = {}): string {
+/** The serve config of the given models of the mix (every arm's servers, and the in-process transport's backends, read one). */
+export function writeConfig(ctx: ArmContext, file: string, models: readonly number[], extra: Record<string, unknown> = {}): string {
   const path = join(ctx.work, file);
   writeFileSync(path, JSON.stringify({
     models: Object.fromEntries(models.map((i) => [ctx.names[i]!, { bundle: ctx.bundles[i], qosMs: ctx.qosMs[ctx.names[i]!], ...extra }])),
@@ -81,5 +84,6 @@ export async function startArm(kind: string, ctx: ArmContext): Promise<ArmServer
   }
   const urls = new Map<string, string>();
   for (const s of started) for (const i of s.models) urls.set(ctx.names[i]!, s.server.url);
-  return { urls, stop: async () => { await Promise.all(started.map((s) => stopServeProcess(s.server))); } };
+  const pids = started.map((s) => s.server.child.pid).filter((p): p is number => p !== undefined);
+  return { urls, pids, stop: async () => { await Promise.all(started.map((s) => stopServeProcess(s.server))); } };
 }

@@ -5,18 +5,25 @@
  * same round, so drift between rounds cancels) and given as median [min–max] over rounds; beside
  * each policy, what the simulator predicts (labelled simulated).
  *
- * Resolution: when one kind runs as two identical arms (`--arms fcfs,fcfs`), their paired ratio over
- * rounds is the method's own spread. Two arms 15% apart are told apart when that spread stays
- * inside ±7.5% (the identical ratio within [1/1.075, 1.075]): a true 1.15 ratio's rounds then
- * cannot overlap a true 1.0's.
+ * Every table's header states the method's resolution from its A/A pair (serve-resolution.ts).
+ * Per arm: the rates each round's search left undecided (the early-stopping rule had not decided
+ * them within the probe's time bound) and its probes' noise (serve-noise.ts).
  */
-import { median, summarizeRatios, type RatioSummary } from '../stats.js';
+import { judgementLine } from '../load/early-stopping.js';
+import { median, type RatioSummary } from '../stats.js';
 import { isOrt } from './serve-arms.js';
+import { noiseCells, type ProbeNoise } from './serve-noise.js';
+import { pairedRounds, resolutionLines } from './serve-resolution.js';
 
 export interface ArmResult {
   readonly label: string;
   readonly kind: string;
+  /** Per round: the highest rate that passed. */
   readonly maxQps: number[];
+  /** Per round: the rates above it that ended undecided. */
+  readonly undecided: number[][];
+  /** Per round: every probe's noise. */
+  readonly noise: ProbeNoise[][];
   simulatedQps: number | null;
 }
 
@@ -38,27 +45,9 @@ export function bestOrt(arms: readonly ArmResult[]): ArmResult | undefined {
 }
 
 /** Per round: a / b (rounds where b is 0 are left out); null when none is left. */
-export function paired(a: ArmResult, b: ArmResult): RatioSummary | null {
-  const ratios = a.maxQps.map((q, r) => q / b.maxQps[r]!).filter((x) => Number.isFinite(x));
-  return ratios.length > 0 ? summarizeRatios(ratios) : null;
-}
+export const paired = (a: ArmResult, b: ArmResult): RatioSummary | null => pairedRounds(a, b);
 
 const ratioCell = (s: RatioSummary | null) => (s === null ? '-' : `${s.medianRatio.toFixed(2)} [${s.minRatio.toFixed(2)}–${s.maxRatio.toFixed(2)}]`);
-
-export const RESOLUTION_BAND = 1.075;
-
-export interface IdenticalCheck { readonly a: string; readonly b: string; readonly ratio: RatioSummary; readonly resolves15: boolean }
-
-/** Every pair of identical arms (same kind) and whether their spread resolves a 15% difference. */
-export function identicalChecks(arms: readonly ArmResult[]): IdenticalCheck[] {
-  const out: IdenticalCheck[] = [];
-  for (const a of arms) {
-    const twin = arms.find((b) => b !== a && b.kind === a.kind && b.label === `${a.kind}#2` && a.label === a.kind);
-    const r = twin ? paired(twin, a) : null;
-    if (twin && r) out.push({ a: a.label, b: twin.label, ratio: r, resolves15: r.minRatio >= 1 / RESOLUTION_BAND && r.maxRatio <= RESOLUTION_BAND });
-  }
-  return out;
-}
 
 export function mixTable(t: MixTable): string {
   const best = bestOrt(t.arms);
@@ -67,21 +56,19 @@ export function mixTable(t: MixTable): string {
     const live = med(a.maxQps);
     const sim = a.simulatedQps;
     const name = a === best ? `${a.label} (best ORT)` : a.label;
+    const undecided = a.undecided.reduce((n, u) => n + u.length, 0);
     return `| ${name} | ${a.maxQps.map((q) => q.toFixed(2)).join(' / ')} | ${live.toFixed(2)} | ${best ? ratioCell(paired(a, best)) : '-'} | `
       + `${fcfs ? ratioCell(paired(a, fcfs)) : '-'} | ${sim === null ? '-' : `${sim.toFixed(2)} (simulated)`} | `
-      + `${sim === null || !(live > 0) ? '-' : (sim / live).toFixed(2)} |`;
+      + `${sim === null || !(live > 0) ? '-' : (sim / live).toFixed(2)} | ${undecided} | ${noiseCells(a.noise).join(' | ')} |`;
   });
   const lines = [
-    `#### Mix ${t.mix}: ${t.models.join(', ')} on cores ${t.cores.join(',')}`, '', t.ruleLine, '',
+    `#### Mix ${t.mix}: ${t.models.join(', ')} on cores ${t.cores.join(',')}`, '', ...resolutionLines(t.arms), '', t.ruleLine, '',
+    `Judgement: ${judgementLine()}.`, '',
     ...(t.splitLine ? [t.splitLine, ''] : []),
     `best ORT: ${best ? `${best.label}, median ${med(best.maxQps).toFixed(2)} QPS` : 'no ONNX Runtime arm ran'}`, '',
-    '| arm | max QPS at QoS per round (live) | median | × best ORT, paired median [min–max] | × veltair fcfs, paired | simulator predicts | sim / live |',
-    '|---|---|---|---|---|---|---|', ...rows,
+    '| arm | max QPS at QoS per round (live) | median | × best ORT, paired median [min–max] | × veltair fcfs, paired | simulator predicts '
+      + '| sim / live | undecided probes | outside CPU, max of cores | steal, max | client CPU ms/request, median | noisy reruns |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows,
   ];
-  for (const c of identicalChecks(t.arms)) {
-    lines.push('', `Resolution: identical arms ${c.b} / ${c.a}, paired over ${c.ratio.ratios.length} rounds: ${ratioCell(c.ratio)}; `
-      + `${c.resolves15 ? 'within' : 'NOT within'} ±7.5%, `
-        + `so two arms 15% apart ${c.resolves15 ? 'are' : 'are not'} told apart at these rounds and probe times.`);
-  }
   return lines.join('\n');
 }

@@ -15,7 +15,9 @@ export interface LoadFlags {
   qos: string[];
   jsonTensors?: boolean;
   rounds: string;
-  minRequests: string;
+  attainment: string;
+  probeLimit: string;
+  verify?: boolean;
   qpsSweep?: string;
   labels?: string;
   plot?: string;

@@ -7,17 +7,21 @@
  * With several URLs (`--find-max` only), the servers are searched in turn, order reversed every
  * other round, all at the first server's QoS, and one side-by-side table compares them.
  * Inputs are seeded random tensors of each model's declared shapes; each model's QoS is what the
- * server's metadata states unless --qos overrides it. `--find-max` binary-searches the highest
- * total QPS at which every model keeps ≥ 99% of its requests within QoS.
+ * server's metadata states unless --qos overrides it. `--find-max` searches the highest total QPS
+ * at which every model keeps ≥ --attainment (99%) of its requests within QoS, each rate judged by
+ * the early-stopping rule at 99% confidence (load-judgement.ts), each probe between --duration and --probe-limit.
  */
 import type { Command } from 'commander';
 import { userError } from '../errors.js';
-import { findMaxQps, loopbackUrl, MIN_PROBE_REQUESTS, runLoad, type LoadResult } from '../load/generator.js';
+import { loopbackUrl, runLoad, type LoadResult } from '../load/generator.js';
+import { findMaxQps } from '../load/find-max.js';
 import { median } from '../stats.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 import { plotFromAction, sweepAction } from './load-sweep.js';
 import { loadModels, type LoadFlags } from './load-models.js';
+import { judgementLine } from '../load/early-stopping.js';
+import { boundsText, DEFAULT_PROBE_LIMIT_S, parseJudgement } from './load-judgement.js';
 
 const collect = (v: string, all: string[]) => [...all, v];
 
@@ -38,13 +42,15 @@ export function registerLoadCommand(program: Command): void {
     .argument('[url...]', 'the server, e.g. http://127.0.0.1:8000 (loopback only); with --find-max or --qps-sweep, several servers side by side')
     .option('--models <list>', 'models to load, NAME[=WEIGHT],… (weights share the total rate; default 1 each)')
     .option('--qps <q>', 'total requests per second over all models')
-    .option('--find-max', 'binary-search the highest total QPS with every model at ≥ 99% within QoS')
-    .option('--duration <s>', 'seconds per run', '10')
+    .option('--find-max', 'search the highest total QPS with every model at ≥ --attainment within QoS, judged by the early-stopping rule')
+    .option('--duration <s>', 'seconds per run; with --find-max, the least a probe runs before it may pass', '10')
     .option('--seed <n>', 'seed of the arrival times and inputs', '1')
     .option('--qos <name=ms>', 'override a model\'s QoS (repeatable)', collect, [])
     .option('--json-tensors', 'send tensors as JSON data (default: the binary tensor data extension)')
-    .option('--min-requests <n>', 'with --find-max: each probe runs (past --duration, up to 3×) until every model has sent this many requests',
-      String(MIN_PROBE_REQUESTS))
+    .option('--attainment <pct>', 'with --find-max: the share of each model\'s requests (percent) that must be within QoS, at 99% confidence', '99')
+    .option('--probe-limit <s>', 'with --find-max: the time bound of one probe; a probe the rule has not decided by then is undecided',
+      String(DEFAULT_PROBE_LIMIT_S))
+    .option('--verify', 'decode every answer\'s JSON header and check its outputs (default: checked by status, headers and size only)')
     .option('--rounds <n>', 'with several servers: find-max rounds over all of them, order reversed every other round', '1')
     .option('--qps-sweep <from:to:steps>', 'run at STEPS total rates from FROM to TO (per server): QoS attainment and p99 per model per step')
     .option('--labels <list>', 'with --qps-sweep: a label per server (the arm), comma-separated')
@@ -68,13 +74,22 @@ export function registerLoadCommand(program: Command): void {
       if (qps === undefined && !flags.findMax) throw userError('BAD_ARGUMENT', 'give --qps Q or --find-max', 'e.g. --qps 20 --duration 10');
       const models = await loadModels(base, flags, seed);
       if (flags.findMax) {
+        const judged = parseJudgement(flags);
         const start = qps ?? models.reduce((s, m) => s + 1000 / m.qosMs, 0) / models.length;
         const found = await findMaxQps(base, models, {
-          durationS, seed, startQps: start, minRequests: parsePositiveInt('--min-requests', flags.minRequests, 1e6),
-          onRun: (r) => { if (!flags.json) note(`  ${r.totalQps.toFixed(2)} QPS: worst within-QoS ${(r.satisfaction * 100).toFixed(1)}%`); },
+          ...judged, seed, startQps: start,
+          onRun: (r) => {
+            if (flags.json) return;
+            note(`  ${r.totalQps.toFixed(2)} QPS: ${r.verdict} (worst within-QoS ${(r.satisfaction * 100).toFixed(1)}%, ${r.durationS} s)`);
+          },
         });
-        if (flags.json) { printJson({ maxQps: found.maxQps, runs: found.runs }); return; }
-        printLine(`max QPS with every model ≥ 99% within QoS: ${found.maxQps.toFixed(2)} (${found.runs.length} runs of ≥ ${durationS} s)`);
+        if (flags.json) {
+          printJson({ maxQps: found.maxQps, failedQps: found.failedQps, undecidedQps: found.undecidedQps, judgement: judged.judgement,
+            runs: found.runs });
+          return;
+        }
+        printLine(`max QPS that passed: ${found.maxQps.toFixed(2)} (${boundsText(found)}; ${found.runs.length} runs): `
+          + judgementLine(judged.judgement));
         const best = found.runs.filter((r) => r.totalQps === found.maxQps)[0];
         if (best) printLine(loadTable(best));
         return;
@@ -91,10 +106,9 @@ async function compareServers(urlTexts: readonly string[], flags: LoadFlags): Pr
     throw userError('BAD_ARGUMENT', `${urlTexts.length} servers given without --find-max`, 'compare servers with --find-max, or give one URL with --qps');
   }
   const bases = urlTexts.map((u) => loopbackUrl(u));
-  const durationS = parsePositiveInt('--duration', flags.duration, 3600);
   const seed = parsePositiveInt('--seed', flags.seed);
   const rounds = parsePositiveInt('--rounds', flags.rounds, 100);
-  const minRequests = parsePositiveInt('--min-requests', flags.minRequests, 1e6);
+  const judged = parseJudgement(flags);
   const first = await loadModels(bases[0]!, flags, seed);
   // One QoS for every server (the first one's, or --qos): a server stating a laxer QoS would win by that alone.
   const sameQos = { ...flags, qos: first.map((m) => `${m.name}=${m.qosMs.toFixed(3)}`) };
@@ -102,23 +116,28 @@ async function compareServers(urlTexts: readonly string[], flags: LoadFlags): Pr
   const start = flags.qps !== undefined ? Number(flags.qps) : first.reduce((s, m) => s + 1000 / m.qosMs, 0) / first.length;
   if (!(start > 0)) throw badArgument('--qps', flags.qps!, 'is not a rate above 0', 'e.g. --qps 20');
   const maxQps: number[][] = bases.map(() => []);
+  const undecided: number[][][] = bases.map(() => []);
   for (let round = 0; round < rounds; round++) {
     const order = bases.map((_, i) => i);
     if (round % 2 === 1) order.reverse();
     for (const i of order) {
-      const found = await findMaxQps(bases[i]!, models[i]!, { durationS, seed: seed + round * 1000, startQps: start, minRequests });
+      const found = await findMaxQps(bases[i]!, models[i]!, { ...judged, seed: seed + round * 1000, startQps: start });
       maxQps[i]!.push(found.maxQps);
-      if (!flags.json) note(`round ${round + 1}: ${bases[i]!.origin} max ${found.maxQps.toFixed(2)} QPS (${found.runs.length} runs)`);
+      undecided[i]!.push(found.undecidedQps);
+      if (!flags.json) {
+        note(`round ${round + 1}: ${bases[i]!.origin} max ${found.maxQps.toFixed(2)} QPS (${boundsText(found)}; ${found.runs.length} runs)`);
+      }
     }
   }
   const medians = maxQps.map(median);
   if (flags.json) {
     printJson({ qosMs: Object.fromEntries(first.map((m) => [m.name, m.qosMs])), rounds,
-      servers: bases.map((b, i) => ({ url: b.origin, maxQps: maxQps[i], medianMaxQps: medians[i] })) });
+      judgement: judged.judgement,
+      servers: bases.map((b, i) => ({ url: b.origin, maxQps: maxQps[i], undecidedQps: undecided[i], medianMaxQps: medians[i] })) });
     return;
   }
   printLine(`QoS (the first server's): ${first.map((m) => `${m.name} ${m.qosMs.toFixed(1)} ms`).join(', ')}; ${rounds} round(s), `
-    + `servers interleaved; max QPS with every model ≥ 99% within QoS`);
+    + `servers interleaved; max QPS that passed: ${judgementLine(judged.judgement)}`);
   printLine(formatTable([
     ['server', 'max QPS per round', 'median', `× ${bases[0]!.origin}`],
     ...bases.map((b, i) => [b.origin, maxQps[i]!.map((q) => q.toFixed(2)).join(' / '), medians[i]!.toFixed(2),

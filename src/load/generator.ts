@@ -3,15 +3,14 @@
  * scenario: each model gets requests at exponential inter-arrival times for its target rate
  * (seeded), sent when due whatever the server's state — a slow server builds a queue, it does not
  * slow the load. Reports per model: achieved QPS, latency percentiles of the answered requests,
- * and QoS satisfaction (answered within the model's QoS, over every request sent: a 503 or an
- * error counts as a miss). `findMaxQps` binary-searches the highest total rate at which every
- * model keeps ≥ 99% satisfaction, each probe long enough for 100 requests per model (within a
- * limit). Loopback only: it never loads another machine.
+ * and QoS satisfaction (answered within the model's QoS, over every request sent: a 503, an
+ * error or a malformed answer counts as a miss). find-max.ts searches the highest rate, probe.ts
+ * judges each rate. Loopback only: it never loads another machine.
  */
 import { mulberry32, seededFloats } from '../random.js';
 import { quantile } from '../stats.js';
 import { userError } from '../errors.js';
-import { post } from './post.js';
+import { postChecked } from './post.js';
 
 export interface LoadModel {
   readonly name: string;
@@ -23,6 +22,8 @@ export interface LoadModel {
   readonly headers: Readonly<Record<string, string>>;
   /** The server answering this model, when it is not the run's server (e.g. one pinned server per model). */
   readonly base?: URL;
+  /** Bytes of binary output data a well-formed answer carries after its JSON header (unknown: not checked). */
+  readonly answerBytes?: number;
 }
 
 export interface ModelLoadResult {
@@ -53,6 +54,7 @@ export interface LoadResult {
 /** What a server's model metadata says (the parts the load generator uses). */
 export interface Metadata {
   inputs: { name: string; datatype: string; shape: number[] }[];
+  outputs?: { name: string; datatype: string; shape: number[] }[];
   parameters?: { qos_ms?: number };
 }
 
@@ -66,7 +68,9 @@ const ELEMENT_BYTES: Readonly<Record<string, number>> = { FP32: 4, FP64: 8, INT8
  * output (BERT's 1.5 MB hidden states, tiny_yolov2's 21,125 floats) costs the server's event loop
  * milliseconds per answer that no production client would make it pay. JSON both ways with `json`.
  */
-export function requestFor(meta: Metadata, seed: number, json: boolean): { body: string | Uint8Array; headers: Record<string, string> } {
+export interface Request { body: string | Uint8Array; headers: Record<string, string>; answerBytes?: number }
+
+export function requestFor(meta: Metadata, seed: number, json: boolean): Request {
   const values = meta.inputs.map((t, i) => {
     const n = t.shape.reduce((a, b) => a * b, 1);
     return t.datatype === 'FP32' || t.datatype === 'FP64' ? Float64Array.from(seededFloats(n, seed + i, -1, 1)) : new Float64Array(n);
@@ -96,10 +100,24 @@ export function requestFor(meta: Metadata, seed: number, json: boolean): { body:
     inputs: meta.inputs.map((t, i) => ({ name: t.name, shape: t.shape, datatype: t.datatype, parameters: { binary_data_size: buffers[i]!.byteLength } })),
     parameters: { binary_data_output: true },
   }));
+  const answerBytes = binaryAnswerBytes(meta);
   return {
     body: Buffer.concat([head, ...buffers]),
     headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.byteLength) },
+    ...(answerBytes !== undefined ? { answerBytes } : {}),
   };
+}
+
+/** The binary output bytes of an answer to a binary request, when every output's shape and datatype is fixed. */
+export function binaryAnswerBytes(meta: Metadata): number | undefined {
+  if (!meta.outputs || meta.outputs.length === 0) return undefined;
+  let total = 0;
+  for (const t of meta.outputs) {
+    const bytes = ELEMENT_BYTES[t.datatype];
+    if (bytes === undefined || t.shape.some((d) => !(d >= 0))) return undefined;
+    total += bytes * t.shape.reduce((a, b) => a * b, 1);
+  }
+  return total;
 }
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
@@ -121,13 +139,8 @@ export function loopbackUrl(text: string): URL {
 
 interface Sample { readonly model: number; readonly ms: number; readonly status: number }
 
-async function sendOne(url: URL, m: LoadModel): Promise<number> {
-  try {
-    return (await post(url, m.headers, m.body)).status;
-  } catch {
-    return 0;
-  }
-}
+const sendOne = (url: URL, m: LoadModel): Promise<number> =>
+  postChecked(url, m.headers, m.body, m.answerBytes !== undefined ? { binaryBytes: m.answerBytes } : {});
 
 /** Arrival times (ms from the start) of every request of one run: Poisson per model, merged. */
 export function arrivals(models: readonly LoadModel[], totalQps: number, durationS: number, seed: number): { t: number; model: number }[] {
@@ -172,103 +185,4 @@ export async function runLoad(base: URL, models: readonly LoadModel[], totalQps:
     };
   });
   return { totalQps, durationS, models: results, satisfaction: Math.min(...results.map((r) => r.satisfaction)) };
-}
-
-/**
- * A probe of the search runs until every model has sent this many requests (at least durationS,
- * at most MAX_PROBE_STRETCH × durationS). Why: 99% within QoS over 20 requests means none may
- * miss, so at low rates one rare stall decided the verdict; live on 2 cores, one arm's max QPS
- * read 6.3 and 35.9 in two rounds of the same run. 100 requests tolerate one outlier.
- */
-export const MIN_PROBE_REQUESTS = 100;
-const MAX_PROBE_STRETCH = 3;
-
-/** How long a probe at `totalQps` runs (seconds): durationS, stretched until every model has sent `minRequests` requests. */
-export function probeDurationS(models: readonly LoadModel[], totalQps: number, durationS: number, minRequests = MIN_PROBE_REQUESTS): number {
-  const sum = models.reduce((s, m) => s + m.weight, 0);
-  const slowest = Math.min(...models.map((m) => (totalQps * m.weight) / sum));
-  if (!(slowest > 0)) return durationS;
-  return Math.min(durationS * MAX_PROBE_STRETCH, Math.max(durationS, minRequests / slowest));
-}
-
-export interface FindMaxOptions {
-  /** Seconds per probe at least (stretched for low rates: probeDurationS). */
-  readonly durationS: number;
-  /** Requests per model a probe runs for at least (default MIN_PROBE_REQUESTS; 1: plain durationS). */
-  readonly minRequests?: number;
-  readonly seed: number;
-  /** Satisfaction every model must keep (default 0.99). */
-  readonly target?: number;
-  /** Stop when hi/lo is within this factor (default 1.05). */
-  readonly tolerance?: number;
-  readonly startQps: number;
-  readonly maxRuns?: number;
-  /**
-   * A rate that fails narrowly (every model ≥ 1 − 2 × (1 − target) satisfied) is run once more and
-   * judged on both runs' requests together (default true). Why: with ~100 requests per model, 99%
-   * lets one request miss, so a single stall of the machine decided a search (one arm read 1.5 and
-   * 44.6 QPS in two rounds of one run); a rate that truly cannot be served fails the pooled runs too.
-   * Confirmation runs are extra: they do not count against maxRuns.
-   */
-  readonly confirmNarrowFailures?: boolean;
-  readonly onRun?: (r: LoadResult) => void;
-}
-
-/** The worst model's satisfaction over the requests of every run given (pooled, not averaged). */
-export function pooledSatisfaction(runs: readonly LoadResult[]): number {
-  const names = runs[0]?.models.map((m) => m.name) ?? [];
-  let worst = 1;
-  for (const name of names) {
-    let sent = 0, within = 0;
-    for (const r of runs) {
-      const m = r.models.find((x) => x.name === name);
-      if (!m) continue;
-      sent += m.sent;
-      within += Math.round(m.satisfaction * m.sent);
-    }
-    if (sent > 0) worst = Math.min(worst, within / sent);
-  }
-  return worst;
-}
-
-/** Whether a failed run is close enough to the target that a second run could pass them pooled. */
-export const narrowFailure = (r: LoadResult, target: number): boolean => r.satisfaction < target && r.satisfaction >= 1 - 2 * (1 - target);
-
-/** The highest total QPS with every model ≥ target satisfaction (0 if even startQps/64 fails), and every run. */
-export function findMaxQps(base: URL, models: readonly LoadModel[], o: FindMaxOptions): Promise<{ maxQps: number; runs: LoadResult[] }> {
-  return searchMaxQps((qps, seed) => runLoad(base, models, qps, probeDurationS(models, qps, o.durationS, o.minRequests), seed), o);
-}
-
-/** findMaxQps's search over any way of running one load at a rate (the tests give it a fake server). */
-export async function searchMaxQps(load: (qps: number, seed: number) => Promise<LoadResult>,
-  o: Omit<FindMaxOptions, 'durationS' | 'minRequests'>): Promise<{ maxQps: number; runs: LoadResult[] }> {
-  const target = o.target ?? 0.99, tolerance = o.tolerance ?? 1.05, maxRuns = o.maxRuns ?? 16;
-  const runs: LoadResult[] = [];
-  let probes = 0;
-  const run = async (qps: number) => {
-    const r = await load(qps, o.seed + runs.length);
-    runs.push(r);
-    o.onRun?.(r);
-    return r;
-  };
-  const passes = async (qps: number) => {
-    probes++;
-    const r = await run(qps);
-    if (r.satisfaction >= target) return true;
-    if (o.confirmNarrowFailures === false || !narrowFailure(r, target)) return false;
-    return pooledSatisfaction([r, await run(qps)]) >= target;
-  };
-  let lo = 0, hi = o.startQps;
-  // Bracket: double until a rate fails, halve until one passes.
-  if (await passes(hi)) {
-    lo = hi;
-    while (probes < maxRuns) { hi *= 2; if (await passes(hi)) lo = hi; else break; }
-  } else {
-    while (probes < maxRuns && hi > o.startQps / 64) { hi /= 2; if (await passes(hi)) { lo = hi; hi *= 2; break; } }
-  }
-  while (lo > 0 && hi / lo > tolerance && probes < maxRuns) {
-    const mid = Math.sqrt(lo * hi);
-    if (await passes(mid)) lo = mid; else hi = mid;
-  }
-  return { maxQps: lo, runs };
 }
