@@ -4,8 +4,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const nodeGlobals = {
-  process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly',
-  setImmediate: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', performance: 'readonly',
+  process: 'readonly',
+  console: 'readonly',
+  Buffer: 'readonly',
+  URL: 'readonly',
+  setTimeout: 'readonly',
+  clearTimeout: 'readonly',
+  setImmediate: 'readonly',
+  setInterval: 'readonly',
+  clearInterval: 'readonly',
+  performance: 'readonly',
 };
 
 export default tseslint.config(
@@ -15,7 +23,10 @@ export default tseslint.config(
   {
     rules: {
       // A leading underscore marks a name kept on purpose: a rest destructure that drops fields, an interface's unused parameter.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
+      ],
     },
   },
   // Plain-JavaScript fixtures and scripts run under Node: its globals are defined.

@@ -43,7 +43,13 @@ function chunksOf(data: FileContents): Iterable<Uint8Array> | AsyncIterable<Uint
 async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r').catch(() => undefined);
   if (!fh) return;
-  try { await fh.sync(); } catch { /* some filesystems refuse directory fsync */ } finally { await fh.close(); }
+  try {
+    await fh.sync();
+  } catch {
+    /* some filesystems refuse directory fsync */
+  } finally {
+    await fh.close();
+  }
 }
 
 function fsyncDirSync(dir: string): void {
@@ -51,7 +57,9 @@ function fsyncDirSync(dir: string): void {
   try {
     fd = openSync(dir, 'r');
     fsyncSync(fd);
-  } catch { /* some filesystems refuse directory fsync */ } finally {
+  } catch {
+    /* some filesystems refuse directory fsync */
+  } finally {
     if (fd !== undefined) closeSync(fd);
   }
 }
@@ -102,7 +110,13 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, onE
     fd = undefined;
     renameSync(temp, path);
   } catch (e) {
-    if (fd !== undefined) { try { closeSync(fd); } catch { /* already failing */ } }
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        /* already failing */
+      }
+    }
     rmSync(temp, { force: true });
     throw onError(path, e);
   }

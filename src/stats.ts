@@ -86,7 +86,9 @@ export interface InterleaveOptions {
  * measurements at once. Returns each arm's samples by round.
  */
 export async function interleave<Arm extends string, T = readonly number[]>(
-  arms: readonly Arm[], rounds: number, measure: (arm: Arm, round: number) => Promise<T>,
+  arms: readonly Arm[],
+  rounds: number,
+  measure: (arm: Arm, round: number) => Promise<T>,
   options: InterleaveOptions = {},
 ): Promise<InterleavedSamples<Arm, T>> {
   if (arms.length === 0) throw new RangeError('interleave needs at least one arm');

@@ -32,7 +32,10 @@ test('compileModel, loadBundle and run through the package entry compute what ON
   assert.ok(result.layers >= result.tunableLayers);
   assert.deepEqual(result.notes, notes);
   assert.ok(result.bytes !== null && result.bytes > 0);
-  const manifest = JSON.parse(readFileSync(join(output, 'manifest.json'), 'utf8')) as { model: { path: string }; options: { levels: number[] } };
+  const manifest = JSON.parse(readFileSync(join(output, 'manifest.json'), 'utf8')) as {
+    model: { path: string };
+    options: { levels: number[] };
+  };
   assert.equal(manifest.model.path, 'model.onnx', 'bytes are recorded under a fixed name');
   assert.deepEqual(manifest.options.levels, [0]);
 
@@ -56,16 +59,21 @@ test('bad options are BAD_ARGUMENT errors naming the option, thrown before any t
     [{ ...budget, output: join(root, 'd'), shard: { index: 2, count: 2 } }, 'options.shard'],
   ];
   for (const [options, mention] of cases) {
-    await assert.rejects(compileModel(bytes, options), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.message.includes(mention)
-      && e.hint.length > 0, mention);
+    await assert.rejects(
+      compileModel(bytes, options),
+      (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.message.includes(mention) && e.hint.length > 0,
+      mention,
+    );
   }
-  await assert.rejects(compileModel(new Uint8Array([1, 2, 3]), { ...budget, output: join(root, 'e') }),
-    (e: unknown) => isVeltairError(e) && e.code === 'NOT_ONNX');
+  await assert.rejects(
+    compileModel(new Uint8Array([1, 2, 3]), { ...budget, output: join(root, 'e') }),
+    (e: unknown) => isVeltairError(e) && e.code === 'NOT_ONNX',
+  );
 });
 
 test('the exports map serves the package entry and nothing under it', async () => {
   const name = 'veltair';
-  const api = await import(name) as Record<string, unknown>;
+  const api = (await import(name)) as Record<string, unknown>;
   for (const f of ['compileModel', 'loadBundle', 'serve', 'simulate', 'train']) assert.equal(typeof api[f], 'function', f);
   const inside = `${name}/dist/src/cli/main.js`;
   await assert.rejects(import(inside), (e: unknown) => (e as NodeJS.ErrnoException).code === 'ERR_PACKAGE_PATH_NOT_EXPORTED');

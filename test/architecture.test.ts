@@ -23,7 +23,12 @@ async function cruiseTree(roots: string[], cwd: string, withTsConfig: boolean): 
   process.chdir(cwd);
   try {
     const { forbidden, options } = config;
-    const result = await cruise(roots, { ...options, ...(withTsConfig ? {} : { tsConfig: undefined }), validate: true, ruleSet: { forbidden } } as never);
+    const result = await cruise(roots, {
+      ...options,
+      ...(withTsConfig ? {} : { tsConfig: undefined }),
+      validate: true,
+      ruleSet: { forbidden },
+    } as never);
     return result.output as ICruiseResult;
   } finally {
     process.chdir(before);
@@ -82,37 +87,54 @@ test('every import in src/ crosses only an allowed border, and no rooms form a c
   assert.deepEqual(unlisted, [], 'every folder of src/ is a room in .dependency-cruiser.cjs (and the README)');
 });
 
-test('control: a forbidden import, ONNX Runtime outside ort/, an import of the harness and a room cycle are all reported', { timeout: 60_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'veltair-arch-'));
-  try {
-    const file = (rel: string, text: string) => { mkdirSync(dirname(join(dir, rel)), { recursive: true }); writeFileSync(join(dir, rel), text); };
-    file('src/measure/probe.js', 'export const x = 1;\n');
-    file('src/runtime/uses-measure.js', "import { x } from '../measure/probe.js';\nimport * as ort from 'onnxruntime-node';\nexport const y = [x, ort];\n");
-    file('src/onnx/a.js', "import { b } from '../ir/b.js';\nexport const a = b;\n");
-    file('src/bench/tool.js', 'export const t = 1;\n');
-    file('src/cli/uses-bench.js', "import { t } from '../bench/tool.js';\nexport const u = t;\n");
-    file('src/compare/thing.js', 'export const c = 1;\n');
-    file('src/cli/eager.js', "import { c } from '../compare/thing.js';\nexport const e = c;\n");
-    file('src/ir/b.js', "export const b = 1;\nexport async function back() { return import('../onnx/a.js'); }\n");
-    file('package.json', '{"type":"module"}\n');
-    const r = await cruiseTree(['src'], dir, false);
-    const names = new Set(r.summary.violations.map((v) => `${v.rule.name} ${v.from}`));
-    assert.ok(names.has('room-runtime src/runtime/uses-measure.js'), violationsText(r));
-    assert.ok(names.has('onnxruntime-only-in-ort src/runtime/uses-measure.js'), violationsText(r));
-    assert.ok(names.has('nothing-imports-the-harness src/cli/uses-bench.js'), violationsText(r));
-    assert.ok(names.has('ort-rooms-loaded-lazily src/cli/eager.js'), violationsText(r));
-    const cycle = findCycle(roomGraph(r));
-    assert.ok(cycle, 'the onnx <-> ir cycle (one edge a dynamic import) is found');
-    assert.deepEqual(new Set(cycle), new Set(['onnx', 'ir']));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'control: a forbidden import, ONNX Runtime outside ort/, an import of the harness and a room cycle are all reported',
+  { timeout: 60_000 },
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'veltair-arch-'));
+    try {
+      const file = (rel: string, text: string) => {
+        mkdirSync(dirname(join(dir, rel)), { recursive: true });
+        writeFileSync(join(dir, rel), text);
+      };
+      file('src/measure/probe.js', 'export const x = 1;\n');
+      file(
+        'src/runtime/uses-measure.js',
+        "import { x } from '../measure/probe.js';\nimport * as ort from 'onnxruntime-node';\nexport const y = [x, ort];\n",
+      );
+      file('src/onnx/a.js', "import { b } from '../ir/b.js';\nexport const a = b;\n");
+      file('src/bench/tool.js', 'export const t = 1;\n');
+      file('src/cli/uses-bench.js', "import { t } from '../bench/tool.js';\nexport const u = t;\n");
+      file('src/compare/thing.js', 'export const c = 1;\n');
+      file('src/cli/eager.js', "import { c } from '../compare/thing.js';\nexport const e = c;\n");
+      file('src/ir/b.js', "export const b = 1;\nexport async function back() { return import('../onnx/a.js'); }\n");
+      file('package.json', '{"type":"module"}\n');
+      const r = await cruiseTree(['src'], dir, false);
+      const names = new Set(r.summary.violations.map((v) => `${v.rule.name} ${v.from}`));
+      assert.ok(names.has('room-runtime src/runtime/uses-measure.js'), violationsText(r));
+      assert.ok(names.has('onnxruntime-only-in-ort src/runtime/uses-measure.js'), violationsText(r));
+      assert.ok(names.has('nothing-imports-the-harness src/cli/uses-bench.js'), violationsText(r));
+      assert.ok(names.has('ort-rooms-loaded-lazily src/cli/eager.js'), violationsText(r));
+      const cycle = findCycle(roomGraph(r));
+      assert.ok(cycle, 'the onnx <-> ir cycle (one edge a dynamic import) is found');
+      assert.deepEqual(new Set(cycle), new Set(['onnx', 'ir']));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
 test('no source line in src/, native-kernels/ or test/ runs over 160 characters', () => {
-  const files = ['src', 'native-kernels', 'test'].flatMap((d) => readdirSync(d, { recursive: true, encoding: 'utf8' }).map((f) => join(d, f)))
+  const files = ['src', 'native-kernels', 'test']
+    .flatMap((d) => readdirSync(d, { recursive: true, encoding: 'utf8' }).map((f) => join(d, f)))
     .filter((f) => /\.(ts|c|h|inc)$/.test(f));
-  const long = files.flatMap((f) => readFileSync(f, 'utf8').split('\n').map((line, i) => ({ f, i, n: line.length })).filter((l) => l.n > 160))
+  const long = files
+    .flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .map((line, i) => ({ f, i, n: line.length }))
+        .filter((l) => l.n > 160),
+    )
     .map((l) => `${l.f}:${l.i + 1} (${l.n})`);
   assert.deepEqual(long, [], `lines over 160 characters:\n${long.join('\n')}`);
 });

@@ -28,14 +28,19 @@ test('text, bytes and chunks replace the file whole, and no temp is left', async
   assert.deepEqual(readdirSync(dir), ['out.txt']);
 });
 
-test('a failed write keeps the old file, leaves no temp, and throws FILE_UNWRITABLE or the caller\'s error', async () => {
+test("a failed write keeps the old file, leaves no temp, and throws FILE_UNWRITABLE or the caller's error", async () => {
   const dir = fresh();
   const target = join(dir, 'taken');
   mkdirSync(target); // renaming a file over a directory fails after the temp was written
-  const asyncError = await writeTextAtomic(target, 'x').then(() => undefined, (e: unknown) => e);
+  const asyncError = await writeTextAtomic(target, 'x').then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(isVeltairError(asyncError) && asyncError.code === 'FILE_UNWRITABLE', String(asyncError));
-  assert.throws(() => writeFileAtomicSync(target, 'x', (p) => userError('BAD_ARGUMENT', `mapped ${p}`, 'hint')),
-    (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.message.includes(target));
+  assert.throws(
+    () => writeFileAtomicSync(target, 'x', (p) => userError('BAD_ARGUMENT', `mapped ${p}`, 'hint')),
+    (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.message.includes(target),
+  );
   const missing = join(dir, 'no-such-dir', 'f');
   await assert.rejects(writeFileAtomic(missing, 'x'), (e: unknown) => isVeltairError(e) && e.code === 'FILE_UNWRITABLE');
   assert.deepEqual(readdirSync(dir), ['taken']);

@@ -20,7 +20,8 @@ import { generateSigningKeys, signBundleDir } from '../src/bundle/sign.js';
 
 /** The fixture bundle, claiming this machine's CPU and instruction sets (no "tuned on another CPU" warning line). */
 const onThisCpu = (m: Manifest): Manifest => ({
-  ...m, target: { ...m.target, spec: { ...m.target.spec, cpuModel: cpuInfo().model }, requiredIsa: nativeRequiredIsa() },
+  ...m,
+  target: { ...m.target, spec: { ...m.target.spec, cpuModel: cpuInfo().model }, requiredIsa: nativeRequiredIsa() },
 });
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-bench-cli-'));
@@ -38,9 +39,13 @@ test('bench --json: quiet and level-1 noise, adaptive, fixed and ORT medians wit
   assert.equal(out.threads, 1);
   assert.equal(out.proxy.calibrated, false, 'no --calibrate-proxy: the bundle has no coefficients');
   assert.match(r.stderr, /no fitted interference proxy/);
-  assert.deepEqual(out.results.map((c: { noise: number }) => c.noise), [0, 1]);
+  assert.deepEqual(
+    out.results.map((c: { noise: number }) => c.noise),
+    [0, 1],
+  );
   for (const c of out.results) {
-    for (const k of ['veltairMs', 'veltairFixedMs', 'ortMs', 'ratioVsOrt', 'adaptiveVsFixed', 'fixedVsOrt']) assert.ok(c[k] > 0, `${k} = ${c[k]}`);
+    for (const k of ['veltairMs', 'veltairFixedMs', 'ortMs', 'ratioVsOrt', 'adaptiveVsFixed', 'fixedVsOrt'])
+      assert.ok(c[k] > 0, `${k} = ${c[k]}`);
     assert.equal(c.threads, 1);
     for (const arm of ['veltair', 'veltairFixed', 'ort']) assert.equal(c.samples[arm].length, 2 * 3, `${arm}: rounds × runs samples`);
     const sorted = [...c.samples.ort].sort((a: number, b: number) => a - b);

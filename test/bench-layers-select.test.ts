@@ -24,38 +24,69 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 /** Two identical 3x3 convs (+relu), a maxpool, a third conv of another shape. */
 async function graph() {
   const path = join(dir, 'twice.onnx');
-  writeFileSync(path, encodeModel({
-    opset: 13,
-    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 16, 8, 8] }],
-    outputs: [{ name: 'y', dtype: 'float32', shape: [1, 32, 4, 4] }],
-    initializers: [['w1', f32([16, 16, 3, 3])], ['w2', f32([16, 16, 3, 3], 0.25)], ['w3', f32([32, 16, 1, 1])]],
-    nodes: [
-      { op: 'Conv', inputs: ['x', 'w1'], outputs: ['a'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
-      { op: 'Relu', inputs: ['a'], outputs: ['ar'] },
-      { op: 'Conv', inputs: ['ar', 'w2'], outputs: ['b'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
-      { op: 'Relu', inputs: ['b'], outputs: ['br'] },
-      { op: 'MaxPool', inputs: ['br'], outputs: ['p'], attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
-      { op: 'Conv', inputs: ['p', 'w3'], outputs: ['y'], attrs: { kernel_shape: [1, 1] } },
-    ],
-  }));
+  writeFileSync(
+    path,
+    encodeModel({
+      opset: 13,
+      inputs: [{ name: 'x', dtype: 'float32', shape: [1, 16, 8, 8] }],
+      outputs: [{ name: 'y', dtype: 'float32', shape: [1, 32, 4, 4] }],
+      initializers: [
+        ['w1', f32([16, 16, 3, 3])],
+        ['w2', f32([16, 16, 3, 3], 0.25)],
+        ['w3', f32([32, 16, 1, 1])],
+      ],
+      nodes: [
+        { op: 'Conv', inputs: ['x', 'w1'], outputs: ['a'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
+        { op: 'Relu', inputs: ['a'], outputs: ['ar'] },
+        { op: 'Conv', inputs: ['ar', 'w2'], outputs: ['b'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
+        { op: 'Relu', inputs: ['b'], outputs: ['br'] },
+        { op: 'MaxPool', inputs: ['br'], outputs: ['p'], attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
+        { op: 'Conv', inputs: ['p', 'w3'], outputs: ['y'], attrs: { kernel_shape: [1, 1] } },
+      ],
+    }),
+  );
   return lowerToLayers(await loadModel(path));
 }
 
 test('default selection: one entry per unique tunable workload, first index kept, the others listed', async () => {
   const g = await graph();
-  assert.deepEqual(g.layers.map((l) => l.op), ['conv2d', 'conv2d', 'maxpool', 'conv2d']);
+  assert.deepEqual(
+    g.layers.map((l) => l.op),
+    ['conv2d', 'conv2d', 'maxpool', 'conv2d'],
+  );
   const sel = selectBenchLayers(g);
-  assert.deepEqual(sel.map((s) => [s.index, s.alsoIndices]), [[0, [1]], [3, []]]);
+  assert.deepEqual(
+    sel.map((s) => [s.index, s.alsoIndices]),
+    [
+      [0, [1]],
+      [3, []],
+    ],
+  );
   assert.equal(sel[0]!.workload.key, g.layers[1]!.workload!.key);
   assert.equal(describeWorkload(sel[0]!.workload), 'conv 3x3 16>16 s1 8x8 +relu');
 });
 
 test('--layers keeps the requested order and deduplicates; a non-tunable index names the valid ones', async () => {
   const g = await graph();
-  assert.deepEqual(selectBenchLayers(g, [3, 1, 0]).map((s) => [s.index, s.alsoIndices]), [[3, []], [1, [0]]]);
-  assert.throws(() => selectBenchLayers(g, [0, 2]), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT'
-    && /layer 2 is a maxpool layer/.test(e.message) && /tunable layer indices: 0-1,3/.test(e.hint));
-  assert.throws(() => selectBenchLayers(g, [4]), (e: unknown) => isVeltairError(e) && /layer 4 is out of range \(0\.\.3\)/.test(e.message));
+  assert.deepEqual(
+    selectBenchLayers(g, [3, 1, 0]).map((s) => [s.index, s.alsoIndices]),
+    [
+      [3, []],
+      [1, [0]],
+    ],
+  );
+  assert.throws(
+    () => selectBenchLayers(g, [0, 2]),
+    (e: unknown) =>
+      isVeltairError(e) &&
+      e.code === 'BAD_ARGUMENT' &&
+      /layer 2 is a maxpool layer/.test(e.message) &&
+      /tunable layer indices: 0-1,3/.test(e.hint),
+  );
+  assert.throws(
+    () => selectBenchLayers(g, [4]),
+    (e: unknown) => isVeltairError(e) && /layer 4 is out of range \(0\.\.3\)/.test(e.message),
+  );
 });
 
 test('compactRanges folds consecutive indices', () => {

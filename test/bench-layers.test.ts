@@ -17,25 +17,39 @@ const BIN = resolve('bin/veltair');
 const dir = mkdtempSync(join(tmpdir(), 'veltair-bench-layers-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const tensor = (dims: number[], seed: number): Tensor =>
-  ({ dtype: 'float32', dims, data: seededFloats(dims.reduce((a, b) => a * b, 1), seed) });
+const tensor = (dims: number[], seed: number): Tensor => ({
+  dtype: 'float32',
+  dims,
+  data: seededFloats(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+  ),
+});
 
 /** x[1,16,8,8] → Conv 16→32 3x3 pad 1 → Relu → MaxPool 2x2 → Flatten → Gemm 512→16 (+bias). */
 function tinyModel(): string {
   const path = join(dir, 'tiny.onnx');
-  writeFileSync(path, encodeModel({
-    opset: 13,
-    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 16, 8, 8] }],
-    outputs: [{ name: 'y', dtype: 'float32', shape: [1, 16] }],
-    initializers: [['w', tensor([32, 16, 3, 3], 1)], ['b', tensor([32], 2)], ['fw', tensor([512, 16], 3)], ['fb', tensor([16], 4)]],
-    nodes: [
-      { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['c'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
-      { op: 'Relu', inputs: ['c'], outputs: ['r'] },
-      { op: 'MaxPool', inputs: ['r'], outputs: ['p'], attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
-      { op: 'Flatten', inputs: ['p'], outputs: ['f'] },
-      { op: 'Gemm', inputs: ['f', 'fw', 'fb'], outputs: ['y'] },
-    ],
-  }));
+  writeFileSync(
+    path,
+    encodeModel({
+      opset: 13,
+      inputs: [{ name: 'x', dtype: 'float32', shape: [1, 16, 8, 8] }],
+      outputs: [{ name: 'y', dtype: 'float32', shape: [1, 16] }],
+      initializers: [
+        ['w', tensor([32, 16, 3, 3], 1)],
+        ['b', tensor([32], 2)],
+        ['fw', tensor([512, 16], 3)],
+        ['fb', tensor([16], 4)],
+      ],
+      nodes: [
+        { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['c'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
+        { op: 'Relu', inputs: ['c'], outputs: ['r'] },
+        { op: 'MaxPool', inputs: ['r'], outputs: ['p'], attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
+        { op: 'Flatten', inputs: ['p'], outputs: ['f'] },
+        { op: 'Gemm', inputs: ['f', 'fw', 'fb'], outputs: ['y'] },
+      ],
+    }),
+  );
   return path;
 }
 
@@ -43,7 +57,9 @@ const model = tinyModel();
 
 async function veltair(...args: string[]) {
   return execa(process.execPath, [BIN, ...args], {
-    reject: false, stdin: 'ignore', env: { VELTAIR_CACHE_DIR: join(dir, 'cache') },
+    reject: false,
+    stdin: 'ignore',
+    env: { VELTAIR_CACHE_DIR: join(dir, 'cache') },
   });
 }
 
@@ -56,7 +72,10 @@ async function inspectLayers(): Promise<{ index: number; op: string; tunable: bo
 test('bench-layers --json: exactly the documented report, figures consistent with each other', { timeout: 120_000 }, async () => {
   const layers = await inspectLayers();
   const tunable = layers.filter((l) => l.tunable);
-  assert.deepEqual(tunable.map((l) => l.op), ['conv2d', 'dense']);
+  assert.deepEqual(
+    tunable.map((l) => l.op),
+    ['conv2d', 'dense'],
+  );
 
   const r = await veltair('bench-layers', model, '--trials', '2', '--rounds', '2', '--json');
   assert.equal(r.exitCode, 0, r.stderr);

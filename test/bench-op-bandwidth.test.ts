@@ -10,7 +10,12 @@ import { bytesMoved, copySizeFor } from '../src/bench/op-bandwidth.js';
 import { measureCopyBandwidth } from '../src/measure/copy-bandwidth.js';
 import { ensureTool } from '../src/toolchain/tools.js';
 
-const sizes = new Map([[0, 4096], [1, 1024], [2, 4096], [3, 512]]);
+const sizes = new Map([
+  [0, 4096],
+  [1, 1024],
+  [2, 4096],
+  [3, 512],
+]);
 const bytes = (id: number) => sizes.get(id)!;
 
 test('bytesMoved: distinct inputs read once, outputs written once; selecting ops read what they write', () => {

@@ -10,13 +10,20 @@ import { test } from 'node:test';
 import { startPinnedChild } from '../src/ort/pinned-child.js';
 
 const state = (pid: number) => {
-  try { return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '')[0]; } catch { return 'gone'; }
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '')[0];
+  } catch {
+    return 'gone';
+  }
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The state a signal puts a process in shows up a moment later: wait for it (at most 5 s). */
 async function settlesTo(pid: number, want: string): Promise<string> {
   let got = state(pid);
-  for (let i = 0; i < 500 && got !== want; i++) { await sleep(10); got = state(pid); }
+  for (let i = 0; i < 500 && got !== want; i++) {
+    await sleep(10);
+    got = state(pid);
+  }
   return got;
 }
 

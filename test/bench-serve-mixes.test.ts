@@ -14,27 +14,40 @@ test('a preset mix finds its bundles in the bundle dir, the first existing one p
   const dir = mkdtempSync(join(tmpdir(), 'veltair-mix-'));
   for (const m of ['resnet50', 'mobilenet_v2', 'bert_large', 'efficientnet_b0']) mkdirSync(join(dir, `${m}.bundle`));
   const het1 = parseMix('het1', dir);
-  assert.deepEqual(het1.bundles.map((b) => b.split('/').pop()), ['resnet50.bundle', 'mobilenet_v2.bundle']);
+  assert.deepEqual(
+    het1.bundles.map((b) => b.split('/').pop()),
+    ['resnet50.bundle', 'mobilenet_v2.bundle'],
+  );
   assert.equal(het1.k, PRESETS['het1']!.k);
   assert.equal(het1.heterogeneous, true);
   assert.equal(parseMix('het2', dir).bundles[0]!.endsWith('bert_large.bundle'), true, 'bert_tiny absent: bert_large');
   mkdirSync(join(dir, 'bert_tiny.bundle'));
   assert.equal(parseMix('het2', dir).bundles[0]!.endsWith('bert_tiny.bundle'), true, 'bert_tiny first when present');
-  assert.throws(() => parseMix('het3', dir), (e: { code?: string }) => e.code === 'FILE_NOT_FOUND');
+  assert.throws(
+    () => parseMix('het3', dir),
+    (e: { code?: string }) => e.code === 'FILE_NOT_FOUND',
+  );
   assert.equal(parseMix('het1@2.5', dir).k, 2.5);
 });
 
-test('a named list takes a preset\'s k when named like one, else the homogeneous 5; bad input is a typed error', () => {
+test("a named list takes a preset's k when named like one, else the homogeneous 5; bad input is a typed error", () => {
   assert.equal(parseMix('het1=a.bundle,b.bundle', '.').k, PRESETS['het1']!.k);
   assert.equal(parseMix('light=a.bundle,b.bundle', '.').k, 5);
   assert.equal(parseMix('light=a.bundle,b.bundle', '.', 4).k, 4);
   for (const bad of ['nosuch', 'x=', 'x=a.bundle,a.bundle', 'het1@0.5', '../x=a.bundle', '=a.bundle']) {
-    assert.throws(() => parseMix(bad, '.'), (e: { code?: string }) => e.code === 'BAD_ARGUMENT', bad);
+    assert.throws(
+      () => parseMix(bad, '.'),
+      (e: { code?: string }) => e.code === 'BAD_ARGUMENT',
+      bad,
+    );
   }
 });
 
 test('the QoS rule: k × own latency, and sharing is hard exactly when k × light < heavy', () => {
-  const lat = new Map([['heavy', 50], ['light', 9]]);
+  const lat = new Map([
+    ['heavy', 50],
+    ['light', 9],
+  ]);
   const r = qosRule(3, lat);
   assert.deepEqual(r.qosMs, { heavy: 150, light: 27 });
   assert.equal(r.heavy, 'heavy');
@@ -58,23 +71,40 @@ test('pinned splits: disjoint contiguous subsets covering the cores, best-balanc
   const three = candidateSplits([0, 1], [30, 20, 5], 10);
   assert.equal(three.length, 6, 'every map of 3 models onto 2 cores using both');
   for (const s of three) assert.deepEqual([...new Set(s.flat())].sort(), [0, 1]);
-  assert.deepEqual(three[0]!.map((c) => c.length), [1, 1, 1]);
+  assert.deepEqual(
+    three[0]!.map((c) => c.length),
+    [1, 1, 1],
+  );
 });
 
 test('arms: a kind named twice is labelled #2; ORT kinds are known', () => {
-  assert.deepEqual(parseArms('fcfs,fcfs,ort'), [{ label: 'fcfs', kind: 'fcfs' }, { label: 'fcfs#2', kind: 'fcfs' }, { label: 'ort', kind: 'ort' }]);
+  assert.deepEqual(parseArms('fcfs,fcfs,ort'), [
+    { label: 'fcfs', kind: 'fcfs' },
+    { label: 'fcfs#2', kind: 'fcfs' },
+    { label: 'ort', kind: 'ort' },
+  ]);
   assert.equal(isOrt('ort-pinned'), true);
   assert.equal(isOrt('ort-instances'), true);
   assert.equal(isOrt('veltair'), false);
 });
 
 const arm = (label: string, maxQps: number[], kind = label.split('#')[0]!): ArmResult => ({
-  label, kind, maxQps, undecided: maxQps.map(() => []), noise: maxQps.map(() => []), simulatedQps: null,
+  label,
+  kind,
+  maxQps,
+  undecided: maxQps.map(() => []),
+  noise: maxQps.map(() => []),
+  simulatedQps: null,
 });
 
 test('best ORT is the ORT arm with the highest median; ratios are paired per round', () => {
-  const arms = [arm('ort', [10, 12, 11]), arm('ort-pinned', [14, 13, 15]), arm('ort-instances', [9, 9, 9]),
-    arm('veltair', [28, 26, 30]), arm('fcfs', [20, 20, 20])];
+  const arms = [
+    arm('ort', [10, 12, 11]),
+    arm('ort-pinned', [14, 13, 15]),
+    arm('ort-instances', [9, 9, 9]),
+    arm('veltair', [28, 26, 30]),
+    arm('fcfs', [20, 20, 20]),
+  ];
   assert.equal(bestOrt(arms)!.label, 'ort-pinned');
   const r = paired(arms[3]!, arms[1]!)!;
   assert.deepEqual(r.ratios, [2, 2, 2]);
@@ -85,7 +115,7 @@ test('best ORT is the ORT arm with the highest median; ratios are paired per rou
   assert.equal(bestOrt([arm('fcfs', [1])]), undefined);
 });
 
-test('A/A: the method resolves 10% when the identical arms\' paired median is within 10% and every round within 20%', () => {
+test("A/A: the method resolves 10% when the identical arms' paired median is within 10% and every round within 20%", () => {
   const tight = aaChecks([arm('veltair', [10, 10, 10]), arm('veltair#2', [10.5, 9.6, 11.5])]);
   assert.equal(tight.length, 1);
   assert.equal(tight[0]!.medianWithin, true);
@@ -107,12 +137,27 @@ test('A/A: the method resolves 10% when the identical arms\' paired median is wi
   assert.equal(aaChecks([arm('fcfs', [1]), arm('veltair', [1])]).length, 0);
 });
 
-test('the noise columns: most outside work and steal of any probe, the client\'s median CPU per request, and the noisy reruns', () => {
+test("the noise columns: most outside work and steal of any probe, the client's median CPU per request, and the noisy reruns", () => {
   const p = (outsideShare: number | null, client: number, rerunOfNoisy = false): ProbeNoise => ({
-    qps: 10, verdict: 'pass', durationS: 4, sent: 500, outsideShare, stealShare: 0.001, clientCpuMsPerRequest: client, rerunOfNoisy,
+    qps: 10,
+    verdict: 'pass',
+    durationS: 4,
+    sent: 500,
+    outsideShare,
+    stealShare: 0.001,
+    clientCpuMsPerRequest: client,
+    rerunOfNoisy,
   });
-  const a: ArmResult = { ...arm('veltair', [10, 10]), noise: [[p(0.01, 0.2), p(0.08, 0.3)], [p(0.02, 0.25, true), p(null, 0.4)]],
-    undecided: [[12], []] };
-  const row = mixTable({ mix: 'm', models: ['a'], cores: [0], ruleLine: 'r', arms: [a] }).split('\n').find((l) => l.startsWith('| veltair |'))!;
+  const a: ArmResult = {
+    ...arm('veltair', [10, 10]),
+    noise: [
+      [p(0.01, 0.2), p(0.08, 0.3)],
+      [p(0.02, 0.25, true), p(null, 0.4)],
+    ],
+    undecided: [[12], []],
+  };
+  const row = mixTable({ mix: 'm', models: ['a'], cores: [0], ruleLine: 'r', arms: [a] })
+    .split('\n')
+    .find((l) => l.startsWith('| veltair |'))!;
   assert.match(row, /\| 1 \| 8\.0% \| 0\.1% \| 0\.275 \| 1 \|$/, row);
 });

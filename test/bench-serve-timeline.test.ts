@@ -16,7 +16,7 @@ test('every veltair answer carries its timeline: blocks in causal order, account
     const base = new URL(srv.url);
     const models = [];
     for (const name of ['slow', 'tiny']) {
-      const meta = await (await fetch(new URL(`/v2/models/${name}`, base))).json() as Metadata;
+      const meta = (await (await fetch(new URL(`/v2/models/${name}`, base))).json()) as Metadata;
       models.push({ name, weight: 1, qosMs: 1e9, base, ...requestFor(meta, 5, false) });
     }
     const a = await timedInfer(models[0]!);
@@ -24,7 +24,10 @@ test('every veltair answer carries its timeline: blocks in causal order, account
     assert.ok(a.timeline.blocks.length >= 1);
     let prev = a.timeline.begun;
     for (const [decided, start, end, resumed, cores] of a.timeline.blocks) {
-      assert.ok(prev <= decided && decided <= start && start <= end && end <= resumed, `causal order ${[prev, decided, start, end, resumed]}`);
+      assert.ok(
+        prev <= decided && decided <= start && start <= end && end <= resumed,
+        `causal order ${[prev, decided, start, end, resumed]}`,
+      );
       assert.ok(cores >= 1);
       prev = resumed;
     }

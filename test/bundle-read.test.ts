@@ -59,7 +59,10 @@ test('a tampered file is a sha256 error; a truncated one a size error', async ()
   assert.match(e.message, /weights\/params\.bin does not match its sha256/);
   const dir2 = fresh();
   appendFileSync(join(dir2, 'kernels', 'kernels.so'), 'x');
-  assert.match((await expectUserError(() => readBundle(dir2, machine), 'BAD_BUNDLE')).message, /kernels\/kernels\.so is \d+ bytes, the manifest says/);
+  assert.match(
+    (await expectUserError(() => readBundle(dir2, machine), 'BAD_BUNDLE')).message,
+    /kernels\/kernels\.so is \d+ bytes, the manifest says/,
+  );
   const dir3 = fresh();
   unlinkSync(join(dir3, 'weights', 'packed.bin'));
   assert.match((await expectUserError(() => readBundle(dir3, machine), 'BAD_BUNDLE')).message, /weights\/packed\.bin is missing/);
@@ -114,5 +117,8 @@ test('not a bundle, bad JSON, schema violations: one BAD_BUNDLE line each', asyn
   writeFileSync(join(broken, 'manifest.json'), '{"formatVersion": "1.0.0", ');
   assert.match((await expectUserError(() => readBundle(broken, machine), 'BAD_BUNDLE')).message, /not valid JSON/);
   const invalid = fresh((m) => ({ ...m, layers: [{ ...m.layers[0]!, versions: 'none' as never }] }));
-  assert.match((await expectUserError(() => readBundle(invalid, machine), 'BAD_BUNDLE')).message, /does not match the bundle schema: \/layers\/0\/versions/);
+  assert.match(
+    (await expectUserError(() => readBundle(invalid, machine), 'BAD_BUNDLE')).message,
+    /does not match the bundle schema: \/layers\/0\/versions/,
+  );
 });

@@ -18,7 +18,7 @@ import { writeFakeBundle } from './bundle-fixture.js';
 const root = mkdtempSync(join(tmpdir(), 'veltair-rewrite-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-test('a signed bundle\'s manifest is rewritten only with its key, which renews the signature', async () => {
+test("a signed bundle's manifest is rewritten only with its key, which renews the signature", async () => {
   const dir = join(root, 'signed');
   const manifest = writeFakeBundle(dir);
   const keys = generateSigningKeys();
@@ -27,8 +27,14 @@ test('a signed bundle\'s manifest is rewritten only with its key, which renews t
   const before = readFileSync(join(dir, BUNDLE_FILES.manifest), 'utf8');
   const edited = { ...manifest, options: { ...manifest.options, seed: manifest.options.seed + 1 } };
 
-  assert.throws(() => checkRewritable(dir, undefined), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.hint.includes('--sign KEY'));
-  await assert.rejects(rewriteManifest(dir, edited), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.message.includes(SIGNATURE_FILE));
+  assert.throws(
+    () => checkRewritable(dir, undefined),
+    (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.hint.includes('--sign KEY'),
+  );
+  await assert.rejects(
+    rewriteManifest(dir, edited),
+    (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.message.includes(SIGNATURE_FILE),
+  );
   assert.equal(readFileSync(join(dir, BUNDLE_FILES.manifest), 'utf8'), before, 'nothing written without the key');
 
   const { signedBy } = await rewriteManifest(dir, edited, key);
@@ -39,11 +45,14 @@ test('a signed bundle\'s manifest is rewritten only with its key, which renews t
   assert.equal(verifyManifestSignature(dir, after, [createPublicKey(keys.publicKeyPem)]), keys.keyId);
 });
 
-test('an unsigned bundle\'s manifest is rewritten and stays unsigned', async () => {
+test("an unsigned bundle's manifest is rewritten and stays unsigned", async () => {
   const dir = join(root, 'unsigned');
   const manifest = writeFakeBundle(dir);
   const edited = { ...manifest, options: { ...manifest.options, seed: manifest.options.seed + 2 } };
   assert.deepEqual(await rewriteManifest(dir, edited), {});
-  assert.equal((JSON.parse(readFileSync(join(dir, BUNDLE_FILES.manifest), 'utf8')) as typeof manifest).options.seed, manifest.options.seed + 2);
+  assert.equal(
+    (JSON.parse(readFileSync(join(dir, BUNDLE_FILES.manifest), 'utf8')) as typeof manifest).options.seed,
+    manifest.options.seed + 2,
+  );
   assert.equal(existsSync(join(dir, SIGNATURE_FILE)), false);
 });

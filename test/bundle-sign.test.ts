@@ -27,7 +27,8 @@ const env = { VELTAIR_CACHE_DIR: join(root, 'cache') };
 const model = join(root, 'tiny.onnx');
 const bundle = join(root, 'tiny.bundle');
 const input = join(root, 'x.npy');
-const ci = join(root, 'ci'), other = join(root, 'other');
+const ci = join(root, 'ci'),
+  other = join(root, 'other');
 let keyId = '';
 
 const copyBundle = (name: string, edit: (dir: string) => void = () => undefined) => {
@@ -47,8 +48,28 @@ before(async () => {
     assert.equal(k.exitCode, 0, k.stderr);
     if (prefix === ci) keyId = JSON.parse(k.stdout).keyId;
   }
-  const r = await veltair(['compile', model, '-o', bundle, '--db', join(root, 'db'), '--trials', '1', '--levels', '0', '--max-versions', '1',
-    '--profile-threads', 'none', '--sign', `${ci}.key`, '--json'], env);
+  const r = await veltair(
+    [
+      'compile',
+      model,
+      '-o',
+      bundle,
+      '--db',
+      join(root, 'db'),
+      '--trials',
+      '1',
+      '--levels',
+      '0',
+      '--max-versions',
+      '1',
+      '--profile-threads',
+      'none',
+      '--sign',
+      `${ci}.key`,
+      '--json',
+    ],
+    env,
+  );
   assert.equal(r.exitCode, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout).signedBy, keyId, 'compile --json names the signing key');
 });
@@ -105,7 +126,9 @@ test('--trust refuses an unsigned bundle, another signer, a manifest changed aft
   assertOneClearError(await run(bundle, join(root, 'missing.pub')), 'FILE_NOT_FOUND', ['missing.pub']);
   // veltair serve takes the same --trust: an unsigned bundle is refused before the server starts.
   assertOneClearError(await veltair(['serve', unsigned, '--port', '0', '--trust', `${ci}.pub`], env), 'UNSIGNED_BUNDLE', ['manifest.sig']);
-  assertOneClearError(await veltair(['serve', bundle, '--port', '0', '--trust', `${other}.pub`], env), 'BAD_SIGNATURE', ['not a trusted key']);
+  assertOneClearError(await veltair(['serve', bundle, '--port', '0', '--trust', `${other}.pub`], env), 'BAD_SIGNATURE', [
+    'not a trusted key',
+  ]);
 });
 
 test('loadBundle({ trustedKeys }) applies the same checks, before any native code loads', async () => {
@@ -125,12 +148,16 @@ test('loadBundle({ trustedKeys }) applies the same checks, before any native cod
 
 test('compile --sign with a bad key stops before tuning; veltair sign re-signs a bundle whose manifest changed', async () => {
   writeFileSync(join(root, 'bad.key'), 'not a key');
-  assertOneClearError(await veltair(['compile', model, '-o', join(root, 'never.bundle'), '--sign', join(root, 'bad.key')], env), 'BAD_KEY',
-    ['bad.key']);
+  assertOneClearError(
+    await veltair(['compile', model, '-o', join(root, 'never.bundle'), '--sign', join(root, 'bad.key')], env),
+    'BAD_KEY',
+    ['bad.key'],
+  );
   assert.ok(!existsSync(join(root, 'never.bundle')));
   assert.ok(!existsSync(join(root, 'cache', 'tuning-db')), 'nothing was tuned (no record was written to the default database)');
-  assertOneClearError(await veltair(['compile', model, '-o', join(root, 'never.bundle'), '--sign', `${ci}.pub`], env), 'BAD_KEY',
-    ['private key']);
+  assertOneClearError(await veltair(['compile', model, '-o', join(root, 'never.bundle'), '--sign', `${ci}.pub`], env), 'BAD_KEY', [
+    'private key',
+  ]);
   const edited = copyBundle('resigned.bundle', (d) => {
     const p = join(d, 'manifest.json');
     writeFileSync(p, readFileSync(p, 'utf8').replace('"seed": 1', '"seed": 2'));

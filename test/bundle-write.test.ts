@@ -14,10 +14,13 @@ test('a failure mid-write leaves no OUT and no stray temp directory', async () =
   const parent = mkdtempSync(join(root, 'p-'));
   const out = join(parent, 'model.bundle');
   const staging = await prepareOutput(out, false);
-  await assert.rejects(writeBundleAtomically(staging, async (dir) => {
-    writeFileSync(join(dir, 'weights', 'packed.bin'), Buffer.alloc(1024));
-    throw new Error('disk full (simulated)');
-  }), /disk full/);
+  await assert.rejects(
+    writeBundleAtomically(staging, async (dir) => {
+      writeFileSync(join(dir, 'weights', 'packed.bin'), Buffer.alloc(1024));
+      throw new Error('disk full (simulated)');
+    }),
+    /disk full/,
+  );
   assert.equal(existsSync(out), false);
   assert.deepEqual(readdirSync(parent), [], 'nothing left next to OUT');
 });
@@ -25,13 +28,21 @@ test('a failure mid-write leaves no OUT and no stray temp directory', async () =
 test('a successful write appears whole; an existing OUT is refused without force and swapped with it', async () => {
   const parent = mkdtempSync(join(root, 'p-'));
   const out = join(parent, 'b');
-  await writeBundleAtomically(await prepareOutput(out, false), async (dir) => { writeFileSync(join(dir, 'manifest.json'), 'one'); });
+  await writeBundleAtomically(await prepareOutput(out, false), async (dir) => {
+    writeFileSync(join(dir, 'manifest.json'), 'one');
+  });
   assert.equal(readFileSync(join(out, 'manifest.json'), 'utf8'), 'one');
   await expectUserError(() => prepareOutput(out, false), 'OUTPUT_EXISTS');
   // a failing forced rewrite keeps the old bundle
-  await assert.rejects(writeBundleAtomically(await prepareOutput(out, true), async () => { throw new Error('boom'); }));
+  await assert.rejects(
+    writeBundleAtomically(await prepareOutput(out, true), async () => {
+      throw new Error('boom');
+    }),
+  );
   assert.equal(readFileSync(join(out, 'manifest.json'), 'utf8'), 'one');
-  await writeBundleAtomically(await prepareOutput(out, true), async (dir) => { writeFileSync(join(dir, 'manifest.json'), 'two'); });
+  await writeBundleAtomically(await prepareOutput(out, true), async (dir) => {
+    writeFileSync(join(dir, 'manifest.json'), 'two');
+  });
   assert.equal(readFileSync(join(out, 'manifest.json'), 'utf8'), 'two');
   assert.deepEqual(readdirSync(parent), ['b'], 'old bundle and staging removed');
 });

@@ -76,26 +76,32 @@ test('inspect on bytes that are not ONNX: one clear line, exit 1', async () => {
 
 test('inspect lists every unsupported operator with its node in one message', async () => {
   const path = join(dir, 'unsupported.onnx');
-  writeFileSync(path, encodeModel({
-    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 4] }],
-    outputs: [{ name: 'z', dtype: 'float32', shape: [1, 4] }],
-    initializers: [],
-    nodes: [
-      { op: 'Unique', inputs: ['x'], outputs: ['y'], name: 'unique_node' },
-      { op: 'NonZero', inputs: ['y'], outputs: ['z'], name: 'nz_node' },
-    ],
-  }));
+  writeFileSync(
+    path,
+    encodeModel({
+      inputs: [{ name: 'x', dtype: 'float32', shape: [1, 4] }],
+      outputs: [{ name: 'z', dtype: 'float32', shape: [1, 4] }],
+      initializers: [],
+      nodes: [
+        { op: 'Unique', inputs: ['x'], outputs: ['y'], name: 'unique_node' },
+        { op: 'NonZero', inputs: ['y'], outputs: ['z'], name: 'nz_node' },
+      ],
+    }),
+  );
   assertOneClearError(await veltair('inspect', path), 'UNSUPPORTED_OPS', ['Unique', 'unique_node', 'NonZero', 'nz_node']);
 });
 
 test('a symbolic batch defaults to 1; other symbolic dims need --input-shape', async () => {
   const path = join(dir, 'dynamic.onnx');
-  writeFileSync(path, encodeModel({
-    inputs: [{ name: 'image', dtype: 'float32', shape: ['batch', 3, 'height', 'width'] }],
-    outputs: [{ name: 'y', dtype: 'float32' }],
-    initializers: [['w', f32([8, 3, 3, 3])]],
-    nodes: [{ op: 'Conv', inputs: ['image', 'w'], outputs: ['y'], attrs: { pads: [1, 1, 1, 1] } }],
-  }));
+  writeFileSync(
+    path,
+    encodeModel({
+      inputs: [{ name: 'image', dtype: 'float32', shape: ['batch', 3, 'height', 'width'] }],
+      outputs: [{ name: 'y', dtype: 'float32' }],
+      initializers: [['w', f32([8, 3, 3, 3])]],
+      nodes: [{ op: 'Conv', inputs: ['image', 'w'], outputs: ['y'], attrs: { pads: [1, 1, 1, 1] } }],
+    }),
+  );
   assertOneClearError(await veltair('inspect', path), 'SYMBOLIC_DIM', ['image', 'height']);
   const pinned = await veltair('inspect', path, '--input-shape', 'image=2x3x32x48', '--json');
   assert.equal(pinned.exitCode, 0, pinned.stderr);
@@ -111,8 +117,10 @@ test('zoo build refuses to overwrite without --force and rejects unknown models'
   assertOneClearError(await veltair('zoo', 'build', 'tiny_yolov2', '-o', path), 'OUTPUT_EXISTS', ['exists.onnx']);
   assertOneClearError(await veltair('zoo', 'build', 'alexnet', '-o', join(dir, 'a.onnx')), 'BAD_ARGUMENT', ['alexnet']);
   const list = await veltair('zoo', 'list', '--json');
-  assert.deepEqual(JSON.parse(list.stdout).models.map((m: { name: string }) => m.name),
-    ['resnet50', 'mobilenet_v2', 'googlenet', 'efficientnet_b0', 'tiny_yolov2', 'ssd_resnet34', 'ssd_mobilenet_v1', 'bert_large']);
+  assert.deepEqual(
+    JSON.parse(list.stdout).models.map((m: { name: string }) => m.name),
+    ['resnet50', 'mobilenet_v2', 'googlenet', 'efficientnet_b0', 'tiny_yolov2', 'ssd_resnet34', 'ssd_mobilenet_v1', 'bert_large'],
+  );
 });
 
 test('--help exits 0 and unknown options exit 1', async () => {

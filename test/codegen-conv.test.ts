@@ -20,16 +20,40 @@ import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 
 interface ConvSpec {
-  n?: number; cin: number; h: number; w: number; cout: number; k: [number, number]; s?: [number, number];
-  pads?: [number, number, number, number]; d?: [number, number]; groups?: number; epi?: EpilogueKind[];
+  n?: number;
+  cin: number;
+  h: number;
+  w: number;
+  cout: number;
+  k: [number, number];
+  s?: [number, number];
+  pads?: [number, number, number, number];
+  d?: [number, number];
+  groups?: number;
+  epi?: EpilogueKind[];
 }
 
 export function conv(c: ConvSpec): WorkloadShape {
-  const [kh, kw] = c.k, [sh, sw] = c.s ?? [1, 1], [dh, dw] = c.d ?? [1, 1];
+  const [kh, kw] = c.k,
+    [sh, sw] = c.s ?? [1, 1],
+    [dh, dw] = c.d ?? [1, 1];
   const pads = c.pads ?? [0, 0, 0, 0];
   return {
-    op: 'conv2d', dtype: 'float32', n: c.n ?? 1, cin: c.cin, h: c.h, w: c.w, cout: c.cout, kh, kw, strideH: sh, strideW: sw,
-    pads, dilationH: dh, dilationW: dw, groups: c.groups ?? 1,
+    op: 'conv2d',
+    dtype: 'float32',
+    n: c.n ?? 1,
+    cin: c.cin,
+    h: c.h,
+    w: c.w,
+    cout: c.cout,
+    kh,
+    kw,
+    strideH: sh,
+    strideW: sw,
+    pads,
+    dilationH: dh,
+    dilationW: dw,
+    groups: c.groups ?? 1,
     oh: Math.floor((c.h + pads[0] + pads[2] - ((kh - 1) * dh + 1)) / sh) + 1,
     ow: Math.floor((c.w + pads[1] + pads[3] - ((kw - 1) * dw + 1)) / sw) + 1,
     epilogue: c.epi ?? ['bias', 'relu'],
@@ -86,9 +110,13 @@ test('generated conv kernels match the reference across the shape sweep', { time
   const dir = await mkdtemp(join(tmpdir(), 'veltair-test-conv-'));
   try {
     const results = await measureCandidates(cands, { cacheDir: dir, minTimeMs: 0, minRepeats: 1, maxRepeats: 1, timeoutMs: 60_000 });
-    const bad = results.filter((r) => r.measurement.status !== 'ok')
-      .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → `
-        + `${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`);
+    const bad = results
+      .filter((r) => r.measurement.status !== 'ok')
+      .map(
+        (r) =>
+          `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → ` +
+          `${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`,
+      );
     assert.deepEqual(bad, []);
     for (const r of results) assert.ok(r.measurement.maxAbsErr! <= r.measurement.tolerance!);
   } finally {
@@ -96,7 +124,9 @@ test('generated conv kernels match the reference across the shape sweep', { time
   }
 });
 
-test('grouped convs narrower than the vector run with merged groups (block-diagonal weights) and match the reference', { timeout: 600_000 },
+test(
+  'grouped convs narrower than the vector run with merged groups (block-diagonal weights) and match the reference',
+  { timeout: 600_000 },
   async () => {
     const target = await detectTarget();
     const rng = seededRng(7);
@@ -115,7 +145,12 @@ test('grouped convs narrower than the vector run with merged groups (block-diago
     for (const spec of narrow) {
       const w = conv(spec);
       for (const vec of widthsFor(w, target).filter((v) => groupMerge(w, v) > 1)) {
-        for (const s of [parallelHeavy(w, target), localityGreedy(w, target, 1), sampleSchedule(w, target, rng), sampleSchedule(w, target, rng)]) {
+        for (const s of [
+          parallelHeavy(w, target),
+          localityGreedy(w, target, 1),
+          sampleSchedule(w, target, rng),
+          sampleSchedule(w, target, rng),
+        ]) {
           cands.push(makeCandidate(w, repair({ ...s, vec }, w, target), target));
         }
       }
@@ -123,15 +158,19 @@ test('grouped convs narrower than the vector run with merged groups (block-diago
     const merges = new Set(cands.map((c) => groupMerge(c.workload, c.schedule.vec)));
     assert.ok(merges.has(2), 'merged pairs of groups are exercised');
     if (target.isa.avx512f) assert.ok(merges.has(4) && cands.some((c) => c.schedule.vec === 16), 'and at V = 16, merged fours');
-    assert.ok(cands.some((c) => c.workload.op === 'conv2d' && c.workload.groups % groupMerge(c.workload, c.schedule.vec) !== 0),
-      'and a ragged merge (the last kernel group part padding)');
+    assert.ok(
+      cands.some((c) => c.workload.op === 'conv2d' && c.workload.groups % groupMerge(c.workload, c.schedule.vec) !== 0),
+      'and a ragged merge (the last kernel group part padding)',
+    );
     const dir = await mkdtemp(join(tmpdir(), 'veltair-test-conv-merge-'));
     try {
       const results = await measureCandidates(cands, { cacheDir: dir, minTimeMs: 0, minRepeats: 1, maxRepeats: 1, timeoutMs: 60_000 });
-      const bad = results.filter((r) => r.measurement.status !== 'ok')
+      const bad = results
+        .filter((r) => r.measurement.status !== 'ok')
         .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → ${r.measurement.status}`);
       assert.deepEqual(bad, []);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  },
+);

@@ -15,10 +15,24 @@ import { repair, sampleSchedule, widthsFor } from '../src/space/knobs.js';
 import { detectTarget } from '../src/toolchain/target.js';
 import { measureCandidates } from '../src/measure/measure-candidates.js';
 
-const dense = (m: number, k: number, n: number, epilogue: EpilogueKind[]): WorkloadShape =>
-  ({ op: 'dense', dtype: 'float32', m, k, n, epilogue });
-const bmm = (batch: number, m: number, k: number, n: number, transB: boolean, epilogue: EpilogueKind[]): WorkloadShape =>
-  ({ op: 'batch_matmul', dtype: 'float32', batch, m, k, n, transB, epilogue });
+const dense = (m: number, k: number, n: number, epilogue: EpilogueKind[]): WorkloadShape => ({
+  op: 'dense',
+  dtype: 'float32',
+  m,
+  k,
+  n,
+  epilogue,
+});
+const bmm = (batch: number, m: number, k: number, n: number, transB: boolean, epilogue: EpilogueKind[]): WorkloadShape => ({
+  op: 'batch_matmul',
+  dtype: 'float32',
+  batch,
+  m,
+  k,
+  n,
+  transB,
+  epilogue,
+});
 
 const WORKLOADS: WorkloadShape[] = [
   dense(1, 37, 53, ['bias', 'relu']),
@@ -39,16 +53,24 @@ test('generated dense and batch_matmul kernels match the reference', { timeout: 
   const cands: Candidate[] = [];
   WORKLOADS.forEach((w, i) => {
     const widths = widthsFor(w, target);
-    const schedules = [defaultTableRefresh(w, target), localityGreedy(w, target, 1), parallelHeavy(w, target),
-      repair({ ...sampleSchedule(w, target, rng), vec: widths[i % widths.length]! }, w, target)];
+    const schedules = [
+      defaultTableRefresh(w, target),
+      localityGreedy(w, target, 1),
+      parallelHeavy(w, target),
+      repair({ ...sampleSchedule(w, target, rng), vec: widths[i % widths.length]! }, w, target),
+    ];
     for (const s of new Map(schedules.map((s) => [JSON.stringify(s), s])).values()) cands.push(makeCandidate(w, s, target));
   });
   const dir = await mkdtemp(join(tmpdir(), 'veltair-test-mm-'));
   try {
     const results = await measureCandidates(cands, { cacheDir: dir, minTimeMs: 0, minRepeats: 1, maxRepeats: 1 });
-    const bad = results.filter((r) => r.measurement.status !== 'ok')
-      .map((r) => `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → `
-        + `${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`);
+    const bad = results
+      .filter((r) => r.measurement.status !== 'ok')
+      .map(
+        (r) =>
+          `${JSON.stringify(r.candidate.workload)} ${JSON.stringify(r.candidate.schedule)} → ` +
+          `${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`,
+      );
     assert.deepEqual(bad, []);
   } finally {
     await rm(dir, { recursive: true, force: true });

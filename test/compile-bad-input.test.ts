@@ -69,8 +69,10 @@ test('no C compiler on PATH is NO_COMPILER naming what to install, before any tu
 test('a model declaring an opset veltair does not know (99) is UNSUPPORTED_OPSET naming the supported range, before tuning', async () => {
   const future = join(root, 'opset99.onnx');
   writeFileSync(future, encodeModel({ ...tinyModelSpec(), opset: 99 }));
-  assertOneClearError(await veltair(['compile', future, '-o', join(root, 'never99'), '--db', db], env), 'UNSUPPORTED_OPSET',
-    ['opset 99', `opsets ${MIN_OPSET} to ${MAX_OPSET}`]);
+  assertOneClearError(await veltair(['compile', future, '-o', join(root, 'never99'), '--db', db], env), 'UNSUPPORTED_OPSET', [
+    'opset 99',
+    `opsets ${MIN_OPSET} to ${MAX_OPSET}`,
+  ]);
   assertOneClearError(await veltair(['inspect', future], env), 'UNSUPPORTED_OPSET', ['opset 99']);
   assert.equal(existsSync(db), false, 'nothing was tuned');
 });
@@ -79,12 +81,18 @@ test('a model whose input alone needs 120 GB is TOO_LARGE with the memory it nee
   const huge = join(root, 'huge.onnx');
   const spec = tinyModelSpec();
   // input [1,3,100000,100000] float32 = 120 GB; the conv's output 8 channels more. Only shapes: the file is tiny.
-  writeFileSync(huge, encodeModel({
-    ...spec, inputs: [{ name: 'input', dtype: 'float32', shape: [1, 3, 100000, 100000] }],
-    nodes: spec.nodes.slice(0, 2).map((n) => (n.op === 'Relu' ? { ...n, outputs: ['output'] } : n)),
-    initializers: (spec.initializers as readonly (readonly [string, Tensor])[]).filter(([name]) => name === 'w' || name === 'b'),
-  }));
-  assertOneClearError(await veltair(['compile', huge, '-o', join(root, 'never-huge'), '--db', db], env), 'TOO_LARGE',
-    ['input "input" [1, 3, 100000, 100000] float32 alone is 120.0 GB', 'of memory']);
+  writeFileSync(
+    huge,
+    encodeModel({
+      ...spec,
+      inputs: [{ name: 'input', dtype: 'float32', shape: [1, 3, 100000, 100000] }],
+      nodes: spec.nodes.slice(0, 2).map((n) => (n.op === 'Relu' ? { ...n, outputs: ['output'] } : n)),
+      initializers: (spec.initializers as readonly (readonly [string, Tensor])[]).filter(([name]) => name === 'w' || name === 'b'),
+    }),
+  );
+  assertOneClearError(await veltair(['compile', huge, '-o', join(root, 'never-huge'), '--db', db], env), 'TOO_LARGE', [
+    'input "input" [1, 3, 100000, 100000] float32 alone is 120.0 GB',
+    'of memory',
+  ]);
   assert.equal(existsSync(db), false, 'nothing was tuned');
 });

@@ -23,8 +23,10 @@ writeFileSync(model, encodeModel(tinyModelSpec()));
 const budget = ['--trials', '2', '--levels', '0', '--max-versions', '2'];
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name))).sort();
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)))
+    .sort();
 }
 
 test('compile writes a valid bundle; a rerun from the same database measures 0 and writes the same manifest bytes', async () => {
@@ -36,11 +38,24 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
   assert.equal(first.exitCode, 0, first.stderr);
   assert.match(first.stderr, /warning: .*corrupt/i, 'the corrupt database line is skipped with a warning');
   const summary = JSON.parse(first.stdout);
-  assert.deepEqual(Object.keys(summary), ['bundle', 'layers', 'tunableLayers', 'versionsHistogram', 'measured', 'dbHits', 'tuningSeconds', 'tuningPhases',
-    'perLevelRegret', 'transfer']);
+  assert.deepEqual(Object.keys(summary), [
+    'bundle',
+    'layers',
+    'tunableLayers',
+    'versionsHistogram',
+    'measured',
+    'dbHits',
+    'tuningSeconds',
+    'tuningPhases',
+    'perLevelRegret',
+    'transfer',
+  ]);
   const phases = summary.tuningPhases as Record<string, number>;
   assert.deepEqual(Object.keys(phases), ['warmup', 'searchBuild', 'searchMeasure', 'profileBuild', 'profileMeasure']);
-  assert.ok(Object.values(phases).every((s) => s >= 0), 'every phase took some time or none');
+  assert.ok(
+    Object.values(phases).every((s) => s >= 0),
+    'every phase took some time or none',
+  );
   assert.ok(phases['searchMeasure']! > 0, 'the candidates measured were measured in the search phase');
   // The phases are disjoint parts of the pass (rounded to the millisecond each).
   assert.ok(Object.values(phases).reduce((a, b) => a + b, 0) <= summary.tuningSeconds + 0.005, 'the phases add up to at most the pass');
@@ -49,7 +64,10 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
   assert.equal(summary.tunableLayers, 2);
   assert.ok(summary.measured >= 4, `two workloads × 2 trials measured (${summary.measured})`);
   assert.deepEqual(Object.keys(summary.perLevelRegret), ['0']);
-  assert.equal(Object.values(summary.versionsHistogram as Record<string, number>).reduce((a, b) => a + b, 0), 2);
+  assert.equal(
+    Object.values(summary.versionsHistogram as Record<string, number>).reduce((a, b) => a + b, 0),
+    2,
+  );
 
   const { manifest } = await readBundle(out);
   assert.equal(manifestSchemaProblem(manifest), undefined);
@@ -69,14 +87,34 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
   assert.equal(s2.measured, 0);
   // The rerun replays every search trial from the database; profiling at the other thread counts may
   // have taken more rounds the first time (families settling), so its hits are at most the first run's lookups.
-  assert.ok(s2.dbHits >= 4 && s2.dbHits <= summary.measured + summary.dbHits, `hits ${s2.dbHits} vs first ${summary.measured}+${summary.dbHits}`);
+  assert.ok(
+    s2.dbHits >= 4 && s2.dbHits <= summary.measured + summary.dbHits,
+    `hits ${s2.dbHits} vs first ${summary.measured}+${summary.dbHits}`,
+  );
   assert.ok(readFileSync(join(out, 'manifest.json')).equals(manifestBytes), 'byte-identical manifest.json');
 });
 
 test('a compile resumes from the records this target holds: another search seed measures nothing; a larger budget only the difference', async () => {
   const db = join(root, 'db-resume');
-  const args = (trials: number, seed: number) => ['compile', model, '-o', join(root, `resume-${trials}-${seed}.bundle`), '--db', db, '--trials',
-    String(trials), '--levels', '0', '--seed', String(seed), '--threads', '1', '--profile-threads', 'none', '--json'];
+  const args = (trials: number, seed: number) => [
+    'compile',
+    model,
+    '-o',
+    join(root, `resume-${trials}-${seed}.bundle`),
+    '--db',
+    db,
+    '--trials',
+    String(trials),
+    '--levels',
+    '0',
+    '--seed',
+    String(seed),
+    '--threads',
+    '1',
+    '--profile-threads',
+    'none',
+    '--json',
+  ];
   const first = await veltair(args(5, 1), env);
   assert.equal(first.exitCode, 0, first.stderr);
   const measured = JSON.parse(first.stdout).measured as number;
@@ -120,8 +158,9 @@ function checkContent(m: Manifest, text: string) {
 
 test('CI recipe: two shards tune into their own databases, merge, and the final compile measures nothing', async () => {
   const shardDbs = [join(root, 'shard0'), join(root, 'shard1')];
-  const outs = await Promise.all([0, 1].map((i) =>
-    veltair(['compile', model, '--db', shardDbs[i]!, '--shard', `${i}/2`, ...budget, '--seed', '7', '--json'], env)));
+  const outs = await Promise.all(
+    [0, 1].map((i) => veltair(['compile', model, '--db', shardDbs[i]!, '--shard', `${i}/2`, ...budget, '--seed', '7', '--json'], env)),
+  );
   for (const r of outs) {
     assert.equal(r.exitCode, 0, r.stderr);
     assert.equal(JSON.parse(r.stdout).bundle, null, 'a shard writes no bundle');

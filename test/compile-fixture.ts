@@ -35,7 +35,11 @@ export async function compileFixture(model: string | Uint8Array, options: Compil
 }
 
 /** Exit 1, exactly an `error[CODE]: …` line and a `hint:` line on stderr, no stack, nothing on stdout. */
-export function assertOneClearError(r: { exitCode?: number; stdout: string; stderr: string }, code: string, mentions: readonly string[] = []) {
+export function assertOneClearError(
+  r: { exitCode?: number; stdout: string; stderr: string },
+  code: string,
+  mentions: readonly string[] = [],
+) {
   assert.equal(r.exitCode, 1, `exit code (stderr: ${r.stderr})`);
   assert.equal(r.stdout, '');
   const lines = r.stderr.trimEnd().split('\n');
@@ -45,15 +49,23 @@ export function assertOneClearError(r: { exitCode?: number; stdout: string; stde
   for (const m of mentions) assert.ok(lines[0]!.includes(m), `message should name ${m}: ${lines[0]}`);
 }
 
-const wave = (dims: readonly number[], scale: number): Tensor =>
-  ({ dtype: 'float32', dims, data: Float32Array.from({ length: dims.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i * 0.37) * scale) });
+const wave = (dims: readonly number[], scale: number): Tensor => ({
+  dtype: 'float32',
+  dims,
+  data: Float32Array.from({ length: dims.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i * 0.37) * scale),
+});
 
 /** input [1,3,8,8] → Conv 3x3 (8 filters) + bias → Relu → Flatten → Gemm (10 outputs) → output. */
 export function tinyModelSpec(): ModelSpec {
   return {
     inputs: [{ name: 'input', dtype: 'float32', shape: [1, 3, 8, 8] }],
     outputs: [{ name: 'output', dtype: 'float32' }],
-    initializers: [['w', wave([8, 3, 3, 3], 0.2)], ['b', wave([8], 0.1)], ['fw', wave([10, 512], 0.05)], ['fb', wave([10], 0.1)]],
+    initializers: [
+      ['w', wave([8, 3, 3, 3], 0.2)],
+      ['b', wave([8], 0.1)],
+      ['fw', wave([10, 512], 0.05)],
+      ['fb', wave([10], 0.1)],
+    ],
     nodes: [
       { op: 'Conv', name: 'conv1', inputs: ['input', 'w', 'b'], outputs: ['c'], attrs: { pads: [1, 1, 1, 1], kernel_shape: [3, 3] } },
       { op: 'Relu', name: 'relu1', inputs: ['c'], outputs: ['r'] },

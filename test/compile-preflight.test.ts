@@ -21,8 +21,12 @@ after(() => rmSync(root, { recursive: true, force: true }));
 test('a model with layers the runtime cannot run is refused before any tuning, naming every one', async () => {
   const spec = tinyModelSpec();
   const nodes = [...spec.nodes];
-  nodes.splice(2, 0, { op: 'LRN', name: 'lrn_one', inputs: ['r'], outputs: ['r2'], attrs: { size: 3 } },
-    { op: 'LRN', name: 'lrn_two', inputs: ['r2'], outputs: ['r3'], attrs: { size: 5 } });
+  nodes.splice(
+    2,
+    0,
+    { op: 'LRN', name: 'lrn_one', inputs: ['r'], outputs: ['r2'], attrs: { size: 3 } },
+    { op: 'LRN', name: 'lrn_two', inputs: ['r2'], outputs: ['r3'], attrs: { size: 5 } },
+  );
   nodes[4] = { ...nodes[4]!, inputs: ['r3'] };
   const model = join(root, 'lrn.onnx');
   writeFileSync(model, encodeModel({ ...spec, nodes }));

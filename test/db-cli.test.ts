@@ -32,8 +32,18 @@ test('db stats --json prints only the stats; corrupt lines give one warning line
   const r = await veltair('db', 'stats', '--db', db, '--json');
   assert.equal(r.exitCode, 0, r.stderr);
   const stats = JSON.parse(r.stdout);
-  assert.deepEqual(Object.keys(stats), ['path', 'files', 'records', 'corrupt', 'duplicates', 'workloads', 'targets',
-    'targetDetails', 'byStatus', 'currentTarget']);
+  assert.deepEqual(Object.keys(stats), [
+    'path',
+    'files',
+    'records',
+    'corrupt',
+    'duplicates',
+    'workloads',
+    'targets',
+    'targetDetails',
+    'byStatus',
+    'currentTarget',
+  ]);
   assert.equal(stats.records, 4);
   assert.equal(stats.corrupt, 2);
   assert.deepEqual(stats.byStatus, { ok: 3, crash: 1 });
@@ -49,8 +59,13 @@ test('db stats --json prints only the stats; corrupt lines give one warning line
 });
 
 test('db merge, export and prune work end to end', async () => {
-  const a = join(root, 'shard-a'), b = join(root, 'shard-b'), dest = join(root, 'merged');
-  await appendRecords(a, [0, 1, 2].map((i) => sampleRecord(i)));
+  const a = join(root, 'shard-a'),
+    b = join(root, 'shard-b'),
+    dest = join(root, 'merged');
+  await appendRecords(
+    a,
+    [0, 1, 2].map((i) => sampleRecord(i)),
+  );
   await appendRecords(b, [sampleRecord(2), sampleRecord(3, { levelMs: { 0: 9, 2: 0.5 } }), sampleRecord(4, { status: 'timeout' })]);
   const merged = await veltair('db', 'merge', a, b, '-o', dest, '--json');
   assert.equal(merged.exitCode, 0, merged.stderr);

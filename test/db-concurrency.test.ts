@@ -33,7 +33,10 @@ test('two writers appending 200 long records each at once: all 400 lines parse',
   const text = lines(dir);
   assert.equal(text.pop(), '', 'the file ends with a newline');
   assert.equal(text.length, 400);
-  assert.ok(text.every((l) => l.length > 4096), 'lines are longer than PIPE_BUF, so atomicity is not by accident');
+  assert.ok(
+    text.every((l) => l.length > 4096),
+    'lines are longer than PIPE_BUF, so atomicity is not by accident',
+  );
   for (const [i, l] of text.entries()) assert.ok('record' in parseRecordLine(l), `line ${i + 1} is corrupt`);
   const scan = await scanDatabase(dir);
   assert.equal(scan.corrupt, 0);
@@ -68,8 +71,10 @@ test('kill -9 mid-append loses at most the record in flight; a torn line is skip
 test('prune while a writer appends: no appended record is lost and prune never leaves temp files', async () => {
   const dir = join(root, 'prune-during-append');
   // a database big enough that each prune's read–write–rename takes a while
-  await appendRecords(dir, [sampleRecord(5000, { status: 'crash' }),
-    ...Array.from({ length: 200 }, (_, k) => sampleRecord(10_000 + k, { repeats: 20 }))]);
+  await appendRecords(dir, [
+    sampleRecord(5000, { status: 'crash' }),
+    ...Array.from({ length: 200 }, (_, k) => sampleRecord(10_000 + k, { repeats: 20 })),
+  ]);
   const child = writer(dir, 0, 400, 20);
   await new Promise<void>((ok) => child.stdout!.once('data', () => ok()));
   let prunes = 0;
@@ -85,7 +90,10 @@ test('prune while a writer appends: no appended record is lost and prune never l
   assert.equal(scan.corrupt, 0);
   for (const id of ids(0, 400)) assert.ok(scan.records.has(id), 'appended record survived the prunes');
   assert.ok(!scan.records.has(recordId(sampleRecord(5000, { status: 'crash' }))), 'prune did drop the failure');
-  assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('.')), []);
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.startsWith('.')),
+    [],
+  );
 });
 
 test('a lock left by a dead process is broken; a live holder makes writers wait, then DB_LOCKED', async () => {
@@ -107,7 +115,9 @@ test('a lock left by a dead process is broken; a live holder makes writers wait,
   assert.equal((await scanDatabase(dir)).records.size, 2);
 
   const holder = await acquireLock(dir);
-  await assert.rejects(appendRecords(dir, [sampleRecord(2)], { timeoutMs: 200 }),
-    (e: Error & { code?: string }) => e.code === 'DB_LOCKED' && e.message.includes(String(process.pid)));
+  await assert.rejects(
+    appendRecords(dir, [sampleRecord(2)], { timeoutMs: 200 }),
+    (e: Error & { code?: string }) => e.code === 'DB_LOCKED' && e.message.includes(String(process.pid)),
+  );
   await holder.release();
 });

@@ -12,8 +12,24 @@ import type { MeasureStatus } from '../src/measure/run-candidate.js';
 
 export const DENSE: WorkloadShape = { op: 'dense', dtype: 'float32', m: 64, k: 256, n: 512, epilogue: ['bias', 'relu'] };
 export const CONV: WorkloadShape = {
-  op: 'conv2d', dtype: 'float32', n: 1, cin: 64, h: 56, w: 56, cout: 64, kh: 3, kw: 3, strideH: 1, strideW: 1,
-  pads: [1, 1, 1, 1], dilationH: 1, dilationW: 1, groups: 1, oh: 56, ow: 56, epilogue: ['bias', 'relu'],
+  op: 'conv2d',
+  dtype: 'float32',
+  n: 1,
+  cin: 64,
+  h: 56,
+  w: 56,
+  cout: 64,
+  kh: 3,
+  kw: 3,
+  strideH: 1,
+  strideW: 1,
+  pads: [1, 1, 1, 1],
+  dilationH: 1,
+  dilationW: 1,
+  groups: 1,
+  oh: 56,
+  ow: 56,
+  epilogue: ['bias', 'relu'],
 };
 export const TARGET_A: Target = syntheticTarget({ avx512f: true, avx2: true, fma: true }, 2);
 export const TARGET_B: Target = { ...TARGET_A, cpuModel: 'another CPU' };
@@ -31,16 +47,39 @@ export interface SampleOptions {
 /** Record number `i` (distinct schedule per i) with deterministic pseudo-latencies. */
 export function sampleRecord(i: number, o: SampleOptions = {}): TuningRecord {
   const workload = o.workload ?? DENSE;
-  const schedule = makeSchedule({ vec: 16, regOc: 2, regCols: 4, tileIc: 4, tileOc: 1 + (i % 7), tileRows: 1 + Math.floor(i / 7),
-    tileCols: 2, loopOrder: 'oc_outer', parallelAxis: i % 2 ? 'spatial' : 'oc', unroll: 4, threads: 1 + (i % 2) });
+  const schedule = makeSchedule({
+    vec: 16,
+    regOc: 2,
+    regCols: 4,
+    tileIc: 4,
+    tileOc: 1 + (i % 7),
+    tileRows: 1 + Math.floor(i / 7),
+    tileCols: 2,
+    loopOrder: 'oc_outer',
+    parallelAxis: i % 2 ? 'spatial' : 'oc',
+    unroll: 4,
+    threads: 1 + (i % 2),
+  });
   const status = o.status ?? 'ok';
   const repeats = o.repeats ?? 5;
   const levelMs = o.levelMs ?? { 0: 1 + i / 100, 2: 1.5 + i / 100 };
-  const latencies: LevelLatencies = status === 'ok'
-    ? Object.fromEntries(Object.entries(levelMs).map(([level, ms]) =>
-      [level, Array.from({ length: repeats }, (_, r) => Number((ms * (1 + ((r * 37 + i * 11) % 17 - 8) / 1000)).toFixed(6)))]))
-    : {};
-  return makeRecord({ workload, target: o.target ?? TARGET_A, schedule, features: scheduleFeatures(workload, schedule),
-    latencies, status, ...(o.error !== undefined ? { error: o.error } : status === 'ok' ? {} : { error: `${status} in test` }),
-    timestamp: new Date(Date.UTC(2025, 0, 1, 0, 0, i % 60)) });
+  const latencies: LevelLatencies =
+    status === 'ok'
+      ? Object.fromEntries(
+          Object.entries(levelMs).map(([level, ms]) => [
+            level,
+            Array.from({ length: repeats }, (_, r) => Number((ms * (1 + (((r * 37 + i * 11) % 17) - 8) / 1000)).toFixed(6))),
+          ]),
+        )
+      : {};
+  return makeRecord({
+    workload,
+    target: o.target ?? TARGET_A,
+    schedule,
+    features: scheduleFeatures(workload, schedule),
+    latencies,
+    status,
+    ...(o.error !== undefined ? { error: o.error } : status === 'ok' ? {} : { error: `${status} in test` }),
+    timestamp: new Date(Date.UTC(2025, 0, 1, 0, 0, i % 60)),
+  });
 }

@@ -15,7 +15,10 @@ after(() => rmSync(root, { recursive: true, force: true }));
 
 test('records of a future fingerprint version or format are refused, naming file:line', async () => {
   const shipped = readFileSync('tuning-db/resnet50.jsonl', 'utf8').split('\n')[0]!;
-  for (const [name, line] of [['fp', shipped.replace(/"target":"t1-/, '"target":"t2-')], ['v', shipped.replace(/^\{"v":1/, '{"v":2')]] as const) {
+  for (const [name, line] of [
+    ['fp', shipped.replace(/"target":"t1-/, '"target":"t2-')],
+    ['v', shipped.replace(/^\{"v":1/, '{"v":2')],
+  ] as const) {
     const db = join(root, name);
     mkdirSync(db);
     writeFileSync(join(db, 'records.jsonl'), `${shipped}\n${line}\n`);

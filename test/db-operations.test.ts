@@ -19,22 +19,37 @@ const freshDir = () => join(root, `db${n++}`);
 
 test('merge concatenates shards, drops duplicates, gives the same file in any source order, and is idempotent', async () => {
   const shards = freshDir();
-  await appendRecords(shards, [0, 1, 2, 3].map((i) => sampleRecord(i)), { file: shardFileName(0, 2) });
-  await appendRecords(shards, [2, 3, 4].map((i) => sampleRecord(i, { repeats: 9 })), { file: shardFileName(1, 2) });
+  await appendRecords(
+    shards,
+    [0, 1, 2, 3].map((i) => sampleRecord(i)),
+    { file: shardFileName(0, 2) },
+  );
+  await appendRecords(
+    shards,
+    [2, 3, 4].map((i) => sampleRecord(i, { repeats: 9 })),
+    { file: shardFileName(1, 2) },
+  );
   const other = join(root, 'single.jsonl');
   writeFileSync(other, recordLine(sampleRecord(5, { target: TARGET_B })) + 'garbage\n');
-  const a = freshDir(), b = freshDir();
+  const a = freshDir(),
+    b = freshDir();
   const warnings: string[] = [];
   const ra = await mergeDatabases([shards, other], a, { onWarning: (m) => warnings.push(m) });
   await mergeDatabases([other, join(shards, shardFileName(1, 2)), join(shards, shardFileName(0, 2))], b);
-  assert.deepEqual({ records: ra.records, duplicates: ra.duplicates, corrupt: ra.corrupt, filesRead: ra.filesRead },
-    { records: 6, duplicates: 2, corrupt: 1, filesRead: 3 });
+  assert.deepEqual(
+    { records: ra.records, duplicates: ra.duplicates, corrupt: ra.corrupt, filesRead: ra.filesRead },
+    { records: 6, duplicates: 2, corrupt: 1, filesRead: 3 },
+  );
   assert.equal(warnings.length, 1);
   const merged = readFileSync(join(a, 'records.jsonl'), 'utf8');
   assert.equal(readFileSync(join(b, 'records.jsonl'), 'utf8'), merged, 'order of sources does not matter');
   const scan = await scanDatabase(a);
   assert.equal(scan.records.get(recordId(sampleRecord(2)))!.latencies['0']!.length, 9, 'the duplicate with more repeats is kept');
-  assert.equal(scan.records.get(recordId(sampleRecord(5, { target: TARGET_B })))!.target, targetFingerprint(TARGET_B), 'merge keeps every target');
+  assert.equal(
+    scan.records.get(recordId(sampleRecord(5, { target: TARGET_B })))!.target,
+    targetFingerprint(TARGET_B),
+    'merge keeps every target',
+  );
   await mergeDatabases([shards], a);
   assert.equal(readFileSync(join(a, 'records.jsonl'), 'utf8'), merged, 'merging the same records again changes nothing');
   assert.deepEqual(readdirSync(a), ['records.jsonl'], 'no temp or lock files left');
@@ -82,8 +97,12 @@ test('prune keeps the best N per workload and thread count at every level, keeps
 
 test('export writes filtered JSON Lines or a CSV with every repeat', async () => {
   const dir = freshDir();
-  await appendRecords(dir, [sampleRecord(0, { repeats: 3 }), sampleRecord(1, { workload: CONV }),
-    sampleRecord(2, { status: 'crash', error: 'died, "badly"' }), sampleRecord(3, { target: TARGET_B })]);
+  await appendRecords(dir, [
+    sampleRecord(0, { repeats: 3 }),
+    sampleRecord(1, { workload: CONV }),
+    sampleRecord(2, { status: 'crash', error: 'died, "badly"' }),
+    sampleRecord(3, { target: TARGET_B }),
+  ]);
   const jsonl = await exportRecords(dir, { format: 'jsonl', target: targetFingerprint(TARGET_A) });
   assert.equal(jsonl.records, 3);
   assert.equal(jsonl.text.trimEnd().split('\n').length, 3);
@@ -95,7 +114,18 @@ test('export writes filtered JSON Lines or a CSV with every repeat', async () =>
   assert.equal(rows.length, 5);
   const header = rows[0]!.split(',');
   for (const col of [
-    'id', 'workload', 'target', 'status', 'threads', 'tileOc', 'footprint_l2', 'l0_median_ms', 'l0_repeats', 'l0_all_ms', 'l2_median_ms', 'error',
+    'id',
+    'workload',
+    'target',
+    'status',
+    'threads',
+    'tileOc',
+    'footprint_l2',
+    'l0_median_ms',
+    'l0_repeats',
+    'l0_all_ms',
+    'l2_median_ms',
+    'error',
   ]) {
     assert.ok(header.includes(col), `column ${col}`);
   }
@@ -108,8 +138,13 @@ test('export writes filtered JSON Lines or a CSV with every repeat', async () =>
 
 test('stats count files, records, duplicates, corrupt lines, workloads, targets and statuses', async () => {
   const dir = freshDir();
-  await appendRecords(dir, [sampleRecord(0), sampleRecord(1), sampleRecord(1), sampleRecord(2, { status: 'timeout' }),
-    sampleRecord(3, { workload: CONV, target: TARGET_B })]);
+  await appendRecords(dir, [
+    sampleRecord(0),
+    sampleRecord(1),
+    sampleRecord(1),
+    sampleRecord(2, { status: 'timeout' }),
+    sampleRecord(3, { workload: CONV, target: TARGET_B }),
+  ]);
   await appendRecords(dir, [sampleRecord(4)], { file: shardFileName(0, 3) });
   writeFileSync(join(dir, shardFileName(0, 3)), '{broken\n', { flag: 'a' });
   const s = await databaseStats(dir);

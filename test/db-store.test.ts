@@ -25,9 +25,10 @@ test('corrupt lines are skipped and counted, every good line is kept, and the wa
   mkdirSync(dir);
   const good = [0, 1, 2, 3].map((i) => sampleRecord(i));
   const badSchema = JSON.stringify({ ...sampleRecord(9), status: 'great' });
-  writeFileSync(join(dir, 'records.jsonl'), [
-    recordLine(good[0]!), 'this is not json\n', recordLine(good[1]!), '\n', badSchema + '\n', recordLine(good[2]!),
-  ].join(''));
+  writeFileSync(
+    join(dir, 'records.jsonl'),
+    [recordLine(good[0]!), 'this is not json\n', recordLine(good[1]!), '\n', badSchema + '\n', recordLine(good[2]!)].join(''),
+  );
   writeFileSync(join(dir, 'shard-1-of-2.jsonl'), recordLine(good[3]!) + '{"v":1,"workl'); // torn last line
   writeFileSync(join(dir, 'notes.txt'), 'not a records file\n');
   const warnings: string[] = [];
@@ -39,7 +40,10 @@ test('corrupt lines are skipped and counted, every good line is kept, and the wa
   assert.equal(warnings.length, 1);
   assert.match(warnings[0]!, /skipped 3 corrupt lines/);
   assert.match(warnings[0]!, /records\.jsonl:2 not JSON/);
-  assert.deepEqual(scan.corruptExamples.map((c) => c.line), [2, 5, 2]);
+  assert.deepEqual(
+    scan.corruptExamples.map((c) => c.line),
+    [2, 5, 2],
+  );
 });
 
 test('appending after a torn line starts a fresh line, so the new record is intact', async () => {
@@ -56,7 +60,10 @@ test('appending after a torn line starts a fresh line, so the new record is inta
 });
 
 test('duplicates collapse to one record, the one with more repeats, in either file order', async () => {
-  for (const order of [[3, 8], [8, 3]]) {
+  for (const order of [
+    [3, 8],
+    [8, 3],
+  ]) {
     const dir = freshDir();
     for (const repeats of order) await appendRecords(dir, [sampleRecord(7, { repeats })]);
     const scan = await scanDatabase(dir);
@@ -69,8 +76,12 @@ test('duplicates collapse to one record, the one with more repeats, in either fi
 test('lookup returns only ok records of the database target; other targets are never applied', async () => {
   const dir = freshDir();
   await appendRecords(dir, [
-    sampleRecord(0), sampleRecord(1), sampleRecord(2, { status: 'crash' }), sampleRecord(3, { workload: CONV }),
-    sampleRecord(0, { target: TARGET_B }), sampleRecord(4, { target: TARGET_B }),
+    sampleRecord(0),
+    sampleRecord(1),
+    sampleRecord(2, { status: 'crash' }),
+    sampleRecord(3, { workload: CONV }),
+    sampleRecord(0, { target: TARGET_B }),
+    sampleRecord(4, { target: TARGET_B }),
   ]);
   const db = await openDatabase(dir, { target: TARGET_A, shipped: false });
   const dense = sampleRecord(0).workload;
@@ -79,16 +90,31 @@ test('lookup returns only ok records of the database target; other targets are n
   assert.ok(db.has(recordId(sampleRecord(2, { status: 'crash' }))), 'a crashed candidate counts as measured');
   assert.ok(!db.has(recordId(sampleRecord(4, { target: TARGET_B }))));
   assert.equal(db.lookup(sampleRecord(3, { workload: CONV }).workload).length, 1);
-  assert.deepEqual(db.stats(), { records: 4, ok: 3, workloads: 2, shipped: 0, otherCodegen: 0, otherTargets: 2, corrupt: 0, duplicates: 0 });
+  assert.deepEqual(db.stats(), {
+    records: 4,
+    ok: 3,
+    workloads: 2,
+    shipped: 0,
+    otherCodegen: 0,
+    otherTargets: 2,
+    corrupt: 0,
+    duplicates: 0,
+  });
 
   const other = await openDatabase(dir, { target: targetFingerprint(TARGET_B), shipped: false });
-  assert.deepEqual(other.lookup(dense).map((r) => r.target), [targetFingerprint(TARGET_B), targetFingerprint(TARGET_B)]);
+  assert.deepEqual(
+    other.lookup(dense).map((r) => r.target),
+    [targetFingerprint(TARGET_B), targetFingerprint(TARGET_B)],
+  );
   await assert.rejects(db.append([sampleRecord(9, { target: TARGET_B })]), /appended to a database opened for/);
 });
 
 test('records of another codegen version are never returned as measurements, only as search seeds', async () => {
   const dir = freshDir();
-  const old = (i: number, ms: number) => ({ ...sampleRecord(i, { levelMs: { 0: ms } }), tool: { veltair: '0.0.1', codegen: CODEGEN_VERSION - 1 } });
+  const old = (i: number, ms: number) => ({
+    ...sampleRecord(i, { levelMs: { 0: ms } }),
+    tool: { veltair: '0.0.1', codegen: CODEGEN_VERSION - 1 },
+  });
   const stale = [old(5, 3), old(6, 2), { ...old(7, 1), status: 'crash' as const, latencies: {}, error: 'crash in test' }];
   await appendRecords(dir, [sampleRecord(0), ...stale]);
   const db = await openDatabase(dir, { target: TARGET_A, shipped: false });
@@ -96,10 +122,17 @@ test('records of another codegen version are never returned as measurements, onl
   assert.deepEqual(db.lookup(dense).map(recordId), [recordId(sampleRecord(0))], 'lookup: this codegen version only');
   assert.deepEqual(db.records(dense).map(recordId), [recordId(sampleRecord(0))], 'records: this codegen version only');
   assert.deepEqual(db.seeds(dense).map(recordId), [recordId(stale[1]!), recordId(stale[0]!)], 'seeds: old ok records, fastest first');
-  assert.ok(!db.has(recordIdOf(dense, db.target, stale[0]!.schedule, stale[0]!.threads)), 'the same schedule under this codegen is unmeasured');
+  assert.ok(
+    !db.has(recordIdOf(dense, db.target, stale[0]!.schedule, stale[0]!.threads)),
+    'the same schedule under this codegen is unmeasured',
+  );
   assert.equal(db.stats().otherCodegen, 3);
   const search = createTaskSearch({ ...CONV_WORKLOAD, key: 'conv2d-0000000000000001' }, TARGET_A, {
-    levels: [0], threads: [1], levelsFor: () => [0], seed: 1, seedSchedules: [CONV_SEED],
+    levels: [0],
+    threads: [1],
+    levelsFor: () => [0],
+    seed: 1,
+    seedSchedules: [CONV_SEED],
   });
   assert.deepEqual(search.propose(1), [CONV_SEED], 'a search starts from the carried-over schedules');
 });
@@ -117,7 +150,10 @@ test('the shipped layer is merged in read-only; appends go to the user directory
   assert.equal(readFileSync(join(shipped, 'records.jsonl'), 'utf8'), shippedText);
   const userScan = await scanDatabase(user);
   assert.deepEqual([...userScan.records.keys()], [recordId(sampleRecord(5))]);
-  assert.deepEqual(userScan.files.map((f) => f.split('/').pop()), ['shard-0-of-2.jsonl']);
+  assert.deepEqual(
+    userScan.files.map((f) => f.split('/').pop()),
+    ['shard-0-of-2.jsonl'],
+  );
   const reopened = await openDatabase(user, { target: TARGET_A, shipped });
   assert.equal(reopened.lookup(sampleRecord(0).workload).length, 3);
 });

@@ -16,17 +16,24 @@ import { compileModels, model, startInProcess, type InProcessServer } from './se
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-deploy-'));
 let srv: InProcessServer;
-before(async () => {
-  const b = await compileModels(root, ['tiny']);
-  srv = await startInProcess([model('tiny', b['tiny']!)]);
-}, { timeout: 300_000 });
-after(async () => { await srv?.server.stop(); rmSync(root, { recursive: true, force: true }); });
+before(
+  async () => {
+    const b = await compileModels(root, ['tiny']);
+    srv = await startInProcess([model('tiny', b['tiny']!)]);
+  },
+  { timeout: 300_000 },
+);
+after(async () => {
+  await srv?.server.stop();
+  rmSync(root, { recursive: true, force: true });
+});
 
 type Doc = Record<string, unknown>;
-const docs = (file: string): Doc[] => parseAllDocuments(readFileSync(join('deploy', file), 'utf8')).map((d) => {
-  assert.equal(d.errors.length, 0, `${file}: ${d.errors.map((e) => e.message).join('; ')}`);
-  return d.toJS() as Doc;
-});
+const docs = (file: string): Doc[] =>
+  parseAllDocuments(readFileSync(join('deploy', file), 'utf8')).map((d) => {
+    assert.equal(d.errors.length, 0, `${file}: ${d.errors.map((e) => e.message).join('; ')}`);
+    return d.toJS() as Doc;
+  });
 
 const dockerfile = readFileSync('deploy/Dockerfile', 'utf8');
 const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
@@ -39,8 +46,10 @@ function listenPort(args: readonly string[]): number {
 }
 
 interface Container {
-  args?: string[]; ports?: { containerPort: number }[];
-  readinessProbe?: { httpGet: { path: string; port: number } }; livenessProbe?: { httpGet: { path: string; port: number } };
+  args?: string[];
+  ports?: { containerPort: number }[];
+  readinessProbe?: { httpGet: { path: string; port: number } };
+  livenessProbe?: { httpGet: { path: string; port: number } };
   resources?: { requests?: { cpu?: string }; limits?: { cpu?: string } };
 }
 
@@ -65,7 +74,10 @@ test('every probe the manifests declare is a path veltair serve answers 200 on, 
     for (const d of docs(file)) {
       for (const c of containersOf(d)) {
         const port = listenPort(c.args ?? []);
-        assert.ok((c.ports ?? []).some((p) => p.containerPort === port), `${file}: the container port is the port serve listens on (${port})`);
+        assert.ok(
+          (c.ports ?? []).some((p) => p.containerPort === port),
+          `${file}: the container port is the port serve listens on (${port})`,
+        );
         assert.equal(c.resources?.requests?.cpu, c.resources?.limits?.cpu, `${file}: whole cores (requests == limits)`);
         for (const probe of [c.readinessProbe, c.livenessProbe]) {
           assert.ok(probe, `${file}: readiness and liveness probes`);
@@ -77,7 +89,10 @@ test('every probe the manifests declare is a path veltair serve answers 200 on, 
       }
       if (d['kind'] === 'Service') {
         const ports = (d['spec'] as { ports: { targetPort: number }[] }).ports;
-        assert.ok(ports.every((p) => p.targetPort === listenPort([])), `${file}: the Service targets the serving port`);
+        assert.ok(
+          ports.every((p) => p.targetPort === listenPort([])),
+          `${file}: the Service targets the serving port`,
+        );
       }
     }
   }

@@ -54,7 +54,11 @@ test('npm run docs builds in a copy with no .git (a tarball)', async () => {
 
 test('npm run docs builds in a git repository with no remote', async () => {
   const dir = copyCheckout('no-remote');
-  for (const args of [['init', '-q'], ['add', ...COPIED], ['-c', 'user.name=docs', '-c', 'user.email=docs@localhost', 'commit', '-qm', 'copy']]) {
+  for (const args of [
+    ['init', '-q'],
+    ['add', ...COPIED],
+    ['-c', 'user.name=docs', '-c', 'user.email=docs@localhost', 'commit', '-qm', 'copy'],
+  ]) {
     const git = await execa('git', args, { cwd: dir, reject: false });
     assert.equal(git.exitCode, 0, `git ${args.join(' ')} failed: ${git.stderr}`);
   }

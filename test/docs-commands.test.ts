@@ -44,11 +44,23 @@ after(() => rmSync(root, { recursive: true, force: true }));
 const env = { VELTAIR_CACHE_DIR: join(root, 'cache') };
 const sharedDb = join(root, 'db');
 
-interface DocLine { readonly file: string; readonly line: number; readonly text: string }
-interface Block { readonly file: string; readonly line: number; readonly info: string; readonly lines: readonly DocLine[] }
+interface DocLine {
+  readonly file: string;
+  readonly line: number;
+  readonly text: string;
+}
+interface Block {
+  readonly file: string;
+  readonly line: number;
+  readonly info: string;
+  readonly lines: readonly DocLine[];
+}
 
 function docFiles(): string[] {
-  const docs = readdirSync('docs').filter((f) => f.endsWith('.md')).sort().map((f) => join('docs', f));
+  const docs = readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => join('docs', f));
   return ['README.md', ...docs];
 }
 
@@ -57,18 +69,20 @@ function parseMarkdown(file: string): { blocks: Block[]; prose: DocLine[] } {
   const blocks: Block[] = [];
   const prose: DocLine[] = [];
   let open: { line: number; info: string; fence: string; body: DocLine[] } | undefined;
-  readFileSync(file, 'utf8').split('\n').forEach((text, i) => {
-    const fence = /^\s*(`{3,}|~{3,})(.*)$/.exec(text);
-    if (open === undefined) {
-      if (fence) open = { line: i + 1, info: fence[2]!.trim(), fence: fence[1]!, body: [] };
-      else prose.push({ file, line: i + 1, text });
-    } else if (fence && fence[1]!.startsWith(open.fence) && fence[2]!.trim() === '') {
-      blocks.push({ file, line: open.line, info: open.info, lines: open.body });
-      open = undefined;
-    } else {
-      open.body.push({ file, line: i + 1, text });
-    }
-  });
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((text, i) => {
+      const fence = /^\s*(`{3,}|~{3,})(.*)$/.exec(text);
+      if (open === undefined) {
+        if (fence) open = { line: i + 1, info: fence[2]!.trim(), fence: fence[1]!, body: [] };
+        else prose.push({ file, line: i + 1, text });
+      } else if (fence && fence[1]!.startsWith(open.fence) && fence[2]!.trim() === '') {
+        blocks.push({ file, line: open.line, info: open.info, lines: open.body });
+        open = undefined;
+      } else {
+        open.body.push({ file, line: i + 1, text });
+      }
+    });
   assert.ok(open === undefined, `${file}:${open?.line}: a fenced block is never closed`);
   return { blocks, prose };
 }
@@ -149,14 +163,14 @@ test('every veltair command in README.md and docs/ exists and names only flags i
   const problems: string[] = [];
   let checked = 0;
   for (const file of docFiles()) {
-    const candidates = [
-      ...fencedBlocks(file).flatMap((b) => logicalLines(b.lines)),
-      ...inlineSpans(file),
-    ];
+    const candidates = [...fencedBlocks(file).flatMap((b) => logicalLines(b.lines)), ...inlineSpans(file)];
     for (const l of candidates) {
       for (const inv of veltairInvocations(l.text)) {
         const cmd = resolveCommand(inv);
-        if ('error' in cmd) { problems.push(`${l.file}:${l.line}: ${cmd.error} (${inv})`); continue; }
+        if ('error' in cmd) {
+          problems.push(`${l.file}:${l.line}: ${cmd.error} (${inv})`);
+          continue;
+        }
         checked++;
         for (const flag of flagsOf(inv)) {
           if (!cmd.flags.has(flag)) {
@@ -177,19 +191,23 @@ test('every veltair command in README.md and docs/ exists and names only flags i
  */
 function sourcePaths(file: string): DocLine[] {
   const out: DocLine[] = [];
-  readFileSync(file, 'utf8').split('\n').forEach((text, i) => {
-    for (const m of text.matchAll(/(?<![\w./-])((?:\.\.\/)*src\/[\w./*{},-]*)/g)) {
-      const path = m[1]!.replace(/[.,]+$/, '');
-      const start = path.startsWith('../') ? normalize(join(dirname(file), path)) : path;
-      out.push({ file, line: i + 1, text: start });
-    }
-  });
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((text, i) => {
+      for (const m of text.matchAll(/(?<![\w./-])((?:\.\.\/)*src\/[\w./*{},-]*)/g)) {
+        const path = m[1]!.replace(/[.,]+$/, '');
+        const start = path.startsWith('../') ? normalize(join(dirname(file), path)) : path;
+        out.push({ file, line: i + 1, text: start });
+      }
+    });
   return out;
 }
 
 /** A glob (`*` within a name, `{a,b}` alternatives) as a regular expression over whole paths. */
 function globRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^$()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')
+  const body = glob
+    .replace(/[.+^$()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '[^/]*')
     .replace(/\{([^}]*)\}/g, (_, alts: string) => `(?:${alts.split(',').join('|')})`);
   return new RegExp(`^${body}$`);
 }
@@ -206,7 +224,10 @@ function pathExists(path: string): boolean {
 
 /** The docs and the results: README.md, docs/*.md, bench/RESULTS.md and the detail pages it links, bench/results/*.md. */
 function resultFiles(): string[] {
-  const details = readdirSync('bench/results').filter((f) => f.endsWith('.md')).sort().map((f) => join('bench/results', f));
+  const details = readdirSync('bench/results')
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => join('bench/results', f));
   return [...docFiles(), 'bench/RESULTS.md', ...details];
 }
 
@@ -217,7 +238,11 @@ function headingAnchors(file: string): Set<string> {
   for (const l of parseMarkdown(file).prose) {
     const m = /^#{1,6}\s+(.*)$/.exec(l.text);
     if (!m) continue;
-    const slug = m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+    const slug = m[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+      .replace(/ /g, '-');
     const n = seen.get(slug) ?? 0;
     seen.set(slug, n + 1);
     anchors.add(n === 0 ? slug : `${slug}-${n}`);
@@ -267,7 +292,10 @@ function stripComment(text: string): string {
   let quote: string | undefined;
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!;
-    if (quote) { if (c === quote) quote = undefined; continue; }
+    if (quote) {
+      if (c === quote) quote = undefined;
+      continue;
+    }
     if (c === '"' || c === "'") quote = c;
     else if (c === '#' && (i === 0 || /\s/.test(text[i - 1]!))) return text.slice(0, i);
   }
@@ -303,7 +331,8 @@ function assertJson(stdout: string, where: string) {
   try {
     JSON.parse(text);
   } catch {
-    for (const line of text.split('\n')) assert.doesNotThrow(() => JSON.parse(line), `${where}: --json printed something that is not JSON: ${line}`);
+    for (const line of text.split('\n'))
+      assert.doesNotThrow(() => JSON.parse(line), `${where}: --json printed something that is not JSON: ${line}`);
   }
 }
 
@@ -327,8 +356,13 @@ for (const file of runnableFiles) {
     writeFileSync(join(dir, 'x.npy'), encodeNpy({ dtype: 'float32', shape: [1, 3, 8, 8], data: x }));
     for (const { at, argv } of runnableCommands(file)) {
       const where = `${at.file}:${at.line}: veltair ${argv.join(' ')}`;
-      const r = await execa(process.execPath, [BIN, ...withBudget(argv)],
-        { cwd: dir, reject: false, stdin: 'ignore', env, timeout: COMMAND_TIMEOUT_MS });
+      const r = await execa(process.execPath, [BIN, ...withBudget(argv)], {
+        cwd: dir,
+        reject: false,
+        stdin: 'ignore',
+        env,
+        timeout: COMMAND_TIMEOUT_MS,
+      });
       assert.equal(r.exitCode, 0, `${where}\nexit ${r.exitCode}${r.timedOut ? ' (timed out)' : ''}\n${r.stderr}`);
       if (argv.includes('--json')) assertJson(r.stdout, where);
     }

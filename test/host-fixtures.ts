@@ -31,7 +31,9 @@ export interface HostFixture {
 const DIR = join(process.cwd(), 'test', 'fixtures', 'hosts');
 
 export function hostFixtures(): HostFixture[] {
-  return readdirSync(DIR).filter((f) => f.endsWith('.json')).sort()
+  return readdirSync(DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
     .map((f) => JSON.parse(readFileSync(join(DIR, f), 'utf8')) as HostFixture);
 }
 

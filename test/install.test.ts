@@ -38,8 +38,23 @@ test('the packed tarball installs without development dependencies and its comma
   const inspect = await v(['inspect', 'tiny.onnx', '--json']);
   assert.equal(inspect.exitCode, 0, inspect.stderr);
   assert.equal((JSON.parse(inspect.stdout) as { totals: { tunableLayers: number } }).totals.tunableLayers, 2);
-  const compile = await v(['compile', 'tiny.onnx', '-o', 'tiny.bundle', '--trials', '1', '--levels', '0', '--max-versions', '1',
-    '--profile-threads', 'none', '--db', 'db', '--json']);
+  const compile = await v([
+    'compile',
+    'tiny.onnx',
+    '-o',
+    'tiny.bundle',
+    '--trials',
+    '1',
+    '--levels',
+    '0',
+    '--max-versions',
+    '1',
+    '--profile-threads',
+    'none',
+    '--db',
+    'db',
+    '--json',
+  ]);
   assert.equal(compile.exitCode, 0, compile.stderr);
   writeFileSync(join(app, 'input.npy'), encodeNpy({ dtype: 'float32', shape: [1, 3, 8, 8], data: new Float32Array(192).fill(0.5) }));
   const run = await v(['run', 'tiny.bundle', '--input', 'input=input.npy', '--output-dir', 'out', '--json']);

@@ -10,7 +10,7 @@ function batchNorm(y: Float64Array, shape: readonly number[], bn: readonly Tenso
   const out = new Float64Array(y.length);
   for (let i = 0; i < y.length; i++) {
     const ch = Math.floor(i / (h * w)) % c;
-    out[i] = (y[i]! - mean[ch]!) / Math.sqrt(variance[ch]! + eps) * gamma[ch]! + beta[ch]!;
+    out[i] = ((y[i]! - mean[ch]!) / Math.sqrt(variance[ch]! + eps)) * gamma[ch]! + beta[ch]!;
   }
   void n;
   return out;
@@ -25,23 +25,43 @@ function convBnCase(seed: number, opts: { groups: number; bias: boolean; cin: nu
   const oh = Math.floor((7 + 2 - 3) / 2) + 1;
   const ow = Math.floor((6 + 2 - 5) / 1) + 1;
   const ys = [2, cout, oh, ow];
-  const bn = [randomTensor([cout], rand, 0.5, 2), randomTensor([cout], rand), randomTensor([cout], rand),
-    randomTensor([cout], rand, 0.1, 3)];
+  const bn = [
+    randomTensor([cout], rand, 0.5, 2),
+    randomTensor([cout], rand),
+    randomTensor([cout], rand),
+    randomTensor([cout], rand, 0.1, 3),
+  ];
   const constants: Record<string, Tensor> = {
-    w: randomTensor(ws, rand), gamma: bn[0]!, beta: bn[1]!, mean: bn[2]!, var: bn[3]!,
+    w: randomTensor(ws, rand),
+    gamma: bn[0]!,
+    beta: bn[1]!,
+    mean: bn[2]!,
+    var: bn[3]!,
   };
   if (opts.bias) constants.b = randomTensor([cout], rand);
   const m = fixture({
-    inputs: { x: xs }, outputs: ['z'], constants,
+    inputs: { x: xs },
+    outputs: ['z'],
+    constants,
     nodes: [
-      { op: 'Conv', inputs: opts.bias ? ['x', 'w', 'b'] : ['x', 'w'], outputs: 'y', shape: ys, name: 'conv',
-        attrs: { group: groups, strides: [2, 1], pads: [1, 0, 1, 2], dilations: [1, 2], kernel_shape: [3, 3] } },
+      {
+        op: 'Conv',
+        inputs: opts.bias ? ['x', 'w', 'b'] : ['x', 'w'],
+        outputs: 'y',
+        shape: ys,
+        name: 'conv',
+        attrs: { group: groups, strides: [2, 1], pads: [1, 0, 1, 2], dilations: [1, 2], kernel_shape: [3, 3] },
+      },
       { op: 'BatchNormalization', inputs: ['y', 'gamma', 'beta', 'mean', 'var'], outputs: 'z', shape: ys, attrs: { epsilon: 1e-3 } },
     ],
   });
   const x = randomTensor(xs, rand);
-  const ref = batchNorm(naiveConv(values(x), xs, values(constants.w), ws, opts.bias ? values(constants.b) : undefined, geo).data,
-    ys, bn, 1e-3);
+  const ref = batchNorm(
+    naiveConv(values(x), xs, values(constants.w), ws, opts.bias ? values(constants.b) : undefined, geo).data,
+    ys,
+    bn,
+    1e-3,
+  );
   return { m, x, xs, ws, geo, ref };
 }
 
@@ -71,16 +91,25 @@ for (const [label, opts] of [
 test('BN is not folded when the conv output has another reader; it becomes its own layer', () => {
   const rand = rng(3);
   const m = fixture({
-    inputs: { x: [1, 2, 4, 4] }, outputs: ['z', 'y'],
-    constants: { w: randomTensor([3, 2, 1, 1], rand), s: randomTensor([3], rand), b: randomTensor([3], rand),
-      mu: randomTensor([3], rand), v: randomTensor([3], rand, 0.5, 1) },
+    inputs: { x: [1, 2, 4, 4] },
+    outputs: ['z', 'y'],
+    constants: {
+      w: randomTensor([3, 2, 1, 1], rand),
+      s: randomTensor([3], rand),
+      b: randomTensor([3], rand),
+      mu: randomTensor([3], rand),
+      v: randomTensor([3], rand, 0.5, 1),
+    },
     nodes: [
       { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: [1, 3, 4, 4] },
       { op: 'BatchNormalization', inputs: ['y', 's', 'b', 'mu', 'v'], outputs: 'z', shape: [1, 3, 4, 4] },
     ],
   });
   const g = lowerToLayers(m);
-  assert.deepEqual(g.layers.map((l) => l.op), ['conv2d', 'batchnormalization']);
+  assert.deepEqual(
+    g.layers.map((l) => l.op),
+    ['conv2d', 'batchnormalization'],
+  );
   assert.deepEqual(g.layers[0]!.epilogue, []);
   assert.deepEqual(values(g.layers[0]!.params.weight), values(m.constants.get('w')));
   const bn = g.layers[1]!;
@@ -93,9 +122,15 @@ test('BN is not folded when the conv output has another reader; it becomes its o
 test('BN after a ReLU is not folded (the fold would be wrong after a non-linearity)', () => {
   const rand = rng(4);
   const m = fixture({
-    inputs: { x: [1, 2, 4, 4] }, outputs: ['z'],
-    constants: { w: randomTensor([3, 2, 1, 1], rand), s: randomTensor([3], rand), b: randomTensor([3], rand),
-      mu: randomTensor([3], rand), v: randomTensor([3], rand, 0.5, 1) },
+    inputs: { x: [1, 2, 4, 4] },
+    outputs: ['z'],
+    constants: {
+      w: randomTensor([3, 2, 1, 1], rand),
+      s: randomTensor([3], rand),
+      b: randomTensor([3], rand),
+      mu: randomTensor([3], rand),
+      v: randomTensor([3], rand, 0.5, 1),
+    },
     nodes: [
       { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: [1, 3, 4, 4] },
       { op: 'Relu', inputs: ['y'], outputs: 'r', shape: [1, 3, 4, 4] },
@@ -103,6 +138,9 @@ test('BN after a ReLU is not folded (the fold would be wrong after a non-lineari
     ],
   });
   const g = lowerToLayers(m);
-  assert.deepEqual(g.layers.map((l) => l.op), ['conv2d', 'batchnormalization']);
+  assert.deepEqual(
+    g.layers.map((l) => l.op),
+    ['conv2d', 'batchnormalization'],
+  );
   assert.deepEqual(g.layers[0]!.workload?.epilogue, ['relu']);
 });

@@ -29,7 +29,9 @@ async function withModel<T>(spec: ModelSpec, fn: (file: string, graph: LayerGrap
 
 async function runOrt(file: string, feeds: Record<string, Tensor>, output: string): Promise<Float32Array> {
   const session = await ort.InferenceSession.create(file);
-  const ortFeeds = Object.fromEntries(Object.entries(feeds).map(([k, t]) => [k, new ort.Tensor('float32', t.data as Float32Array, [...t.dims])]));
+  const ortFeeds = Object.fromEntries(
+    Object.entries(feeds).map(([k, t]) => [k, new ort.Tensor('float32', t.data as Float32Array, [...t.dims])]),
+  );
   const result = await session.run(ortFeeds);
   return result[output]!.data as Float32Array;
 }
@@ -37,9 +39,12 @@ async function runOrt(file: string, feeds: Record<string, Tensor>, output: strin
 test('conv (auto_pad SAME_UPPER, stride 2) + BN + ReLU from a file: folded params reproduce ONNX Runtime', async () => {
   const rand = rng(31);
   const inits = new Map<string, Tensor>([
-    ['w', randomTensor([4, 3, 3, 3], rand)], ['b', randomTensor([4], rand)],
-    ['s', randomTensor([4], rand, 0.5, 2)], ['sh', randomTensor([4], rand)],
-    ['mu', randomTensor([4], rand)], ['var', randomTensor([4], rand, 0.2, 2)],
+    ['w', randomTensor([4, 3, 3, 3], rand)],
+    ['b', randomTensor([4], rand)],
+    ['s', randomTensor([4], rand, 0.5, 2)],
+    ['sh', randomTensor([4], rand)],
+    ['mu', randomTensor([4], rand)],
+    ['var', randomTensor([4], rand, 0.2, 2)],
   ]);
   const spec: ModelSpec = {
     inputs: [{ name: 'x', dtype: 'float32', shape: [1, 3, 9, 9] }],
@@ -54,13 +59,20 @@ test('conv (auto_pad SAME_UPPER, stride 2) + BN + ReLU from a file: folded param
   };
   const x = randomTensor([1, 3, 9, 9], rand);
   await withModel(spec, async (file, g) => {
-    assert.deepEqual(g.layers.map((l) => l.op), ['conv2d']);
+    assert.deepEqual(
+      g.layers.map((l) => l.op),
+      ['conv2d'],
+    );
     const conv = g.layers[0]!;
     assert.deepEqual(conv.workload?.epilogue, ['bias', 'relu']);
     assert.deepEqual(conv.outputs, ['y']);
     const pads = conv.attrs.pads as [number, number, number, number];
-    const ours = naiveConv(values(x), [1, 3, 9, 9], values(conv.params.weight), [4, 3, 3, 3], values(conv.params.bias),
-      { groups: 1, strides: [2, 2], pads, dilations: [1, 1] });
+    const ours = naiveConv(values(x), [1, 3, 9, 9], values(conv.params.weight), [4, 3, 3, 3], values(conv.params.bias), {
+      groups: 1,
+      strides: [2, 2],
+      pads,
+      dilations: [1, 1],
+    });
     assert.deepEqual(ours.shape, [...conv.outputShape]);
     const relu = ours.data.map((v) => Math.max(0, v));
     const reference = await runOrt(file, { x }, 'y');
@@ -73,21 +85,28 @@ test('Gemm transB/alpha/beta from a file: dense weight and bias reproduce ONNX R
   const spec: ModelSpec = {
     inputs: [{ name: 'a', dtype: 'float32', shape: [2, 5] }],
     outputs: [{ name: 'y', dtype: 'float32' }],
-    initializers: new Map([['b', randomTensor([4, 5], rand)], ['c', randomTensor([4], rand)]]),
+    initializers: new Map([
+      ['b', randomTensor([4, 5], rand)],
+      ['c', randomTensor([4], rand)],
+    ]),
     nodes: [{ op: 'Gemm', inputs: ['a', 'b', 'c'], outputs: ['y'], attrs: { transB: 1, alpha: { float: 0.5 }, beta: { float: 2 } } }],
   };
   const a = randomTensor([2, 5], rand);
   await withModel(spec, async (file, g) => {
-    assert.deepEqual(g.layers.map((l) => l.op), ['dense']);
+    assert.deepEqual(
+      g.layers.map((l) => l.op),
+      ['dense'],
+    );
     const w = values(g.layers[0]!.params.weight);
     const bias = values(g.layers[0]!.params.bias);
     const av = values(a);
     const ours = new Float64Array(8);
-    for (let i = 0; i < 2; i++) for (let j = 0; j < 4; j++) {
-      let acc = bias[j]!;
-      for (let p = 0; p < 5; p++) acc += av[i * 5 + p]! * w[p * 4 + j]!;
-      ours[i * 4 + j] = acc;
-    }
+    for (let i = 0; i < 2; i++)
+      for (let j = 0; j < 4; j++) {
+        let acc = bias[j]!;
+        for (let p = 0; p < 5; p++) acc += av[i * 5 + p]! * w[p * 4 + j]!;
+        ours[i * 4 + j] = acc;
+      }
     const reference = await runOrt(file, { a }, 'y');
     assert.ok(maxRelErr(ours, reference) < 1e-5, `error ${maxRelErr(ours, reference)}`);
   });
@@ -101,9 +120,17 @@ test('a transformer FFN as exporters write it (decomposed LN, MatMul+Add, erf GE
     inputs: [{ name: 'x', dtype: 'float32', shape: X }],
     outputs: [{ name: 'y', dtype: 'float32' }],
     initializers: new Map<string, Tensor>([
-      ['two', scalar(2)], ['eps', scalar(1e-12)], ['g', randomTensor([8], rand)], ['bt', randomTensor([8], rand)],
-      ['w1', randomTensor([8, 16], rand)], ['b1', randomTensor([16], rand)], ['w2', randomTensor([16, 8], rand)], ['b2', randomTensor([8], rand)],
-      ['sqrt2', scalar(Math.SQRT2)], ['one', scalar(1)], ['half', scalar(0.5)],
+      ['two', scalar(2)],
+      ['eps', scalar(1e-12)],
+      ['g', randomTensor([8], rand)],
+      ['bt', randomTensor([8], rand)],
+      ['w1', randomTensor([8, 16], rand)],
+      ['b1', randomTensor([16], rand)],
+      ['w2', randomTensor([16, 8], rand)],
+      ['b2', randomTensor([8], rand)],
+      ['sqrt2', scalar(Math.SQRT2)],
+      ['one', scalar(1)],
+      ['half', scalar(0.5)],
     ]),
     nodes: [
       { op: 'ReduceMean', inputs: ['x'], outputs: ['mu'], attrs: { axes: [-1] } },
@@ -128,12 +155,21 @@ test('a transformer FFN as exporters write it (decomposed LN, MatMul+Add, erf GE
     ],
   };
   await withModel(spec, async (_file, g) => {
-    assert.deepEqual(g.layers.map((l) => l.op), ['layernormalization', 'dense', 'dense']);
-    assert.deepEqual(g.layers.map((l) => l.workload?.epilogue), [undefined, ['bias', 'gelu'], ['bias', 'residual_add']]);
+    assert.deepEqual(
+      g.layers.map((l) => l.op),
+      ['layernormalization', 'dense', 'dense'],
+    );
+    assert.deepEqual(
+      g.layers.map((l) => l.workload?.epilogue),
+      [undefined, ['bias', 'gelu'], ['bias', 'residual_add']],
+    );
     assert.deepEqual(g.layers[2]!.epilogue[1], { kind: 'residual_add', value: 'ln' });
     const ffn1 = g.layers[1]!.workload;
     assert.ok(ffn1 !== undefined && ffn1.op === 'dense');
     assert.deepEqual([ffn1.m, ffn1.k, ffn1.n], [6, 8, 16]);
-    assert.deepEqual(values(g.layers[0]!.params.Scale), values(spec.initializers instanceof Map ? spec.initializers.get('g') : tensor([0])));
+    assert.deepEqual(
+      values(g.layers[0]!.params.Scale),
+      values(spec.initializers instanceof Map ? spec.initializers.get('g') : tensor([0])),
+    );
   });
 });

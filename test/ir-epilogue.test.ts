@@ -8,25 +8,35 @@ const S = [1, 4, 5, 5];
 
 function bnConsts(prefix: string, rand: () => number): Record<string, Tensor> {
   return {
-    [`${prefix}_s`]: randomTensor([4], rand, 0.5, 1.5), [`${prefix}_b`]: randomTensor([4], rand),
-    [`${prefix}_m`]: randomTensor([4], rand), [`${prefix}_v`]: randomTensor([4], rand, 0.5, 1),
+    [`${prefix}_s`]: randomTensor([4], rand, 0.5, 1.5),
+    [`${prefix}_b`]: randomTensor([4], rand),
+    [`${prefix}_m`]: randomTensor([4], rand),
+    [`${prefix}_v`]: randomTensor([4], rand, 0.5, 1),
   };
 }
 
 function convBn(prefix: string, input: string, out: string): FixtureNode[] {
   return [
     { op: 'Conv', inputs: [input, `${prefix}_w`], outputs: `${prefix}_y`, shape: S, name: prefix, attrs: { pads: [1, 1, 1, 1] } },
-    { op: 'BatchNormalization', inputs: [`${prefix}_y`, `${prefix}_s`, `${prefix}_b`, `${prefix}_m`, `${prefix}_v`], outputs: out, shape: S },
+    {
+      op: 'BatchNormalization',
+      inputs: [`${prefix}_y`, `${prefix}_s`, `${prefix}_b`, `${prefix}_m`, `${prefix}_v`],
+      outputs: out,
+      shape: S,
+    },
   ];
 }
 
 function resnetBlock(residualFirst: boolean) {
   const rand = rng(11);
   return fixture({
-    inputs: { x: S }, outputs: ['out'],
+    inputs: { x: S },
+    outputs: ['out'],
     constants: {
-      c1_w: randomTensor([4, 4, 3, 3], rand), c2_w: randomTensor([4, 4, 3, 3], rand),
-      ...bnConsts('c1', rand), ...bnConsts('c2', rand),
+      c1_w: randomTensor([4, 4, 3, 3], rand),
+      c2_w: randomTensor([4, 4, 3, 3], rand),
+      ...bnConsts('c1', rand),
+      ...bnConsts('c2', rand),
     },
     nodes: [
       ...convBn('c1', 'x', 'bn1'),
@@ -41,8 +51,11 @@ function resnetBlock(residualFirst: boolean) {
 test('ResNet basic block: conv+BN+ReLU, then conv+BN + residual add + ReLU, fused in that order', () => {
   for (const residualFirst of [false, true]) {
     const g = lowerToLayers(resnetBlock(residualFirst));
-    assert.deepEqual(g.layers.map((l) => l.op), ['conv2d', 'conv2d']);
-    const [a, b] = g.layers as [typeof g.layers[0], typeof g.layers[0]];
+    assert.deepEqual(
+      g.layers.map((l) => l.op),
+      ['conv2d', 'conv2d'],
+    );
+    const [a, b] = g.layers as [(typeof g.layers)[0], (typeof g.layers)[0]];
     assert.deepEqual(a.workload?.epilogue, ['bias', 'relu']);
     assert.deepEqual(a.outputs, ['r1']);
     assert.deepEqual(b.workload?.epilogue, ['bias', 'residual_add', 'relu']);
@@ -58,19 +71,23 @@ test('ResNet basic block: conv+BN+ReLU, then conv+BN + residual add + ReLU, fuse
 
 test('ReLU before the residual add gives a different epilogue order and key', () => {
   const rand = rng(5);
-  const make = (reluFirst: boolean) => fixture({
-    inputs: { x: S }, outputs: ['out'],
-    constants: { w: randomTensor([4, 4, 3, 3], rand) },
-    nodes: reluFirst ? [
-      { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S, attrs: { pads: [1, 1, 1, 1] } },
-      { op: 'Relu', inputs: ['y'], outputs: 'r', shape: S },
-      { op: 'Add', inputs: ['r', 'x'], outputs: 'out', shape: S },
-    ] : [
-      { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S, attrs: { pads: [1, 1, 1, 1] } },
-      { op: 'Add', inputs: ['y', 'x'], outputs: 'r', shape: S },
-      { op: 'Relu', inputs: ['r'], outputs: 'out', shape: S },
-    ],
-  });
+  const make = (reluFirst: boolean) =>
+    fixture({
+      inputs: { x: S },
+      outputs: ['out'],
+      constants: { w: randomTensor([4, 4, 3, 3], rand) },
+      nodes: reluFirst
+        ? [
+            { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S, attrs: { pads: [1, 1, 1, 1] } },
+            { op: 'Relu', inputs: ['y'], outputs: 'r', shape: S },
+            { op: 'Add', inputs: ['r', 'x'], outputs: 'out', shape: S },
+          ]
+        : [
+            { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S, attrs: { pads: [1, 1, 1, 1] } },
+            { op: 'Add', inputs: ['y', 'x'], outputs: 'r', shape: S },
+            { op: 'Relu', inputs: ['r'], outputs: 'out', shape: S },
+          ],
+    });
   const first = lowerToLayers(make(true)).layers;
   const second = lowerToLayers(make(false)).layers;
   assert.equal(first.length, 1);
@@ -82,23 +99,39 @@ test('ReLU before the residual add gives a different epilogue order and key', ()
 test('projection shortcut: the fused layer runs after the branch whose output it adds', () => {
   const rand = rng(6);
   const m = fixture({
-    inputs: { x: S }, outputs: ['out'],
-    constants: { a_w: randomTensor([4, 4, 3, 3], rand), p_w: randomTensor([4, 4, 3, 3], rand), ...bnConsts('a', rand), ...bnConsts('p', rand) },
-    nodes: [...convBn('a', 'x', 'abn'), ...convBn('p', 'x', 'pbn'),
+    inputs: { x: S },
+    outputs: ['out'],
+    constants: {
+      a_w: randomTensor([4, 4, 3, 3], rand),
+      p_w: randomTensor([4, 4, 3, 3], rand),
+      ...bnConsts('a', rand),
+      ...bnConsts('p', rand),
+    },
+    nodes: [
+      ...convBn('a', 'x', 'abn'),
+      ...convBn('p', 'x', 'pbn'),
       { op: 'Add', inputs: ['abn', 'pbn'], outputs: 'sum', shape: S },
-      { op: 'Relu', inputs: ['sum'], outputs: 'out', shape: S }],
+      { op: 'Relu', inputs: ['sum'], outputs: 'out', shape: S },
+    ],
   });
   const g = lowerToLayers(m);
-  assert.deepEqual(g.layers.map((l) => l.name), ['p', 'a']);
+  assert.deepEqual(
+    g.layers.map((l) => l.name),
+    ['p', 'a'],
+  );
   assert.deepEqual(g.layers[0]!.workload?.epilogue, ['bias']);
   assert.deepEqual(g.layers[1]!.workload?.epilogue, ['bias', 'residual_add', 'relu']);
   assert.deepEqual(g.layers[1]!.epilogue[1], { kind: 'residual_add', value: 'pbn' });
-  assert.deepEqual(g.layers.map((l) => l.index), [0, 1]);
+  assert.deepEqual(
+    g.layers.map((l) => l.index),
+    [0, 1],
+  );
 });
 
 test('a constant add after an activation is not a bias: it stays a layer', () => {
   const m = fixture({
-    inputs: { x: S }, outputs: ['out'],
+    inputs: { x: S },
+    outputs: ['out'],
     constants: { w: tensor([4, 4, 1, 1]), c: tensor([4, 1, 1], [1, 2, 3, 4]) },
     nodes: [
       { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S },
@@ -107,7 +140,10 @@ test('a constant add after an activation is not a bias: it stays a layer', () =>
     ],
   });
   const g = lowerToLayers(m);
-  assert.deepEqual(g.layers.map((l) => l.op), ['conv2d', 'add']);
+  assert.deepEqual(
+    g.layers.map((l) => l.op),
+    ['conv2d', 'add'],
+  );
   assert.deepEqual(g.layers[0]!.workload?.epilogue, ['relu']);
   assert.deepEqual(values(g.layers[1]!.params.B), Float64Array.of(1, 2, 3, 4));
   assert.equal(g.layers[1]!.macs, 100);
@@ -115,7 +151,8 @@ test('a constant add after an activation is not a bias: it stays a layer', () =>
 
 test('a per-channel constant add directly after a conv becomes its bias', () => {
   const m = fixture({
-    inputs: { x: S }, outputs: ['out'],
+    inputs: { x: S },
+    outputs: ['out'],
     constants: { w: tensor([4, 4, 1, 1]), b: tensor([4], [1, 1, 1, 1]), c: tensor([1, 4, 1, 1], [1, 2, 3, 4]) },
     nodes: [
       { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: 'y', shape: S },
@@ -128,15 +165,17 @@ test('a per-channel constant add directly after a conv becomes its bias', () => 
 });
 
 test('activations with parameters keep them on the step, not in the key', () => {
-  const make = (lo: number, hi: number) => fixture({
-    inputs: { x: S }, outputs: ['out'],
-    constants: { w: tensor([4, 4, 1, 1]), lo: scalar(lo), hi: scalar(hi) },
-    nodes: [
-      { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S },
-      { op: 'Clip', inputs: ['y', 'lo', 'hi'], outputs: 'c', shape: S },
-      { op: 'LeakyRelu', inputs: ['c'], outputs: 'out', shape: S, attrs: { alpha: 0.25 } },
-    ],
-  });
+  const make = (lo: number, hi: number) =>
+    fixture({
+      inputs: { x: S },
+      outputs: ['out'],
+      constants: { w: tensor([4, 4, 1, 1]), lo: scalar(lo), hi: scalar(hi) },
+      nodes: [
+        { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S },
+        { op: 'Clip', inputs: ['y', 'lo', 'hi'], outputs: 'c', shape: S },
+        { op: 'LeakyRelu', inputs: ['c'], outputs: 'out', shape: S, attrs: { alpha: 0.25 } },
+      ],
+    });
   const [six] = lowerToLayers(make(0, 6)).layers;
   const [four] = lowerToLayers(make(0, 4)).layers;
   assert.deepEqual(six!.epilogue, [
@@ -149,7 +188,8 @@ test('activations with parameters keep them on the step, not in the key', () => 
 
 test('x·sigmoid(x) after a conv is fused as SiLU', () => {
   const m = fixture({
-    inputs: { x: S }, outputs: ['out'],
+    inputs: { x: S },
+    outputs: ['out'],
     constants: { w: tensor([4, 4, 1, 1]) },
     nodes: [
       { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S },
@@ -162,10 +202,14 @@ test('x·sigmoid(x) after a conv is fused as SiLU', () => {
   assert.deepEqual(g.layers[0]!.workload?.epilogue, ['silu']);
 });
 
-for (const [label, alpha, fused] of [['1/6 (PyTorch HardSwish)', 1 / 6, true], ['0.2 (not HardSwish)', 0.2, false]] as const) {
+for (const [label, alpha, fused] of [
+  ['1/6 (PyTorch HardSwish)', 1 / 6, true],
+  ['0.2 (not HardSwish)', 0.2, false],
+] as const) {
   test(`x·HardSigmoid(x) with alpha ${label} after a conv ${fused ? 'fuses as hard_swish' : 'stays a separate gate'}`, () => {
     const m = fixture({
-      inputs: { x: S }, outputs: ['out'],
+      inputs: { x: S },
+      outputs: ['out'],
       constants: { w: tensor([4, 4, 1, 1]) },
       nodes: [
         { op: 'Conv', inputs: ['x', 'w'], outputs: 'y', shape: S },
@@ -179,7 +223,13 @@ for (const [label, alpha, fused] of [['1/6 (PyTorch HardSwish)', 1 / 6, true], [
       assert.deepEqual(g.layers[0]!.workload?.epilogue, ['hard_swish']);
     } else {
       // not HardSwish: the gate and the multiply run as one elementwise chain (x·hardsigmoid(x)) after the conv
-      assert.deepEqual(g.layers.map((l) => [l.op, l.attrs['fused']]), [['conv2d', undefined], ['elementwise_chain', 'hardsigmoid+mul']]);
+      assert.deepEqual(
+        g.layers.map((l) => [l.op, l.attrs['fused']]),
+        [
+          ['conv2d', undefined],
+          ['elementwise_chain', 'hardsigmoid+mul'],
+        ],
+      );
     }
   });
 }
@@ -190,12 +240,20 @@ test('no fusion across a value that something else reads or that is a graph outp
     { op: 'Relu', inputs: ['y'], outputs: 'r', shape: S },
   ];
   const twoReaders = fixture({
-    inputs: { x: S }, outputs: ['r', 'm'], constants: { w: tensor([4, 4, 1, 1]) },
+    inputs: { x: S },
+    outputs: ['r', 'm'],
+    constants: { w: tensor([4, 4, 1, 1]) },
     nodes: [...nodes, { op: 'Mul', inputs: ['y', 'y'], outputs: 'm', shape: S }],
   });
-  assert.deepEqual(lowerToLayers(twoReaders).layers.map((l) => l.op), ['conv2d', 'relu', 'mul']);
+  assert.deepEqual(
+    lowerToLayers(twoReaders).layers.map((l) => l.op),
+    ['conv2d', 'relu', 'mul'],
+  );
   const visible = fixture({ inputs: { x: S }, outputs: ['y', 'r'], constants: { w: tensor([4, 4, 1, 1]) }, nodes });
   const g = lowerToLayers(visible);
-  assert.deepEqual(g.layers.map((l) => l.op), ['conv2d', 'relu']);
+  assert.deepEqual(
+    g.layers.map((l) => l.op),
+    ['conv2d', 'relu'],
+  );
   assert.deepEqual(g.layers[0]!.epilogue, []);
 });

@@ -42,7 +42,9 @@ export function fixture(spec: FixtureSpec): InferredModel {
   const nodes: OnnxNode[] = spec.nodes.map((n) => {
     const outputs = typeof n.outputs === 'string' ? [n.outputs] : [...n.outputs];
     const shapes = (typeof n.shape[0] === 'number' ? [n.shape] : n.shape) as readonly (readonly number[])[];
-    outputs.forEach((o, i) => { if (o !== '') types.set(o, { dtype: n.dtype ?? 'float32', shape: shapes[i] ?? shapes[0]! }); });
+    outputs.forEach((o, i) => {
+      if (o !== '') types.set(o, { dtype: n.dtype ?? 'float32', shape: shapes[i] ?? shapes[0]! });
+    });
     return {
       name: n.name ?? '',
       opType: n.op,
@@ -59,7 +61,10 @@ export function fixture(spec: FixtureSpec): InferredModel {
   };
   return {
     model: {
-      path: 'fixture.onnx', sha256: '', irVersion: 8, producer: 'test',
+      path: 'fixture.onnx',
+      sha256: '',
+      irVersion: 8,
+      producer: 'test',
       opsetImports: new Map([['', spec.opset ?? 17]]),
       graph: { name: 'g', nodes: [], initializers: new Map(), inputs: [], outputs: [], valueInfo: new Map() },
     },
@@ -81,7 +86,10 @@ export function tensor(dims: readonly number[], data?: ArrayLike<number>): Tenso
 
 export function randomTensor(dims: readonly number[], rand: () => number, lo = -1, hi = 1): Tensor {
   const n = dims.reduce((a, b) => a * b, 1);
-  return tensor(dims, Array.from({ length: n }, () => lo + (hi - lo) * rand()));
+  return tensor(
+    dims,
+    Array.from({ length: n }, () => lo + (hi - lo) * rand()),
+  );
 }
 
 export function scalar(v: number): Tensor {
@@ -100,8 +108,14 @@ export interface ConvGeometry {
 }
 
 /** Direct NCHW convolution in float64: the reference the folded weights are checked against. */
-export function naiveConv(x: ArrayLike<number>, xs: readonly number[], w: ArrayLike<number>, ws: readonly number[],
-  bias: ArrayLike<number> | undefined, geo: ConvGeometry): { data: Float64Array; shape: number[] } {
+export function naiveConv(
+  x: ArrayLike<number>,
+  xs: readonly number[],
+  w: ArrayLike<number>,
+  ws: readonly number[],
+  bias: ArrayLike<number> | undefined,
+  geo: ConvGeometry,
+): { data: Float64Array; shape: number[] } {
   const [n, c, h, wd] = xs as [number, number, number, number];
   const [o, cg, kh, kw] = ws as [number, number, number, number];
   const [sh, sw] = geo.strides;
@@ -111,19 +125,23 @@ export function naiveConv(x: ArrayLike<number>, xs: readonly number[], w: ArrayL
   const ow = Math.floor((wd + pl + pr - ((kw - 1) * dw + 1)) / sw) + 1;
   const opg = o / geo.groups;
   const out = new Float64Array(n * o * oh * ow);
-  for (let b = 0; b < n; b++) for (let oc = 0; oc < o; oc++) {
-    const grp = Math.floor(oc / opg);
-    for (let y = 0; y < oh; y++) for (let xx = 0; xx < ow; xx++) {
-      let acc = bias === undefined ? 0 : bias[oc]!;
-      for (let ic = 0; ic < cg; ic++) for (let ky = 0; ky < kh; ky++) for (let kx = 0; kx < kw; kx++) {
-        const iy = y * sh - pt + ky * dh;
-        const ix = xx * sw - pl + kx * dw;
-        if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
-        acc += x[((b * c + grp * cg + ic) * h + iy) * wd + ix]! * w[((oc * cg + ic) * kh + ky) * kw + kx]!;
-      }
-      out[((b * o + oc) * oh + y) * ow + xx] = acc;
+  for (let b = 0; b < n; b++)
+    for (let oc = 0; oc < o; oc++) {
+      const grp = Math.floor(oc / opg);
+      for (let y = 0; y < oh; y++)
+        for (let xx = 0; xx < ow; xx++) {
+          let acc = bias === undefined ? 0 : bias[oc]!;
+          for (let ic = 0; ic < cg; ic++)
+            for (let ky = 0; ky < kh; ky++)
+              for (let kx = 0; kx < kw; kx++) {
+                const iy = y * sh - pt + ky * dh;
+                const ix = xx * sw - pl + kx * dw;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                acc += x[((b * c + grp * cg + ic) * h + iy) * wd + ix]! * w[((oc * cg + ic) * kh + ky) * kw + kx]!;
+              }
+          out[((b * o + oc) * oh + y) * ow + xx] = acc;
+        }
     }
-  }
   return { data: out, shape: [n, o, oh, ow] };
 }
 

@@ -27,8 +27,16 @@ import { matchesOrt, model as oneInputModel, prepare } from './runtime-kernels-f
 const C = 20;
 const HW = 6;
 const ints = (values: number[]): Tensor => ({ dtype: 'int64', dims: [values.length], data: new Float64Array(values) });
-const weights = (dims: number[], seed: number): Tensor => ({ dtype: 'float32', dims,
-  data: seeded(dims.reduce((a, b) => a * b, 1), seed, -0.5, 0.5) });
+const weights = (dims: number[], seed: number): Tensor => ({
+  dtype: 'float32',
+  dims,
+  data: seeded(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+    -0.5,
+    0.5,
+  ),
+});
 
 /** concat(a, b) → channel shuffle (groups 2); `lo`/`hi` take the two halves when given, else the shuffle is `y`. */
 function shuffleTail(a: string, b: string, tag: string, out: { lo: string; hi: string } | { y: string }): NodeSpec[] {
@@ -38,9 +46,12 @@ function shuffleTail(a: string, b: string, tag: string, out: { lo: string; hi: s
     { op: 'Reshape', inputs: [`cat${tag}`, 'to5'], outputs: [`r5${tag}`] },
     { op: 'Transpose', inputs: [`r5${tag}`], outputs: [`t5${tag}`], attrs: { perm: [0, 2, 1, 3, 4] } },
     { op: 'Reshape', inputs: [`t5${tag}`, 'to4'], outputs: [y] },
-    ...('lo' in out ? [
-      { op: 'Slice', inputs: [y, 's0', 'e0', 'ax'], outputs: [out.lo] },
-      { op: 'Slice', inputs: [y, 'e0', 'e1', 'ax'], outputs: [out.hi] }] : []),
+    ...('lo' in out
+      ? [
+          { op: 'Slice', inputs: [y, 's0', 'e0', 'ax'], outputs: [out.lo] },
+          { op: 'Slice', inputs: [y, 'e0', 'e1', 'ax'], outputs: [out.hi] },
+        ]
+      : []),
   ];
 }
 
@@ -49,17 +60,32 @@ const conv1x1 = (x: string, w: string, y: string): NodeSpec[] => [
   { op: 'Relu', inputs: [`${y}_c`], outputs: [y] },
 ];
 
-const shapeInits: [string, Tensor][] = [['to5', ints([1, 2, C, HW, HW])], ['to4', ints([1, 2 * C, HW, HW])], ['s0', ints([0])],
-  ['e0', ints([C])], ['e1', ints([2 * C])], ['ax', ints([1])]];
+const shapeInits: [string, Tensor][] = [
+  ['to5', ints([1, 2, C, HW, HW])],
+  ['to4', ints([1, 2 * C, HW, HW])],
+  ['s0', ints([0])],
+  ['e0', ints([C])],
+  ['e1', ints([2 * C])],
+  ['ax', ints([1])],
+];
 
 /** Two stride-1 ShuffleNet units, then a downsampling unit whose input feeds a depthwise conv and a 1x1 conv. */
 function shuffleNetSpec(): ModelSpec {
-  const w = (name: string, dims: number[], seed: number): [string, Tensor][] => [[name, weights(dims, seed)], [`${name}_b`, weights([dims[0]!], seed + 1)]];
+  const w = (name: string, dims: number[], seed: number): [string, Tensor][] => [
+    [name, weights(dims, seed)],
+    [`${name}_b`, weights([dims[0]!], seed + 1)],
+  ];
   return {
     inputs: [{ name: 'input', dtype: 'float32', shape: [1, 2 * C, HW, HW] }],
     outputs: [{ name: 'output', dtype: 'float32' }],
-    initializers: [...shapeInits, ...w('w1', [C, C, 1, 1], 3), ...w('w2', [C, C, 1, 1], 5), ...w('wd', [2 * C, 1, 3, 3], 7),
-      ...w('wp', [24, 2 * C, 1, 1], 9), ...w('wq', [24, 2 * C, 1, 1], 11)],
+    initializers: [
+      ...shapeInits,
+      ...w('w1', [C, C, 1, 1], 3),
+      ...w('w2', [C, C, 1, 1], 5),
+      ...w('wd', [2 * C, 1, 3, 3], 7),
+      ...w('wp', [24, 2 * C, 1, 1], 9),
+      ...w('wq', [24, 2 * C, 1, 1], 11),
+    ],
     nodes: [
       { op: 'Slice', inputs: ['input', 's0', 'e0', 'ax'], outputs: ['a1'] },
       { op: 'Slice', inputs: ['input', 'e0', 'e1', 'ax'], outputs: ['b1'] },
@@ -67,7 +93,12 @@ function shuffleNetSpec(): ModelSpec {
       ...shuffleTail('a1', 'r1', '1', { lo: 'a2', hi: 'b2' }),
       ...conv1x1('b2', 'w2', 'r2'),
       ...shuffleTail('a2', 'r2', '2', { y: 'y2' }),
-      { op: 'Conv', inputs: ['y2', 'wd', 'wd_b'], outputs: ['d'], attrs: { kernel_shape: [3, 3], group: 2 * C, strides: [2, 2], pads: [1, 1, 1, 1] } },
+      {
+        op: 'Conv',
+        inputs: ['y2', 'wd', 'wd_b'],
+        outputs: ['d'],
+        attrs: { kernel_shape: [3, 3], group: 2 * C, strides: [2, 2], pads: [1, 1, 1, 1] },
+      },
       ...conv1x1('d', 'wp', 'p'),
       { op: 'Conv', inputs: ['y2', 'wq', 'wq_b'], outputs: ['q_c'], attrs: { kernel_shape: [1, 1], strides: [2, 2] } },
       { op: 'Relu', inputs: ['q_c'], outputs: ['q'] },
@@ -106,7 +137,7 @@ function sourceBlocks(pairs: readonly number[]): number {
 
 const run = (input: number, from: number, to: number) => Array.from({ length: to - from }, (_, i) => [input, from + i]).flat();
 
-test('every gather output read by convs is in source order, and reads fewer source blocks than in the model\'s order', () => {
+test("every gather output read by convs is in source order, and reads fewer source blocks than in the model's order", () => {
   const g = lower(shuffleNetSpec());
   const [first, second] = gathers(g);
   assert.equal(gathers(g).length, 2, 'one gather per unit tail');
@@ -122,9 +153,12 @@ test('every gather output read by convs is in source order, and reads fewer sour
   for (const gather of gathers(g)) for (const pairs of outputPairs(g, gather)) assert.ok(inSourceOrder(pairs));
 });
 
-test('a gather keeps the model\'s order when a reader cannot absorb it (an elementwise op, a graph output), and its convs keep their weights', () => {
+test("a gather keeps the model's order when a reader cannot absorb it (an elementwise op, a graph output), and its convs keep their weights", () => {
   const spec = (tail: NodeSpec[]): ModelSpec => ({
-    inputs: [{ name: 'a', dtype: 'float32', shape: [1, C, HW, HW] }, { name: 'b', dtype: 'float32', shape: [1, C, HW, HW] }],
+    inputs: [
+      { name: 'a', dtype: 'float32', shape: [1, C, HW, HW] },
+      { name: 'b', dtype: 'float32', shape: [1, C, HW, HW] },
+    ],
     outputs: [{ name: 'y', dtype: 'float32' }],
     initializers: [...shapeInits, ['w', weights([2 * C, 2 * C, 1, 1], 1)], ['wd', weights([2 * C, 1, 3, 3], 2)]],
     nodes: tail,
@@ -132,8 +166,15 @@ test('a gather keeps the model\'s order when a reader cannot absorb it (an eleme
   const interleaved = Array.from({ length: 2 * C }, (_, c) => [c % 2, Math.floor(c / 2)]).flat();
   for (const [what, tail] of [
     ['graph output', shuffleTail('a', 'b', '', { y: 'y' })],
-    ['a Relu and a conv', [...shuffleTail('a', 'b', '', { y: 's' }), { op: 'Relu', inputs: ['s'], outputs: ['r'] },
-      { op: 'Conv', inputs: ['s', 'w'], outputs: ['c'], attrs: { kernel_shape: [1, 1] } }, { op: 'Add', inputs: ['r', 'c'], outputs: ['y'] }]],
+    [
+      'a Relu and a conv',
+      [
+        ...shuffleTail('a', 'b', '', { y: 's' }),
+        { op: 'Relu', inputs: ['s'], outputs: ['r'] },
+        { op: 'Conv', inputs: ['s', 'w'], outputs: ['c'], attrs: { kernel_shape: [1, 1] } },
+        { op: 'Add', inputs: ['r', 'c'], outputs: ['y'] },
+      ],
+    ],
   ] as const) {
     const g = lower(spec([...tail]));
     assert.deepEqual(outputPairs(g, gathers(g)[0]!)[0], interleaved, what);
@@ -141,15 +182,24 @@ test('a gather keeps the model\'s order when a reader cannot absorb it (an eleme
   // The 1x1 conv and the depthwise conv are met first and take the order; the depthwise conv's output is a graph
   // output, which refuses it, so the attempt is dropped and both weights are left as they were.
   const refused: ModelSpec = {
-    ...spec([...shuffleTail('a', 'b', '', { y: 's' }), { op: 'Conv', inputs: ['s', 'w'], outputs: ['y'], attrs: { kernel_shape: [1, 1] } },
-      { op: 'Conv', inputs: ['s', 'wd'], outputs: ['d'], attrs: { kernel_shape: [3, 3], group: 2 * C, pads: [1, 1, 1, 1] } }]),
-    outputs: [{ name: 'y', dtype: 'float32' }, { name: 'd', dtype: 'float32' }],
+    ...spec([
+      ...shuffleTail('a', 'b', '', { y: 's' }),
+      { op: 'Conv', inputs: ['s', 'w'], outputs: ['y'], attrs: { kernel_shape: [1, 1] } },
+      { op: 'Conv', inputs: ['s', 'wd'], outputs: ['d'], attrs: { kernel_shape: [3, 3], group: 2 * C, pads: [1, 1, 1, 1] } },
+    ]),
+    outputs: [
+      { name: 'y', dtype: 'float32' },
+      { name: 'd', dtype: 'float32' },
+    ],
   };
   const g = lower(refused);
   assert.deepEqual(outputPairs(g, gathers(g)[0]!)[0], interleaved, 'a depthwise reader whose output is a graph output');
   const convs = g.layers.filter((l) => l.op === 'conv2d');
-  assert.deepEqual(convs.map((l) => l.params['weight']!.data), [weights([2 * C, 2 * C, 1, 1], 1).data, weights([2 * C, 1, 3, 3], 2).data],
-    'neither conv\'s weight is permuted');
+  assert.deepEqual(
+    convs.map((l) => l.params['weight']!.data),
+    [weights([2 * C, 2 * C, 1, 1], 1).data, weights([2 * C, 1, 3, 3], 2).data],
+    "neither conv's weight is permuted",
+  );
 });
 
 const root = mkdtempSync(join(tmpdir(), 'veltair-gather-order-'));
@@ -171,8 +221,11 @@ for (const threads of [1, 2]) {
   test(`at ${threads} thread(s) the compiled units, gathers reordered and weights permuted, match ONNX Runtime`, async () => {
     const s = await loadBundle(bundle, { threads });
     try {
-      assert.deepEqual(s.manifest.layers.filter((l) => l.op === 'channelgather').map((l) => l.attrs['sources']),
-        gathers(lower(shuffleNetSpec())).map((l) => l.attrs['sources']), 'the bundle ships the reordered gathers');
+      assert.deepEqual(
+        s.manifest.layers.filter((l) => l.op === 'channelgather').map((l) => l.attrs['sources']),
+        gathers(lower(shuffleNetSpec())).map((l) => l.attrs['sources']),
+        'the bundle ships the reordered gathers',
+      );
       const out = await s.run({ input });
       assertClose(out['output']!.data as Float32Array, reference, `output at ${threads} threads`, 1e-4, 1e-5);
     } finally {
@@ -189,14 +242,25 @@ test('a reordered gather read by two other gathers: both rename what they read, 
     { op: 'Reshape', inputs: [`${y}_t5`, 'to4'], outputs: [y] },
   ];
   const half = (v: string, from: string, to: string, y: string): NodeSpec => ({ op: 'Slice', inputs: [v, from, to, 'ax'], outputs: [y] });
-  const feeds = ['a', 'b', 'c'].map((n, i) => ({ name: n, dtype: 'float32' as const, dims: [1, C, HW, HW], data: seeded(C * HW * HW, 21 + i) }));
+  const feeds = ['a', 'b', 'c'].map((n, i) => ({
+    name: n,
+    dtype: 'float32' as const,
+    dims: [1, C, HW, HW],
+    data: seeded(C * HW * HW, 21 + i),
+  }));
   const spec: ModelSpec = {
     inputs: feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })),
     outputs: [{ name: 'y', dtype: 'float32' }],
     initializers: shapeInits,
     // lo (half of shuffle(a, b)) has two readers, so it is not composed away: the two gathers reading it absorb its order.
-    nodes: [...shuffle('a', 'b', 's'), half('s', 's0', 'e0', 'lo'), half('s', 'e0', 'e1', 'hi'),
-      ...shuffle('lo', 'c', 'y1'), ...shuffle('lo', 'hi', 'y2'), { op: 'Mul', inputs: ['y1', 'y2'], outputs: ['y'] }],
+    nodes: [
+      ...shuffle('a', 'b', 's'),
+      half('s', 's0', 'e0', 'lo'),
+      half('s', 'e0', 'e1', 'hi'),
+      ...shuffle('lo', 'c', 'y1'),
+      ...shuffle('lo', 'hi', 'y2'),
+      { op: 'Mul', inputs: ['y1', 'y2'], outputs: ['y'] },
+    ],
   };
   const g = lower(spec);
   assert.equal(gathers(g).length, 3);
@@ -207,9 +271,12 @@ test('a reordered gather read by two other gathers: both rename what they read, 
 });
 
 test('a gather with two outputs, each read by a 1x1 conv: the second, at channel offset C, is reordered too, and the model matches ONNX Runtime', async () => {
-  const spec = oneInputModel([1, 2 * C, HW, HW], [1, C, HW, HW],
+  const spec = oneInputModel(
+    [1, 2 * C, HW, HW],
+    [1, C, HW, HW],
     [...shapeInits, ['w0', weights([2 * C, 2 * C, 1, 1], 31)], ['w1', weights([C, C, 1, 1], 33)], ['w2', weights([C, C, 1, 1], 35)]],
-    [{ op: 'Conv', inputs: ['x', 'w0'], outputs: ['z'], attrs: { kernel_shape: [1, 1] } },
+    [
+      { op: 'Conv', inputs: ['x', 'w0'], outputs: ['z'], attrs: { kernel_shape: [1, 1] } },
       { op: 'Reshape', inputs: ['z', 'to5'], outputs: ['z5'] },
       { op: 'Transpose', inputs: ['z5'], outputs: ['t5'], attrs: { perm: [0, 2, 1, 3, 4] } },
       { op: 'Reshape', inputs: ['t5', 'to4'], outputs: ['sh'] },
@@ -217,7 +284,9 @@ test('a gather with two outputs, each read by a 1x1 conv: the second, at channel
       { op: 'Slice', inputs: ['sh', 'e0', 'e1', 'ax'], outputs: ['hi'] },
       { op: 'Conv', inputs: ['lo', 'w1'], outputs: ['p'], attrs: { kernel_shape: [1, 1] } },
       { op: 'Conv', inputs: ['hi', 'w2'], outputs: ['q'], attrs: { kernel_shape: [1, 1] } },
-      { op: 'Add', inputs: ['p', 'q'], outputs: ['y'] }]);
+      { op: 'Add', inputs: ['p', 'q'], outputs: ['y'] },
+    ],
+  );
   const g = lower(spec);
   const [gather] = gathers(g);
   assert.equal(gathers(g).length, 1);

@@ -6,10 +6,15 @@ import { fixture } from './ir-fixture.js';
 const X = [2, 3, 4];
 
 function softmax(opset: number, axis?: number) {
-  return lowerToLayers(fixture({
-    inputs: { x: X }, outputs: ['y'], constants: {}, opset,
-    nodes: [{ op: 'Softmax', inputs: ['x'], outputs: 'y', shape: X, ...(axis === undefined ? {} : { attrs: { axis } }) }],
-  })).layers[0]!;
+  return lowerToLayers(
+    fixture({
+      inputs: { x: X },
+      outputs: ['y'],
+      constants: {},
+      opset,
+      nodes: [{ op: 'Softmax', inputs: ['x'], outputs: 'y', shape: X, ...(axis === undefined ? {} : { attrs: { axis } }) }],
+    }),
+  ).layers[0]!;
 }
 
 test('before opset 13, Softmax on a non-last axis flattens to 2-D (coerce2d), given or defaulted', () => {

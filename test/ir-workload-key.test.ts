@@ -18,26 +18,41 @@ function convKey(c: ConvCase = {}): string {
   const shape = c.shape ?? [1, 8, 10, 10];
   const out = c.out ?? [1, 8, 10, 10];
   const weight = c.weight ?? [8, 8, 3, 3];
-  const nodes: FixtureNode[] = [{ op: 'Conv', inputs: c.bias === false ? ['x', 'w'] : ['x', 'w', 'b'], outputs: 'y', shape: out,
-    attrs: c.attrs ?? { pads: [1, 1, 1, 1] } }];
+  const nodes: FixtureNode[] = [
+    {
+      op: 'Conv',
+      inputs: c.bias === false ? ['x', 'w'] : ['x', 'w', 'b'],
+      outputs: 'y',
+      shape: out,
+      attrs: c.attrs ?? { pads: [1, 1, 1, 1] },
+    },
+  ];
   if (c.act !== undefined) nodes.push({ op: c.act, inputs: ['y'], outputs: 'z', shape: out });
-  const g = lowerToLayers(fixture({
-    inputs: { x: shape }, outputs: [c.act === undefined ? 'y' : 'z'],
-    constants: { w: tensor(weight), b: tensor([weight[0]!]) }, nodes,
-  }));
+  const g = lowerToLayers(
+    fixture({
+      inputs: { x: shape },
+      outputs: [c.act === undefined ? 'y' : 'z'],
+      constants: { w: tensor(weight), b: tensor([weight[0]!]) },
+      nodes,
+    }),
+  );
   return g.layers[0]!.workload!.key;
 }
 
 test('identical layers share a key; two in one model count as one unique workload', () => {
   assert.equal(convKey(), convKey());
   const S = [1, 8, 10, 10];
-  const g = lowerToLayers(fixture({
-    inputs: { x: S }, outputs: ['z'], constants: { w1: tensor([8, 8, 3, 3]), w2: tensor([8, 8, 3, 3]) },
-    nodes: [
-      { op: 'Conv', inputs: ['x', 'w1'], outputs: 'y', shape: S, attrs: { pads: [1, 1, 1, 1] } },
-      { op: 'Conv', inputs: ['y', 'w2'], outputs: 'z', shape: S, attrs: { pads: [1, 1, 1, 1] } },
-    ],
-  }));
+  const g = lowerToLayers(
+    fixture({
+      inputs: { x: S },
+      outputs: ['z'],
+      constants: { w1: tensor([8, 8, 3, 3]), w2: tensor([8, 8, 3, 3]) },
+      nodes: [
+        { op: 'Conv', inputs: ['x', 'w1'], outputs: 'y', shape: S, attrs: { pads: [1, 1, 1, 1] } },
+        { op: 'Conv', inputs: ['y', 'w2'], outputs: 'z', shape: S, attrs: { pads: [1, 1, 1, 1] } },
+      ],
+    }),
+  );
   assert.equal(g.layers[0]!.workload!.key, g.layers[1]!.workload!.key);
   assert.deepEqual(summarise(g), { layers: 2, tunableLayers: 2, uniqueWorkloads: 1, macs: 2 * 8 * 100 * 8 * 9 });
 });
@@ -62,15 +77,22 @@ test('any change of shape, attribute or epilogue kind changes the key', () => {
 
 test('the canonical form and key of a fixed workload are pinned (a format change must be deliberate)', () => {
   const S = [1, 64, 56, 56];
-  const g = lowerToLayers(fixture({
-    inputs: { x: S }, outputs: ['z'], constants: { w: tensor([64, 64, 3, 3]), b: tensor([64]) },
-    nodes: [
-      { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: 'y', shape: S, attrs: { pads: [1, 1, 1, 1], kernel_shape: [3, 3] } },
-      { op: 'Relu', inputs: ['y'], outputs: 'z', shape: S },
-    ],
-  }));
+  const g = lowerToLayers(
+    fixture({
+      inputs: { x: S },
+      outputs: ['z'],
+      constants: { w: tensor([64, 64, 3, 3]), b: tensor([64]) },
+      nodes: [
+        { op: 'Conv', inputs: ['x', 'w', 'b'], outputs: 'y', shape: S, attrs: { pads: [1, 1, 1, 1], kernel_shape: [3, 3] } },
+        { op: 'Relu', inputs: ['y'], outputs: 'z', shape: S },
+      ],
+    }),
+  );
   const w = g.layers[0]!.workload!;
-  assert.equal(canonicalForm(w), '{"cin":64,"cout":64,"dilationH":1,"dilationW":1,"dtype":"float32","epilogue":["bias","relu"],'
-    + '"groups":1,"h":56,"kh":3,"kw":3,"n":1,"oh":56,"op":"conv2d","ow":56,"pads":[1,1,1,1],"strideH":1,"strideW":1,"w":56}');
+  assert.equal(
+    canonicalForm(w),
+    '{"cin":64,"cout":64,"dilationH":1,"dilationW":1,"dtype":"float32","epilogue":["bias","relu"],' +
+      '"groups":1,"h":56,"kh":3,"kw":3,"n":1,"oh":56,"op":"conv2d","ow":56,"pads":[1,1,1,1],"strideH":1,"strideW":1,"w":56}',
+  );
   assert.equal(w.key, 'conv2d-1bdafe135d5d91e9');
 });

@@ -2,7 +2,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { binomialCdf, failsDecisively, judgeModel, judgeProbe, judgementLine, requestsNeeded } from '../src/load/early-stopping.js';
 
-test('early stopping at p99 with 99% confidence: 459 requests cover 0 late, 662 cover 1, 2,010 cover 10 (LoadGen\'s figures)', () => {
+test("early stopping at p99 with 99% confidence: 459 requests cover 0 late, 662 cover 1, 2,010 cover 10 (LoadGen's figures)", () => {
   assert.equal(requestsNeeded(0), 459);
   assert.equal(requestsNeeded(1), 662);
   assert.equal(requestsNeeded(10), 2010);

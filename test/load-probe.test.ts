@@ -12,20 +12,55 @@ import type { NoiseRecord } from '../src/load/noise.js';
 const QUIET: NoiseRecord = { outsideCpuS: 0, outsideShare: 0, stealShare: 0, clientCpuMsPerRequest: 0.1 };
 
 const probe = (qps: number, verdict: Verdict, noise: NoiseRecord = QUIET): ProbeResult => ({
-  totalQps: qps, durationS: 4, satisfaction: 1, verdict, stoppedBy: verdict === 'undecided' ? 'time' : 'verdict', noise,
-  models: [{ name: 'm', targetQps: qps, sent: 500, ok: 500, rejected: 0, errors: 0, achievedQps: qps, p50Ms: 1, p90Ms: 1, p99Ms: 1, meanMs: 1,
-    qosMs: 10, satisfaction: 1, late: 0, needed: 459, verdict }],
+  totalQps: qps,
+  durationS: 4,
+  satisfaction: 1,
+  verdict,
+  stoppedBy: verdict === 'undecided' ? 'time' : 'verdict',
+  noise,
+  models: [
+    {
+      name: 'm',
+      targetQps: qps,
+      sent: 500,
+      ok: 500,
+      rejected: 0,
+      errors: 0,
+      achievedQps: qps,
+      p50Ms: 1,
+      p90Ms: 1,
+      p99Ms: 1,
+      meanMs: 1,
+      qosMs: 10,
+      satisfaction: 1,
+      late: 0,
+      needed: 459,
+      verdict,
+    },
+  ],
 });
 
-test('a binary request asks for binary outputs (as Triton clients do), and knows the answer\'s size; a JSON one keeps JSON both ways', () => {
-  const meta = { name: 'm', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4] }], outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 10] }] };
+test("a binary request asks for binary outputs (as Triton clients do), and knows the answer's size; a JSON one keeps JSON both ways", () => {
+  const meta = {
+    name: 'm',
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4] }],
+    outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 10] }],
+  };
   const binary = requestFor(meta, 1, false);
   const headLength = Number(binary.headers['Inference-Header-Content-Length']);
-  const head = JSON.parse(Buffer.from(binary.body as Uint8Array).subarray(0, headLength).toString('utf8')) as { parameters?: Record<string, unknown> };
+  const head = JSON.parse(
+    Buffer.from(binary.body as Uint8Array)
+      .subarray(0, headLength)
+      .toString('utf8'),
+  ) as { parameters?: Record<string, unknown> };
   assert.equal(head.parameters?.['binary_data_output'], true);
   assert.equal((binary.body as Uint8Array).byteLength, headLength + 16, 'four float32 values after the header');
   assert.equal(binary.answerBytes, 40);
-  assert.equal(binaryAnswerBytes({ inputs: [], outputs: [{ name: 'y', datatype: 'FP32', shape: [-1, 10] }] }), undefined, 'a dynamic shape: unknown');
+  assert.equal(
+    binaryAnswerBytes({ inputs: [], outputs: [{ name: 'y', datatype: 'FP32', shape: [-1, 10] }] }),
+    undefined,
+    'a dynamic shape: unknown',
+  );
   const json = requestFor(meta, 1, true);
   assert.equal((JSON.parse(json.body as string) as { parameters?: unknown }).parameters, undefined);
   assert.equal(json.answerBytes, undefined);
@@ -41,7 +76,10 @@ test('answers are checked by status, headers and size, and decoded only with ver
   assert.equal(answerOk({ 'content-type': 'application/json' }, 10, {}), true, 'a JSON answer');
   assert.equal(answerOk({ 'content-type': 'application/json' }, 10, { binaryBytes: 40 }), false, 'JSON where binary was asked for');
   assert.equal(answerOk(h(body.byteLength), body.byteLength, { binaryBytes: 40, verify: true }, body), true);
-  const lying = Buffer.concat([Buffer.from(JSON.stringify({ outputs: [{ name: 'y', parameters: { binary_data_size: 30 } }] })), Buffer.alloc(40)]);
+  const lying = Buffer.concat([
+    Buffer.from(JSON.stringify({ outputs: [{ name: 'y', parameters: { binary_data_size: 30 } }] })),
+    Buffer.alloc(40),
+  ]);
   const hl = { 'inference-header-content-length': String(lying.byteLength - 40) };
   assert.equal(answerOk(hl, lying.byteLength, { binaryBytes: 40 }), true, 'unverified: size only');
   assert.equal(answerOk(hl, lying.byteLength, { binaryBytes: 40, verify: true }, lying), false, 'verified: the header disagrees');
@@ -71,11 +109,14 @@ test('find-max: passes raise the bound, fails cap it, and an undecided rate is n
 test('find-max runs a probe again, once, when work outside the arm took over 5% of the cores, and marks it', async () => {
   const noisy: NoiseRecord = { ...QUIET, outsideShare: 0.2 };
   let calls = 0;
-  const found = await searchMaxQps(async (qps) => {
-    calls++;
-    if (calls === 1) return probe(qps, 'fail', noisy);
-    return probe(qps, qps <= 10 ? 'pass' : 'fail', calls === 2 ? noisy : QUIET);
-  }, { seed: 1, startQps: 10, tolerance: 1.5, maxRuns: 3 });
+  const found = await searchMaxQps(
+    async (qps) => {
+      calls++;
+      if (calls === 1) return probe(qps, 'fail', noisy);
+      return probe(qps, qps <= 10 ? 'pass' : 'fail', calls === 2 ? noisy : QUIET);
+    },
+    { seed: 1, startQps: 10, tolerance: 1.5, maxRuns: 3 },
+  );
   assert.equal(found.runs[0]!.noise.outsideShare, 0.2);
   assert.equal(found.runs[1]!.rerunOfNoisy, true, 'the rerun is marked');
   assert.equal(found.runs[1]!.totalQps, 10, 'at the same rate');
@@ -85,37 +126,61 @@ test('find-max runs a probe again, once, when work outside the arm took over 5% 
 
 /** A stand-in v2 server: answers every POST with `status` and a binary answer of 40 bytes of outputs. */
 async function fakeServer(status: number): Promise<{ url: URL; close: () => Promise<void> }> {
-  const head = Buffer.from(JSON.stringify({ outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: 40 } }] }));
+  const head = Buffer.from(
+    JSON.stringify({ outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: 40 } }] }),
+  );
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      if (status !== 200) { res.writeHead(status).end(); return; }
+      if (status !== 200) {
+        res.writeHead(status).end();
+        return;
+      }
       res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.byteLength) });
       res.end(Buffer.concat([head, Buffer.alloc(40)]));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  return { url, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    url,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 const fakeModel = (qosMs: number): LoadModel => ({
-  name: 'm', weight: 1, qosMs, answerBytes: 40, ...requestFor({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4] }] }, 1, false),
+  name: 'm',
+  weight: 1,
+  qosMs,
+  answerBytes: 40,
+  ...requestFor({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4] }] }, 1, false),
 });
 
 test('a probe stops sending once the rule decides: a pass after its covering requests, a fail after a few rejected ones', async () => {
   const ok = await fakeServer(200);
   try {
     // A lax QoS: every answer is in time, so the rule passes at 459 sent (a few more may be in flight when it decides).
-    const r = await runProbe(httpSender(ok.url, [fakeModel(60_000)]), [fakeModel(60_000)], 400, { minDurationS: 0, maxDurationS: 30, seed: 1 });
+    const r = await runProbe(httpSender(ok.url, [fakeModel(60_000)]), [fakeModel(60_000)], 400, {
+      minDurationS: 0,
+      maxDurationS: 30,
+      seed: 1,
+    });
     assert.equal(r.verdict, 'pass');
     assert.equal(r.stoppedBy, 'verdict');
-    assert.ok(r.models[0]!.sent >= 459 && r.models[0]!.sent < 30 * 400 / 2, `sent ${r.models[0]!.sent}`);
+    assert.ok(r.models[0]!.sent >= 459 && r.models[0]!.sent < (30 * 400) / 2, `sent ${r.models[0]!.sent}`);
     assert.equal(r.models[0]!.late, 0);
     assert.equal(r.models[0]!.ok, r.models[0]!.sent);
-    assert.ok(r.noise.clientCpuMsPerRequest !== null && r.noise.clientCpuMsPerRequest > 0, 'the client\'s CPU per request is on record');
+    assert.ok(r.noise.clientCpuMsPerRequest !== null && r.noise.clientCpuMsPerRequest > 0, "the client's CPU per request is on record");
     // A bound too short for the rule: undecided, not failed.
-    const short = await runProbe(httpSender(ok.url, [fakeModel(60_000)]), [fakeModel(60_000)], 50, { minDurationS: 0, maxDurationS: 1, seed: 2 });
+    const short = await runProbe(httpSender(ok.url, [fakeModel(60_000)]), [fakeModel(60_000)], 50, {
+      minDurationS: 0,
+      maxDurationS: 1,
+      seed: 2,
+    });
     assert.equal(short.verdict, 'undecided');
     assert.equal(short.stoppedBy, 'time');
   } finally {
@@ -123,7 +188,11 @@ test('a probe stops sending once the rule decides: a pass after its covering req
   }
   const busy = await fakeServer(503);
   try {
-    const r = await runProbe(httpSender(busy.url, [fakeModel(60_000)]), [fakeModel(60_000)], 400, { minDurationS: 0, maxDurationS: 30, seed: 1 });
+    const r = await runProbe(httpSender(busy.url, [fakeModel(60_000)]), [fakeModel(60_000)], 400, {
+      minDurationS: 0,
+      maxDurationS: 30,
+      seed: 1,
+    });
     assert.equal(r.verdict, 'fail');
     assert.equal(r.stoppedBy, 'verdict');
     assert.ok(r.models[0]!.sent < 459, `a decisive fail needs few requests (${r.models[0]!.sent})`);

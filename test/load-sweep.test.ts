@@ -9,7 +9,11 @@ test('--qps-sweep FROM:TO:STEPS: evenly spaced rates, ends included; bad specs a
   assert.deepEqual(sweepRates(parseSweep('5:5:1')), [5]);
   assert.deepEqual(sweepRates(parseSweep('2.5:7.5:3')), [2.5, 5, 7.5]);
   for (const bad of ['10:5:3', '0:5:3', '1:2', 'a:b:c', '1:2:0', '1:2:101', '1:2000000:3']) {
-    assert.throws(() => parseSweep(bad), (e: { code?: string }) => e.code === 'BAD_ARGUMENT', bad);
+    assert.throws(
+      () => parseSweep(bad),
+      (e: { code?: string }) => e.code === 'BAD_ARGUMENT',
+      bad,
+    );
   }
 });
 
@@ -17,12 +21,21 @@ test('a sweep runs one load per rate and reports attainment and p99 per model pe
   // A fake v2 endpoint: model "ok" answers 200, model "busy" answers 503 (every request a miss).
   const server = createServer((req, res) => {
     req.resume();
-    req.on('end', () => { res.statusCode = req.url!.includes('/busy/') ? 503 : 200; res.end('{}'); });
+    req.on('end', () => {
+      res.statusCode = req.url!.includes('/busy/') ? 503 : 200;
+      res.end('{}');
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const base = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
   try {
-    const models = ['ok', 'busy'].map((name) => ({ name, weight: 1, qosMs: 60_000, body: '{}', headers: { 'Content-Type': 'application/json' } }));
+    const models = ['ok', 'busy'].map((name) => ({
+      name,
+      weight: 1,
+      qosMs: 60_000,
+      body: '{}',
+      headers: { 'Content-Type': 'application/json' },
+    }));
     const steps: number[] = [];
     const runs = await runSweep(base, models, parseSweep('20:40:2'), 1, 3, (r) => steps.push(r.totalQps));
     assert.deepEqual(steps, [20, 40]);
@@ -30,8 +43,13 @@ test('a sweep runs one load per rate and reports attainment and p99 per model pe
     assert.equal(points.length, 4);
     for (const p of points) {
       assert.ok([20, 40].includes(p.offeredQps));
-      if (p.model === 'busy') { assert.equal(p.attainment, 0); assert.equal(p.p99Ms, null); }
-      else { assert.equal(p.attainment, 1, 'every answer within a minute'); assert.ok(p.p99Ms !== null && p.p99Ms >= 0); }
+      if (p.model === 'busy') {
+        assert.equal(p.attainment, 0);
+        assert.equal(p.p99Ms, null);
+      } else {
+        assert.equal(p.attainment, 1, 'every answer within a minute');
+        assert.ok(p.p99Ms !== null && p.p99Ms >= 0);
+      }
     }
   } finally {
     server.close();

@@ -25,17 +25,28 @@ function checkProbe(p: ProbeCalibration, rounds: number): void {
 test('a tiny calibration run returns paired ratios per level and probe', async () => {
   const rounds = 2;
   const result = await calibrate({
-    rounds, levels: [1, 4], cacheDir,
+    rounds,
+    levels: [1, 4],
+    cacheDir,
     probeMs: { cache: 10, l3: 10, stream: 20 },
     probeSizes: { cacheBytes: 64 * 1024, l3Bytes: 2 * MiB, streamBytes: 16 * MiB },
-    settingsFor: (level) => ({ randomBytes: 2 * MiB, streamBytes: level === 4 ? 8 * MiB : 0, streamMode: level === 4 ? 'nt' : 'none',
-      streamChunkBytes: MiB, randomOpsPerTurn: 256, cappedByMemory: false }),
+    settingsFor: (level) => ({
+      randomBytes: 2 * MiB,
+      streamBytes: level === 4 ? 8 * MiB : 0,
+      streamMode: level === 4 ? 'nt' : 'none',
+      streamChunkBytes: MiB,
+      randomOpsPerTurn: 256,
+      cappedByMemory: false,
+    }),
   });
   assert.equal(result.rounds, rounds);
   assert.equal(result.machine.cores, availableCores().length);
   assert.ok(result.machine.l3Bytes > 0);
   assert.ok(!result.machine.noiseCores.includes(result.machine.kernelCore), 'probe and noise never share a core');
-  assert.deepEqual(result.levels.map((l) => l.level), [1, 4]);
+  assert.deepEqual(
+    result.levels.map((l) => l.level),
+    [1, 4],
+  );
   for (const level of result.levels) {
     checkProbe(level.cacheProbe, rounds);
     checkProbe(level.l3Probe, rounds);

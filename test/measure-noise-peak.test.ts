@@ -21,7 +21,10 @@ test('the FMA peak probe measures a positive GFLOP/s from its samples', async ()
 });
 
 test('peak rejects a thread count that does not match the cores', async () => {
-  await assert.rejects(measurePeakGflops({ threads: 2, cores: [0], cacheDir }), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT');
+  await assert.rejects(
+    measurePeakGflops({ threads: 2, cores: [0], cacheDir }),
+    (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT',
+  );
 });
 
 test('tools are compiled once into the content-addressed cache', async () => {
@@ -44,9 +47,12 @@ test('a missing C compiler is a NO_COMPILER user error', async () => {
   const saved = process.env['CC'];
   process.env['CC'] = 'veltair-no-such-compiler';
   try {
-    await assert.rejects(ensureTool('probe', { cacheDir: join(cacheDir, 'other') }),
-      (e: unknown) => isVeltairError(e) && e.code === 'NO_COMPILER' && e.exitCode === 1);
+    await assert.rejects(
+      ensureTool('probe', { cacheDir: join(cacheDir, 'other') }),
+      (e: unknown) => isVeltairError(e) && e.code === 'NO_COMPILER' && e.exitCode === 1,
+    );
   } finally {
-    if (saved === undefined) delete process.env['CC']; else process.env['CC'] = saved;
+    if (saved === undefined) delete process.env['CC'];
+    else process.env['CC'] = saved;
   }
 });

@@ -13,12 +13,25 @@ after(() => rmSync(cacheDir, { recursive: true, force: true }));
 
 const MiB = 1 << 20;
 const tiny: NoiseSettings = {
-  randomBytes: 2 * MiB, streamBytes: 8 * MiB, streamMode: 'nt', streamChunkBytes: MiB, randomOpsPerTurn: 256, cappedByMemory: false,
+  randomBytes: 2 * MiB,
+  streamBytes: 8 * MiB,
+  streamMode: 'nt',
+  streamChunkBytes: MiB,
+  randomOpsPerTurn: 256,
+  cappedByMemory: false,
 };
-const lastCore = () => { const all = availableCores(); return all[all.length - 1]!; };
+const lastCore = () => {
+  const all = availableCores();
+  return all[all.length - 1]!;
+};
 
 function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 test('noise cores are the complement of the kernel cores', () => {
@@ -29,10 +42,17 @@ test('noise cores are the complement of the kernel cores', () => {
 });
 
 test('the level table defines levels 1..4 with growing footprints', () => {
-  assert.deepEqual(LEVELS.map((l) => l.level), [1, 2, 3, 4]);
+  assert.deepEqual(
+    LEVELS.map((l) => l.level),
+    [1, 2, 3, 4],
+  );
   const machine = { l3Bytes: 32 * MiB, memoryBudgetBytes: 64 * 1024 * MiB };
-  const footprints = LEVELS.map((l) => { const s = resolveLevel(l.level, machine); return s.randomBytes + s.streamBytes; });
-  for (let i = 1; i < footprints.length; i++) assert.ok(footprints[i]! > footprints[i - 1]!, `level ${i + 1} must touch more memory than level ${i}`);
+  const footprints = LEVELS.map((l) => {
+    const s = resolveLevel(l.level, machine);
+    return s.randomBytes + s.streamBytes;
+  });
+  for (let i = 1; i < footprints.length; i++)
+    assert.ok(footprints[i]! > footprints[i - 1]!, `level ${i + 1} must touch more memory than level ${i}`);
   assert.equal(resolveLevel(4, machine).streamMode, 'nt');
 });
 
@@ -45,13 +65,24 @@ test('level sizes are capped to the memory budget and say so', () => {
 
 test('bad levels and cores are user errors with a hint', async () => {
   for (const level of [0, 5, 2.5]) {
-    await assert.rejects(startNoise({ level, cores: [lastCore()], cacheDir }),
-      (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.hint.length > 0);
+    await assert.rejects(
+      startNoise({ level, cores: [lastCore()], cacheDir }),
+      (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && e.hint.length > 0,
+    );
   }
   await assert.rejects(startNoise({ level: 1, cores: [], cacheDir }), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT');
-  assert.throws(() => parseCoreList('1,x', [0, 1]), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT');
-  assert.throws(() => parseCoreList('1,1', [0, 1]), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT');
-  assert.throws(() => parseCoreList('9', [0, 1]), (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT');
+  assert.throws(
+    () => parseCoreList('1,x', [0, 1]),
+    (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT',
+  );
+  assert.throws(
+    () => parseCoreList('1,1', [0, 1]),
+    (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT',
+  );
+  assert.throws(
+    () => parseCoreList('9', [0, 1]),
+    (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT',
+  );
   assert.deepEqual(parseCoreList('1,0', [0, 1]), [1, 0]);
 });
 
@@ -71,7 +102,13 @@ test('startNoise waits for the ready line and stop() leaves no process behind', 
 });
 
 test('--seconds ends the co-runner on its own', async () => {
-  const handle = await startNoise({ level: 1, cores: [lastCore()], seconds: 0.2, settings: { ...tiny, streamBytes: 0, streamMode: 'none' }, cacheDir });
+  const handle = await startNoise({
+    level: 1,
+    cores: [lastCore()],
+    seconds: 0.2,
+    settings: { ...tiny, streamBytes: 0, streamMode: 'none' },
+    cacheDir,
+  });
   const stats = await handle.finished;
   assert.ok(stats.seconds >= 0.2 && stats.seconds < 5);
   assert.equal(stats.streamBytesRead, 0);

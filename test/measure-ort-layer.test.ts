@@ -6,24 +6,44 @@ import { buildLayerModel, measureOrtLayer, seededFloats } from '../src/ort/layer
 import { median } from '../src/stats.js';
 
 const conv: Conv2dWorkload = {
-  op: 'conv2d', dtype: 'float32', n: 1, cin: 3, h: 7, w: 6, cout: 4, kh: 3, kw: 3, strideH: 2, strideW: 1,
-  pads: [1, 0, 1, 2], dilationH: 1, dilationW: 1, groups: 1, oh: 4, ow: 6, epilogue: ['bias', 'relu'],
+  op: 'conv2d',
+  dtype: 'float32',
+  n: 1,
+  cin: 3,
+  h: 7,
+  w: 6,
+  cout: 4,
+  kh: 3,
+  kw: 3,
+  strideH: 2,
+  strideW: 1,
+  pads: [1, 0, 1, 2],
+  dilationH: 1,
+  dilationW: 1,
+  groups: 1,
+  oh: 4,
+  ow: 6,
+  epilogue: ['bias', 'relu'],
 };
 
 /** Plain reference convolution + bias + relu, straight from the definition. */
 function referenceConv(x: Float32Array, w: Float32Array, b: Float32Array): Float32Array {
   const c = conv;
   const y = new Float32Array(c.cout * c.oh * c.ow);
-  for (let co = 0; co < c.cout; co++) for (let oy = 0; oy < c.oh; oy++) for (let ox = 0; ox < c.ow; ox++) {
-    let s = b[co]!;
-    for (let ci = 0; ci < c.cin; ci++) for (let ky = 0; ky < c.kh; ky++) for (let kx = 0; kx < c.kw; kx++) {
-      const iy = oy * c.strideH - c.pads[0] + ky;
-      const ix = ox * c.strideW - c.pads[1] + kx;
-      if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
-      s += x[(ci * c.h + iy) * c.w + ix]! * w[((co * c.cin + ci) * c.kh + ky) * c.kw + kx]!;
-    }
-    y[(co * c.oh + oy) * c.ow + ox] = Math.max(0, s);
-  }
+  for (let co = 0; co < c.cout; co++)
+    for (let oy = 0; oy < c.oh; oy++)
+      for (let ox = 0; ox < c.ow; ox++) {
+        let s = b[co]!;
+        for (let ci = 0; ci < c.cin; ci++)
+          for (let ky = 0; ky < c.kh; ky++)
+            for (let kx = 0; kx < c.kw; kx++) {
+              const iy = oy * c.strideH - c.pads[0] + ky;
+              const ix = ox * c.strideW - c.pads[1] + kx;
+              if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+              s += x[(ci * c.h + iy) * c.w + ix]! * w[((co * c.cin + ci) * c.kh + ky) * c.kw + kx]!;
+            }
+        y[(co * c.oh + oy) * c.ow + ox] = Math.max(0, s);
+      }
   return y;
 }
 
@@ -62,7 +82,13 @@ test('dense and batch-matmul baselines build the ONNX ops that match the workloa
   const bmm: BatchMatmulWorkload = { op: 'batch_matmul', dtype: 'float32', batch: 2, m: 3, k: 5, n: 4, transB: true, epilogue: [] };
   const b = buildLayerModel(bmm);
   assert.deepEqual(b.opTypes, ['Transpose', 'MatMul']);
-  assert.deepEqual(b.inputs.map((i) => i.shape), [[2, 3, 5], [2, 4, 5]]);
+  assert.deepEqual(
+    b.inputs.map((i) => i.shape),
+    [
+      [2, 3, 5],
+      [2, 4, 5],
+    ],
+  );
   for (const w of [dense, bmm]) {
     const r = await measureOrtLayer(w, { threads: 1, minMs: 5, minRepeats: 3 });
     assert.ok(r.medianMs > 0 && r.samplesMs.length >= 3);

@@ -27,8 +27,16 @@ test('geometric mean of ratios; rejects non-positive values', () => {
 
 test('paired ratios divide each round by its own baseline, so drift between rounds cancels', () => {
   // Machine drifts 2x between rounds; the treatment is always 1.5x its own round's baseline.
-  const baseline = [[1, 1, 1], [2, 2, 2], [4, 4.1, 3.9]];
-  const treatment = [[1.5, 1.5], [3, 3, 3], [6, 6]];
+  const baseline = [
+    [1, 1, 1],
+    [2, 2, 2],
+    [4, 4.1, 3.9],
+  ];
+  const treatment = [
+    [1.5, 1.5],
+    [3, 3, 3],
+    [6, 6],
+  ];
   const r = pairedRatios(baseline, treatment);
   assert.deepEqual(r.ratios, [1.5, 1.5, 1.5]);
   assert.equal(r.medianRatio, 1.5);
@@ -64,8 +72,22 @@ test('interleave runs arms A B A B serially and files samples by arm and round',
 
 test('interleave with alternate reverses the order on odd rounds', async () => {
   const calls: string[] = [];
-  await interleave(['q', 'n'] as const, 4, async (arm, round) => { calls.push(`${arm}${round}`); return []; }, { alternate: true });
+  await interleave(
+    ['q', 'n'] as const,
+    4,
+    async (arm, round) => {
+      calls.push(`${arm}${round}`);
+      return [];
+    },
+    { alternate: true },
+  );
   assert.deepEqual(calls, ['q0', 'n0', 'n1', 'q1', 'q2', 'n2', 'n3', 'q3']);
-  await assert.rejects(interleave(['x'], 0, async () => []), RangeError);
-  await assert.rejects(interleave(['x', 'x'], 1, async () => []), RangeError);
+  await assert.rejects(
+    interleave(['x'], 0, async () => []),
+    RangeError,
+  );
+  await assert.rejects(
+    interleave(['x', 'x'], 1, async () => []),
+    RangeError,
+  );
 });

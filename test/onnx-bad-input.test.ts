@@ -39,7 +39,10 @@ test('a truncated ONNX file is NOT_ONNX', async () => {
 
 test('random bytes are NOT_ONNX', async () => {
   let seed = 12345;
-  const bytes = Uint8Array.from({ length: 4096 }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return seed >>> 24; });
+  const bytes = Uint8Array.from({ length: 4096 }, () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed >>> 24;
+  });
   const p = path.join(tempDir(), 'noise.onnx');
   fs.writeFileSync(p, bytes);
   const e = await expectUserError(() => loadModel(p), 'NOT_ONNX');
@@ -52,8 +55,15 @@ test('random bytes are NOT_ONNX', async () => {
 
 test('unsupported operators are all listed, with node names, in one message', async () => {
   const p = writeModel({
-    inputs: [{ name: 'boxes', dtype: 'float32', shape: [1, 10, 4] }, { name: 'scores', dtype: 'float32', shape: [1, 1, 10] }],
-    outputs: [{ name: 'sel', dtype: 'int64' }, { name: 'vals', dtype: 'float32' }, { name: 'y', dtype: 'float32' }],
+    inputs: [
+      { name: 'boxes', dtype: 'float32', shape: [1, 10, 4] },
+      { name: 'scores', dtype: 'float32', shape: [1, 1, 10] },
+    ],
+    outputs: [
+      { name: 'sel', dtype: 'int64' },
+      { name: 'vals', dtype: 'float32' },
+      { name: 'y', dtype: 'float32' },
+    ],
     initializers: [['k', { dtype: 'int64', dims: [1], data: Float64Array.from([3]) }]],
     nodes: [
       { op: 'NonMaxSuppression', name: 'nms_1', inputs: ['boxes', 'scores'], outputs: ['sel'] },
@@ -116,21 +126,34 @@ test('a malformed --input-shape value is BAD_ARGUMENT', async () => {
 });
 
 test('a conv whose input channels do not match its weight is SHAPE_MISMATCH naming the node', async () => {
-  const p = writeModel(convReluSpec({ initializers: [['w', f32([8, 4, 3, 3])], ['b', f32([8])]] }));
+  const p = writeModel(
+    convReluSpec({
+      initializers: [
+        ['w', f32([8, 4, 3, 3])],
+        ['b', f32([8])],
+      ],
+    }),
+  );
   const e = await expectUserError(() => loadModel(p), 'SHAPE_MISMATCH');
   assert.match(e.message, /"conv1".*3 channels/);
-  const grouped = writeModel(convReluSpec({
-    nodes: [{ op: 'Conv', name: 'gconv', inputs: ['input', 'w'], outputs: ['output'], attrs: { group: 2 } }],
-    initializers: [['w', f32([8, 1, 3, 3])]],
-  }));
+  const grouped = writeModel(
+    convReluSpec({
+      nodes: [{ op: 'Conv', name: 'gconv', inputs: ['input', 'w'], outputs: ['output'], attrs: { group: 2 } }],
+      initializers: [['w', f32([8, 1, 3, 3])]],
+    }),
+  );
   const g = await expectUserError(() => loadModel(grouped), 'SHAPE_MISMATCH');
   assert.match(g.message, /"gconv".*group=2/);
 });
 
 test('shapes that cannot broadcast are SHAPE_MISMATCH naming the node and both shapes', async () => {
   const p = writeModel({
-    inputs: [{ name: 'a', dtype: 'float32', shape: [2, 3] }, { name: 'b', dtype: 'float32', shape: [4, 3] }],
-    outputs: [{ name: 'y', dtype: 'float32' }], initializers: [],
+    inputs: [
+      { name: 'a', dtype: 'float32', shape: [2, 3] },
+      { name: 'b', dtype: 'float32', shape: [4, 3] },
+    ],
+    outputs: [{ name: 'y', dtype: 'float32' }],
+    initializers: [],
     nodes: [{ op: 'Add', name: 'residual', inputs: ['a', 'b'], outputs: ['y'] }],
   });
   const e = await expectUserError(() => loadModel(p), 'SHAPE_MISMATCH');
@@ -140,15 +163,20 @@ test('shapes that cannot broadcast are SHAPE_MISMATCH naming the node and both s
 test('absurd dimensions are DIM_OVERFLOW naming the value, not a silent overflow', async () => {
   const p = writeModel({
     inputs: [{ name: 'huge', dtype: 'float32', shape: [1e9, 1e9, 1e9] }],
-    outputs: [{ name: 'y', dtype: 'float32' }], initializers: [],
+    outputs: [{ name: 'y', dtype: 'float32' }],
+    initializers: [],
     nodes: [{ op: 'Relu', inputs: ['huge'], outputs: ['y'] }],
   });
   const e = await expectUserError(() => loadModel(p), 'DIM_OVERFLOW');
   assert.match(e.message, /"huge"/);
   // Each operand fits, but the product does not.
   const q = writeModel({
-    inputs: [{ name: 'a', dtype: 'float32', shape: [1e6, 1, 1] }, { name: 'b', dtype: 'float32', shape: [1e6, 1e6] }],
-    outputs: [{ name: 'sum', dtype: 'float32' }], initializers: [],
+    inputs: [
+      { name: 'a', dtype: 'float32', shape: [1e6, 1, 1] },
+      { name: 'b', dtype: 'float32', shape: [1e6, 1e6] },
+    ],
+    outputs: [{ name: 'sum', dtype: 'float32' }],
+    initializers: [],
     nodes: [{ op: 'Add', inputs: ['a', 'b'], outputs: ['sum'] }],
   });
   const f = await expectUserError(() => loadModel(q), 'DIM_OVERFLOW');
@@ -160,7 +188,11 @@ function withExternalWeight(location: string): Uint8Array {
   const w = proto.graph!.initializer!.find((t) => t.name === 'w')!;
   w.rawData = new Uint8Array();
   w.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
-  w.externalData = [{ key: 'location', value: location }, { key: 'offset', value: '0' }, { key: 'length', value: String(8 * 3 * 3 * 3 * 4) }];
+  w.externalData = [
+    { key: 'location', value: location },
+    { key: 'offset', value: '0' },
+    { key: 'length', value: String(8 * 3 * 3 * 3 * 4) },
+  ];
   return onnx.ModelProto.encode(proto).finish();
 }
 

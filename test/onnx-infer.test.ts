@@ -12,13 +12,15 @@ import { f32, i64, tempDir, writeModel } from './onnx-test-models.js';
 const { onnx } = onnxProto;
 
 async function single(node: NodeSpec, inputShape: readonly number[], inits: [string, Tensor][] = [], opset = 17): Promise<InferredModel> {
-  return loadModel(writeModel({
-    opset,
-    inputs: [{ name: 'x', dtype: 'float32', shape: inputShape }],
-    outputs: node.outputs.map((name) => ({ name, dtype: 'float32' as const })),
-    initializers: inits,
-    nodes: [node],
-  }));
+  return loadModel(
+    writeModel({
+      opset,
+      inputs: [{ name: 'x', dtype: 'float32', shape: inputShape }],
+      outputs: node.outputs.map((name) => ({ name, dtype: 'float32' as const })),
+      initializers: inits,
+      nodes: [node],
+    }),
+  );
 }
 
 const outShape = (m: InferredModel, i = 0): readonly number[] => m.outputs[i]!.shape;
@@ -26,29 +28,54 @@ const outShape = (m: InferredModel, i = 0): readonly number[] => m.outputs[i]!.s
 test('Conv auto_pad SAME_UPPER/SAME_LOWER with stride 2 gives ceil(in/stride); VALID gives no padding', async () => {
   const w = f32([4, 3, 3, 3]);
   for (const autoPad of ['SAME_UPPER', 'SAME_LOWER']) {
-    const m = await single({ op: 'Conv', inputs: ['x', 'w'], outputs: ['y'], attrs: { auto_pad: autoPad, strides: [2, 2] } }, [1, 3, 7, 7], [['w', w]]);
+    const m = await single(
+      { op: 'Conv', inputs: ['x', 'w'], outputs: ['y'], attrs: { auto_pad: autoPad, strides: [2, 2] } },
+      [1, 3, 7, 7],
+      [['w', w]],
+    );
     assert.deepEqual(outShape(m), [1, 4, 4, 4]);
   }
-  const valid = await single({ op: 'Conv', inputs: ['x', 'w'], outputs: ['y'], attrs: { auto_pad: 'VALID', strides: [2, 2] } }, [1, 3, 7, 7], [['w', w]]);
+  const valid = await single(
+    { op: 'Conv', inputs: ['x', 'w'], outputs: ['y'], attrs: { auto_pad: 'VALID', strides: [2, 2] } },
+    [1, 3, 7, 7],
+    [['w', w]],
+  );
   assert.deepEqual(outShape(valid), [1, 4, 3, 3]);
-  const dilated = await single({ op: 'Conv', inputs: ['x', 'w'], outputs: ['y'], attrs: { dilations: [2, 2], pads: [1, 1, 1, 1] } }, [1, 3, 7, 7], [['w', w]]);
+  const dilated = await single(
+    { op: 'Conv', inputs: ['x', 'w'], outputs: ['y'], attrs: { dilations: [2, 2], pads: [1, 1, 1, 1] } },
+    [1, 3, 7, 7],
+    [['w', w]],
+  );
   assert.deepEqual(outShape(dilated), [1, 4, 5, 5]);
-  const depthwise = await single({ op: 'Conv', inputs: ['x', 'dw'], outputs: ['y'], attrs: { group: 3, pads: [1, 1, 1, 1] } },
-    [1, 3, 7, 7], [['dw', f32([3, 1, 3, 3])]]);
+  const depthwise = await single(
+    { op: 'Conv', inputs: ['x', 'dw'], outputs: ['y'], attrs: { group: 3, pads: [1, 1, 1, 1] } },
+    [1, 3, 7, 7],
+    [['dw', f32([3, 1, 3, 3])]],
+  );
   assert.deepEqual(outShape(depthwise), [1, 3, 7, 7]);
 });
 
 test('MaxPool ceil_mode rounds up, but never starts a window in the end padding', async () => {
-  const floor = await single({ op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2] } }, [1, 1, 6, 6]);
+  const floor = await single(
+    { op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2] } },
+    [1, 1, 6, 6],
+  );
   assert.deepEqual(outShape(floor), [1, 1, 2, 2]);
-  const ceil = await single({ op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], ceil_mode: 1 } }, [1, 1, 6, 6]);
+  const ceil = await single(
+    { op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], ceil_mode: 1 } },
+    [1, 1, 6, 6],
+  );
   assert.deepEqual(outShape(ceil), [1, 1, 3, 3]);
   // padded 7, k2 s2: ceil((7-2)/2)+1 = 4, but window 4 would start at 6 ≥ 5 + 1 (in the end pad): 3.
   const edge = await single(
-    { op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [2, 2], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 1 } }, [1, 1, 5, 5]);
+    { op: 'MaxPool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [2, 2], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 1 } },
+    [1, 1, 5, 5],
+  );
   assert.deepEqual(outShape(edge), [1, 1, 3, 3]);
-  const avg = await single({ op: 'AveragePool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], auto_pad: 'SAME_UPPER' } },
-    [1, 1, 7, 7]);
+  const avg = await single(
+    { op: 'AveragePool', inputs: ['x'], outputs: ['y'], attrs: { kernel_shape: [3, 3], strides: [2, 2], auto_pad: 'SAME_UPPER' } },
+    [1, 1, 7, 7],
+  );
   assert.deepEqual(outShape(avg), [1, 1, 4, 4]);
 });
 
@@ -57,7 +84,11 @@ test('Reshape copies 0 dims, infers -1, and honours allowzero', async () => {
   assert.deepEqual(outShape(m), [2, 12]);
   const m2 = await single({ op: 'Reshape', inputs: ['x', 's'], outputs: ['y'] }, [2, 3, 4], [['s', i64([-1, 0, 2])]]);
   assert.deepEqual(outShape(m2), [4, 3, 2]);
-  const zero = await single({ op: 'Reshape', inputs: ['x', 's'], outputs: ['y'], attrs: { allowzero: 1 } }, [0, 3, 4], [['s', i64([3, 4, 0])]]);
+  const zero = await single(
+    { op: 'Reshape', inputs: ['x', 's'], outputs: ['y'], attrs: { allowzero: 1 } },
+    [0, 3, 4],
+    [['s', i64([3, 4, 0])]],
+  );
   assert.deepEqual(outShape(zero), [3, 4, 0]);
   await assert.rejects(single({ op: 'Reshape', inputs: ['x', 's'], outputs: ['y'] }, [2, 3, 4], [['s', i64([5, -1])]]), /cannot reshape/);
 });
@@ -67,7 +98,12 @@ function sliceModelWithInt64(file: string, starts: bigint[], ends: bigint[], axe
   const spec: ModelSpec = {
     inputs: [{ name: 'x', dtype: 'float32', shape: [10, 5] }],
     outputs: [{ name: 'y', dtype: 'float32' }],
-    initializers: [['starts', i64([0])], ['ends', i64([0])], ['axes', i64([0])], ['steps', i64([0])]],
+    initializers: [
+      ['starts', i64([0])],
+      ['ends', i64([0])],
+      ['axes', i64([0])],
+      ['steps', i64([0])],
+    ],
     nodes: [{ op: 'Slice', inputs: ['x', 'starts', 'ends', 'axes', 'steps'], outputs: ['y'] }],
   };
   const proto = onnx.ModelProto.decode(encodeModel(spec));
@@ -87,7 +123,13 @@ test('Slice clamps INT64_MAX/INT64_MIN ends and handles negative steps', async (
   const cases: [bigint[], bigint[], bigint[], bigint[], number[]][] = [
     [[2n], [MAX], [0n], [1n], [8, 5]],
     [[-1n], [MIN], [0n], [-1n], [10, 5]],
-    [[-1n, 4n], [MIN, 0n], [0n, 1n], [-3n, -2n], [4, 2]],
+    [
+      [-1n, 4n],
+      [MIN, 0n],
+      [0n, 1n],
+      [-3n, -2n],
+      [4, 2],
+    ],
     [[20n], [MAX], [1n], [1n], [10, 0]],
     [[1n], [-1n], [-1n], [1n], [10, 3]],
   ];
@@ -104,7 +146,11 @@ test('a PyTorch-style shape sub-graph (Shape→Gather→Unsqueeze→Concat→Res
     opset: 13,
     inputs: [{ name: 'x', dtype: 'float32', shape: ['batch_size', 3, 4, 4] }],
     outputs: [{ name: 'y', dtype: 'float32' }],
-    initializers: [['zero', i64([0], [])], ['ax0', i64([0])], ['minus1', i64([-1])]],
+    initializers: [
+      ['zero', i64([0], [])],
+      ['ax0', i64([0])],
+      ['minus1', i64([-1])],
+    ],
     nodes: [
       { op: 'Relu', inputs: ['x'], outputs: ['r'] },
       { op: 'Shape', inputs: ['r'], outputs: ['shape'] },
@@ -116,7 +162,10 @@ test('a PyTorch-style shape sub-graph (Shape→Gather→Unsqueeze→Concat→Res
     ].reverse(), // listed out of order on purpose: the front end sorts topologically
   });
   const m = await loadModel(p);
-  assert.deepEqual(m.nodes.map((n) => n.opType), ['Relu', 'Reshape', 'Flatten']);
+  assert.deepEqual(
+    m.nodes.map((n) => n.opType),
+    ['Relu', 'Reshape', 'Flatten'],
+  );
   assert.deepEqual(Array.from(m.constants.get('target')!.data as Float64Array), [1, -1]);
   assert.deepEqual(outShape(m), [1, 48]);
   const pinned = await loadModel(p, { inputShapes: new Map([['x', [5, 3, 4, 4]]]) });
@@ -125,13 +174,50 @@ test('a PyTorch-style shape sub-graph (Shape→Gather→Unsqueeze→Concat→Res
 
 test('Split: attribute in opset 11, input in 13, num_outputs in 18', async () => {
   const m11 = await single({ op: 'Split', inputs: ['x'], outputs: ['a', 'b'], attrs: { axis: 1, split: [2, 4] } }, [3, 6], [], 11);
-  assert.deepEqual([outShape(m11, 0), outShape(m11, 1)], [[3, 2], [3, 4]]);
-  const m13 = await single({ op: 'Split', inputs: ['x', 'sizes'], outputs: ['a', 'b'], attrs: { axis: 1 } }, [3, 6], [['sizes', i64([1, 5])]], 13);
-  assert.deepEqual([outShape(m13, 0), outShape(m13, 1)], [[3, 1], [3, 5]]);
+  assert.deepEqual(
+    [outShape(m11, 0), outShape(m11, 1)],
+    [
+      [3, 2],
+      [3, 4],
+    ],
+  );
+  const m13 = await single(
+    { op: 'Split', inputs: ['x', 'sizes'], outputs: ['a', 'b'], attrs: { axis: 1 } },
+    [3, 6],
+    [['sizes', i64([1, 5])]],
+    13,
+  );
+  assert.deepEqual(
+    [outShape(m13, 0), outShape(m13, 1)],
+    [
+      [3, 1],
+      [3, 5],
+    ],
+  );
   const even = await single({ op: 'Split', inputs: ['x'], outputs: ['a', 'b', 'c'], attrs: { axis: 1 } }, [3, 6], [], 13);
-  assert.deepEqual(even.outputs.map((o) => o.shape), [[3, 2], [3, 2], [3, 2]]);
-  const m18 = await single({ op: 'Split', inputs: ['x'], outputs: ['a', 'b', 'c', 'd'], attrs: { axis: 0, num_outputs: 4 } }, [10, 2], [], 18);
-  assert.deepEqual(m18.outputs.map((o) => o.shape), [[3, 2], [3, 2], [3, 2], [1, 2]]);
+  assert.deepEqual(
+    even.outputs.map((o) => o.shape),
+    [
+      [3, 2],
+      [3, 2],
+      [3, 2],
+    ],
+  );
+  const m18 = await single(
+    { op: 'Split', inputs: ['x'], outputs: ['a', 'b', 'c', 'd'], attrs: { axis: 0, num_outputs: 4 } },
+    [10, 2],
+    [],
+    18,
+  );
+  assert.deepEqual(
+    m18.outputs.map((o) => o.shape),
+    [
+      [3, 2],
+      [3, 2],
+      [3, 2],
+      [1, 2],
+    ],
+  );
 });
 
 test('Squeeze/Unsqueeze: axes attribute in opset 11, axes input in opset 13', async () => {
@@ -148,31 +234,56 @@ test('Squeeze/Unsqueeze: axes attribute in opset 11, axes input in opset 13', as
 });
 
 test('MatMul follows numpy: 1-D operands and broadcast batch dims; Gemm honours transB', async () => {
-  const mm = (a: number[], b: number[]) => loadModel(writeModel({
-    inputs: [{ name: 'a', dtype: 'float32', shape: a }, { name: 'b', dtype: 'float32', shape: b }],
-    outputs: [{ name: 'y', dtype: 'float32' }], initializers: [],
-    nodes: [{ op: 'MatMul', inputs: ['a', 'b'], outputs: ['y'] }],
-  }));
+  const mm = (a: number[], b: number[]) =>
+    loadModel(
+      writeModel({
+        inputs: [
+          { name: 'a', dtype: 'float32', shape: a },
+          { name: 'b', dtype: 'float32', shape: b },
+        ],
+        outputs: [{ name: 'y', dtype: 'float32' }],
+        initializers: [],
+        nodes: [{ op: 'MatMul', inputs: ['a', 'b'], outputs: ['y'] }],
+      }),
+    );
   assert.deepEqual(outShape(await mm([4], [4])), []);
   assert.deepEqual(outShape(await mm([4], [2, 4, 5])), [2, 5]);
   assert.deepEqual(outShape(await mm([2, 1, 3, 4], [5, 4, 6])), [2, 5, 3, 6]);
   assert.deepEqual(outShape(await mm([3, 4], [4])), [3]);
   await assert.rejects(mm([3, 4], [5, 6]), /inner dimensions/);
-  const g = await single({ op: 'Gemm', inputs: ['x', 'w', 'c'], outputs: ['y'], attrs: { transB: 1 } }, [2, 8], [['w', f32([16, 8])], ['c', f32([16])]]);
+  const g = await single(
+    { op: 'Gemm', inputs: ['x', 'w', 'c'], outputs: ['y'], attrs: { transB: 1 } },
+    [2, 8],
+    [
+      ['w', f32([16, 8])],
+      ['c', f32([16])],
+    ],
+  );
   assert.deepEqual(outShape(g), [2, 16]);
 });
 
 test('batch-only symbolic inputs default to 1; a pinned name binds the same symbol on other inputs', async () => {
   const p = writeModel({
-    inputs: [{ name: 'ids', dtype: 'float32', shape: ['batch', 'seq'] }, { name: 'mask', dtype: 'float32', shape: ['batch', 'seq'] }],
-    outputs: [{ name: 'y', dtype: 'float32' }], initializers: [],
+    inputs: [
+      { name: 'ids', dtype: 'float32', shape: ['batch', 'seq'] },
+      { name: 'mask', dtype: 'float32', shape: ['batch', 'seq'] },
+    ],
+    outputs: [{ name: 'y', dtype: 'float32' }],
+    initializers: [],
     nodes: [{ op: 'Mul', inputs: ['ids', 'mask'], outputs: ['y'] }],
   });
   const m = await loadModel(p, { inputShapes: new Map([['ids', [1, 128]]]) });
-  assert.deepEqual(m.inputs.map((i) => i.shape), [[1, 128], [1, 128]]);
+  assert.deepEqual(
+    m.inputs.map((i) => i.shape),
+    [
+      [1, 128],
+      [1, 128],
+    ],
+  );
   const q = writeModel({
     inputs: [{ name: 'x', dtype: 'float32', shape: ['N', 3, 8, 8] }],
-    outputs: [{ name: 'y', dtype: 'float32' }], initializers: [],
+    outputs: [{ name: 'y', dtype: 'float32' }],
+    initializers: [],
     nodes: [{ op: 'Relu', inputs: ['x'], outputs: ['y'] }],
   });
   assert.deepEqual((await loadModel(q)).inputs[0]!.shape, [1, 3, 8, 8]);
@@ -183,7 +294,10 @@ test('weight-only sub-graphs fold: Transpose of an initializer becomes a constan
   const p = writeModel({
     inputs: [{ name: 'x', dtype: 'float32', shape: [4, 3] }],
     outputs: [{ name: 'y', dtype: 'float32' }],
-    initializers: [['w', w], ['scale', f32([1], 2)]],
+    initializers: [
+      ['w', w],
+      ['scale', f32([1], 2)],
+    ],
     nodes: [
       { op: 'Transpose', inputs: ['w'], outputs: ['wt'], attrs: { perm: [1, 0] } },
       { op: 'Mul', inputs: ['wt', 'scale'], outputs: ['ws'] },
@@ -191,15 +305,22 @@ test('weight-only sub-graphs fold: Transpose of an initializer becomes a constan
     ],
   });
   const m = await loadModel(p);
-  assert.deepEqual(m.nodes.map((n) => n.opType), ['MatMul']);
+  assert.deepEqual(
+    m.nodes.map((n) => n.opType),
+    ['MatMul'],
+  );
   assert.deepEqual(Array.from(m.constants.get('ws')!.data as Float32Array), [2, 8, 4, 10, 6, 12]);
   assert.deepEqual(outShape(m), [4, 2]);
 });
 
 test('a value-dependent shape computed at run time is DYNAMIC_SHAPE naming the node', async () => {
   const p = writeModel({
-    inputs: [{ name: 'x', dtype: 'float32', shape: [2, 3] }, { name: 'target', dtype: 'int64', shape: [2] }],
-    outputs: [{ name: 'y', dtype: 'float32' }], initializers: [],
+    inputs: [
+      { name: 'x', dtype: 'float32', shape: [2, 3] },
+      { name: 'target', dtype: 'int64', shape: [2] },
+    ],
+    outputs: [{ name: 'y', dtype: 'float32' }],
+    initializers: [],
     nodes: [{ op: 'Reshape', name: 'dyn', inputs: ['x', 'target'], outputs: ['y'] }],
   });
   await assert.rejects(loadModel(p), (e: Error & { code?: string }) => e.code === 'DYNAMIC_SHAPE' && /"dyn"/.test(e.message));

@@ -41,7 +41,9 @@ export function nodeTestCases(): { cases: NodeTestCase[]; unknownOp: number } {
     if (!fs.existsSync(file) || !fs.existsSync(path.join(dir, 'test_data_set_0')) || EXCLUDED.has(name)) continue;
     const bytes = fs.readFileSync(file);
     const proto = onnxProto.onnx.ModelProto.decode(bytes);
-    const known = (proto.graph?.node ?? []).every((n) => opDefinition(n.domain === 'ai.onnx' ? '' : n.domain ?? '', n.opType ?? '') !== undefined);
+    const known = (proto.graph?.node ?? []).every(
+      (n) => opDefinition(n.domain === 'ai.onnx' ? '' : (n.domain ?? ''), n.opType ?? '') !== undefined,
+    );
     if (known) cases.push({ name, dir, bytes, proto });
     else unknownOp++;
   }
@@ -50,7 +52,9 @@ export function nodeTestCases(): { cases: NodeTestCase[]; unknownOp: number } {
 
 /** `input_0.pb, input_1.pb, …` (or output_*) of a data set directory, in index order, as full paths. */
 export function dataFiles(dir: string, prefix: 'input_' | 'output_'): string[] {
-  return fs.readdirSync(dir).filter((f) => f.startsWith(prefix) && f.endsWith('.pb'))
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith(prefix) && f.endsWith('.pb'))
     .sort((a, b) => Number(a.slice(prefix.length, -3)) - Number(b.slice(prefix.length, -3)))
     .map((f) => path.join(dir, f));
 }

@@ -42,11 +42,24 @@ const { onnx } = onnxProto;
 
 /** Tunable-op tests compiled into bundles (each costs a kernel compile): input index kept as an activation. */
 const TUNABLE_CASES: ReadonlyMap<string, readonly number[]> = new Map([
-  ...['test_basic_conv_with_padding', 'test_basic_conv_without_padding', 'test_conv_with_autopad_same',
-    'test_conv_with_strides_and_asymmetric_padding', 'test_conv_with_strides_no_padding', 'test_conv_with_strides_padding',
-    'test_gemm_all_attributes', 'test_gemm_alpha', 'test_gemm_beta', 'test_gemm_default_matrix_bias', 'test_gemm_default_no_bias',
-    'test_gemm_default_scalar_bias', 'test_gemm_default_single_elem_vector_bias', 'test_gemm_default_vector_bias',
-    'test_gemm_default_zero_bias', 'test_gemm_transposeA', 'test_gemm_transposeB',
+  ...[
+    'test_basic_conv_with_padding',
+    'test_basic_conv_without_padding',
+    'test_conv_with_autopad_same',
+    'test_conv_with_strides_and_asymmetric_padding',
+    'test_conv_with_strides_no_padding',
+    'test_conv_with_strides_padding',
+    'test_gemm_all_attributes',
+    'test_gemm_alpha',
+    'test_gemm_beta',
+    'test_gemm_default_matrix_bias',
+    'test_gemm_default_no_bias',
+    'test_gemm_default_scalar_bias',
+    'test_gemm_default_single_elem_vector_bias',
+    'test_gemm_default_vector_bias',
+    'test_gemm_default_zero_bias',
+    'test_gemm_transposeA',
+    'test_gemm_transposeB',
   ].map((n): [string, readonly number[]] => [n, [0]]),
   ...['test_matmul_2d', 'test_matmul_3d', 'test_matmul_4d'].map((n): [string, readonly number[]] => [n, [0, 1]]),
 ]);
@@ -58,14 +71,23 @@ function readPbs(dir: string, prefix: 'input_' | 'output_'): (HostTensor & { nam
   return dataFiles(dir, prefix).map((f) => decodePb(fs.readFileSync(f), path.basename(f)));
 }
 
-interface NodeCase { readonly name: string; readonly dir: string; readonly model: OnnxModel; readonly proto: onnxProto.onnx.ModelProto }
+interface NodeCase {
+  readonly name: string;
+  readonly dir: string;
+  readonly model: OnnxModel;
+  readonly proto: onnxProto.onnx.ModelProto;
+}
 
 function frontEndCases(): { cases: NodeCase[]; unknownOp: number } {
   const { cases, unknownOp } = nodeTestCases();
-  return { cases: cases.map((c) => ({ name: c.name, dir: c.dir, proto: c.proto, model: decodeModel(c.bytes, path.join(c.dir, 'model.onnx')) })), unknownOp };
+  return {
+    cases: cases.map((c) => ({ name: c.name, dir: c.dir, proto: c.proto, model: decodeModel(c.bytes, path.join(c.dir, 'model.onnx')) })),
+    unknownOp,
+  };
 }
 
-type Outcome = { kind: 'compared' }
+type Outcome =
+  | { kind: 'compared' }
   | { kind: 'folded' | 'tunable' | 'runtime-unsupported' | 'ir-unsupported' | 'dtype-unsupported' | 'front-end-refused'; why?: string }
   | { kind: 'failed'; why: string };
 
@@ -108,7 +130,9 @@ async function runNative(c: NodeCase): Promise<Outcome> {
     if (ints.size === 0) return { kind: 'front-end-refused', why: `[${e.code}] ${e.message}` };
     model = withInputsBaked(model, ints);
     for (const n of ints.keys()) byName.delete(n);
-    try { inferred = inferModel(model, { inputShapes: new Map([...byName].map(([n, t]) => [n, t.shape])) }); } catch (e2) {
+    try {
+      inferred = inferModel(model, { inputShapes: new Map([...byName].map(([n, t]) => [n, t.shape])) });
+    } catch (e2) {
       if (!isVeltairError(e2)) throw e2;
       return { kind: 'front-end-refused', why: `[${e2.code}] ${e2.message}` };
     }
@@ -126,7 +150,11 @@ async function runNative(c: NodeCase): Promise<Outcome> {
   if (graph.outputs.some((o) => !produced.has(o.name))) return { kind: 'folded' };
   let translated;
   try {
-    translated = translatePlan(buildGraphPlan(graph, new Map(), 16), graph.layers.map((l) => fromIrLayer(l)), { threads: 2 });
+    translated = translatePlan(
+      buildGraphPlan(graph, new Map(), 16),
+      graph.layers.map((l) => fromIrLayer(l)),
+      { threads: 2 },
+    );
   } catch (e) {
     if (isVeltairError(e) && e.code === 'UNSUPPORTED_OPS') return { kind: 'runtime-unsupported', why: e.message };
     throw e;
@@ -162,8 +190,10 @@ test('ONNX node tests without tunable layers run natively and match the shipped 
     if (o.kind === 'failed') failures.push(`${c.name}: ${o.why}`);
     if (o.kind === 'compared') compared.push(c.name);
   }
-  console.log(`ONNX node tests run natively: ${compared.length} compared, ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}, `
-    + `unknown to the front end ${unknownOp}, excluded ${EXCLUDED.size}`);
+  console.log(
+    `ONNX node tests run natively: ${compared.length} compared, ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}, ` +
+      `unknown to the front end ${unknownOp}, excluded ${EXCLUDED.size}`,
+  );
   assert.deepEqual(failures, []);
   assert.ok(compared.length >= 280, `only ${compared.length} node tests were compared; expected at least 280`);
 });
@@ -176,7 +206,10 @@ function bakeWeights(c: string, keep: readonly number[]): Uint8Array {
   const inputs = [...(graph.input ?? [])];
   const kept: onnxProto.onnx.IValueInfoProto[] = [];
   inputs.forEach((vi, i) => {
-    if (keep.includes(i)) { kept.push(vi); return; }
+    if (keep.includes(i)) {
+      kept.push(vi);
+      return;
+    }
     const t = onnx.TensorProto.decode(fs.readFileSync(path.join(dir, 'test_data_set_0', `input_${i}.pb`)));
     t.name = vi.name ?? '';
     graph.initializer = [...(graph.initializer ?? []), t];
@@ -193,7 +226,11 @@ test('ONNX conv / gemm / matmul node tests compile into bundles and match the sh
     fs.writeFileSync(file, bakeWeights(name, keep));
     const bundle = path.join(root, `${name}.bundle`);
     try {
-      await compileFixture(file, { output: bundle, db: path.join(root, 'db'), trials: 1, levels: [0], maxVersions: 1, profileThreads: [] }, cache);
+      await compileFixture(
+        file,
+        { output: bundle, db: path.join(root, 'db'), trials: 1, levels: [0], maxVersions: 1, profileThreads: [] },
+        cache,
+      );
     } catch (e) {
       failures.push(`${name}: compile failed: ${(e as Error).message.split('\n')[0]}`);
       continue;
@@ -206,7 +243,11 @@ test('ONNX conv / gemm / matmul node tests compile into bundles and match the sh
       assert.ok(s.tunableLayers.length >= 1, `${name} has a tunable layer`);
       const feeds = Object.fromEntries(s.inputs.map((t, i) => [t.name, ins[keep[i]!]!.data]));
       const got = s.runSync(feeds);
-      const why = compareAll(name, s.outputs.map((o) => got[o.name]!.data), outs);
+      const why = compareAll(
+        name,
+        s.outputs.map((o) => got[o.name]!.data),
+        outs,
+      );
       if (why !== undefined) failures.push(why);
     } finally {
       s.close();

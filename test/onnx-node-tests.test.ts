@@ -59,14 +59,18 @@ function checkCase(c: NodeTestCase): string | undefined {
   }
   // With the inputs baked in as constants everything the evaluator supports folds: checks its values.
   const baked = inferModel(withInputsBaked(model, feeds));
-  for (const [label, result] of [['inferred', inferred], ['folded', baked]] as const) {
+  for (const [label, result] of [
+    ['inferred', inferred],
+    ['folded', baked],
+  ] as const) {
     if (result === undefined) continue;
     for (let i = 0; i < outs.length; i++) {
       const want = outs[i]!;
       const name = outs.names![i] || model.graph.outputs[i]!.name;
       const got = result.types.get(name);
       if (got === undefined) return `output ${name}: no type (${label})`;
-      if (JSON.stringify(got.shape) !== JSON.stringify(want.dims)) return `output ${name}: ${label} shape [${got.shape}] but reference is [${want.dims}]`;
+      if (JSON.stringify(got.shape) !== JSON.stringify(want.dims))
+        return `output ${name}: ${label} shape [${got.shape}] but reference is [${want.dims}]`;
       const folded = result.constants.get(name);
       if (folded !== undefined && !closeEnough(folded, want)) return `output ${name}: folded values differ from the reference`;
     }
@@ -75,8 +79,10 @@ function checkCase(c: NodeTestCase): string | undefined {
 }
 
 test('inferred output shapes match ONNX backend node tests for every supported operator', () => {
-  assert.ok(fs.existsSync(NODE_TESTS),
-    `${NODE_TESTS} is missing: install Debian's libonnx-testdata (.ci/run installs it: apt-get install libonnx-testdata)`);
+  assert.ok(
+    fs.existsSync(NODE_TESTS),
+    `${NODE_TESTS} is missing: install Debian's libonnx-testdata (.ci/run installs it: apt-get install libonnx-testdata)`,
+  );
   const { cases, unknownOp: unsupported } = nodeTestCases();
   const failures: string[] = [];
   for (const c of cases) {
@@ -87,8 +93,10 @@ test('inferred output shapes match ONNX backend node tests for every supported o
       failures.push(`${c.name}: ${isVeltairError(e) ? `[${e.code}] ${e.message}` : String(e)}`);
     }
   }
-  console.log(`ONNX node tests: ${cases.length} with supported operators checked, ${unsupported} skipped as unsupported, `
-    + `${EXCLUDED.size} excluded, ${failures.length} failed`);
+  console.log(
+    `ONNX node tests: ${cases.length} with supported operators checked, ${unsupported} skipped as unsupported, ` +
+      `${EXCLUDED.size} excluded, ${failures.length} failed`,
+  );
   assert.deepEqual(failures, []);
   assert.ok(cases.length >= 300, `only ${cases.length} node tests were checked; expected at least 300`);
 });

@@ -34,7 +34,10 @@ export function convReluSpec(overrides: Partial<ModelSpec> = {}): ModelSpec {
   return {
     inputs: [{ name: 'input', dtype: 'float32', shape: [1, 3, 8, 8] }],
     outputs: [{ name: 'output', dtype: 'float32' }],
-    initializers: [['w', f32([8, 3, 3, 3])], ['b', f32([8])]],
+    initializers: [
+      ['w', f32([8, 3, 3, 3])],
+      ['b', f32([8])],
+    ],
     nodes,
     ...overrides,
   };

@@ -38,7 +38,8 @@ before(async () => {
 const strays = () => readdirSync(out).filter((n) => n.includes('.tmp-'));
 
 test('--layer 0 -o .svg --data .csv --json: the figure, its rows, and a summary naming both', async () => {
-  const svgPath = join(out, 'conv.svg'), csvPath = join(out, 'conv.csv');
+  const svgPath = join(out, 'conv.svg'),
+    csvPath = join(out, 'conv.csv');
   const r = await veltair(['plot', bundle, '--layer', '0', '-o', svgPath, '--data', csvPath, '--json'], env);
   assert.equal(r.exitCode, 0, r.stderr);
   assert.equal(r.stderr, '', 'no renderer warnings');
@@ -63,7 +64,8 @@ test('--layer 0 -o .svg --data .csv --json: the figure, its rows, and a summary 
 });
 
 test('--layer by exact name -o .png: a PNG twice the size of the same figure as SVG; human output names the file', async () => {
-  const png = join(out, 'conv.png'), svg = join(out, 'conv-by-name.svg');
+  const png = join(out, 'conv.png'),
+    svg = join(out, 'conv-by-name.svg');
   const r = await veltair(['plot', bundle, '--layer', CONV_NAME, '-o', png], env);
   assert.equal(r.exitCode, 0, r.stderr);
   assert.equal(r.stdout.trimEnd().split('\n').length, 1);
@@ -77,7 +79,8 @@ test('--layer by exact name -o .png: a PNG twice the size of the same figure as 
 });
 
 test('without --layer: the model figure and its JSON rows, node names intact', async () => {
-  const svgPath = join(out, 'model.svg'), jsonPath = join(out, 'model.json');
+  const svgPath = join(out, 'model.svg'),
+    jsonPath = join(out, 'model.json');
   const r = await veltair(['plot', bundle, '-o', svgPath, '--data', jsonPath, '--json'], env);
   assert.equal(r.exitCode, 0, r.stderr);
   const summary = JSON.parse(r.stdout);
@@ -88,15 +91,30 @@ test('without --layer: the model figure and its JSON rows, node names intact', a
   assert.equal([...svg.matchAll(/aria-roledescription="bar"/g)].length, 2);
   const data = JSON.parse(readFileSync(jsonPath, 'utf8'));
   assert.equal(data.figure, 'model');
-  assert.deepEqual(data.panels.versionsPerLayer.map((r: { name: string }) => r.name), [CONV_NAME, 'fc']);
-  assert.equal(data.panels.versionsPerLayer.reduce((s: number, r: { versions: number }) => s + r.versions, 0), summary.versions);
+  assert.deepEqual(
+    data.panels.versionsPerLayer.map((r: { name: string }) => r.name),
+    [CONV_NAME, 'fc'],
+  );
+  assert.equal(
+    data.panels.versionsPerLayer.reduce((s: number, r: { versions: number }) => s + r.versions, 0),
+    summary.versions,
+  );
   // Level 0: both policies. Level 1: adaptive always (every layer's first 1-thread candidate is measured
   // there); fixed only when each layer's quiet-best version also was, which the tuner's noisy-level
   // screening decides by timing (it failed CI once, on a loaded machine, with fixed missing).
   const rows = data.panels.latencyPerLevel as { level: number; policy: string }[];
-  assert.deepEqual(rows.filter((r) => r.level === 0).map((r) => r.policy), [ADAPTIVE_POLICY, FIXED_POLICY]);
-  assert.ok(rows.some((r) => r.level === 1 && r.policy === ADAPTIVE_POLICY), JSON.stringify(rows));
-  assert.deepEqual(rows.filter((r) => r.level !== 0 && r.level !== 1), []);
+  assert.deepEqual(
+    rows.filter((r) => r.level === 0).map((r) => r.policy),
+    [ADAPTIVE_POLICY, FIXED_POLICY],
+  );
+  assert.ok(
+    rows.some((r) => r.level === 1 && r.policy === ADAPTIVE_POLICY),
+    JSON.stringify(rows),
+  );
+  assert.deepEqual(
+    rows.filter((r) => r.level !== 0 && r.level !== 1),
+    [],
+  );
 });
 
 test('an existing output is refused without --force and replaced with it', async () => {
@@ -118,9 +136,15 @@ test('bad input: one clear error line and exit 1', async () => {
   const svg = join(out, 'bad.svg');
   assertOneClearError(await veltair(['plot', bundle, '--layer', '7', '-o', svg], env), 'BAD_ARGUMENT', ['"7"', '2 tunable layers of 3']);
   assertOneClearError(await veltair(['plot', bundle, '--layer', '1', '-o', svg], env), 'BAD_ARGUMENT', ['layer 1', 'does not tune']);
-  assertOneClearError(await veltair(['plot', bundle, '--layer', '../../etc/passwd', '-o', svg], env), 'BAD_ARGUMENT', ['"../../etc/passwd"', 'does not tune']);
+  assertOneClearError(await veltair(['plot', bundle, '--layer', '../../etc/passwd', '-o', svg], env), 'BAD_ARGUMENT', [
+    '"../../etc/passwd"',
+    'does not tune',
+  ]);
   assertOneClearError(await veltair(['plot', bundle, '-o', join(out, 'fig.pdf')], env), 'BAD_ARGUMENT', ['fig.pdf', '.svg or .png']);
-  assertOneClearError(await veltair(['plot', bundle, '-o', svg, '--data', join(out, 'rows.xlsx')], env), 'BAD_ARGUMENT', ['rows.xlsx', '.csv or .json']);
+  assertOneClearError(await veltair(['plot', bundle, '-o', svg, '--data', join(out, 'rows.xlsx')], env), 'BAD_ARGUMENT', [
+    'rows.xlsx',
+    '.csv or .json',
+  ]);
   assertOneClearError(await veltair(['plot', bundle], env), 'BAD_ARGUMENT', ['-o']);
   assertOneClearError(await veltair(['plot', join(root, 'missing.bundle'), '-o', svg], env), 'FILE_NOT_FOUND', ['missing.bundle']);
   assertOneClearError(await veltair(['plot', bundle, '-o', join(root, 'no-such-dir', 'x.svg')], env), 'FILE_UNWRITABLE', ['no-such-dir']);

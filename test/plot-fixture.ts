@@ -13,27 +13,64 @@ import { fakeManifest } from './bundle-fixture.js';
 export const NASTY_NAME = 'fc, "final" <b>&amp;\nnext\u0001';
 const hex = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
 const schedule = {
-  vec: 16, regOc: 1, regCols: 1, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1,
+  vec: 16,
+  regOc: 1,
+  regCols: 1,
+  tileIc: 1,
+  tileOc: 1,
+  tileRows: 1,
+  tileCols: 1,
+  loopOrder: 'oc_outer',
+  parallelAxis: 'oc',
+  unroll: 1,
+  threads: 1,
 } as unknown as Schedule;
 const CONV_KEY = 'conv2d-00000000000000aa';
 const DENSE_KEY = 'dense-00000000000000bb';
 
-interface Point { readonly id: number; readonly l2: number; readonly chunks: number; readonly ms: Readonly<Record<string, number>>; readonly threads?: number }
+interface Point {
+  readonly id: number;
+  readonly l2: number;
+  readonly chunks: number;
+  readonly ms: Readonly<Record<string, number>>;
+  readonly threads?: number;
+}
 
 function version(p: Point, inPlan = true): ManifestVersion {
   return {
-    id: hex(p.id), symbol: `vt_k${hex(p.id).slice(0, 16)}`, schedule, threads: p.threads ?? 1, workspaceBytes: 0,
-    features: { footprintBytes: { l1: 1024, l2: p.l2, l3: p.l2, total: 4 * p.l2 }, parallelChunks: p.chunks, threads: p.threads ?? 1,
-      loadBalance: 1, arithmeticIntensity: 1, registerTile: 1, reductionSplit: 1, flops: 1e6 },
-    latencyMs: p.ms, latencyByThreadsMs: { '1': p.ms['0']! }, inPlan,
+    id: hex(p.id),
+    symbol: `vt_k${hex(p.id).slice(0, 16)}`,
+    schedule,
+    threads: p.threads ?? 1,
+    workspaceBytes: 0,
+    features: {
+      footprintBytes: { l1: 1024, l2: p.l2, l3: p.l2, total: 4 * p.l2 },
+      parallelChunks: p.chunks,
+      threads: p.threads ?? 1,
+      loadBalance: 1,
+      arithmeticIntensity: 1,
+      registerTile: 1,
+      reductionSplit: 1,
+      flops: 1e6,
+    },
+    latencyMs: p.ms,
+    latencyByThreadsMs: { '1': p.ms['0']! },
+    inPlan,
   };
 }
 
 function candidate(p: Point, kept: boolean, dominated: boolean, status: CandidateProfile['status'] = 'ok'): CandidateProfile {
   return {
-    id: hex(p.id), status, schedule, threads: p.threads ?? 1, footprintBytes: { l1: 1024, l2: p.l2, l3: p.l2, total: 4 * p.l2 },
-    parallelChunks: p.chunks, latencyMs: status === 'ok' ? p.ms : {}, repeats: status === 'ok' ? Object.fromEntries(Object.keys(p.ms).map((l) => [l, 5])) : {},
-    kept, dominated,
+    id: hex(p.id),
+    status,
+    schedule,
+    threads: p.threads ?? 1,
+    footprintBytes: { l1: 1024, l2: p.l2, l3: p.l2, total: 4 * p.l2 },
+    parallelChunks: p.chunks,
+    latencyMs: status === 'ok' ? p.ms : {},
+    repeats: status === 'ok' ? Object.fromEntries(Object.keys(p.ms).map((l) => [l, 5])) : {},
+    kept,
+    dominated,
   };
 }
 
@@ -46,11 +83,31 @@ const CRASHED: Point = { id: 4, l2: 100 * 1024, chunks: 32, ms: {} };
 const DENSE: Point = { id: 5, l2: 40 * 1024, chunks: 8, ms: { '0': 0.5, '1': 0.6, '2': 0.7 } };
 const DENSE_SLOW: Point = { id: 6, l2: 20 * 1024, chunks: 16, ms: { '0': 0.9, '1': 0.9, '2': 0.9 } };
 
-function layer(index: number, name: string, op: string, workload: string | null, versions: ManifestVersion[], bestMs?: Record<string, number>): ManifestLayer {
+function layer(
+  index: number,
+  name: string,
+  op: string,
+  workload: string | null,
+  versions: ManifestVersion[],
+  bestMs?: Record<string, number>,
+): ManifestLayer {
   return {
-    index, name, op, tunable: workload !== null, workload, inputs: [index], outputs: [index + 1],
-    inputShapes: [[1, 64, 56, 56]], outputShape: [1, 64, 56, 56], dtype: 'float32', attrs: {}, epilogue: [], epilogueParams: [], params: {},
-    versions, ...(bestMs ? { family: { regretPercent: {}, bestMs, candidates: versions.length + 1, dominated: 1 } } : {}),
+    index,
+    name,
+    op,
+    tunable: workload !== null,
+    workload,
+    inputs: [index],
+    outputs: [index + 1],
+    inputShapes: [[1, 64, 56, 56]],
+    outputShape: [1, 64, 56, 56],
+    dtype: 'float32',
+    attrs: {},
+    epilogue: [],
+    epilogueParams: [],
+    params: {},
+    versions,
+    ...(bestMs ? { family: { regretPercent: {}, bestMs, candidates: versions.length + 1, dominated: 1 } } : {}),
   };
 }
 
@@ -77,8 +134,16 @@ export function plotProfiles(): BundleProfiles {
   return {
     format: 1,
     workloads: [
-      { workload: CONV_KEY, timedSeconds: 1,
-        candidates: [candidate(V1, true, false), candidate(V2, true, false), candidate(DOMINATED, false, true), candidate(CRASHED, false, false, 'crash')] },
+      {
+        workload: CONV_KEY,
+        timedSeconds: 1,
+        candidates: [
+          candidate(V1, true, false),
+          candidate(V2, true, false),
+          candidate(DOMINATED, false, true),
+          candidate(CRASHED, false, false, 'crash'),
+        ],
+      },
       { workload: DENSE_KEY, timedSeconds: 1, candidates: [candidate(DENSE, true, false), candidate(DENSE_SLOW, false, true)] },
     ],
   };
@@ -90,8 +155,11 @@ export function xmlProblems(xml: string): string[] {
   // eslint-disable-next-line no-control-regex -- these are exactly the characters XML forbids
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/.test(xml)) problems.push('a character XML forbids');
   const stack: string[] = [];
-  const token = new RegExp('<(\\/?)([A-Za-z_][\\w:.-]*)((?:\\s+[\\w:.-]+\\s*=\\s*(?:"[^"<]*"|\'[^\'<]*\'))*)\\s*(\\/?)>'
-    + '|<!--[\\s\\S]*?-->|<\\?[\\s\\S]*?\\?>|<!DOCTYPE[^>]*>|<!\\[CDATA\\[[\\s\\S]*?\\]\\]>', 'g');
+  const token = new RegExp(
+    '<(\\/?)([A-Za-z_][\\w:.-]*)((?:\\s+[\\w:.-]+\\s*=\\s*(?:"[^"<]*"|\'[^\'<]*\'))*)\\s*(\\/?)>' +
+      '|<!--[\\s\\S]*?-->|<\\?[\\s\\S]*?\\?>|<!DOCTYPE[^>]*>|<!\\[CDATA\\[[\\s\\S]*?\\]\\]>',
+    'g',
+  );
   let at = 0;
   const text = (t: string) => {
     if (t.includes('<')) problems.push(`raw '<' or malformed tag near ${JSON.stringify(t.slice(0, 60))}`);
@@ -132,19 +200,49 @@ export function svgSize(svg: string): { width: number; height: number } {
 /** RFC 4180: quoted fields may hold commas, CR/LF and doubled quotes; records end in CRLF. */
 export function parseCsv(text: string): string[][] {
   const records: string[][] = [];
-  let field = '', record: string[] = [], i = 0, quoted = false;
+  let field = '',
+    record: string[] = [],
+    i = 0,
+    quoted = false;
   while (i < text.length) {
     const c = text[i]!;
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i += 2; continue; }
-      if (c === '"') { quoted = false; i++; continue; }
-      field += c; i++; continue;
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 2;
+        continue;
+      }
+      if (c === '"') {
+        quoted = false;
+        i++;
+        continue;
+      }
+      field += c;
+      i++;
+      continue;
     }
-    if (c === '"' && field === '') { quoted = true; i++; continue; }
-    if (c === ',') { record.push(field); field = ''; i++; continue; }
-    if (c === '\r' && text[i + 1] === '\n') { record.push(field); records.push(record); record = []; field = ''; i += 2; continue; }
+    if (c === '"' && field === '') {
+      quoted = true;
+      i++;
+      continue;
+    }
+    if (c === ',') {
+      record.push(field);
+      field = '';
+      i++;
+      continue;
+    }
+    if (c === '\r' && text[i + 1] === '\n') {
+      record.push(field);
+      records.push(record);
+      record = [];
+      field = '';
+      i += 2;
+      continue;
+    }
     if (c === '"' || c === '\n' || c === '\r') throw new Error(`unquoted ${JSON.stringify(c)} at ${i}`);
-    field += c; i++;
+    field += c;
+    i++;
   }
   if (field !== '' || record.length > 0) throw new Error('last record does not end in CRLF');
   return records;
@@ -158,12 +256,14 @@ export function scatterPoints(svg: string): string[] {
 /** Decoded 8-bit RGB(A) PNG pixels (what resvg writes), unfiltered. */
 export function decodePng(png: Buffer): { width: number; height: number; channels: number; pixels: Uint8Array } {
   const { width, height } = pngSize(png);
-  const depth = png[24], colorType = png[25];
+  const depth = png[24],
+    colorType = png[25];
   if (depth !== 8 || (colorType !== 6 && colorType !== 2)) throw new Error(`unsupported PNG: depth ${depth}, color type ${colorType}`);
   const channels = colorType === 6 ? 4 : 3;
   const idat: Buffer[] = [];
   for (let at = 8; at < png.length;) {
-    const length = png.readUInt32BE(at), type = png.toString('latin1', at + 4, at + 8);
+    const length = png.readUInt32BE(at),
+      type = png.toString('latin1', at + 4, at + 8);
     if (type === 'IDAT') idat.push(png.subarray(at + 8, at + 8 + length));
     at += 12 + length;
   }
@@ -177,7 +277,10 @@ export function decodePng(png: Buffer): { width: number; height: number; channel
       const a = x >= channels ? pixels[y * stride + x - channels]! : 0;
       const b = y > 0 ? pixels[(y - 1) * stride + x]! : 0;
       const c = x >= channels && y > 0 ? pixels[(y - 1) * stride + x - channels]! : 0;
-      const p = a + b - c, pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c);
+      const p = a + b - c,
+        pa = Math.abs(p - a),
+        pb = Math.abs(p - b),
+        pc = Math.abs(p - c);
       const predictor = [0, a, b, (a + b) >> 1, pa <= pb && pa <= pc ? a : pb <= pc ? b : c][filter]!;
       pixels[y * stride + x] = (line[x]! + predictor) & 0xff;
     }

@@ -6,10 +6,25 @@ import { join } from 'node:path';
 import { veltair } from './compile-fixture.js';
 
 const sweep = {
-  mix: 'het1', sweep: { from: 5, to: 10, steps: 2, rates: [5, 10] }, durationS: 1, seed: 1, qosMs: { a: 30, b: 6 },
-  arms: ['ort', 'veltair'].map((label) => ({ label, url: 'http://127.0.0.1:1', points: [5, 10].flatMap((q) => ['a', 'b'].map((model) => ({
-    offeredQps: q, model, achievedQps: q / 2, attainment: q === 5 ? 1 : 0.9, p99Ms: model === 'a' ? 20 + q : null, qosMs: model === 'a' ? 30 : 6,
-  }))) })),
+  mix: 'het1',
+  sweep: { from: 5, to: 10, steps: 2, rates: [5, 10] },
+  durationS: 1,
+  seed: 1,
+  qosMs: { a: 30, b: 6 },
+  arms: ['ort', 'veltair'].map((label) => ({
+    label,
+    url: 'http://127.0.0.1:1',
+    points: [5, 10].flatMap((q) =>
+      ['a', 'b'].map((model) => ({
+        offeredQps: q,
+        model,
+        achievedQps: q / 2,
+        attainment: q === 5 ? 1 : 0.9,
+        p99Ms: model === 'a' ? 20 + q : null,
+        qosMs: model === 'a' ? 30 : 6,
+      })),
+    ),
+  })),
 };
 
 test('veltair load --plot-from draws a saved sweep as SVG and PNG, one curve per arm; a file that is not a sweep is a typed error', async () => {

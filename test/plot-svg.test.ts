@@ -7,11 +7,23 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { renderPng, renderSvg } from '../src/plot/render.js';
 import { layerFigure, logTicks, modelFigure } from '../src/plot/specs.js';
-import { darkPixels, NASTY_NAME, plotManifest, plotProfiles, PNG_SIGNATURE, pngSize, scatterPoints, svgSize, xmlProblems } from './plot-fixture.js';
+import {
+  darkPixels,
+  NASTY_NAME,
+  plotManifest,
+  plotProfiles,
+  PNG_SIGNATURE,
+  pngSize,
+  scatterPoints,
+  svgSize,
+  xmlProblems,
+} from './plot-fixture.js';
 
 /** Every text line (a multi-line text is one <tspan> per line). */
-const textOf = (svg: string) => [...svg.matchAll(/<text[^>]*>([\s\S]*?)<\/text>/g)]
-  .flatMap((m) => (m[1]!.includes('<tspan') ? [...m[1]!.matchAll(/<tspan[^>]*>([^<]*)<\/tspan>/g)].map((t) => t[1]!) : [m[1]!]));
+const textOf = (svg: string) =>
+  [...svg.matchAll(/<text[^>]*>([\s\S]*?)<\/text>/g)].flatMap((m) =>
+    m[1]!.includes('<tspan') ? [...m[1]!.matchAll(/<tspan[^>]*>([^<]*)<\/tspan>/g)].map((t) => t[1]!) : [m[1]!],
+  );
 
 test('layer figure: one symbol per measured candidate, kept ones outlined and labelled v1 v2, axes titled with units', async () => {
   const svg = await renderSvg(layerFigure(plotManifest(), plotProfiles(), 0));
@@ -20,11 +32,23 @@ test('layer figure: one symbol per measured candidate, kept ones outlined and la
   assert.equal(points.length, 4, 'every candidate, the crashed one included');
   assert.equal(points.filter((p) => p.includes('stroke="#111"')).length, 2, 'two kept versions drawn outlined');
   const texts = textOf(svg);
-  for (const t of ['v1', 'v2', 'L2 tile footprint (KiB)', 'parallel chunks (work items)', 'interference level (0 = quiet)', 'latency (ms)',
-    'oracle (best measured)', 'v1 (800 KiB, 2 chunks)', 'v2 (64.0 KiB, 128 chunks)']) {
+  for (const t of [
+    'v1',
+    'v2',
+    'L2 tile footprint (KiB)',
+    'parallel chunks (work items)',
+    'interference level (0 = quiet)',
+    'latency (ms)',
+    'oracle (best measured)',
+    'v1 (800 KiB, 2 chunks)',
+    'v2 (64.0 KiB, 128 chunks)',
+  ]) {
     assert.ok(texts.includes(t), `text ${JSON.stringify(t)} in the SVG`);
   }
-  assert.ok(texts.some((t) => t.startsWith('layer 0: conv2d')), 'title names the layer');
+  assert.ok(
+    texts.some((t) => t.startsWith('layer 0: conv2d')),
+    'title names the layer',
+  );
   assert.ok(texts.some((t) => t.includes('4 measured candidates: 2 kept, 1 dominated, 1 without a quiet latency')));
   for (const size of [...svg.matchAll(/font-size="([\d.]+)px"/g)].map((m) => Number(m[1]))) assert.ok(size >= 11, `font size ${size} ≥ 11`);
   // panel (b): a line per kept version and the oracle (dashed)
@@ -37,8 +61,10 @@ test('a model-supplied name is escaped text in the SVG, never markup, and contro
   const svg = await renderSvg(layerFigure(plotManifest(), plotProfiles(), 3));
   assert.deepEqual(xmlProblems(svg), []);
   assert.ok(!svg.includes('<b>'), 'no raw markup from the name');
-  assert.ok(svg.includes('fc, "final" &lt;b&gt;&amp;amp; next\ufffd') || svg.includes('fc, &quot;final&quot; &lt;b&gt;&amp;amp; next\ufffd'),
-    'the name, escaped');
+  assert.ok(
+    svg.includes('fc, "final" &lt;b&gt;&amp;amp; next\ufffd') || svg.includes('fc, &quot;final&quot; &lt;b&gt;&amp;amp; next\ufffd'),
+    'the name, escaped',
+  );
   assert.ok(!svg.includes('\u0001'));
   assert.ok(NASTY_NAME.includes('\u0001'));
 });
@@ -56,8 +82,14 @@ test('model figure: one bar per tunable layer, adaptive and fixed lines, labelle
   const bars = [...svg.matchAll(/<path [^>]*aria-roledescription="bar"[^>]*>/g)];
   assert.equal(bars.length, 3);
   const texts = textOf(svg);
-  for (const t of ['kept versions (count)', 'layer index (network order)', 'sum of layer latencies (ms)', 'interference level (0 = quiet)',
-    'adaptive (best kept version per level)', 'fixed (best-quiet version)']) {
+  for (const t of [
+    'kept versions (count)',
+    'layer index (network order)',
+    'sum of layer latencies (ms)',
+    'interference level (0 = quiet)',
+    'adaptive (best kept version per level)',
+    'fixed (best-quiet version)',
+  ]) {
     assert.ok(texts.includes(t), `text ${JSON.stringify(t)} in the SVG`);
   }
   assert.ok(texts.some((t) => t.includes('SUMS OF PROFILED LAYER LATENCIES')));
@@ -73,8 +105,9 @@ test('PNG: signature, scale × the SVG size, and ink on the page (text renders w
   assert.deepEqual(pngSize(renderPng(svg, 1)), s);
   assert.ok(darkPixels(png) > 2000, 'axes, marks and text are drawn');
 
-  const textOnly = '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40">'
-    + '<text x="4" y="30" font-family="DejaVu Sans, sans-serif" font-size="24">Latency</text></svg>';
+  const textOnly =
+    '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40">' +
+    '<text x="4" y="30" font-family="DejaVu Sans, sans-serif" font-size="24">Latency</text></svg>';
   assert.ok(darkPixels(renderPng(textOnly, 1)) > 50, 'a font was found: text leaves ink');
 });
 

@@ -21,7 +21,15 @@ const twoCores = availableParallelism() >= 2;
 
 before(async () => {
   writeFileSync(model, encodeModel(tinyModelSpec()));
-  await compileFixture(model, { output: bundle, db: join(root, 'db'), trials: 2, levels: [0], maxVersions: 2, threads: [1], profileThreads: [] });
+  await compileFixture(model, {
+    output: bundle,
+    db: join(root, 'db'),
+    trials: 2,
+    levels: [0],
+    maxVersions: 2,
+    threads: [1],
+    profileThreads: [],
+  });
 });
 
 test('profile measures every step and version at each condition and writes the profile beside the bundle', async () => {
@@ -45,10 +53,28 @@ test('profile measures every step and version at each condition and writes the p
   }
   if (twoCores) {
     const l1 = p.levels.find((l) => l.level === 1)!;
-    assert.ok(l1.coRunnerGBps !== null && l1.coRunnerBytes! > 0, 'the co-runner\'s own traffic is recorded for the simulator');
+    assert.ok(l1.coRunnerGBps !== null && l1.coRunnerBytes! > 0, "the co-runner's own traffic is recorded for the simulator");
   }
-  const sim = await veltair(['simulate', '--profiles', bundle, '--models', 'tiny', '--qos', 'tiny=5', '--cores', '4', '--policy', 'fcfs,veltair', '--load',
-    '0.2', '--duration', '0.5', '--warmup', '0.1', '--json']);
+  const sim = await veltair([
+    'simulate',
+    '--profiles',
+    bundle,
+    '--models',
+    'tiny',
+    '--qos',
+    'tiny=5',
+    '--cores',
+    '4',
+    '--policy',
+    'fcfs,veltair',
+    '--load',
+    '0.2',
+    '--duration',
+    '0.5',
+    '--warmup',
+    '0.1',
+    '--json',
+  ]);
   assert.equal(sim.exitCode, 0, sim.stderr);
   assert.ok(JSON.parse(sim.stdout).models[0].figures.measured > 0);
   // The profile exists now: another run needs --force.
@@ -56,8 +82,11 @@ test('profile measures every step and version at each condition and writes the p
 });
 
 test('profile: bad input is one clear error line and exit 1', async () => {
-  assertOneClearError(await veltair(['profile', bundle, '--cores', String(availableParallelism() + 1), '-o', join(root, 'x.json')]), 'BAD_ARGUMENT',
-    ['--cores']);
+  assertOneClearError(
+    await veltair(['profile', bundle, '--cores', String(availableParallelism() + 1), '-o', join(root, 'x.json')]),
+    'BAD_ARGUMENT',
+    ['--cores'],
+  );
   assertOneClearError(await veltair(['profile', bundle, '--levels', '0,5', '-o', join(root, 'x.json')]), 'BAD_ARGUMENT', ['"5"']);
   assertOneClearError(await veltair(['profile', bundle, '--cores', '0', '-o', join(root, 'x.json')]), 'BAD_ARGUMENT', ['--cores "0"']);
   assertOneClearError(await veltair(['profile', join(root, 'nowhere'), '-o', join(root, 'x.json')]), 'FILE_NOT_FOUND');

@@ -29,25 +29,36 @@ before(async () => {
 
 test('the console check sees what a page logs (a script blocked by the same policy the report carries)', { timeout: 120_000 }, async () => {
   const control = join(root, 'control.html');
-  writeFileSync(control, '<!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" '
-    + 'content="default-src \'none\'"></head><body><p>control</p><script>document.title = "ran"</script></body></html>');
+  writeFileSync(
+    control,
+    '<!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" ' +
+      'content="default-src \'none\'"></head><body><p>control</p><script>document.title = "ran"</script></body></html>',
+  );
   const r = await runChromium(findChromium(), control, ['--dump-dom']);
   assert.match(r.stdout, /<p>control<\/p>/);
-  assert.ok(r.console.some((l) => /Content Security Policy/.test(l)), `the blocked script is logged:\n${r.stderr.slice(-2000)}`);
+  assert.ok(
+    r.console.some((l) => /Content Security Policy/.test(l)),
+    `the blocked script is logged:\n${r.stderr.slice(-2000)}`,
+  );
 });
 
-test('Chromium parses the report into every section and every figure, hostile names as text, with a silent console', { timeout: 120_000 }, async () => {
-  const r = await runChromium(findChromium(), report, ['--dump-dom']);
-  assert.deepEqual(r.console, [], 'no console message');
-  const dom = r.stdout;
-  for (const id of ['model', 'target', 'tuning-cost', 'versions', 'layers', 'figures']) assert.ok(dom.includes(`<section id="${id}">`), `section ${id}`);
-  assert.ok(figures >= 3);
-  assert.equal((dom.match(/<svg[\s>]/g) ?? []).length, figures, 'one SVG element per figure');
-  assert.equal((dom.match(/<script/gi) ?? []).length, 0, 'the hostile name did not become a script element');
-  // The DOM serialiser escapes < > & in text: the name is a text node inside the layer row.
-  const asText = HOSTILE_NAME.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  assert.match(dom, new RegExp(`<tr id="layer-0"><td class="num">0</td><td>${asText.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}</td>`));
-});
+test(
+  'Chromium parses the report into every section and every figure, hostile names as text, with a silent console',
+  { timeout: 120_000 },
+  async () => {
+    const r = await runChromium(findChromium(), report, ['--dump-dom']);
+    assert.deepEqual(r.console, [], 'no console message');
+    const dom = r.stdout;
+    for (const id of ['model', 'target', 'tuning-cost', 'versions', 'layers', 'figures'])
+      assert.ok(dom.includes(`<section id="${id}">`), `section ${id}`);
+    assert.ok(figures >= 3);
+    assert.equal((dom.match(/<svg[\s>]/g) ?? []).length, figures, 'one SVG element per figure');
+    assert.equal((dom.match(/<script/gi) ?? []).length, 0, 'the hostile name did not become a script element');
+    // The DOM serialiser escapes < > & in text: the name is a text node inside the layer row.
+    const asText = HOSTILE_NAME.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+    assert.match(dom, new RegExp(`<tr id="layer-0"><td class="num">0</td><td>${asText.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}</td>`));
+  },
+);
 
 test('the screenshot shows text, tables and coloured plot marks', { timeout: 120_000 }, async () => {
   const shot = join(root, 'report.png');

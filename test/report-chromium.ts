@@ -13,21 +13,38 @@ import { execa } from 'execa';
 const NAMES = ['chromium', 'chromium-browser'];
 
 function executable(path: string): boolean {
-  try { accessSync(path, constants.X_OK); return true; } catch { return false; }
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The Chromium binary, or a failed assertion saying how to install it (the test must not skip). */
 export function findChromium(): string {
   const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/bin'];
   for (const dir of dirs) for (const name of NAMES) if (executable(join(dir, name))) return join(dir, name);
-  assert.fail('chromium is not installed: run `bash .ci/install-deps.sh` (installs Debian\'s chromium; npm test runs it as pretest)');
+  assert.fail("chromium is not installed: run `bash .ci/install-deps.sh` (installs Debian's chromium; npm test runs it as pretest)");
 }
 
 const ISOLATED = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check',
-  '--disable-background-networking', '--disable-extensions', '--disable-sync', '--disable-component-update', '--hide-scrollbars',
-  '--proxy-server=127.0.0.1:9', '--proxy-bypass-list=<-loopback>', '--host-resolver-rules=MAP * ~NOTFOUND',
-  '--enable-logging=stderr', '--v=0',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--no-first-run',
+  '--no-default-browser-check',
+  '--disable-background-networking',
+  '--disable-extensions',
+  '--disable-sync',
+  '--disable-component-update',
+  '--hide-scrollbars',
+  '--proxy-server=127.0.0.1:9',
+  '--proxy-bypass-list=<-loopback>',
+  '--host-resolver-rules=MAP * ~NOTFOUND',
+  '--enable-logging=stderr',
+  '--v=0',
 ];
 
 export interface ChromiumRun {
@@ -42,7 +59,11 @@ export async function runChromium(binary: string, file: string, args: readonly s
   const profile = mkdtempSync(join(tmpdir(), 'veltair-chromium-'));
   try {
     const r = await execa(binary, [...ISOLATED, `--user-data-dir=${profile}`, ...args, pathToFileURL(file).href], {
-      reject: false, stdin: 'ignore', timeout: 90_000, forceKillAfterDelay: 5_000, maxBuffer: 64 * 1024 * 1024,
+      reject: false,
+      stdin: 'ignore',
+      timeout: 90_000,
+      forceKillAfterDelay: 5_000,
+      maxBuffer: 64 * 1024 * 1024,
     });
     assert.ok(!r.timedOut, `chromium did not finish within 90 s on ${file}`);
     assert.equal(r.exitCode, 0, `chromium failed (exit ${r.exitCode}):\n${r.stderr.slice(-3000)}`);

@@ -16,7 +16,9 @@ export const ATTRIBUTE_NAME = `fc" onmouseover="alert(2)`;
 /** Compile the fixture model into `root`/tiny.bundle (own database and cache) and return its path. */
 export async function compileReportBundle(root: string): Promise<string> {
   const spec = tinyModelSpec();
-  const nodes = spec.nodes.map((n) => (n.op === 'Conv' ? { ...n, name: HOSTILE_NAME } : n.op === 'Gemm' ? { ...n, name: ATTRIBUTE_NAME } : n));
+  const nodes = spec.nodes.map((n) =>
+    n.op === 'Conv' ? { ...n, name: HOSTILE_NAME } : n.op === 'Gemm' ? { ...n, name: ATTRIBUTE_NAME } : n,
+  );
   const model = join(root, 'tiny.onnx');
   writeFileSync(model, encodeModel({ ...spec, nodes }));
   const bundle = join(root, 'tiny.bundle');

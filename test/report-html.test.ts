@@ -19,7 +19,9 @@ import { ATTRIBUTE_NAME, compileReportBundle, HOSTILE_NAME, HOSTILE_NAME_ESCAPED
 const root = mkdtempSync(join(tmpdir(), 'veltair-report-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 let bundle = '';
-before(async () => { bundle = await compileReportBundle(root); });
+before(async () => {
+  bundle = await compileReportBundle(root);
+});
 
 const count = (text: string, re: RegExp) => (text.match(re) ?? []).length;
 
@@ -32,10 +34,14 @@ test('escapeHtml makes markup, entities and both quotes inert, in text and in at
 });
 
 test('scopeSvgIds prefixes every id and reference in the markup, and no text', () => {
-  const svg = '<svg><defs><clipPath id="clip1"><rect/></clipPath></defs><g clip-path="url(#clip1)"><use href="#clip1"/>'
-    + '<text>id="clip1" url(#clip1)</text></g></svg>';
-  assert.equal(scopeSvgIds(svg, 'fig-a'), '<svg><defs><clipPath id="fig-a-clip1"><rect/></clipPath></defs><g clip-path="url(#fig-a-clip1)">'
-    + '<use href="#fig-a-clip1"/><text>id="clip1" url(#clip1)</text></g></svg>');
+  const svg =
+    '<svg><defs><clipPath id="clip1"><rect/></clipPath></defs><g clip-path="url(#clip1)"><use href="#clip1"/>' +
+    '<text>id="clip1" url(#clip1)</text></g></svg>';
+  assert.equal(
+    scopeSvgIds(svg, 'fig-a'),
+    '<svg><defs><clipPath id="fig-a-clip1"><rect/></clipPath></defs><g clip-path="url(#fig-a-clip1)">' +
+      '<use href="#fig-a-clip1"/><text>id="clip1" url(#clip1)</text></g></svg>',
+  );
 });
 
 test('the report has every section, one inline SVG per figure and a figure for every tunable layer', async () => {
@@ -67,7 +73,13 @@ test('the report has every section, one inline SVG per figure and a figure for e
     assert.ok(html.includes(`<figure id="${link[1]}">`), `the figure ${link[1]} exists`);
     assert.ok(html.includes(`href="#layer-${l.index}"`), `a figure caption links back to layer ${l.index}`);
   }
-  for (const text of [manifest.model.sha256, manifest.target.spec.cpuModel, manifest.target.spec.cc, 'Timed kernel seconds', 'Measured candidates']) {
+  for (const text of [
+    manifest.model.sha256,
+    manifest.target.spec.cpuModel,
+    manifest.target.spec.cc,
+    'Timed kernel seconds',
+    'Measured candidates',
+  ]) {
     assert.ok(html.includes(escapeHtml(text)), `mentions ${text}`);
   }
   const dense = tunable.find((l) => l.op === 'dense')!;
@@ -78,7 +90,11 @@ test('the report loads nothing and runs nothing: no script, no remote URL to loa
   const html = readFileSync(join(root, 'report.html'), 'utf8');
   assert.equal(count(html, /<script/gi), 0, 'no script element at all');
   assert.equal(count(html, /<(link|iframe|object|embed|img|image|use|foreignObject)[\s>]/gi), 0, 'nothing that fetches');
-  assert.doesNotMatch(html, /\s(src|href|xlink:href|action|srcset|poster|data)\s*=\s*["']?\s*(https?:|\/\/|ftp:|data:text)/i, 'no remote reference');
+  assert.doesNotMatch(
+    html,
+    /\s(src|href|xlink:href|action|srcset|poster|data)\s*=\s*["']?\s*(https?:|\/\/|ftp:|data:text)/i,
+    'no remote reference',
+  );
   assert.doesNotMatch(html, /url\(\s*["']?\s*(https?:|\/\/)/i, 'no remote CSS url()');
   assert.doesNotMatch(html, /@import/i);
   assert.match(html, /<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;;/);
@@ -87,7 +103,11 @@ test('the report loads nothing and runs nothing: no script, no remote URL to loa
   // Quotes are inert in text (the SVG titles carry the name as text); inside a tag they must not be.
   const tags = html.match(/<[^>]*>/g) ?? [];
   assert.ok(tags.length > 100);
-  assert.deepEqual(tags.filter((t) => /onmouseover/i.test(t) && !t.includes('onmouseover=&quot;')), [], 'no tag gained an attribute');
+  assert.deepEqual(
+    tags.filter((t) => /onmouseover/i.test(t) && !t.includes('onmouseover=&quot;')),
+    [],
+    'no tag gained an attribute',
+  );
 });
 
 test('the same bundle gives the same bytes', async () => {

@@ -14,7 +14,10 @@ export interface Image {
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 function paeth(a: number, b: number, c: number): number {
-  const p = a + b - c, pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c);
+  const p = a + b - c,
+    pa = Math.abs(p - a),
+    pb = Math.abs(p - b),
+    pc = Math.abs(p - c);
   return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
 }
 
@@ -24,13 +27,16 @@ function unfilter(data: Buffer, width: number, height: number, bpp: number): Uin
   const out = new Uint8Array(stride * height);
   for (let y = 0; y < height; y++) {
     const filter = data[y * (stride + 1)]!;
-    const src = y * (stride + 1) + 1, row = y * stride, prev = row - stride;
+    const src = y * (stride + 1) + 1,
+      row = y * stride,
+      prev = row - stride;
     for (let x = 0; x < stride; x++) {
       const a = x >= bpp ? out[row + x - bpp]! : 0;
       const b = y > 0 ? out[prev + x]! : 0;
       const c = x >= bpp && y > 0 ? out[prev + x - bpp]! : 0;
       const raw = data[src + x]!;
-      const predict = filter === 0 ? 0 : filter === 1 ? a : filter === 2 ? b : filter === 3 ? (a + b) >> 1 : filter === 4 ? paeth(a, b, c) : NaN;
+      const predict =
+        filter === 0 ? 0 : filter === 1 ? a : filter === 2 ? b : filter === 3 ? (a + b) >> 1 : filter === 4 ? paeth(a, b, c) : NaN;
       if (Number.isNaN(predict)) throw new Error(`PNG row ${y} has unknown filter ${filter}`);
       out[row + x] = (raw + predict) & 0xff;
     }
@@ -40,12 +46,18 @@ function unfilter(data: Buffer, width: number, height: number, bpp: number): Uin
 
 export function decodePng(png: Buffer): Image {
   if (!png.subarray(0, 8).equals(SIGNATURE)) throw new Error('not a PNG file');
-  let width = 0, height = 0, colorType = -1;
+  let width = 0,
+    height = 0,
+    colorType = -1;
   const idat: Buffer[] = [];
   for (let at = 8; at < png.length;) {
-    const length = png.readUInt32BE(at), type = png.toString('latin1', at + 4, at + 8), body = png.subarray(at + 8, at + 8 + length);
+    const length = png.readUInt32BE(at),
+      type = png.toString('latin1', at + 4, at + 8),
+      body = png.subarray(at + 8, at + 8 + length);
     if (type === 'IHDR') {
-      width = body.readUInt32BE(0); height = body.readUInt32BE(4); colorType = body[9]!;
+      width = body.readUInt32BE(0);
+      height = body.readUInt32BE(4);
+      colorType = body[9]!;
       if (body[8] !== 8 || (colorType !== 2 && colorType !== 6) || body[12] !== 0) {
         throw new Error(`unsupported PNG: bit depth ${body[8]}, colour type ${colorType}, interlace ${body[12]}`);
       }
@@ -61,7 +73,10 @@ export function decodePng(png: Buffer): Image {
   if (bpp === 4) return { width, height, rgba: pixels };
   const rgba = new Uint8Array(width * height * 4);
   for (let i = 0, j = 0; i < pixels.length; i += 3, j += 4) {
-    rgba[j] = pixels[i]!; rgba[j + 1] = pixels[i + 1]!; rgba[j + 2] = pixels[i + 2]!; rgba[j + 3] = 255;
+    rgba[j] = pixels[i]!;
+    rgba[j + 1] = pixels[i + 1]!;
+    rgba[j + 2] = pixels[i + 2]!;
+    rgba[j + 3] = 255;
   }
   return { width, height, rgba };
 }
@@ -76,13 +91,16 @@ export interface PixelStats {
 }
 
 export function pixelStats(img: Image, rows: readonly [number, number] = [0, img.height]): PixelStats {
-  let ink = 0, colour = 0;
+  let ink = 0,
+    colour = 0;
   const seen = new Set<number>();
   const [from, to] = rows;
   for (let y = from; y < to; y++) {
     for (let x = 0; x < img.width; x++) {
       const i = (y * img.width + x) * 4;
-      const r = img.rgba[i]!, g = img.rgba[i + 1]!, b = img.rgba[i + 2]!;
+      const r = img.rgba[i]!,
+        g = img.rgba[i + 1]!,
+        b = img.rgba[i + 2]!;
       if (r < 240 || g < 240 || b < 240) ink++;
       if (Math.max(r, g, b) - Math.min(r, g, b) >= 80) colour++;
       seen.add(((r >> 4) << 8) | ((g >> 4) << 4) | (b >> 4));

@@ -29,9 +29,16 @@ const pbIn = join(root, 'x.pb');
 
 before(async () => {
   writeFileSync(model, encodeModel(tinyModelSpec()));
-  await compileFixture(model, { output: bundle, db: join(root, 'db'), trials: 1, levels: [0], maxVersions: 1, profileThreads: [] }, env.VELTAIR_CACHE_DIR);
+  await compileFixture(
+    model,
+    { output: bundle, db: join(root, 'db'), trials: 1, levels: [0], maxVersions: 1, profileThreads: [] },
+    env.VELTAIR_CACHE_DIR,
+  );
   writeFileSync(npyIn, encodeNpy({ dtype: 'float32', shape, data: x }));
-  writeFileSync(pbIn, onnxProto.onnx.TensorProto.encode({ name: 'input', dataType: 1, dims: shape, rawData: new Uint8Array(x.buffer) }).finish());
+  writeFileSync(
+    pbIn,
+    onnxProto.onnx.TensorProto.encode({ name: 'input', dataType: 1, dims: shape, rawData: new Uint8Array(x.buffer) }).finish(),
+  );
 });
 
 const run = (args: readonly string[]) => veltair(['run', ...args], env);
@@ -118,14 +125,25 @@ test('bad bundles: missing, truncated, tampered, newer format major — one clea
 });
 
 test('bad inputs: wrong name, shape, dtype; unsupported .npy dtype and Fortran order; missing or odd files — one clear line, exit 1', async () => {
-  const file = (name: string, bytes: Uint8Array) => { const p = join(root, name); writeFileSync(p, bytes); return p; };
-  assertOneClearError(await run([bundle, '--input', `image=${npyIn}`]), 'BAD_INPUT', ['no input "image"', 'its inputs are "input" (float32 [1, 3, 8, 8])']);
+  const file = (name: string, bytes: Uint8Array) => {
+    const p = join(root, name);
+    writeFileSync(p, bytes);
+    return p;
+  };
+  assertOneClearError(await run([bundle, '--input', `image=${npyIn}`]), 'BAD_INPUT', [
+    'no input "image"',
+    'its inputs are "input" (float32 [1, 3, 8, 8])',
+  ]);
   const wrongShape = file('shape.npy', encodeNpy({ dtype: 'float32', shape: [1, 3, 8, 9], data: new Float32Array(216) }));
-  assertOneClearError(await run([bundle, '--input', `input=${wrongShape}`]), 'BAD_INPUT',
-    ['input "input" has shape [1, 3, 8, 9]; expected float32 [1, 3, 8, 8]', 'shape.npy']);
+  assertOneClearError(await run([bundle, '--input', `input=${wrongShape}`]), 'BAD_INPUT', [
+    'input "input" has shape [1, 3, 8, 9]; expected float32 [1, 3, 8, 8]',
+    'shape.npy',
+  ]);
   const wrongDtype = file('ints.npy', encodeNpy({ dtype: 'int32', shape, data: new Int32Array(192) }));
-  assertOneClearError(await run([bundle, '--input', `input=${wrongDtype}`]), 'BAD_INPUT',
-    ['input "input" is int32; expected float32 [1, 3, 8, 8]', 'ints.npy']);
+  assertOneClearError(await run([bundle, '--input', `input=${wrongDtype}`]), 'BAD_INPUT', [
+    'input "input" is int32; expected float32 [1, 3, 8, 8]',
+    'ints.npy',
+  ]);
   const good = encodeNpy({ dtype: 'float32', shape, data: x });
   const patch = (from: string, to: string) => {
     const text = Buffer.from(good).toString('latin1');
@@ -135,13 +153,19 @@ test('bad inputs: wrong name, shape, dtype; unsupported .npy dtype and Fortran o
   const complex = file('complex.npy', patch("'<f4'", "'<c8'"));
   assertOneClearError(await run([bundle, '--input', `input=${complex}`]), 'BAD_INPUT', ['complex.npy: dtype "<c8" is not supported']);
   const fortran = file('fortran.npy', patch("'fortran_order': False", "'fortran_order': True"));
-  assertOneClearError(await run([bundle, '--input', `input=${fortran}`]), 'BAD_INPUT', ['fortran.npy: the array is in Fortran (column-major) order']);
+  assertOneClearError(await run([bundle, '--input', `input=${fortran}`]), 'BAD_INPUT', [
+    'fortran.npy: the array is in Fortran (column-major) order',
+  ]);
   const bigEndian = file('be.npy', patch("'<f4'", "'>f4'"));
   assertOneClearError(await run([bundle, '--input', `input=${bigEndian}`]), 'BAD_INPUT', ['be.npy: big-endian data']);
   assertOneClearError(await run([bundle, '--input', `input=${join(root, 'absent.npy')}`]), 'FILE_NOT_FOUND', ['absent.npy']);
-  assertOneClearError(await run([bundle, '--input', `input=${model}`]), 'BAD_INPUT', ['tiny.onnx: inputs must be .npy or ONNX TensorProto .pb']);
+  assertOneClearError(await run([bundle, '--input', `input=${model}`]), 'BAD_INPUT', [
+    'tiny.onnx: inputs must be .npy or ONNX TensorProto .pb',
+  ]);
   assertOneClearError(await run([bundle]), 'BAD_ARGUMENT', ['needs --input NAME=FILE']);
-  assertOneClearError(await run([bundle, '--input', `input=${npyIn}`, '--input', `input=${pbIn}`]), 'BAD_ARGUMENT', ['"input" is given twice']);
+  assertOneClearError(await run([bundle, '--input', `input=${npyIn}`, '--input', `input=${pbIn}`]), 'BAD_ARGUMENT', [
+    '"input" is given twice',
+  ]);
   const cwd = join(root, 'refused');
   mkdirSync(cwd);
   const r = await execa(process.execPath, [BIN, 'run', bundle, '--input', wrongDtype], { cwd, env, reject: false });

@@ -25,15 +25,36 @@ function specials(dims: number[]): Feed & { name: string } {
 const s = (v: number): Tensor => ({ dtype: 'float32', dims: [], data: new Float32Array([v]) });
 
 const BOUNDS: { name: string; inputs: string[]; inits: [string, Tensor][] }[] = [
-  { name: 'min and max', inputs: ['x', 'lo', 'hi'], inits: [['lo', s(-1)], ['hi', s(1.5)]] },
+  {
+    name: 'min and max',
+    inputs: ['x', 'lo', 'hi'],
+    inits: [
+      ['lo', s(-1)],
+      ['hi', s(1.5)],
+    ],
+  },
   { name: 'no bounds', inputs: ['x'], inits: [] },
   { name: 'min only', inputs: ['x', 'lo'], inits: [['lo', s(-1)]] },
   { name: 'max only', inputs: ['x', '', 'hi'], inits: [['hi', s(1.5)]] },
-  { name: 'min > max', inputs: ['x', 'lo', 'hi'], inits: [['lo', s(1)], ['hi', s(-1)]] },
+  {
+    name: 'min > max',
+    inputs: ['x', 'lo', 'hi'],
+    inits: [
+      ['lo', s(1)],
+      ['hi', s(-1)],
+    ],
+  },
 ];
 
-const standalone = (b: (typeof BOUNDS)[number]): Case =>
-  ({ name: `Clip, ${b.name}`, node: { op: 'Clip', inputs: b.inputs }, feeds: [specials([4, 36])], out: [4, 36], inits: b.inits, atol: 0, rtol: 0 });
+const standalone = (b: (typeof BOUNDS)[number]): Case => ({
+  name: `Clip, ${b.name}`,
+  node: { op: 'Clip', inputs: b.inputs },
+  feeds: [specials([4, 36])],
+  out: [4, 36],
+  inits: b.inits,
+  atol: 0,
+  rtol: 0,
+});
 
 /** x·k then Clip then + k: one elementwise chain (k per channel, so the chain runs on blocked layouts too). */
 const chained = (b: (typeof BOUNDS)[number]): Case => ({
@@ -43,15 +64,22 @@ const chained = (b: (typeof BOUNDS)[number]): Case => ({
     { op: 'Clip', inputs: ['m', ...b.inputs.slice(1)], outputs: ['c'] },
     { op: 'Add', inputs: ['c', 'k'], outputs: ['y'] },
   ],
-  feeds: [specials([2, 9, 2, 18])], out: [2, 9, 2, 18], inits: [...b.inits, ['k', { dtype: 'float32', dims: [9, 1, 1], data: new Float32Array(9).fill(1) }]],
-  atol: 0, rtol: 0,
+  feeds: [specials([2, 9, 2, 18])],
+  out: [2, 9, 2, 18],
+  inits: [...b.inits, ['k', { dtype: 'float32', dims: [9, 1, 1], data: new Float32Array(9).fill(1) }]],
+  atol: 0,
+  rtol: 0,
 });
 
 for (const b of BOUNDS) {
-  test(`native ${standalone(b).name} matches ONNX Runtime`, async () => { await check(standalone(b)); });
+  test(`native ${standalone(b).name} matches ONNX Runtime`, async () => {
+    await check(standalone(b));
+  });
   for (const vec of [undefined, 8, 16]) {
     const c = chained(b);
-    test(`native ${c.name}, ${vec ? `nchw${vec}c` : 'natural'}, matches ONNX Runtime`, async () => { await check({ ...c, ...(vec ? { vec } : {}) }); });
+    test(`native ${c.name}, ${vec ? `nchw${vec}c` : 'natural'}, matches ONNX Runtime`, async () => {
+      await check({ ...c, ...(vec ? { vec } : {}) });
+    });
   }
 }
 
@@ -59,10 +87,16 @@ test('the chained cases do lower Clip into an elementwise chain', () => {
   for (const b of BOUNDS) {
     const c = chained(b);
     const { graph } = graphOf({
-      inputs: c.feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })), outputs: [{ name: 'y', dtype: 'float32', shape: [...c.out] }],
-      initializers: c.inits ?? [], nodes: c.nodes!,
+      inputs: c.feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })),
+      outputs: [{ name: 'y', dtype: 'float32', shape: [...c.out] }],
+      initializers: c.inits ?? [],
+      nodes: c.nodes!,
     });
-    assert.deepEqual(graph.layers.map((l) => l.op), ['elementwise_chain'], b.name);
+    assert.deepEqual(
+      graph.layers.map((l) => l.op),
+      ['elementwise_chain'],
+      b.name,
+    );
     assert.match(String(graph.layers[0]!.attrs['program']), /clip\(/, b.name);
   }
 });

@@ -45,7 +45,11 @@ export function blockedPlan(graph: LayerGraph, vec: number): GraphPlan {
     return values.length - 1;
   };
   const natural = new Map<string, number>();
-  const inputs = graph.inputs.map((i) => { const id = add(i.name, NATURAL, i.dtype); natural.set(i.name, id); return { name: i.name, value: id }; });
+  const inputs = graph.inputs.map((i) => {
+    const id = add(i.name, NATURAL, i.dtype);
+    natural.set(i.name, id);
+    return { name: i.name, value: id };
+  });
   const blocked = blockedLayout(vec);
   const outputs: { name: string; value: number }[] = [];
   for (const l of graph.layers) {
@@ -78,8 +82,11 @@ export interface Compared {
 }
 
 /** Run `spec` natively (natural plan, or blocked with `vec`) and with ONNX Runtime. */
-export async function runAgainstOrt(spec: ModelSpec, feeds: readonly Feed[],
-  options: { vec?: number; threads?: number; layers?: RuntimeLayer[] } = {}): Promise<Compared> {
+export async function runAgainstOrt(
+  spec: ModelSpec,
+  feeds: readonly Feed[],
+  options: { vec?: number; threads?: number; layers?: RuntimeLayer[] } = {},
+): Promise<Compared> {
   const { bytes, graph } = graphOf(spec);
   const plan = options.vec ? blockedPlan(graph, options.vec) : buildGraphPlan(graph, new Map(), 16);
   const layers = options.layers ?? graph.layers.map((l) => fromIrLayer(l));
@@ -93,7 +100,9 @@ export async function runAgainstOrt(spec: ModelSpec, feeds: readonly Feed[],
   }
   const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   const ortFeeds: Record<string, ort.Tensor> = {};
-  spec.inputs.forEach((i, k) => { ortFeeds[i.name] = new ort.Tensor(feeds[k]!.dtype as 'float32', feeds[k]!.data as Float32Array, [...feeds[k]!.dims]); });
+  spec.inputs.forEach((i, k) => {
+    ortFeeds[i.name] = new ort.Tensor(feeds[k]!.dtype as 'float32', feeds[k]!.data as Float32Array, [...feeds[k]!.dims]);
+  });
   const result = await session.run(ortFeeds);
   const reference = spec.outputs.map((o) => result[o.name]!.data as unknown as ArrayBufferView);
   return { ours, reference };
@@ -110,8 +119,16 @@ export function assertClose(actual: ArrayBufferView, expected: ArrayBufferView, 
   }
 }
 
-export const f32 = (dims: readonly number[], seed: number, lo = -2, hi = 2): Feed =>
-  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, lo, hi) });
+export const f32 = (dims: readonly number[], seed: number, lo = -2, hi = 2): Feed => ({
+  dtype: 'float32',
+  dims,
+  data: seeded(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+    lo,
+    hi,
+  ),
+});
 
 export interface Case {
   readonly name: string;
@@ -133,15 +150,20 @@ export const named = (name: string, f: Feed) => ({ name, ...f });
 
 export async function check(c: Case): Promise<void> {
   const inputs = c.node?.inputs ?? c.feeds.map((f) => f.name);
-  const { compared } = { compared: await runAgainstOrt({
-    opset: c.opset ?? 17,
-    inputs: c.feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })),
-    outputs: [{ name: 'y', dtype: c.outDtype ?? 'float32', shape: [...c.out] }],
-    initializers: c.inits ?? [],
-    nodes: c.nodes ?? [{ op: 'Identity', ...c.node, inputs, outputs: ['y'] }],
-  }, c.feeds, c.vec ? { vec: c.vec } : {}) };
+  const { compared } = {
+    compared: await runAgainstOrt(
+      {
+        opset: c.opset ?? 17,
+        inputs: c.feeds.map((f) => ({ name: f.name, dtype: f.dtype, shape: [...f.dims] })),
+        outputs: [{ name: 'y', dtype: c.outDtype ?? 'float32', shape: [...c.out] }],
+        initializers: c.inits ?? [],
+        nodes: c.nodes ?? [{ op: 'Identity', ...c.node, inputs, outputs: ['y'] }],
+      },
+      c.feeds,
+      c.vec ? { vec: c.vec } : {},
+    ),
+  };
   assertClose(compared.ours[0]!, compared.reference[0]!, c.name, c.rtol ?? 1e-4, c.atol ?? 2e-5);
 }
 
 export const X = (dims: number[], seed = 1, lo = -2, hi = 2) => named('x', f32(dims, seed, lo, hi));
-

@@ -27,13 +27,23 @@ import { assertClose, graphOf, seeded } from './runtime-harness.js';
 import type { Tensor } from '../src/onnx/model.js';
 import type { ModelSpec, NodeSpec } from '../src/onnx/encode.js';
 
-export const t = (dims: number[], seed: number, scale = 0.3): Tensor =>
-  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, -scale, scale) });
-
-export const model = (input: number[], output: number[], inits: [string, Tensor][], nodes: NodeSpec[]): ModelSpec => ({
-  inputs: [{ name: 'x', dtype: 'float32', shape: input }], outputs: [{ name: 'y', dtype: 'float32', shape: output }], initializers: inits, nodes,
+export const t = (dims: number[], seed: number, scale = 0.3): Tensor => ({
+  dtype: 'float32',
+  dims,
+  data: seeded(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+    -scale,
+    scale,
+  ),
 });
 
+export const model = (input: number[], output: number[], inits: [string, Tensor][], nodes: NodeSpec[]): ModelSpec => ({
+  inputs: [{ name: 'x', dtype: 'float32', shape: input }],
+  outputs: [{ name: 'y', dtype: 'float32', shape: output }],
+  initializers: inits,
+  nodes,
+});
 
 const defaultVersions = (w: Workload, target: Target): Schedule[] => [localityGreedy(w, target, 1), parallelHeavy(w, target, 2)];
 
@@ -46,22 +56,44 @@ export async function prepare(spec: ModelSpec, versionsOf: (w: Workload, target:
   const schedules = tunable.map((l) => versionsOf(l.workload!, target));
   const units = tunable.map((l, i) => schedules[i]!.map((s) => generateKernel(makeCandidate(l.workload!, s, target))));
   const built = await buildKernels(units.flat(), { cacheDir: cache, batchSize: 16 });
-  assert.ok(built.every((b) => b.status === 'ok'), JSON.stringify(built));
+  assert.ok(
+    built.every((b) => b.status === 'ok'),
+    JSON.stringify(built),
+  );
   const so = (built[0] as { soPath: string }).soPath;
-  assert.ok(built.every((b) => (b as { soPath: string }).soPath === so), 'all kernels in one shared object');
+  assert.ok(
+    built.every((b) => (b as { soPath: string }).soPath === so),
+    'all kernels in one shared object',
+  );
   const jobs = tunable.flatMap((l, i) => units[i]!.map((u) => ({ symbol: u.symbol, weight: l.params['weight']!.data as Float32Array })));
   const packed: Uint8Array[] = [];
-  await packWeights(so, jobs, cache, (i, b) => { packed[i] = b; }, cache);
+  await packWeights(
+    so,
+    jobs,
+    cache,
+    (i, b) => {
+      packed[i] = b;
+    },
+    cache,
+  );
   const vec = schedules[0]![0]!.vec;
-  assert.ok(schedules.flat().every((s) => s.vec === vec), 'one vector width for the whole plan');
+  assert.ok(
+    schedules.flat().every((s) => s.vec === vec),
+    'one vector width for the whole plan',
+  );
   const choices = new Map<number, LayerChoice>();
   const versions = new Map<number, RuntimeVersion[]>();
   let k = 0;
   tunable.forEach((l, i) => {
     const vs = units[i]!.map((u, j) => ({
-      id: u.symbol, symbol: u.symbol, packedWeight: packed[k++]!, workspaceBytes: kernelWorkspaceBytes(l.workload!, schedules[i]![j]!),
+      id: u.symbol,
+      symbol: u.symbol,
+      packedWeight: packed[k++]!,
+      workspaceBytes: kernelWorkspaceBytes(l.workload!, schedules[i]![j]!),
       split: threadSplit(problemOf(l.workload!, schedules[i]![j]!.vec), schedules[i]![j]!),
-      ...(l.workload!.op === 'conv2d' ? { tiling: { problem: problemOf(l.workload!, schedules[i]![j]!.vec), schedule: schedules[i]![j]! } } : {}),
+      ...(l.workload!.op === 'conv2d'
+        ? { tiling: { problem: problemOf(l.workload!, schedules[i]![j]!.vec), schedule: schedules[i]![j]! } }
+        : {}),
     }));
     versions.set(l.index, vs);
     choices.set(l.index, { vec, versions: vs.map((v) => v.id) });
@@ -74,7 +106,12 @@ export async function prepare(spec: ModelSpec, versionsOf: (w: Workload, target:
 /** Every version combination at 1 and 2 threads against ONNX Runtime. */
 export async function matchesOrt(p: Awaited<ReturnType<typeof prepare>>, spec: ModelSpec, seed: number): Promise<void> {
   const dims = spec.inputs[0]!.shape as number[];
-  const x = seeded(dims.reduce((a, b) => a * b, 1), seed, -1, 1);
+  const x = seeded(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+    -1,
+    1,
+  );
   const session = await ort.InferenceSession.create(p.bytes, { intraOpNumThreads: 1 });
   const ref = (await session.run({ x: new ort.Tensor('float32', x, dims) }))['y']!.data as Float32Array;
   const exec = await createExecutor(p.translated.plan, p.so);
@@ -91,4 +128,3 @@ export async function matchesOrt(p: Awaited<ReturnType<typeof prepare>>, spec: M
     exec.close();
   }
 }
-

@@ -13,7 +13,13 @@ import { after, test } from 'node:test';
 import type { ManifestInterferenceProxy, ManifestVersion } from '../src/bundle/manifest.js';
 import { manifestSchemaProblem } from '../src/bundle/schema.js';
 import {
-  compileLevelModel, compiledLevel, continuousLevel, snapLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample,
+  compileLevelModel,
+  compiledLevel,
+  continuousLevel,
+  snapLevel,
+  SYSTEM_FEATURES,
+  TENANT_FEATURES,
+  type CalibrationSample,
 } from '../src/interference/proxy-model.js';
 import { crossValidate, fitLevelModel } from '../src/interference/proxy-fit.js';
 import { bestVersionAt, pickRegret, pickTable, profiledKernelMs, type KernelStepChoice } from '../src/runtime/version-picker.js';
@@ -26,7 +32,10 @@ after(() => rmSync(root, { recursive: true, force: true }));
 /** Deterministic pseudo-random numbers in [0, 1). */
 function rng(seed: number): () => number {
   let s = seed >>> 0;
-  return () => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s / 2 ** 32; };
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
 }
 
 function synthetic(truth: { intercept: number; busy: number; ratio: number }, noise: number, seed = 7): CalibrationSample[] {
@@ -58,8 +67,10 @@ test('a model is applied by feature name, whatever order the manifest lists its 
   const x = { otherCoresBusy: 0.25, psiCpuSome: 0.6, psiMemorySome: 0.1, latencyRatio: 1.8, coRunnerMemGBps: 12 };
   const cases: [{ features: string[]; intercept: number; weights: number[] }, number][] = [
     [{ features: ['latencyRatio', 'otherCoresBusy'], intercept: 0.5, weights: [2, -1] }, 0.5 + 2 * 1.8 - 0.25],
-    [{ features: [...TENANT_FEATURES].reverse(), intercept: -1, weights: [0.05, 3, -2, 0.5, 1.5] },
-      -1 + 0.05 * 12 + 3 * 1.8 - 2 * 0.1 + 0.5 * 0.6 + 1.5 * 0.25],
+    [
+      { features: [...TENANT_FEATURES].reverse(), intercept: -1, weights: [0.05, 3, -2, 0.5, 1.5] },
+      -1 + 0.05 * 12 + 3 * 1.8 - 2 * 0.1 + 0.5 * 0.6 + 1.5 * 0.25,
+    ],
     [{ features: [...SYSTEM_FEATURES], intercept: 0, weights: [0, 0, 0, 0] }, 0],
   ];
   for (const [m, want] of cases) {
@@ -80,26 +91,44 @@ test('held-out scores: a real relation holds up on the other pass, a fit to nois
   // Two passes over levels 0..4, 12 samples per visit; latencyRatio carries the level, the rest is noise.
   const r = rng(5);
   const sample = (level: number, pass: number, signal: boolean): CalibrationSample => ({
-    level, pass, features: {
-      otherCoresBusy: r(), psiCpuSome: r() * 0.1, psiMemorySome: r() * 0.01,
-      latencyRatio: signal ? 1 + 0.5 * level + 0.2 * (r() - 0.5) : 1 + r(), coRunnerMemGBps: 0,
+    level,
+    pass,
+    features: {
+      otherCoresBusy: r(),
+      psiCpuSome: r() * 0.1,
+      psiMemorySome: r() * 0.01,
+      latencyRatio: signal ? 1 + 0.5 * level + 0.2 * (r() - 0.5) : 1 + r(),
+      coRunnerMemGBps: 0,
     },
   });
-  const passes = (signal: boolean) => [0, 1].flatMap((pass) => [0, 1, 2, 3, 4].flatMap((l) => Array.from({ length: 12 }, () => sample(l, pass, signal))));
-  const real = passes(true), noise = passes(false);
-  const good = crossValidate(real, SYSTEM_FEATURES)!, bad = crossValidate(noise, SYSTEM_FEATURES)!;
+  const passes = (signal: boolean) =>
+    [0, 1].flatMap((pass) => [0, 1, 2, 3, 4].flatMap((l) => Array.from({ length: 12 }, () => sample(l, pass, signal))));
+  const real = passes(true),
+    noise = passes(false);
+  const good = crossValidate(real, SYSTEM_FEATURES)!,
+    bad = crossValidate(noise, SYSTEM_FEATURES)!;
   assert.deepEqual([good.folds, good.samples], [2, 120], 'each pass predicted once by a fit of the other');
   assert.ok(good.r2 > 0.9 && good.accuracy > 0.8, `signal holds up held out: ${JSON.stringify(good)}`);
   const inSample = fitLevelModel(noise, SYSTEM_FEATURES);
   assert.ok(bad.r2 < inSample.r2, `held out, a fit to noise scores below its in-sample R² (${bad.r2} vs ${inSample.r2})`);
   assert.ok(bad.r2 < 0.2, `and near or below zero: ${bad.r2}`);
-  assert.equal(crossValidate(real.filter((x) => x.pass === 0), SYSTEM_FEATURES), undefined, 'one pass: no held-out estimate');
+  assert.equal(
+    crossValidate(
+      real.filter((x) => x.pass === 0),
+      SYSTEM_FEATURES,
+    ),
+    undefined,
+    'one pass: no held-out estimate',
+  );
 });
 
 test('a fit needs two levels and more samples than features', () => {
   const one = synthetic({ intercept: 1, busy: 0, ratio: 0 }, 0).map((s) => ({ ...s, level: 1 }));
   assert.throws(() => fitLevelModel(one, SYSTEM_FEATURES), /two or more levels/);
-  assert.throws(() => fitLevelModel(synthetic({ intercept: 0, busy: 1, ratio: 1 }, 0).slice(0, 3), SYSTEM_FEATURES), /more samples than features/);
+  assert.throws(
+    () => fitLevelModel(synthetic({ intercept: 0, busy: 1, ratio: 1 }, 0).slice(0, 3), SYSTEM_FEATURES),
+    /more samples than features/,
+  );
 });
 
 test('a continuous level snaps to the nearest calibrated level, clamped at the ends', () => {
@@ -113,11 +142,35 @@ test('a continuous level snaps to the nearest calibrated level, clamped at the e
 });
 
 const version = (latencyMs: Record<string, number>, byThreads: Record<string, number> = {}): ManifestVersion => ({
-  id: '0123456789abcdef', symbol: 'vt_k0123456789abcdef', threads: 1, workspaceBytes: 0, inPlan: true, latencyMs, latencyByThreadsMs: byThreads,
-  schedule: { vec: 16, regOc: 1, regCols: 1, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1 },
+  id: '0123456789abcdef',
+  symbol: 'vt_k0123456789abcdef',
+  threads: 1,
+  workspaceBytes: 0,
+  inPlan: true,
+  latencyMs,
+  latencyByThreadsMs: byThreads,
+  schedule: {
+    vec: 16,
+    regOc: 1,
+    regCols: 1,
+    tileIc: 1,
+    tileOc: 1,
+    tileRows: 1,
+    tileCols: 1,
+    loopOrder: 'oc_outer',
+    parallelAxis: 'oc',
+    unroll: 1,
+    threads: 1,
+  },
   features: {
-    footprintBytes: { l1: 0, l2: 0, l3: 0, total: 0 }, parallelChunks: 1, threads: 1, loadBalance: 1, arithmeticIntensity: 1, registerTile: 1,
-    reductionSplit: 1, flops: 1,
+    footprintBytes: { l1: 0, l2: 0, l3: 0, total: 0 },
+    parallelChunks: 1,
+    threads: 1,
+    loadBalance: 1,
+    arithmeticIntensity: 1,
+    registerTile: 1,
+    reductionSplit: 1,
+    flops: 1,
   },
 });
 
@@ -129,7 +182,10 @@ test('the picker takes the lowest profiled latency at the level; unmeasured leve
   assert.equal(bestVersionAt([locality, parallel], 4), 1);
   assert.equal(bestVersionAt([allCores, locality, parallel], 4), 2, 'a version without a level-4 profile does not compete at 4');
   assert.equal(bestVersionAt([allCores], 4), 0, 'only level 0 known: it decides');
-  const steps: KernelStepChoice[] = [{ step: 1, layer: 0, versions: [locality, parallel] }, { step: 3, layer: 2, versions: [parallel, locality] }];
+  const steps: KernelStepChoice[] = [
+    { step: 1, layer: 0, versions: [locality, parallel] },
+    { step: 3, layer: 2, versions: [parallel, locality] },
+  ];
   const table = pickTable(steps, 4, [0, 4]);
   assert.deepEqual([...table.get(0)!], [-1, 0, -1, 1]);
   assert.deepEqual([...table.get(4)!], [-1, 1, -1, 0]);
@@ -162,7 +218,10 @@ test('the sampler turns counter deltas into busy and stall fractions and caches 
   mkdirSync(join(proc, 'pressure'), { recursive: true });
   const write = (busy1: number, idle1: number, psiCpuUs: number) => {
     writeFileSync(join(proc, 'stat'), `cpu  1 1 1 1\ncpu0 5 0 0 5 0 0 0 0 0 0\ncpu1 ${busy1} 0 0 ${idle1} 0 0 0 0 0 0\nintr 1\n`);
-    writeFileSync(join(proc, 'pressure', 'cpu'), `some avg10=0 avg60=0 avg300=0 total=${psiCpuUs}\nfull avg10=0 avg60=0 avg300=0 total=0\n`);
+    writeFileSync(
+      join(proc, 'pressure', 'cpu'),
+      `some avg10=0 avg60=0 avg300=0 total=${psiCpuUs}\nfull avg10=0 avg60=0 avg300=0 total=0\n`,
+    );
   };
   write(100, 100, 0);
   const s = new FeatureSampler({ kernelCores: [0], allCores: [0, 1], refreshMs: 1e9, procRoot: proc });
@@ -202,17 +261,29 @@ test('the latency ratio is the median of observed / profiled over the last runs,
 test('the manifest schema accepts fitted proxy coefficients and refuses malformed ones', () => {
   const model = { features: [...SYSTEM_FEATURES], intercept: -1, weights: [1, 0, 0, 2], r2: 0.9, rmsError: 0.4, accuracy: 0.8 };
   const proxy: ManifestInterferenceProxy = {
-    levels: [0, 4], threads: 1, kernelCores: 1, noiseCores: 1, refreshMs: 20, ratioWindow: 5,
+    levels: [0, 4],
+    threads: 1,
+    kernelCores: 1,
+    noiseCores: 1,
+    refreshMs: 20,
+    ratioWindow: 5,
     models: { system: model, tenant: { ...model, features: [...TENANT_FEATURES], weights: [1, 0, 0, 2, 0.1] } },
-    perLevel: { 0: { samples: 8, latencyRatio: 1.1, otherCoresBusy: 0.1, coRunnerMemGBps: 0, predictedLevel: 0.2 },
-      4: { samples: 8, latencyRatio: 1.3, otherCoresBusy: 1, coRunnerMemGBps: 20, predictedLevel: 3.7 } },
+    perLevel: {
+      0: { samples: 8, latencyRatio: 1.1, otherCoresBusy: 0.1, coRunnerMemGBps: 0, predictedLevel: 0.2 },
+      4: { samples: 8, latencyRatio: 1.3, otherCoresBusy: 1, coRunnerMemGBps: 20, predictedLevel: 3.7 },
+    },
   };
   let m = writeFakeBundle(join(root, 'b1'));
   assert.equal(manifestSchemaProblem(JSON.parse(JSON.stringify({ ...m, interferenceProxy: proxy }))), undefined);
   assert.equal(manifestSchemaProblem(JSON.parse(JSON.stringify(m))), undefined, 'the proxy is optional');
   m = JSON.parse(JSON.stringify(m));
   assert.match(manifestSchemaProblem({ ...m, interferenceProxy: { ...proxy, levels: [0] } }) ?? '', /levels/);
-  assert.match(manifestSchemaProblem({ ...m, interferenceProxy: { ...proxy, models: { system: { ...model, features: ['cpuTemperature'] }, tenant: model } } })
-    ?? '', /features/);
+  assert.match(
+    manifestSchemaProblem({
+      ...m,
+      interferenceProxy: { ...proxy, models: { system: { ...model, features: ['cpuTemperature'] }, tenant: model } },
+    }) ?? '',
+    /features/,
+  );
   assert.match(manifestSchemaProblem({ ...m, interferenceProxy: { ...proxy, perLevel: { 7: proxy.perLevel['0'] } } }) ?? '', /perLevel/);
 });

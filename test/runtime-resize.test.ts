@@ -48,8 +48,13 @@ test('linear with align_corners and half_pixel, up and down by scales', async ()
   await check([1, 3, 5, 7], [1, 3, 8, 10], { scales: [1, 1, 1.7, 1.5] }, { mode: 'linear', coordinate_transformation_mode: 'asymmetric' });
 });
 
-test('nearest: torch\'s asymmetric + floor, and ONNX\'s default rounding', async () => {
-  await check([1, 3, 4, 5], [1, 3, 8, 10], { scales: [1, 1, 2, 2] }, { mode: 'nearest', coordinate_transformation_mode: 'asymmetric', nearest_mode: 'floor' });
+test("nearest: torch's asymmetric + floor, and ONNX's default rounding", async () => {
+  await check(
+    [1, 3, 4, 5],
+    [1, 3, 8, 10],
+    { scales: [1, 1, 2, 2] },
+    { mode: 'nearest', coordinate_transformation_mode: 'asymmetric', nearest_mode: 'floor' },
+  );
   await check([1, 3, 4, 5], [1, 3, 9, 11], { sizes: [1, 3, 9, 11] }, { mode: 'nearest' });
   await check([1, 3, 9, 11], [1, 3, 4, 5], { sizes: [1, 3, 4, 5] }, { mode: 'nearest', nearest_mode: 'round_prefer_ceil' });
 });

@@ -34,16 +34,23 @@ export function seededFeeds(inputs: readonly TensorInfo[], seed = 7): Record<str
   return out;
 }
 
-export async function ortOutputs(model: string | Uint8Array, feeds: Record<string, HostTensor>, threads = 1): Promise<Record<string, HostTensor>> {
-  const session = typeof model === 'string'
-    ? await ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1 })
-    : await ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1 });
+export async function ortOutputs(
+  model: string | Uint8Array,
+  feeds: Record<string, HostTensor>,
+  threads = 1,
+): Promise<Record<string, HostTensor>> {
+  const session =
+    typeof model === 'string'
+      ? await ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1 })
+      : await ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1 });
   try {
     const ortFeeds: Record<string, ort.Tensor> = {};
-    for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape]);
+    for (const [name, t] of Object.entries(feeds))
+      ortFeeds[name] = new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape]);
     const r = await session.run(ortFeeds);
     const out: Record<string, HostTensor> = {};
-    for (const [name, t] of Object.entries(r)) out[name] = { dtype: t.type as HostTensor['dtype'], shape: [...t.dims], data: t.data as TensorData };
+    for (const [name, t] of Object.entries(r))
+      out[name] = { dtype: t.type as HostTensor['dtype'], shape: [...t.dims], data: t.data as TensorData };
     return out;
   } finally {
     await session.release();
@@ -62,20 +69,36 @@ export interface Comparison {
   readonly firstBad?: string;
 }
 
-export function compareTensors(name: string, ours: TensorData, ref: ArrayLike<number | bigint>, rtol = RTOL, atolScale = ATOL_SCALE): Comparison {
+export function compareTensors(
+  name: string,
+  ours: TensorData,
+  ref: ArrayLike<number | bigint>,
+  rtol = RTOL,
+  atolScale = ATOL_SCALE,
+): Comparison {
   const n = ref.length;
-  if (ours.length !== n) return { name, elements: n, maxAbs: Infinity, maxRel: Infinity, atol: 0, bad: n, firstBad: `length ${ours.length} vs ${n}` };
+  if (ours.length !== n)
+    return { name, elements: n, maxAbs: Infinity, maxRel: Infinity, atol: 0, bad: n, firstBad: `length ${ours.length} vs ${n}` };
   let peak = 0;
-  for (let i = 0; i < n; i++) { const r = Math.abs(Number(ref[i]!)); if (r > peak && Number.isFinite(r)) peak = r; }
+  for (let i = 0; i < n; i++) {
+    const r = Math.abs(Number(ref[i]!));
+    if (r > peak && Number.isFinite(r)) peak = r;
+  }
   const atol = atolScale * peak;
-  let maxAbs = 0, maxRel = 0, bad = 0;
+  let maxAbs = 0,
+    maxRel = 0,
+    bad = 0;
   let firstBad: string | undefined;
   for (let i = 0; i < n; i++) {
-    const a = Number(ours[i]!), e = Number(ref[i]!);
+    const a = Number(ours[i]!),
+      e = Number(ref[i]!);
     if (Number.isNaN(a) && Number.isNaN(e)) continue;
     if (a === e) continue;
     const d = Math.abs(a - e);
-    if (!(d <= atol + rtol * Math.abs(e))) { bad++; firstBad ??= `[${i}] ${a} vs ${e}`; }
+    if (!(d <= atol + rtol * Math.abs(e))) {
+      bad++;
+      firstBad ??= `[${i}] ${a} vs ${e}`;
+    }
     if (d > maxAbs || Number.isNaN(d)) maxAbs = Number.isNaN(d) ? Infinity : d;
     if (Math.abs(e) > atol) maxRel = Math.max(maxRel, d / Math.abs(e));
   }
@@ -83,5 +106,5 @@ export function compareTensors(name: string, ours: TensorData, ref: ArrayLike<nu
 }
 
 export const describeComparison = (c: Comparison) =>
-  `${c.name}: ${c.elements} elements, max abs ${c.maxAbs.toExponential(2)}, max rel ${c.maxRel.toExponential(2)} `
-  + `(atol ${c.atol.toExponential(2)}), ${c.bad} outside tolerance${c.firstBad ? ` (first ${c.firstBad})` : ''}`;
+  `${c.name}: ${c.elements} elements, max abs ${c.maxAbs.toExponential(2)}, max rel ${c.maxRel.toExponential(2)} ` +
+  `(atol ${c.atol.toExponential(2)}), ${c.bad} outside tolerance${c.firstBad ? ` (first ${c.firstBad})` : ''}`;

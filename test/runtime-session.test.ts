@@ -59,11 +59,22 @@ test('feeds are checked before native code: unknown, missing, wrong dtype, wrong
     const x = new Float32Array(4);
     assert.throws(() => s.runSync({ x, z: x }), userErr('BAD_INPUT', /no input "z"; its inputs are "x" \(float32 \[1, 4\]\)/));
     assert.throws(() => s.runSync({}), userErr('BAD_INPUT', /input "x" \(float32 \[1, 4\]\) is missing/));
-    assert.throws(() => s.runSync({ x: new Float64Array(4) }),
-      userErr('BAD_INPUT', /input "x" is a Float64Array; expected float32 \[1, 4\] as a Float32Array/));
-    assert.throws(() => s.runSync({ x: { data: new Int32Array(4), dtype: 'int32' } }), userErr('BAD_INPUT', /input "x" is int32; expected float32 \[1, 4\]/));
-    assert.throws(() => s.runSync({ x: { data: x, shape: [4, 1] } }), userErr('BAD_INPUT', /input "x" has shape \[4, 1\]; expected float32 \[1, 4\]/));
-    assert.throws(() => s.runSync({ x: new Float32Array(5) }), userErr('BAD_INPUT', /input "x" has 5 elements; expected float32 \[1, 4\] = 4 elements/));
+    assert.throws(
+      () => s.runSync({ x: new Float64Array(4) }),
+      userErr('BAD_INPUT', /input "x" is a Float64Array; expected float32 \[1, 4\] as a Float32Array/),
+    );
+    assert.throws(
+      () => s.runSync({ x: { data: new Int32Array(4), dtype: 'int32' } }),
+      userErr('BAD_INPUT', /input "x" is int32; expected float32 \[1, 4\]/),
+    );
+    assert.throws(
+      () => s.runSync({ x: { data: x, shape: [4, 1] } }),
+      userErr('BAD_INPUT', /input "x" has shape \[4, 1\]; expected float32 \[1, 4\]/),
+    );
+    assert.throws(
+      () => s.runSync({ x: new Float32Array(5) }),
+      userErr('BAD_INPUT', /input "x" has 5 elements; expected float32 \[1, 4\] = 4 elements/),
+    );
     assert.throws(() => s.runSync({ x: [1, 2, 3, 4] as unknown as Float32Array }), userErr('BAD_INPUT', /is an Array; expected/));
     await assert.rejects(s.run({}), userErr('BAD_INPUT', /missing/));
   } finally {
@@ -90,7 +101,7 @@ test('the version API checks its arguments; a closed session refuses to run', as
   await assert.rejects(loadBundle(join(root, 'nope')), userErr('FILE_NOT_FOUND', /bundle .*nope does not exist/));
 });
 
-test('paramFloats reads a param that is a Buffer view into a larger blob file (not the file\'s first bytes)', () => {
+test("paramFloats reads a param that is a Buffer view into a larger blob file (not the file's first bytes)", () => {
   const file = Buffer.alloc(64);
   new Float32Array(file.buffer, file.byteOffset, 16).set(Array.from({ length: 16 }, (_, i) => i));
   const bias = file.subarray(36, 48); // floats 9, 10, 11
@@ -106,7 +117,8 @@ function npy(dict: string, data: Uint8Array, major = 1): Uint8Array {
   const out = new Uint8Array(prefix + header.length + data.length);
   out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, major, 0]);
   const dv = new DataView(out.buffer);
-  if (major === 1) dv.setUint16(8, header.length, true); else dv.setUint32(8, header.length, true);
+  if (major === 1) dv.setUint16(8, header.length, true);
+  else dv.setUint32(8, header.length, true);
   out.set(new TextEncoder().encode(header), prefix);
   out.set(data, prefix + header.length);
   return out;
@@ -123,7 +135,8 @@ test('.npy: round trips, format versions 1 to 3, and every refusal names the fil
     { dtype: 'int64' as const, shape: [3], data: BigInt64Array.from([-1n, 2n ** 40n, 3n]) },
     { dtype: 'bool' as const, shape: [], data: Uint8Array.from([1]) },
     { dtype: 'float64' as const, shape: [1, 0], data: new Float64Array(0) },
-  ]) assert.deepEqual(decodeNpy(encodeNpy(t), 'b.npy'), t);
+  ])
+    assert.deepEqual(decodeNpy(encodeNpy(t), 'b.npy'), t);
   const four = bytesOf(Float32Array.from([1, 2, 3, 4]));
   for (const major of [2, 3]) {
     const t = decodeNpy(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", four, major), 'v.npy');
@@ -133,15 +146,22 @@ test('.npy: round trips, format versions 1 to 3, and every refusal names the fil
   assert.deepEqual(decodeNpy(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (4,), }", four), 'f1.npy').shape, [4]);
 
   const refuse = (bytes: Uint8Array, pattern: RegExp) => assert.throws(() => decodeNpy(bytes, 'in.npy'), userErr('BAD_INPUT', pattern));
-  refuse(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four),
-    /^in\.npy: the array is in Fortran \(column-major\) order; only little-endian float32/);
+  refuse(
+    npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four),
+    /^in\.npy: the array is in Fortran \(column-major\) order; only little-endian float32/,
+  );
   refuse(npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }", four), /^in\.npy: big-endian data \(">f4"\) is not supported/);
-  refuse(npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four),
-    /^in\.npy: dtype "<c8" is not supported; only little-endian float32, float64, int64/);
+  refuse(
+    npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four),
+    /^in\.npy: dtype "<c8" is not supported; only little-endian float32, float64, int64/,
+  );
   refuse(npy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", four), /dtype "\|O" is not supported/);
   refuse(npy("{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", four), /dtype "<U3" is not supported/);
   refuse(npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }", four), /structured \(record\) dtypes are not supported/);
-  refuse(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", four), /holds 16 bytes of data, but shape \(2, 3\) of float32 needs 24/);
+  refuse(
+    npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", four),
+    /holds 16 bytes of data, but shape \(2, 3\) of float32 needs 24/,
+  );
   refuse(enc.subarray(0, 9), /is not a \.npy file/);
   refuse(new TextEncoder().encode('P5 not numpy at all'), /is not a \.npy file/);
   refuse(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", four, 4), /format version 4\.0 is not supported/);

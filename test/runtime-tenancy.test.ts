@@ -24,8 +24,16 @@ import { seeded } from './runtime-harness.js';
 const root = mkdtempSync(join(tmpdir(), 'veltair-tenancy-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-const weight = (dims: number[], seed: number): Tensor =>
-  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, -0.1, 0.1) });
+const weight = (dims: number[], seed: number): Tensor => ({
+  dtype: 'float32',
+  dims,
+  data: seeded(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+    -0.1,
+    0.1,
+  ),
+});
 
 /** `depth` 3×3 convs of `width` channels on 40×40 with ReLU, then global pooling: tens of ms per run. */
 function convChain(width: number, depth: number, seed: number): ModelSpec {
@@ -40,8 +48,10 @@ function convChain(width: number, depth: number, seed: number): ModelSpec {
   }
   nodes.push({ op: 'GlobalAveragePool', inputs: [x], outputs: ['y'] });
   return {
-    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 3, 40, 40] }], outputs: [{ name: 'y', dtype: 'float32', shape: [1, width, 1, 1] }],
-    initializers: inits, nodes,
+    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 3, 40, 40] }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [1, width, 1, 1] }],
+    initializers: inits,
+    nodes,
   };
 }
 
@@ -49,7 +59,15 @@ async function compile(name: string, spec: ModelSpec): Promise<string> {
   const model = join(root, `${name}.onnx`);
   writeFileSync(model, encodeModel(spec));
   const bundle = join(root, `${name}.bundle`);
-  await compileFixture(model, { output: bundle, trials: 1, levels: [0], maxVersions: 1, threads: [1, 2], profileThreads: [], db: join(root, 'db') });
+  await compileFixture(model, {
+    output: bundle,
+    trials: 1,
+    levels: [0],
+    maxVersions: 1,
+    threads: [1, 2],
+    profileThreads: [],
+    db: join(root, 'db'),
+  });
   return bundle;
 }
 
@@ -58,16 +76,23 @@ const feedA = { x: seeded(3 * 40 * 40, 11) };
 const feedB = { x: seeded(3 * 40 * 40, 12) };
 let quietA: Float32Array, quietB: Float32Array;
 
-before(async () => {
-  const [ba, bb] = [await compile('a', convChain(48, 6, 1)), await compile('b', convChain(32, 8, 50))];
-  a = await loadBundle(ba);
-  b = await loadBundle(bb);
-  quietA = a.runSync(feedA)['y']!.data as Float32Array;
-  quietB = b.runSync(feedB)['y']!.data as Float32Array;
-}, { timeout: 600_000 });
-after(() => { a?.close(); b?.close(); });
+before(
+  async () => {
+    const [ba, bb] = [await compile('a', convChain(48, 6, 1)), await compile('b', convChain(32, 8, 50))];
+    a = await loadBundle(ba);
+    b = await loadBundle(bb);
+    quietA = a.runSync(feedA)['y']!.data as Float32Array;
+    quietB = b.runSync(feedB)['y']!.data as Float32Array;
+  },
+  { timeout: 600_000 },
+);
+after(() => {
+  a?.close();
+  b?.close();
+});
 
-const overlap = (x: { startNs: number; endNs: number }, y: { startNs: number; endNs: number }) => x.startNs < y.endNs && y.startNs < x.endNs;
+const overlap = (x: { startNs: number; endNs: number }, y: { startNs: number; endNs: number }) =>
+  x.startNs < y.endNs && y.startNs < x.endNs;
 
 async function wholeBlock(s: Session, feeds: Record<string, Float32Array>, cores: number[]) {
   const inf = await s.begin(feeds);
@@ -75,35 +100,57 @@ async function wholeBlock(s: Session, feeds: Record<string, Float32Array>, cores
   return { ...r, y: inf.finish()['y']!.data as Float32Array };
 }
 
-test('two models on disjoint cores run at the same time, each pinned to its own core, with the event loop free', { timeout: 120_000 }, async () => {
-  // On a one-core host both models share that core: results and pinning are still checked, overlap cannot be.
-  const cores = availableCores().length >= 2 ? availableCores() : [availableCores()[0]!, availableCores()[0]!];
-  const twoCores = cores[0] !== cores[1];
-  let ticks = 0;
-  const timer = setInterval(() => { ticks++; }, 1);
-  try {
-    const rounds = 5;
-    const pairs = await Promise.all([
-      (async () => { const out = []; for (let i = 0; i < rounds; i++) out.push(await wholeBlock(a, feedA, [cores[0]!])); return out; })(),
-      (async () => { const out = []; for (let i = 0; i < rounds; i++) out.push(await wholeBlock(b, feedB, [cores[1]!])); return out; })(),
-    ]);
-    const [runsA, runsB] = pairs;
-    for (const r of runsA) { assert.deepEqual(r.cpus, [cores[0]]); assert.deepEqual(r.y, quietA, 'model A, run beside B, gives the quiet result'); }
-    for (const r of runsB) { assert.deepEqual(r.cpus, [cores[1]]); assert.deepEqual(r.y, quietB, 'model B, run beside A, gives the quiet result'); }
-    const overlapping = runsA.filter((x) => runsB.some((y) => overlap(x, y))).length;
-    if (twoCores) assert.ok(overlapping > 0, 'some run of A overlapped some run of B in time: they ran in parallel, not one after the other');
-    assert.ok(ticks > 0, 'the event loop kept running while both models ran');
-  } finally {
-    clearInterval(timer);
-  }
-});
+test(
+  'two models on disjoint cores run at the same time, each pinned to its own core, with the event loop free',
+  { timeout: 120_000 },
+  async () => {
+    // On a one-core host both models share that core: results and pinning are still checked, overlap cannot be.
+    const cores = availableCores().length >= 2 ? availableCores() : [availableCores()[0]!, availableCores()[0]!];
+    const twoCores = cores[0] !== cores[1];
+    let ticks = 0;
+    const timer = setInterval(() => {
+      ticks++;
+    }, 1);
+    try {
+      const rounds = 5;
+      const pairs = await Promise.all([
+        (async () => {
+          const out = [];
+          for (let i = 0; i < rounds; i++) out.push(await wholeBlock(a, feedA, [cores[0]!]));
+          return out;
+        })(),
+        (async () => {
+          const out = [];
+          for (let i = 0; i < rounds; i++) out.push(await wholeBlock(b, feedB, [cores[1]!]));
+          return out;
+        })(),
+      ]);
+      const [runsA, runsB] = pairs;
+      for (const r of runsA) {
+        assert.deepEqual(r.cpus, [cores[0]]);
+        assert.deepEqual(r.y, quietA, 'model A, run beside B, gives the quiet result');
+      }
+      for (const r of runsB) {
+        assert.deepEqual(r.cpus, [cores[1]]);
+        assert.deepEqual(r.y, quietB, 'model B, run beside A, gives the quiet result');
+      }
+      const overlapping = runsA.filter((x) => runsB.some((y) => overlap(x, y))).length;
+      if (twoCores)
+        assert.ok(overlapping > 0, 'some run of A overlapped some run of B in time: they ran in parallel, not one after the other');
+      assert.ok(ticks > 0, 'the event loop kept running while both models ran');
+    } finally {
+      clearInterval(timer);
+    }
+  },
+);
 
 test('one inference as blocks on different core sets and versions gives the whole-run result', { timeout: 60_000 }, async () => {
   const cores = availableCores().slice(0, 2);
   if (cores.length < 2) cores.push(cores[0]!); // a one-core host: the "other" core set is the same core
   const n = a.steps.length;
   assert.ok(n >= 3, `the chain has ${n} steps`);
-  const cut1 = Math.floor(n / 3), cut2 = Math.floor((2 * n) / 3);
+  const cut1 = Math.floor(n / 3),
+    cut2 = Math.floor((2 * n) / 3);
   const inf = await a.begin(feedA);
   const r1 = await inf.block(cut1, { cores: [cores[0]!], level: 0 });
   assert.equal(inf.next, cut1);
@@ -120,21 +167,25 @@ test('one inference as blocks on different core sets and versions gives the whol
   assert.deepEqual((await a.run(feedA))['y']!.data, quietA);
 });
 
-test('inferences on one session are queued, never interleaved; a replica runs beside it on the same weights', { timeout: 60_000 }, async () => {
-  const [c0, c1 = c0] = availableCores();
-  const queued = await Promise.all([wholeBlock(a, feedA, [c0!]), wholeBlock(a, { x: seeded(3 * 40 * 40, 99) }, [c1!])]);
-  assert.ok(!overlap(queued[0]!, queued[1]!), 'two inferences of one session never share its arena in time');
-  assert.deepEqual(queued[0]!.y, quietA);
-  const twin = a.replicate();
-  try {
-    assert.deepEqual(twin.versions, a.versions);
-    const both = await Promise.all([wholeBlock(a, feedA, [c0!]), wholeBlock(twin, feedA, [c1!])]);
-    assert.deepEqual(both[0]!.y, quietA);
-    assert.deepEqual(both[1]!.y, quietA, 'the replica computes the same model');
-  } finally {
-    twin.close();
-  }
-});
+test(
+  'inferences on one session are queued, never interleaved; a replica runs beside it on the same weights',
+  { timeout: 60_000 },
+  async () => {
+    const [c0, c1 = c0] = availableCores();
+    const queued = await Promise.all([wholeBlock(a, feedA, [c0!]), wholeBlock(a, { x: seeded(3 * 40 * 40, 99) }, [c1!])]);
+    assert.ok(!overlap(queued[0]!, queued[1]!), 'two inferences of one session never share its arena in time');
+    assert.deepEqual(queued[0]!.y, quietA);
+    const twin = a.replicate();
+    try {
+      assert.deepEqual(twin.versions, a.versions);
+      const both = await Promise.all([wholeBlock(a, feedA, [c0!]), wholeBlock(twin, feedA, [c1!])]);
+      assert.deepEqual(both[0]!.y, quietA);
+      assert.deepEqual(both[1]!.y, quietA, 'the replica computes the same model');
+    } finally {
+      twin.close();
+    }
+  },
+);
 
 test('misuse of blocks is a clear error and leaves the session usable', { timeout: 60_000 }, async () => {
   const bad = (pattern: RegExp) => (e: unknown) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && pattern.test(e.message);
@@ -168,26 +219,35 @@ function threadNices(): Map<number, number> {
     try {
       const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
       out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
-    } catch { /* the thread ended meanwhile */ }
+    } catch {
+      /* the thread ended meanwhile */
+    }
   }
   return out;
 }
 
 // Last in this file: nice cannot be lowered again without privilege, and it holds for every later block.
-test('setBlockNice: the threads that run blocks take the nice value, the event loop\'s thread keeps its own', { timeout: 60_000 }, async () => {
-  const mainNice = threadNices().get(process.pid)!;
-  const before = new Set([...threadNices().entries()].filter(([, n]) => n === mainNice + 7).map(([t]) => t));
-  assert.equal(before.size, 0, 'no thread runs at nice +7 yet');
-  await setBlockNice(Math.min(19, mainNice + 7));
-  const s = a.replicate();
-  const inf = await s.begin(feedA);
-  const cores = availableCores().slice(0, 2);
-  await inf.block(s.steps.length, { cores });
-  inf.finish();
-  const nices = threadNices();
-  const niced = [...nices.entries()].filter(([, n]) => n === mainNice + 7);
-  assert.ok(niced.length >= cores.length, `every thread of the ${cores.length}-core block runs at nice ${mainNice + 7} (${niced.length} do)`);
-  assert.equal(nices.get(process.pid), mainNice, 'the event loop\'s thread is untouched');
-  await assert.rejects(setBlockNice(20), /0 to 19/);
-  s.close();
-});
+test(
+  "setBlockNice: the threads that run blocks take the nice value, the event loop's thread keeps its own",
+  { timeout: 60_000 },
+  async () => {
+    const mainNice = threadNices().get(process.pid)!;
+    const before = new Set([...threadNices().entries()].filter(([, n]) => n === mainNice + 7).map(([t]) => t));
+    assert.equal(before.size, 0, 'no thread runs at nice +7 yet');
+    await setBlockNice(Math.min(19, mainNice + 7));
+    const s = a.replicate();
+    const inf = await s.begin(feedA);
+    const cores = availableCores().slice(0, 2);
+    await inf.block(s.steps.length, { cores });
+    inf.finish();
+    const nices = threadNices();
+    const niced = [...nices.entries()].filter(([, n]) => n === mainNice + 7);
+    assert.ok(
+      niced.length >= cores.length,
+      `every thread of the ${cores.length}-core block runs at nice ${mainNice + 7} (${niced.length} do)`,
+    );
+    assert.equal(nices.get(process.pid), mainNice, "the event loop's thread is untouched");
+    await assert.rejects(setBlockNice(20), /0 to 19/);
+    s.close();
+  },
+);

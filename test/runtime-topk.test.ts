@@ -15,7 +15,10 @@ function topkModel(shape: number[], k: number, attrs: Record<string, number>): M
   const out = shape.map((d, i) => (i === a ? k : d));
   return {
     inputs: [{ name: 'x', dtype: 'float32', shape }],
-    outputs: [{ name: 'values', dtype: 'float32', shape: out }, { name: 'indices', dtype: 'int64', shape: out }],
+    outputs: [
+      { name: 'values', dtype: 'float32', shape: out },
+      { name: 'indices', dtype: 'int64', shape: out },
+    ],
     initializers: [['k', { dtype: 'int64', dims: [1], data: new Float64Array([k]) }]],
     nodes: [{ op: 'TopK', inputs: ['x', 'k'], outputs: ['values', 'indices'], attrs }],
   };

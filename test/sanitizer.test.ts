@@ -39,7 +39,10 @@ function sanitizerEnv(preload: string): NodeJS.ProcessEnv {
   // NODE_TEST_CONTEXT tells a node --test that it is one of this runner's children: the nested run must not see it.
   const { NODE_TEST_CONTEXT: _context, ...env } = process.env;
   return {
-    ...env, VELTAIR_SANITIZE: SANITIZE, VELTAIR_CACHE_DIR: join(root, 'cache'), LD_PRELOAD: preload,
+    ...env,
+    VELTAIR_SANITIZE: SANITIZE,
+    VELTAIR_CACHE_DIR: join(root, 'cache'),
+    LD_PRELOAD: preload,
     // Node and V8 keep memory to the end on purpose: leaks are not what this run looks for.
     ASAN_OPTIONS: 'detect_leaks=0:abort_on_error=1:print_summary=1',
     UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
@@ -56,24 +59,31 @@ test('control: the sanitized harness stops a kernel that writes past its output'
     const harness = await ensureHarness(join(root, 'cache'));
     await writeSources(root, (await headerSnapshot()).files);
     const sym = 'vt_k00000000000000bd';
-    writeFileSync(join(root, 'bad.c'), [
-      '#include "veltair_kernel.h"',
-      `static const vt_desc d = { .abi_version = VT_ABI_VERSION, .op = VT_OP_DENSE, .vec = 1, .batch = 1, .m = 1, .k = 4, .nn = 4,`,
-      '  .input_floats = 4, .weight_floats = 16, .output_floats = 4, .bias_floats = 4, .chanmul_floats = 4 };',
-      `const vt_desc* ${sym}_desc(void) { return &d; }`,
-      `void ${sym}_pack_input(const float* a, float* b) { for (int i = 0; i < 4; i++) b[i] = a[i]; }`,
-      `void ${sym}_pack_weight(const float* a, float* b) { for (int i = 0; i < 16; i++) b[i] = a[i]; }`,
-      `void ${sym}_pack_output(const float* a, float* b) { for (int i = 0; i < 4; i++) b[i] = a[i]; }`,
-      `void ${sym}_unpack_output(const float* a, float* b) { for (int i = 0; i < 4; i++) b[i] = a[i]; }`,
-      `void ${sym}_run(const float* in, const float* w, const float* bias, const float* res, const float* gate, const float* prm,`,
-      '    float* out, void* ws, int n) { (void)bias; (void)res; (void)gate; (void)prm; (void)ws; (void)n;',
-      '  for (int j = 0; j < 4; j++) { float s = 0; for (int k = 0; k < 4; k++) s += in[k] * w[k * 4 + j]; out[j] = s; }',
-      '  out[16] = 0; } /* 64 bytes past the 16-byte output the harness allocated (rounded up to 64) */',
-      '',
-    ].join('\n'));
+    writeFileSync(
+      join(root, 'bad.c'),
+      [
+        '#include "veltair_kernel.h"',
+        `static const vt_desc d = { .abi_version = VT_ABI_VERSION, .op = VT_OP_DENSE, .vec = 1, .batch = 1, .m = 1, .k = 4, .nn = 4,`,
+        '  .input_floats = 4, .weight_floats = 16, .output_floats = 4, .bias_floats = 4, .chanmul_floats = 4 };',
+        `const vt_desc* ${sym}_desc(void) { return &d; }`,
+        `void ${sym}_pack_input(const float* a, float* b) { for (int i = 0; i < 4; i++) b[i] = a[i]; }`,
+        `void ${sym}_pack_weight(const float* a, float* b) { for (int i = 0; i < 16; i++) b[i] = a[i]; }`,
+        `void ${sym}_pack_output(const float* a, float* b) { for (int i = 0; i < 4; i++) b[i] = a[i]; }`,
+        `void ${sym}_unpack_output(const float* a, float* b) { for (int i = 0; i < 4; i++) b[i] = a[i]; }`,
+        `void ${sym}_run(const float* in, const float* w, const float* bias, const float* res, const float* gate, const float* prm,`,
+        '    float* out, void* ws, int n) { (void)bias; (void)res; (void)gate; (void)prm; (void)ws; (void)n;',
+        '  for (int j = 0; j < 4; j++) { float s = 0; for (int k = 0; k < 4; k++) s += in[k] * w[k * 4 + j]; out[j] = s; }',
+        '  out[16] = 0; } /* 64 bytes past the 16-byte output the harness allocated (rounded up to 64) */',
+        '',
+      ].join('\n'),
+    );
     const so = join(root, 'bad.so');
     await runCompiler([...flagsFor('kernel'), ...kernelLinkFlags(), '-I', root, '-o', so, join(root, 'bad.c')]);
-    const r = await execa(harness, ['--min-time-ms', '0', '--job', so, sym, '1'], { reject: false, env: sanitizerEnv(await libasan()), extendEnv: false });
+    const r = await execa(harness, ['--min-time-ms', '0', '--job', so, sym, '1'], {
+      reject: false,
+      env: sanitizerEnv(await libasan()),
+      extendEnv: false,
+    });
     assert.notEqual(r.exitCode, 0, 'the harness did not finish normally');
     assert.match(r.stderr, /AddressSanitizer: heap-buffer-overflow/, r.stderr.slice(0, 2000));
   } finally {
@@ -81,13 +91,36 @@ test('control: the sanitized harness stops a kernel that writes past its output'
   }
 });
 
-test('the runtime, the ONNX node tests and generated kernels run clean under -fsanitize=address,undefined', { timeout: 900_000 }, async (t) => {
-  const r = await execa(process.execPath, ['--test', '--test-concurrency=1', ...FILES],
-    { reject: false, env: sanitizerEnv(await libasan()), extendEnv: false, all: true });
-  const out = r.all ?? '';
-  const reports = out.split('\n').filter((l) => /ERROR: AddressSanitizer|runtime error:|SUMMARY: (Address|UndefinedBehavior)Sanitizer/.test(l));
-  t.diagnostic(out.split('\n').filter((l) => /^# (tests|pass|fail|ONNX node tests run)/.test(l)).join(' | '));
-  assert.deepEqual(reports, [], `sanitizer reports:\n${reports.join('\n')}`);
-  assert.equal(r.exitCode, 0, out.split('\n').filter((l) => /^not ok|error:/.test(l)).slice(0, 20).join('\n'));
-  assert.match(out, /^# fail 0$/m);
-});
+test(
+  'the runtime, the ONNX node tests and generated kernels run clean under -fsanitize=address,undefined',
+  { timeout: 900_000 },
+  async (t) => {
+    const r = await execa(process.execPath, ['--test', '--test-concurrency=1', ...FILES], {
+      reject: false,
+      env: sanitizerEnv(await libasan()),
+      extendEnv: false,
+      all: true,
+    });
+    const out = r.all ?? '';
+    const reports = out
+      .split('\n')
+      .filter((l) => /ERROR: AddressSanitizer|runtime error:|SUMMARY: (Address|UndefinedBehavior)Sanitizer/.test(l));
+    t.diagnostic(
+      out
+        .split('\n')
+        .filter((l) => /^# (tests|pass|fail|ONNX node tests run)/.test(l))
+        .join(' | '),
+    );
+    assert.deepEqual(reports, [], `sanitizer reports:\n${reports.join('\n')}`);
+    assert.equal(
+      r.exitCode,
+      0,
+      out
+        .split('\n')
+        .filter((l) => /^not ok|error:/.test(l))
+        .slice(0, 20)
+        .join('\n'),
+    );
+    assert.match(out, /^# fail 0$/m);
+  },
+);

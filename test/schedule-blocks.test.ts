@@ -8,7 +8,10 @@ const plan = () => handPlan('jagged', JAGGED, 16, JAGGED_QOS_MS);
 
 test('requirement: QoS split by single-core latency share; each layer needs the fewest cores meeting its share', () => {
   const p = plan();
-  assert.deepEqual([...p.shareMs].map((x) => Number(x.toFixed(6))), Array(8).fill(0.5));
+  assert.deepEqual(
+    [...p.shareMs].map((x) => Number(x.toFixed(6))),
+    Array(8).fill(0.5),
+  );
   assert.deepEqual([...p.requirement], [2, 2, 2, 6, 2, 2, 2, 2]);
   assert.equal(p.averageRequirement, 2.5);
   assert.equal(p.peakRequirement, 6);
@@ -32,7 +35,10 @@ test('borrowing keeps the block within its QoS share: the spike runs below its o
   assert.ok(c < peakOf(p, b), 'the spike borrowed: the block claims fewer cores than the spike alone needs');
   assert.ok(blockQuietMs(p, b.first, b.last, c) <= blockShareMs(p, b.first, b.last) + 1e-12, 'the block as a whole meets its share');
   assert.ok(blockQuietMs(p, 3, 3, c) > p.shareMs[3]!, 'the spike alone misses its own share at the block claim');
-  assert.ok(blockQuietMs(p, b.first, b.last, c - 1) > blockShareMs(p, b.first, b.last), 'one core fewer would miss it: the claim is the fewest');
+  assert.ok(
+    blockQuietMs(p, b.first, b.last, c - 1) > blockShareMs(p, b.first, b.last),
+    'one core fewer would miss it: the claim is the fewest',
+  );
 });
 
 test('threshold at zero idle and at full idle', () => {
@@ -48,7 +54,7 @@ test('threshold at zero idle and at full idle', () => {
   // At full idle the whole model is one block: its cheap layers sprint on the block's cores, the spike borrows their slack.
   const b = formBlock(p, 0, 13.5);
   assert.deepEqual(b, { first: 0, last: 7 });
-  assert.equal(flatClaim(p, b), 3, '400 + 7600/c ≤ 4000 µs first holds at 3 cores, half the spike\'s own requirement');
+  assert.equal(flatClaim(p, b), 3, "400 + 7600/c ≤ 4000 µs first holds at 3 cores, half the spike's own requirement");
 });
 
 test('deadline-aware shares: a request that waited gets tighter shares, one ahead gets looser ones', () => {

@@ -2,7 +2,14 @@
  * Small hand-made scheduling profiles: every figure given at every core count (nothing is
  * modelled unless a test asks), so a test can say exactly what each layer needs.
  */
-import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileStep } from '../src/schedule/scheduling-profile.js';
+import {
+  PROFILE_FORMAT,
+  PROFILE_FORMAT_VERSION,
+  checkProfile,
+  type LatencyFigure,
+  type Profile,
+  type ProfileStep,
+} from '../src/schedule/scheduling-profile.js';
 import { buildModelTable, type ModelTable } from '../src/schedule/model-table.js';
 import { planModel, type ModelPlan } from '../src/schedule/requirement.js';
 import type { ScalingConstants } from '../src/schedule/scaling.js';
@@ -21,13 +28,19 @@ export interface HandLayer {
   readonly bytes?: number;
 }
 
-function latency(l: HandLayer, maxCores: number, cores: readonly number[], quiet: number, noisy: number): Record<string, Record<string, LatencyFigure>> {
+function latency(
+  l: HandLayer,
+  maxCores: number,
+  cores: readonly number[],
+  quiet: number,
+  noisy: number,
+): Record<string, Record<string, LatencyFigure>> {
   const out: Record<string, Record<string, LatencyFigure>> = {};
   const serial = l.serialUs ?? 0;
   for (const c of cores) {
     const t = serial + (l.us1 - serial) / Math.min(c, l.maxUseful ?? maxCores);
     out[String(c)] = {};
-    for (let l = 0; l <= 4; l++) out[String(c)]![String(l)] = { us: t * (quiet + (noisy - quiet) * l / 4), source: 'measured' };
+    for (let l = 0; l <= 4; l++) out[String(c)]![String(l)] = { us: t * (quiet + ((noisy - quiet) * l) / 4), source: 'measured' };
   }
   return out;
 }
@@ -35,24 +48,45 @@ function latency(l: HandLayer, maxCores: number, cores: readonly number[], quiet
 export function handProfile(name: string, layers: readonly HandLayer[], maxCores: number, claimUs = 0): Profile {
   const cores = Array.from({ length: maxCores }, (_, i) => i + 1);
   const steps: ProfileStep[] = layers.map((l, index) => ({
-    index, name: `${name}.layer${index}`, op: 'conv2d', kind: 'tunable', layer: index, flops: l.us1 * 1e3, bytes: l.bytes ?? 1e5, footprintBytes: l.bytes ??
-      1e5,
+    index,
+    name: `${name}.layer${index}`,
+    op: 'conv2d',
+    kind: 'tunable',
+    layer: index,
+    flops: l.us1 * 1e3,
+    bytes: l.bytes ?? 1e5,
+    footprintBytes: l.bytes ?? 1e5,
     versions: [
       { id: 'v0', symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores, 1, l.noisy ?? 1) },
-      ...(l.versions ?? []).map(([q, n], k) => ({ id: `v${k + 1}`, symbol: null, tunedThreads: 1, parallelChunks: null, latencyUs: latency(l, maxCores, cores,
-        q, n) })),
+      ...(l.versions ?? []).map(([q, n], k) => ({
+        id: `v${k + 1}`,
+        symbol: null,
+        tunedThreads: 1,
+        parallelChunks: null,
+        latencyUs: latency(l, maxCores, cores, q, n),
+      })),
     ],
   }));
-  return checkProfile({
-    format: PROFILE_FORMAT, formatVersion: PROFILE_FORMAT_VERSION,
-    model: { name, sha256: null, manifestSha256: null },
-    machine: { description: 'hand-made test profile', cores: maxCores, l3Bytes: null, source: 'measured' },
-    method: 'test', coreCounts: cores,
-    levels: [0, 1, 2, 3, 4].map((level) => ({ level, summary: `level ${level}`, coRunnerGBps: level * 5, coRunnerBytes: level * 2 ** 24,
-      source: 'measured' as const })),
-    claimCost: claimUs > 0 ? { us: claimUs, threads: 1, source: 'measured' } : null,
-    steps,
-  } satisfies Profile, 'test');
+  return checkProfile(
+    {
+      format: PROFILE_FORMAT,
+      formatVersion: PROFILE_FORMAT_VERSION,
+      model: { name, sha256: null, manifestSha256: null },
+      machine: { description: 'hand-made test profile', cores: maxCores, l3Bytes: null, source: 'measured' },
+      method: 'test',
+      coreCounts: cores,
+      levels: [0, 1, 2, 3, 4].map((level) => ({
+        level,
+        summary: `level ${level}`,
+        coRunnerGBps: level * 5,
+        coRunnerBytes: level * 2 ** 24,
+        source: 'measured' as const,
+      })),
+      claimCost: claimUs > 0 ? { us: claimUs, threads: 1, source: 'measured' } : null,
+      steps,
+    } satisfies Profile,
+    'test',
+  );
 }
 
 export function handTable(name: string, layers: readonly HandLayer[], maxCores: number, claimUs = 0): ModelTable {
@@ -69,6 +103,13 @@ export function handPlan(name: string, layers: readonly HandLayer[], maxCores: n
  * (400 + 600/6 = 500 µs); the time-weighted average requirement is 2.5.
  */
 export const JAGGED: readonly HandLayer[] = [
-  { us1: 1000 }, { us1: 1000 }, { us1: 1000 }, { us1: 1000, serialUs: 400 }, { us1: 1000 }, { us1: 1000 }, { us1: 1000 }, { us1: 1000 },
+  { us1: 1000 },
+  { us1: 1000 },
+  { us1: 1000 },
+  { us1: 1000, serialUs: 400 },
+  { us1: 1000 },
+  { us1: 1000 },
+  { us1: 1000 },
+  { us1: 1000 },
 ];
 export const JAGGED_QOS_MS = 4;

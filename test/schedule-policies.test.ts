@@ -27,13 +27,22 @@ function runAlone(policy: string, cores = 16): Decision[] {
   return out;
 }
 
-test('layerwise makes one claim per layer, each claiming that layer\'s requirement', () => {
+test("layerwise makes one claim per layer, each claiming that layer's requirement", () => {
   const d = runAlone('layerwise');
   assert.equal(d.length, JAGGED.length);
-  d.forEach((x, u) => { assert.equal(x.first, u); assert.equal(x.last, u); });
-  assert.deepEqual(d.map((x) => x.cores.length), [2, 2, 2, 6, 2, 2, 2, 2]);
+  d.forEach((x, u) => {
+    assert.equal(x.first, u);
+    assert.equal(x.last, u);
+  });
+  assert.deepEqual(
+    d.map((x) => x.cores.length),
+    [2, 2, 2, 6, 2, 2, 2, 2],
+  );
   // Cores follow the request (its previous cores first): a claim/release only where the set changes.
-  assert.deepEqual(d.map((x) => x.claim), [true, false, false, true, true, false, false, false]);
+  assert.deepEqual(
+    d.map((x) => x.claim),
+    [true, false, false, true, true, false, false, false],
+  );
 });
 
 test('layerwise pays a claim/release per layer: its requirement includes one, so each claiming layer still meets its share', () => {
@@ -55,9 +64,13 @@ test('layerwise pays a claim/release per layer: its requirement includes one, so
   for (const u of cheap) assert.ok(plan.requirement[u]! > 2, `layer ${u} needs more than 2 cores once its claim is counted`);
   d.forEach((x, u) => {
     assert.equal(x.cores.length, plan.requirement[u], `layer ${u} claims its requirement`);
-    if (x.claim) assert.ok(x.expectedMs <= plan.shareMs[u]! + 1e-9, `layer ${u}: ${x.expectedMs} ms with its claim within its ${plan.shareMs[u]} ms share`);
+    if (x.claim)
+      assert.ok(
+        x.expectedMs <= plan.shareMs[u]! + 1e-9,
+        `layer ${u}: ${x.expectedMs} ms with its claim within its ${plan.shareMs[u]} ms share`,
+      );
   });
-  assert.ok(d[0]!.claim && d[0]!.expectedMs > 1000 / d[0]!.cores.length / 1000, 'the first claim is paid in the block\'s time');
+  assert.ok(d[0]!.claim && d[0]!.expectedMs > 1000 / d[0]!.cores.length / 1000, "the first claim is paid in the block's time");
 });
 
 test('fcfs runs the whole model as one block on its peak requirement; the next request waits (one conflict) in arrival order', () => {
@@ -70,36 +83,64 @@ test('fcfs runs the whole model as one block on its peak requirement; the next r
   assert.equal(s.arrive({ id: 3, model: 0, arrivalMs: 0.2 }, 0.2).length, 0, 'strict order: nobody overtakes the waiting request');
   assert.equal(s.stats.conflicts, 1, 'request 3 never tried: it is behind request 2');
   const next = s.blockFinished(1, 3).decisions;
-  assert.deepEqual(next.map((x) => x.request), [2]);
+  assert.deepEqual(
+    next.map((x) => x.request),
+    [2],
+  );
   assert.equal(next[0]!.conflict, true);
 });
 
 test('static:K cuts fixed blocks of K layers, each on its flattened claim', () => {
   const d = runAlone('static:3');
-  assert.deepEqual(d.map((x) => [x.first, x.last]), [[0, 2], [3, 5], [6, 7]]);
-  assert.deepEqual(parsePolicyList('static:2-4').map((p) => p.name), ['static:2', 'static:3', 'static:4']);
+  assert.deepEqual(
+    d.map((x) => [x.first, x.last]),
+    [
+      [0, 2],
+      [3, 5],
+      [6, 7],
+    ],
+  );
+  assert.deepEqual(
+    parsePolicyList('static:2-4').map((p) => p.name),
+    ['static:2', 'static:3', 'static:4'],
+  );
 });
 
 test('veltair: one block alone on an idle machine, blocks split at the spike under load', () => {
   const alone = runAlone('veltair');
   assert.equal(alone.length, 1, 'all cores idle: the threshold covers the spike');
-  assert.equal(alone[0]!.cores.length, 3, 'the flattened claim of the whole model, below the spike\'s 6');
+  assert.equal(alone[0]!.cores.length, 3, "the flattened claim of the whole model, below the spike's 6");
   // Requests arriving together: the k-th sees idle = 16 − 2.5·k cores, shared over k models' appetites.
   const s = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 16 });
   const first: Decision[] = [];
   for (let i = 0; i < 6; i++) first.push(...s.arrive({ id: i, model: 0, arrivalMs: 0 }, 0));
   // 1st, 2nd: threshold 13.5 and 5.5 ≥ 3.5 covers the spike → whole model on 3 cores;
   // then threshold 2.8, 1.5, 0.7, 0.2 → the spike at layer 3 starts the next block: layers 0..2 on 2 cores.
-  assert.deepEqual(first.map((x) => [x.request, x.first, x.last, x.cores.length]),
-    [[0, 0, 7, 3], [1, 0, 7, 3], [2, 0, 2, 2], [3, 0, 2, 2], [4, 0, 2, 2], [5, 0, 2, 2]]);
+  assert.deepEqual(
+    first.map((x) => [x.request, x.first, x.last, x.cores.length]),
+    [
+      [0, 0, 7, 3],
+      [1, 0, 7, 3],
+      [2, 0, 2, 2],
+      [3, 0, 2, 2],
+      [4, 0, 2, 2],
+      [5, 0, 2, 2],
+    ],
+  );
   assert.equal(s.pool.free, 2);
 });
 
 test('on a conflict a block policy runs on what is free (counted); a model-wise one waits', () => {
   const v = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 3 });
-  assert.deepEqual(v.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0).map((x) => x.cores.length), [2]);
+  assert.deepEqual(
+    v.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0).map((x) => x.cores.length),
+    [2],
+  );
   const shrunk = v.arrive({ id: 2, model: 0, arrivalMs: 0 }, 0);
-  assert.deepEqual(shrunk.map((x) => [x.first, x.last, x.needCores, x.cores.length, x.conflict]), [[0, 2, 2, 1, true]]);
+  assert.deepEqual(
+    shrunk.map((x) => [x.first, x.last, x.needCores, x.cores.length, x.conflict]),
+    [[0, 2, 2, 1, true]],
+  );
   assert.equal(v.stats.conflicts, 1);
   const w = new Scheduler({ policy: parsePolicy('veltair'), models: [jagged()], cores: 3, onConflict: 'wait' });
   w.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0);
@@ -111,45 +152,71 @@ test('prema: one request on the machine at a time; the shorter job takes over at
   const short = handPlan('short', [{ us1: 1000 }], 16, 2);
   const s = new Scheduler({ policy: parsePolicy('prema'), models: [long, short], cores: 16 });
   const a = s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0);
-  assert.deepEqual(a.map((x) => [x.request, x.first, x.last, x.cores.length]), [[1, 0, 0, long.fastestCores]]);
+  assert.deepEqual(
+    a.map((x) => [x.request, x.first, x.last, x.cores.length]),
+    [[1, 0, 0, long.fastestCores]],
+  );
   assert.equal(s.arrive({ id: 2, model: 1, arrivalMs: 0.01 }, 0.01).length, 0, 'temporal: nothing else runs beside it');
   const next = s.blockFinished(1, 0.07).decisions;
-  assert.deepEqual(next.map((x) => x.request), [2], 'preempted at the layer boundary for the shorter job');
+  assert.deepEqual(
+    next.map((x) => x.request),
+    [2],
+    'preempted at the layer boundary for the shorter job',
+  );
   const back = s.blockFinished(2, 0.14).decisions;
-  assert.deepEqual(back.map((x) => [x.request, x.first]), [[1, 1]], 'then the long one resumes where it stopped');
+  assert.deepEqual(
+    back.map((x) => [x.request, x.first]),
+    [[1, 1]],
+    'then the long one resumes where it stopped',
+  );
 });
 
-test('version choice: veltair takes the version best at the predicted level, veltair-sched the best quiet one, ' +
-  'veltair-compile adaptive on whole-model blocks', () => {
-  // v0 is 10% faster quiet but 1.5x slower at level 4; v1 is the reverse.
-  const layers = JAGGED.map((l) => ({ ...l, noisy: 1.5, versions: [[1.1, 1.2]] as const }));
-  const plan = handPlan('two-versions', layers, 16, 2 * JAGGED_QOS_MS);
-  const decide = (policy: string) => {
-    const s = new Scheduler({ policy: parsePolicy(policy), models: [plan], cores: 16, predictLevel: () => 4 });
-    return s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0)[0]!;
-  };
-  const v = decide('veltair'), sched = decide('veltair-sched'), compile = decide('veltair-compile');
-  assert.equal(v.level, 4);
-  assert.ok(v.versions.every((x) => x === 1));
-  assert.equal(sched.level, 0);
-  assert.ok(sched.versions.every((x) => x === 0));
-  assert.deepEqual([compile.first, compile.last], [0, 7]);
-  assert.ok(compile.versions.every((x) => x === 1));
-});
+test(
+  'version choice: veltair takes the version best at the predicted level, veltair-sched the best quiet one, ' +
+    'veltair-compile adaptive on whole-model blocks',
+  () => {
+    // v0 is 10% faster quiet but 1.5x slower at level 4; v1 is the reverse.
+    const layers = JAGGED.map((l) => ({ ...l, noisy: 1.5, versions: [[1.1, 1.2]] as const }));
+    const plan = handPlan('two-versions', layers, 16, 2 * JAGGED_QOS_MS);
+    const decide = (policy: string) => {
+      const s = new Scheduler({ policy: parsePolicy(policy), models: [plan], cores: 16, predictLevel: () => 4 });
+      return s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0)[0]!;
+    };
+    const v = decide('veltair'),
+      sched = decide('veltair-sched'),
+      compile = decide('veltair-compile');
+    assert.equal(v.level, 4);
+    assert.ok(v.versions.every((x) => x === 1));
+    assert.equal(sched.level, 0);
+    assert.ok(sched.versions.every((x) => x === 0));
+    assert.deepEqual([compile.first, compile.last], [0, 7]);
+    assert.ok(compile.versions.every((x) => x === 1));
+  },
+);
 
 test('the core pool never grants a core twice and refuses wrong releases', () => {
   const pool = new CorePool(4);
   const a = pool.grant(1, 3);
   const b = pool.grant(2, 1);
   assert.equal(new Set([...a, ...b]).size, 4);
-  assert.throws(() => pool.grant(3, 1), (e) => isVeltairError(e) && e.exitCode === 2);
+  assert.throws(
+    () => pool.grant(3, 1),
+    (e) => isVeltairError(e) && e.exitCode === 2,
+  );
   assert.throws(() => pool.release(2, [a[0]!]), /held by 1/);
   pool.release(1, a);
-  assert.deepEqual(pool.grant(3, 2, [a[2]!, a[1]!]), [a[1]!, a[2]!].sort((x, y) => x - y), 'preferred cores first');
+  assert.deepEqual(
+    pool.grant(3, 2, [a[2]!, a[1]!]),
+    [a[1]!, a[2]!].sort((x, y) => x - y),
+    'preferred cores first',
+  );
 });
 
 test('a bad policy name is one clear error', () => {
-  assert.throws(() => parsePolicy('fifo'), (e) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && /fifo/.test(e.message));
+  assert.throws(
+    () => parsePolicy('fifo'),
+    (e) => isVeltairError(e) && e.code === 'BAD_ARGUMENT' && /fifo/.test(e.message),
+  );
   assert.throws(() => parsePolicyList('static:0'), /static:0/);
   assert.throws(() => parsePolicyList('fcfs,fcfs'), /twice/);
 });

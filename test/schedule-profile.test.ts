@@ -9,8 +9,10 @@ import { handProfile, JAGGED, NO_SCALING } from './schedule-fixture.js';
 
 const base = () => JSON.parse(profileText(handProfile('m', JAGGED.slice(0, 3), 4))) as Profile & Record<string, unknown>;
 const refused = (value: unknown, field: RegExp) =>
-  assert.throws(() => parseProfile(JSON.stringify(value), 'p.json'), (e) => isVeltairError(e) && e.code === 'BAD_PROFILE' && /^p\.json: /.test(e.message) &&
-    field.test(e.message));
+  assert.throws(
+    () => parseProfile(JSON.stringify(value), 'p.json'),
+    (e) => isVeltairError(e) && e.code === 'BAD_PROFILE' && /^p\.json: /.test(e.message) && field.test(e.message),
+  );
 
 test('a profile round-trips through its text; bad ones are refused naming the field', () => {
   const p = base();
@@ -33,7 +35,15 @@ test('the scaling model: chunks cap useful cores, two points fix the serial part
   assert.equal(chunkShare(64, 4), 0.25, 'four chunks: no use for a fifth core');
   assert.equal(chunkShare(3, 4), 0.5, 'four chunks on three threads: one thread runs two');
   const k = { ...NO_SCALING, forkJoinUs: 0 };
-  const fit = fitStep([{ cores: 1, us: 1000 }, { cores: 2, us: 600 }], null, 0, k);
+  const fit = fitStep(
+    [
+      { cores: 1, us: 1000 },
+      { cores: 2, us: 600 },
+    ],
+    null,
+    0,
+    k,
+  );
   assert.ok(Math.abs(fit.a - 200) < 1e-6 && Math.abs(fit.w - 800) < 1e-6, `a ${fit.a}, w ${fit.w}`);
   assert.ok(Math.abs(predictStep(fit, 8, k) - 300) < 1e-6);
   // One core count only: the serial-fraction prior splits it.
@@ -54,7 +64,14 @@ test('units: a tunable step carries the non-tunable steps after it; held-out cor
   const op = { ...p.steps[0]!, kind: 'op' as const, name: 'relu', versions: [p.steps[0]!.versions[0]!] };
   const withOp: Profile = { ...p, steps: [p.steps[0]!, { ...op, index: 1 }, { ...p.steps[1]!, index: 2 }, { ...p.steps[2]!, index: 3 }] };
   const t = buildModelTable(withOp, { maxCores: 4, scaling: NO_SCALING });
-  assert.deepEqual(t.units.map((u) => [u.firstStep, u.lastStep]), [[0, 1], [2, 2], [3, 3]]);
+  assert.deepEqual(
+    t.units.map((u) => [u.firstStep, u.lastStep]),
+    [
+      [0, 1],
+      [2, 2],
+      [3, 3],
+    ],
+  );
   assert.ok(Math.abs(latAt(t.units[0]!, 4, 0, 1, 0) - 2) < 1e-9, 'kernel 1 ms + its trailing op 1 ms');
   const held = buildModelTable(p, { maxCores: 4, scaling: { ...NO_SCALING, serialFraction: 0 }, useCores: [1] });
   assert.ok(Math.abs(latAt(held.units[0]!, 4, 0, 2, 0) - 0.5) < 1e-9, 'predicted from one core');

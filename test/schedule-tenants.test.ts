@@ -12,18 +12,31 @@ import { handPlan } from './schedule-fixture.js';
 
 // Heavy: 50 layers of 2 ms on one core (100 ms), QoS 300 ms. Light: 4 layers of 1 ms (4 ms), QoS 12 ms.
 // The light model's wait budget is 2 ms: heavy blocks of one layer.
-const heavy = () => handPlan('heavy', Array.from({ length: 50 }, () => ({ us1: 2_000 })), 2, 300);
-const light = () => handPlan('light', Array.from({ length: 4 }, () => ({ us1: 1_000 })), 2, 12);
+const heavy = () =>
+  handPlan(
+    'heavy',
+    Array.from({ length: 50 }, () => ({ us1: 2_000 })),
+    2,
+    300,
+  );
+const light = () =>
+  handPlan(
+    'light',
+    Array.from({ length: 4 }, () => ({ us1: 1_000 })),
+    2,
+    12,
+  );
 
 test('a plan knows its planned latency; its wait budget is half of what its QoS leaves after two runs of its own', () => {
-  const h = heavy(), l = light();
+  const h = heavy(),
+    l = light();
   assert.equal(h.plannedMs, 100, 'every heavy layer fits its share on one core');
   assert.equal(waitBudgetMs(h), 50, '(300 − 2 × 100) / 2');
   assert.equal(l.plannedMs, 4);
   assert.equal(waitBudgetMs(l), 2, '(12 − 2 × 4) / 2');
 });
 
-test('each model\'s block cap is the tightest other model\'s wait budget; a model alone has none', () => {
+test("each model's block cap is the tightest other model's wait budget; a model alone has none", () => {
   assert.deepEqual(blockCaps([heavy(), light()]), [2, 50]);
   assert.deepEqual(blockCaps([heavy()]), [Infinity]);
 });
@@ -38,7 +51,12 @@ test('formBlock stops at the cap (one-core time), and always takes its first uni
 
 test('a model whose every unit needs the same cores has no spikes, whatever the float sum of its average says', () => {
   // Uneven layers, all fitting their shares on one core: the time-weighted average is 1 up to rounding.
-  const p = handPlan('uniform', Array.from({ length: 53 }, (_, i) => ({ us1: 300 + ((i * 7919) % 1000) * 1.37 })), 2, 200);
+  const p = handPlan(
+    'uniform',
+    Array.from({ length: 53 }, (_, i) => ({ us1: 300 + ((i * 7919) % 1000) * 1.37 })),
+    2,
+    200,
+  );
   assert.equal(p.peakRequirement, 1);
   assert.notEqual(p.averageRequirement, 1, 'the fixture is one whose average rounds below 1');
   assert.deepEqual(formBlock(p, 0, 0), { first: 0, last: 52 }, 'one block under full load (threshold 0), not one per layer');
@@ -49,7 +67,12 @@ function lightStart(policy: string): { start: number; decisions: Decision[] } {
   const s = new Scheduler({ policy: parsePolicy(policy), models: [heavy(), light()], cores: 2 });
   const running = new Map<number, number>();
   const all: Decision[] = [];
-  const take = (ds: Decision[], now: number) => { for (const d of ds) { all.push(d); running.set(d.request, now + d.expectedMs); } };
+  const take = (ds: Decision[], now: number) => {
+    for (const d of ds) {
+      all.push(d);
+      running.set(d.request, now + d.expectedMs);
+    }
+  };
   take(s.arrive({ id: 0, model: 0, arrivalMs: 0 }, 0), 0);
   take(s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0), 0);
   take(s.arrive({ id: 2, model: 1, arrivalMs: 1 }, 1), 1);
@@ -68,7 +91,10 @@ test('veltair: with both cores held by heavy requests, the light request starts 
   const { start, decisions } = lightStart('veltair');
   assert.ok(start > 0 && start <= 1 + 2, `the light request started at ${start} ms: within its 2 ms wait budget`);
   const heavyBlocks = decisions.filter((d) => d.model === 0);
-  assert.ok(heavyBlocks.every((d) => d.last === d.first), 'heavy blocks are 1 unit (2 ms on one core), the light model\'s wait budget');
+  assert.ok(
+    heavyBlocks.every((d) => d.last === d.first),
+    "heavy blocks are 1 unit (2 ms on one core), the light model's wait budget",
+  );
 });
 
 test('fcfs: the light request waits for a whole heavy inference', () => {
@@ -93,13 +119,22 @@ test('deadline order: among waiting requests the nearest deadline goes first, no
   assert.equal(fn[0]!.request, 0, 'layerwise keeps arrival order: the in-flight heavy request 0 continues first');
 });
 
-test('blocks that cannot be cut to the cap hold at most the cores beyond the other tenant\'s reserve; the light request finds a core', () => {
+test("blocks that cannot be cut to the cap hold at most the cores beyond the other tenant's reserve; the light request finds a core", () => {
   // Long: 5 layers of 10 ms on one core, beside the light model's 2 ms budget: no block can be cut to it.
-  const long = handPlan('long', Array.from({ length: 5 }, () => ({ us1: 10_000, maxUseful: 1 })), 2, 300);
+  const long = handPlan(
+    'long',
+    Array.from({ length: 5 }, () => ({ us1: 10_000, maxUseful: 1 })),
+    2,
+    300,
+  );
   const s = new Scheduler({ policy: parsePolicy('veltair'), models: [long, light()], cores: 2 });
   const a = s.arrive({ id: 0, model: 0, arrivalMs: 0 }, 0);
   assert.equal(a.length, 1, 'the first long request runs');
-  assert.deepEqual(s.arrive({ id: 1, model: 0, arrivalMs: 0.5 }, 0.5), [], 'the second would take the last core with a 10 ms layer: it waits');
+  assert.deepEqual(
+    s.arrive({ id: 1, model: 0, arrivalMs: 0.5 }, 0.5),
+    [],
+    'the second would take the last core with a 10 ms layer: it waits',
+  );
   const l = s.arrive({ id: 2, model: 1, arrivalMs: 1 }, 1);
   assert.equal(l.length, 1, 'the light request starts at once on the core left free');
   assert.equal(l[0]!.request, 2);
@@ -114,7 +149,12 @@ test('blocks that cannot be cut to the cap hold at most the cores beyond the oth
 });
 
 test('a model alone is never held back: its long blocks use every core', () => {
-  const long = handPlan('long', Array.from({ length: 5 }, () => ({ us1: 10_000, maxUseful: 1 })), 2, 300);
+  const long = handPlan(
+    'long',
+    Array.from({ length: 5 }, () => ({ us1: 10_000, maxUseful: 1 })),
+    2,
+    300,
+  );
   const s = new Scheduler({ policy: parsePolicy('veltair'), models: [long], cores: 2 });
   assert.equal(s.arrive({ id: 0, model: 0, arrivalMs: 0 }, 0).length, 1);
   assert.equal(s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0).length, 1, 'both cores busy');

@@ -29,7 +29,9 @@ test('deploy/kubernetes.yaml: SIGKILL comes after preStop + --drain-timeout-ms, 
   const deployment = docs.find((d) => d.kind === 'Deployment');
   assert.ok(deployment, 'a Deployment');
   const pod = (deployment.spec as { template: { spec: PodSpec } }).template.spec;
-  const serveFlags = buildProgram().commands.find((c) => c.name() === 'serve')!.options.map((o) => o.long);
+  const serveFlags = buildProgram()
+    .commands.find((c) => c.name() === 'serve')!
+    .options.map((o) => o.long);
   for (const c of pod.containers) {
     const args = c.args ?? [];
     for (const a of args.filter((x) => x.startsWith('--'))) assert.ok(serveFlags.includes(a), `veltair serve knows ${a}`);
@@ -40,8 +42,10 @@ test('deploy/kubernetes.yaml: SIGKILL comes after preStop + --drain-timeout-ms, 
     const graceMs = flag(args, '--drain-grace-ms', DEFAULT_LIMITS.drainGraceMs);
     const deadlineMs = flag(args, '--drain-timeout-ms', DEFAULT_LIMITS.drainTimeoutMs);
     const killAfterS = pod.terminationGracePeriodSeconds ?? 30;
-    assert.ok(killAfterS * 1000 > sleepS * 1000 + deadlineMs,
-      `terminationGracePeriodSeconds ${killAfterS} s must exceed preStop ${sleepS} s + --drain-timeout-ms ${deadlineMs} ms`);
+    assert.ok(
+      killAfterS * 1000 > sleepS * 1000 + deadlineMs,
+      `terminationGracePeriodSeconds ${killAfterS} s must exceed preStop ${sleepS} s + --drain-timeout-ms ${deadlineMs} ms`,
+    );
     const probe = c.readinessProbe;
     assert.ok(probe, 'a readiness probe');
     const failsAfterMs = (probe.periodSeconds ?? 10) * (probe.failureThreshold ?? 3) * 1000;

@@ -15,12 +15,25 @@ function recorder(o: { listenerClosesAfter?: 'never' | 'at once'; backend?: 'nev
   const log: string[] = [];
   const never = new Promise<void>(() => undefined);
   const steps: DrainSteps = {
-    beginDraining: () => { log.push('begin'); },
+    beginDraining: () => {
+      log.push('begin');
+    },
     pendingAccepts: () => 0,
-    stopListening: () => { log.push('stop listening'); return o.listenerClosesAfter === 'never' ? never : Promise.resolve(); },
-    closeIdle: () => { log.push('close idle'); },
-    destroyAll: () => { log.push('destroy all'); return o.open ?? 0; },
-    closeBackend: () => { log.push('close backend'); return o.backend === 'never' ? never : Promise.resolve(); },
+    stopListening: () => {
+      log.push('stop listening');
+      return o.listenerClosesAfter === 'never' ? never : Promise.resolve();
+    },
+    closeIdle: () => {
+      log.push('close idle');
+    },
+    destroyAll: () => {
+      log.push('destroy all');
+      return o.open ?? 0;
+    },
+    closeBackend: () => {
+      log.push('close backend');
+      return o.backend === 'never' ? never : Promise.resolve();
+    },
   };
   return { log, steps };
 }
@@ -47,24 +60,47 @@ test('a backend that never finishes is bounded by the deadline too', async () =>
   assert.deepEqual(await runDrain(steps, { graceMs: 0, timeoutMs: 100 }), { cutShort: true, connectionsCut: 0 });
 });
 
-test('a hurry during the grace period cuts the drain short at once: listener closed, connections cut, backend released',
-  { timeout: 30_000 }, async () => {
+test(
+  'a hurry during the grace period cuts the drain short at once: listener closed, connections cut, backend released',
+  { timeout: 30_000 },
+  async () => {
     const { log, steps } = recorder({ listenerClosesAfter: 'never', open: 2 });
     let hurry!: () => void;
     // Grace and deadline far beyond the test's timeout: only the hurry can end this drain in time.
-    const drained = runDrain(steps, { graceMs: 600_000, timeoutMs: 1_200_000, hurry: new Promise<void>((r) => { hurry = r; }) });
+    const drained = runDrain(steps, {
+      graceMs: 600_000,
+      timeoutMs: 1_200_000,
+      hurry: new Promise<void>((r) => {
+        hurry = r;
+      }),
+    });
     await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(log, ['begin'], 'the grace period runs until the hurry');
     hurry();
     assert.deepEqual(await drained, { cutShort: true, connectionsCut: 2, hurried: true });
     assert.deepEqual(log, ['begin', 'stop listening', 'close idle', 'destroy all', 'close backend']);
-  });
+  },
+);
 
 test('a hurry after the grace period, while connections are still answered, cuts them off', { timeout: 30_000 }, async () => {
   const { log, steps } = recorder({ listenerClosesAfter: 'never', open: 1 });
   let hurry!: () => void;
-  const drained = runDrain({ ...steps, stopListening: () => { hurry(); return steps.stopListening(); } },
-    { graceMs: 0, timeoutMs: 1_200_000, hurry: new Promise<void>((r) => { hurry = r; }) });
+  const drained = runDrain(
+    {
+      ...steps,
+      stopListening: () => {
+        hurry();
+        return steps.stopListening();
+      },
+    },
+    {
+      graceMs: 0,
+      timeoutMs: 1_200_000,
+      hurry: new Promise<void>((r) => {
+        hurry = r;
+      }),
+    },
+  );
   assert.deepEqual(await drained, { cutShort: true, connectionsCut: 1, hurried: true });
   assert.deepEqual(log, ['begin', 'stop listening', 'close idle', 'destroy all', 'close backend']);
 });
@@ -72,12 +108,21 @@ test('a hurry after the grace period, while connections are still answered, cuts
 test('the listener is not closed while the kernel still holds connections the server has not accepted', async () => {
   const { log, steps } = recorder();
   let pending = 3;
-  const drained = runDrain({ ...steps, pendingAccepts: () => { log.push(`pending ${pending}`); return pending--; } }, { graceMs: 0, timeoutMs: 60_000 });
+  const drained = runDrain(
+    {
+      ...steps,
+      pendingAccepts: () => {
+        log.push(`pending ${pending}`);
+        return pending--;
+      },
+    },
+    { graceMs: 0, timeoutMs: 60_000 },
+  );
   assert.deepEqual(await drained, { cutShort: false, connectionsCut: 0 });
   assert.deepEqual(log, ['begin', 'pending 3', 'pending 2', 'pending 1', 'pending 0', 'stop listening', 'close idle', 'close backend']);
 });
 
-test('pending connections from /proc/net/tcp: the LISTEN row\'s accept queue plus half-open ones, of this port only', () => {
+test("pending connections from /proc/net/tcp: the LISTEN row's accept queue plus half-open ones, of this port only", () => {
   const table = [
     '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
     '   0: 0100007F:1F40 00000000:0000 0A 00000000:00000005 00:00000000 00000000  1000        0 1 1 0 100 0 0 10 0',

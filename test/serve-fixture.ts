@@ -20,14 +20,27 @@ import { availableCores } from '../src/toolchain/cpu.js';
 import { compileFixture, tinyModelSpec } from './compile-fixture.js';
 import { seeded } from './runtime-harness.js';
 
-const weight = (dims: number[], seed: number, scale = 0.2): Tensor =>
-  ({ dtype: 'float32', dims, data: seeded(dims.reduce((a, b) => a * b, 1), seed, -scale, scale) });
+const weight = (dims: number[], seed: number, scale = 0.2): Tensor => ({
+  dtype: 'float32',
+  dims,
+  data: seeded(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+    -scale,
+    scale,
+  ),
+});
 
 /** ids int64 [1, 3] → Gather from a [16, 8] table → Flatten → Gemm (5 outputs): an id ≥ 16 is out of range. */
 export function embeddingSpec(): ModelSpec {
   return {
-    inputs: [{ name: 'ids', dtype: 'int64', shape: [1, 3] }], outputs: [{ name: 'scores', dtype: 'float32', shape: [1, 5] }],
-    initializers: [['table', weight([16, 8], 3)], ['w', weight([5, 24], 4)], ['b', weight([5], 5)]],
+    inputs: [{ name: 'ids', dtype: 'int64', shape: [1, 3] }],
+    outputs: [{ name: 'scores', dtype: 'float32', shape: [1, 5] }],
+    initializers: [
+      ['table', weight([16, 8], 3)],
+      ['w', weight([5, 24], 4)],
+      ['b', weight([5], 5)],
+    ],
     nodes: [
       { op: 'Gather', inputs: ['table', 'ids'], outputs: ['e'], attrs: { axis: 0 } },
       { op: 'Flatten', inputs: ['e'], outputs: ['f'], attrs: { axis: 1 } },
@@ -48,8 +61,12 @@ export function slowSpec(): ModelSpec {
     x = `r${i}`;
   }
   nodes.push({ op: 'GlobalAveragePool', inputs: [x], outputs: ['y'] });
-  return { inputs: [{ name: 'x', dtype: 'float32', shape: [1, 3, 40, 40] }], outputs: [{ name: 'y', dtype: 'float32', shape: [1, 48, 1, 1] }],
-    initializers: inits, nodes };
+  return {
+    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 3, 40, 40] }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [1, 48, 1, 1] }],
+    initializers: inits,
+    nodes,
+  };
 }
 
 export const SPECS = { tiny: tinyModelSpec, embed: embeddingSpec, slow: slowSpec } as const;
@@ -62,7 +79,15 @@ export async function compileModels(root: string, names: readonly FixtureModel[]
     const model = join(root, `${name}.onnx`);
     writeFileSync(model, encodeModel(SPECS[name]()));
     const bundle = join(root, `${name}.bundle`);
-    await compileFixture(model, { output: bundle, trials: 1, levels: [0], maxVersions: 1, threads: [1, 2], profileThreads: [], db: join(root, 'db') });
+    await compileFixture(model, {
+      output: bundle,
+      trials: 1,
+      levels: [0],
+      maxVersions: 1,
+      threads: [1, 2],
+      profileThreads: [],
+      db: join(root, 'db'),
+    });
     out[name] = bundle;
   }
   return out;
@@ -75,7 +100,10 @@ export interface InProcessServer {
 }
 
 /** A veltair server in this process on a free loopback port. */
-export async function startInProcess(models: readonly ModelConfig[], o: { bodyLimit?: number; policy?: string } = {}): Promise<InProcessServer> {
+export async function startInProcess(
+  models: readonly ModelConfig[],
+  o: { bodyLimit?: number; policy?: string } = {},
+): Promise<InProcessServer> {
   const metrics = createMetrics();
   const cpus = availableCores();
   const setup = await setupDispatcher({ models, policy: parsePolicy(o.policy ?? 'veltair'), cpus, metrics, qosMultiple: 50 });
@@ -83,12 +111,19 @@ export async function startInProcess(models: readonly ModelConfig[], o: { bodyLi
   return { server, metrics, url: server.url };
 }
 
-export const model = (name: string, bundle: string, extra: Partial<ModelConfig> = {}): ModelConfig =>
-  ({ name, bundle, priority: 1, maxQueue: 64, ...extra });
+export const model = (name: string, bundle: string, extra: Partial<ModelConfig> = {}): ModelConfig => ({
+  name,
+  bundle,
+  priority: 1,
+  maxQueue: 64,
+  ...extra,
+});
 
 /** ONNX Runtime's outputs of `onnxFile` for float32/int64 feeds. */
-export async function ortRun(onnxFile: string, feeds: Record<string, { dtype: 'float32' | 'int64'; shape: number[]; data: Float32Array | BigInt64Array }>):
-  Promise<Record<string, Float32Array>> {
+export async function ortRun(
+  onnxFile: string,
+  feeds: Record<string, { dtype: 'float32' | 'int64'; shape: number[]; data: Float32Array | BigInt64Array }>,
+): Promise<Record<string, Float32Array>> {
   const s = await ort.InferenceSession.create(onnxFile);
   try {
     const out = await s.run(Object.fromEntries(Object.entries(feeds).map(([k, f]) => [k, new ort.Tensor(f.dtype, f.data, f.shape)])));
@@ -102,7 +137,12 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   const payload = typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
   const r = await fetch(url, { method: 'POST', headers, body: payload as BodyInit });
   const bytes = new Uint8Array(await r.arrayBuffer());
-  return { status: r.status, headers: r.headers, bytes, json: () => JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown> };
+  return {
+    status: r.status,
+    headers: r.headers,
+    bytes,
+    json: () => JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown>,
+  };
 }
 
 /** One HTTP/1.1 exchange on an open socket: write the request, read one response (status, headers, body length). */
@@ -114,7 +154,9 @@ function exchange(socket: Socket, request: Buffer): Promise<{ status: number; he
       const end = got.indexOf('\r\n\r\n');
       if (end < 0) return;
       const [statusLine, ...lines] = got.subarray(0, end).toString('latin1').split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       if (got.length < end + 4 + Number(headers['content-length'] ?? 0)) return;
       socket.off('data', onData);
       socket.off('error', reject);
@@ -135,16 +177,27 @@ function exchange(socket: Socket, request: Buffer): Promise<{ status: number; he
  */
 export async function postTogether(url: string, body: Uint8Array, headers: Record<string, string>, n: number) {
   const { hostname, port, pathname } = new URL(url);
-  const sockets = await Promise.all(Array.from({ length: n }, () => new Promise<Socket>((resolve, reject) => {
-    const s = connect(Number(port), hostname, () => resolve(s));
-    s.once('error', reject);
-  })));
+  const sockets = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Socket>((resolve, reject) => {
+          const s = connect(Number(port), hostname, () => resolve(s));
+          s.once('error', reject);
+        }),
+    ),
+  );
   const health = Buffer.from(`GET /v2/health/live HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
   await Promise.all(sockets.map((s) => exchange(s, health)));
-  const head = [`POST ${pathname} HTTP/1.1`, `Host: ${hostname}`, `Content-Length: ${body.byteLength}`, 'Connection: close',
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+  const head = [
+    `POST ${pathname} HTTP/1.1`,
+    `Host: ${hostname}`,
+    `Content-Length: ${body.byteLength}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ].join('\r\n');
   const post = Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]);
-  const answers = sockets.map((s) => exchange(s, post));  // every write happens here, before any answer is read
+  const answers = sockets.map((s) => exchange(s, post)); // every write happens here, before any answer is read
   try {
     return await Promise.all(answers);
   } finally {

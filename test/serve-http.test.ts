@@ -21,14 +21,19 @@ let small: InProcessServer;
 const url = (path: string) => `${srv.url}${path}`;
 
 const tinyInput = (seed: number) => Array.from(seeded(192, seed, -1, 1));
-const tinyRequest = (seed: number, extra: Record<string, unknown> = {}) =>
-  ({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: tinyInput(seed) }], ...extra });
+const tinyRequest = (seed: number, extra: Record<string, unknown> = {}) => ({
+  inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: tinyInput(seed) }],
+  ...extra,
+});
 
-before(async () => {
-  bundles = await compileModels(root, ['tiny', 'embed']);
-  srv = await startInProcess([model('tiny', bundles['tiny']!), model('embed', bundles['embed']!)]);
-  small = await startInProcess([model('tiny', bundles['tiny']!, { maxQueue: 2, replicas: 1 })], { bodyLimit: 2048 });
-}, { timeout: 600_000 });
+before(
+  async () => {
+    bundles = await compileModels(root, ['tiny', 'embed']);
+    srv = await startInProcess([model('tiny', bundles['tiny']!), model('embed', bundles['embed']!)]);
+    small = await startInProcess([model('tiny', bundles['tiny']!, { maxQueue: 2, replicas: 1 })], { bodyLimit: 2048 });
+  },
+  { timeout: 600_000 },
+);
 after(async () => {
   await srv?.server.stop();
   await small?.server.stop();
@@ -38,26 +43,33 @@ after(async () => {
 test('health, server and model metadata, readiness', async () => {
   assert.deepEqual(await (await fetch(url('/v2/health/live'))).json(), { live: true });
   assert.deepEqual(await (await fetch(url('/v2/health/ready'))).json(), { ready: true });
-  const server = await (await fetch(url('/v2'))).json() as { name: string; extensions: string[] };
+  const server = (await (await fetch(url('/v2'))).json()) as { name: string; extensions: string[] };
   assert.equal(server.name, 'veltair');
   assert.ok(server.extensions.includes('binary_tensor_data'));
-  const meta = await (await fetch(url('/v2/models/tiny'))).json() as Record<string, unknown>;
+  const meta = (await (await fetch(url('/v2/models/tiny'))).json()) as Record<string, unknown>;
   assert.deepEqual(meta['inputs'], [{ name: 'input', datatype: 'FP32', shape: [1, 3, 8, 8] }]);
   assert.deepEqual(meta['outputs'], [{ name: 'output', datatype: 'FP32', shape: [1, 10] }]);
   assert.deepEqual(meta['versions'], ['1']);
   assert.deepEqual(await (await fetch(url('/v2/models/tiny/versions/1/ready'))).json(), { name: 'tiny', ready: true });
-  const embed = await (await fetch(url('/v2/models/embed'))).json() as Record<string, unknown>;
+  const embed = (await (await fetch(url('/v2/models/embed'))).json()) as Record<string, unknown>;
   assert.deepEqual(embed['inputs'], [{ name: 'ids', datatype: 'INT64', shape: [1, 3] }]);
 });
 
 test('JSON inference answers what ONNX Runtime answers, echoes the id and says how it ran', async () => {
   const r = await post(url('/v2/models/tiny/infer'), tinyRequest(1, { id: 'req-7' }));
   assert.equal(r.status, 200, Buffer.from(r.bytes).toString());
-  type Answer = { id: string; model_name: string; outputs: { name: string; data: number[]; shape: number[] }[]; parameters: Record<string, unknown> };
+  type Answer = {
+    id: string;
+    model_name: string;
+    outputs: { name: string; data: number[]; shape: number[] }[];
+    parameters: Record<string, unknown>;
+  };
   const body = r.json() as Answer;
   assert.equal(body.id, 'req-7');
   assert.equal(body.model_name, 'tiny');
-  const want = await ortRun(join(root, 'tiny.onnx'), { input: { dtype: 'float32', shape: [1, 3, 8, 8], data: Float32Array.from(tinyInput(1)) } });
+  const want = await ortRun(join(root, 'tiny.onnx'), {
+    input: { dtype: 'float32', shape: [1, 3, 8, 8], data: Float32Array.from(tinyInput(1)) },
+  });
   assertClose(body.outputs[0]!.data, want['output']!, 'output');
   assert.equal(body.parameters['veltair_policy'], 'veltair');
   assert.ok(Number(body.parameters['veltair_blocks']) >= 1);
@@ -70,18 +82,26 @@ test('JSON inference answers what ONNX Runtime answers, echoes the id and says h
 
 test('binary tensor data extension in and out gives the same answer as JSON', async () => {
   const x = seeded(192, 2, -1, 1);
-  const head = Buffer.from(JSON.stringify({
-    inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }],
-    outputs: [{ name: 'output', parameters: { binary_data: true } }],
-  }));
-  const r = await post(url('/v2/models/tiny/infer'), Buffer.concat([head, Buffer.from(x.buffer, x.byteOffset, x.byteLength)]),
-    { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.byteLength) });
+  const head = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }],
+      outputs: [{ name: 'output', parameters: { binary_data: true } }],
+    }),
+  );
+  const r = await post(url('/v2/models/tiny/infer'), Buffer.concat([head, Buffer.from(x.buffer, x.byteOffset, x.byteLength)]), {
+    'Content-Type': 'application/octet-stream',
+    'Inference-Header-Content-Length': String(head.byteLength),
+  });
   assert.equal(r.status, 200, Buffer.from(r.bytes).toString());
   const headerLength = Number(r.headers.get('inference-header-content-length'));
-  const json = JSON.parse(Buffer.from(r.bytes.subarray(0, headerLength)).toString()) as { outputs: { parameters: { binary_data_size: number } }[] };
+  const json = JSON.parse(Buffer.from(r.bytes.subarray(0, headerLength)).toString()) as {
+    outputs: { parameters: { binary_data_size: number } }[];
+  };
   assert.equal(json.outputs[0]!.parameters.binary_data_size, 40);
   const out = new Float32Array(r.bytes.slice(headerLength).buffer);
-  const asJson = await post(url('/v2/models/tiny/infer'), { inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: Array.from(x) }] });
+  const asJson = await post(url('/v2/models/tiny/infer'), {
+    inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: Array.from(x) }],
+  });
   assertClose(out, (asJson.json() as { outputs: { data: number[] }[] }).outputs[0]!.data, 'binary vs JSON');
 });
 
@@ -97,17 +117,40 @@ test('every malformed request is a 400 that says what was expected', async () =>
   await bad({ input: [] }, /inference request/);
   await bad({ inputs: [] }, /inference request/);
   await bad({ inputs: [{ name: 'x', shape: [1], datatype: 'FP32', data: [1] }] }, /no input "x"; its inputs are "input"/);
-  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8], datatype: 'FP32', data: [1] }] }, /shape \[1, 3, 8\]; the model expects FP32 \[1, 3, 8, 8\]/);
-  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'INT64', data: tinyInput(1) }] }, /is INT64; the model expects FP32/);
-  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: [1, 2, 3] }] }, /3 elements; FP32 \[1, 3, 8, 8\] has 192/);
-  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: ['a', ...tinyInput(1).slice(1)] }] }, /element 0 .* finite number/);
+  await bad(
+    { inputs: [{ name: 'input', shape: [1, 3, 8], datatype: 'FP32', data: [1] }] },
+    /shape \[1, 3, 8\]; the model expects FP32 \[1, 3, 8, 8\]/,
+  );
+  await bad(
+    { inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'INT64', data: tinyInput(1) }] },
+    /is INT64; the model expects FP32/,
+  );
+  await bad(
+    { inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: [1, 2, 3] }] },
+    /3 elements; FP32 \[1, 3, 8, 8\] has 192/,
+  );
+  await bad(
+    { inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: ['a', ...tinyInput(1).slice(1)] }] },
+    /element 0 .* finite number/,
+  );
   await bad({ ...tinyRequest(1), outputs: [{ name: 'nope' }] }, /no output "nope"; its outputs are "output"/);
-  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', parameters: { binary_data_size: 12 } }] },
-    /body ends before its 12 binary bytes/);
-  await bad('{"inputs":[]}', /Inference-Header-Content-Length/, { 'Content-Type': 'application/json', 'Inference-Header-Content-Length': '9999' });
-  await bad({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: tinyInput(1) },
-    { name: 'input', shape: [1], datatype: 'FP32', data: [1] }] },
-    /given twice/);
+  await bad(
+    { inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', parameters: { binary_data_size: 12 } }] },
+    /body ends before its 12 binary bytes/,
+  );
+  await bad('{"inputs":[]}', /Inference-Header-Content-Length/, {
+    'Content-Type': 'application/json',
+    'Inference-Header-Content-Length': '9999',
+  });
+  await bad(
+    {
+      inputs: [
+        { name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: tinyInput(1) },
+        { name: 'input', shape: [1], datatype: 'FP32', data: [1] },
+      ],
+    },
+    /given twice/,
+  );
   // A value the runtime itself refuses (an embedding id out of range) is the client's fault too.
   const r = await post(url('/v2/models/embed/infer'), { inputs: [{ name: 'ids', shape: [1, 3], datatype: 'INT64', data: [1, 99, 2] }] });
   assert.equal(r.status, 400);
@@ -115,7 +158,13 @@ test('every malformed request is a 400 that says what was expected', async () =>
 });
 
 test('unknown models, versions and routes are 404; other content types 415; a body over the limit 413', async () => {
-  for (const path of ['/v2/models/nope', '/v2/models/nope/infer', '/v2/models/tiny/versions/2', '/v2/models/..%2F..%2Fetc%2Fpasswd/infer', '/v3/anything']) {
+  for (const path of [
+    '/v2/models/nope',
+    '/v2/models/nope/infer',
+    '/v2/models/tiny/versions/2',
+    '/v2/models/..%2F..%2Fetc%2Fpasswd/infer',
+    '/v3/anything',
+  ]) {
     const r = path.endsWith('/infer') ? await post(url(path), tinyRequest(1)) : { status: (await fetch(url(path))).status };
     assert.equal(r.status, 404, path);
   }
@@ -127,12 +176,17 @@ test('unknown models, versions and routes are 404; other content types 415; a bo
 
 test('a full queue is a 503 with Retry-After, never an unbounded wait; the server serves on afterwards', async () => {
   const x = seeded(192, 4, -1, 1);
-  const head = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', parameters: { binary_data_size: 768 } }] }));
+  const head = Buffer.from(
+    JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', parameters: { binary_data_size: 768 } }] }),
+  );
   const body = Buffer.concat([head, Buffer.from(x.buffer)]);
   const headers = { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.byteLength) };
   const answers = await postTogether(`${small.url}/v2/models/tiny/infer`, body, headers, 60);
   const codes = answers.map((a) => a.status);
-  assert.ok(codes.every((c) => c === 200 || c === 503), JSON.stringify(codes));
+  assert.ok(
+    codes.every((c) => c === 200 || c === 503),
+    JSON.stringify(codes),
+  );
   const refused = answers.filter((a) => a.status === 503);
   assert.ok(refused.length > 0, `a queue of 2 cannot hold 60 requests that arrive at once: ${JSON.stringify(codes)}`);
   for (const a of refused) assert.ok(Number(a.headers['retry-after']) >= 1, 'Retry-After in whole seconds');
@@ -143,8 +197,14 @@ test('a full queue is a 503 with Retry-After, never an unbounded wait; the serve
 test('no request opens a file', async () => {
   let opened = 0;
   const saved = { open: fs.open, openSync: fs.openSync, readFileSync: fs.readFileSync, promisesOpen: fs.promises.open };
-  const counting = <F extends (...a: never[]) => unknown>(f: F) => ((...a: Parameters<F>) => { opened++; return f(...a); }) as F;
-  fs.open = counting(saved.open); fs.openSync = counting(saved.openSync); fs.readFileSync = counting(saved.readFileSync);
+  const counting = <F extends (...a: never[]) => unknown>(f: F) =>
+    ((...a: Parameters<F>) => {
+      opened++;
+      return f(...a);
+    }) as F;
+  fs.open = counting(saved.open);
+  fs.openSync = counting(saved.openSync);
+  fs.readFileSync = counting(saved.readFileSync);
   fs.promises.open = counting(saved.promisesOpen);
   syncBuiltinESMExports();
   try {

@@ -19,7 +19,12 @@ const root = mkdtempSync(join(tmpdir(), 'veltair-serve-life-'));
 let bundles: Record<string, string>;
 const children: ResultPromise[] = [];
 
-before(async () => { bundles = await compileModels(root, ['tiny', 'slow']); }, { timeout: 600_000 });
+before(
+  async () => {
+    bundles = await compileModels(root, ['tiny', 'slow']);
+  },
+  { timeout: 600_000 },
+);
 after(() => {
   for (const c of children) c.kill('SIGKILL');
   rmSync(root, { recursive: true, force: true });
@@ -27,15 +32,26 @@ after(() => {
 
 /** Start `veltair serve ARGS --port 0 --json` and wait for its JSON line. */
 async function serve(args: string[]): Promise<{ child: ResultPromise; url: string; info: Record<string, unknown> }> {
-  const child = execa(process.execPath, [BIN, 'serve', ...args, '--port', '0', '--json'], { reject: false, stdin: 'ignore', buffer: false });
+  const child = execa(process.execPath, [BIN, 'serve', ...args, '--port', '0', '--json'], {
+    reject: false,
+    stdin: 'ignore',
+    buffer: false,
+  });
   children.push(child);
   const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    let out = '', err = '';
+    let out = '',
+      err = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      try { resolve(JSON.parse(out) as Record<string, unknown>); } catch { /* not complete yet */ }
+      try {
+        resolve(JSON.parse(out) as Record<string, unknown>);
+      } catch {
+        /* not complete yet */
+      }
     });
-    child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     void child.then((r) => reject(new Error(`serve exited ${r.exitCode}: ${err}`)));
   });
   return { child, url: String(info['url']), info };
@@ -79,7 +95,10 @@ test('serve binds loopback by default, and SIGTERM answers the request in flight
   child.kill('SIGTERM');
   const answers = await Promise.all(inFlight);
   for (const a of answers) assert.ok(a.status === 200 || a.status === 503, `an in-flight request is answered (got ${a.status})`);
-  assert.ok(answers.some((a) => a.status === 200), 'requests admitted before the signal are answered');
+  assert.ok(
+    answers.some((a) => a.status === 200),
+    'requests admitted before the signal are answered',
+  );
   const exit = await child;
   assert.equal(exit.exitCode, 0, 'a drained server exits 0');
   await assert.rejects(fetch(`${url}/v2/health/live`), 'nothing listens afterwards');
@@ -88,13 +107,18 @@ test('serve binds loopback by default, and SIGTERM answers the request in flight
 test('soak: mixed valid and invalid requests from 8 clients for 8 s — none lost, none mixed up', { timeout: 300_000 }, async () => {
   const { child, url } = await serve([bundles['tiny']!]);
   const inputs = Array.from({ length: 12 }, (_, i) => seeded(192, 100 + i, -1, 1));
-  const expected = await Promise.all(inputs.map((x) => ortRun(join(root, 'tiny.onnx'), { input: { dtype: 'float32', shape: [1, 3, 8, 8], data: x } })));
+  const expected = await Promise.all(
+    inputs.map((x) => ortRun(join(root, 'tiny.onnx'), { input: { dtype: 'float32', shape: [1, 3, 8, 8], data: x } })),
+  );
   const invalid = [
     { inputs: [{ name: 'input', shape: [1, 3, 8], datatype: 'FP32', data: [1] }] },
     { inputs: [{ name: 'nope', shape: [1], datatype: 'FP32', data: [1] }] },
     '{"inputs": [',
   ];
-  let sent = 0, ok = 0, rejected400 = 0, busy = 0;
+  let sent = 0,
+    ok = 0,
+    rejected400 = 0,
+    busy = 0;
   const failures: string[] = [];
   const deadline = Date.now() + 8000;
   const client = async (id: number) => {
@@ -104,16 +128,28 @@ test('soak: mixed valid and invalid requests from 8 clients for 8 s — none los
       sent++;
       if (k % 5 === 0) {
         const r = await post(`${url}/v2/models/tiny/infer`, invalid[k % invalid.length]!);
-        if (r.status === 400) rejected400++; else failures.push(`invalid request answered ${r.status}`);
+        if (r.status === 400) rejected400++;
+        else failures.push(`invalid request answered ${r.status}`);
         continue;
       }
       const which = k % inputs.length;
       const input = { name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: Array.from(inputs[which]!) };
       const r = await post(`${url}/v2/models/tiny/infer`, { id: `c${id}-${sent}`, inputs: [input] });
-      if (r.status === 503) { busy++; continue; }
-      if (r.status !== 200) { failures.push(`valid request answered ${r.status}: ${Buffer.from(r.bytes).toString().slice(0, 100)}`); continue; }
+      if (r.status === 503) {
+        busy++;
+        continue;
+      }
+      if (r.status !== 200) {
+        failures.push(`valid request answered ${r.status}: ${Buffer.from(r.bytes).toString().slice(0, 100)}`);
+        continue;
+      }
       const out = (r.json() as { outputs: { data: number[] }[] }).outputs[0]!.data;
-      try { assertClose(out, expected[which]!['output']!, `input ${which}`); ok++; } catch (e) { failures.push(String(e).slice(0, 200)); }
+      try {
+        assertClose(out, expected[which]!['output']!, `input ${which}`);
+        ok++;
+      } catch (e) {
+        failures.push(String(e).slice(0, 200));
+      }
     }
   };
   await Promise.all(Array.from({ length: 8 }, (_, i) => client(i)));
@@ -128,7 +164,9 @@ test('the ONNX Runtime baseline behind the same front end gives the same answers
   const { child, url, info } = await serve([bundles['tiny']!, '--backend', 'onnxruntime']);
   assert.equal(info['backend'], 'onnxruntime');
   const x = seeded(192, 9, -1, 1);
-  const r = await post(`${url}/v2/models/tiny/infer`, { inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: Array.from(x) }] });
+  const r = await post(`${url}/v2/models/tiny/infer`, {
+    inputs: [{ name: 'input', shape: [1, 3, 8, 8], datatype: 'FP32', data: Array.from(x) }],
+  });
   assert.equal(r.status, 200);
   const want = await ortRun(join(root, 'tiny.onnx'), { input: { dtype: 'float32', shape: [1, 3, 8, 8], data: x } });
   assertClose((r.json() as { outputs: { data: number[] }[] }).outputs[0]!.data, want['output']!, 'ORT backend');
@@ -136,37 +174,73 @@ test('the ONNX Runtime baseline behind the same front end gives the same answers
   assert.equal((await child).exitCode, 0);
 });
 
-test('veltair load --find-max against two servers: one side-by-side comparison at the first server\'s QoS', { timeout: 300_000 }, async () => {
-  // The slow model keeps the rates (and so each find-max) small. Both QoS targets are lax: the suite shares a
-  // 2-core machine with other test files, and a tight target can be missed at every rate, which is not what this checks.
-  // The second server's is configured at 3× the first's: each server measures its model at start-up, and on a
-  // busy machine two measurements can differ by 3× (two multiples, 25 and 75, once came out the other way round).
-  // --attainment 50 judges the median (7 requests cover 0 late at 99% confidence) and --probe-limit 4 ends a probe the rule has not
-  // decided (near capacity) in 4 s, so each search takes seconds per probe; p99 needs ≥ 459 requests.
-  const metaQos = async (url: string) => ((await (await fetch(`${url}/v2/models/slow`)).json()) as { parameters: { qos_ms: number } }).parameters.qos_ms;
-  const a = await serve([bundles['slow']!, '--policy', 'veltair', '--qos-multiple', '25']);
-  const laxer = join(root, 'laxer-qos.json');
-  writeFileSync(laxer, JSON.stringify({ models: { slow: { qosMs: 3 * await metaQos(a.url) } } }));
-  const b = await serve([bundles['slow']!, '--policy', 'fcfs', '--config', laxer]).catch((e: unknown) => { a.child.kill('SIGTERM'); throw e; });
-  try {
-    const r = await veltair(['load', a.url, b.url, '--models', 'slow', '--find-max', '--duration', '1', '--attainment', '50', '--probe-limit', '4',
-      '--qps', '10', '--rounds', '2', '--json']);
-    assert.equal(r.exitCode, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as { qosMs: Record<string, number>; rounds: number; servers: { url: string; maxQps: number[]; medianMaxQps: number }[] };
-    assert.equal(out.rounds, 2);
-    assert.deepEqual(out.servers.map((s) => s.url), [a.url, b.url]);
-    assert.ok(Math.abs(out.qosMs['slow']! - await metaQos(a.url)) < 1e-3, 'the first server\'s QoS');
-    assert.ok(await metaQos(b.url) > out.qosMs['slow']!, 'the second server states a laxer QoS, which is not used');
-    for (const s of out.servers) {
-      assert.equal(s.maxQps.length, 2, 'one find-max per round');
-      assert.ok(s.maxQps.every((q) => q > 0), `${s.url} serves the slow model at some rate within QoS`);
+test(
+  "veltair load --find-max against two servers: one side-by-side comparison at the first server's QoS",
+  { timeout: 300_000 },
+  async () => {
+    // The slow model keeps the rates (and so each find-max) small. Both QoS targets are lax: the suite shares a
+    // 2-core machine with other test files, and a tight target can be missed at every rate, which is not what this checks.
+    // The second server's is configured at 3× the first's: each server measures its model at start-up, and on a
+    // busy machine two measurements can differ by 3× (two multiples, 25 and 75, once came out the other way round).
+    // --attainment 50 judges the median (7 requests cover 0 late at 99% confidence) and --probe-limit 4 ends a probe the rule has not
+    // decided (near capacity) in 4 s, so each search takes seconds per probe; p99 needs ≥ 459 requests.
+    const metaQos = async (url: string) =>
+      ((await (await fetch(`${url}/v2/models/slow`)).json()) as { parameters: { qos_ms: number } }).parameters.qos_ms;
+    const a = await serve([bundles['slow']!, '--policy', 'veltair', '--qos-multiple', '25']);
+    const laxer = join(root, 'laxer-qos.json');
+    writeFileSync(laxer, JSON.stringify({ models: { slow: { qosMs: 3 * (await metaQos(a.url)) } } }));
+    const b = await serve([bundles['slow']!, '--policy', 'fcfs', '--config', laxer]).catch((e: unknown) => {
+      a.child.kill('SIGTERM');
+      throw e;
+    });
+    try {
+      const r = await veltair([
+        'load',
+        a.url,
+        b.url,
+        '--models',
+        'slow',
+        '--find-max',
+        '--duration',
+        '1',
+        '--attainment',
+        '50',
+        '--probe-limit',
+        '4',
+        '--qps',
+        '10',
+        '--rounds',
+        '2',
+        '--json',
+      ]);
+      assert.equal(r.exitCode, 0, r.stderr);
+      const out = JSON.parse(r.stdout) as {
+        qosMs: Record<string, number>;
+        rounds: number;
+        servers: { url: string; maxQps: number[]; medianMaxQps: number }[];
+      };
+      assert.equal(out.rounds, 2);
+      assert.deepEqual(
+        out.servers.map((s) => s.url),
+        [a.url, b.url],
+      );
+      assert.ok(Math.abs(out.qosMs['slow']! - (await metaQos(a.url))) < 1e-3, "the first server's QoS");
+      assert.ok((await metaQos(b.url)) > out.qosMs['slow']!, 'the second server states a laxer QoS, which is not used');
+      for (const s of out.servers) {
+        assert.equal(s.maxQps.length, 2, 'one find-max per round');
+        assert.ok(
+          s.maxQps.every((q) => q > 0),
+          `${s.url} serves the slow model at some rate within QoS`,
+        );
+      }
+      assertOneClearError(await veltair(['load', a.url, b.url, '--models', 'slow', '--qps', '1']), 'BAD_ARGUMENT', ['--find-max']);
+    } finally {
+      a.child.kill('SIGTERM');
+      b.child.kill('SIGTERM');
+      await Promise.all([a.child, b.child]);
     }
-    assertOneClearError(await veltair(['load', a.url, b.url, '--models', 'slow', '--qps', '1']), 'BAD_ARGUMENT', ['--find-max']);
-  } finally {
-    a.child.kill('SIGTERM'); b.child.kill('SIGTERM');
-    await Promise.all([a.child, b.child]);
-  }
-});
+  },
+);
 
 test('bad start-up input is one clear error line and exit 1', async () => {
   assertOneClearError(await veltair(['serve', bundles['tiny']!, '--policy', 'sometimes']), 'BAD_ARGUMENT', ['sometimes']);

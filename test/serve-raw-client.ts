@@ -27,7 +27,9 @@ function parse(got: Buffer): { status: number; headers: Record<string, string>; 
   const end = got.indexOf('\r\n\r\n');
   if (end < 0) return undefined;
   const [statusLine, ...lines] = got.subarray(0, end).toString('latin1').split('\r\n');
-  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    lines.map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
   const length = Number(headers['content-length'] ?? NaN);
   if (!(got.length >= end + 4 + length)) return undefined;
   return { status: Number(statusLine!.split(' ')[1]), headers, body: got.subarray(end + 4, end + 4 + length).toString('utf8') };
@@ -54,20 +56,30 @@ export function rawRequest(port: number, request: Buffer | undefined, o: RawOpti
     });
     if (o.writeAllFirst) socket.pause();
     socket.on('data', (d: Buffer) => {
-      if (first) { first = false; o.onFirstByte?.(); }
+      if (first) {
+        first = false;
+        o.onFirstByte?.();
+      }
       got = Buffer.concat([got, d]);
       const answer = parse(got);
       if (answer) finish(answer);
     });
-    socket.on('error', (e: Error & { code?: string }) => { error ??= e.code ?? e.message; });
+    socket.on('error', (e: Error & { code?: string }) => {
+      error ??= e.code ?? e.message;
+    });
     socket.on('close', () => finish(error === undefined ? parse(got) : undefined));
   });
 }
 
 /** The bytes of one POST with a Content-Length, closing the connection after its answer. */
 export function postBytes(path: string, body: Buffer, headers: Record<string, string>): Buffer {
-  const head = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Content-Length: ${body.byteLength}`, 'Connection: close',
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+  const head = [
+    `POST ${path} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    `Content-Length: ${body.byteLength}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ].join('\r\n');
   return Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]);
 }
 

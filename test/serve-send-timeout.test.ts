@@ -17,24 +17,42 @@ import { metricValue, postBytes } from './serve-raw-client.js';
 const ELEMENTS = 16 << 20;
 const answer = new Float32Array(ELEMENTS).fill(0.5);
 const big: ServedModel = {
-  name: 'big', platform: 'test', qosMs: 60_000,
-  inputs: [{ name: 'x', dtype: 'float32', shape: [1] }], outputs: [{ name: 'y', dtype: 'float32', shape: [ELEMENTS] }],
+  name: 'big',
+  platform: 'test',
+  qosMs: 60_000,
+  inputs: [{ name: 'x', dtype: 'float32', shape: [1] }],
+  outputs: [{ name: 'y', dtype: 'float32', shape: [ELEMENTS] }],
 };
 const backend: Backend = {
-  name: 'stand-in', models: [big], inFlight: () => 0, close: async () => undefined,
+  name: 'stand-in',
+  models: [big],
+  inFlight: () => 0,
+  close: async () => undefined,
   infer: async () => ({ outputs: { y: { dtype: 'float32', shape: [ELEMENTS], data: answer } }, parameters: {} }),
 };
-const request = postBytes('/v2/models/big/infer',
-  Buffer.from(JSON.stringify({ inputs: [{ name: 'x', shape: [1], datatype: 'FP32', data: [1] }], parameters: { binary_data_output: true } })),
-  { 'Content-Type': 'application/json' });
+const request = postBytes(
+  '/v2/models/big/infer',
+  Buffer.from(
+    JSON.stringify({ inputs: [{ name: 'x', shape: [1], datatype: 'FP32', data: [1] }], parameters: { binary_data_output: true } }),
+  ),
+  { 'Content-Type': 'application/json' },
+);
 
 const servers: RunningServer[] = [];
-after(async () => { for (const s of servers) await s.stop(); });
+after(async () => {
+  for (const s of servers) await s.stop();
+});
 
 async function serve(sendTimeoutMs: number) {
   const metrics = createMetrics();
-  const server = await startServer({ backend, metrics, host: '127.0.0.1', port: 0, bodyLimit: 1 << 20,
-    limits: { drainGraceMs: 0, sendTimeoutMs } });
+  const server = await startServer({
+    backend,
+    metrics,
+    host: '127.0.0.1',
+    port: 0,
+    bodyLimit: 1 << 20,
+    limits: { drainGraceMs: 0, sendTimeoutMs },
+  });
   servers.push(server);
   const metric = async (name: string, labels = '') => metricValue(await metrics.registry.metrics(), name, labels);
   return { port: Number(new URL(server.url).port), metric };
@@ -83,7 +101,7 @@ test('a client that reads the same answer slowly, pausing less than the send tim
   let sinceRest = 0;
   s.on('data', (d: Buffer) => {
     sinceRest += d.byteLength;
-    if (sinceRest < (2 << 20)) return;
+    if (sinceRest < 2 << 20) return;
     sinceRest = 0;
     s.pause(); // 100 ms rest per 2 MiB: 32 rests, several times the timeout in all, each a tenth of it
     setTimeout(() => s.resume(), 100);
@@ -95,7 +113,7 @@ test('a client that reads the same answer slowly, pausing less than the send tim
   assert.equal(await metric('veltair_timeouts_total', 'kind="send"'), before, 'no send timeout');
 });
 
-test('unacknowledged bytes per peer port from /proc/net/tcp: this port\'s connections only, a peer port seen twice unknown', () => {
+test("unacknowledged bytes per peer port from /proc/net/tcp: this port's connections only, a peer port seen twice unknown", () => {
   const table = [
     '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
     '   0: 0100007F:1F40 00000000:0000 0A 00000000:00000005 00:00000000 00000000  1000        0 1 1 0 100 0 0 10 0',
@@ -105,5 +123,11 @@ test('unacknowledged bytes per peer port from /proc/net/tcp: this port\'s connec
     '   4: 0100007F:1F41 0100007F:D433 01 00000007:00000000 00:00000000 00000000  1000        0 3 1 0 100 0 0 10 0',
   ].join('\n');
   const unacked = unackedInTable(table, 0x1f40);
-  assert.deepEqual([...unacked.entries()], [[0xd431, 0x3a000], [0xd432, undefined]]);
+  assert.deepEqual(
+    [...unacked.entries()],
+    [
+      [0xd431, 0x3a000],
+      [0xd432, undefined],
+    ],
+  );
 });

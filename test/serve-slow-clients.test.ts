@@ -29,14 +29,29 @@ let metrics: ServerMetrics;
 let backend: Backend;
 const servers: RunningServer[] = [];
 
-before(async () => {
-  const bundles = await compileModels(root, ['tiny']);
-  metrics = createMetrics();
-  dispatcher = (await setupDispatcher({ models: [model('tiny', bundles['tiny']!)], policy: parsePolicy('veltair'), cpus: availableCores(),
-    metrics, qosMultiple: 50 })).dispatcher;
-  backend = { name: dispatcher.name, models: dispatcher.models, infer: (m, f) => dispatcher.infer(m, f),
-    inFlight: () => dispatcher.inFlight(), close: async () => undefined };
-}, { timeout: 600_000 });
+before(
+  async () => {
+    const bundles = await compileModels(root, ['tiny']);
+    metrics = createMetrics();
+    dispatcher = (
+      await setupDispatcher({
+        models: [model('tiny', bundles['tiny']!)],
+        policy: parsePolicy('veltair'),
+        cpus: availableCores(),
+        metrics,
+        qosMultiple: 50,
+      })
+    ).dispatcher;
+    backend = {
+      name: dispatcher.name,
+      models: dispatcher.models,
+      infer: (m, f) => dispatcher.infer(m, f),
+      inFlight: () => dispatcher.inFlight(),
+      close: async () => undefined,
+    };
+  },
+  { timeout: 600_000 },
+);
 after(async () => {
   for (const s of servers) await s.stop();
   await dispatcher?.close();
@@ -60,7 +75,9 @@ async function until(what: () => Promise<boolean>): Promise<void> {
 
 /** The same body as chunked transfer coding (no Content-Length: the limit is only found while reading). */
 function chunkedPost(path: string, size: number): Buffer {
-  const parts = [Buffer.from(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`)];
+  const parts = [
+    Buffer.from(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`),
+  ];
   for (let left = size; left > 0; left -= 65536) {
     const n = Math.min(65536, left);
     parts.push(Buffer.from(`${n.toString(16)}\r\n`), Buffer.alloc(n, 0x20), Buffer.from('\r\n'));
@@ -94,20 +111,32 @@ test('past the discard bound the connection is closed at once, and counted', { t
 function dribble(port: number, text: string, everyMs: number): Promise<{ got: string; sent: number }> {
   return new Promise((resolve) => {
     const s: Socket = connect(port, '127.0.0.1');
-    let got = '', sent = 0;
-    const timer = setInterval(() => { if (s.writable && text.length > 0) s.write(text[sent++ % text.length]!); }, everyMs);
-    s.on('data', (d: Buffer) => { got += d.toString('latin1'); });
+    let got = '',
+      sent = 0;
+    const timer = setInterval(() => {
+      if (s.writable && text.length > 0) s.write(text[sent++ % text.length]!);
+    }, everyMs);
+    s.on('data', (d: Buffer) => {
+      got += d.toString('latin1');
+    });
     s.on('error', () => undefined);
-    s.on('close', () => { clearInterval(timer); resolve({ got, sent }); });
+    s.on('close', () => {
+      clearInterval(timer);
+      resolve({ got, sent });
+    });
   });
 }
 
-test('clients dribbling headers, and a silent one, get 408 and are closed; valid requests are answered meanwhile', { timeout: 180_000 },
+test(
+  'clients dribbling headers, and a silent one, get 408 and are closed; valid requests are answered meanwhile',
+  { timeout: 180_000 },
   async () => {
     const { url, port, metric } = await serve({ headerTimeoutMs: 400 });
     const before = await metric('veltair_timeouts_total', 'kind="header"');
     const slow = [
-      ...Array.from({ length: 12 }, () => dribble(port, 'GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ' + 'a'.repeat(200), 100)),
+      ...Array.from({ length: 12 }, () =>
+        dribble(port, 'GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ' + 'a'.repeat(200), 100),
+      ),
       dribble(port, '', 100),
     ];
     for (let i = 0; i < 5; i++) assert.equal((await post(`${url}/v2/models/tiny/infer`, valid)).status, 200, 'valid requests are served');
@@ -116,8 +145,9 @@ test('clients dribbling headers, and a silent one, get 408 and are closed; valid
       // Not a clock: the server runs the same timers as the clients. At one byte per 100 ms, 300 bytes is 75 times the 400 ms bound.
       assert.ok(sent < 300, `cut off after ${sent} bytes, not left to dribble on`);
     }
-    assert.ok(await metric('veltair_timeouts_total', 'kind="header"') >= before + 13, 'each is counted as a header timeout');
-  });
+    assert.ok((await metric('veltair_timeouts_total', 'kind="header"')) >= before + 13, 'each is counted as a header timeout');
+  },
+);
 
 test('a body that stops arriving gets 408 and is closed; one that keeps arriving slowly is served', { timeout: 180_000 }, async () => {
   const { port, metric } = await serve({ bodyTimeoutMs: 1500, headerTimeoutMs: 600_000 });
@@ -135,7 +165,10 @@ test('a body that stops arriving gets 408 and is closed; one that keeps arriving
       const step = Math.ceil(body.byteLength / 40);
       let at = 0;
       const timer = setInterval(() => {
-        if (!s.writable || at >= body.byteLength) { clearInterval(timer); return; }
+        if (!s.writable || at >= body.byteLength) {
+          clearInterval(timer);
+          return;
+        }
         s.write(body.subarray(at, at + step));
         at += step;
       }, 100);
@@ -144,14 +177,21 @@ test('a body that stops arriving gets 408 and is closed; one that keeps arriving
   assert.equal(slow.status, 200, `a slow but steady body: ${slow.status ?? slow.error} ${slow.body.slice(0, 100)}`);
 });
 
-test('connections past --max-connections get 503 with Retry-After, then a close, and are counted; the gauge counts open ones',
+test(
+  'connections past --max-connections get 503 with Retry-After, then a close, and are counted; the gauge counts open ones',
   { timeout: 120_000 },
   async () => {
     const { url, port, metric } = await serve({ maxConnections: 3, headerTimeoutMs: 600_000 });
-    const held = await Promise.all(Array.from({ length: 3 }, () => new Promise<Socket>((resolve) => {
-      const s = connect(port, '127.0.0.1', () => resolve(s));
-      s.on('error', () => undefined);
-    })));
+    const held = await Promise.all(
+      Array.from(
+        { length: 3 },
+        () =>
+          new Promise<Socket>((resolve) => {
+            const s = connect(port, '127.0.0.1', () => resolve(s));
+            s.on('error', () => undefined);
+          }),
+      ),
+    );
     await until(async () => (await metric('veltair_open_connections')) === 3);
     const before = await metric('veltair_connections_dropped_total', 'reason="max_connections"');
     const refused = await rawRequest(port, Buffer.from('GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
@@ -169,4 +209,5 @@ test('connections past --max-connections get 503 with Retry-After, then a close,
     await until(async () => (await metric('veltair_open_connections')) === 2);
     assert.equal((await fetch(`${url}/v2/health/live`)).status, 200, 'below the cap again, a new connection is served');
     for (const s of held) s.destroy();
-  });
+  },
+);

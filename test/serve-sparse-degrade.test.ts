@@ -2,7 +2,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  DEGRADE_AT, FIRST_HOLD_QOS, holdAfterMove, MAX_HOLD_QOS, NO_HOLD, PROBE_WINDOW_QOS, RECOVER_AT, nextSparseVersion,
+  DEGRADE_AT,
+  FIRST_HOLD_QOS,
+  holdAfterMove,
+  MAX_HOLD_QOS,
+  NO_HOLD,
+  PROBE_WINDOW_QOS,
+  RECOVER_AT,
+  nextSparseVersion,
 } from '../src/serve/sparse-degrade.js';
 
 // a 500k-class head: dense 20.7 ms, then 0.68 and 0.32 ms; a 1 ms prefix on 2 cores; QoS 4 × the fastest dense answer
@@ -34,8 +41,11 @@ test('after a move down the model holds the sparser version; a failed probe doub
   const held = { ...base, queued: 1, current: 1, hold };
   assert.equal(nextSparseVersion({ ...held, nowMs: hold.untilMs - 1 }), 1, 'no move up while held, though dense would fit');
   assert.equal(nextSparseVersion({ ...held, nowMs: hold.untilMs }), 0, 'the probe: up once the hold is over');
-  assert.equal(nextSparseVersion({ ...base, queued: 4, current: 0, nowMs: 0, hold: { ...hold, untilMs: 1e9 } }), 1,
-    'a hold never stops a move down');
+  assert.equal(
+    nextSparseVersion({ ...base, queued: 4, current: 0, nowMs: 0, hold: { ...hold, untilMs: 1e9 } }),
+    1,
+    'a hold never stops a move down',
+  );
   // the probe fails: the queue grows at dense and the model moves down again within the probe window
   hold = holdAfterMove(hold, 'up', hold.untilMs, q);
   hold = holdAfterMove(hold, 'down', hold.lastUpMs + PROBE_WINDOW_QOS * q, q);
@@ -56,5 +66,9 @@ test('one failed probe doubles the hold once, however many versions the load the
   assert.equal(hold.holdMs, 2 * FIRST_HOLD_QOS * q);
   hold = holdAfterMove(hold, 'down', hold.lastUpMs + 2, q);
   assert.equal(hold.holdMs, 2 * FIRST_HOLD_QOS * q, 'the second move down of the same episode neither doubles nor resets');
-  assert.equal(nextSparseVersion({ ...base, queued: 1, current: 1, nowMs: hold.untilMs, hold }), 0, 'at the boundary (≤) the probe goes up');
+  assert.equal(
+    nextSparseVersion({ ...base, queued: 1, current: 1, nowMs: hold.untilMs, hold }),
+    0,
+    'at the boundary (≤) the probe goes up',
+  );
 });

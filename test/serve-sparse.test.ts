@@ -31,8 +31,13 @@ before(async () => {
   const bundle = join(work, 'planted.bundle');
   await compilePlanted(planted, bundle);
   const metrics = createMetrics();
-  const setup = await setupDispatcher({ models: [{ name: 'planted', bundle, priority: 1, maxQueue: MAX_QUEUE }], policy: parsePolicy('veltair'),
-    cpus: availableCores(), metrics, qosMultiple: 2 });
+  const setup = await setupDispatcher({
+    models: [{ name: 'planted', bundle, priority: 1, maxQueue: MAX_QUEUE }],
+    policy: parsePolicy('veltair'),
+    cpus: availableCores(),
+    metrics,
+    qosMultiple: 2,
+  });
   server = await startServer({ backend: setup.dispatcher, metrics, host: '127.0.0.1', port: 0, bodyLimit: 1 << 20 });
 });
 after(async () => {
@@ -41,8 +46,16 @@ after(async () => {
 });
 
 type Answer = { outputs: { name: string; data: number[] }[]; parameters: Record<string, unknown> };
-const request = (i: number) => ({ inputs: [{ name: 'features', shape: [1, FEATURES], datatype: 'FP32',
-  data: Array.from({ length: FEATURES }, (_, j) => ((i * 31 + j * 7) % 13 === 0 ? 1 : 0)) }] });
+const request = (i: number) => ({
+  inputs: [
+    {
+      name: 'features',
+      shape: [1, FEATURES],
+      datatype: 'FP32',
+      data: Array.from({ length: FEATURES }, (_, j) => ((i * 31 + j * 7) % 13 === 0 ? 1 : 0)),
+    },
+  ],
+});
 const infer = async (i: number): Promise<Answer> => {
   const r = await post(`${server.url}/v2/models/planted/infer`, request(i));
   assert.equal(r.status, 200, Buffer.from(r.bytes).toString());
@@ -51,9 +64,15 @@ const infer = async (i: number): Promise<Answer> => {
 const metricValue = (text: string, name: string, labels: string) =>
   Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
 
-test('the model\'s outputs are the top-k pair, and each answer says which version answered and its recall', async () => {
-  const meta = await (await fetch(`${server.url}/v2/models/planted`)).json() as { outputs: { name: string; datatype: string }[] };
-  assert.deepEqual(meta.outputs.map((o) => [o.name, o.datatype]), [['scores_topk_values', 'FP32'], ['scores_topk_indices', 'INT64']]);
+test("the model's outputs are the top-k pair, and each answer says which version answered and its recall", async () => {
+  const meta = (await (await fetch(`${server.url}/v2/models/planted`)).json()) as { outputs: { name: string; datatype: string }[] };
+  assert.deepEqual(
+    meta.outputs.map((o) => [o.name, o.datatype]),
+    [
+      ['scores_topk_values', 'FP32'],
+      ['scores_topk_indices', 'INT64'],
+    ],
+  );
   const a = await infer(0);
   assert.equal(a.parameters['veltair_sparse_version'], 's1');
   assert.equal(a.parameters['veltair_sparse_recall_at1'], 1);
@@ -65,8 +84,13 @@ test('overload moves answers down the sparsity family; one request at a time mov
   assert.equal(load.exitCode, 0, load.stderr);
   let text = await (await fetch(`${server.url}/metrics`)).text();
   assert.ok(metricValue(text, 'veltair_sparse_moves_total', 'model="planted",direction="down"') >= 1, 'a move down is counted');
-  const sparseAnswers = ['s0.05', 's0.01', 's0.005'].map((v) => metricValue(text, 'veltair_sparse_answers_total', `model="planted",version="${v}"`) || 0);
-  assert.ok(sparseAnswers.some((n) => n > 0), `sparse versions answered: ${sparseAnswers.join(',')}`);
+  const sparseAnswers = ['s0.05', 's0.01', 's0.005'].map(
+    (v) => metricValue(text, 'veltair_sparse_answers_total', `model="planted",version="${v}"`) || 0,
+  );
+  assert.ok(
+    sparseAnswers.some((n) => n > 0),
+    `sparse versions answered: ${sparseAnswers.join(',')}`,
+  );
 
   // One request at a time: once the hold after the last move down is over (at most MAX_HOLD_QOS × QoS, well under a second here),
   // the probe up holds. The deadline bounds the wait only; nothing is asserted about how long it took.

@@ -6,15 +6,32 @@ import { join } from 'node:path';
 import { parsePolicy } from '../src/schedule/policies.js';
 import { simulate } from '../src/simulate/engine.js';
 import { NO_INTERFERENCE } from '../src/simulate/interference.js';
-import { chargesFor, frontEndUs, readCalibration, validateCalibration, CALIBRATION_FORMAT, type ServingCalibration } from '../src/simulate/calibration.js';
+import {
+  chargesFor,
+  frontEndUs,
+  readCalibration,
+  validateCalibration,
+  CALIBRATION_FORMAT,
+  type ServingCalibration,
+} from '../src/simulate/calibration.js';
 import { fitCalibration } from '../src/simulate/calibration-fit.js';
 import { accountTimeline, parseTimeline, timelineParameter } from '../src/serve/timeline.js';
 import { handPlan } from './schedule-fixture.js';
 
 const CAL: ServingCalibration = {
-  format: CALIBRATION_FORMAT, version: 1, machine: 'fixture', measured: '2026-12-03T00:00:00Z', command: 'fixture',
-  frontEnd: [{ bytes: 1000, us: 100 }, { bytes: 11_000, us: 300 }, { bytes: 111_000, us: 1300 }],
-  blockDispatchUs: 40, wakeUpUsPerCore: 10, eventLoopUsPerBlock: 20,
+  format: CALIBRATION_FORMAT,
+  version: 1,
+  machine: 'fixture',
+  measured: '2026-12-03T00:00:00Z',
+  command: 'fixture',
+  frontEnd: [
+    { bytes: 1000, us: 100 },
+    { bytes: 11_000, us: 300 },
+    { bytes: 111_000, us: 1300 },
+  ],
+  blockDispatchUs: 40,
+  wakeUpUsPerCore: 10,
+  eventLoopUsPerBlock: 20,
 };
 
 test('front end by tensor bytes: linear between points, the end slopes beyond, never negative', () => {
@@ -23,10 +40,22 @@ test('front end by tensor bytes: linear between points, the end slopes beyond, n
   assert.equal(frontEndUs(CAL, 61_000), 800);
   assert.equal(frontEndUs(CAL, 211_000), 2300);
   assert.equal(frontEndUs(CAL, 0), 80);
-  assert.equal(frontEndUs({ ...CAL, frontEnd: [{ bytes: 1000, us: 5 }, { bytes: 2000, us: 500 }] }, 0), 0);
+  assert.equal(
+    frontEndUs(
+      {
+        ...CAL,
+        frontEnd: [
+          { bytes: 1000, us: 5 },
+          { bytes: 2000, us: 500 },
+        ],
+      },
+      0,
+    ),
+    0,
+  );
 });
 
-test('charges: per-block dispatch + wake-up per extra core + event loop; the front end\'s share of the cores, capped', () => {
+test("charges: per-block dispatch + wake-up per extra core + event loop; the front end's share of the cores, capped", () => {
   const c = chargesFor(CAL, [1000, 111_000]);
   assert.deepEqual(c.frontEndMs, [0.1, 1.3]);
   assert.equal(c.blockMs(1), 0.06);
@@ -41,26 +70,56 @@ test('a calibration file is checked field by field; errors are typed and name th
   writeFileSync(good, JSON.stringify(CAL));
   assert.deepEqual(readCalibration(good), CAL);
   const cases: [unknown, RegExp][] = [
-    [{ ...CAL, format: 'x' }, /format/], [{ ...CAL, version: 2 }, /version/], [{ ...CAL, blockDispatchUs: -1 }, /blockDispatchUs/],
-    [{ ...CAL, frontEnd: [] }, /frontEnd/], [{ ...CAL, frontEnd: [{ bytes: 10, us: 1 }, { bytes: 5, us: 2 }] }, /frontEnd\[1\]\.bytes/],
-    [{ ...CAL, machine: 3 }, /machine/], [[], /format/],
+    [{ ...CAL, format: 'x' }, /format/],
+    [{ ...CAL, version: 2 }, /version/],
+    [{ ...CAL, blockDispatchUs: -1 }, /blockDispatchUs/],
+    [{ ...CAL, frontEnd: [] }, /frontEnd/],
+    [
+      {
+        ...CAL,
+        frontEnd: [
+          { bytes: 10, us: 1 },
+          { bytes: 5, us: 2 },
+        ],
+      },
+      /frontEnd\[1\]\.bytes/,
+    ],
+    [{ ...CAL, machine: 3 }, /machine/],
+    [[], /format/],
   ];
   for (const [v, field] of cases) {
-    assert.throws(() => validateCalibration(v, 'f.json'), (e: { code?: string; message?: string }) => e.code === 'BAD_ARGUMENT' && field.test(e.message!));
+    assert.throws(
+      () => validateCalibration(v, 'f.json'),
+      (e: { code?: string; message?: string }) => e.code === 'BAD_ARGUMENT' && field.test(e.message!),
+    );
   }
-  assert.throws(() => readCalibration(join(dir, 'none.json')), (e: { code?: string }) => e.code === 'BAD_ARGUMENT');
+  assert.throws(
+    () => readCalibration(join(dir, 'none.json')),
+    (e: { code?: string }) => e.code === 'BAD_ARGUMENT',
+  );
   writeFileSync(join(dir, 'bad.json'), '{');
-  assert.throws(() => readCalibration(join(dir, 'bad.json')), (e: { code?: string }) => e.code === 'BAD_ARGUMENT');
+  assert.throws(
+    () => readCalibration(join(dir, 'bad.json')),
+    (e: { code?: string }) => e.code === 'BAD_ARGUMENT',
+  );
 });
 
-const run = (policy: string, charges?: ReturnType<typeof chargesFor>) => simulate({
-  models: [
-    { plan: handPlan('heavy', [{ us1: 3000 }, { us1: 3000 }, { us1: 3000 }], 2, 60), qps: 40 },
-    { plan: handPlan('light', [{ us1: 500 }, { us1: 500 }], 2, 10), qps: 40 },
-  ],
-  cores: 2, policy: parsePolicy(policy), seed: 3, durationMs: 4000, warmupMs: 200, maxSimMs: 1e6, maxEvents: 1e7, interference: NO_INTERFERENCE,
-  ...(charges ? { charges } : {}),
-});
+const run = (policy: string, charges?: ReturnType<typeof chargesFor>) =>
+  simulate({
+    models: [
+      { plan: handPlan('heavy', [{ us1: 3000 }, { us1: 3000 }, { us1: 3000 }], 2, 60), qps: 40 },
+      { plan: handPlan('light', [{ us1: 500 }, { us1: 500 }], 2, 10), qps: 40 },
+    ],
+    cores: 2,
+    policy: parsePolicy(policy),
+    seed: 3,
+    durationMs: 4000,
+    warmupMs: 200,
+    maxSimMs: 1e6,
+    maxEvents: 1e7,
+    interference: NO_INTERFERENCE,
+    ...(charges ? { charges } : {}),
+  });
 
 for (const policy of ['fcfs', 'layerwise', 'veltair']) {
   test(`the simulator charges the calibration (${policy}): every model's mean simulated latency grows, by at least its front end`, () => {
@@ -78,13 +137,30 @@ for (const policy of ['fcfs', 'layerwise', 'veltair']) {
 
 test('a request timeline goes out as a parameter and comes back as where its time went', () => {
   const a = 1_000_000_000n;
-  const text = timelineParameter({
-    arrivalNs: a, instanceNs: a + 100_000n, begunNs: a + 200_000n,
-    blocks: [
-      { decidedNs: a + 300_000n, kernelStartNs: Number(a) + 400_000, kernelEndNs: Number(a) + 2_400_000, resumedNs: a + 2_500_000n, cores: 2 },
-      { decidedNs: a + 3_500_000n, kernelStartNs: Number(a) + 3_600_000, kernelEndNs: Number(a) + 4_600_000, resumedNs: a + 4_700_000n, cores: 1 },
-    ],
-  }, a + 5_000_000n);
+  const text = timelineParameter(
+    {
+      arrivalNs: a,
+      instanceNs: a + 100_000n,
+      begunNs: a + 200_000n,
+      blocks: [
+        {
+          decidedNs: a + 300_000n,
+          kernelStartNs: Number(a) + 400_000,
+          kernelEndNs: Number(a) + 2_400_000,
+          resumedNs: a + 2_500_000n,
+          cores: 2,
+        },
+        {
+          decidedNs: a + 3_500_000n,
+          kernelStartNs: Number(a) + 3_600_000,
+          kernelEndNs: Number(a) + 4_600_000,
+          resumedNs: a + 4_700_000n,
+          cores: 1,
+        },
+      ],
+    },
+    a + 5_000_000n,
+  );
   const t = parseTimeline(text)!;
   assert.deepEqual(t.blocks[0], [0.3, 0.4, 2.4, 2.5, 2]);
   const acc = accountTimeline(t);
@@ -102,20 +178,47 @@ test('a request timeline goes out as a parameter and comes back as where its tim
 
 test('fitting a calibration from answers: front end per tensor size, dispatch at the smallest team, wake-up slope, event loop per block', () => {
   const answer = (clientMs: number, blocks: [number, number, number, number, number][], schedulerUs: number) => ({
-    clientMs, serverMs: null, accounting: null, schedulerUs, timeline: { instance: 0, begun: 0, blocks, answer: 2 },
+    clientMs,
+    serverMs: null,
+    accounting: null,
+    schedulerUs,
+    timeline: { instance: 0, begun: 0, blocks, answer: 2 },
   });
-  const cal = fitCalibration([
-    { bytes: 500, answer: answer(2.5, [[0.1, 0.15, 1.0, 1.02, 1], [1.1, 1.19, 1.9, 1.92, 2]], 10) },
-    { bytes: 500, answer: answer(2.7, [[0.1, 0.15, 1.0, 1.02, 1]], 4) },
-    { bytes: 9000, answer: answer(3.0, [[0.1, 0.15, 1.0, 1.02, 1]], 6) },
-  ], { machine: 'm', measured: 'd', command: 'c' });
-  assert.deepEqual(cal.frontEnd, [{ bytes: 500, us: 600 }, { bytes: 9000, us: 1000 }]);
+  const cal = fitCalibration(
+    [
+      {
+        bytes: 500,
+        answer: answer(
+          2.5,
+          [
+            [0.1, 0.15, 1.0, 1.02, 1],
+            [1.1, 1.19, 1.9, 1.92, 2],
+          ],
+          10,
+        ),
+      },
+      { bytes: 500, answer: answer(2.7, [[0.1, 0.15, 1.0, 1.02, 1]], 4) },
+      { bytes: 9000, answer: answer(3.0, [[0.1, 0.15, 1.0, 1.02, 1]], 6) },
+    ],
+    { machine: 'm', measured: 'd', command: 'c' },
+  );
+  assert.deepEqual(cal.frontEnd, [
+    { bytes: 500, us: 600 },
+    { bytes: 9000, us: 1000 },
+  ]);
   assert.equal(cal.blockDispatchUs, 50);
   assert.equal(cal.wakeUpUsPerCore, 40);
   assert.equal(cal.eventLoopUsPerBlock, 20 + 5);
   assert.doesNotThrow(() => validateCalibration(cal, 'fit'));
-  assert.throws(() => fitCalibration([{ bytes: 1, answer: { clientMs: 1, schedulerUs: null, timeline: null } }],
-    { machine: 'm', measured: 'd', command: 'c' }), /veltair_timeline/);
+  assert.throws(
+    () =>
+      fitCalibration([{ bytes: 1, answer: { clientMs: 1, schedulerUs: null, timeline: null } }], {
+        machine: 'm',
+        measured: 'd',
+        command: 'c',
+      }),
+    /veltair_timeline/,
+  );
 });
 
 test('simulate --calibration: tensor bytes from each bundle manifest; a model without a bundle gets the smallest point, and the label says so', async () => {
@@ -123,9 +226,18 @@ test('simulate --calibration: tensor bytes from each bundle manifest; a model wi
   const dir = mkdtempSync(join(tmpdir(), 'veltair-cal-cli-'));
   const bundle = join(dir, 'net.bundle');
   mkdirSync(bundle);
-  writeFileSync(join(bundle, 'manifest.json'), JSON.stringify({ model: {
-    inputs: [{ name: 'x', dtype: 'float32', shape: [1, 3, 10, 10] }, { name: 'ids', dtype: 'int64', shape: [1, 4] }],
-    outputs: [{ name: 'y', dtype: 'float32', shape: [1, 10] }] } }));
+  writeFileSync(
+    join(bundle, 'manifest.json'),
+    JSON.stringify({
+      model: {
+        inputs: [
+          { name: 'x', dtype: 'float32', shape: [1, 3, 10, 10] },
+          { name: 'ids', dtype: 'int64', shape: [1, 4] },
+        ],
+        outputs: [{ name: 'y', dtype: 'float32', shape: [1, 10] }],
+      },
+    }),
+  );
   assert.equal(bundleTensorBytes(bundle), 1200 + 32 + 40);
   assert.equal(bundleTensorBytes(dir), null);
   const file = join(dir, 'cal.json');

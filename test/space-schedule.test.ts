@@ -6,17 +6,49 @@ import { scheduleFeatures } from '../src/space/features.js';
 import { defaultTableRefresh, localityGreedy, parallelHeavy, weightHeavy, weightStreaming } from '../src/space/presets.js';
 import { problemOf } from '../src/space/problem.js';
 import { seededRng } from '../src/random.js';
-import { isValid, makeSchedule, mutate, registerTiles, sampleSchedules, threadSplit, whyInvalid, type Schedule } from '../src/space/knobs.js';
+import {
+  isValid,
+  makeSchedule,
+  mutate,
+  registerTiles,
+  sampleSchedules,
+  threadSplit,
+  whyInvalid,
+  type Schedule,
+} from '../src/space/knobs.js';
 import { detectTarget, syntheticTarget } from '../src/toolchain/target.js';
 import { parseCacheSize } from '../src/toolchain/caches.js';
 
 const conv = (cin: number, hw: number, cout: number, k: number, stride = 1, groups = 1): WorkloadShape => {
-  const pad = (k - 1) >> 1, o = Math.floor((hw + 2 * pad - k) / stride) + 1;
-  return { op: 'conv2d', dtype: 'float32', n: 1, cin, h: hw, w: hw, cout, kh: k, kw: k, strideH: stride, strideW: stride,
-    pads: [pad, pad, pad, pad], dilationH: 1, dilationW: 1, groups, oh: o, ow: o, epilogue: ['bias', 'relu'] };
+  const pad = (k - 1) >> 1,
+    o = Math.floor((hw + 2 * pad - k) / stride) + 1;
+  return {
+    op: 'conv2d',
+    dtype: 'float32',
+    n: 1,
+    cin,
+    h: hw,
+    w: hw,
+    cout,
+    kh: k,
+    kw: k,
+    strideH: stride,
+    strideW: stride,
+    pads: [pad, pad, pad, pad],
+    dilationH: 1,
+    dilationW: 1,
+    groups,
+    oh: o,
+    ow: o,
+    epilogue: ['bias', 'relu'],
+  };
 };
 const WORKLOADS: WorkloadShape[] = [
-  conv(64, 56, 64, 3), conv(256, 56, 64, 1), conv(512, 7, 512, 3), conv(144, 56, 144, 3, 1, 144), conv(3, 224, 64, 7, 2),
+  conv(64, 56, 64, 3),
+  conv(256, 56, 64, 1),
+  conv(512, 7, 512, 3),
+  conv(144, 56, 144, 3, 1, 144),
+  conv(3, 224, 64, 7, 2),
   { op: 'dense', dtype: 'float32', m: 384, k: 768, n: 3072, epilogue: ['bias', 'gelu'] },
   { op: 'dense', dtype: 'float32', m: 1, k: 2048, n: 1000, epilogue: ['bias'] },
   { op: 'batch_matmul', dtype: 'float32', batch: 12, m: 384, k: 64, n: 384, transB: true, epilogue: [] },
@@ -91,7 +123,9 @@ test('register tiles rank a tile that leaves gcc a spare register above one that
 });
 
 test('weight streaming: only for convs whose weights outweigh their activations; one ic block per pass, the cache tile in L1', () => {
-  const late = conv(512, 7, 512, 3), early = conv(64, 56, 64, 3), depthwise = conv(512, 7, 512, 3, 1, 512);
+  const late = conv(512, 7, 512, 3),
+    early = conv(64, 56, 64, 3),
+    depthwise = conv(512, 7, 512, 3, 1, 512);
   assert.ok(weightHeavy(late) && !weightHeavy(early) && !weightHeavy(depthwise));
   assert.equal(weightStreaming(early, AVX2, 1), undefined);
   assert.equal(weightStreaming(depthwise, AVX2, 1), undefined);
@@ -110,8 +144,19 @@ test('schedules serialise with a stable field order', () => {
   const s = defaultTableRefresh(WORKLOADS[0]!, AVX512);
   const shuffled = Object.fromEntries(Object.entries(s).reverse()) as unknown as Schedule;
   assert.equal(JSON.stringify(makeSchedule(shuffled)), JSON.stringify(s));
-  assert.deepEqual(Object.keys(s), ['vec', 'regOc', 'regCols', 'tileIc', 'tileOc', 'tileRows', 'tileCols', 'loopOrder',
-    'parallelAxis', 'unroll', 'threads']);
+  assert.deepEqual(Object.keys(s), [
+    'vec',
+    'regOc',
+    'regCols',
+    'tileIc',
+    'tileOc',
+    'tileRows',
+    'tileCols',
+    'loopOrder',
+    'parallelAxis',
+    'unroll',
+    'threads',
+  ]);
 });
 
 test('problems flatten 1x1 convs and map dense to one row of M columns', () => {
@@ -133,9 +178,22 @@ test('detectTarget reads this machine', async () => {
   assert.equal(parseCacheSize('32M'), 32 * 1024 * 1024);
 });
 
-test('threadSplit names the outermost tile index with more than one value, in the generated loop\'s order', () => {
-  const s = (o: Partial<Schedule>): Schedule => makeSchedule({ vec: 16, regOc: 1, regCols: 8, tileIc: 4, tileOc: 4, tileRows: 56, tileCols: 7,
-    loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 2, ...o });
+test("threadSplit names the outermost tile index with more than one value, in the generated loop's order", () => {
+  const s = (o: Partial<Schedule>): Schedule =>
+    makeSchedule({
+      vec: 16,
+      regOc: 1,
+      regCols: 8,
+      tileIc: 4,
+      tileOc: 4,
+      tileRows: 56,
+      tileCols: 7,
+      loopOrder: 'oc_outer',
+      parallelAxis: 'oc',
+      unroll: 1,
+      threads: 2,
+      ...o,
+    });
   const direct = problemOf(conv(64, 56, 64, 3), 16); // 4 oc vectors, 56 rows, 7 column blocks of 8
   assert.equal(threadSplit(direct, s({})), 'none', 'one chunk');
   assert.equal(threadSplit(direct, s({ tileOc: 2 })), 'channels');

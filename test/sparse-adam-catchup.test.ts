@@ -26,9 +26,13 @@ function modelAt(addon: SparseTrainAddon, step: number) {
   const model = addon.create({ inputDim: INPUT, seed: 3, threads: 1, layers: LAYERS.map((l) => nativeLayerConfig(l)) });
   const rng = seededRng(11);
   LAYERS.forEach((_, l) => {
-    for (const [mName, vName] of [['mw', 'vw'], ['mb', 'vb']] as const) {
+    for (const [mName, vName] of [
+      ['mw', 'vw'],
+      ['mb', 'vb'],
+    ] as const) {
       const n = addon.getTensor(model, l, mName).length;
-      const m = new Float32Array(n), v = new Float32Array(n);
+      const m = new Float32Array(n),
+        v = new Float32Array(n);
       for (let i = 0; i < n; i++) {
         const kind = i % 7;
         const scale = kind === 0 ? 0 : kind === 1 ? 1e-9 : 1e-3;
@@ -45,21 +49,35 @@ function modelAt(addon: SparseTrainAddon, step: number) {
 
 function tensors(addon: SparseTrainAddon, model: object): Map<string, Float32Array> {
   const out = new Map<string, Float32Array>();
-  LAYERS.forEach((_, l) => { for (const n of NAMES) out.set(`${l}.${n}`, addon.getTensor(model, l, n)); });
+  LAYERS.forEach((_, l) => {
+    for (const n of NAMES) out.set(`${l}.${n}`, addon.getTensor(model, l, n));
+  });
   return out;
 }
 
 /** Largest |a - b| over the weights, as a fraction of the largest move dense Adam made (start -> b). */
 function moveError(a: Float32Array, b: Float32Array, start: Float32Array): { err: number; moved: number } {
-  let err = 0, moved = 0;
-  for (let i = 0; i < a.length; i++) { err = Math.max(err, Math.abs(a[i]! - b[i]!)); moved = Math.max(moved, Math.abs(b[i]! - start[i]!)); }
+  let err = 0,
+    moved = 0;
+  for (let i = 0; i < a.length; i++) {
+    err = Math.max(err, Math.abs(a[i]! - b[i]!));
+    moved = Math.max(moved, Math.abs(b[i]! - start[i]!));
+  }
   return { err: err / moved, moved };
 }
 
-for (const [start, k] of [[1, 1], [3, 7], [20, 60], [1000, 250], [5, 400]] as const) {
+for (const [start, k] of [
+  [1, 1],
+  [3, 7],
+  [20, 60],
+  [1000, 250],
+  [5, 400],
+] as const) {
   test(`catching a row up ${k} steps after step ${start} equals ${k} dense Adam steps with zero gradient (weights, biases, moments)`, async () => {
     const addon = await loadSparseTrainAddon();
-    const dense = modelAt(addon, start), caught = modelAt(addon, start), lazy = modelAt(addon, start);
+    const dense = modelAt(addon, start),
+      caught = modelAt(addon, start),
+      lazy = modelAt(addon, start);
     const before = tensors(addon, dense);
     for (let s = 0; s < k; s++) {
       addon.adamStep(dense, 1, opts('dense-adam'));
@@ -67,14 +85,17 @@ for (const [start, k] of [[1, 1], [3, 7], [20, 60], [1000, 250], [5, 400]] as co
       addon.adamStep(lazy, 1, opts('lazy-adam'));
     }
     assert.equal(addon.getStep(caught), start + k);
-    const want = tensors(addon, dense), got = tensors(addon, caught), stale = tensors(addon, lazy);
+    const want = tensors(addon, dense),
+      got = tensors(addon, caught),
+      stale = tensors(addon, lazy);
     for (const [key, w] of want) {
       const [, name] = key.split('.');
       if (name === 'w' || name === 'b') {
         const { err, moved } = moveError(got.get(key)!, w, before.get(key)!);
         assert.ok(moved > 1e-3, `${key}: dense Adam moved it (${moved})`);
         assert.ok(err < 2e-5, `${key}: caught-up weights differ from dense Adam's by ${err} of the move`);
-        if (key !== '0.b') { // the first layer's biases are one dense row, updated every step by every optimiser
+        if (key !== '0.b') {
+          // the first layer's biases are one dense row, updated every step by every optimiser
           const lazyErr = moveError(stale.get(key)!, w, before.get(key)!).err;
           assert.ok(lazyErr > 0.1, `${key}: the lazy Adam leaves the rows behind (${lazyErr})`);
         }

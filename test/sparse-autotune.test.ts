@@ -44,7 +44,13 @@ test('every autotuned choice satisfies both constraints and is the last K that d
 });
 
 test('overrides: --K alone takes L from the cost budget and R from K; --L alone takes the largest covering K; both are marked as flags', () => {
-  const spec = { input: 500, layers: [{ dim: 128, activation: 'relu' as const }, { dim: 100000, activation: 'softmax' as const, sparsity: 0.01 }] };
+  const spec = {
+    input: 500,
+    layers: [
+      { dim: 128, activation: 'relu' as const },
+      { dim: 100000, activation: 'softmax' as const, sparsity: 0.01 },
+    ],
+  };
   const k = resolveLayers(spec, { family: 'dwta', K: 10 })[1]!.hash!;
   assert.deepEqual([k.K, k.L, k.R, k.sources.K, k.sources.L], [10, 256, 196, 'flag', 'autotuned']);
   const l = resolveLayers(spec, { family: 'simhash', L: 50 })[1]!.hash!;
@@ -58,9 +64,32 @@ test('the output sparsity is autotuned from the class count; dense layers have n
   assert.equal(autoSparsity(100000), 2048 / 100000);
   assert.equal(autoSparsity(10000), 0.05);
   assert.equal(autoSparsity(10_000_000), 0.005);
-  const layers = resolveLayers({ input: 50, layers: [{ dim: 64, activation: 'relu' }, { dim: 3000, activation: 'softmax' }] }, { family: 'dwta' });
-  assert.deepEqual(layers.map((l) => [l.sparsity, l.hash]), [[1, null], [1, null]]);
-  const big = resolveLayers({ input: 50, layers: [{ dim: 64, activation: 'relu' }, { dim: 50000, activation: 'softmax' }] }, { family: 'dwta',
-    outputSparsity: 0.01 });
+  const layers = resolveLayers(
+    {
+      input: 50,
+      layers: [
+        { dim: 64, activation: 'relu' },
+        { dim: 3000, activation: 'softmax' },
+      ],
+    },
+    { family: 'dwta' },
+  );
+  assert.deepEqual(
+    layers.map((l) => [l.sparsity, l.hash]),
+    [
+      [1, null],
+      [1, null],
+    ],
+  );
+  const big = resolveLayers(
+    {
+      input: 50,
+      layers: [
+        { dim: 64, activation: 'relu' },
+        { dim: 50000, activation: 'softmax' },
+      ],
+    },
+    { family: 'dwta', outputSparsity: 0.01 },
+  );
   assert.deepEqual([big[1]!.sparsity, big[1]!.sparsitySource, big[1]!.hash?.family], [0.01, 'flag', 'dwta']);
 });

@@ -22,29 +22,47 @@ const root = mkdtempSync(join(tmpdir(), 'veltair-sparse-data-real-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
 // Hand-written in wndb(5) form (not copied from WordNet): a licence line, a root, hyponyms by @ and @i, a verb with a frame.
-const NOUNS = [
-  '  1 This is a licence header line in the data file.  ',
-  '00000100 03 n 01 thing 0 002 ~ 00000200 n 0000 ~ 00000300 n 0000 | a root with no hypernym  ',
-  '00000200 03 n 02 tool 0 implement 0 002 @ 00000100 n 0000 ~ 00000400 n 0000 | a thing used to make or fix other things  ',
-  '00000300 03 n 01 place 0 001 @ 00000100 n 0000 | a thing where you can be; "a nice place"  ',
-  '00000400 06 n 01 hammer 0 002 @ 00000200 n 0000 + 00000900 v 0101 | a tool with a heavy head for driving nails  ',
-  '00000500 15 n 02 Springfield 0 Shelbyville 1 001 @i 00000300 n 0000 | a place in a story with a nice town hall  ',
-].join('\n') + '\n';
-const VERBS = '00000900 35 v 01 hammer 0 002 @ 00000950 v 0000 + 00000400 n 0101 01 + 08 00 | hit with a tool  \n'
-  + '00000950 35 v 01 hit 0 000 01 + 02 00 | deal a blow  \n';
+const NOUNS =
+  [
+    '  1 This is a licence header line in the data file.  ',
+    '00000100 03 n 01 thing 0 002 ~ 00000200 n 0000 ~ 00000300 n 0000 | a root with no hypernym  ',
+    '00000200 03 n 02 tool 0 implement 0 002 @ 00000100 n 0000 ~ 00000400 n 0000 | a thing used to make or fix other things  ',
+    '00000300 03 n 01 place 0 001 @ 00000100 n 0000 | a thing where you can be; "a nice place"  ',
+    '00000400 06 n 01 hammer 0 002 @ 00000200 n 0000 + 00000900 v 0101 | a tool with a heavy head for driving nails  ',
+    '00000500 15 n 02 Springfield 0 Shelbyville 1 001 @i 00000300 n 0000 | a place in a story with a nice town hall  ',
+  ].join('\n') + '\n';
+const VERBS =
+  '00000900 35 v 01 hammer 0 002 @ 00000950 v 0000 + 00000400 n 0101 01 + 08 00 | hit with a tool  \n' +
+  '00000950 35 v 01 hit 0 000 01 + 02 00 | deal a blow  \n';
 
 function badData(f: () => unknown, where: RegExp): void {
-  assert.throws(f, (e: unknown) => e instanceof VeltairError && e.code === 'BAD_DATA' && where.test(e.message), `expected BAD_DATA at ${where}`);
+  assert.throws(
+    f,
+    (e: unknown) => e instanceof VeltairError && e.code === 'BAD_DATA' && where.test(e.message),
+    `expected BAD_DATA at ${where}`,
+  );
 }
 
 test('wordnet: wndb lines parse to synsets with @ and @i hypernyms of the same part of speech; frames skipped', () => {
   const n = parseWordnetData(NOUNS, 'data.noun', 'n');
-  assert.deepEqual(n.map((s) => s.id), ['n00000100', 'n00000200', 'n00000300', 'n00000400', 'n00000500']);
-  assert.deepEqual(n.map((s) => s.hypernyms), [[], ['n00000100'], ['n00000100'], ['n00000200'], ['n00000300']]);
+  assert.deepEqual(
+    n.map((s) => s.id),
+    ['n00000100', 'n00000200', 'n00000300', 'n00000400', 'n00000500'],
+  );
+  assert.deepEqual(
+    n.map((s) => s.hypernyms),
+    [[], ['n00000100'], ['n00000100'], ['n00000200'], ['n00000300']],
+  );
   assert.deepEqual(n[4]!.lemmas, ['Springfield', 'Shelbyville']);
   assert.equal(n[2]!.gloss, 'a thing where you can be; "a nice place"');
   const v = parseWordnetData(VERBS, 'data.verb', 'v');
-  assert.deepEqual(v.map((s) => [s.id, s.hypernyms]), [['v00000900', ['v00000950']], ['v00000950', []]]);
+  assert.deepEqual(
+    v.map((s) => [s.id, s.hypernyms]),
+    [
+      ['v00000900', ['v00000950']],
+      ['v00000950', []],
+    ],
+  );
   const f = synsetFeatures(n[1]!);
   assert.ok(f.includes('w:used') && f.includes('l:tool') && f.includes('l:implement') && f.includes('w:things'));
   assert.equal(new Set(f).size, f.length, 'features are distinct');
@@ -66,14 +84,40 @@ test('xc-build: seeded split independent of order, vocabularies most frequent fi
   const ids = Array.from({ length: 2000 }, (_, i) => `r${i}`);
   const share = ids.filter((id) => isTestRecord(1, id, 0.1)).length / ids.length;
   assert.ok(share > 0.07 && share < 0.13, `about 10% held out, got ${share}`);
-  assert.notDeepEqual(ids.map((id) => isTestRecord(1, id, 0.1)), ids.map((id) => isTestRecord(2, id, 0.1)), 'the seed changes the cut');
-  assert.deepEqual([...vocabulary(new Map([['b', 2], ['a', 2], ['c', 5], ['d', 1]]), 2)], [['c', 0], ['a', 1], ['b', 2]]);
-  const test = [{ labels: [0], features: [1] }, { labels: [1, 7], features: [1] }, { labels: [3], features: [1] }, { labels: [9], features: [1] }];
+  assert.notDeepEqual(
+    ids.map((id) => isTestRecord(1, id, 0.1)),
+    ids.map((id) => isTestRecord(2, id, 0.1)),
+    'the seed changes the cut',
+  );
+  assert.deepEqual(
+    [
+      ...vocabulary(
+        new Map([
+          ['b', 2],
+          ['a', 2],
+          ['c', 5],
+          ['d', 1],
+        ]),
+        2,
+      ),
+    ],
+    [
+      ['c', 0],
+      ['a', 1],
+      ['b', 2],
+    ],
+  );
+  const test = [
+    { labels: [0], features: [1] },
+    { labels: [1, 7], features: [1] },
+    { labels: [3], features: [1] },
+    { labels: [9], features: [1] },
+  ];
   assert.equal(frequencyFloor(test, 1), 1 / 4);
   assert.equal(frequencyFloor(test, 5), 3 / 20);
 });
 
-test('wordnet: the data set from a fixture directory is XC-readable, deterministic, and records the sources\' sha256', async () => {
+test("wordnet: the data set from a fixture directory is XC-readable, deterministic, and records the sources' sha256", async () => {
   const dir = join(root, 'wn');
   mkdirSync(dir);
   writeFileSync(join(dir, 'data.noun'), NOUNS);
@@ -94,11 +138,19 @@ test('wordnet: the data set from a fixture directory is XC-readable, determinist
   assert.equal(a.trainSamples + a.testSamples + a.droppedNoLabel + a.droppedNoFeature, a.records);
   const info = JSON.parse(readFileSync(join(root, 'wn1', 'dataset.json'), 'utf8'));
   const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
-  assert.deepEqual(info.source.files.map((f: { sha256: string }) => f.sha256), [sha(join(dir, 'data.noun')), sha(join(dir, 'data.verb'))]);
+  assert.deepEqual(
+    info.source.files.map((f: { sha256: string }) => f.sha256),
+    [sha(join(dir, 'data.noun')), sha(join(dir, 'data.verb'))],
+  );
   assert.match(info.source.sha256, /^[0-9a-f]{64}$/);
-  const classes = readFileSync(join(root, 'wn1', 'classes.txt'), 'utf8').trim().split('\n');
+  const classes = readFileSync(join(root, 'wn1', 'classes.txt'), 'utf8')
+    .trim()
+    .split('\n');
   assert.equal(classes.length, a.labels);
-  assert.ok(classes.every((c) => /^[nv]\d{8} \S+$/.test(c)), 'each class is a synset id and its first lemma');
+  assert.ok(
+    classes.every((c) => /^[nv]\d{8} \S+$/.test(c)),
+    'each class is a synset id and its first lemma',
+  );
   const train = await readXc(join(root, 'wn1', 'train.txt'), { inputDim: a.features, outputDim: a.labels });
   assert.equal(train.rows, a.trainSamples);
 });
@@ -134,15 +186,36 @@ Section: oldlibs
 test('debian-packages: stanzas parse; first alternative, no versions or :arch or [arch]; no self-dependency; first stanza of a name wins', () => {
   assert.deepEqual(dependencyNames('a (>= 1) | b, c:any [amd64] <!nocheck>, d:i386', 'f:1'), ['a', 'c', 'd']);
   const p = parsePackageStanzas(STANZAS, 'fixture');
-  assert.deepEqual(p.map((x) => [x.name, x.line]), [['zed-tool', 1], ['libfoo1', 10], ['foo-doc', 17], ['libfoo1', 21]]);
+  assert.deepEqual(
+    p.map((x) => [x.name, x.line]),
+    [
+      ['zed-tool', 1],
+      ['libfoo1', 10],
+      ['foo-doc', 17],
+      ['libfoo1', 21],
+    ],
+  );
   assert.deepEqual(p[0]!.depends, ['libfoo1', 'libbar2', 'python3', 'dpkg']);
   assert.deepEqual(p[0]!.tags, ['role::program', 'scope::utility', 'use::editing']);
   const { records, duplicates } = packageRecords(p);
   assert.equal(duplicates, 1);
-  assert.deepEqual(records.map((r) => r.id), ['libfoo1', 'zed-tool'], 'sorted by name; foo-doc has no dependency');
+  assert.deepEqual(
+    records.map((r) => r.id),
+    ['libfoo1', 'zed-tool'],
+    'sorted by name; foo-doc has no dependency',
+  );
   assert.deepEqual(records[0]!.labels, ['libc6']);
-  assert.deepEqual([...records[1]!.features].sort(), ['s:editors', 't:role::program', 't:scope::utility', 't:use::editing',
-    'w:editing', 'w:files', 'w:for', 'w:tool', 'w:zed']);
+  assert.deepEqual([...records[1]!.features].sort(), [
+    's:editors',
+    't:role::program',
+    't:scope::utility',
+    't:use::editing',
+    'w:editing',
+    'w:files',
+    'w:for',
+    'w:tool',
+    'w:zed',
+  ]);
 });
 
 test('debian-packages: malformed stanzas are BAD_DATA naming the file and line', () => {
@@ -154,7 +227,7 @@ test('debian-packages: malformed stanzas are BAD_DATA naming the file and line',
   badData(() => parsePackageStanzas('Package: A_B\n', 'in.txt'), /^in\.txt:1: stanza with Package "A_B"/);
 });
 
-test('debian-packages: --input builds a deterministic XC data set whose dataset.json holds the input\'s sha256', async () => {
+test("debian-packages: --input builds a deterministic XC data set whose dataset.json holds the input's sha256", async () => {
   const input = join(root, 'stanzas.txt');
   writeFileSync(input, STANZAS);
   const run = async (out: string) => {
@@ -172,20 +245,26 @@ test('debian-packages: --input builds a deterministic XC data set whose dataset.
 
 /** The first `lines` lines of a real file (whole lines only). */
 function head(path: string, lines: number): string {
-  const text = readFileSync(path).subarray(0, lines * 400).toString('utf8').split('\n');
+  const text = readFileSync(path)
+    .subarray(0, lines * 400)
+    .toString('utf8')
+    .split('\n');
   return text.slice(0, Math.min(lines, text.length - 1)).join('\n') + '\n';
 }
 
 /** A record-set builder's output read back: every line within the header's dimensions. */
 async function checkXc(out: string, s: { trainSamples: number; testSamples: number; features: number; labels: number }): Promise<void> {
-  for (const [name, rows] of [['train.txt', s.trainSamples], ['test.txt', s.testSamples]] as const) {
+  for (const [name, rows] of [
+    ['train.txt', s.trainSamples],
+    ['test.txt', s.testSamples],
+  ] as const) {
     const d = await readXc(join(out, name), { inputDim: s.features, outputDim: s.labels });
     assert.equal(d.rows, rows);
     assert.equal(d.unlabelled, 0);
   }
 }
 
-test('real files when installed: a capped slice of WordNet\'s data files and of dpkg\'s status file build', async (t) => {
+test("real files when installed: a capped slice of WordNet's data files and of dpkg's status file build", async (t) => {
   const wn = '/usr/share/wordnet';
   if (existsSync(join(wn, 'data.noun')) && existsSync(join(wn, 'data.verb'))) {
     const dir = join(root, 'wn-real');
@@ -200,14 +279,26 @@ test('real files when installed: a capped slice of WordNet\'s data files and of 
   } else t.diagnostic('no /usr/share/wordnet: the real WordNet slice was not built');
   const status = '/var/lib/dpkg/status';
   if (existsSync(status)) {
-    const stanzas = readFileSync(status, 'utf8').split(/\n\s*\n/).slice(0, 400).join('\n\n') + '\n';
+    const stanzas =
+      readFileSync(status, 'utf8')
+        .split(/\n\s*\n/)
+        .slice(0, 400)
+        .join('\n\n') + '\n';
     const input = join(root, 'status-slice');
     writeFileSync(input, stanzas);
     const { records } = packageRecords(parsePackageStanzas(stanzas, input));
     if (records.length >= 10) {
       const out = join(root, 'deb-real-out');
       mkdirSync(out);
-      const s = await buildDebianDataset({ input, outDir: out, seed: 1, testFraction: 0.1, minFeatureCount: 1, minLabelCount: 1, hidden: 8 });
+      const s = await buildDebianDataset({
+        input,
+        outDir: out,
+        seed: 1,
+        testFraction: 0.1,
+        minFeatureCount: 1,
+        minLabelCount: 1,
+        hidden: 8,
+      });
       assert.equal(s.records, records.length);
       await checkXc(out, s);
     } else t.diagnostic(`${status} holds ${records.length} packages with dependencies: too few to build a slice`);
@@ -217,9 +308,20 @@ test('real files when installed: a capped slice of WordNet\'s data files and of 
 test('xc-build: no training label at all is BAD_DATA, not an empty data set', async () => {
   const out = join(root, 'empty');
   mkdirSync(out);
-  await assert.rejects(writeXcDataset([{ id: 'x', features: ['a'], labels: [] }], {
-    kind: 'k', outDir: out, hidden: 4, seed: 1, testFraction: 0.1, minFeatureCount: 1, minLabelCount: 1, source: {}, method: {},
-  }), (e: unknown) => e instanceof VeltairError && e.code === 'BAD_DATA');
+  await assert.rejects(
+    writeXcDataset([{ id: 'x', features: ['a'], labels: [] }], {
+      kind: 'k',
+      outDir: out,
+      hidden: 4,
+      seed: 1,
+      testFraction: 0.1,
+      minFeatureCount: 1,
+      minLabelCount: 1,
+      source: {},
+      method: {},
+    }),
+    (e: unknown) => e instanceof VeltairError && e.code === 'BAD_DATA',
+  );
 });
 
 test('CLI: bad input to `veltair data` is one BAD_DATA error naming file:line, exit 1; a missing WordNet is FILE_NOT_FOUND', async () => {
@@ -230,6 +332,11 @@ test('CLI: bad input to `veltair data` is one BAD_DATA error naming file:line, e
   mkdirSync(wn);
   writeFileSync(join(wn, 'data.noun'), NOUNS.replace('002 @ 00000100 n 0000 ~', '002 @ 00000100 x 0000 ~'));
   writeFileSync(join(wn, 'data.verb'), VERBS);
-  assertOneClearError(await veltair(['data', 'wordnet', '--wordnet-dir', wn, '-o', join(root, 'cli-wn')]), 'BAD_DATA', [`${join(wn, 'data.noun')}:3`]);
-  assertOneClearError(await veltair(['data', 'wordnet', '--wordnet-dir', join(root, 'nowhere'), '-o', join(root, 'cli-wn2')]), 'FILE_NOT_FOUND');
+  assertOneClearError(await veltair(['data', 'wordnet', '--wordnet-dir', wn, '-o', join(root, 'cli-wn')]), 'BAD_DATA', [
+    `${join(wn, 'data.noun')}:3`,
+  ]);
+  assertOneClearError(
+    await veltair(['data', 'wordnet', '--wordnet-dir', join(root, 'nowhere'), '-o', join(root, 'cli-wn2')]),
+    'FILE_NOT_FOUND',
+  );
 });

@@ -52,8 +52,9 @@ test('words: classes and features from the training documents, document-level cu
   // Each file's lines name the file (a letter pair: words are letters only), so every file brings lines of its own. Duplicate
   // lines are dropped corpus-wide, so with lines shared by all files the first file read would hold them all, and whenever
   // sha256 of its (random, temp-dir) path put it in the test split (26 of 256 first bytes), training had no words.
-  const sentence = (i: number, f: number) => `the quick brown fox jumps over the lazy dog number ${['one', 'two', 'three', 'four'][i % 4]} `
-    + `again and again line ${'abcdefghij'[i % 10]} of file ${String.fromCharCode(97 + (f % 26), 97 + Math.floor(f / 26))}`;
+  const sentence = (i: number, f: number) =>
+    `the quick brown fox jumps over the lazy dog number ${['one', 'two', 'three', 'four'][i % 4]} ` +
+    `again and again line ${'abcdefghij'[i % 10]} of file ${String.fromCharCode(97 + (f % 26), 97 + Math.floor(f / 26))}`;
   const docs: string[] = [];
   for (let f = 0; f < 30; f++) {
     const p = join(corpus, 'doc', 'pkg', `file${f}.txt`);
@@ -64,14 +65,28 @@ test('words: classes and features from the training documents, document-level cu
   writeFileSync(man, gzipSync('.TH TOOL 1\n.SH NAME\ntool \\- the quick \\fBbrown\\fR fox tool\n'));
   docs.push(man);
   writeFileSync(join(corpus, 'doc', 'pkg', 'blob.bin'), Buffer.from([1, 2, 0, 3, 4]));
-  const build = (out: string) => buildWordsDataset({ roots: [join(corpus, 'doc'), join(corpus, 'man')], outDir: out, minClassCount: 5, maxClasses: 1000,
-    window: 2, maxTrain: 100000, maxTest: 100000, hidden: 16 });
-  mkdirSync(join(root, 'w1')); mkdirSync(join(root, 'w2'));
+  const build = (out: string) =>
+    buildWordsDataset({
+      roots: [join(corpus, 'doc'), join(corpus, 'man')],
+      outDir: out,
+      minClassCount: 5,
+      maxClasses: 1000,
+      window: 2,
+      maxTrain: 100000,
+      maxTest: 100000,
+      hidden: 16,
+    });
+  mkdirSync(join(root, 'w1'));
+  mkdirSync(join(root, 'w2'));
   const a = await build(join(root, 'w1'));
   const b = await build(join(root, 'w2'));
   assert.equal(a.files, 31);
   assert.equal(a.skippedFiles, 1, 'the binary file');
-  assert.equal(a.droppedDuplicateLines > 29, true, 'the repeated licence line (and repeated sentences) dropped after their first occurrence');
+  assert.equal(
+    a.droppedDuplicateLines > 29,
+    true,
+    'the repeated licence line (and repeated sentences) dropped after their first occurrence',
+  );
   const expectedTest = docs.filter((p) => createHash('sha256').update(p).digest()[0]! < 26).length;
   assert.equal(a.testDocuments, expectedTest);
   for (const f of ['train.txt', 'test.txt', 'classes.txt', 'features.txt', 'spec.json']) {
@@ -81,7 +96,9 @@ test('words: classes and features from the training documents, document-level cu
   const spec = JSON.parse(readFileSync(join(root, 'w1', 'spec.json'), 'utf8'));
   assert.equal(spec.input, a.features);
   assert.equal(spec.layers[1].dim, a.classes);
-  const classes = readFileSync(join(root, 'w1', 'classes.txt'), 'utf8').trim().split('\n');
+  const classes = readFileSync(join(root, 'w1', 'classes.txt'), 'utf8')
+    .trim()
+    .split('\n');
   assert.equal(classes.length, a.classes);
   assert.ok(classes.includes('quick') && !classes.includes('licence'), 'a class occurs ≥ 5 times in training documents');
   const train = await readXc(join(root, 'w1', 'train.txt'), { inputDim: spec.input, outputDim: a.classes });

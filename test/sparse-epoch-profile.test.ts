@@ -21,10 +21,13 @@ test('epochProfile shares the passes\' wall time by thread-seconds and puts the 
   assert.equal(p.parts.passIdle, 0.5);
   assert.equal(p.parts.index, 1);
   assert.equal(p.parts.other, 0.5);
-  assert.equal(Object.values(p.parts).reduce((a, v) => a + v, 0), 4);
+  assert.equal(
+    Object.values(p.parts).reduce((a, v) => a + v, 0),
+    4,
+  );
 });
 
-test('a trained epoch\'s profile: every part finite and non-negative, adding up to the epoch', async () => {
+test("a trained epoch's profile: every part finite and non-negative, adding up to the epoch", async () => {
   const rows = randomRows(200, 30, 400, 4, 9);
   const data = xcFromRows(rows);
   const layers = [denseLayer(0, 30, 16, 'relu'), sparseLayer(1, 16, 400, 'softmax', 0.05, 'dwta', 4, 8, 8)];
@@ -32,7 +35,10 @@ test('a trained epoch\'s profile: every part finite and non-negative, adding up 
   const t = await trainer.trainEpoch();
   trainer.close();
   const parts = Object.values(t.profile.parts);
-  assert.ok(parts.every((v) => Number.isFinite(v) && v >= 0), JSON.stringify(t.profile.parts));
+  assert.ok(
+    parts.every((v) => Number.isFinite(v) && v >= 0),
+    JSON.stringify(t.profile.parts),
+  );
   const sum = parts.reduce((a, v) => a + v, 0);
   assert.ok(Math.abs(sum - t.seconds) <= 1e-9 * Math.max(1, t.seconds) || sum >= t.seconds, `parts ${sum} vs epoch ${t.seconds}`);
   assert.equal(t.profile.seconds, t.seconds);

@@ -5,21 +5,44 @@ import type { SparseLayer } from '../src/sparse/layers.js';
 import type { Activation } from '../src/sparse/spec.js';
 import type { TrainSettings } from '../src/sparse/trainer.js';
 
-export interface Row { readonly labels: readonly number[]; readonly feats: readonly (readonly [number, number])[] }
+export interface Row {
+  readonly labels: readonly number[];
+  readonly feats: readonly (readonly [number, number])[];
+}
 
 export function xcFromRows(rows: readonly Row[], path = 'memory'): XcDataset {
   const nnz = rows.reduce((s, r) => s + r.feats.length, 0);
   const nl = rows.reduce((s, r) => s + r.labels.length, 0);
-  const row = new Float64Array(rows.length + 1), lrow = new Float64Array(rows.length + 1);
-  const idx = new Int32Array(nnz), val = new Float32Array(nnz), labels = new Int32Array(nl);
-  let f = 0, l = 0;
+  const row = new Float64Array(rows.length + 1),
+    lrow = new Float64Array(rows.length + 1);
+  const idx = new Int32Array(nnz),
+    val = new Float32Array(nnz),
+    labels = new Int32Array(nl);
+  let f = 0,
+    l = 0;
   rows.forEach((r, i) => {
-    for (const [j, v] of r.feats) { idx[f] = j; val[f] = v; f++; }
+    for (const [j, v] of r.feats) {
+      idx[f] = j;
+      val[f] = v;
+      f++;
+    }
     for (const y of r.labels) labels[l++] = y;
-    row[i + 1] = f; lrow[i + 1] = l;
+    row[i + 1] = f;
+    lrow[i + 1] = l;
   });
-  return { path, rows: rows.length, row, idx, val, lrow, labels, header: null, sha256: path, bytes: 0,
-    unlabelled: rows.filter((r) => !r.labels.length).length };
+  return {
+    path,
+    rows: rows.length,
+    row,
+    idx,
+    val,
+    lrow,
+    labels,
+    header: null,
+    sha256: path,
+    bytes: 0,
+    unlabelled: rows.filter((r) => !r.labels.length).length,
+  };
 }
 
 /** Random rows: `nnz` distinct features each, 1–2 labels. */
@@ -38,16 +61,44 @@ export function denseLayer(index: number, inputDim: number, dim: number, activat
   return { index, inputDim, dim, activation, sparsity: 1, sparsitySource: 'default', hash: null };
 }
 
-export function sparseLayer(index: number, inputDim: number, dim: number, activation: Activation, sparsity: number, family: 'simhash' | 'dwta', K: number,
-  L: number, R: number): SparseLayer {
+export function sparseLayer(
+  index: number,
+  inputDim: number,
+  dim: number,
+  activation: Activation,
+  sparsity: number,
+  family: 'simhash' | 'dwta',
+  K: number,
+  L: number,
+  R: number,
+): SparseLayer {
   const autotuned = { K, L, R, meetsCoverage: true, meetsCost: true, reason: 'test' };
-  return { index, inputDim, dim, activation, sparsity, sparsitySource: 'spec', hash: { family, K, L, R, sources: { K: 'flag', L: 'flag', R: 'flag' },
-    autotuned } };
+  return {
+    index,
+    inputDim,
+    dim,
+    activation,
+    sparsity,
+    sparsitySource: 'spec',
+    hash: { family, K, L, R, sources: { K: 'flag', L: 'flag', R: 'flag' }, autotuned },
+  };
 }
 
 export function settings(o: Partial<TrainSettings> = {}): TrainSettings {
-  return { epochs: 1, batch: 16, lr: 0.01, threads: 1, seed: 7, hash: 'simhash', aln: false, beta1: 0.9, beta2: 0.999, eps: 1e-8, schedule: { rehashEvery: 0,
-    rebuildEvery: 0 }, ...o };
+  return {
+    epochs: 1,
+    batch: 16,
+    lr: 0.01,
+    threads: 1,
+    seed: 7,
+    hash: 'simhash',
+    aln: false,
+    beta1: 0.9,
+    beta2: 0.999,
+    eps: 1e-8,
+    schedule: { rehashEvery: 0, rebuildEvery: 0 },
+    ...o,
+  };
 }
 
 export function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>, atol = 1e-6): number {

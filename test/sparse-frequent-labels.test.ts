@@ -19,7 +19,8 @@ test('frequentDefault: 1/16 of the active neurons of a sampled layer, none for a
   assert.equal(frequentDefault(denseLayer(1, 16, 1000, 'softmax')), 0);
 });
 
-const INPUT = 30, CLASSES = 400;
+const INPUT = 30,
+  CLASSES = 400;
 const layers = [denseLayer(0, INPUT, 8, 'relu'), sparseLayer(1, 8, CLASSES, 'softmax', 0.02, 'simhash', 4, 2, 4)];
 const opts = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, aln: 0, optimizer: OPTIMIZER_CODE.adam };
 
@@ -46,7 +47,10 @@ async function batches(always: boolean): Promise<boolean[]> {
 
 test('setAlways: every batch computes (and so pushes down) the given neurons; without it some batches do not', async () => {
   assert.ok((await batches(true)).every(Boolean), 'every batch gives the always-computed neurons a gradient');
-  assert.ok((await batches(false)).some((x) => !x), 'the control: the tables and the random fill alone miss them in some batch');
+  assert.ok(
+    (await batches(false)).some((x) => !x),
+    'the control: the tables and the random fill alone miss them in some batch',
+  );
 });
 
 test('setAlways refuses a dense layer and ids out of range with VT_ARGUMENT', async () => {

@@ -10,7 +10,8 @@ import { loadSparseTrainAddon, type SparseTrainAddon, type Handle } from '../src
 import { nativeLayerConfig } from '../src/sparse/trainer.js';
 import { denseLayer, randomRows, sparseLayer, xcFromRows } from './sparse-fixture.js';
 
-const D = 3000, HIDDEN = 32;
+const D = 3000,
+  HIDDEN = 32;
 
 function model(addon: SparseTrainAddon, family: 'simhash' | 'dwta', seed: number, R: number, threads = 1): Handle {
   const layers = [denseLayer(0, 100, HIDDEN, 'relu'), sparseLayer(1, HIDDEN, D, 'softmax', 0.05, family, 6, 8, R)];
@@ -70,7 +71,9 @@ test('hash codes are a function of the seed: same seed, same codes; another seed
   const addon = await loadSparseTrainAddon();
   const x = Float32Array.from({ length: HIDDEN }, (_, i) => Math.sin(i + 1));
   for (const family of ['simhash', 'dwta'] as const) {
-    const a = model(addon, family, 9, 10), b = model(addon, family, 9, 10), c = model(addon, family, 10, 10);
+    const a = model(addon, family, 9, 10),
+      b = model(addon, family, 9, 10),
+      c = model(addon, family, 10, 10);
     assert.deepEqual(addon.query(a, 1, x).codes, addon.query(b, 1, x).codes);
     assert.notDeepEqual(addon.query(a, 1, x).codes, addon.query(c, 1, x).codes);
     assert.ok(addon.query(a, 1, x).codes.every((code) => code < 64));

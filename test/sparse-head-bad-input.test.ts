@@ -29,7 +29,9 @@ before(async () => {
   input = join(work, 'x.npy');
   await writeFile(input, encodeNpy({ dtype: 'float32', shape: [1, FEATURES], data: new Float32Array(FEATURES).fill(0.5) }));
 });
-after(async () => { await rm(work, { recursive: true, force: true }); });
+after(async () => {
+  await rm(work, { recursive: true, force: true });
+});
 
 for (const bad of ['0', '1.5', '1,0.01,x']) {
   test(`--sparsities ${bad} is one clear error, before any tuning`, async () => {
@@ -69,21 +71,38 @@ async function tampered(name: string, change: (bin: Buffer, meta: HeadMeta) => v
   return dir;
 }
 
-test('a flipped byte in the hash tables is refused at load (the manifest\'s sha256), by the session and by veltair run', async () => {
-  const dir = await tampered('flipped.bundle', (bin, meta) => { bin[meta.blobs.ids.offset + 3]! ^= 0xff; }, false);
+test("a flipped byte in the hash tables is refused at load (the manifest's sha256), by the session and by veltair run", async () => {
+  const dir = await tampered(
+    'flipped.bundle',
+    (bin, meta) => {
+      bin[meta.blobs.ids.offset + 3]! ^= 0xff;
+    },
+    false,
+  );
   await assert.rejects(loadBundle(dir), (e: Error & { code?: string }) => e.code === 'BAD_BUNDLE' && e.message.includes(HEAD_BIN));
   assertOneClearError(await veltair(['run', dir, '--input', input, '--output-dir', join(work, 'out')]), 'BAD_BUNDLE', [HEAD_BIN]);
 });
 
 test('weights the index was not built over are refused even when the manifest is re-hashed to match', async () => {
-  const bump = (bin: Buffer, meta: HeadMeta) => { bin.writeFloatLE(bin.readFloatLE(meta.blobs.weight.offset) + 1, meta.blobs.weight.offset); };
+  const bump = (bin: Buffer, meta: HeadMeta) => {
+    bin.writeFloatLE(bin.readFloatLE(meta.blobs.weight.offset) + 1, meta.blobs.weight.offset);
+  };
   const dir = await tampered('reweighted.bundle', bump, true);
-  await assert.rejects(loadBundle(dir), (e: Error & { code?: string }) => e.code === 'BAD_BUNDLE' && /does not match its weights/.test(e.message));
+  await assert.rejects(
+    loadBundle(dir),
+    (e: Error & { code?: string }) => e.code === 'BAD_BUNDLE' && /does not match its weights/.test(e.message),
+  );
   assertOneClearError(await veltair(['run', dir, '--input', input, '--output-dir', join(work, 'out')]), 'BAD_BUNDLE', ['sha256']);
 });
 
-test('an out-of-range neuron id in the tables is refused by the addon\'s checks, not read', async () => {
-  const dir = await tampered('bad-id.bundle', (bin, meta) => { bin.writeUInt32LE(0xfffffff0, meta.blobs.ids.offset); }, true);
+test("an out-of-range neuron id in the tables is refused by the addon's checks, not read", async () => {
+  const dir = await tampered(
+    'bad-id.bundle',
+    (bin, meta) => {
+      bin.writeUInt32LE(0xfffffff0, meta.blobs.ids.offset);
+    },
+    true,
+  );
   await assert.rejects(loadBundle(dir), (e: Error & { code?: string }) => e.code === 'BAD_BUNDLE' && /not a neuron/.test(e.message));
 });
 
@@ -92,7 +111,17 @@ test('veltair run --min-recall runs the fastest version meeting it and says whic
   const kept = meta.versions.filter((v) => v.kept);
   const floor = Math.min(...kept.map((v) => v.recallAt1));
   const want = kept.filter((v) => v.recallAt1 >= floor).sort((a, b) => a.latencyMs['0']! - b.latencyMs['0']!)[0]!;
-  const r = await veltair(['run', bundle, '--input', input, '--output-dir', join(work, 'out-floor'), '--min-recall', String(floor), '--json']);
+  const r = await veltair([
+    'run',
+    bundle,
+    '--input',
+    input,
+    '--output-dir',
+    join(work, 'out-floor'),
+    '--min-recall',
+    String(floor),
+    '--json',
+  ]);
   assert.equal(r.exitCode, 0, r.stderr);
   assert.deepEqual((JSON.parse(r.stdout) as { sparseVersion: unknown }).sparseVersion, { id: want.id, recallAt1: want.recallAt1 });
   assertOneClearError(await veltair(['run', bundle, '--input', input, '--min-recall', '1.5']), 'BAD_ARGUMENT', ['--min-recall']);

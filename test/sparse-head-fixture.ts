@@ -31,24 +31,28 @@ export async function writePlantedHead(dir: string, labels = LABELS): Promise<Pl
   const planted = plantedModel({ ...PLANTED_DEFAULTS, labels, features: FEATURES, train: 0, test: CALIBRATION_ROWS, seed: 3 });
   const p = planted.protoFeatures.length / labels;
   const weight = new Float32Array(labels * FEATURES);
-  for (let c = 0; c < labels; c++) for (let k = 0; k < p; k++) weight[c * FEATURES + planted.protoFeatures[c * p + k]!] = planted.protoWeights[c * p + k]!;
+  for (let c = 0; c < labels; c++)
+    for (let k = 0; k < p; k++) weight[c * FEATURES + planted.protoFeatures[c * p + k]!] = planted.protoWeights[c * p + k]!;
   const identity = new Float32Array(FEATURES * FEATURES);
   for (let i = 0; i < FEATURES; i++) identity[i * FEATURES + i] = 1;
   const model = join(dir, 'planted.onnx');
-  await writeFile(model, encodeModel({
-    inputs: [{ name: 'features', dtype: 'float32', shape: [1, FEATURES] }],
-    outputs: [{ name: 'scores', dtype: 'float32', shape: [1, labels] }],
-    initializers: [
-      ['eye', { dtype: 'float32', dims: [FEATURES, FEATURES], data: identity }],
-      ['classes', { dtype: 'float32', dims: [labels, FEATURES], data: weight }],
-      ['classes_bias', { dtype: 'float32', dims: [labels], data: new Float32Array(labels) }],
-    ],
-    nodes: [
-      { op: 'Gemm', name: 'hidden', inputs: ['features', 'eye'], outputs: ['h'] },
-      { op: 'Gemm', name: 'classes', inputs: ['h', 'classes', 'classes_bias'], outputs: ['logits'], attrs: { transB: 1 } },
-      { op: 'Softmax', name: 'softmax', inputs: ['logits'], outputs: ['scores'], attrs: { axis: 1 } },
-    ],
-  }));
+  await writeFile(
+    model,
+    encodeModel({
+      inputs: [{ name: 'features', dtype: 'float32', shape: [1, FEATURES] }],
+      outputs: [{ name: 'scores', dtype: 'float32', shape: [1, labels] }],
+      initializers: [
+        ['eye', { dtype: 'float32', dims: [FEATURES, FEATURES], data: identity }],
+        ['classes', { dtype: 'float32', dims: [labels, FEATURES], data: weight }],
+        ['classes_bias', { dtype: 'float32', dims: [labels], data: new Float32Array(labels) }],
+      ],
+      nodes: [
+        { op: 'Gemm', name: 'hidden', inputs: ['features', 'eye'], outputs: ['h'] },
+        { op: 'Gemm', name: 'classes', inputs: ['h', 'classes', 'classes_bias'], outputs: ['logits'], attrs: { transB: 1 } },
+        { op: 'Softmax', name: 'softmax', inputs: ['logits'], outputs: ['scores'], attrs: { axis: 1 } },
+      ],
+    }),
+  );
   const calibration = join(dir, 'calibration.txt');
   await writePlantedFile(planted, calibration, CALIBRATION_ROWS, 2);
   return { dir, model, calibration, planted, weight };
@@ -56,12 +60,41 @@ export async function writePlantedHead(dir: string, labels = LABELS): Promise<Pl
 
 /** The cheapest compile that still tunes the prefix: one trial, quiet level, one thread. */
 export function compileArgs(h: PlantedHead, out: string, extra: readonly string[] = []): string[] {
-  return ['compile', h.model, '-o', out, '--trials', '1', '--levels', '0', '--threads', '1', '--profile-threads', 'none', '--db', join(h.dir, 'db'),
-    '--sparse-min-outputs', '1000', '--calibration', h.calibration, '--json', ...extra];
+  return [
+    'compile',
+    h.model,
+    '-o',
+    out,
+    '--trials',
+    '1',
+    '--levels',
+    '0',
+    '--threads',
+    '1',
+    '--profile-threads',
+    'none',
+    '--db',
+    join(h.dir, 'db'),
+    '--sparse-min-outputs',
+    '1000',
+    '--calibration',
+    h.calibration,
+    '--json',
+    ...extra,
+  ];
 }
 
 /** compileArgs' compile, in this process (compileModel): for tests that need the bundle, not the CLI. */
 export async function compilePlanted(h: PlantedHead, out: string, extra: CompileOptions = {}) {
-  return compileFixture(h.model, { output: out, trials: 1, levels: [0], threads: [1], profileThreads: [], db: join(h.dir, 'db'), sparseMinOutputs: 1000,
-    calibration: h.calibration, ...extra });
+  return compileFixture(h.model, {
+    output: out,
+    trials: 1,
+    levels: [0],
+    threads: [1],
+    profileThreads: [],
+    db: join(h.dir, 'db'),
+    sparseMinOutputs: 1000,
+    calibration: h.calibration,
+    ...extra,
+  });
 }

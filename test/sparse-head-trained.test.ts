@@ -22,19 +22,49 @@ before(async () => {
   const data = join(work, 'data');
   const made = await veltair(['data', 'planted', '-o', data, '--labels', '2000', '--features', '500', '--train', '3000', '--test', '300']);
   assert.equal(made.exitCode, 0, made.stderr);
-  await writeFile(join(data, 'spec.json'), JSON.stringify({ input: 500, layers: [{ dim: 32, activation: 'relu' }, { dim: 2000, activation: 'softmax',
-    sparsity: 0.05 }] }));
+  await writeFile(
+    join(data, 'spec.json'),
+    JSON.stringify({
+      input: 500,
+      layers: [
+        { dim: 32, activation: 'relu' },
+        { dim: 2000, activation: 'softmax', sparsity: 0.05 },
+      ],
+    }),
+  );
   run = join(work, 'run');
-  const trained = await veltair(['train', join(data, 'spec.json'), join(data, 'train.txt'), '--eval', join(data, 'test.txt'), '-o', run, '--epochs', '1',
-    '--threads', '1']);
+  const trained = await veltair([
+    'train',
+    join(data, 'spec.json'),
+    join(data, 'train.txt'),
+    '--eval',
+    join(data, 'test.txt'),
+    '-o',
+    run,
+    '--epochs',
+    '1',
+    '--threads',
+    '1',
+  ]);
   assert.equal(trained.exitCode, 0, trained.stderr);
 });
-after(async () => { await rm(work, { recursive: true, force: true }); });
+after(async () => {
+  await rm(work, { recursive: true, force: true });
+});
 
-const compile = (model: string, out: string) => compileFixture(model, { output: out, trials: 1, levels: [0], threads: [1], profileThreads: [],
-  db: join(work, 'db'), sparseMinOutputs: 1000, calibrationRows: 100 });
+const compile = (model: string, out: string) =>
+  compileFixture(model, {
+    output: out,
+    trials: 1,
+    levels: [0],
+    threads: [1],
+    profileThreads: [],
+    db: join(work, 'db'),
+    sparseMinOutputs: 1000,
+    calibrationRows: 100,
+  });
 
-test('the trained index and the training run\'s data are used', async () => {
+test("the trained index and the training run's data are used", async () => {
   const out = join(work, 'trained.bundle');
   await compile(join(run, 'model.onnx'), out);
   const meta = JSON.parse(await readFile(join(out, HEAD_JSON), 'utf8')) as HeadMeta;
@@ -52,8 +82,10 @@ test('a damaged trained index is one clear error; an index of other weights is r
   const bin = await readFile(join(damaged, INDEX_BIN));
   bin[100]! ^= 0xff;
   await writeFile(join(damaged, INDEX_BIN), bin);
-  await assert.rejects(compile(join(damaged, 'model.onnx'), join(work, 'never.bundle')),
-    (e: unknown) => isVeltairError(e) && /lsh-index\.bin does not match the sha256/.test(e.message));
+  await assert.rejects(
+    compile(join(damaged, 'model.onnx'), join(work, 'never.bundle')),
+    (e: unknown) => isVeltairError(e) && /lsh-index\.bin does not match the sha256/.test(e.message),
+  );
 
   const other = join(work, 'other');
   await cp(run, other, { recursive: true });
@@ -62,7 +94,10 @@ test('a damaged trained index is one clear error; an index of other weights is r
   await writeFile(join(other, INDEX_JSON), JSON.stringify(json));
   const out = join(work, 'rebuilt.bundle');
   const r = await compile(join(other, 'model.onnx'), out);
-  assert.ok(r.notes.some((n) => /indexes other weights/.test(n)), r.notes.join('\n'));
+  assert.ok(
+    r.notes.some((n) => /indexes other weights/.test(n)),
+    r.notes.join('\n'),
+  );
   const meta = JSON.parse(await readFile(join(out, HEAD_JSON), 'utf8')) as HeadMeta;
   assert.equal(meta.index.source, 'compiled');
 });

@@ -14,7 +14,15 @@ import { availableCores } from '../src/toolchain/cpu.js';
 import { HEAD_BIN, HEAD_JSON, type HeadMeta } from '../src/sparse-head/format.js';
 import { readXc, type XcDataset } from '../src/sparse/xc-reader.js';
 import { assertOneClearError, veltair } from './compile-fixture.js';
-import { CALIBRATION_ROWS, compileArgs, compilePlanted, FEATURES, LABELS, writePlantedHead, type PlantedHead } from './sparse-head-fixture.js';
+import {
+  CALIBRATION_ROWS,
+  compileArgs,
+  compilePlanted,
+  FEATURES,
+  LABELS,
+  writePlantedHead,
+  type PlantedHead,
+} from './sparse-head-fixture.js';
 
 let work: string;
 let planted: PlantedHead;
@@ -33,7 +41,9 @@ before(async () => {
   calibration = await readXc(planted.calibration, { inputDim: FEATURES, outputDim: LABELS });
   meta = JSON.parse(await readFile(join(bundle, HEAD_JSON), 'utf8')) as HeadMeta;
 });
-after(async () => { await rm(work, { recursive: true, force: true }); });
+after(async () => {
+  await rm(work, { recursive: true, force: true });
+});
 
 const rowInput = (r: number): Float32Array => {
   const x = new Float32Array(FEATURES);
@@ -44,7 +54,10 @@ const labelsOf = (r: number) => Array.from(calibration.labels.subarray(calibrati
 
 function topOf(s: Session, x: Float32Array): { values: Float32Array; indices: number[] } {
   const out = s.runSync({ features: { dtype: 'float32', shape: [1, FEATURES], data: x } });
-  return { values: out['scores_topk_values']!.data as Float32Array, indices: Array.from(out['scores_topk_indices']!.data as BigInt64Array, Number) };
+  return {
+    values: out['scores_topk_values']!.data as Float32Array,
+    indices: Array.from(out['scores_topk_indices']!.data as BigInt64Array, Number),
+  };
 }
 
 /** float64 scores of every class, from the weights the fixture planted. */
@@ -60,11 +73,14 @@ function referenceScores(x: Float32Array): Float64Array {
 
 test('the bundle keeps a sparse family: hashed files, a dense version, 64-byte aligned arrays, top-k outputs', async () => {
   const manifest = JSON.parse(await readFile(join(bundle, 'manifest.json'), 'utf8')) as { files: Record<string, unknown> };
-  assert.ok(HEAD_JSON in manifest.files && HEAD_BIN in manifest.files, 'the head\'s files are hashed in the manifest');
+  assert.ok(HEAD_JSON in manifest.files && HEAD_BIN in manifest.files, "the head's files are hashed in the manifest");
   assert.equal(meta.layer.n, LABELS);
   assert.equal(meta.calibration.source, 'file');
   assert.equal(meta.calibration.rows, CALIBRATION_ROWS);
-  assert.deepEqual(meta.versions.map((v) => v.sparsity), [1, 0.05, 0.01, 0.005]);
+  assert.deepEqual(
+    meta.versions.map((v) => v.sparsity),
+    [1, 0.05, 0.01, 0.005],
+  );
   assert.ok(meta.versions.find((v) => v.sparsity === 1)!.kept);
   for (const b of Object.values(meta.blobs)) assert.equal(b.offset % 64, 0);
   // each version's share of the always list (chosen on the calibration rows) lies within its budget and the list
@@ -75,14 +91,20 @@ test('the bundle keeps a sparse family: hashed files, a dense version, 64-byte a
   }
   const s = await loadBundle(bundle);
   try {
-    assert.deepEqual(s.outputs.map((o) => [o.name, o.dtype, o.shape]), [['scores_topk_values', 'float32', [1, 5]], ['scores_topk_indices', 'int64', [1, 5]]]);
+    assert.deepEqual(
+      s.outputs.map((o) => [o.name, o.dtype, o.shape]),
+      [
+        ['scores_topk_values', 'float32', [1, 5]],
+        ['scores_topk_indices', 'int64', [1, 5]],
+      ],
+    );
     assert.equal(s.sparse!.versions[s.sparse!.current]!.sparsity, 1, 'no floor: the densest version');
   } finally {
     s.close();
   }
 });
 
-test('the sparsity-1 version is the dense layer: the reference top-5 and the --no-sparse bundle\'s ranking', async () => {
+test("the sparsity-1 version is the dense layer: the reference top-5 and the --no-sparse bundle's ranking", async () => {
   const s = await loadBundle(bundle);
   const dense = await loadBundle(denseBundle);
   try {
@@ -90,10 +112,14 @@ test('the sparsity-1 version is the dense layer: the reference top-5 and the --n
       const x = rowInput(r);
       const got = topOf(s, x);
       const ref = referenceScores(x);
-      got.indices.forEach((c, j) => assert.ok(Math.abs(got.values[j]! - ref[c]!) <= 1e-5 * (1 + Math.abs(ref[c]!)), `row ${r}: class ${c} score`));
+      got.indices.forEach((c, j) =>
+        assert.ok(Math.abs(got.values[j]! - ref[c]!) <= 1e-5 * (1 + Math.abs(ref[c]!)), `row ${r}: class ${c} score`),
+      );
       const best = [...ref.keys()].sort((a, b) => ref[b]! - ref[a]! || a - b).slice(0, 5);
       // Near-ties may order differently in float32; the ranks must agree wherever the float64 gap is clear.
-      best.forEach((c, j) => { if (j === 4 || ref[c]! - ref[best[j + 1]!]! > 1e-4) assert.equal(got.indices[j], c, `row ${r} rank ${j}`); });
+      best.forEach((c, j) => {
+        if (j === 4 || ref[c]! - ref[best[j + 1]!]! > 1e-4) assert.equal(got.indices[j], c, `row ${r} rank ${j}`);
+      });
       const probs = dense.runSync({ features: { dtype: 'float32', shape: [1, FEATURES], data: x } })['scores']!.data as Float32Array;
       const denseTop = [...probs.keys()].sort((a, b) => probs[b]! - probs[a]! || a - b)[0];
       if (ref[best[0]!]! - ref[best[1]!]! > 1e-4) assert.equal(got.indices[0], denseTop, `row ${r}: top-1 of the dense bundle`);
@@ -104,7 +130,7 @@ test('the sparsity-1 version is the dense layer: the reference top-5 and the --n
   }
 });
 
-test('recall is measured: recomputed from the session\'s answers it is what the bundle reports, and sparse scores are the dense ones bit for bit', async () => {
+test("recall is measured: recomputed from the session's answers it is what the bundle reports, and sparse scores are the dense ones bit for bit", async () => {
   const s = await loadBundle(bundle);
   try {
     const versions = s.sparse!.versions;
@@ -114,7 +140,9 @@ test('recall is measured: recomputed from the session\'s answers it is what the 
     });
     const dense = answers[0]!;
     versions.forEach((v, i) => {
-      let hit1 = 0, hit5 = 0, right = 0;
+      let hit1 = 0,
+        hit5 = 0,
+        right = 0;
       answers[i]!.forEach((a, r) => {
         if (a.indices[0] === dense[r]!.indices[0]) hit1++;
         hit5 += a.indices.filter((c) => dense[r]!.indices.includes(c)).length;
@@ -131,7 +159,10 @@ test('recall is measured: recomputed from the session\'s answers it is what the 
     // The planted labels are the right answers: the dense layer finds most of them, and the sparsest version does not find them all.
     assert.ok(versions[0]!.precisionAt1! >= 0.6, `dense precision@1 ${versions[0]!.precisionAt1}`);
     const all = meta.versions;
-    assert.ok(all.some((v) => v.recallAt1 < 1), 'a sparse version misses some of dense\'s answers (recall is not assumed to be 1)');
+    assert.ok(
+      all.some((v) => v.recallAt1 < 1),
+      "a sparse version misses some of dense's answers (recall is not assumed to be 1)",
+    );
   } finally {
     s.close();
   }
@@ -150,12 +181,18 @@ test('finishPlan frees the session, then runs the head off the event loop with t
         const runHead = inference.finishPlan();
         // The session was free before the head ran: another inference starts at once (a session still held would keep it waiting).
         let timer: NodeJS.Timeout | undefined;
-        const held = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('the session was still held')), 10_000); });
+        const held = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('the session was still held')), 10_000);
+        });
         const second = await Promise.race([s.begin({ features: { dtype: 'float32', shape: [1, FEATURES], data: x } }), held]);
         clearTimeout(timer);
         second.abort();
         const pending = runHead();
-        assert.throws(() => topOf(s, x), /synchronously while an asynchronous query ran/, 'a synchronous query waits for no one: it is refused');
+        assert.throws(
+          () => topOf(s, x),
+          /synchronously while an asynchronous query ran/,
+          'a synchronous query waits for no one: it is refused',
+        );
         const out = await pending;
         const sync = topOf(s, x);
         assert.deepEqual(Array.from(out['scores_topk_indices']!.data as BigInt64Array, Number), sync.indices, `version ${i} row ${r}`);
@@ -194,7 +231,9 @@ test('veltair plot --sparse draws the recall–latency frontier with the kept ve
   const rows = (await readFile(csv, 'utf8')).trim().split('\r\n');
   assert.equal(rows.length, 1 + meta.versions.length);
   assert.ok(rows[0]!.includes('kept') && rows[0]!.includes('recallAt1'));
-  assertOneClearError(await veltair(['plot', denseBundle, '--sparse', '-o', join(work, 'never.svg')]), 'BAD_ARGUMENT', ['no sparse output layer']);
+  assertOneClearError(await veltair(['plot', denseBundle, '--sparse', '-o', join(work, 'never.svg')]), 'BAD_ARGUMENT', [
+    'no sparse output layer',
+  ]);
   const html = join(work, 'report.html');
   const report = await veltair(['report', bundle, '-o', html, '--json']);
   assert.equal(report.exitCode, 0, report.stderr);

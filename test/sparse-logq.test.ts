@@ -11,7 +11,9 @@ import { OPTIMIZER_CODE, PASS_CODE, loadSparseTrainAddon, type AdamOptions } fro
 import { nativeLayerConfig } from '../src/sparse/trainer.js';
 import { denseLayer, maxRelDiff, randomRows, sparseLayer, xcFromRows } from './sparse-fixture.js';
 
-const INPUT = 30, CLASSES = 400, BATCH = 16;
+const INPUT = 30,
+  CLASSES = 400,
+  BATCH = 16;
 const base = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, aln: 0, optimizer: OPTIMIZER_CODE.adam };
 
 /** Mean loss per sample and mean active neurons of one batch with the output layer's weights and biases all 0. */
@@ -24,7 +26,16 @@ async function zeroLogitBatch(opts: AdamOptions): Promise<{ loss: number; active
   addon.setTensor(model, 1, 'w', new Float32Array(8 * CLASSES));
   addon.setTensor(model, 1, 'b', new Float32Array(CLASSES));
   addon.index(model, 1, true, 0);
-  const st = addon.backprop(model, d, Int32Array.from({ length: BATCH }, (_, i) => i), 0, BATCH, 1, 0, opts);
+  const st = addon.backprop(
+    model,
+    d,
+    Int32Array.from({ length: BATCH }, (_, i) => i),
+    0,
+    BATCH,
+    1,
+    0,
+    opts,
+  );
   addon.close(model);
   return { loss: st[0]! / st[1]!, active: st[5]! / st[6]! };
 }
@@ -33,9 +44,15 @@ test('logQ: with all logits 0 the sampled loss is the full softmax loss, log(cla
   for (const pass of [PASS_CODE.sample, PASS_CODE['neuron-adam']]) {
     const corrected = await zeroLogitBatch({ ...base, pass, uniform: 0.25, logq: 1 });
     assert.ok(corrected.active < CLASSES / 10, `a sampled batch (${corrected.active} active of ${CLASSES})`);
-    assert.ok(Math.abs(corrected.loss - Math.log(CLASSES)) < 1e-4, `corrected loss ${corrected.loss} vs log(${CLASSES}) ${Math.log(CLASSES)}`);
+    assert.ok(
+      Math.abs(corrected.loss - Math.log(CLASSES)) < 1e-4,
+      `corrected loss ${corrected.loss} vs log(${CLASSES}) ${Math.log(CLASSES)}`,
+    );
     const plain = await zeroLogitBatch({ ...base, pass, uniform: 0.25, logq: 0 });
-    assert.ok(Math.abs(plain.loss - Math.log(plain.active)) < 1e-4, `uncorrected loss ${plain.loss} vs log(active) ${Math.log(plain.active)}`);
+    assert.ok(
+      Math.abs(plain.loss - Math.log(plain.active)) < 1e-4,
+      `uncorrected loss ${plain.loss} vs log(active) ${Math.log(plain.active)}`,
+    );
   }
 });
 
@@ -43,12 +60,23 @@ test('logQ with uniform negatives at sparsity 1 equals the dense layer: loss and
   const addon = await loadSparseTrainAddon();
   const data = xcFromRows(randomRows(BATCH, INPUT, 24, 6, 11));
   const run = (sparse: boolean, opts: AdamOptions) => {
-    const layers = [denseLayer(0, INPUT, 16, 'relu'),
-      sparse ? sparseLayer(1, 16, 24, 'softmax', 1, 'dwta', 3, 2, 6) : denseLayer(1, 16, 24, 'softmax')];
+    const layers = [
+      denseLayer(0, INPUT, 16, 'relu'),
+      sparse ? sparseLayer(1, 16, 24, 'softmax', 1, 'dwta', 3, 2, 6) : denseLayer(1, 16, 24, 'softmax'),
+    ];
     const model = addon.create({ inputDim: INPUT, seed: 5, threads: 1, layers: layers.map((l) => nativeLayerConfig(l)) });
     const d = addon.dataset(data.row, data.idx, data.val, data.lrow, data.labels, INPUT, 24);
     addon.index(model, 1, true, 0);
-    const st = addon.backprop(model, d, Int32Array.from({ length: BATCH }, (_, i) => i), 0, BATCH, 1, 0, opts);
+    const st = addon.backprop(
+      model,
+      d,
+      Int32Array.from({ length: BATCH }, (_, i) => i),
+      0,
+      BATCH,
+      1,
+      0,
+      opts,
+    );
     const g = ['gw', 'gb'].flatMap((n) => [0, 1].map((l) => addon.getTensor(model, l, n as 'gw' | 'gb')));
     addon.close(model);
     return { loss: st[0]!, g };

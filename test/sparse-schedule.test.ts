@@ -13,19 +13,30 @@ function actions(rows: number, batch: number, s: { rehashEvery: number; rebuildE
 }
 
 test('n rehashes per epoch are n evenly spaced rehashes inside the epoch', () => {
-  for (const [rows, batch] of [[100000, 256], [3000, 64], [5000, 100]] as const) {
+  for (const [rows, batch] of [
+    [100000, 256],
+    [3000, 64],
+    [5000, 100],
+  ] as const) {
     for (const n of [0, 1, 3, 8]) {
       const got = actions(rows, batch, { rehashEvery: rehashEveryFor(rows, batch, n), rebuildEvery: 0 });
       assert.equal(got.length, n, `${n} per epoch over ${rows} rows, batch ${batch}`);
       assert.ok(got.every(([, a]) => a === 'rehash'));
     }
   }
-  assert.deepEqual(actions(100000, 256, defaultTableRefresh(100000, 256)).map(([at]) => at), [50176]);
+  assert.deepEqual(
+    actions(100000, 256, defaultTableRefresh(100000, 256)).map(([at]) => at),
+    [50176],
+  );
   assert.equal(REHASHES_PER_EPOCH, 1);
 });
 
 test('a rebuild at the same point replaces the rehash; the epoch end triggers nothing (the next epoch rebuilds)', () => {
-  assert.deepEqual(actions(1000, 100, { rehashEvery: 200, rebuildEvery: 400 }),
-    [[200, 'rehash'], [400, 'rebuild'], [600, 'rehash'], [800, 'rebuild']]);
+  assert.deepEqual(actions(1000, 100, { rehashEvery: 200, rebuildEvery: 400 }), [
+    [200, 'rehash'],
+    [400, 'rebuild'],
+    [600, 'rehash'],
+    [800, 'rebuild'],
+  ]);
   assert.equal(indexAction({ rehashEvery: 100, rebuildEvery: 0 }, 900, 1000, 1000), null);
 });

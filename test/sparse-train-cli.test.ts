@@ -25,34 +25,75 @@ const root = mkdtempSync(join(tmpdir(), 'veltair-train-cli-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 const data = join(root, 'data');
 const run = join(root, 'run');
-const PLANTED = ['--labels', '500', '--features', '1000', '--train', '5000', '--test', '500', '--noise', '2', '--zipf', '0.5', '--hidden', '64'];
+const PLANTED = [
+  '--labels',
+  '500',
+  '--features',
+  '1000',
+  '--train',
+  '5000',
+  '--test',
+  '500',
+  '--noise',
+  '2',
+  '--zipf',
+  '0.5',
+  '--hidden',
+  '64',
+];
 let epochs: Record<string, unknown>[] = [];
 
 before(async () => {
   const g = await veltair(['data', 'planted', '-o', data, ...PLANTED, '--json']);
   assert.equal(g.exitCode, 0, g.stderr);
-  const t = await veltair(['train', join(data, 'spec.json'), join(data, 'train.txt'), '--eval', join(data, 'test.txt'), '-o', run,
-    '--epochs', '3', '--sparsity', '0.1', '--lr', '0.005', '--batch', '64', '--threads', '2', '--json']);
+  const t = await veltair([
+    'train',
+    join(data, 'spec.json'),
+    join(data, 'train.txt'),
+    '--eval',
+    join(data, 'test.txt'),
+    '-o',
+    run,
+    '--epochs',
+    '3',
+    '--sparsity',
+    '0.1',
+    '--lr',
+    '0.005',
+    '--batch',
+    '64',
+    '--threads',
+    '2',
+    '--json',
+  ]);
   assert.equal(t.exitCode, 0, t.stderr);
-  epochs = t.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  epochs = t.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 });
 
 test('the planted generator is deterministic and writes XC files with a header and a matching spec', async () => {
   const again = join(root, 'again');
   assert.equal((await veltair(['data', 'planted', '-o', again, ...PLANTED])).exitCode, 0);
-  for (const f of ['train.txt', 'test.txt', 'spec.json']) assert.ok(readFileSync(join(data, f)).equals(readFileSync(join(again, f))),
-    `${f} differs between two runs`);
+  for (const f of ['train.txt', 'test.txt', 'spec.json'])
+    assert.ok(readFileSync(join(data, f)).equals(readFileSync(join(again, f))), `${f} differs between two runs`);
   assert.equal(readFileSync(join(data, 'train.txt'), 'utf8').split('\n')[0], '5000 1000 500');
-  assert.deepEqual(JSON.parse(readFileSync(join(data, 'spec.json'), 'utf8')), { input: 1000, layers: [{ dim: 64, activation: 'relu' }, { dim: 500,
-    activation: 'softmax' }] });
+  assert.deepEqual(JSON.parse(readFileSync(join(data, 'spec.json'), 'utf8')), {
+    input: 1000,
+    layers: [
+      { dim: 64, activation: 'relu' },
+      { dim: 500, activation: 'softmax' },
+    ],
+  });
 });
 
 test('--json: one object per epoch with the metrics; a tiny planted set reaches P@1 ≥ 0.9 within three epochs', () => {
   assert.equal(epochs.length, 3);
   for (const [i, e] of epochs.entries()) {
     assert.equal(e['epoch'], i + 1);
-    for (const k of ['loss', 'precision@1', 'precision@5', 'recall@5', 'epochSeconds', 'evalSeconds', 'samplesPerSecond']) assert.equal(typeof e[k], 'number',
-      k);
+    for (const k of ['loss', 'precision@1', 'precision@5', 'recall@5', 'epochSeconds', 'evalSeconds', 'samplesPerSecond'])
+      assert.equal(typeof e[k], 'number', k);
     assert.equal(e['samples'], 5000);
     assert.equal(e['threads'], 2);
     const sparse = e['sparse'] as Record<string, number>;
@@ -68,7 +109,14 @@ test('--json: one object per epoch with the metrics; a tiny planted set reaches 
 
 test('the run directory holds the last two checkpoints, model.onnx, the hash index and training.json', () => {
   const names = readdirSync(run).sort();
-  assert.deepEqual(names, ['checkpoint-0002.vtckpt', 'checkpoint-0003.vtckpt', 'lsh-index.bin', 'lsh-index.json', 'model.onnx', 'training.json']);
+  assert.deepEqual(names, [
+    'checkpoint-0002.vtckpt',
+    'checkpoint-0003.vtckpt',
+    'lsh-index.bin',
+    'lsh-index.json',
+    'model.onnx',
+    'training.json',
+  ]);
   const summary = JSON.parse(readFileSync(join(run, 'training.json'), 'utf8'));
   assert.equal(summary.history.length, 3);
   assert.equal(summary.layers[1].hash.family, 'dwta');
@@ -80,7 +128,7 @@ function dense(d: Awaited<ReturnType<typeof readXc>>, rows: number, input: numbe
   return x;
 }
 
-test('ONNX Runtime on model.onnx gives the trained network\'s dense outputs (network restored from its checkpoint)', async () => {
+test("ONNX Runtime on model.onnx gives the trained network's dense outputs (network restored from its checkpoint)", async () => {
   const ck = await readLatestCheckpoint<RunState>(run, () => undefined);
   assert.ok(ck);
   assert.equal(ck.header.epochsDone, 3);
@@ -100,7 +148,7 @@ test('ONNX Runtime on model.onnx gives the trained network\'s dense outputs (net
   }
 });
 
-test('the hash index names the output layer\'s initializers, carries the sha256 of exactly those bytes, and caps buckets at R', async () => {
+test("the hash index names the output layer's initializers, carries the sha256 of exactly those bytes, and caps buckets at R", async () => {
   const { index, bin } = await readHashIndex(run);
   assert.equal(index.layers.length, 1);
   const l = index.layers[0]!;
@@ -109,8 +157,9 @@ test('the hash index names the output layer\'s initializers, carries the sha256 
   const raw = (name: string) => model.graph!.initializer!.find((t) => t.name === name)!.rawData!;
   assert.deepEqual(model.graph!.initializer!.find((t) => t.name === 'layers.1.weight')!.dims!.map(Number), [500, 64]);
   assert.equal(createHash('sha256').update(raw('layers.1.weight')).update(raw('layers.1.bias')).digest('hex'), l.weightsSha256);
-  const offsets = new Uint32Array(bin.buffer.slice(bin.byteOffset + l.tables.offsets.offset, bin.byteOffset + l.tables.offsets.offset
-    + l.tables.offsets.bytes));
+  const offsets = new Uint32Array(
+    bin.buffer.slice(bin.byteOffset + l.tables.offsets.offset, bin.byteOffset + l.tables.offsets.offset + l.tables.offsets.bytes),
+  );
   assert.equal(offsets.length, l.L * 2 ** l.K + 1);
   for (let b = 0; b + 1 < offsets.length; b++) assert.ok(offsets[b + 1]! - offsets[b]! <= l.R);
   assert.ok(existsSync(join(run, 'lsh-index.bin')));

@@ -45,15 +45,23 @@ before(async () => {
   reference = out['output']!.data as Float32Array;
 });
 
-const stepShape = (m: Manifest) => m.graphPlan.steps.map((s) => {
-  const l = s.op === 'layer' ? m.layers[s.layer]! : undefined;
-  return { op: s.op === 'reorder' ? 'reorder' : l!.op, layout: s.op === 'reorder' ? `${s.from}>${s.to}` : s.layout, 
-    inPlace: s.op === 'layer' && s.inPlace === true, layer: l };
-});
+const stepShape = (m: Manifest) =>
+  m.graphPlan.steps.map((s) => {
+    const l = s.op === 'layer' ? m.layers[s.layer]! : undefined;
+    return {
+      op: s.op === 'reorder' ? 'reorder' : l!.op,
+      layout: s.op === 'reorder' ? `${s.from}>${s.to}` : s.layout,
+      inPlace: s.op === 'layer' && s.inPlace === true,
+      layer: l,
+    };
+  });
 
 test('the plan stays blocked from the first conv to the head: the RGB stem reads the graph input as it is; one reorder at the output', () => {
   const steps = stepShape(manifest);
-  assert.deepEqual(steps.filter((s) => s.op === 'reorder').map((s) => s.layout), [`rows${manifest.graphPlan.vectorWidth}>nchw`]);
+  assert.deepEqual(
+    steps.filter((s) => s.op === 'reorder').map((s) => s.layout),
+    [`rows${manifest.graphPlan.vectorWidth}>nchw`],
+  );
   const first = manifest.graphPlan.steps[0]!;
   assert.ok(first.op === 'layer' && first.inputs[0] === manifest.graphPlan.inputs[0]!.value, 'the stem reads the graph input value');
   const flatten = steps.find((s) => s.op === 'flatten')!;
@@ -69,7 +77,10 @@ test('the plan stays blocked from the first conv to the head: the RGB stem reads
 test('concat inputs are written into their slice (every concat in place), DenseNet prefixes included', () => {
   const concats = stepShape(manifest).filter((s) => s.op === 'concat');
   assert.equal(concats.length, 4);
-  assert.ok(concats.every((s) => s.inPlace), 'no concat copies');
+  assert.ok(
+    concats.every((s) => s.inPlace),
+    'no concat copies',
+  );
   const views = manifest.graphPlan.values.filter((v) => v.viewOf);
   assert.ok(views.length >= 8, `${views.length} views`);
   for (const v of views) {
@@ -85,8 +96,11 @@ test('the shuffle unit is one channel gather; batch norms are folded or chained;
   assert.equal(ops.filter((o) => o === 'channelgather').length, 1, 'concat + reshape/transpose/reshape in one layer');
   assert.ok(!ops.includes('transpose') && !ops.includes('reshape') && !ops.includes('batchnormalization') && !ops.includes('pad'));
   const chains = layers.filter((l) => l.op === 'elementwise_chain').map((l) => String(l.attrs['program']));
-  assert.equal(chains.filter((p) => /^affine\(p0,p1\);relu$/.test(p)).length, 4, 'the dense block\'s BN-ReLU pairs are one pass each');
-  assert.ok(chains.some((p) => p === 'mul(p0);add(p1);tanh'), `the tail chain: ${chains.join(' | ')}`);
+  assert.equal(chains.filter((p) => /^affine\(p0,p1\);relu$/.test(p)).length, 4, "the dense block's BN-ReLU pairs are one pass each");
+  assert.ok(
+    chains.some((p) => p === 'mul(p0);add(p1);tanh'),
+    `the tail chain: ${chains.join(' | ')}`,
+  );
   const gated = layers.filter((l) => l.op === 'conv2d' && l.epilogue.some((e) => e.kind === 'channel_mul'));
   assert.equal(gated.length, 1, 'only the gate computed from the block input fuses (the SE gate depends on its conv)');
   assert.equal(ops.filter((o) => o === 'mul').length, 1, 'the squeeze-excite multiply stays one blocked op');
@@ -120,7 +134,9 @@ test('a block on one core runs the versions tuned for one core and matches ONNX 
     const half = Math.floor(s.steps.length / 2);
     const cores = availableCores();
     await inf.block(half, { cores: cores.slice(0, 1) });
-    s.tunableLayers.forEach((t, i) => { if (t.step < half) assert.equal(t.versions[s.versions[i]!]!.threads, 1, `layer ${t.layer}`); });
+    s.tunableLayers.forEach((t, i) => {
+      if (t.step < half) assert.equal(t.versions[s.versions[i]!]!.threads, 1, `layer ${t.layer}`);
+    });
     await inf.block(s.steps.length, { cores: cores.slice(0, 2) });
     assertClose(inf.finish()['output']!.data as Float32Array, reference, 'output run as blocks', 1e-4, 1e-5);
   } finally {
@@ -132,7 +148,10 @@ test('veltair run --profile writes a Chrome trace of every step and a table by o
   const npy = join(root, 'x.npy');
   writeFileSync(npy, encodeNpy({ dtype: 'float32', shape: [1, 3, 16, 16], data: input }));
   const trace = join(root, 'trace.json');
-  const r = await veltair(['run', bundle, '--input', npy, '--output-dir', join(root, 'out'), '--profile', trace, '--profile-runs', '3', '--json'], env);
+  const r = await veltair(
+    ['run', bundle, '--input', npy, '--output-dir', join(root, 'out'), '--profile', trace, '--profile-runs', '3', '--json'],
+    env,
+  );
   assert.equal(r.exitCode, 0, r.stderr);
   const summary = JSON.parse(r.stdout);
   assert.match(r.stderr, /op kind +steps +ms +share/);

@@ -7,11 +7,28 @@ import { SPEED_BEGIN, SPEED_END, speedSetTable, type SpeedRow } from '../src/ben
 import { describeRoofline, groupLimits, groupOf, stepLimit } from '../src/bench/step-roofline.js';
 
 const conv = (o: Partial<{ cin: number; cout: number; kh: number; kw: number; groups: number }>) => ({
-  op: 'conv2d' as const, dtype: 'float32' as const, n: 1, cin: 64, h: 56, w: 56, cout: 64, kh: 3, kw: 3, strideH: 1, strideW: 1,
-  pads: [1, 1, 1, 1] as const, dilationH: 1, dilationW: 1, groups: 1, oh: 56, ow: 56, epilogue: [], ...o,
+  op: 'conv2d' as const,
+  dtype: 'float32' as const,
+  n: 1,
+  cin: 64,
+  h: 56,
+  w: 56,
+  cout: 64,
+  kh: 3,
+  kw: 3,
+  strideH: 1,
+  strideW: 1,
+  pads: [1, 1, 1, 1] as const,
+  dilationH: 1,
+  dilationW: 1,
+  groups: 1,
+  oh: 56,
+  ow: 56,
+  epilogue: [],
+  ...o,
 });
 
-test('a step\'s limit is the larger of its FMA time and its traffic time, and its fraction is that over its time', () => {
+test("a step's limit is the larger of its FMA time and its traffic time, and its fraction is that over its time", () => {
   // 2 GFLOP at 200 GFLOP/s = 10 ms; 10 MB at 20 GB/s = 0.5 ms: FMA-bound, 10 ms of 20 observed.
   const fma = stepLimit({ group: 'conv 3×3', layer: 3, ms: 20, flops: 2e9, bytes: 1e7 }, 200, 20);
   assert.equal(fma.bound, 'fma');
@@ -40,42 +57,88 @@ test('groups sum their steps, largest time first, with their share and the fract
     stepLimit({ group: 'add', layer: null, ms: 2, flops: 0, bytes: 2e7 }, 200, 20), // limit 1 ms, memory
   ];
   const g = groupLimits(steps);
-  assert.deepEqual(g.map((x) => x.group), ['conv 3×3', 'add']);
+  assert.deepEqual(
+    g.map((x) => x.group),
+    ['conv 3×3', 'add'],
+  );
   assert.equal(g[0]!.steps, 2);
   assert.ok(Math.abs(g[0]!.share - 0.8) < 1e-9 && Math.abs(g[0]!.fraction - 7 / 8) < 1e-9);
   assert.equal(g[1]!.bound, 'memory');
-  assert.equal(describeRoofline({ groups: g, fraction: 0.8 }), 'conv 3×3 80% at 88% of FMA; add 20% at 50% of memory (whole run at 80% of its limit)');
+  assert.equal(
+    describeRoofline({ groups: g, fraction: 0.8 }),
+    'conv 3×3 80% at 88% of FMA; add 20% at 50% of memory (whole run at 80% of its limit)',
+  );
 });
 
 test('flat samples are cut into rounds of `runs`, a partial round dropped', () => {
-  assert.deepEqual(roundsOf([2, 2, 2, 3, 3, 3], 3), [[2, 2, 2], [3, 3, 3]]);
+  assert.deepEqual(roundsOf([2, 2, 2, 3, 3, 3], 3), [
+    [2, 2, 2],
+    [3, 3, 3],
+  ]);
   assert.deepEqual(roundsOf([1, 2, 3], 2), [[1, 2]]);
 });
 
 const cov = (model: string, gmacs: number | undefined, ok: boolean): CoverageRecord => ({
-  model, task: 'classification', input: [1, 3, 224, 224], when: '', export: { ok: true }, ...(gmacs === undefined ? {} : { gmacs }),
-  compile: { ok: true, wallSeconds: 1, budget: 'x' }, match: { relErr: ok ? 1e-6 : 1, ok },
+  model,
+  task: 'classification',
+  input: [1, 3, 224, 224],
+  when: '',
+  export: { ok: true },
+  ...(gmacs === undefined ? {} : { gmacs }),
+  compile: { ok: true, wallSeconds: 1, budget: 'x' },
+  match: { relErr: ok ? 1e-6 : 1, ok },
 });
 
 test('the speed set: models that matched ORT at ≤ the GMACs cap, smallest first', () => {
-  const set = speedSetModels([cov('vgg16', 15.5, true), cov('resnet18', 1.8, true), cov('vit_h_14', 167, true), cov('bad', 1, false),
-    cov('unknown', undefined, true)], 25);
-  assert.deepEqual(set, [{ model: 'resnet18', gmacs: 1.8 }, { model: 'vgg16', gmacs: 15.5 }]);
+  const set = speedSetModels(
+    [
+      cov('vgg16', 15.5, true),
+      cov('resnet18', 1.8, true),
+      cov('vit_h_14', 167, true),
+      cov('bad', 1, false),
+      cov('unknown', undefined, true),
+    ],
+    25,
+  );
+  assert.deepEqual(set, [
+    { model: 'resnet18', gmacs: 1.8 },
+    { model: 'vgg16', gmacs: 15.5 },
+  ]);
 });
 
 test('the speed-set table: ratios with spread, misses in bold with their profile, geomeans and what is still to run', () => {
   const lat = (ratio: number) => ({ veltairMs: 10 * ratio, ortMs: 10, ratio, minRatio: ratio - 0.05, maxRatio: ratio + 0.05 });
-  const roof = { peakGflops: 200, memoryGbps: 25, totalMs: 12, fraction: 0.4,
-    groups: [{ group: 'depthwise conv', steps: 17, ms: 6, share: 0.5, fraction: 0.2, bound: 'memory' as const }] };
+  const roof = {
+    peakGflops: 200,
+    memoryGbps: 25,
+    totalMs: 12,
+    fraction: 0.4,
+    groups: [{ group: 'depthwise conv', steps: 17, ms: 6, share: 0.5, fraction: 0.2, bound: 'memory' as const }],
+  };
   const rows: SpeedRow[] = [
-    { model: 'resnet18', gmacs: 1.8, compile: { ok: true, wallSeconds: 115 }, match: { relErr: 1e-6, ok: true }, latency: { 1: lat(0.7), 2: lat(0.64) } },
-    { model: 'mobilenet_v2', gmacs: 0.3, compile: { ok: true, wallSeconds: 200 }, match: { relErr: 1e-6, ok: true },
-      latency: { 1: lat(1.2), 2: lat(0.9) }, roofline: { 1: roof, 2: roof } },
+    {
+      model: 'resnet18',
+      gmacs: 1.8,
+      compile: { ok: true, wallSeconds: 115 },
+      match: { relErr: 1e-6, ok: true },
+      latency: { 1: lat(0.7), 2: lat(0.64) },
+    },
+    {
+      model: 'mobilenet_v2',
+      gmacs: 0.3,
+      compile: { ok: true, wallSeconds: 200 },
+      match: { relErr: 1e-6, ok: true },
+      latency: { 1: lat(1.2), 2: lat(0.9) },
+      roofline: { 1: roof, 2: roof },
+    },
     { model: 'vgg16', gmacs: 15.5 },
   ];
   const t = speedSetTable(rows);
   const body = t.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| model'));
-  assert.deepEqual(body.map((l) => l.split(' | ')[0]), ['| mobilenet_v2', '| resnet18', '| vgg16']);
+  assert.deepEqual(
+    body.map((l) => l.split(' | ')[0]),
+    ['| mobilenet_v2', '| resnet18', '| vgg16'],
+  );
   assert.match(body[0]!, /\*\*1\.200\*\* \[1\.15–1\.25\] \(12\.0 \/ 10\.0\)/);
   assert.match(body[0]!, /1t: depthwise conv 50% at 20% of memory .*2t: depthwise conv/);
   assert.doesNotMatch(body[1]!, /of FMA|of memory/, 'below 0.8: no profile');

@@ -27,12 +27,19 @@ test('there is a fixture for each of the six host types, with where its facts co
   assert.equal(hosts.length, 6);
   assert.ok(zen5, 'the Zen 5 capture with lzcnt hidden');
   for (const h of hosts) assert.match(h.provenance, /^(Captured|Reconstructed)/, h.name);
-  assert.ok(!parseCpuInfo(zen5.cpuinfo).listed.has('abm') && !parseCpuInfo(zen5.cpuinfo).listed.has('lzcnt'), 'its cpuinfo hides abm/lzcnt');
+  assert.ok(
+    !parseCpuInfo(zen5.cpuinfo).listed.has('abm') && !parseCpuInfo(zen5.cpuinfo).listed.has('lzcnt'),
+    'its cpuinfo hides abm/lzcnt',
+  );
 });
 
 test('each fixture yields the target fingerprint its shipped records carry', () => {
-  const shipped = new Set(readFileSync('tuning-db/resnet50.jsonl', 'utf8').split('\n').filter(Boolean)
-    .map((l) => (JSON.parse(l) as { target: string }).target));
+  const shipped = new Set(
+    readFileSync('tuning-db/resnet50.jsonl', 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { target: string }).target),
+  );
   for (const h of hosts) {
     const fp = targetFingerprint(targetOf(fixtureFacts(h)));
     assert.equal(fp, h.expect.fingerprint, h.name);
@@ -40,7 +47,7 @@ test('each fixture yields the target fingerprint its shipped records carry', () 
   }
 });
 
-test('each fixture runs exactly its portable levels, requires each level\'s flags, and vectorizes as its ISA allows', () => {
+test("each fixture runs exactly its portable levels, requires each level's flags, and vectorizes as its ISA allows", () => {
   for (const h of hosts) {
     const cpu = fixtureCpu(h);
     assert.deepEqual(levelsOf(cpu.flags), h.expect.levels, h.name);
@@ -48,22 +55,38 @@ test('each fixture runs exactly its portable levels, requires each level\'s flag
     for (const level of ['x86-64-v3', 'x86-64-v4'] as const) {
       const runs = h.expect.levels.includes(level);
       assert.equal(missingForLevel(level, cpu.flags).length === 0, runs, `${h.name} ${level}`);
-      assert.deepEqual(requiredIsaFor(level, undefined, cpu.flags), [...LEVEL_FLAGS[level]].sort(), 'a level requires its own flags, whatever the host');
+      assert.deepEqual(
+        requiredIsaFor(level, undefined, cpu.flags),
+        [...LEVEL_FLAGS[level]].sort(),
+        'a level requires its own flags, whatever the host',
+      );
       if (runs) assert.deepEqual(vectorWidths(targetOf(fixtureFacts(h, cpu), level).isa), level === 'x86-64-v4' ? [16, 8, 1] : [8, 1]);
     }
     assert.deepEqual(vectorWidths(targetOf(fixtureFacts(h, cpu)).isa), h.expect.vectorWidths, `${h.name} native`);
     const native = requiredIsaFor('native', undefined, cpu.flags);
-    assert.ok(native.every((f) => cpu.flags.has(f)), `${h.name}: native requires only flags the CPU has`);
+    assert.ok(
+      native.every((f) => cpu.flags.has(f)),
+      `${h.name}: native requires only flags the CPU has`,
+    );
     assert.ok(!native.includes('hypervisor') && !native.includes('pti'), 'OS and erratum flags are never required');
     assert.ok(native.includes(h.expect.vectorWidths[0] === 16 ? 'avx512f' : 'avx2'));
   }
 });
 
 test('native flag selection from the compiler keeps a probed flag and drops one the CPU lacks', () => {
-  const help = ['  -mabm                       \t\t[enabled]', '  -mavx2 \t\t[enabled]', '  -mlzcnt \t\t[enabled]', '  -msse4a \t\t[enabled]',
-    '  -mxop \t\t[disabled]'].join('\n');
+  const help = [
+    '  -mabm                       \t\t[enabled]',
+    '  -mavx2 \t\t[enabled]',
+    '  -mlzcnt \t\t[enabled]',
+    '  -msse4a \t\t[enabled]',
+    '  -mxop \t\t[disabled]',
+  ].join('\n');
   const cpu = fixtureCpu(zen5);
-  assert.deepEqual(requiredIsaFor('native', help, cpu.flags), ['abm', 'avx2'], 'abm probed in, sse4a (hidden, not a level flag, never probed) out');
+  assert.deepEqual(
+    requiredIsaFor('native', help, cpu.flags),
+    ['abm', 'avx2'],
+    'abm probed in, sse4a (hidden, not a level flag, never probed) out',
+  );
   const listedOnly = parseCpuInfo(zen5.cpuinfo);
   assert.deepEqual(requiredIsaFor('native', help, listedOnly.flags), ['avx2']);
 });
@@ -80,7 +103,9 @@ test('a hidden lzcnt still yields x86-64-v3 and v4 when the probe says the instr
   assert.deepEqual(missingForLevel('x86-64-v3', faults.flags), ['abm']);
   assert.deepEqual(levelsOf(faults.flags), ['x86-64-v2']);
 
-  const broken = settleCpuInfo(listed, () => { throw new Error('cc: not found'); });
+  const broken = settleCpuInfo(listed, () => {
+    throw new Error('cc: not found');
+  });
   assert.deepEqual(missingForLevel('x86-64-v4', broken.flags), ['abm'], 'a probe that cannot run settles nothing');
   assert.match(broken.probeError ?? '', /cc: not found.*abm/);
 
@@ -91,7 +116,12 @@ test('a hidden lzcnt still yields x86-64-v3 and v4 when the probe says the instr
 test('a CPU that lists every level flag, or claims no level, is never probed', () => {
   for (const h of hosts.filter((x) => x !== zen5)) {
     assert.deepEqual(flagsToProbe(parseCpuInfo(h.cpuinfo).listed), [], h.name);
-    assert.equal(settleCpuInfo(parseCpuInfo(h.cpuinfo), () => { throw new Error('must not run'); }).probeError, undefined);
+    assert.equal(
+      settleCpuInfo(parseCpuInfo(h.cpuinfo), () => {
+        throw new Error('must not run');
+      }).probeError,
+      undefined,
+    );
   }
   assert.deepEqual(flagsToProbe(new Set(['sse', 'sse2', 'mmx', 'fpu'])), [], 'a baseline x86-64 CPU claims no level');
   assert.deepEqual(flagsToProbe(new Set(['sse4_2', 'sse', 'sse2', 'mmx'])), ['cx16', 'lahf_lm', 'pni', 'popcnt', 'sse4_1', 'ssse3']);
@@ -107,15 +137,25 @@ test('transfer distance between the host types: zero within a type, ISA first, t
     assert.ok(targetDistance(t('amd-zen3-avx2'), target) >= 10, `AVX2 is far from AVX-512 (${name})`);
     assert.ok(Math.abs(targetDistance(t('amd-zen3-avx2'), target) - targetDistance(target, t('amd-zen3-avx2'))) < 1e-9, 'symmetric');
   }
-  assert.ok(targetDistance(t('intel-xeon-avx512-105m'), t('intel-xeon-avx512-480m')) < targetDistance(t('intel-xeon-avx512-105m'), t('amd-zen4-avx512-32k')),
-    'the same Xeon with another L3 is nearer than another vendor\'s AVX-512 part');
+  assert.ok(
+    targetDistance(t('intel-xeon-avx512-105m'), t('intel-xeon-avx512-480m')) <
+      targetDistance(t('intel-xeon-avx512-105m'), t('amd-zen4-avx512-32k')),
+    "the same Xeon with another L3 is nearer than another vendor's AVX-512 part",
+  );
   // Seeds for the Zen 5, whatever their order in the database: the AVX-512 host with its L1d and L3
   // (the Xeon, 2 MiB L2) before the one with a 32 KiB L1d and a 32 MiB L3, and the AVX2 host last.
   const rec = (host: string, ms: number): TuningRecord =>
     ({ target: targetFingerprint(t(host)), targetSpec: t(host), status: 'ok', latencies: { 0: [ms] } }) as unknown as TuningRecord;
-  const seeds = transferSeeds([rec('amd-zen3-avx2', 1), rec('intel-xeon-avx512-480m', 2), rec('amd-zen4-avx512-32k', 3)],
-    t('amd-zen5-hidden-lzcnt'), 't1-0000000000000000', 3);
-  assert.deepEqual(seeds.map((s) => s.record.target), ['intel-xeon-avx512-480m', 'amd-zen4-avx512-32k', 'amd-zen3-avx2'].map((n) => targetFingerprint(t(n))));
+  const seeds = transferSeeds(
+    [rec('amd-zen3-avx2', 1), rec('intel-xeon-avx512-480m', 2), rec('amd-zen4-avx512-32k', 3)],
+    t('amd-zen5-hidden-lzcnt'),
+    't1-0000000000000000',
+    3,
+  );
+  assert.deepEqual(
+    seeds.map((s) => s.record.target),
+    ['intel-xeon-avx512-480m', 'amd-zen4-avx512-32k', 'amd-zen3-avx2'].map((n) => targetFingerprint(t(n))),
+  );
   assert.ok(seeds[2]!.distance >= 10, 'the AVX2 host comes last');
 });
 

@@ -72,9 +72,12 @@ const REQUIRED_OPS: Readonly<Record<string, readonly string[]>> = {
 async function assertTorchImportable(): Promise<void> {
   const probe = await execa(SYSTEM_PYTHON, ['-c', 'import torch, torchvision'], { reject: false });
   const detail = (probe.stderr || probe.message || '').trim().split('\n').pop();
-  assert.equal(probe.exitCode, 0,
+  assert.equal(
+    probe.exitCode,
+    0,
     `${SYSTEM_PYTHON} cannot import torch and torchvision (${detail}); ` +
-    'run .ci/install-deps.sh, which installs python3-torch and python3-torchvision');
+      'run .ci/install-deps.sh, which installs python3-torch and python3-torchvision',
+  );
 }
 
 async function exportFixtures(outDir: string): Promise<ManifestEntry[]> {
@@ -106,10 +109,11 @@ function unmatched(expected: readonly CountedLayer[], got: readonly Layer[]): st
     else missing.push(want);
   }
   const fmtTorch = (l: CountedLayer) => `${JSON.stringify(l.inputShapes)}->${JSON.stringify(l.outputShape)} ${l.macs}`;
-  const fmtVeltair = (l: Layer) =>
-    `${l.name} ${JSON.stringify(l.inputShapes)}->${JSON.stringify(l.outputShape)} ${l.macs}`;
-  return `torch only: [${missing.slice(0, 12).map(fmtTorch).join('; ')}${missing.length > 12 ? '; …' : ''}]` +
-    ` veltair only: [${remaining.slice(0, 12).map(fmtVeltair).join('; ')}${remaining.length > 12 ? '; …' : ''}]`;
+  const fmtVeltair = (l: Layer) => `${l.name} ${JSON.stringify(l.inputShapes)}->${JSON.stringify(l.outputShape)} ${l.macs}`;
+  return (
+    `torch only: [${missing.slice(0, 12).map(fmtTorch).join('; ')}${missing.length > 12 ? '; …' : ''}]` +
+    ` veltair only: [${remaining.slice(0, 12).map(fmtVeltair).join('; ')}${remaining.length > 12 ? '; …' : ''}]`
+  );
 }
 
 function assertKindMatches(entry: ManifestEntry, layers: readonly Layer[], kind: TunableKind): void {
@@ -119,12 +123,12 @@ function assertKindMatches(entry: ManifestEntry, layers: readonly Layer[], kind:
   const got = layersOfKind(layers, kind);
   const gotMacs = got.reduce((sum, layer) => sum + layer.macs, 0);
   const detail = unmatched(expectedLayers, got);
-  assert.equal(got.length, expectedCount,
-    `${entry.name}: ${kind} layers: veltair ${got.length}, torch ${expectedCount}; ${detail}`);
+  assert.equal(got.length, expectedCount, `${entry.name}: ${kind} layers: veltair ${got.length}, torch ${expectedCount}; ${detail}`);
   const relativeError = expectedMacs === 0 ? Math.abs(gotMacs) : Math.abs(gotMacs - expectedMacs) / expectedMacs;
-  assert.ok(relativeError <= MAC_TOLERANCE,
-    `${entry.name}: ${kind} MACs: veltair ${gotMacs}, torch ${expectedMacs} ` +
-    `(${(relativeError * 100).toFixed(2)}% off); ${detail}`);
+  assert.ok(
+    relativeError <= MAC_TOLERANCE,
+    `${entry.name}: ${kind} MACs: veltair ${gotMacs}, torch ${expectedMacs} ` + `(${(relativeError * 100).toFixed(2)}% off); ${detail}`,
+  );
 }
 
 function ortFeed(entry: ManifestEntry): ort.Tensor {
@@ -166,13 +170,12 @@ async function checkModel(t: TestContext, entry: ManifestEntry, file: string): P
 
   if (Object.keys(entry.symbolicAxes).length > 1) {
     await t.test('refuses to guess symbolic non-batch dims without --input-shape', async () => {
-      await assert.rejects(loadModel(file, { inputShapes: new Map() }),
-        (e: unknown) => isVeltairError(e) && e.code === 'SYMBOLIC_DIM');
+      await assert.rejects(loadModel(file, { inputShapes: new Map() }), (e: unknown) => isVeltairError(e) && e.code === 'SYMBOLIC_DIM');
     });
   }
 }
 
-test('models exported by PyTorch: veltair finds every conv/dense/batch_matmul layer with PyTorch\'s MACs', async (t) => {
+test("models exported by PyTorch: veltair finds every conv/dense/batch_matmul layer with PyTorch's MACs", async (t) => {
   await assertTorchImportable();
   const outDir = await mkdtemp(path.join(tmpdir(), 'veltair-torch-'));
   try {

@@ -8,9 +8,25 @@ import { syntheticTarget } from '../src/toolchain/target.js';
 import type { WorkloadShape } from '../src/ir/workload.js';
 
 test('the Cholesky solver solves a small SPD system', () => {
-  const x = solveSpd([[4, 1], [1, 3]], [1, 2]);
+  const x = solveSpd(
+    [
+      [4, 1],
+      [1, 3],
+    ],
+    [1, 2],
+  );
   assert.ok(Math.abs(4 * x[0]! + x[1]! - 1) < 1e-12 && Math.abs(x[0]! + 3 * x[1]! - 2) < 1e-12);
-  assert.throws(() => solveSpd([[0, 0], [0, 1]], [1, 1]), RangeError);
+  assert.throws(
+    () =>
+      solveSpd(
+        [
+          [0, 0],
+          [0, 1],
+        ],
+        [1, 1],
+      ),
+    RangeError,
+  );
 });
 
 test('ridge recovers a synthetic linear relation, constant columns included', () => {
@@ -29,23 +45,46 @@ test('ridge recovers a synthetic linear relation, constant columns included', ()
 });
 
 test('the latency model learns a level-dependent locality penalty and ranks held-out schedules', () => {
-  const w: WorkloadShape = { op: 'conv2d', dtype: 'float32', n: 1, cin: 64, h: 28, w: 28, cout: 64, kh: 3, kw: 3, strideH: 1, strideW: 1,
-    pads: [1, 1, 1, 1], dilationH: 1, dilationW: 1, groups: 1, oh: 28, ow: 28, epilogue: [] };
+  const w: WorkloadShape = {
+    op: 'conv2d',
+    dtype: 'float32',
+    n: 1,
+    cin: 64,
+    h: 28,
+    w: 28,
+    cout: 64,
+    kh: 3,
+    kw: 3,
+    strideH: 1,
+    strideW: 1,
+    pads: [1, 1, 1, 1],
+    dilationH: 1,
+    dilationW: 1,
+    groups: 1,
+    oh: 28,
+    ow: 28,
+    epilogue: [],
+  };
   const t = syntheticTarget({ avx512f: true, avx2: true, fma: true }, 4);
   const schedules = sampleSchedules(w, t, 80, seededRng(3));
   // made-up latency law: threads help, big L2 tiles hurt only under interference (level 1)
   const law = (s: (typeof schedules)[number], level: number) => {
     const f = scheduleFeatures(w, s);
-    return 4 / f.threads * (level === 1 ? (1 + f.footprintBytes.l2 / 2 ** 18) : 1);
+    return (4 / f.threads) * (level === 1 ? 1 + f.footprintBytes.l2 / 2 ** 18 : 1);
   };
-  const train = schedules.slice(0, 60), held = schedules.slice(60);
-  const obs: Observation[] = train.flatMap((s) => [0, 1].map((level) => ({ features: scheduleFeatures(w, s), schedule: s, level, medianMs: law(s, level) })));
+  const train = schedules.slice(0, 60),
+    held = schedules.slice(60);
+  const obs: Observation[] = train.flatMap((s) =>
+    [0, 1].map((level) => ({ features: scheduleFeatures(w, s), schedule: s, level, medianMs: law(s, level) })),
+  );
   const model = fitLatencyModel(obs, [0, 1], 0.1)!;
   assert.ok(model);
   const rank = (xs: number[]) => {
     const order = xs.map((x, i) => [x, i] as const).sort((a, b) => a[0] - b[0]);
     const r = new Array<number>(xs.length);
-    order.forEach(([, i], k) => { r[i] = k; });
+    order.forEach(([, i], k) => {
+      r[i] = k;
+    });
     return r;
   };
   for (const level of [0, 1]) {

@@ -13,7 +13,12 @@ const cacheDir = mkdtempSync(join(tmpdir(), 'veltair-tune-levels-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));
 const MiB = 1 << 20;
 const tiny: NoiseSettings = {
-  randomBytes: 2 * MiB, streamBytes: 4 * MiB, streamMode: 'copy', streamChunkBytes: MiB, randomOpsPerTurn: 256, cappedByMemory: false,
+  randomBytes: 2 * MiB,
+  streamBytes: 4 * MiB,
+  streamMode: 'copy',
+  streamChunkBytes: MiB,
+  randomOpsPerTurn: 256,
+  cappedByMemory: false,
 };
 const gone = (pid: number) => threadStates(pid).length === 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

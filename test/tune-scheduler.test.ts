@@ -14,7 +14,8 @@ test('warm-up batches go first, in task order', () => {
 });
 
 test('an improving task beats a flat one of equal weight and cost', () => {
-  const flat = task(1, [10, 10, 10, 10]), improving = task(1, [16, 14, 12, 10]);
+  const flat = task(1, [10, 10, 10, 10]),
+    improving = task(1, [16, 14, 12, 10]);
   assert.ok(taskPriority(improving) > taskPriority(flat));
   assert.equal(pickTask([flat, improving]), 1);
 });
@@ -33,9 +34,9 @@ test('exhausted tasks are skipped, failing tasks go last, nothing left gives und
 test('on synthetic improvement curves the budget follows weight × remaining improvement', () => {
   // task i's best cost after n trials: floor_i + gap_i / (1 + n / 4)  (made-up curves)
   const curves = [
-    { weight: 1, floor: 1, gap: 0.1 },   // nearly converged, rare
-    { weight: 4, floor: 1, gap: 5 },     // frequent and far from its floor
-    { weight: 1, floor: 1, gap: 5 },     // far from its floor, rare
+    { weight: 1, floor: 1, gap: 0.1 }, // nearly converged, rare
+    { weight: 4, floor: 1, gap: 5 }, // frequent and far from its floor
+    { weight: 1, floor: 1, gap: 5 }, // far from its floor, rare
   ];
   const hist: number[][] = curves.map(() => []);
   for (let step = 0; step < 120; step++) {
@@ -44,7 +45,10 @@ test('on synthetic improvement curves the budget follows weight × remaining imp
     for (let b = 0; b < 2; b++) hist[i]!.push(c.floor + c.gap / (1 + hist[i]!.length / 4));
   }
   const trials = hist.map((h) => h.length);
-  assert.ok(trials.every((n) => n >= 2), 'every task had its warm-up');
+  assert.ok(
+    trials.every((n) => n >= 2),
+    'every task had its warm-up',
+  );
   assert.ok(trials[1]! > trials[2]!, `weight matters: ${trials}`);
   assert.ok(trials[2]! > trials[0]!, `remaining improvement matters: ${trials}`);
 });

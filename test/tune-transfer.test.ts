@@ -23,8 +23,14 @@ import { repair } from '../src/space/knobs.js';
 const root = mkdtempSync(join(tmpdir(), 'veltair-transfer-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-const base: Target = { cpuModel: 'AMD EPYC', isa: { avx512f: true, avx2: true, fma: true }, cores: 2,
-  caches: { l1d: 48 * 1024, l2: 1024 * 1024, l3: 32 * 1024 * 1024 }, cc: 'cc (Debian 12.2.0-14) 12.2.0', cflags: ['-O3', '-march=native'] };
+const base: Target = {
+  cpuModel: 'AMD EPYC',
+  isa: { avx512f: true, avx2: true, fma: true },
+  cores: 2,
+  caches: { l1d: 48 * 1024, l2: 1024 * 1024, l3: 32 * 1024 * 1024 },
+  cc: 'cc (Debian 12.2.0-14) 12.2.0',
+  cflags: ['-O3', '-march=native'],
+};
 
 test('nearness: the same type is 0, another ISA level is far, nearer caches and cores are nearer', () => {
   assert.equal(targetDistance(base, base), 0);
@@ -37,45 +43,102 @@ test('nearness: the same type is 0, another ISA level is far, nearer caches and 
   assert.ok(Math.abs(targetDistance(base, smallerL1) - targetDistance(smallerL1, base)) < 1e-12, 'symmetric');
 });
 
-const convShape: Conv2dWorkload = { op: 'conv2d', dtype: 'float32', n: 1, cin: 16, h: 8, w: 8, cout: 32, kh: 3, kw: 3, strideH: 1, strideW: 1,
-  pads: [1, 1, 1, 1], dilationH: 1, dilationW: 1, groups: 1, oh: 8, ow: 8, epilogue: ['bias', 'relu'] };
+const convShape: Conv2dWorkload = {
+  op: 'conv2d',
+  dtype: 'float32',
+  n: 1,
+  cin: 16,
+  h: 8,
+  w: 8,
+  cout: 32,
+  kh: 3,
+  kw: 3,
+  strideH: 1,
+  strideW: 1,
+  pads: [1, 1, 1, 1],
+  dilationH: 1,
+  dilationW: 1,
+  groups: 1,
+  oh: 8,
+  ow: 8,
+  epilogue: ['bias', 'relu'],
+};
 const conv = withKey(convShape);
 
-test('end to end: no record of its own → the nearest target\'s kept candidates are measured first, within the transfer budget',
-  { timeout: 300_000 }, async () => {
-  const here = await detectTarget();
-  const source = await openDatabase(join(root, 'db'), { target: here, shipped: false });
-  const tuned = await tuneWorkloads([{ workload: conv, count: 1 }], { trials: 6, levels: [0], threads: [1], seed: 5, db: source, minTimeMs: 10, target: here });
-  assert.equal(tuned.transfer.freshWorkloads, 1);
-  // A machine of another type (another L1d): same database directory, no record for it.
-  const other: Target = { ...here, cpuModel: `${here.cpuModel} (other stepping)`, caches: { ...here.caches, l1d: here.caches.l1d * 2 } };
-  const db = await openDatabase(join(root, 'db'), { target: other, shipped: false });
-  assert.equal(db.lookup(conv.key).length, 0, 'the other target has no record of its own');
-  const foreign = db.foreign(conv.key);
-  assert.ok(foreign.length >= 3);
-  const seeds = transferSeeds(foreign, other, targetFingerprint(other), 2);
-  assert.equal(seeds.length, 2);
-  assert.ok(seeds.every((s) => s.record.target === targetFingerprint(here)));
-  const quiet = (r: TuningRecord) => medianMs(r, 0)!;
-  assert.equal(quiet(seeds[0]!.record), Math.min(...foreign.map(quiet)), 'the source\'s best candidate comes first');
-  const r = await tuneWorkloads([{ workload: conv, count: 1 }], { trials: 6, levels: [0], threads: [1], seed: 5, db, minTimeMs: 10, target: other });
-  assert.deepEqual(r.transfer,
-    { exactWorkloads: 0, transferredWorkloads: 1, transferredSeeds: 2, freshWorkloads: 0, medianDistance: r.transfer.medianDistance });
-  assert.ok(r.transfer.medianDistance! > 0);
-  assert.equal(r.dbHits, 0, 'a foreign record is never a measurement here');
-  assert.equal(r.measured, 2, 'max(2, ⌈6 / 3⌉) trials: confirm and refine');
-  const mine = db.records(conv.key);
-  assert.ok(mine.every((x) => x.target === targetFingerprint(other)));
-  const measuredKeys = new Set(mine.map((x) => scheduleKey(x.schedule)));
-  for (const s of seeds) assert.ok(measuredKeys.has(scheduleKey(repair(s.record.schedule, conv, other))), 'each seed was measured here');
-  // Exact records win: a rerun for the other target measures nothing and transfers nothing.
-  const again = await tuneWorkloads([{ workload: conv, count: 1 }], { trials: 6, levels: [0], threads: [1], seed: 5, db, minTimeMs: 10, target: other });
-  assert.equal(again.transfer.exactWorkloads, 1);
-  assert.equal(again.transfer.transferredWorkloads, 0);
-  // transferTrials 0 (compile --transfer-trials 0): a third target searches from scratch at the full budget.
-  const third: Target = { ...other, caches: { ...other.caches, l2: other.caches.l2 * 2 } };
-  const off = await tuneWorkloads([{ workload: conv, count: 1 }],
-    { trials: 3, transferTrials: 0, levels: [0], threads: [1], seed: 5, db: await openDatabase(join(root, 'db'), { target: third, shipped: false }),
-      minTimeMs: 10, target: third });
-  assert.deepEqual([off.transfer.transferredWorkloads, off.transfer.freshWorkloads, off.measured], [0, 1, 3]);
-});
+test(
+  "end to end: no record of its own → the nearest target's kept candidates are measured first, within the transfer budget",
+  { timeout: 300_000 },
+  async () => {
+    const here = await detectTarget();
+    const source = await openDatabase(join(root, 'db'), { target: here, shipped: false });
+    const tuned = await tuneWorkloads([{ workload: conv, count: 1 }], {
+      trials: 6,
+      levels: [0],
+      threads: [1],
+      seed: 5,
+      db: source,
+      minTimeMs: 10,
+      target: here,
+    });
+    assert.equal(tuned.transfer.freshWorkloads, 1);
+    // A machine of another type (another L1d): same database directory, no record for it.
+    const other: Target = { ...here, cpuModel: `${here.cpuModel} (other stepping)`, caches: { ...here.caches, l1d: here.caches.l1d * 2 } };
+    const db = await openDatabase(join(root, 'db'), { target: other, shipped: false });
+    assert.equal(db.lookup(conv.key).length, 0, 'the other target has no record of its own');
+    const foreign = db.foreign(conv.key);
+    assert.ok(foreign.length >= 3);
+    const seeds = transferSeeds(foreign, other, targetFingerprint(other), 2);
+    assert.equal(seeds.length, 2);
+    assert.ok(seeds.every((s) => s.record.target === targetFingerprint(here)));
+    const quiet = (r: TuningRecord) => medianMs(r, 0)!;
+    assert.equal(quiet(seeds[0]!.record), Math.min(...foreign.map(quiet)), "the source's best candidate comes first");
+    const r = await tuneWorkloads([{ workload: conv, count: 1 }], {
+      trials: 6,
+      levels: [0],
+      threads: [1],
+      seed: 5,
+      db,
+      minTimeMs: 10,
+      target: other,
+    });
+    assert.deepEqual(r.transfer, {
+      exactWorkloads: 0,
+      transferredWorkloads: 1,
+      transferredSeeds: 2,
+      freshWorkloads: 0,
+      medianDistance: r.transfer.medianDistance,
+    });
+    assert.ok(r.transfer.medianDistance! > 0);
+    assert.equal(r.dbHits, 0, 'a foreign record is never a measurement here');
+    assert.equal(r.measured, 2, 'max(2, ⌈6 / 3⌉) trials: confirm and refine');
+    const mine = db.records(conv.key);
+    assert.ok(mine.every((x) => x.target === targetFingerprint(other)));
+    const measuredKeys = new Set(mine.map((x) => scheduleKey(x.schedule)));
+    for (const s of seeds) assert.ok(measuredKeys.has(scheduleKey(repair(s.record.schedule, conv, other))), 'each seed was measured here');
+    // Exact records win: a rerun for the other target measures nothing and transfers nothing.
+    const again = await tuneWorkloads([{ workload: conv, count: 1 }], {
+      trials: 6,
+      levels: [0],
+      threads: [1],
+      seed: 5,
+      db,
+      minTimeMs: 10,
+      target: other,
+    });
+    assert.equal(again.transfer.exactWorkloads, 1);
+    assert.equal(again.transfer.transferredWorkloads, 0);
+    // transferTrials 0 (compile --transfer-trials 0): a third target searches from scratch at the full budget.
+    const third: Target = { ...other, caches: { ...other.caches, l2: other.caches.l2 * 2 } };
+    const off = await tuneWorkloads([{ workload: conv, count: 1 }], {
+      trials: 3,
+      transferTrials: 0,
+      levels: [0],
+      threads: [1],
+      seed: 5,
+      db: await openDatabase(join(root, 'db'), { target: third, shipped: false }),
+      minTimeMs: 10,
+      target: third,
+    });
+    assert.deepEqual([off.transfer.transferredWorkloads, off.transfer.freshWorkloads, off.measured], [0, 1, 3]);
+  },
+);

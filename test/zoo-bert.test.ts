@@ -13,7 +13,11 @@ import type { ModelSpec } from '../src/onnx/encode.js';
 import type { Tensor } from '../src/onnx/model.js';
 
 const bert = findZooModel('bert_large');
-const S = 384, H = 1024, HEADS = 16, HEAD_DIM = 64, FFN = 4096;
+const S = 384,
+  H = 1024,
+  HEADS = 16,
+  HEAD_DIM = 64,
+  FFN = 4096;
 /** Q, K, V, output projections and the two FFN matmuls. */
 const DENSE_MACS_PER_LAYER = S * (4 * H * H + 2 * H * FFN);
 /** Q·Kᵀ and P·V over all heads. */
@@ -50,8 +54,7 @@ test('zoo bert_large: LayerNorm, GELU and attention use the PyTorch opset-13 exp
   assert.equal(spec.opset, 13);
   const ops = spec.nodes.map((n) => n.op);
   const run = (name: string): string[] => spec.nodes.filter((n) => (n.name ?? '').startsWith(name)).map((n) => n.op);
-  assert.deepEqual(run('encoder.layer.0.output.LayerNorm'),
-    ['ReduceMean', 'Sub', 'Pow', 'ReduceMean', 'Add', 'Sqrt', 'Div', 'Mul', 'Add']);
+  assert.deepEqual(run('encoder.layer.0.output.LayerNorm'), ['ReduceMean', 'Sub', 'Pow', 'ReduceMean', 'Add', 'Sqrt', 'Div', 'Mul', 'Add']);
   assert.deepEqual(run('encoder.layer.0.intermediate.gelu'), ['Div', 'Erf', 'Add', 'Mul', 'Mul']);
   const qk = spec.nodes.findIndex((n) => n.name === 'encoder.layer.0.attention.self.qk');
   assert.deepEqual(ops.slice(qk, qk + 4), ['MatMul', 'Div', 'Add', 'Softmax']);
@@ -62,10 +65,17 @@ test('zoo bert_large: LayerNorm, GELU and attention use the PyTorch opset-13 exp
 
 test('zoo bert_large with 1 layer runs in ONNX Runtime from hidden states + additive mask', async () => {
   const spec = bert.build({ layers: 1 });
-  assert.deepEqual(spec.inputs.map((i) => [i.name, i.dtype, i.shape]), [
-    ['hidden_states', 'float32', [1, S, H]], ['attention_mask', 'float32', [1, 1, 1, S]],
-  ]);
-  assert.deepEqual(spec.outputs.map((o) => [o.name, o.shape]), [['last_hidden_state', [1, S, H]]]);
+  assert.deepEqual(
+    spec.inputs.map((i) => [i.name, i.dtype, i.shape]),
+    [
+      ['hidden_states', 'float32', [1, S, H]],
+      ['attention_mask', 'float32', [1, 1, 1, S]],
+    ],
+  );
+  assert.deepEqual(
+    spec.outputs.map((o) => [o.name, o.shape]),
+    [['last_hidden_state', [1, S, H]]],
+  );
   await withTempDir(async (dir) => {
     const path = join(dir, 'bert1.onnx');
     await writeModelSpec(spec, path);
@@ -76,10 +86,18 @@ test('zoo bert_large with 1 layer runs in ONNX Runtime from hidden states + addi
 
 test('zoo bert_large with embeddings runs in ONNX Runtime from int64 token ids', async () => {
   const spec = bert.build({ layers: 1, embeddings: true, sequence: 128 });
-  assert.deepEqual(spec.inputs.map((i) => [i.name, i.dtype, i.shape]), [
-    ['input_ids', 'int64', [1, 128]], ['token_type_ids', 'int64', [1, 128]], ['attention_mask', 'int64', [1, 128]],
-  ]);
-  assert.deepEqual(spec.outputs.map((o) => o.shape), [[1, 128, H]]);
+  assert.deepEqual(
+    spec.inputs.map((i) => [i.name, i.dtype, i.shape]),
+    [
+      ['input_ids', 'int64', [1, 128]],
+      ['token_type_ids', 'int64', [1, 128]],
+      ['attention_mask', 'int64', [1, 128]],
+    ],
+  );
+  assert.deepEqual(
+    spec.outputs.map((o) => o.shape),
+    [[1, 128, H]],
+  );
   assertDeclaredOutputs(spec);
   await withTempDir(async (dir) => {
     const path = join(dir, 'bert1e.onnx');

@@ -24,9 +24,9 @@ const MODELS: readonly Expectation[] = [
   // 1 stem + 16 bottlenecks × 3 + 4 downsample 1×1 convs; torchvision: 4.09 GFLOPS
   { name: 'resnet50', convs: 53, dense: 1, gmacs: 4.09, tolerance: 0.01, output: [1, 1000] },
   // stem + (2 + 16×3) block convs + final 1×1 to 1280; torchvision: 0.30 GFLOPS
-  { name: 'mobilenet_v2', convs: 52, dense: 1, gmacs: 0.300, tolerance: 0.02, output: [1, 1000] },
+  { name: 'mobilenet_v2', convs: 52, dense: 1, gmacs: 0.3, tolerance: 0.02, output: [1, 1000] },
   // 3 stem convs + 9 Inception modules × 6; torchvision: 1.50 GFLOPS
-  { name: 'googlenet', convs: 57, dense: 1, gmacs: 1.50, tolerance: 0.02, output: [1, 1000] },
+  { name: 'googlenet', convs: 57, dense: 1, gmacs: 1.5, tolerance: 0.02, output: [1, 1000] },
   // stem + block 1 (dw, 2 SE, project) + 15 blocks × 5 + head; torchvision: 0.39 GFLOPS
   { name: 'efficientnet_b0', convs: 81, dense: 1, gmacs: 0.39, tolerance: 0.02, output: [1, 1000] },
   // darknet yolov2-tiny-voc.cfg at 416: 6.97 BFLOPs = 2 × 3.485 GMACs
@@ -41,7 +41,10 @@ for (const m of MODELS) {
       const written = await writeModelSpec(spec, path);
       assert.ok(written.bytes > 1_000_000, 'the file carries real weights');
       assert.equal(spec.opset, 13);
-      assert.deepEqual(spec.outputs.map((o) => o.shape), [m.output]);
+      assert.deepEqual(
+        spec.outputs.map((o) => o.shape),
+        [m.output],
+      );
       assertDeclaredOutputs(spec);
       const count = countLayers(spec);
       assert.equal(count.convs, m.convs, 'conv layers');
@@ -52,12 +55,13 @@ for (const m of MODELS) {
   });
 }
 
-test('zoo googlenet: the paper\'s 5×5 branch is the only difference from torchvision\'s 3×3 and costs ≈84 MMACs more', () => {
+test("zoo googlenet: the paper's 5×5 branch is the only difference from torchvision's 3×3 and costs ≈84 MMACs more", () => {
   const torchvision = countLayers(findZooModel('googlenet').build());
   const paper = countLayers(findZooModel('googlenet').build({ branch5x5: true }));
   assert.equal(paper.convs, torchvision.convs);
   // each module's third branch: (25 − 9)·H·W·c5red·c5 more; summed over the 9 modules
-  const extra = 16 * (28 * 28 * (16 * 32 + 32 * 96) + 14 * 14 * (16 * 48 + 24 * 64 + 24 * 64 + 32 * 64 + 32 * 128) + 7 * 7 * (32 * 128 + 48 * 128));
+  const extra =
+    16 * (28 * 28 * (16 * 32 + 32 * 96) + 14 * 14 * (16 * 48 + 24 * 64 + 24 * 64 + 32 * 64 + 32 * 128) + 7 * 7 * (32 * 128 + 48 * 128));
   assert.equal(paper.totalMacs - torchvision.totalMacs, extra);
 });
 
@@ -73,7 +77,9 @@ test('zoo models use the node patterns exporters emit: separate BN, Clip(min,max
   const mobilenet = ops('mobilenet_v2');
   assert.equal(mobilenet.get('Clip'), 35);
   assert.equal(mobilenet.get('Add'), 10);
-  const clip = findZooModel('mobilenet_v2').build().nodes.find((n) => n.op === 'Clip');
+  const clip = findZooModel('mobilenet_v2')
+    .build()
+    .nodes.find((n) => n.op === 'Clip');
   assert.equal(clip?.inputs.length, 3, 'opset-13 Clip takes min and max as inputs');
   const effnet = ops('efficientnet_b0');
   // SiLU after stem, head, every expand/dw conv and inside every SE: Sigmoid count = SiLUs + SE gates

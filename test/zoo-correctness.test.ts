@@ -35,7 +35,10 @@ import { createTaskSearch } from '../src/tune/search.js';
 import { compileFixture } from './compile-fixture.js';
 import { compareTensors, describeComparison, ortOutputs, seededFeeds, type Comparison } from './runtime-session-fixture.js';
 
-interface ZooCase { readonly name: string; readonly options: ZooOptionValues }
+interface ZooCase {
+  readonly name: string;
+  readonly options: ZooOptionValues;
+}
 
 const ALL: readonly ZooCase[] = [
   { name: 'mobilenet_v2', options: {} },
@@ -79,22 +82,37 @@ async function twoVersionDatabase(model: string): Promise<number> {
   const db = await openDatabase(dbDir, { target, shipped: false });
   const records = [...workloads.values()].flatMap((w) => {
     const search = createTaskSearch(w, target, {
-      levels: LEVELS, threads: [1], levelsFor: () => LEVELS, seed: 1, seedSchedules: db.seeds(w.key).map((r) => r.schedule),
+      levels: LEVELS,
+      threads: [1],
+      levelsFor: () => LEVELS,
+      seed: 1,
+      seedSchedules: db.seeds(w.key).map((r) => r.schedule),
     });
-    return search.propose(2).map((s, i) => makeRecord({
-      workload: w, target, schedule: s, features: scheduleFeatures(w, s),
-      latencies: { 0: [1 + i, 1 + i, 1 + i], 1: [2 - i, 2 - i, 2 - i] }, status: 'ok',
-    }));
+    return search.propose(2).map((s, i) =>
+      makeRecord({
+        workload: w,
+        target,
+        schedule: s,
+        features: scheduleFeatures(w, s),
+        latencies: { 0: [1 + i, 1 + i, 1 + i], 1: [2 - i, 2 - i, 2 - i] },
+        status: 'ok',
+      }),
+    );
   });
   await appendRecords(dbDir, records);
   return workloads.size;
 }
 
 after(() => {
-  const rows = results.map((r) => `${r.model.padEnd(18)} ${r.c.name.slice(0, 28).padEnd(28)} ${String(r.c.elements).padStart(8)}  `
-    + `${r.c.maxAbs.toExponential(2).padStart(9)}  ${r.c.maxRel.toExponential(2).padStart(9)}  ${r.c.atol.toExponential(2).padStart(9)}  `
-    + `${String(r.c.bad).padStart(4)}  ${r.compileS.toFixed(0).padStart(4)} s`);
-  console.log(['model              output                       elements    max abs    max rel       atol   bad  compile', ...rows].join('\n'));
+  const rows = results.map(
+    (r) =>
+      `${r.model.padEnd(18)} ${r.c.name.slice(0, 28).padEnd(28)} ${String(r.c.elements).padStart(8)}  ` +
+      `${r.c.maxAbs.toExponential(2).padStart(9)}  ${r.c.maxRel.toExponential(2).padStart(9)}  ${r.c.atol.toExponential(2).padStart(9)}  ` +
+      `${String(r.c.bad).padStart(4)}  ${r.compileS.toFixed(0).padStart(4)} s`,
+  );
+  console.log(
+    ['model              output                       elements    max abs    max rel       atol   bad  compile', ...rows].join('\n'),
+  );
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -106,22 +124,36 @@ for (const zc of selected()) {
     const workloads = await twoVersionDatabase(model);
     const t0 = Date.now();
     // Only this test's own records: the shipped ones (real latencies for some host types) would join the families.
-    const compiled = await compileFixture(model, { output: bundle, db: dbDir, shippedRecords: false, trials: 2, levels: LEVELS, threads: [1], maxVersions: 2,
-      profileThreads: [] }, cache);
+    const compiled = await compileFixture(
+      model,
+      { output: bundle, db: dbDir, shippedRecords: false, trials: 2, levels: LEVELS, threads: [1], maxVersions: 2, profileThreads: [] },
+      cache,
+    );
     assert.equal(compiled.measured, 0, 'every trial came from the database');
     const compileS = (Date.now() - t0) / 1000;
     const session = await loadBundle(bundle);
     try {
-      assert.ok(session.tunableLayers.length > 0 && session.tunableLayers.every((t) => t.versions.length === 2),
-        `every tunable layer keeps two versions (${workloads} workloads): ${session.tunableLayers.map((t) => t.versions.length).join(',')}`);
+      assert.ok(
+        session.tunableLayers.length > 0 && session.tunableLayers.every((t) => t.versions.length === 2),
+        `every tunable layer keeps two versions (${workloads} workloads): ${session.tunableLayers.map((t) => t.versions.length).join(',')}`,
+      );
       const vectors = LEVELS.map((l) => session.versionsForLevel(l));
-      session.tunableLayers.forEach((t, i) => assert.deepEqual(new Set(vectors.map((v) => v[i])), new Set([0, 1]),
-        `layer ${t.layer}: the level vectors between them run both of its versions`));
+      session.tunableLayers.forEach((t, i) =>
+        assert.deepEqual(
+          new Set(vectors.map((v) => v[i])),
+          new Set([0, 1]),
+          `layer ${t.layer}: the level vectors between them run both of its versions`,
+        ),
+      );
       const feeds = seededFeeds(session.inputs, 11);
       const ref = await ortOutputs(model, feeds);
       for (const [l, vector] of vectors.entries()) {
         session.useVersions(vector);
-        assert.deepEqual([...session.executor.runningVersions()].filter((v) => v >= 0), vector, `the executor runs level ${l}'s vector`);
+        assert.deepEqual(
+          [...session.executor.runningVersions()].filter((v) => v >= 0),
+          vector,
+          `the executor runs level ${l}'s vector`,
+        );
         const ours = await session.run(feeds);
         assert.deepEqual(Object.keys(ours).sort(), Object.keys(ref).sort(), 'the same outputs');
         for (const o of session.outputs) {

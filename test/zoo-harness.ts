@@ -46,10 +46,22 @@ function broadcast(a: Shape, b: Shape): number[] {
 /** ONNX's sliding-window output size for Conv/MaxPool, including auto_pad and ceil_mode. */
 function windowShape(node: NodeSpec, x: Shape, kernel: readonly number[], channels: number): number[] {
   const spatial = x.slice(2);
-  const strides = ints(node, 'strides', spatial.map(() => 1));
-  const dilations = ints(node, 'dilations', spatial.map(() => 1));
+  const strides = ints(
+    node,
+    'strides',
+    spatial.map(() => 1),
+  );
+  const dilations = ints(
+    node,
+    'dilations',
+    spatial.map(() => 1),
+  );
   const autoPad = str(node, 'auto_pad') ?? 'NOTSET';
-  const pads = ints(node, 'pads', [...spatial, ...spatial].map(() => 0));
+  const pads = ints(
+    node,
+    'pads',
+    [...spatial, ...spatial].map(() => 0),
+  );
   const ceil = int(node, 'ceil_mode', 0) === 1;
   const out = spatial.map((size, i) => {
     const s = strides[i]!;
@@ -66,13 +78,28 @@ function inferNode(node: NodeSpec, shapes: Map<string, Shape>, inits: ReadonlyMa
   const [a, b] = ins;
   const constInts = (name: string | undefined): number[] => [...(inits.get(name ?? '')?.data as Float64Array)];
   switch (node.op) {
-    case 'Conv': return windowShape(node, a!, b!.slice(2), b![0]!);
-    case 'MaxPool': return windowShape(node, a!, ints(node, 'kernel_shape', []), a![1]!);
-    case 'GlobalAveragePool': return [a![0]!, a![1]!, ...a!.slice(2).map(() => 1)];
-    case 'BatchNormalization': case 'Relu': case 'Clip': case 'LeakyRelu': case 'Sigmoid':
-    case 'Erf': case 'Sqrt': case 'Softmax': case 'Cast':
+    case 'Conv':
+      return windowShape(node, a!, b!.slice(2), b![0]!);
+    case 'MaxPool':
+      return windowShape(node, a!, ints(node, 'kernel_shape', []), a![1]!);
+    case 'GlobalAveragePool':
+      return [a![0]!, a![1]!, ...a!.slice(2).map(() => 1)];
+    case 'BatchNormalization':
+    case 'Relu':
+    case 'Clip':
+    case 'LeakyRelu':
+    case 'Sigmoid':
+    case 'Erf':
+    case 'Sqrt':
+    case 'Softmax':
+    case 'Cast':
       return a!;
-    case 'Add': case 'Sub': case 'Mul': case 'Div': case 'Pow': return broadcast(a!, b!);
+    case 'Add':
+    case 'Sub':
+    case 'Mul':
+    case 'Div':
+    case 'Pow':
+      return broadcast(a!, b!);
     case 'Flatten': {
       const axis = int(node, 'axis', 1);
       return [a!.slice(0, axis).reduce((p, d) => p * d, 1), a!.slice(axis).reduce((p, d) => p * d, 1)];
@@ -82,7 +109,8 @@ function inferNode(node: NodeSpec, shapes: Map<string, Shape>, inits: ReadonlyMa
       const n = int(node, 'transB', 0) ? b![0]! : b![1]!;
       return [m, n];
     }
-    case 'MatMul': return [...broadcast(a!.slice(0, -2), b!.slice(0, -2)), a![a!.length - 2]!, b![b!.length - 1]!];
+    case 'MatMul':
+      return [...broadcast(a!.slice(0, -2), b!.slice(0, -2)), a![a!.length - 2]!, b![b!.length - 1]!];
     case 'Concat': {
       const axis = (int(node, 'axis', 0) + a!.length) % a!.length;
       return a!.map((d, i) => (i === axis ? ins.reduce((s, v) => s + v![i]!, 0) : d));
@@ -93,20 +121,23 @@ function inferNode(node: NodeSpec, shapes: Map<string, Shape>, inits: ReadonlyMa
       const known = target.filter((d) => d !== -1).reduce((p, d) => p * d, 1);
       return target.map((d) => (d === -1 ? total / known : d));
     }
-    case 'Transpose': return ints(node, 'perm', []).map((p) => a![p]!);
+    case 'Transpose':
+      return ints(node, 'perm', []).map((p) => a![p]!);
     case 'ReduceMean': {
       const axes = ints(node, 'axes', []).map((x) => (x + a!.length) % a!.length);
       const keep = int(node, 'keepdims', 1) === 1;
       return a!.flatMap((d, i) => (axes.includes(i) ? (keep ? [1] : []) : [d]));
     }
-    case 'Gather': return [...b!, ...a!.slice(1)];
+    case 'Gather':
+      return [...b!, ...a!.slice(1)];
     case 'Unsqueeze': {
       const axes = constInts(node.inputs[1]);
       const rank = a!.length + axes.length;
       const rest = [...a!];
       return Array.from({ length: rank }, (_, i) => (axes.map((x) => (x + rank) % rank).includes(i) ? 1 : rest.shift()!));
     }
-    default: throw new Error(`zoo harness: no shape rule for ${node.op} (${node.name})`);
+    default:
+      throw new Error(`zoo harness: no shape rule for ${node.op} (${node.name})`);
   }
 }
 
@@ -144,7 +175,12 @@ const product = (s: Shape): number => s.reduce((p, d) => p * d, 1);
 export function countLayers(spec: ModelSpec): LayerCount {
   const shapes = propagateShapes(spec);
   const inits = initializerMap(spec);
-  let convs = 0, dense = 0, batchMatmuls = 0, convMacs = 0, denseMacs = 0, batchMatmulMacs = 0;
+  let convs = 0,
+    dense = 0,
+    batchMatmuls = 0,
+    convMacs = 0,
+    denseMacs = 0,
+    batchMatmulMacs = 0;
   for (const node of spec.nodes) {
     const out = shapes.get(node.outputs[0]!)!;
     const a = shapes.get(node.inputs[0]!)!;
@@ -157,7 +193,13 @@ export function countLayers(spec: ModelSpec): LayerCount {
       denseMacs += product(out) * (int(node, 'transA', 0) ? a[0]! : a[1]!);
     } else if (node.op === 'MatMul') {
       const macs = product(out) * a[a.length - 1]!;
-      if (inits.has(node.inputs[1]!)) { dense++; denseMacs += macs; } else { batchMatmuls++; batchMatmulMacs += macs; }
+      if (inits.has(node.inputs[1]!)) {
+        dense++;
+        denseMacs += macs;
+      } else {
+        batchMatmuls++;
+        batchMatmulMacs += macs;
+      }
     }
   }
   return { convs, dense, batchMatmuls, convMacs, denseMacs, batchMatmulMacs, totalMacs: convMacs + denseMacs + batchMatmulMacs };
@@ -166,7 +208,10 @@ export function countLayers(spec: ModelSpec): LayerCount {
 /** Asserts `actual` is within `tolerance` (a fraction) of `expected`. */
 export function assertClose(actual: number, expected: number, tolerance: number, what: string): void {
   const err = Math.abs(actual - expected) / expected;
-  assert.ok(err <= tolerance, `${what}: ${actual} is ${(err * 100).toFixed(2)}% from ${expected} (allowed ${(tolerance * 100).toFixed(1)}%)`);
+  assert.ok(
+    err <= tolerance,
+    `${what}: ${actual} is ${(err * 100).toFixed(2)}% from ${expected} (allowed ${(tolerance * 100).toFixed(1)}%)`,
+  );
 }
 
 /** The declared graph outputs must be what the independent propagation computes. */
@@ -174,7 +219,6 @@ export function assertDeclaredOutputs(spec: ModelSpec): void {
   const shapes = propagateShapes(spec);
   for (const o of spec.outputs) assert.deepEqual(shapes.get(o.name), o.shape, `declared shape of output ${o.name}`);
 }
-
 
 export type IntInputRange = Readonly<Record<string, readonly [number, number]>>;
 
@@ -186,9 +230,17 @@ function feed(spec: ModelSpec, seed: number, intRanges: IntInputRange): Record<s
     const n = product(dims);
     if (v.dtype === 'int64') {
       const [lo, hi] = intRanges[v.name] ?? [0, 1];
-      feeds[v.name] = new ort.Tensor('int64', BigInt64Array.from({ length: n }, () => BigInt(lo + Math.floor(next() * (hi - lo + 1)))), dims);
+      feeds[v.name] = new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: n }, () => BigInt(lo + Math.floor(next() * (hi - lo + 1)))),
+        dims,
+      );
     } else {
-      feeds[v.name] = new ort.Tensor('float32', Float32Array.from({ length: n }, () => next() * 2 - 1), dims);
+      feeds[v.name] = new ort.Tensor(
+        'float32',
+        Float32Array.from({ length: n }, () => next() * 2 - 1),
+        dims,
+      );
     }
   }
   return feeds;
@@ -208,7 +260,8 @@ export async function runInOrt(path: string, spec: ModelSpec, intRanges: IntInpu
       const t = results[o.name]!;
       assert.deepEqual([...t.dims], o.shape, `ONNX Runtime's shape of ${o.name}`);
       const data = t.data as Float32Array;
-      let min = Infinity, max = -Infinity;
+      let min = Infinity,
+        max = -Infinity;
       for (const x of data) {
         assert.ok(Number.isFinite(x), `${o.name} has a non-finite value`);
         if (x < min) min = x;

@@ -21,21 +21,36 @@ function rejectsWith(code: string, pattern: RegExp): (e: unknown) => boolean {
 }
 
 test('zoo registry lists the seven VELTAIR models (SSD in both variants), each documented and seedable', () => {
-  assert.deepEqual(zooModels.map((m) => m.name), NAMES);
+  assert.deepEqual(
+    zooModels.map((m) => m.name),
+    NAMES,
+  );
   for (const m of zooModels) {
     assert.ok(m.description.length > 20 && m.reference.length > 20, `${m.name} says what it is and where it comes from`);
-    assert.ok(m.options.some((o) => o.name === 'seed'), `${m.name} takes a seed`);
+    assert.ok(
+      m.options.some((o) => o.name === 'seed'),
+      `${m.name} takes a seed`,
+    );
   }
 });
 
 test('zoo inputs() agree with the built graph, options included', () => {
-  const cases = [['mobilenet_v2', {}], ['ssd_resnet34', { resolution: 400 }], ['bert_large', { layers: 1 }]] as const;
+  const cases = [
+    ['mobilenet_v2', {}],
+    ['ssd_resnet34', { resolution: 400 }],
+    ['bert_large', { layers: 1 }],
+  ] as const;
   for (const [name, opts] of cases) {
     const model = findZooModel(name);
     assert.deepEqual(model.inputs(opts), model.build(opts).inputs, name);
   }
   assert.deepEqual(findZooModel('ssd_resnet34').inputs({ resolution: 600 })[0]?.shape, [1, 3, 600, 600]);
-  assert.deepEqual(findZooModel('bert_large').inputs({ embeddings: true }).map((i) => i.dtype), ['int64', 'int64', 'int64']);
+  assert.deepEqual(
+    findZooModel('bert_large')
+      .inputs({ embeddings: true })
+      .map((i) => i.dtype),
+    ['int64', 'int64', 'int64'],
+  );
 });
 
 test('zoo rejects an unknown model name with every valid name in the message', async () => {
@@ -56,8 +71,13 @@ test('zoo rejects unknown, mistyped and out-of-range options', () => {
 
 test('zoo writes are reproducible for a seed and differ across seeds', async () => {
   await withTempDir(async (dir) => {
-    const sha = async (file: string): Promise<string> => createHash('sha256').update(await readFile(file)).digest('hex');
-    const a = join(dir, 'a.onnx'), b = join(dir, 'b.onnx'), c = join(dir, 'c.onnx');
+    const sha = async (file: string): Promise<string> =>
+      createHash('sha256')
+        .update(await readFile(file))
+        .digest('hex');
+    const a = join(dir, 'a.onnx'),
+      b = join(dir, 'b.onnx'),
+      c = join(dir, 'c.onnx');
     const written = await writeZooModel('mobilenet_v2', a);
     await writeZooModel('mobilenet_v2', b, { seed: 1 });
     await writeZooModel('mobilenet_v2', c, { seed: 2 });

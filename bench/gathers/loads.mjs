@@ -12,7 +12,10 @@ import { fileURLToPath } from 'node:url';
 const args = process.argv.slice(2).filter((a) => a !== '--best-order');
 const best = process.argv.includes('--best-order');
 const [model, distArg] = args;
-if (!model) { console.error('usage: node bench/gathers/loads.mjs MODEL.onnx [DIST] [--best-order]'); process.exit(2); }
+if (!model) {
+  console.error('usage: node bench/gathers/loads.mjs MODEL.onnx [DIST] [--best-order]');
+  process.exit(2);
+}
 const dist = resolve(distArg ?? fileURLToPath(new URL('../../dist', import.meta.url)));
 const { decodeModel } = await import(`${dist}/src/onnx/decode.js`);
 const { inferModel } = await import(`${dist}/src/onnx/infer.js`);
@@ -29,8 +32,12 @@ const loads = (pairs) => {
   return n;
 };
 function* orders(items) {
-  if (items.length <= 1) { yield items; return; }
-  for (let i = 0; i < items.length; i++) for (const rest of orders([...items.slice(0, i), ...items.slice(i + 1)])) yield [items[i], ...rest];
+  if (items.length <= 1) {
+    yield items;
+    return;
+  }
+  for (let i = 0; i < items.length; i++)
+    for (const rest of orders([...items.slice(0, i), ...items.slice(i + 1)])) yield [items[i], ...rest];
 }
 function bestLoads(pairs) {
   const byInput = new Map();
@@ -43,11 +50,17 @@ function bestLoads(pairs) {
   return least;
 }
 
-let total = 0, totalBest = 0;
+let total = 0,
+  totalBest = 0;
 for (const l of graph.layers.filter((x) => x.op === 'channelgather')) {
   const sources = l.attrs.sources;
-  const pixels = graph.shapes.get(l.outputs[0]).slice(2).reduce((a, b) => a * b, 1);
-  let at = 0, n = 0, nBest = 0;
+  const pixels = graph.shapes
+    .get(l.outputs[0])
+    .slice(2)
+    .reduce((a, b) => a * b, 1);
+  let at = 0,
+    n = 0,
+    nBest = 0;
   for (const o of l.outputs) {
     const c = graph.shapes.get(o)[1];
     const pairs = sources.slice(2 * at, 2 * (at + c));

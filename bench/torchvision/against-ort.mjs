@@ -6,7 +6,10 @@
 import { compareWithOrt } from '../../dist/src/bench/against-ort.js';
 
 const [model, bundle, ...threadArgs] = process.argv.slice(2);
-if (!model || !bundle) { console.error('usage: node bench/torchvision/against-ort.mjs MODEL.onnx BUNDLE [THREADS…]'); process.exit(2); }
+if (!model || !bundle) {
+  console.error('usage: node bench/torchvision/against-ort.mjs MODEL.onnx BUNDLE [THREADS…]');
+  process.exit(2);
+}
 let ok = true;
 for (const c of await compareWithOrt(model, bundle, (threadArgs.length ? threadArgs : ['1', '2']).map(Number))) {
   ok &&= c.maxDiff <= 1e-4 * (1 + c.maxRef) && c.refSpread > 0;

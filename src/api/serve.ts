@@ -58,11 +58,29 @@ export async function serve(o: ServeOptions): Promise<RunningServer> {
   const trustedKeys = o.trustedKeys?.map((k) => trustedKeyFrom(k));
   const all = availableCores();
   const cpus = o.cpus ? [...o.cpus] : all.slice(0, Math.min(all.length, cgroupCpuLimit() ?? all.length));
-  const models = resolveModels({ bundles: o.bundles ?? [], ...(o.repo ? { repo: o.repo } : {}), ...(o.config ? { config: o.config } : {}) });
+  const models = resolveModels({
+    bundles: o.bundles ?? [],
+    ...(o.repo ? { repo: o.repo } : {}),
+    ...(o.config ? { config: o.config } : {}),
+  });
   const metrics = createMetrics();
   const say = o.onNote ?? (() => undefined);
-  const setup = await setupDispatcher({ models, policy, cpus, metrics, qosMultiple, onProgress: say, ...(trustedKeys ? { trustedKeys } : {}) });
+  const setup = await setupDispatcher({
+    models,
+    policy,
+    cpus,
+    metrics,
+    qosMultiple,
+    onProgress: say,
+    ...(trustedKeys ? { trustedKeys } : {}),
+  });
   for (const s of setup.summaries) say(s);
-  return startServer({ backend: setup.dispatcher, metrics, host: o.host ?? '127.0.0.1', port, bodyLimit: o.maxBodyBytes ?? DEFAULT_BODY_LIMIT,
-    signals: o.signals === true });
+  return startServer({
+    backend: setup.dispatcher,
+    metrics,
+    host: o.host ?? '127.0.0.1',
+    port,
+    bodyLimit: o.maxBodyBytes ?? DEFAULT_BODY_LIMIT,
+    signals: o.signals === true,
+  });
 }

@@ -50,7 +50,8 @@ function modelNames(o: SimulateOptions): string[] {
   }
   if (o.mix !== undefined) {
     const mix = MIXES[o.mix];
-    if (!mix) throw userError('BAD_ARGUMENT', `mix ${quoteForMessage(o.mix)} is not one of ${Object.keys(MIXES).join(', ')}`, 'e.g. mix: \'medium\'');
+    if (!mix)
+      throw userError('BAD_ARGUMENT', `mix ${quoteForMessage(o.mix)} is not one of ${Object.keys(MIXES).join(', ')}`, "e.g. mix: 'medium'");
     return [...mix];
   }
   return [...o.models!];
@@ -81,11 +82,20 @@ export function simulate(o: SimulateOptions): SimulateResult {
   const weights = equalWeights(models.length);
   const setup = setupModels({ profiles, models, weights, cores, ...(o.qosMs ? { qos: new Map(Object.entries(o.qosMs)) } : {}) });
   const result = runExperiment({
-    models: setup.plans.map((plan, i) => ({ plan, weight: weights[i]! })), cores, policies, seed, durationMs, warmupMs,
-    maxSimMs: durationMs * 10 + 10_000, maxEvents: positive('maxEvents', o.maxEvents ?? 50_000_000, true), interference: setup.interference,
-    loads: o.load ?? { kind: 'load', values: [0.5] }, timeDecisions: false,
+    models: setup.plans.map((plan, i) => ({ plan, weight: weights[i]! })),
+    cores,
+    policies,
+    seed,
+    durationMs,
+    warmupMs,
+    maxSimMs: durationMs * 10 + 10_000,
+    maxEvents: positive('maxEvents', o.maxEvents ?? 50_000_000, true),
+    interference: setup.interference,
+    loads: o.load ?? { kind: 'load', values: [0.5] },
+    timeDecisions: false,
   });
-  const label = `simulated: ${cores} cores; profiles ${[...new Set(setup.summaries.map((s) => s.machine))].join(' | ')}; figures beyond the profiled core `
-    + 'counts modelled by the scaling model';
+  const label =
+    `simulated: ${cores} cores; profiles ${[...new Set(setup.summaries.map((s) => s.machine))].join(' | ')}; figures beyond the profiled core ` +
+    'counts modelled by the scaling model';
   return { ...result, simulated: true, label, models: setup.summaries };
 }

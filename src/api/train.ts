@@ -57,11 +57,21 @@ const size = async (path: string | undefined) => (path ? (await stat(path).catch
 /** Train; resolves with where the model and index were written and every epoch's record. */
 export async function train(o: TrainOptions): Promise<RunSummary> {
   const int = (name: string, x: number | undefined, fallback: number, max = 2 ** 31 - 1) =>
-    check(name, x ?? fallback, Number.isSafeInteger(x ?? fallback) && (x ?? fallback) >= 1 && (x ?? fallback) <= max, `${name}: an integer from 1 to ${max}`);
+    check(
+      name,
+      x ?? fallback,
+      Number.isSafeInteger(x ?? fallback) && (x ?? fallback) >= 1 && (x ?? fallback) <= max,
+      `${name}: an integer from 1 to ${max}`,
+    );
   const epochs = int('epochs', o.epochs, TRAIN_DEFAULTS.epochs, 100000);
   const batch = int('batch', o.batch, TRAIN_DEFAULTS.batch, 1 << 20);
   const threads = int('threads', o.threads, availableParallelism(), 1024);
-  const lr = check('lr', o.lr ?? TRAIN_DEFAULTS.lr, (o.lr ?? TRAIN_DEFAULTS.lr) > 0 && Number.isFinite(o.lr ?? TRAIN_DEFAULTS.lr), 'e.g. lr: 0.001');
+  const lr = check(
+    'lr',
+    o.lr ?? TRAIN_DEFAULTS.lr,
+    (o.lr ?? TRAIN_DEFAULTS.lr) > 0 && Number.isFinite(o.lr ?? TRAIN_DEFAULTS.lr),
+    'e.g. lr: 0.001',
+  );
   const seed = o.seed ?? TRAIN_DEFAULTS.seed;
   check('seed', seed, Number.isSafeInteger(seed) && seed >= 0 && seed <= 2 ** 32 - 1, 'seed: an integer from 0 to 2^32-1');
   const hash = o.hash ?? TRAIN_DEFAULTS.hash;
@@ -70,8 +80,8 @@ export async function train(o: TrainOptions): Promise<RunSummary> {
   }
   if (o.sparsity !== undefined) check('sparsity', o.sparsity, o.sparsity > 0 && o.sparsity <= 1, 'a sparsity in (0, 1], e.g. 0.02');
   const evalMode = o.evalMode ?? 'both';
-  if (!['dense', 'sparse', 'both'].includes(evalMode)) throw userError('BAD_ARGUMENT', `evalMode ${JSON.stringify(evalMode)} is not dense, sparse or both`,
-    'e.g. evalMode: \'both\'');
+  if (!['dense', 'sparse', 'both'].includes(evalMode))
+    throw userError('BAD_ARGUMENT', `evalMode ${JSON.stringify(evalMode)} is not dense, sparse or both`, "e.g. evalMode: 'both'");
   const note = o.onNote ?? (() => undefined);
 
   const specName = typeof o.spec === 'string' ? o.spec : 'the spec';
@@ -80,12 +90,39 @@ export async function train(o: TrainOptions): Promise<RunSummary> {
   checkMemory(trainingMemory(layers, threads), (await size(o.train)) + (await size(o.eval)));
   await prepareOutput(o.output, false, note);
   const out = spec.layers[spec.layers.length - 1]!;
-  const limits = { inputDim: spec.input, outputDim: out.dim, inputName: `${specName} "input"`,
-    outputName: `${specName} layers[${spec.layers.length - 1}].dim` };
+  const limits = {
+    inputDim: spec.input,
+    outputDim: out.dim,
+    inputName: `${specName} "input"`,
+    outputName: `${specName} layers[${spec.layers.length - 1}].dim`,
+  };
   const trainData = await readXc(o.train, limits);
   const evalData = o.eval ? await readXc(o.eval, limits) : undefined;
-  const settings: TrainSettings = { epochs, batch, lr, threads, seed, hash, aln: false, beta1: TRAIN_DEFAULTS.beta1, beta2: TRAIN_DEFAULTS.beta2,
-    eps: TRAIN_DEFAULTS.eps, schedule: defaultTableRefresh(trainData.rows, batch) };
-  return runTraining({ spec, layers, settings, train: trainData, eval: evalData, evalMode, outDir: o.output, note,
-    ...(o.onEpoch ? { onEpoch: o.onEpoch } : {}) }, null);
+  const settings: TrainSettings = {
+    epochs,
+    batch,
+    lr,
+    threads,
+    seed,
+    hash,
+    aln: false,
+    beta1: TRAIN_DEFAULTS.beta1,
+    beta2: TRAIN_DEFAULTS.beta2,
+    eps: TRAIN_DEFAULTS.eps,
+    schedule: defaultTableRefresh(trainData.rows, batch),
+  };
+  return runTraining(
+    {
+      spec,
+      layers,
+      settings,
+      train: trainData,
+      eval: evalData,
+      evalMode,
+      outDir: o.output,
+      note,
+      ...(o.onEpoch ? { onEpoch: o.onEpoch } : {}),
+    },
+    null,
+  );
 }

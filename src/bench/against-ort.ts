@@ -21,14 +21,22 @@ export async function compareWithOrt(model: string, bundle: string, threadCounts
   const name = session.inputNames[0]!;
   const inferred = await loadModel(model);
   const shape = [...(inferred.inputs.find((i) => i.name === name)?.shape ?? [1, 3, 224, 224])];
-  const input = seededFloats(shape.reduce((a, b) => a * b, 1), 7, -1, 1);
+  const input = seededFloats(
+    shape.reduce((a, b) => a * b, 1),
+    7,
+    -1,
+    1,
+  );
   const reference = (await session.run({ [name]: new ort.Tensor('float32', input, shape) }))[session.outputNames[0]!]!.data as Float32Array;
   const out: OrtComparison[] = [];
   for (const threads of threadCounts) {
     const s = await loadBundle(bundle, { threads });
     try {
       const ours = Object.values(await s.run({ [name]: input }))[0]!.data as Float32Array;
-      let maxDiff = 0, maxRef = 0, lo = Infinity, hi = -Infinity;
+      let maxDiff = 0,
+        maxRef = 0,
+        lo = Infinity,
+        hi = -Infinity;
       for (let i = 0; i < reference.length; i++) {
         maxDiff = Math.max(maxDiff, Math.abs(ours[i]! - reference[i]!));
         maxRef = Math.max(maxRef, Math.abs(reference[i]!));

@@ -54,7 +54,11 @@ const ratioCell = (r: CoverageRecord, t: number) => {
 };
 /** A table cell: no pipes or newlines, a file's name without its directories (node names keep theirs), bounded. */
 const clean = (s: string, max = 220) => {
-  const one = s.replace(/(?:\/[^\s/:"']+)+\/([^\s/:"']+\.(?:onnx|json|bundle|npy|data))\b/g, '$1').replace(/\|/g, '/').replace(/\s+/g, ' ').trim();
+  const one = s
+    .replace(/(?:\/[^\s/:"']+)+\/([^\s/:"']+\.(?:onnx|json|bundle|npy|data))\b/g, '$1')
+    .replace(/\|/g, '/')
+    .replace(/\s+/g, ' ')
+    .trim();
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 };
 
@@ -73,15 +77,19 @@ export function whatItWouldTake(error: string): string {
   const dynamic = ops.filter((op) => DATA_DEPENDENT.has(op));
   if (dynamic.length > 0) {
     const others = ops.filter((o) => !DATA_DEPENDENT.has(o)).join(', ') || 'nothing else';
-    return `would take: shapes that depend on the data (${dynamic.join(', ')}; also refused: ${others}): `
-      + 'the runtime plans every buffer ahead of time, so the post-processing would need run-time shapes and generic ops beside the compiled backbone';
+    return (
+      `would take: shapes that depend on the data (${dynamic.join(', ')}; also refused: ${others}): ` +
+      'the runtime plans every buffer ahead of time, so the post-processing would need run-time shapes and generic ops beside the compiled backbone'
+    );
   }
-  return ops.length > 0 ? `would take: a shape rule and a runtime op for ${ops.join(', ')}` : 'would take: a native lowering for the layers named';
+  return ops.length > 0
+    ? `would take: a shape rule and a runtime op for ${ops.join(', ')}`
+    : 'would take: a native lowering for the layers named';
 }
 
 function note(r: CoverageRecord): string {
   if (!r.export.ok) return clean(r.export.error ?? '');
-  const refusal = r.compile && !r.compile.ok && statusOf(r) === 'refused: unsupported layers' ? r.compile.error ?? '' : undefined;
+  const refusal = r.compile && !r.compile.ok && statusOf(r) === 'refused: unsupported layers' ? (r.compile.error ?? '') : undefined;
   if (refusal !== undefined) return clean(`${refusal}; ${whatItWouldTake(refusal)}`, 400);
   if (r.compile && !r.compile.ok) return clean(r.compile.error ?? '');
   if (r.match?.error) return clean(r.match.error);
@@ -100,19 +108,33 @@ export function coverageTable(records: readonly CoverageRecord[]): string {
     '|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
-    lines.push(`| ${r.model} | ${r.input.slice(2).join('×')} | ${r.gmacs === undefined ? '' : r.gmacs.toFixed(2)} | ${statusOf(r)} | `
-      + `${mb(r.compile?.bundleBytes)} | ${r.compile?.ok ? r.compile.wallSeconds.toFixed(0) : ''} | ${ratioCell(r, 1)} | ${ratioCell(r, 2)} | ${note(r)} |`);
+    lines.push(
+      `| ${r.model} | ${r.input.slice(2).join('×')} | ${r.gmacs === undefined ? '' : r.gmacs.toFixed(2)} | ${statusOf(r)} | ` +
+        `${mb(r.compile?.bundleBytes)} | ${r.compile?.ok ? r.compile.wallSeconds.toFixed(0) : ''} | ${ratioCell(r, 1)} | ${ratioCell(r, 2)} | ${note(r)} |`,
+    );
   }
   const count = (s: string) => rows.filter((r) => statusOf(r) === s).length;
-  lines.push('', `${rows.length} models: ${count('matches ORT')} compile and match ONNX Runtime (rel err ≤ ${MATCH_TOLERANCE}), `
-    + `${count('MISMATCH')} mismatch, ${count('refused: unsupported layers')} refused before tuning, ${count('compile failed')} failed to compile, `
-    + `${count('export refused')} refused by the exporter, ${rows.filter((r) => r.export.ok && !r.compile).length} not compiled yet.`);
+  lines.push(
+    '',
+    `${rows.length} models: ${count('matches ORT')} compile and match ONNX Runtime (rel err ≤ ${MATCH_TOLERANCE}), ` +
+      `${count('MISMATCH')} mismatch, ${count('refused: unsupported layers')} refused before tuning, ${count('compile failed')} failed to compile, ` +
+      `${count('export refused')} refused by the exporter, ${rows.filter((r) => r.export.ok && !r.compile).length} not compiled yet.`,
+  );
   for (const t of [1, 2]) {
-    const got = rows.flatMap((r) => (r.latency?.[String(t)] && r.match?.ok ? [{ model: r.model, ratio: r.latency[String(t)]!.ratio }] : []));
+    const got = rows.flatMap((r) =>
+      r.latency?.[String(t)] && r.match?.ok ? [{ model: r.model, ratio: r.latency[String(t)]!.ratio }] : [],
+    );
     if (got.length === 0) continue;
     const worst = got.reduce((a, b) => (b.ratio > a.ratio ? b : a));
-    lines.push(`${t} thread(s): ${got.length} models timed, geomean veltair/ORT ${geomean(got.map((g) => g.ratio)).toFixed(3)}, `
-      + `worst ${worst.model} ${worst.ratio.toFixed(3)}, above 1.0: ${got.filter((g) => g.ratio > 1).map((g) => g.model).join(', ') || 'none'}`);
+    lines.push(
+      `${t} thread(s): ${got.length} models timed, geomean veltair/ORT ${geomean(got.map((g) => g.ratio)).toFixed(3)}, ` +
+        `worst ${worst.model} ${worst.ratio.toFixed(3)}, above 1.0: ${
+          got
+            .filter((g) => g.ratio > 1)
+            .map((g) => g.model)
+            .join(', ') || 'none'
+        }`,
+    );
   }
   return lines.join('\n');
 }

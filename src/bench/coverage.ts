@@ -110,32 +110,45 @@ async function timeRecorded(o: Options, name: string, e: ExportEntry | undefined
 
 function readRecords(dir: string): CoverageRecord[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as CoverageRecord);
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as CoverageRecord);
 }
 
 async function run(o: Options): Promise<void> {
   const exportsPath = join(o.work, 'models', 'exports.json');
-  if (!existsSync(exportsPath)) throw new Error(`${exportsPath} is missing: run bench/torchvision/export.py --all ${join(o.work, 'models')} first`);
+  if (!existsSync(exportsPath))
+    throw new Error(`${exportsPath} is missing: run bench/torchvision/export.py --all ${join(o.work, 'models')} first`);
   const exported = JSON.parse(readFileSync(exportsPath, 'utf8')) as Record<string, ExportEntry>;
   const names = o.names.length > 0 ? o.names : Object.keys(exported).sort();
   const recordsDir = join(o.work, 'coverage');
   for (const d of [recordsDir, join(o.work, 'bundles'), join(o.work, 'db')]) mkdirSync(d, { recursive: true });
-  for (const name of o.latencyOnly && !o.tableOnly ? names : []) await timeRecorded(o, name, exported[name], join(recordsDir, `${name}.json`));
+  for (const name of o.latencyOnly && !o.tableOnly ? names : [])
+    await timeRecorded(o, name, exported[name], join(recordsDir, `${name}.json`));
   for (const name of o.tableOnly || o.latencyOnly ? [] : names) {
     const e = exported[name];
-    if (!e) { log(`${name}: not in exports.json, skipped`); continue; }
+    if (!e) {
+      log(`${name}: not in exports.json, skipped`);
+      continue;
+    }
     const path = join(recordsDir, `${name}.json`);
     if (existsSync(path) && !o.force) continue;
     const rec = await cover(o, name, e);
     await writeTextAtomic(path, `${JSON.stringify(rec, null, 1)}\n`);
-    log(`${name}: ${rec.compile?.ok ? (rec.match?.ok ? 'matches' : 'does not match') : rec.compile?.error ?? rec.export.error ?? ''}`);
+    log(`${name}: ${rec.compile?.ok ? (rec.match?.ok ? 'matches' : 'does not match') : (rec.compile?.error ?? rec.export.error ?? '')}`);
   }
   // Every model the exporter was asked for is a row: those not covered yet say so.
   const records = readRecords(recordsDir);
   const covered = new Set(records.map((r) => r.model));
   for (const [name, e] of Object.entries(exported)) {
     if (covered.has(name)) continue;
-    records.push({ model: name, task: e.task, input: e.input, when: '', export: e.status === 'exported' ? { ok: true } : { ok: false, error: e.error ?? '' } });
+    records.push({
+      model: name,
+      task: e.task,
+      input: e.input,
+      when: '',
+      export: e.status === 'exported' ? { ok: true } : { ok: false, error: e.error ?? '' },
+    });
   }
   const table = coverageTable(records);
   console.log(table);
@@ -147,16 +160,27 @@ async function run(o: Options): Promise<void> {
 }
 
 function parse(argv: readonly string[]): Options {
-  const flag = (n: string, d: number) => { const i = argv.indexOf(n); return i >= 0 ? Number(argv[i + 1]) : d; };
+  const flag = (n: string, d: number) => {
+    const i = argv.indexOf(n);
+    return i >= 0 ? Number(argv[i + 1]) : d;
+  };
   const valued = new Set(['--trials', '--threads', '--rounds', '--runs', '--results']);
   const positional = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   if (positional.length === 0) {
-    throw new Error('usage: coverage.js WORK [NAME…] [--trials 1] [--threads 1] [--rounds 3] [--runs 3] [--no-latency] [--force] [--results FILE]');
+    throw new Error(
+      'usage: coverage.js WORK [NAME…] [--trials 1] [--threads 1] [--rounds 3] [--runs 3] [--no-latency] [--force] [--results FILE]',
+    );
   }
   const results = argv.indexOf('--results');
   return {
-    work: resolve(positional[0]!), names: positional.slice(1), trials: flag('--trials', 1), threads: flag('--threads', 1),
-    rounds: flag('--rounds', 3), runs: flag('--runs', 3), latency: !argv.includes('--no-latency'), latencyOnly: argv.includes('--latency-only'),
+    work: resolve(positional[0]!),
+    names: positional.slice(1),
+    trials: flag('--trials', 1),
+    threads: flag('--threads', 1),
+    rounds: flag('--rounds', 3),
+    runs: flag('--runs', 3),
+    latency: !argv.includes('--no-latency'),
+    latencyOnly: argv.includes('--latency-only'),
     force: argv.includes('--force'),
     tableOnly: argv.includes('--table-only'),
     ...(results >= 0 ? { results: resolve(argv[results + 1]!) } : {}),
@@ -164,5 +188,8 @@ function parse(argv: readonly string[]): Options {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  run(parse(process.argv.slice(2))).catch((e: unknown) => { console.error(`error: ${e instanceof Error ? e.message : String(e)}`); process.exit(1); });
+  run(parse(process.argv.slice(2))).catch((e: unknown) => {
+    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  });
 }

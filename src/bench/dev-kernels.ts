@@ -18,11 +18,37 @@ import { measureCandidates } from '../measure/measure-candidates.js';
 import { measurePeakGflops } from '../measure/peak.js';
 import { measureOrtLayer } from '../ort/layer.js';
 
-function conv(cin: number, hw: number, cout: number, k: number, stride: number, groups = 1,
-  epilogue: WorkloadShape['epilogue'] = ['bias', 'relu'], pad = (k - 1) >> 1): WorkloadShape {
+function conv(
+  cin: number,
+  hw: number,
+  cout: number,
+  k: number,
+  stride: number,
+  groups = 1,
+  epilogue: WorkloadShape['epilogue'] = ['bias', 'relu'],
+  pad = (k - 1) >> 1,
+): WorkloadShape {
   const o = Math.floor((hw + 2 * pad - k) / stride) + 1;
-  return { op: 'conv2d', dtype: 'float32', n: 1, cin, h: hw, w: hw, cout, kh: k, kw: k, strideH: stride, strideW: stride,
-    pads: [pad, pad, pad, pad], dilationH: 1, dilationW: 1, groups, oh: o, ow: o, epilogue };
+  return {
+    op: 'conv2d',
+    dtype: 'float32',
+    n: 1,
+    cin,
+    h: hw,
+    w: hw,
+    cout,
+    kh: k,
+    kw: k,
+    strideH: stride,
+    strideW: stride,
+    pads: [pad, pad, pad, pad],
+    dilationH: 1,
+    dilationW: 1,
+    groups,
+    oh: o,
+    ow: o,
+    epilogue,
+  };
 }
 
 const LAYERS: Record<string, WorkloadShape> = {
@@ -74,7 +100,11 @@ console.log(`target ${target.cpuModel} cores=${target.cores} | FMA peak ${peak.g
 for (const name of names) {
   const w = withKey(LAYERS[name]!);
   const flops = 2 * workloadMacs(w);
-  const schedules: Schedule[] = [defaultTableRefresh(w, target, threads), localityGreedy(w, target, threads), parallelHeavy(w, target, threads)];
+  const schedules: Schedule[] = [
+    defaultTableRefresh(w, target, threads),
+    localityGreedy(w, target, threads),
+    parallelHeavy(w, target, threads),
+  ];
   const p = problemOf(w, schedules[0]!.vec);
   for (const reg of registerTiles(p, target).slice(0, 3)) schedules.push(repair({ ...schedules[0]!, ...reg }, w, target));
   for (const o of arg('--try', '').split(';').filter(Boolean)) {
@@ -87,7 +117,10 @@ for (const name of names) {
   const interleaved = Array.from({ length: rounds }, () => cands).flat();
   const all = await measureCandidates(interleaved, { cores, minTimeMs: minMs });
   const res = all.slice(0, cands.length).map((r, i) => {
-    const oks = all.filter((_, j) => j % cands.length === i).map((x) => x.measurement).filter((m) => m.status === 'ok');
+    const oks = all
+      .filter((_, j) => j % cands.length === i)
+      .map((x) => x.measurement)
+      .filter((m) => m.status === 'ok');
     const bestRound = oks.reduce((a, b) => (b.medianMs! < a.medianMs! ? b : a), oks[0] ?? r.measurement);
     return { ...r, measurement: bestRound };
   });
@@ -98,15 +131,24 @@ for (const name of names) {
   for (const r of res) {
     const m = r.measurement;
     const s = r.candidate.schedule;
-    const desc = `v${s.vec} reg ${s.regOc}x${s.regCols} tile ic${s.tileIc} oc${s.tileOc} r${s.tileRows} c${s.tileCols} `
-      + `${s.loopOrder} ${s.parallelAxis} u${s.unroll} t${s.threads}`;
-    if (m.status !== 'ok') { console.log(`  ${name} ${desc}: ${m.status} ${m.message ?? ''}`); continue; }
-    if (m.medianMs! < best) { best = m.medianMs!; bestSchedule = s; }
+    const desc =
+      `v${s.vec} reg ${s.regOc}x${s.regCols} tile ic${s.tileIc} oc${s.tileOc} r${s.tileRows} c${s.tileCols} ` +
+      `${s.loopOrder} ${s.parallelAxis} u${s.unroll} t${s.threads}`;
+    if (m.status !== 'ok') {
+      console.log(`  ${name} ${desc}: ${m.status} ${m.message ?? ''}`);
+      continue;
+    }
+    if (m.medianMs! < best) {
+      best = m.medianMs!;
+      bestSchedule = s;
+    }
     const gf = flops / (m.medianMs! * 1e6);
-    console.log(`  ${name} ${desc}: ${m.medianMs!.toFixed(3)} ms ${gf.toFixed(1)} GFLOP/s ${(100 * gf / peak.gflops).toFixed(0)}% peak`);
+    console.log(`  ${name} ${desc}: ${m.medianMs!.toFixed(3)} ms ${gf.toFixed(1)} GFLOP/s ${((100 * gf) / peak.gflops).toFixed(0)}% peak`);
   }
   const gf = flops / (best * 1e6);
-  console.log(`${name}: best ${best.toFixed(3)} ms ${gf.toFixed(1)} GFLOP/s (${(100 * gf / peak.gflops).toFixed(0)}% of peak) | `
-    + `ORT ${ortMs.toFixed(3)} ms | ratio ${(best / ortMs).toFixed(2)}`);
+  console.log(
+    `${name}: best ${best.toFixed(3)} ms ${gf.toFixed(1)} GFLOP/s (${((100 * gf) / peak.gflops).toFixed(0)}% of peak) | ` +
+      `ORT ${ortMs.toFixed(3)} ms | ratio ${(best / ortMs).toFixed(2)}`,
+  );
   console.log(`  best schedule ${JSON.stringify(bestSchedule)}`);
 }

@@ -18,15 +18,23 @@ const BYTES = 64;
 /** `steps` steps ping-ponging a 64-byte value between two arena slots (also the dispatch test's plan). */
 export function tinyStepPlan(steps: number, kind: 'copy' | 'relu'): NativePlan {
   const step = (i: number): NativeStep => ({
-    op: kind === 'copy' ? OP.COPY : OP.UNARY, threads: kind === 'copy' ? 1 : 2, label: `${kind} ${i}`, floats: [0, 0],
-    inputs: [arenaRef((i % 2) * BYTES)], outputs: [arenaRef(((i + 1) % 2) * BYTES)], inputBytes: [BYTES], outputBytes: [BYTES],
+    op: kind === 'copy' ? OP.COPY : OP.UNARY,
+    threads: kind === 'copy' ? 1 : 2,
+    label: `${kind} ${i}`,
+    floats: [0, 0],
+    inputs: [arenaRef((i % 2) * BYTES)],
+    outputs: [arenaRef(((i + 1) % 2) * BYTES)],
+    inputBytes: [BYTES],
+    outputBytes: [BYTES],
     ints: kind === 'copy' ? [BYTES] : [UNARY_FN['relu']!, BYTES / 4, 0, 0, 0, 0],
   });
   return {
     arenaBytes: 2 * BYTES,
     inputs: [{ name: 'x', dtype: 'float32', shape: [BYTES / 4], offset: 0, bytes: BYTES }],
     outputs: [{ name: 'y', dtype: 'float32', shape: [BYTES / 4], offset: (steps % 2) * BYTES, bytes: BYTES }],
-    steps: Array.from({ length: steps }, (_, i) => step(i)), symbols: [], params: [],
+    steps: Array.from({ length: steps }, (_, i) => step(i)),
+    symbols: [],
+    params: [],
   };
 }
 
@@ -48,7 +56,12 @@ async function medianRunNs(plan: NativePlan, reps: number): Promise<number> {
   }
 }
 
-export interface DispatchCost { readonly kind: 'copy' | 'relu'; readonly steps: number; readonly oneStepRunNs: number; readonly perStepNs: number }
+export interface DispatchCost {
+  readonly kind: 'copy' | 'relu';
+  readonly steps: number;
+  readonly oneStepRunNs: number;
+  readonly perStepNs: number;
+}
 
 export async function dispatchCost(steps: number, reps: number): Promise<DispatchCost[]> {
   const out: DispatchCost[] = [];
@@ -61,11 +74,17 @@ export async function dispatchCost(steps: number, reps: number): Promise<Dispatc
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
+  const arg = (name: string, fallback: number) => {
+    const i = process.argv.indexOf(name);
+    return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  };
   const results = await dispatchCost(arg('--steps', 20_000), arg('--reps', 60));
   if (process.argv.includes('--json')) process.stdout.write(JSON.stringify(results) + '\n');
-  else for (const r of results) {
-    process.stdout.write(`${r.kind}: one run() of 1 step ${r.oneStepRunNs.toFixed(0)} ns; `
-      + `${r.perStepNs.toFixed(1)} ns per step over ${r.steps} steps (medians)\n`);
-  }
+  else
+    for (const r of results) {
+      process.stdout.write(
+        `${r.kind}: one run() of 1 step ${r.oneStepRunNs.toFixed(0)} ns; ` +
+          `${r.perStepNs.toFixed(1)} ns per step over ${r.steps} steps (medians)\n`,
+      );
+    }
 }

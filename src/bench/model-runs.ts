@@ -26,7 +26,9 @@ const LOCKED_AT = 'bench-lock-taken-ns=';
 function locked(mode: '-s' | '-x', cmd: string[]): [string, string[]] {
   const lock = process.env['BENCH_LOCK'];
   // The shell prints when the lock was taken, so a compile's time leaves out its wait for the lock.
-  return lock ? ['flock', [mode, lock, 'sh', '-c', `echo "${LOCKED_AT}$(date +%s%N)" >&2; exec "$@"`, 'sh', ...cmd]] : [cmd[0]!, cmd.slice(1)];
+  return lock
+    ? ['flock', [mode, lock, 'sh', '-c', `echo "${LOCKED_AT}$(date +%s%N)" >&2; exec "$@"`, 'sh', ...cmd]]
+    : [cmd[0]!, cmd.slice(1)];
 }
 
 /** Seconds from the lock being taken (or from `t0Ms`, with no lock) to now. */
@@ -44,7 +46,10 @@ function dirBytes(path: string): number {
 
 /** The last line veltair printed on stderr that reads as its error (it prints one line per error). */
 export function errorLine(stderr: string, fallback: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0);
   return lines.reverse().find((l) => /^error|UNSUPPORTED|\[[A-Z_]+\]/.test(l)) ?? lines[0] ?? fallback;
 }
 
@@ -59,13 +64,29 @@ export interface CompileResult {
 
 /** `veltair compile MODEL -o BUNDLE --db DB BUDGET… --force --json`, under the lock held shared. */
 export async function compileBundle(model: string, bundle: string, db: string, budget: readonly string[]): Promise<CompileResult> {
-  const [cmd, args] = locked('-s', [process.execPath, veltairBin(), 'compile', model, '-o', bundle, '--db', db, ...budget, '--force', '--json']);
+  const [cmd, args] = locked('-s', [
+    process.execPath,
+    veltairBin(),
+    'compile',
+    model,
+    '-o',
+    bundle,
+    '--db',
+    db,
+    ...budget,
+    '--force',
+    '--json',
+  ]);
   const t0 = performance.now();
   const r = await execa(cmd, args, { reject: false, stdin: 'ignore', all: false });
   const wallSeconds = secondsSinceStart(r.stderr, t0);
   if (r.exitCode !== 0) return { ok: false, wallSeconds, error: errorLine(r.stderr, `exit ${r.exitCode}`) };
   let tuningSeconds: number | undefined;
-  try { tuningSeconds = (JSON.parse(r.stdout) as { tuningSeconds?: number }).tuningSeconds; } catch { /* the bundle is what counts */ }
+  try {
+    tuningSeconds = (JSON.parse(r.stdout) as { tuningSeconds?: number }).tuningSeconds;
+  } catch {
+    /* the bundle is what counts */
+  }
   return { ok: true, wallSeconds, bundleBytes: dirBytes(bundle), ...(tuningSeconds !== undefined ? { tuningSeconds } : {}) };
 }
 
@@ -82,7 +103,8 @@ export async function checkBundle(name: string, model: string, bundle: string): 
   const r = await execa(cmd, args, { reject: false, stdin: 'ignore' });
   if (r.exitCode !== 0) return { relErr: NaN, ok: false, error: errorLine(r.stderr, `the check of ${name} exited ${r.exitCode}`) };
   const { relErr, refSpread } = JSON.parse(r.stdout) as { relErr: number; refSpread: number };
-  if (!(refSpread > 0)) return { relErr, ok: false, error: 'ONNX Runtime\'s output is constant on the seeded input, so matching it proves nothing' };
+  if (!(refSpread > 0))
+    return { relErr, ok: false, error: "ONNX Runtime's output is constant on the seeded input, so matching it proves nothing" };
   return { relErr, ok: relErr <= MATCH_TOLERANCE };
 }
 
@@ -103,13 +125,37 @@ export function roundsOf(samples: readonly number[], runs: number): number[][] {
 }
 
 /** `veltair bench --noise 0` at `threads` against ONNX Runtime, under the lock held exclusive. */
-export async function benchBundle(model: string, bundle: string, threads: number, rounds: number, runs: number): Promise<Timing | { error: string }> {
-  const [cmd, args] = locked('-x', [process.execPath, veltairBin(), 'bench', bundle, '--model', model, '--threads', String(threads), '--noise', '0',
-    '--rounds', String(rounds), '--runs', String(runs), '--json']);
+export async function benchBundle(
+  model: string,
+  bundle: string,
+  threads: number,
+  rounds: number,
+  runs: number,
+): Promise<Timing | { error: string }> {
+  const [cmd, args] = locked('-x', [
+    process.execPath,
+    veltairBin(),
+    'bench',
+    bundle,
+    '--model',
+    model,
+    '--threads',
+    String(threads),
+    '--noise',
+    '0',
+    '--rounds',
+    String(rounds),
+    '--runs',
+    String(runs),
+    '--json',
+  ]);
   const r = await execa(cmd, args, { reject: false, stdin: 'ignore' });
   if (r.exitCode !== 0) return { error: errorLine(r.stderr, `bench exited ${r.exitCode}`) };
-  const quiet = (JSON.parse(r.stdout) as { results: { noise: number; veltairMs: number; ortMs: number; ratioVsOrt: number;
-    samples: { veltair: number[]; ort: number[] } }[] }).results.find((c) => c.noise === 0);
+  const quiet = (
+    JSON.parse(r.stdout) as {
+      results: { noise: number; veltairMs: number; ortMs: number; ratioVsOrt: number; samples: { veltair: number[]; ort: number[] } }[];
+    }
+  ).results.find((c) => c.noise === 0);
   if (!quiet) return { error: 'bench printed no quiet condition' };
   const spread = pairedRatios(roundsOf(quiet.samples.ort, runs), roundsOf(quiet.samples.veltair, runs));
   return { veltairMs: quiet.veltairMs, ortMs: quiet.ortMs, ratio: quiet.ratioVsOrt, minRatio: spread.minRatio, maxRatio: spread.maxRatio };

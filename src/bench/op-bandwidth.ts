@@ -56,26 +56,46 @@ export interface KindBandwidth {
   readonly copyFraction: number;
 }
 
-export async function opBandwidth(bundle: string, runs: number, threads: number): Promise<{ totalMs: number; otherMs: number; kinds: KindBandwidth[] }> {
+export async function opBandwidth(
+  bundle: string,
+  runs: number,
+  threads: number,
+): Promise<{ totalMs: number; otherMs: number; kinds: KindBandwidth[] }> {
   const manifest = JSON.parse(await readFile(join(bundle, 'manifest.json'), 'utf8')) as { graphPlan: GraphPlan };
   const plan = manifest.graphPlan;
   const bytesOf = new Map(plan.values.map((v) => [v.id, v.bytes]));
   const profile = await profileSteps(bundle, runs, threads);
-  const others = profile.steps.filter((s) => s.profiledMs === undefined && s.planStep !== undefined).map((s) => {
-    const p = plan.steps[s.planStep!]!;
-    return { kind: s.kind, ms: s.meanMs, moved: bytesMoved(p, s.kind, (id) => bytesOf.get(id) ?? 0) };
-  });
-  const bw = await measureCopyBandwidth(others.filter((o) => o.moved > 0).map((o) => copySizeFor(o.moved)),
-    { cores: availableCores().slice(0, threads), ms: 10, reps: 3 });
+  const others = profile.steps
+    .filter((s) => s.profiledMs === undefined && s.planStep !== undefined)
+    .map((s) => {
+      const p = plan.steps[s.planStep!]!;
+      return { kind: s.kind, ms: s.meanMs, moved: bytesMoved(p, s.kind, (id) => bytesOf.get(id) ?? 0) };
+    });
+  const bw = await measureCopyBandwidth(
+    others.filter((o) => o.moved > 0).map((o) => copySizeFor(o.moved)),
+    { cores: availableCores().slice(0, threads), ms: 10, reps: 3 },
+  );
   const byKind = new Map<string, { steps: number; ms: number; moved: number; copyMs: number }>();
   for (const o of others) {
     const k = byKind.get(o.kind) ?? { steps: 0, ms: 0, moved: 0, copyMs: 0 };
     const gbps = o.moved > 0 ? bw.get(copySizeFor(o.moved))! : 0;
-    byKind.set(o.kind, { steps: k.steps + 1, ms: k.ms + o.ms, moved: k.moved + o.moved, copyMs: k.copyMs + (gbps > 0 ? o.moved / gbps / 1e6 : 0) });
+    byKind.set(o.kind, {
+      steps: k.steps + 1,
+      ms: k.ms + o.ms,
+      moved: k.moved + o.moved,
+      copyMs: k.copyMs + (gbps > 0 ? o.moved / gbps / 1e6 : 0),
+    });
   }
-  const kinds = [...byKind].map(([kind, k]) => ({
-    kind, steps: k.steps, ms: k.ms, mbMoved: k.moved / 1e6, gbps: k.ms > 0 ? k.moved / k.ms / 1e6 : 0, copyFraction: k.ms > 0 ? k.copyMs / k.ms : 0,
-  })).sort((a, b) => b.ms - a.ms);
+  const kinds = [...byKind]
+    .map(([kind, k]) => ({
+      kind,
+      steps: k.steps,
+      ms: k.ms,
+      mbMoved: k.moved / 1e6,
+      gbps: k.ms > 0 ? k.moved / k.ms / 1e6 : 0,
+      copyFraction: k.ms > 0 ? k.copyMs / k.ms : 0,
+    }))
+    .sort((a, b) => b.ms - a.ms);
   return { totalMs: profile.totalMs, otherMs: profile.otherMs, kinds };
 }
 
@@ -86,24 +106,40 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stderr.write('usage: node dist/src/bench/op-bandwidth.js BUNDLE… [--threads 1] [--runs 20] [--json]\n');
     process.exit(1);
   }
-  const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
-  const threads = arg('--threads', 1), runs = arg('--runs', 20);
+  const arg = (name: string, fallback: number) => {
+    const i = process.argv.indexOf(name);
+    return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  };
+  const threads = arg('--threads', 1),
+    runs = arg('--runs', 20);
   const results = [];
-  for (const b of bundles) results.push({ bundle: b, ...await opBandwidth(b, runs, threads) });
+  for (const b of bundles) results.push({ bundle: b, ...(await opBandwidth(b, runs, threads)) });
   // The hierarchy for context: a cache-resident copy and one that must go to memory.
-  const levels = await measureCopyBandwidth([64 * 1024, 1024 * 1024, 64 * 1024 * 1024], { cores: availableCores().slice(0, threads), ms: 20, reps: 3 });
+  const levels = await measureCopyBandwidth([64 * 1024, 1024 * 1024, 64 * 1024 * 1024], {
+    cores: availableCores().slice(0, threads),
+    ms: 20,
+    reps: 3,
+  });
   const reference = [...levels].map(([n, g]) => `${n >= 1 << 20 ? `${n >> 20} MiB` : `${n >> 10} KiB`} ${g.toFixed(1)} GB/s`).join(', ');
   if (process.argv.includes('--json')) {
-    process.stdout.write(JSON.stringify({ machine: await machineInfo(), threads, runs, copyGbps: Object.fromEntries(levels), results }) + '\n');
+    process.stdout.write(
+      JSON.stringify({ machine: await machineInfo(), threads, runs, copyGbps: Object.fromEntries(levels), results }) + '\n',
+    );
   } else {
-    const lines = [`machine: ${machineLine(await machineInfo())}; ${threads} thread(s), mean of ${runs} profiled runs`,
-      `memcpy on the same cores (bytes moved per second, warm): ${reference}`, '',
-      '| bundle | op | steps | ms | MB moved | GB/s | fraction of memcpy at the same sizes |', '|---|---|---|---|---|---|---|'];
+    const lines = [
+      `machine: ${machineLine(await machineInfo())}; ${threads} thread(s), mean of ${runs} profiled runs`,
+      `memcpy on the same cores (bytes moved per second, warm): ${reference}`,
+      '',
+      '| bundle | op | steps | ms | MB moved | GB/s | fraction of memcpy at the same sizes |',
+      '|---|---|---|---|---|---|---|',
+    ];
     for (const r of results) {
       for (const k of r.kinds) {
         const fraction = k.mbMoved > 0 ? `${(k.copyFraction * 100).toFixed(0)}%` : '(moves nothing)';
         const name = r.bundle.split('/').pop();
-        lines.push(`| ${name} | ${k.kind} | ${k.steps} | ${k.ms.toFixed(4)} | ${k.mbMoved.toFixed(2)} | ${k.gbps.toFixed(1)} | ${fraction} |`);
+        lines.push(
+          `| ${name} | ${k.kind} | ${k.steps} | ${k.ms.toFixed(4)} | ${k.mbMoved.toFixed(2)} | ${k.gbps.toFixed(1)} | ${fraction} |`,
+        );
       }
     }
     process.stdout.write(lines.join('\n') + '\n');

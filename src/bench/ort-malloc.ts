@@ -17,8 +17,24 @@ import { MALLOC_KEEP_TUNABLES } from '../toolchain/malloc-tunables.js';
 import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 
 export const MALLOC_LAYER: Workload = withKey({
-  op: 'conv2d', dtype: 'float32', n: 1, cin: 64, h: 56, w: 56, cout: 256, kh: 1, kw: 1, strideH: 1, strideW: 1,
-  pads: [0, 0, 0, 0], dilationH: 1, dilationW: 1, groups: 1, oh: 56, ow: 56, epilogue: ['bias'],
+  op: 'conv2d',
+  dtype: 'float32',
+  n: 1,
+  cin: 64,
+  h: 56,
+  w: 56,
+  cout: 256,
+  kh: 1,
+  kw: 1,
+  strideH: 1,
+  strideW: 1,
+  pads: [0, 0, 0, 0],
+  dilationH: 1,
+  dilationW: 1,
+  groups: 1,
+  oh: 56,
+  ow: 56,
+  epilogue: ['bias'],
 });
 
 export interface MallocComparison {
@@ -32,7 +48,12 @@ export interface MallocComparison {
   readonly ortVersion: string;
 }
 
-export async function compareMalloc(o: { rounds: number; ms: number; threads: number; cores: readonly number[] }): Promise<MallocComparison> {
+export async function compareMalloc(o: {
+  rounds: number;
+  ms: number;
+  threads: number;
+  cores: readonly number[];
+}): Promise<MallocComparison> {
   const plain = await startOrtChild(o.cores, { mallocTunables: false });
   const tuned = await startOrtChild(o.cores, { mallocTunables: true });
   try {
@@ -50,8 +71,12 @@ export async function compareMalloc(o: { rounds: number; ms: number; threads: nu
     }
     const ratios = perRound.map((p) => p.defaultsMs / p.tunablesMs);
     return {
-      rounds: o.rounds, defaultsMs: median(perRound.map((p) => p.defaultsMs)), tunablesMs: median(perRound.map((p) => p.tunablesMs)),
-      ratio: { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) }, perRound, pinned: plain.pinned && tuned.pinned,
+      rounds: o.rounds,
+      defaultsMs: median(perRound.map((p) => p.defaultsMs)),
+      tunablesMs: median(perRound.map((p) => p.tunablesMs)),
+      ratio: { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) },
+      perRound,
+      pinned: plain.pinned && tuned.pinned,
       ortVersion: version,
     };
   } finally {
@@ -61,17 +86,27 @@ export async function compareMalloc(o: { rounds: number; ms: number; threads: nu
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
+  const arg = (name: string, fallback: number) => {
+    const i = process.argv.indexOf(name);
+    return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  };
   const threads = arg('--threads', 1);
-  const r = await compareMalloc({ rounds: arg('--rounds', 5), ms: arg('--ms', 300), threads, cores: Array.from({ length: threads }, (_, i) => i) });
+  const r = await compareMalloc({
+    rounds: arg('--rounds', 5),
+    ms: arg('--ms', 300),
+    threads,
+    cores: Array.from({ length: threads }, (_, i) => i),
+  });
   if (process.argv.includes('--json')) process.stdout.write(JSON.stringify({ machine: await machineInfo(), ...r }) + '\n');
   else {
-    process.stdout.write([
-      `machine: ${machineLine(await machineInfo())}`,
-      `ONNX Runtime ${r.ortVersion}, ResNet-50 1x1 conv 64>256 56x56 +bias, ${threads} thread(s), ${r.pinned ? 'pinned' : 'NOT pinned'}, `
-        + `${r.rounds} alternating rounds`,
-      `glibc defaults: ${r.defaultsMs.toFixed(3)} ms median; with ${MALLOC_KEEP_TUNABLES}: ${r.tunablesMs.toFixed(3)} ms median`,
-      `paired ratio defaults/tunables: ${r.ratio.median.toFixed(2)} [${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)}]`,
-    ].join('\n') + '\n');
+    process.stdout.write(
+      [
+        `machine: ${machineLine(await machineInfo())}`,
+        `ONNX Runtime ${r.ortVersion}, ResNet-50 1x1 conv 64>256 56x56 +bias, ${threads} thread(s), ${r.pinned ? 'pinned' : 'NOT pinned'}, ` +
+          `${r.rounds} alternating rounds`,
+        `glibc defaults: ${r.defaultsMs.toFixed(3)} ms median; with ${MALLOC_KEEP_TUNABLES}: ${r.tunablesMs.toFixed(3)} ms median`,
+        `paired ratio defaults/tunables: ${r.ratio.median.toFixed(2)} [${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)}]`,
+      ].join('\n') + '\n',
+    );
   }
 }

@@ -26,9 +26,13 @@ const flag = (name: string, fallback: number) => {
 };
 
 async function main(): Promise<void> {
-  const threads = flag('--threads', 1), rounds = flag('--rounds', 9), runs = flag('--runs', 5);
+  const threads = flag('--threads', 1),
+    rounds = flag('--rounds', 9),
+    runs = flag('--runs', 5);
   const inProcess = process.argv.includes('--in-process');
-  const paths = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !(all[i - 1]?.startsWith('--') && all[i - 1] !== '--in-process'));
+  const paths = process.argv
+    .slice(2)
+    .filter((a, i, all) => !a.startsWith('--') && !(all[i - 1]?.startsWith('--') && all[i - 1] !== '--in-process'));
   if (paths.length < 2) throw new Error('give at least two bundles of the same model: the first is the baseline');
   const manifests = await Promise.all(paths.map((p) => readBundle(p)));
   const sha = manifests[0]!.manifest.model.sha256;
@@ -43,15 +47,19 @@ async function main(): Promise<void> {
   }
   const machine = await machineInfo();
   const lines = [
-    `#### Bundles paired against ${paths[0]} (${machineLine(machine)})`, '',
-    `Command: \`node dist/src/bench/pair-bundles.js ${paths.join(' ')} --threads ${threads} --rounds ${rounds} --runs ${runs}`
-      + `${inProcess ? ' --in-process' : ''}\` (${inProcess ? 'all bundles in this one process' : 'each bundle of each round in a fresh process'})`, '',
-    '| bundle | latency, median of rounds (ms) | ratio to the first, paired median [min–max] |', '|---|---|---|',
+    `#### Bundles paired against ${paths[0]} (${machineLine(machine)})`,
+    '',
+    `Command: \`node dist/src/bench/pair-bundles.js ${paths.join(' ')} --threads ${threads} --rounds ${rounds} --runs ${runs}` +
+      `${inProcess ? ' --in-process' : ''}\` (${inProcess ? 'all bundles in this one process' : 'each bundle of each round in a fresh process'})`,
+    '',
+    '| bundle | latency, median of rounds (ms) | ratio to the first, paired median [min–max] |',
+    '|---|---|---|',
     ...paths.map((p, i) => {
       const s = summarizeRatios(ms[i]!.map((x, r) => x / ms[0]![r]!));
       const ratio = i === 0 ? '1 (baseline)' : `${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]`;
       return `| ${p} | ${median(ms[i]!).toFixed(2)} | ${ratio} |`;
-    }), '',
+    }),
+    '',
   ];
   process.stdout.write(lines.join('\n'));
   process.exit(0);
@@ -65,4 +73,7 @@ async function inProcessTimer(paths: readonly string[], threads: number, runs: n
   return async (i) => timeInferences(bundles[i]!, feeds, outs[i]!, runs);
 }
 
-main().catch((e: unknown) => { process.stderr.write(`pair-bundles: ${e instanceof Error ? e.message : String(e)}\n`); process.exit(2); });
+main().catch((e: unknown) => {
+  process.stderr.write(`pair-bundles: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(2);
+});

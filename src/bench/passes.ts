@@ -33,7 +33,10 @@ import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { buildBenchModels } from './models.js';
 
 const LEVELS = [0, 1, 2, 3, 4] as const;
-const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
 const log = (m: string) => process.stderr.write(`passes: ${m}\n`);
 
 const PICKS: readonly ((w: Workload) => boolean)[] = [
@@ -42,7 +45,10 @@ const PICKS: readonly ((w: Workload) => boolean)[] = [
   (w) => w.op === 'conv2d' && w.kh === 3 && w.cin === 256 && w.cout === 256 && w.h === 14 && w.strideH === 1,
 ];
 
-interface Best { readonly schedule: Schedule; readonly ms: number }
+interface Best {
+  readonly schedule: Schedule;
+  readonly ms: number;
+}
 
 /** Best in-pass median at a level over a database's ok records of a workload. */
 function bestAt(db: TuningDatabase, key: string, level: number): Best | undefined {
@@ -59,7 +65,11 @@ function bestAt(db: TuningDatabase, key: string, level: number): Best | undefine
 function statusLine(db: TuningDatabase, keys: readonly string[]): string {
   const counts: Record<string, number> = {};
   let firstError = '';
-  for (const k of keys) for (const r of db.records(k)) { counts[r.status] = (counts[r.status] ?? 0) + 1; if (r.error && !firstError) firstError = r.error; }
+  for (const k of keys)
+    for (const r of db.records(k)) {
+      counts[r.status] = (counts[r.status] ?? 0) + 1;
+      if (r.error && !firstError) firstError = r.error;
+    }
   return `${JSON.stringify(counts)}${firstError ? ` first error: ${firstError}` : ''}`;
 }
 
@@ -76,8 +86,17 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; seconds: numb
 }
 
 /** Paired re-measurement at one level: one-pass winner vs five-pass winner, alternating order. */
-async function paired(w: Workload, a: Schedule, b: Schedule, level: number, rounds: number, bank: LevelBank, t: Target,
-  cacheDir: string, minTimeMs: number): Promise<number[]> {
+async function paired(
+  w: Workload,
+  a: Schedule,
+  b: Schedule,
+  level: number,
+  rounds: number,
+  bank: LevelBank,
+  t: Target,
+  cacheDir: string,
+  minTimeMs: number,
+): Promise<number[]> {
   const cands = [a, b].map((s) => makeCandidate(w, s, t));
   const units = cands.map(generateKernel);
   const built = await buildKernels(units, { cacheDir });
@@ -101,7 +120,10 @@ async function paired(w: Workload, a: Schedule, b: Schedule, level: number, roun
 }
 
 async function main(): Promise<void> {
-  const trials = arg('--trials', 8), count = arg('--workloads', 3), rounds = arg('--rounds', 3), minTimeMs = arg('--min-time-ms', 100);
+  const trials = arg('--trials', 8),
+    count = arg('--workloads', 3),
+    rounds = arg('--rounds', 3),
+    minTimeMs = arg('--min-time-ms', 100);
   const target = await detectTarget();
   const threads = [arg('--threads', Math.max(1, target.cores - 1))];
   const machine = await machineInfo();
@@ -123,20 +145,47 @@ async function main(): Promise<void> {
     try {
       log(`one pass, levels ${LEVELS.join(',')}, ${trials} trials × ${uses.length} workloads`);
       const oneDb = await open('one-db');
-      const one = await timed(() => tuneWorkloads(uses, { ...common, levels: [...LEVELS], db: oneDb, cacheDir: join(work, 'one-cache'), bank,
-        onProgress: (p) => log(`one-pass ${p.trialsDone}/${p.budget}`) }));
+      const one = await timed(() =>
+        tuneWorkloads(uses, {
+          ...common,
+          levels: [...LEVELS],
+          db: oneDb,
+          cacheDir: join(work, 'one-cache'),
+          bank,
+          onProgress: (p) => log(`one-pass ${p.trialsDone}/${p.budget}`),
+        }),
+      );
 
-      log(`one pass: ${one.seconds.toFixed(1)} s, records ${statusLine(oneDb, workloads.map((w) => w.key))}`);
+      log(
+        `one pass: ${one.seconds.toFixed(1)} s, records ${statusLine(
+          oneDb,
+          workloads.map((w) => w.key),
+        )}`,
+      );
       const fiveDbs: TuningDatabase[] = [];
-      let fiveSeconds = 0, fiveMeasured = 0;
+      let fiveSeconds = 0,
+        fiveMeasured = 0;
       for (const level of LEVELS) {
         log(`five-pass: pass for level ${level}`);
         const db = await open(`five-db-${level}`);
         fiveDbs.push(db);
-        const pass = await timed(() => tuneWorkloads(uses, { ...common, levels: [level], db, cacheDir: join(work, 'five-cache'), bank,
-          onProgress: (p) => log(`pass ${level}: ${p.trialsDone}/${p.budget}`) }));
+        const pass = await timed(() =>
+          tuneWorkloads(uses, {
+            ...common,
+            levels: [level],
+            db,
+            cacheDir: join(work, 'five-cache'),
+            bank,
+            onProgress: (p) => log(`pass ${level}: ${p.trialsDone}/${p.budget}`),
+          }),
+        );
         fiveSeconds += pass.seconds;
-        log(`pass ${level}: ${pass.seconds.toFixed(1)} s, records ${statusLine(db, workloads.map((w) => w.key))}`);
+        log(
+          `pass ${level}: ${pass.seconds.toFixed(1)} s, records ${statusLine(
+            db,
+            workloads.map((w) => w.key),
+          )}`,
+        );
         fiveMeasured += pass.value.measured;
       }
 
@@ -145,28 +194,39 @@ async function main(): Promise<void> {
       const within3: boolean[] = [];
       for (const w of workloads) {
         for (const level of LEVELS) {
-          const a = bestAt(oneDb, w.key, level), b = bestAt(fiveDbs[level]!, w.key, level);
+          const a = bestAt(oneDb, w.key, level),
+            b = bestAt(fiveDbs[level]!, w.key, level);
           if (!a || !b) {
-            rows.push(`| ${describeWorkload(w)} | ${level} | ${a?.ms.toFixed(3) ?? '-'} | ${b?.ms.toFixed(3) ?? '-'} | no winner to compare |`);
+            rows.push(
+              `| ${describeWorkload(w)} | ${level} | ${a?.ms.toFixed(3) ?? '-'} | ${b?.ms.toFixed(3) ?? '-'} | no winner to compare |`,
+            );
             continue;
           }
           const same = JSON.stringify(a.schedule) === JSON.stringify(b.schedule);
-          const ratios = same ? [] : await paired(w, a.schedule, b.schedule, level, rounds, bank, target, join(work, 'one-cache'), minTimeMs);
+          const ratios = same
+            ? []
+            : await paired(w, a.schedule, b.schedule, level, rounds, bank, target, join(work, 'one-cache'), minTimeMs);
           const s = same ? undefined : summarizeRatios(ratios);
           within3.push(same || s!.medianRatio <= 1.03);
-          rows.push(`| ${describeWorkload(w)} | ${level} | ${a.ms.toFixed(3)} | ${b.ms.toFixed(3)} | ${same ? 'same schedule (1.00)'
-            : `${s!.medianRatio.toFixed(3)} [${s!.minRatio.toFixed(3)}–${s!.maxRatio.toFixed(3)}]`} |`);
+          rows.push(
+            `| ${describeWorkload(w)} | ${level} | ${a.ms.toFixed(3)} | ${b.ms.toFixed(3)} | ${
+              same ? 'same schedule (1.00)' : `${s!.medianRatio.toFixed(3)} [${s!.minRatio.toFixed(3)}–${s!.maxRatio.toFixed(3)}]`
+            } |`,
+          );
         }
       }
 
       const start = started.seconds;
-      const screened = countScreened(oneDb, workloads.map((w) => w.key));
+      const screened = countScreened(
+        oneDb,
+        workloads.map((w) => w.key),
+      );
       const out = [
         `### Single pass vs five passes (${machineLine(machine)})`,
         '',
-        `Command: \`node dist/src/bench/passes.js --trials ${trials} --workloads ${count} --rounds ${rounds} --threads ${threads[0]} `
-          + `--min-time-ms ${minTimeMs}\`; ResNet-50 workloads ${workloads.map(describeWorkload).join('; ')}; `
-          + `kernels on ${threads[0]} thread(s), co-runners on cores ${plan.noiseCores.join(',')}.`,
+        `Command: \`node dist/src/bench/passes.js --trials ${trials} --workloads ${count} --rounds ${rounds} --threads ${threads[0]} ` +
+          `--min-time-ms ${minTimeMs}\`; ResNet-50 workloads ${workloads.map(describeWorkload).join('; ')}; ` +
+          `kernels on ${threads[0]} thread(s), co-runners on cores ${plan.noiseCores.join(',')}.`,
         '',
         '| approach | tuning time (s) | candidates measured | level-measurements |',
         '|---|---|---|---|',
@@ -174,21 +234,22 @@ async function main(): Promise<void> {
         `| five passes, one level each | ${fiveSeconds.toFixed(1)} | ${fiveMeasured} | ${fiveMeasured} |`,
         `| ratio one / five | ${(one.seconds / fiveSeconds).toFixed(2)} | | |`,
         '',
-        `Co-runners of levels 1–4 started once before both approaches and kept warm for both: ${start.toFixed(1)} s, in neither row. `
-          + `Started per compile instead, each approach pays about that once in all (one pass starts four co-runners, the five passes `
-          + `one each), so the ratio would be (${one.seconds.toFixed(1)} + ${start.toFixed(1)}) / (${fiveSeconds.toFixed(1)} + ${start.toFixed(1)}) = `
-          + `${((one.seconds + start) / (fiveSeconds + start)).toFixed(2)} (arithmetic on the figures above, not a separate run). `
-          + `The one pass measured ${screened.screened} of its ${screened.ok} ok candidates at level 0 only: their quiet median was over `
-          + `${DEFAULT_NOISY_SCREEN}× the best so far (src/tune/evaluate.ts).`,
+        `Co-runners of levels 1–4 started once before both approaches and kept warm for both: ${start.toFixed(1)} s, in neither row. ` +
+          `Started per compile instead, each approach pays about that once in all (one pass starts four co-runners, the five passes ` +
+          `one each), so the ratio would be (${one.seconds.toFixed(1)} + ${start.toFixed(1)}) / (${fiveSeconds.toFixed(1)} + ${start.toFixed(1)}) = ` +
+          `${((one.seconds + start) / (fiveSeconds + start)).toFixed(2)} (arithmetic on the figures above, not a separate run). ` +
+          `The one pass measured ${screened.screened} of its ${screened.ok} ok candidates at level 0 only: their quiet median was over ` +
+          `${DEFAULT_NOISY_SCREEN}× the best so far (src/tune/evaluate.ts).`,
         '',
         `| workload | level | one-pass best, in pass (ms) | five-pass best, in pass (ms) | paired ratio one/five, median [min–max] over ${rounds} rounds |`,
         '|---|---|---|---|---|',
         ...rows,
         '',
-        `One-pass winner within 3% of the five-pass winner (paired median): ${within3.filter(Boolean).length}/${within3.length} workload-levels. `
-          + `Families kept (one pass): ${[...one.value.families.values()].map((f) => f.count).join(', ')} versions; `
-          + `median in-pass regret ${LEVELS.map((l) =>
-            `L${l} ${median([...one.value.families.values()].map((f) => f.regretPercent[String(l)] ?? 0)).toFixed(1)}%`).join(', ')}.`,
+        `One-pass winner within 3% of the five-pass winner (paired median): ${within3.filter(Boolean).length}/${within3.length} workload-levels. ` +
+          `Families kept (one pass): ${[...one.value.families.values()].map((f) => f.count).join(', ')} versions; ` +
+          `median in-pass regret ${LEVELS.map(
+            (l) => `L${l} ${median([...one.value.families.values()].map((f) => f.regretPercent[String(l)] ?? 0)).toFixed(1)}%`,
+          ).join(', ')}.`,
       ];
       process.stdout.write(out.join('\n') + '\n');
     } finally {
@@ -200,4 +261,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e: unknown) => { process.stderr.write(`passes: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`); process.exit(2); });
+main().catch((e: unknown) => {
+  process.stderr.write(`passes: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(2);
+});

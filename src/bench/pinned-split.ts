@@ -22,7 +22,10 @@ function compositions(n: number, m: number): number[][] {
 function surjections(m: number, c: number): number[][] {
   const out: number[][] = [];
   const walk = (prefix: number[]) => {
-    if (prefix.length === m) { if (new Set(prefix).size === c) out.push([...prefix]); return; }
+    if (prefix.length === m) {
+      if (new Set(prefix).size === c) out.push([...prefix]);
+      return;
+    }
     for (let k = 0; k < c; k++) walk([...prefix, k]);
   };
   walk([]);
@@ -43,13 +46,18 @@ export function splitLoad(split: Split, latencyMs: readonly number[]): number {
 
 /** Candidate splits of `cores` over models with these latencies alone, best-balanced first, at most `limit`. */
 export function candidateSplits(cores: readonly number[], latencyMs: readonly number[], limit: number): Split[] {
-  const m = latencyMs.length, c = cores.length;
+  const m = latencyMs.length,
+    c = cores.length;
   if (m === 0 || c === 0) return [];
   let all: Split[];
   if (m <= c) {
     all = compositions(c, m).map((parts) => {
       let at = 0;
-      return parts.map((p) => { const s = cores.slice(at, at + p); at += p; return s; });
+      return parts.map((p) => {
+        const s = cores.slice(at, at + p);
+        at += p;
+        return s;
+      });
     });
   } else {
     all = surjections(m, c).map((map) => map.map((k) => [cores[k]!]));

@@ -39,10 +39,18 @@ export function layerClass(w: Workload): string {
 
 /** --quick: a few layers per class, spread over the network's stages. */
 const QUICK_PICKS: Record<string, (w: Workload) => boolean> = {
-  resnet50: (w) => w.op === 'conv2d' && w.strideH === 1 && (
-    (w.kh === 3 && (w.cin === 64 || w.cin === 256)) || (w.kh === 1 && ((w.cin === 256 && w.cout === 64 && w.h === 56) || (w.cin === 1024 && w.cout === 256)))),
-  mobilenet_v2: (w) => w.op === 'conv2d' && ((w.groups === 144 && w.strideH === 1) || (w.groups === 384) ||
-    (w.kh === 1 && w.groups === 1 && ((w.cin === 24 && w.cout === 144) || (w.cin === 384 && w.cout === 64 && !w.epilogue.includes('residual_add'))))),
+  resnet50: (w) =>
+    w.op === 'conv2d' &&
+    w.strideH === 1 &&
+    ((w.kh === 3 && (w.cin === 64 || w.cin === 256)) ||
+      (w.kh === 1 && ((w.cin === 256 && w.cout === 64 && w.h === 56) || (w.cin === 1024 && w.cout === 256)))),
+  mobilenet_v2: (w) =>
+    w.op === 'conv2d' &&
+    ((w.groups === 144 && w.strideH === 1) ||
+      w.groups === 384 ||
+      (w.kh === 1 &&
+        w.groups === 1 &&
+        ((w.cin === 24 && w.cout === 144) || (w.cin === 384 && w.cout === 64 && !w.epilogue.includes('residual_add'))))),
 };
 
 function chooseLayers(name: string, graph: LayerGraph, quick: boolean): number[] | undefined {
@@ -55,10 +63,15 @@ const f = (x: number | null, d = 3) => (x === null ? '-' : x < 1 && d === 3 ? x.
 
 function layerRow(l: LayerBenchResult): string {
   const p = l.pairedRatio;
-  const ratio = l.ratio === null ? '-' : `${l.ratio.toFixed(2)}${p && p.ratios.length > 1 ? ` [${p.minRatio.toFixed(2)}–${p.maxRatio.toFixed(2)}]` : ''}`;
+  const ratio =
+    l.ratio === null
+      ? '-'
+      : `${l.ratio.toFixed(2)}${p && p.ratios.length > 1 ? ` [${p.minRatio.toFixed(2)}–${p.maxRatio.toFixed(2)}]` : ''}`;
   const index = l.alsoIndices.length > 0 ? `${l.index} (+${l.alsoIndices.length})` : String(l.index);
-  return `| ${index} | ${l.description} | ${(l.macs / 1e6).toFixed(2)} | ${l.status === 'failed' ? 'FAILED' : f(l.veltairMs)} | ${f(l.ortMs)} | ` +
-    `${ratio} | ${f(l.gflops, 1)} | ${f(l.peakPercent, 0)} | ${l.candidates - l.failed}/${l.candidates} |`;
+  return (
+    `| ${index} | ${l.description} | ${(l.macs / 1e6).toFixed(2)} | ${l.status === 'failed' ? 'FAILED' : f(l.veltairMs)} | ${f(l.ortMs)} | ` +
+    `${ratio} | ${f(l.gflops, 1)} | ${f(l.peakPercent, 0)} | ${l.candidates - l.failed}/${l.candidates} |`
+  );
 }
 
 function classSummary(r: LayerBenchReport, classOf: Map<number, string>): string[] {
@@ -67,10 +80,12 @@ function classSummary(r: LayerBenchReport, classOf: Map<number, string>): string
     const ls = r.layers.filter((l) => classOf.get(l.index) === c);
     const ratios = ls.map((l) => l.ratio).filter((x): x is number => x !== null);
     const peaks = ls.map((l) => l.peakPercent).filter((x): x is number => x !== null);
-    return `- ${c}: ${ls.length} unique layers; geometric mean veltair/ORT ${ratios.length ? geometricMean(ratios).toFixed(3) : '-'}, ` +
+    return (
+      `- ${c}: ${ls.length} unique layers; geometric mean veltair/ORT ${ratios.length ? geometricMean(ratios).toFixed(3) : '-'}, ` +
       `${ratios.filter((x) => x <= 1).length} of ${ratios.length} at or below 1.0x ORT; ` +
       `median ${peaks.length ? median(peaks).toFixed(0) : '-'}% of FMA peak (min ${peaks.length ? Math.min(...peaks).toFixed(0) : '-'}%)` +
-      (ls.some((l) => l.status === 'failed') ? `; ${ls.filter((l) => l.status === 'failed').length} FAILED` : '');
+      (ls.some((l) => l.status === 'failed') ? `; ${ls.filter((l) => l.status === 'failed').length} FAILED` : '')
+    );
   });
 }
 
@@ -89,13 +104,16 @@ export function formatLayerBenchMarkdown(model: string, r: LayerBenchReport, cla
     '|---|---|---|---|---|---|---|---|---|',
     ...r.layers.map(layerRow),
     '',
-    s.geomeanRatio === null ? 'No layer has both figures.'
+    s.geomeanRatio === null
+      ? 'No layer has both figures.'
       : `Geometric mean veltair/ORT ${s.geomeanRatio.toFixed(3)}x over ${s.layersCompared} layers; ` +
         `${s.layersAtOrBelowOrt} of ${s.layersCompared} at or below 1.0x ORT` +
         (s.layersFailed ? `; ${s.layersFailed} layers FAILED.` : '.'),
     '',
     ...classSummary(r, classOf),
-    ...r.layers.filter((l) => l.status === 'failed').map((l) => `- FAILED layer ${l.index} (${l.description}): ${l.failureReasons.join('; ')}`),
+    ...r.layers
+      .filter((l) => l.status === 'failed')
+      .map((l) => `- FAILED layer ${l.index} (${l.description}): ${l.failureReasons.join('; ')}`),
     ...r.layers.filter((l) => l.ortError).map((l) => `- ONNX Runtime could not run layer ${l.index}: ${l.ortError}`),
     '',
   ].join('\n');
@@ -111,8 +129,13 @@ async function main(): Promise<void> {
   // What `npm run bench -- ARGS` runs after building (the tree it ran from is the caller's to state).
   const command = `node dist/src/bench/run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
   const out: string[] = [`### Run of ${machine.dateUtc}`, '', `- machine: ${machineLine(machine)}`, `- command: \`${command}\``, ''];
-  const json: { machine: typeof machine; command: string; layers: Record<string, LayerBenchReport>; tradeoff?: TradeoffReport; minutes?: number } =
-    { machine, command, layers: {} };
+  const json: {
+    machine: typeof machine;
+    command: string;
+    layers: Record<string, LayerBenchReport>;
+    tradeoff?: TradeoffReport;
+    minutes?: number;
+  } = { machine, command, layers: {} };
   const models = await buildBenchModels((arg('--models') ?? 'resnet50,mobilenet_v2').split(','));
   try {
     const target = await detectTarget();
@@ -121,7 +144,10 @@ async function main(): Promise<void> {
         const selected = selectBenchLayers(m.graph, chooseLayers(name, m.graph, quick));
         log(`${name}: ${selected.length} layers, ${trials} candidates each`);
         const report = await benchLayers(selected, {
-          target, threads, trials, rounds,
+          target,
+          threads,
+          trials,
+          rounds,
           onProgress: (done, total, label) => log(`${name} ${done}/${total} ${label}`),
         });
         json.layers[name] = report;
@@ -133,13 +159,18 @@ async function main(): Promise<void> {
     const tradeoffLayers = pickTradeoffLayers(graphs, quick);
     if (!flag('--skip-tradeoff') && tradeoffLayers.length > 0) {
       const tradeoff = await runTradeoff(tradeoffLayers, {
-        levels: [0, 1, 2, 3, 4], rounds: quick ? 3 : 4, tunedTrials: quick ? 4 : 8,
+        levels: [0, 1, 2, 3, 4],
+        rounds: quick ? 3 : 4,
+        tunedTrials: quick ? 4 : 8,
         onProgress: (m) => log(`tradeoff ${m}`),
       });
       json.tradeoff = tradeoff;
-      out.push(`#### Interference trade-off: kernel on core(s) ${tradeoff.kernelCores.join(',')} (1 thread), ` +
-        `noise on core(s) ${tradeoff.noiseCores.join(',')}, ${tradeoff.rounds} rounds per level`, '',
-        formatTradeoffMarkdown(tradeoff));
+      out.push(
+        `#### Interference trade-off: kernel on core(s) ${tradeoff.kernelCores.join(',')} (1 thread), ` +
+          `noise on core(s) ${tradeoff.noiseCores.join(',')}, ${tradeoff.rounds} rounds per level`,
+        '',
+        formatTradeoffMarkdown(tradeoff),
+      );
     }
   } finally {
     await models.dispose();
@@ -147,8 +178,18 @@ async function main(): Promise<void> {
   if (flag('--train')) {
     const { runTrainBench } = await import('./train-run.js');
     const { availableParallelism } = await import('node:os');
-    out.push((await runTrainBench({ sections: ['compare', 'grid', 'threads'], datasets: ['planted', 'words'], epochs: 3, gridEpochs: 2,
-      threads: availableParallelism(), log: (m) => log(`train ${m}`) })).markdown);
+    out.push(
+      (
+        await runTrainBench({
+          sections: ['compare', 'grid', 'threads'],
+          datasets: ['planted', 'words'],
+          epochs: 3,
+          gridEpochs: 2,
+          threads: availableParallelism(),
+          log: (m) => log(`train ${m}`),
+        })
+      ).markdown,
+    );
   }
   json.minutes = (Date.now() - started) / 60000;
   out.push(`(run took ${json.minutes.toFixed(1)} min; load average at the end ${(await machineInfo()).loadAvg.join(' ')})`, '');

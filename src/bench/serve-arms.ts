@@ -17,16 +17,22 @@ import type { Split } from './pinned-split.js';
 
 export const ORT_KINDS = ['ort', 'ort-pinned', 'ort-instances'] as const;
 
-export interface Arm { readonly label: string; readonly kind: string }
+export interface Arm {
+  readonly label: string;
+  readonly kind: string;
+}
 
 /** Labels from `--arms`: a kind named again gets `#2`, `#3`… */
 export function parseArms(text: string): Arm[] {
   const seen = new Map<string, number>();
-  return text.split(',').filter((k) => k.length > 0).map((kind) => {
-    const n = (seen.get(kind) ?? 0) + 1;
-    seen.set(kind, n);
-    return { label: n === 1 ? kind : `${kind}#${n}`, kind };
-  });
+  return text
+    .split(',')
+    .filter((k) => k.length > 0)
+    .map((kind) => {
+      const n = (seen.get(kind) ?? 0) + 1;
+      seen.set(kind, n);
+      return { label: n === 1 ? kind : `${kind}#${n}`, kind };
+    });
 }
 
 export const isOrt = (kind: string) => (ORT_KINDS as readonly string[]).includes(kind);
@@ -53,16 +59,22 @@ export interface ArmContext {
 /** The serve config of the given models of the mix (every arm's servers, and the in-process transport's backends, read one). */
 export function writeConfig(ctx: ArmContext, file: string, models: readonly number[], extra: Record<string, unknown> = {}): string {
   const path = join(ctx.work, file);
-  writeFileSync(path, JSON.stringify({
-    models: Object.fromEntries(models.map((i) => [ctx.names[i]!, { bundle: ctx.bundles[i], qosMs: ctx.qosMs[ctx.names[i]!], ...extra }])),
-  }));
+  writeFileSync(
+    path,
+    JSON.stringify({
+      models: Object.fromEntries(models.map((i) => [ctx.names[i]!, { bundle: ctx.bundles[i], qosMs: ctx.qosMs[ctx.names[i]!], ...extra }])),
+    }),
+  );
   return path;
 }
 
 /** Start the servers of one arm; every model of the mix is answered by one of them. */
 export async function startArm(kind: string, ctx: ArmContext): Promise<ArmServers> {
   const all = ctx.names.map((_, i) => i);
-  const one = async (args: string[], cores: readonly number[], models: readonly number[]) => ({ server: await startServeProcess(args, cores), models });
+  const one = async (args: string[], cores: readonly number[], models: readonly number[]) => ({
+    server: await startServeProcess(args, cores),
+    models,
+  });
   let started: { server: ServeProcess; models: readonly number[] }[] = [];
   try {
     if (kind === 'ort') {
@@ -73,7 +85,9 @@ export async function startArm(kind: string, ctx: ArmContext): Promise<ArmServer
     } else if (kind === 'ort-pinned') {
       if (!ctx.split) throw new Error('ort-pinned needs a core split');
       for (const i of all) {
-        started.push(await one(['--config', writeConfig(ctx, `ort-pinned-${i}.json`, [i]), '--backend', 'onnxruntime'], ctx.split[i]!, [i]));
+        started.push(
+          await one(['--config', writeConfig(ctx, `ort-pinned-${i}.json`, [i]), '--backend', 'onnxruntime'], ctx.split[i]!, [i]),
+        );
       }
     } else {
       started = [await one(['--config', writeConfig(ctx, 'veltair.json', all), '--policy', kind], ctx.cores, all)];
@@ -85,5 +99,11 @@ export async function startArm(kind: string, ctx: ArmContext): Promise<ArmServer
   const urls = new Map<string, string>();
   for (const s of started) for (const i of s.models) urls.set(ctx.names[i]!, s.server.url);
   const pids = started.map((s) => s.server.child.pid).filter((p): p is number => p !== undefined);
-  return { urls, pids, stop: async () => { await Promise.all(started.map((s) => stopServeProcess(s.server))); } };
+  return {
+    urls,
+    pids,
+    stop: async () => {
+      await Promise.all(started.map((s) => stopServeProcess(s.server)));
+    },
+  };
 }

@@ -75,12 +75,25 @@ interface Args {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  let bundleDir = '.', k: number | undefined;
+  let bundleDir = '.',
+    k: number | undefined;
   const mixTexts: string[] = [];
   const a: Args = {
-    mixes: [], arms: parseArms('ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair'), cores: availableCores(), durationS: 4, rounds: 3,
-    tolerance: 1.05, pinnedProbes: 3, maxRuns: 16, sweepDurationS: 4, probeDurationS: 2,
-    probeLimitS: 120, verify: false, transports: ['http'], seed: 1, timeline: false,
+    mixes: [],
+    arms: parseArms('ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair'),
+    cores: availableCores(),
+    durationS: 4,
+    rounds: 3,
+    tolerance: 1.05,
+    pinnedProbes: 3,
+    maxRuns: 16,
+    sweepDurationS: 4,
+    probeDurationS: 2,
+    probeLimitS: 120,
+    verify: false,
+    transports: ['http'],
+    seed: 1,
+    timeline: false,
   };
   const num = (flag: string, v: string, min: number) => {
     const x = Number(v);
@@ -90,35 +103,99 @@ function parseArgs(argv: readonly string[]): Args {
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1] ?? '';
     switch (argv[i]) {
-      case '--mix': mixTexts.push(v); i++; break;
-      case '--bundle-dir': bundleDir = v; i++; break;
-      case '--k': case '--qos-multiple': k = num(argv[i]!, v, 1); i++; break;
-      case '--arms': a.arms = parseArms(v); i++; break;
-      case '--cores': a.cores = v.split(',').map(Number); i++; break;
-      case '--duration': a.durationS = num('--duration', v, 0.1); i++; break;
-      case '--rounds': a.rounds = num('--rounds', v, 1); i++; break;
-      case '--tolerance': a.tolerance = num('--tolerance', v, 1.001); i++; break;
-      case '--max-runs': a.maxRuns = num('--max-runs', v, 2); i++; break;
-      case '--pinned-probes': a.pinnedProbes = num('--pinned-probes', v, 1); i++; break;
-      case '--probe-duration': a.probeDurationS = num('--probe-duration', v, 0.1); i++; break;
-      case '--probe-limit': a.probeLimitS = num('--probe-limit', v, 1); i++; break;
-      case '--verify': a.verify = true; break;
-      case '--transport': a.transports = parseTransports(v); i++; break;
-      case '--seed': a.seed = num('--seed', v, 0); i++; break;
-      case '--calibration': a.calibration = v; i++; break;
-      case '--timeline': a.timeline = true; break;
-      case '--sweep': a.sweep = parseSweep(v); i++; break;
-      case '--sweep-duration': a.sweepDurationS = num('--sweep-duration', v, 0.1); i++; break;
-      case '--json-out': a.jsonOut = v; i++; break;
-      default: throw new Error(`unknown argument ${argv[i]}`);
+      case '--mix':
+        mixTexts.push(v);
+        i++;
+        break;
+      case '--bundle-dir':
+        bundleDir = v;
+        i++;
+        break;
+      case '--k':
+      case '--qos-multiple':
+        k = num(argv[i]!, v, 1);
+        i++;
+        break;
+      case '--arms':
+        a.arms = parseArms(v);
+        i++;
+        break;
+      case '--cores':
+        a.cores = v.split(',').map(Number);
+        i++;
+        break;
+      case '--duration':
+        a.durationS = num('--duration', v, 0.1);
+        i++;
+        break;
+      case '--rounds':
+        a.rounds = num('--rounds', v, 1);
+        i++;
+        break;
+      case '--tolerance':
+        a.tolerance = num('--tolerance', v, 1.001);
+        i++;
+        break;
+      case '--max-runs':
+        a.maxRuns = num('--max-runs', v, 2);
+        i++;
+        break;
+      case '--pinned-probes':
+        a.pinnedProbes = num('--pinned-probes', v, 1);
+        i++;
+        break;
+      case '--probe-duration':
+        a.probeDurationS = num('--probe-duration', v, 0.1);
+        i++;
+        break;
+      case '--probe-limit':
+        a.probeLimitS = num('--probe-limit', v, 1);
+        i++;
+        break;
+      case '--verify':
+        a.verify = true;
+        break;
+      case '--transport':
+        a.transports = parseTransports(v);
+        i++;
+        break;
+      case '--seed':
+        a.seed = num('--seed', v, 0);
+        i++;
+        break;
+      case '--calibration':
+        a.calibration = v;
+        i++;
+        break;
+      case '--timeline':
+        a.timeline = true;
+        break;
+      case '--sweep':
+        a.sweep = parseSweep(v);
+        i++;
+        break;
+      case '--sweep-duration':
+        a.sweepDurationS = num('--sweep-duration', v, 0.1);
+        i++;
+        break;
+      case '--json-out':
+        a.jsonOut = v;
+        i++;
+        break;
+      default:
+        throw new Error(`unknown argument ${argv[i]}`);
     }
   }
   if (mixTexts.length === 0) throw new Error('give at least one --mix PRESET or --mix NAME=BUNDLE,BUNDLE');
   if (a.arms.length === 0) throw new Error('give at least one arm: --arms ort,fcfs,…');
   a.mixes = mixTexts.map((t) => parseMix(t, bundleDir, k));
   if (a.probeLimitS < Math.max(a.durationS, a.probeDurationS)) {
-    throw badArgument('--probe-limit', String(a.probeLimitS), `is shorter than a probe's minimum time (--duration ${a.durationS} s)`,
-      'give the bound room: e.g. --probe-limit 120');
+    throw badArgument(
+      '--probe-limit',
+      String(a.probeLimitS),
+      `is shorter than a probe's minimum time (--duration ${a.durationS} s)`,
+      'give the bound room: e.g. --probe-limit 120',
+    );
   }
   return a;
 }
@@ -128,17 +205,26 @@ function parseTransports(text: string): Transport[] {
   const asked = text.split(',').map((t) => t.trim());
   const bad = asked.find((t) => !(TRANSPORTS as readonly string[]).includes(t));
   if (bad !== undefined || asked.length === 0) {
-    throw badArgument('--transport', text, `names a transport other than ${TRANSPORTS.join(' or ')}`, 'e.g. --transport in-process (HTTP runs too)');
+    throw badArgument(
+      '--transport',
+      text,
+      `names a transport other than ${TRANSPORTS.join(' or ')}`,
+      'e.g. --transport in-process (HTTP runs too)',
+    );
   }
   return asked.includes('in-process') ? ['http', 'in-process'] : ['http'];
 }
 
-async function modelsOf(urls: ReadonlyMap<string, string>, names: readonly string[], qos: Readonly<Record<string, number>>,
-  seed: number): Promise<LoadModel[]> {
+async function modelsOf(
+  urls: ReadonlyMap<string, string>,
+  names: readonly string[],
+  qos: Readonly<Record<string, number>>,
+  seed: number,
+): Promise<LoadModel[]> {
   const out: LoadModel[] = [];
   for (const [i, name] of names.entries()) {
     const base = new URL(urls.get(name)!);
-    const meta = await (await fetch(new URL(`/v2/models/${name}`, base))).json() as Metadata;
+    const meta = (await (await fetch(new URL(`/v2/models/${name}`, base))).json()) as Metadata;
     out.push({ name, weight: 1, qosMs: qos[name] ?? meta.parameters?.qos_ms ?? 1000, base, ...requestFor(meta, seed + i * 101, false) });
   }
   return out;
@@ -172,8 +258,10 @@ async function checkAnswers(models: readonly LoadModel[]): Promise<void> {
     const r = await post(new URL(`/v2/models/${m.name}/infer`, m.base), m.headers, m.body);
     const check = { ...(m.answerBytes !== undefined ? { binaryBytes: m.answerBytes } : {}), verify: true };
     if (r.status !== 200 || !answerOk(r.headers, r.body.byteLength, check, r.body)) {
-      throw new Error(`${m.name}: the answer (HTTP ${r.status}, ${r.body.byteLength} bytes) is not the size its metadata declares `
-        + `(${m.answerBytes ?? 'unknown'} bytes of outputs): the load generator would count every answer as an error`);
+      throw new Error(
+        `${m.name}: the answer (HTTP ${r.status}, ${r.body.byteLength} bytes) is not the size its metadata declares ` +
+          `(${m.answerBytes ?? 'unknown'} bytes of outputs): the load generator would count every answer as an error`,
+      );
     }
   }
 }
@@ -186,30 +274,71 @@ async function warm(models: readonly LoadModel[]): Promise<void> {
   await Promise.all(models.flatMap((m) => Array.from({ length: WARM_BURST }, () => infer(m))));
 }
 
-async function simulated(mix: Mix, policy: string, cores: number, qos: Readonly<Record<string, number>>,
-  seed: number, calibration?: string): Promise<number | null> {
+async function simulated(
+  mix: Mix,
+  policy: string,
+  cores: number,
+  qos: Readonly<Record<string, number>>,
+  seed: number,
+  calibration?: string,
+): Promise<number | null> {
   const bin = join(repoRoot(), 'bin', 'veltair');
-  const r = await execa(process.execPath, [bin, 'simulate', '--profiles', mix.bundles.join(','), '--models', mix.bundles.map(modelName).join(','),
-    '--cores', String(cores), '--policy', policy, '--find-max', '--seed', String(seed), '--duration', '20',
-    ...Object.entries(qos).flatMap(([n, ms]) => ['--qos', `${n}=${ms.toFixed(3)}`]), ...(calibration ? ['--calibration', calibration] : []), '--json'],
-  { reject: false });
+  const r = await execa(
+    process.execPath,
+    [
+      bin,
+      'simulate',
+      '--profiles',
+      mix.bundles.join(','),
+      '--models',
+      mix.bundles.map(modelName).join(','),
+      '--cores',
+      String(cores),
+      '--policy',
+      policy,
+      '--find-max',
+      '--seed',
+      String(seed),
+      '--duration',
+      '20',
+      ...Object.entries(qos).flatMap(([n, ms]) => ['--qos', `${n}=${ms.toFixed(3)}`]),
+      ...(calibration ? ['--calibration', calibration] : []),
+      '--json',
+    ],
+    { reject: false },
+  );
   if (r.exitCode !== 0) return null;
   const out = JSON.parse(r.stdout) as { maxQps?: { policy: string; maxQps: number }[] };
   return out.maxQps?.find((m) => m.policy === policy)?.maxQps ?? null;
 }
 
-interface ArmRound { readonly maxQps: number; readonly undecidedQps: number[]; readonly noise: ProbeNoise[] }
+interface ArmRound {
+  readonly maxQps: number;
+  readonly undecidedQps: number[];
+  readonly noise: ProbeNoise[];
+}
 
 /** One arm's max QPS at QoS: fresh servers, warm-up, the find-max search, every probe judged by early stopping. */
-async function measureArm(kind: string, ctx: ArmContext, a: Args, o: { durationS: number; seed: number; startQps: number; maxRuns?: number },
-  log: (s: string) => void = () => undefined): Promise<ArmRound> {
+async function measureArm(
+  kind: string,
+  ctx: ArmContext,
+  a: Args,
+  o: { durationS: number; seed: number; startQps: number; maxRuns?: number },
+  log: (s: string) => void = () => undefined,
+): Promise<ArmRound> {
   const servers = await startArm(kind, ctx);
   try {
     const models = await modelsOf(servers.urls, ctx.names, ctx.qosMs, a.seed);
     await warm(models);
     const found = await findMaxQps(new URL(servers.urls.get(ctx.names[0]!)!), models, {
-      minDurationS: o.durationS, maxDurationS: a.probeLimitS, verify: a.verify, armPids: servers.pids,
-      seed: o.seed, startQps: o.startQps, tolerance: a.tolerance, maxRuns: Math.min(o.maxRuns ?? a.maxRuns, a.maxRuns),
+      minDurationS: o.durationS,
+      maxDurationS: a.probeLimitS,
+      verify: a.verify,
+      armPids: servers.pids,
+      seed: o.seed,
+      startQps: o.startQps,
+      tolerance: a.tolerance,
+      maxRuns: Math.min(o.maxRuns ?? a.maxRuns, a.maxRuns),
       onRun: probeLog(kind, log),
     });
     return armRound(found);
@@ -218,28 +347,47 @@ async function measureArm(kind: string, ctx: ArmContext, a: Args, o: { durationS
   }
 }
 
-const armRound = (found: FindMaxResult): ArmRound => ({ maxQps: found.maxQps, undecidedQps: found.undecidedQps, noise: found.runs.map(probeNoise) });
+const armRound = (found: FindMaxResult): ArmRound => ({
+  maxQps: found.maxQps,
+  undecidedQps: found.undecidedQps,
+  noise: found.runs.map(probeNoise),
+});
 
-const probeLog = (kind: string, log: (s: string) => void) => (r: ProbeResult) => log(`    ${kind} ${r.totalQps.toFixed(2)} QPS: ${r.verdict}`
-  + `${r.rerunOfNoisy ? ' (rerun: outside work was noisy)' : ''}, ${r.models.map((m) => `${m.name} ${m.late} late of ${m.sent}`).join(', ')}, `
-  + `${r.durationS} s; outside ${r.noise.outsideShare === null ? '-' : `${(r.noise.outsideShare * 100).toFixed(1)}%`} of cores, client `
-  + `${r.noise.clientCpuMsPerRequest ?? '-'} ms CPU/request`);
+const probeLog = (kind: string, log: (s: string) => void) => (r: ProbeResult) =>
+  log(
+    `    ${kind} ${r.totalQps.toFixed(2)} QPS: ${r.verdict}` +
+      `${r.rerunOfNoisy ? ' (rerun: outside work was noisy)' : ''}, ${r.models.map((m) => `${m.name} ${m.late} late of ${m.sent}`).join(', ')}, ` +
+      `${r.durationS} s; outside ${r.noise.outsideShare === null ? '-' : `${(r.noise.outsideShare * 100).toFixed(1)}%`} of cores, client ` +
+      `${r.noise.clientCpuMsPerRequest ?? '-'} ms CPU/request`,
+  );
 
 /** The same search through the in-process transport (serve-in-process.ts): the arm's backend built and called in this process. */
-async function measureArmInProcess(kind: string, ctx: ArmContext, a: Args, o: { durationS: number; seed: number; startQps: number },
-  log: (s: string) => void): Promise<ArmRound> {
+async function measureArmInProcess(
+  kind: string,
+  ctx: ArmContext,
+  a: Args,
+  o: { durationS: number; seed: number; startQps: number },
+  log: (s: string) => void,
+): Promise<ArmRound> {
   const arm = await startInProcessArm(kind, ctx, a.seed);
   try {
     const models: LoadModel[] = ctx.names.map((name) => ({ name, weight: 1, qosMs: ctx.qosMs[name]!, body: '', headers: {} }));
     // The HTTP arms' warm-up, here: each model alone, then a burst across every model at once.
     for (const [i, m] of models.entries()) {
-      for (let k = 0; k < 5; k++) if (await arm.send(i) !== 200) throw new Error(`${kind} in-process: ${m.name} did not answer`);
+      for (let k = 0; k < 5; k++) if ((await arm.send(i)) !== 200) throw new Error(`${kind} in-process: ${m.name} did not answer`);
     }
     await Promise.all(models.flatMap((_, i) => Array.from({ length: WARM_BURST }, () => arm.send(i))));
-    return armRound(await findMaxVia(arm.send, models, {
-      minDurationS: o.durationS, maxDurationS: a.probeLimitS, seed: o.seed, startQps: o.startQps, tolerance: a.tolerance, maxRuns: a.maxRuns,
-      onRun: probeLog(`${kind} (in-process)`, log),
-    }));
+    return armRound(
+      await findMaxVia(arm.send, models, {
+        minDurationS: o.durationS,
+        maxDurationS: a.probeLimitS,
+        seed: o.seed,
+        startQps: o.startQps,
+        tolerance: a.tolerance,
+        maxRuns: a.maxRuns,
+        onRun: probeLog(`${kind} (in-process)`, log),
+      }),
+    );
   } finally {
     await arm.close();
   }
@@ -247,10 +395,19 @@ async function measureArmInProcess(kind: string, ctx: ArmContext, a: Args, o: { 
 
 /** ort-pinned's split for this mix: the best of the first few candidates in a short probe each. */
 async function chooseSplit(ctx: ArmContext, quiet: ReadonlyMap<string, number>, a: Args, startQps: number, log: (s: string) => void) {
-  const candidates = candidateSplits(ctx.cores, ctx.names.map((n) => quiet.get(n)!), a.pinnedProbes);
+  const candidates = candidateSplits(
+    ctx.cores,
+    ctx.names.map((n) => quiet.get(n)!),
+    a.pinnedProbes,
+  );
   const probes: { split: Split; maxQps: number }[] = [];
   for (const split of candidates) {
-    const { maxQps } = await measureArm('ort-pinned', { ...ctx, split }, a, { durationS: a.probeDurationS, seed: a.seed + 77, startQps, maxRuns: 8 });
+    const { maxQps } = await measureArm('ort-pinned', { ...ctx, split }, a, {
+      durationS: a.probeDurationS,
+      seed: a.seed + 77,
+      startQps,
+      maxRuns: 8,
+    });
     probes.push({ split, maxQps });
     log(`  ort-pinned probe ${splitText(split, ctx.names)}: max ${maxQps.toFixed(2)} QPS`);
   }
@@ -272,13 +429,25 @@ async function traceOn(policy: string, ctx: ArmContext, quiet: ReadonlyMap<strin
   }
 }
 
-function splitLineOf(pinned: { split: Split; probes: { split: Split; maxQps: number }[] }, names: readonly string[], probeS: number): string {
-  return `ort-pinned split (chosen by measurement, ${probeS} s probes): ${splitText(pinned.split, names)}; probed `
-    + pinned.probes.map((p) => `${splitText(p.split, names)} → ${p.maxQps.toFixed(2)} QPS`).join(', ');
+function splitLineOf(
+  pinned: { split: Split; probes: { split: Split; maxQps: number }[] },
+  names: readonly string[],
+  probeS: number,
+): string {
+  return (
+    `ort-pinned split (chosen by measurement, ${probeS} s probes): ${splitText(pinned.split, names)}; probed ` +
+    pinned.probes.map((p) => `${splitText(p.split, names)} → ${p.maxQps.toFixed(2)} QPS`).join(', ')
+  );
 }
 
 /** The mix being measured, as far as it got: what a run cut short (SIGTERM) still prints. */
-interface Partial { mix: string; models: string[]; ruleLine?: string; splitLine?: string; arms?: ArmResult[] }
+interface Partial {
+  mix: string;
+  models: string[];
+  ruleLine?: string;
+  splitLine?: string;
+  arms?: ArmResult[];
+}
 
 async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Partial) {
   const names = mix.bundles.map(modelName);
@@ -293,7 +462,8 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
     await probe.stop();
   }
   const timelines: Timeline[] = [];
-  if (a.timeline && names.length > 1) for (const policy of ['fcfs', 'veltair']) timelines.push(await traceOn(policy, probeCtx, quiet, a.seed));
+  if (a.timeline && names.length > 1)
+    for (const policy of ['fcfs', 'veltair']) timelines.push(await traceOn(policy, probeCtx, quiet, a.seed));
   const rule = qosRule(mix.k, quiet);
   const ruleLine = qosRuleLine(rule, quiet, a.cores.length);
   log(`mix ${mix.name}: ${ruleLine}`);
@@ -301,11 +471,23 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
   const ctx: ArmContext = { ...probeCtx, qosMs: rule.qosMs };
   const start = names.reduce((s, n) => s + 1000 / quiet.get(n)!, 0) / names.length / 2;
   const pinned = a.arms.some((x) => x.kind === 'ort-pinned') ? await chooseSplit(ctx, quiet, a, start, log) : undefined;
-  const results: ArmResult[] = a.arms.map((arm) => ({ label: arm.label, kind: arm.kind, maxQps: [], undecided: [], noise: [], simulatedQps: null }));
+  const results: ArmResult[] = a.arms.map((arm) => ({
+    label: arm.label,
+    kind: arm.kind,
+    maxQps: [],
+    undecided: [],
+    noise: [],
+    simulatedQps: null,
+  }));
   partial.arms = results;
   const inProcessArms = a.transports.includes('in-process') ? a.arms.filter((x) => hasInProcessForm(x.kind)) : [];
   const inProcess: ArmResult[] = inProcessArms.map((arm) => ({
-    label: arm.label, kind: arm.kind, maxQps: [], undecided: [], noise: [], simulatedQps: null,
+    label: arm.label,
+    kind: arm.kind,
+    maxQps: [],
+    undecided: [],
+    noise: [],
+    simulatedQps: null,
   }));
   if (pinned) partial.splitLine = splitLineOf(pinned, names, a.probeDurationS);
   for (let round = 0; round < a.rounds; round++) {
@@ -317,8 +499,10 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
       r.maxQps.push(m.maxQps);
       r.undecided.push(m.undecidedQps);
       r.noise.push(m.noise);
-      log(`  round ${round + 1} ${arm.label}: max ${m.maxQps.toFixed(2)} QPS`
-        + `${m.undecidedQps.length > 0 ? ` (undecided at ${m.undecidedQps.map((q) => q.toFixed(2)).join(', ')})` : ''}`);
+      log(
+        `  round ${round + 1} ${arm.label}: max ${m.maxQps.toFixed(2)} QPS` +
+          `${m.undecidedQps.length > 0 ? ` (undecided at ${m.undecidedQps.map((q) => q.toFixed(2)).join(', ')})` : ''}`,
+      );
       const ip = inProcess.find((x) => x.label === arm.label);
       if (!ip) continue;
       // Right after the same arm over HTTP, in the same round: the two transports are paired like the arms.
@@ -350,12 +534,23 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
   }
   const splitLine = pinned ? splitLineOf(pinned, names, a.probeDurationS) : undefined;
   return {
-    mix: mix.name, models: names, k: mix.k, heterogeneous: mix.heterogeneous, quietMs: Object.fromEntries(quiet), qosMs: rule.qosMs,
-    hardSharing: rule.hardSharing, ruleLine, ...(splitLine ? { splitLine } : {}),
-    pinnedProbes: pinned?.probes.map((p) => ({ split: p.split, maxQps: p.maxQps })) ?? [], timelines,
+    mix: mix.name,
+    models: names,
+    k: mix.k,
+    heterogeneous: mix.heterogeneous,
+    quietMs: Object.fromEntries(quiet),
+    qosMs: rule.qosMs,
+    hardSharing: rule.hardSharing,
+    ruleLine,
+    ...(splitLine ? { splitLine } : {}),
+    pinnedProbes: pinned?.probes.map((p) => ({ split: p.split, maxQps: p.maxQps })) ?? [],
+    timelines,
     // `arm` beside `label`: readers of the JSON name an arm by either.
-    arms: results.map((r) => ({ arm: r.label, ...r })), resolution: aaChecks(results),
-    ...(inProcess.length > 0 ? { inProcess: { arms: inProcess.map((r) => ({ arm: r.label, ...r })), resolution: aaChecks(inProcess) } } : {}),
+    arms: results.map((r) => ({ arm: r.label, ...r })),
+    resolution: aaChecks(results),
+    ...(inProcess.length > 0
+      ? { inProcess: { arms: inProcess.map((r) => ({ arm: r.label, ...r })), resolution: aaChecks(inProcess) } }
+      : {}),
     ...(a.sweep ? { sweep: { spec: a.sweep, durationS: a.sweepDurationS, arms: sweeps } } : {}),
   };
 }
@@ -370,9 +565,11 @@ async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const machine = await machineInfo();
   const command = `node dist/src/bench/serve-bench.js ${process.argv.slice(2).join(' ')}`;
-  console.log(`### Live serving (${machineLine(machine)}, ${new Date().toISOString().slice(0, 10)})\n\nCommand: \`${command}\` `
-    + `(${a.rounds} rounds, arms interleaved, order reversed every other round; each probe ≥ ${a.durationS} s and ≤ ${a.probeLimitS} s, `
-    + `stopped when the early-stopping rule decides; search tolerance ${a.tolerance})\n`);
+  console.log(
+    `### Live serving (${machineLine(machine)}, ${new Date().toISOString().slice(0, 10)})\n\nCommand: \`${command}\` ` +
+      `(${a.rounds} rounds, arms interleaved, order reversed every other round; each probe ≥ ${a.durationS} s and ≤ ${a.probeLimitS} s, ` +
+      `stopped when the early-stopping rule decides; search tolerance ${a.tolerance})\n`,
+  );
   const out: Awaited<ReturnType<typeof benchMix>>[] = [];
   const json = () => ({ machine, args: { ...a, arms: a.arms.map((x) => x.label) }, results: out });
   let partial: Partial | undefined;
@@ -380,16 +577,28 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => {
     const rounds = partial?.arms ? Math.min(...partial.arms.map((x) => x.maxQps.length)) : 0;
     if (partial?.ruleLine && partial.arms && rounds === 0) {
-      console.log(`Mix ${partial.mix}: cut short before every arm finished one round (`
-        + `${partial.arms.map((x) => `${x.label} ${x.maxQps.map((q) => q.toFixed(2)).join('/') || '-'}`).join(', ')} QPS)\n`);
+      console.log(
+        `Mix ${partial.mix}: cut short before every arm finished one round (` +
+          `${partial.arms.map((x) => `${x.label} ${x.maxQps.map((q) => q.toFixed(2)).join('/') || '-'}`).join(', ')} QPS)\n`,
+      );
     }
     if (partial?.ruleLine && partial.arms && rounds > 0) {
       const arms = partial.arms.map((x) => ({
-        ...x, maxQps: x.maxQps.slice(0, rounds), undecided: x.undecided.slice(0, rounds), noise: x.noise.slice(0, rounds),
+        ...x,
+        maxQps: x.maxQps.slice(0, rounds),
+        undecided: x.undecided.slice(0, rounds),
+        noise: x.noise.slice(0, rounds),
       }));
-      console.log(`${mixTable({ mix: partial.mix, models: partial.models, cores: a.cores, ruleLine: partial.ruleLine,
-        ...(partial.splitLine ? { splitLine: partial.splitLine } : {}), arms })}\n\n`
-        + `(cut short: ${rounds} of ${a.rounds} rounds complete for every arm; no simulator column)\n`);
+      console.log(
+        `${mixTable({
+          mix: partial.mix,
+          models: partial.models,
+          cores: a.cores,
+          ruleLine: partial.ruleLine,
+          ...(partial.splitLine ? { splitLine: partial.splitLine } : {}),
+          arms,
+        })}\n\n` + `(cut short: ${rounds} of ${a.rounds} rounds complete for every arm; no simulator column)\n`,
+      );
       if (a.jsonOut) writeJson(a.jsonOut, { ...json(), cut: { mix: partial.mix, arms: partial.arms } });
     }
     process.exit(124);
@@ -399,19 +608,43 @@ async function main(): Promise<void> {
     const r = await benchMix(mix, a, (s) => process.stderr.write(`${s}\n`), partial);
     partial = undefined;
     out.push(r);
-    console.log(mixTable({ mix: r.mix, models: r.models, cores: a.cores, ruleLine: r.ruleLine,
-      ...(r.splitLine ? { splitLine: r.splitLine } : {}), arms: r.arms }), '\n');
+    console.log(
+      mixTable({
+        mix: r.mix,
+        models: r.models,
+        cores: a.cores,
+        ruleLine: r.ruleLine,
+        ...(r.splitLine ? { splitLine: r.splitLine } : {}),
+        arms: r.arms,
+      }),
+      '\n',
+    );
     if (r.inProcess) {
-      console.log(mixTable({ mix: `${r.mix}, in-process transport (beside HTTP, not instead of it)`, models: r.models, cores: a.cores,
-        ruleLine: r.ruleLine, arms: r.inProcess.arms }), '\n');
+      console.log(
+        mixTable({
+          mix: `${r.mix}, in-process transport (beside HTTP, not instead of it)`,
+          models: r.models,
+          cores: a.cores,
+          ruleLine: r.ruleLine,
+          arms: r.inProcess.arms,
+        }),
+        '\n',
+      );
     }
     for (const t of r.timelines) console.log(timelineTable(t), '\n');
     if (a.jsonOut) writeJson(a.jsonOut, json());
     if (a.jsonOut && r.sweep) {
       // The format of `veltair load --qps-sweep --json`: `veltair load --plot-from FILE --plot PREFIX` draws it.
       const file = a.jsonOut.replace(/\.json$/, '') + `-${r.mix}-sweep.json`;
-      writeJson(file, { mix: r.mix, sweep: { ...r.sweep.spec, rates: sweepRates(r.sweep.spec) }, durationS: r.sweep.durationS, seed: a.seed + 5000,
-        qosMs: r.qosMs, arms: r.sweep.arms, live: true });
+      writeJson(file, {
+        mix: r.mix,
+        sweep: { ...r.sweep.spec, rates: sweepRates(r.sweep.spec) },
+        durationS: r.sweep.durationS,
+        seed: a.seed + 5000,
+        qosMs: r.qosMs,
+        arms: r.sweep.arms,
+        live: true,
+      });
       process.stderr.write(`sweep of mix ${r.mix}: ${file} (draw: veltair load --plot-from ${file} --plot PREFIX)\n`);
     }
   }

@@ -25,25 +25,43 @@ export type Transport = (typeof TRANSPORTS)[number];
 export const hasInProcessForm = (kind: string) => kind !== 'ort-pinned';
 
 const ZEROS: Readonly<Partial<Record<DType, (n: number) => TensorData>>> = {
-  int64: (n) => new BigInt64Array(n), int32: (n) => new Int32Array(n), int16: (n) => new Int16Array(n), int8: (n) => new Int8Array(n),
-  uint16: (n) => new Uint16Array(n), uint8: (n) => new Uint8Array(n), bool: (n) => new Uint8Array(n),
+  int64: (n) => new BigInt64Array(n),
+  int32: (n) => new Int32Array(n),
+  int16: (n) => new Int16Array(n),
+  int8: (n) => new Int8Array(n),
+  uint16: (n) => new Uint16Array(n),
+  uint8: (n) => new Uint8Array(n),
+  bool: (n) => new Uint8Array(n),
 };
 
 /** The seeded feeds of one model, as requestFor fills them for HTTP: floats uniform in [-1, 1), integers and booleans zero. */
-export function seededFeeds(inputs: readonly { name: string; dtype: DType; shape: readonly number[] }[], seed: number): Record<string, HostTensor> {
-  return Object.fromEntries(inputs.map((t, j) => {
-    const n = t.shape.reduce((a, b) => a * b, 1);
-    const floats = seededFloats(n, seed + j, -1, 1);
-    const data: TensorData = t.dtype === 'float32' ? floats : t.dtype === 'float64' ? Float64Array.from(floats)
-      : (ZEROS[t.dtype] ?? ((k: number) => new Float32Array(k)))(n);
-    return [t.name, { dtype: t.dtype, shape: [...t.shape], data }];
-  }));
+export function seededFeeds(
+  inputs: readonly { name: string; dtype: DType; shape: readonly number[] }[],
+  seed: number,
+): Record<string, HostTensor> {
+  return Object.fromEntries(
+    inputs.map((t, j) => {
+      const n = t.shape.reduce((a, b) => a * b, 1);
+      const floats = seededFloats(n, seed + j, -1, 1);
+      const data: TensorData =
+        t.dtype === 'float32'
+          ? floats
+          : t.dtype === 'float64'
+            ? Float64Array.from(floats)
+            : (ZEROS[t.dtype] ?? ((k: number) => new Float32Array(k)))(n);
+      return [t.name, { dtype: t.dtype, shape: [...t.shape], data }];
+    }),
+  );
 }
 
 /** A backend call's outcome as the probe counts it: 200, 503 for a full queue, 0 for any other failure. */
 export const statusOf = (e: unknown) => (e instanceof ServeError && e.status === 503 ? 503 : 0);
 
-export interface InProcessArm { readonly send: Sender; readonly backend: Backend; close(): Promise<void> }
+export interface InProcessArm {
+  readonly send: Sender;
+  readonly backend: Backend;
+  close(): Promise<void>;
+}
 
 /** Build the arm's backend here and a Sender that calls it (model i of ctx.names, its seeded feeds). */
 export async function startInProcessArm(kind: string, ctx: ArmContext, seed: number): Promise<InProcessArm> {

@@ -30,7 +30,11 @@ export interface Mix {
   readonly heterogeneous: boolean;
 }
 
-interface Preset { readonly slots: readonly (readonly string[])[]; readonly k: number; readonly heterogeneous: boolean }
+interface Preset {
+  readonly slots: readonly (readonly string[])[];
+  readonly k: number;
+  readonly heterogeneous: boolean;
+}
 
 /** Model names per slot (the first whose bundle exists), and the mix's k. */
 export const PRESETS: Readonly<Record<string, Preset>> = {
@@ -57,26 +61,45 @@ export function parseMix(text: string, bundleDir: string, kOverride?: number): M
   const eq = spec!.indexOf('=');
   const name = eq < 0 ? spec! : spec!.slice(0, eq);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name)) {
-    throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text.slice(0, 80))}: the mix name must be letters, digits, _ . - (it names output files)`,
-      'e.g. --mix het1');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--mix ${JSON.stringify(text.slice(0, 80))}: the mix name must be letters, digits, _ . - (it names output files)`,
+      'e.g. --mix het1',
+    );
   }
   const preset = PRESETS[name];
   if (eq >= 0) {
-    const bundles = spec!.slice(eq + 1).split(',').filter((b) => b.length > 0).map((b) => resolve(b));
-    if (bundles.length === 0) throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text)} names no bundle`,
-      'e.g. --mix het1=resnet50.bundle,mobilenet_v2.bundle');
+    const bundles = spec!
+      .slice(eq + 1)
+      .split(',')
+      .filter((b) => b.length > 0)
+      .map((b) => resolve(b));
+    if (bundles.length === 0)
+      throw userError(
+        'BAD_ARGUMENT',
+        `--mix ${JSON.stringify(text)} names no bundle`,
+        'e.g. --mix het1=resnet50.bundle,mobilenet_v2.bundle',
+      );
     const names = bundles.map(modelName);
-    if (new Set(names).size !== names.length) throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text)} names a model twice`, 'give each bundle once');
+    if (new Set(names).size !== names.length)
+      throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text)} names a model twice`, 'give each bundle once');
     return { name, bundles, k: k ?? preset?.k ?? HOMOGENEOUS_K, heterogeneous: preset?.heterogeneous ?? false };
   }
   if (!preset) {
-    throw userError('BAD_ARGUMENT', `--mix ${JSON.stringify(text)} is neither NAME=BUNDLE,… nor a preset`, `presets: ${Object.keys(PRESETS).join(', ')}`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `--mix ${JSON.stringify(text)} is neither NAME=BUNDLE,… nor a preset`,
+      `presets: ${Object.keys(PRESETS).join(', ')}`,
+    );
   }
   const bundles = preset.slots.map((slot) => {
     const found = slot.map((m) => join(bundleDir, `${m}.bundle`)).find((p) => existsSync(p));
     if (!found) {
-      throw userError('FILE_NOT_FOUND', `mix ${name}: none of ${slot.map((m) => `${m}.bundle`).join(', ')} is in ${bundleDir}`,
-        `compile it there (veltair compile --zoo ${slot[slot.length - 1]} …), or pass --bundle-dir`);
+      throw userError(
+        'FILE_NOT_FOUND',
+        `mix ${name}: none of ${slot.map((m) => `${m}.bundle`).join(', ')} is in ${bundleDir}`,
+        `compile it there (veltair compile --zoo ${slot[slot.length - 1]} …), or pass --bundle-dir`,
+      );
     }
     return resolve(found);
   });
@@ -95,18 +118,26 @@ export interface QosRule {
 /** Each model's QoS under the mix's rule, from its measured all-core latency. */
 export function qosRule(k: number, latencyMs: ReadonlyMap<string, number>): QosRule {
   const byLatency = [...latencyMs].sort((a, b) => a[1] - b[1]);
-  const [light, lightMs] = byLatency[0]!, [heavy, heavyMs] = byLatency[byLatency.length - 1]!;
+  const [light, lightMs] = byLatency[0]!,
+    [heavy, heavyMs] = byLatency[byLatency.length - 1]!;
   return {
-    k, qosMs: Object.fromEntries([...latencyMs].map(([n, ms]) => [n, k * ms])), heavy, light, hardSharing: k * lightMs < heavyMs,
+    k,
+    qosMs: Object.fromEntries([...latencyMs].map(([n, ms]) => [n, k * ms])),
+    heavy,
+    light,
+    hardSharing: k * lightMs < heavyMs,
   };
 }
 
 /** The header line that states the rule. */
 export function qosRuleLine(rule: QosRule, latencyMs: ReadonlyMap<string, number>, cores: number): string {
   const per = [...latencyMs].map(([n, ms]) => `${n} ${rule.qosMs[n]!.toFixed(1)} ms (${rule.k} × ${ms.toFixed(2)} ms)`).join('; ');
-  const hard = `light ${rule.light} QoS ${rule.qosMs[rule.light]!.toFixed(1)} ms ${rule.hardSharing ? '<' : '≥'} heavy ${rule.heavy} latency `
-    + `${latencyMs.get(rule.heavy)!.toFixed(2)} ms: `
-      + `sharing is ${rule.hardSharing ? 'hard (a light request cannot wait behind a heavy one)' : 'NOT hard under this k'}`;
-  return `QoS rule: each model's QoS = k × its own latency alone on all ${cores} cores through the server (median of sequential requests, HTTP included), `
-    + `k = ${rule.k} for this mix (MLPerf server-scenario bounds are a few × single-stream latency). ${per}. ${latencyMs.size > 1 ? hard : ''}`;
+  const hard =
+    `light ${rule.light} QoS ${rule.qosMs[rule.light]!.toFixed(1)} ms ${rule.hardSharing ? '<' : '≥'} heavy ${rule.heavy} latency ` +
+    `${latencyMs.get(rule.heavy)!.toFixed(2)} ms: ` +
+    `sharing is ${rule.hardSharing ? 'hard (a light request cannot wait behind a heavy one)' : 'NOT hard under this k'}`;
+  return (
+    `QoS rule: each model's QoS = k × its own latency alone on all ${cores} cores through the server (median of sequential requests, HTTP included), ` +
+    `k = ${rule.k} for this mix (MLPerf server-scenario bounds are a few × single-stream latency). ${per}. ${latencyMs.size > 1 ? hard : ''}`
+  );
 }

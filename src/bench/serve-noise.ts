@@ -21,8 +21,13 @@ export interface ProbeNoise {
 
 export function probeNoise(r: ProbeResult): ProbeNoise {
   return {
-    qps: Number(r.totalQps.toFixed(3)), verdict: r.verdict, durationS: r.durationS, sent: r.models.reduce((s, m) => s + m.sent, 0),
-    outsideShare: r.noise.outsideShare, stealShare: r.noise.stealShare, clientCpuMsPerRequest: r.noise.clientCpuMsPerRequest,
+    qps: Number(r.totalQps.toFixed(3)),
+    verdict: r.verdict,
+    durationS: r.durationS,
+    sent: r.models.reduce((s, m) => s + m.sent, 0),
+    outsideShare: r.noise.outsideShare,
+    stealShare: r.noise.stealShare,
+    clientCpuMsPerRequest: r.noise.clientCpuMsPerRequest,
     rerunOfNoisy: r.rerunOfNoisy === true,
   };
 }
@@ -33,10 +38,13 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 /** The table's noise cells for an arm's probes over every round: max outside, max steal, median client ms/request, reruns. */
 export function noiseCells(rounds: readonly (readonly ProbeNoise[])[]): [string, string, string, string] {
   const all = rounds.flat();
-  const outside = known(all.map((p) => p.outsideShare)), steal = known(all.map((p) => p.stealShare));
+  const outside = known(all.map((p) => p.outsideShare)),
+    steal = known(all.map((p) => p.stealShare));
   const client = known(all.map((p) => p.clientCpuMsPerRequest));
   return [
-    outside.length > 0 ? pct(Math.max(...outside)) : '-', steal.length > 0 ? pct(Math.max(...steal)) : '-',
-    client.length > 0 ? median(client).toFixed(3) : '-', String(all.filter((p) => p.rerunOfNoisy).length),
+    outside.length > 0 ? pct(Math.max(...outside)) : '-',
+    steal.length > 0 ? pct(Math.max(...steal)) : '-',
+    client.length > 0 ? median(client).toFixed(3) : '-',
+    String(all.filter((p) => p.rerunOfNoisy).length),
   ];
 }

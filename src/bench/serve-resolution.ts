@@ -10,7 +10,11 @@ export const AA_MEDIAN_BAND = 1.1;
 export const AA_ROUND_BAND = 1.2;
 
 /** The arms of a table as the A/A check needs them. */
-export interface RoundsOf { readonly label: string; readonly kind: string; readonly maxQps: readonly number[] }
+export interface RoundsOf {
+  readonly label: string;
+  readonly kind: string;
+  readonly maxQps: readonly number[];
+}
 
 export interface AaCheck {
   readonly a: string;
@@ -41,8 +45,14 @@ export function aaChecks(arms: readonly RoundsOf[]): AaCheck[] {
     const ratio = twin ? pairedRounds(twin, a) : null;
     if (!twin || !ratio) continue;
     const worstRound = ratio.ratios.reduce((w, r) => (distance(r) > distance(w) ? r : w), 1);
-    out.push({ a: a.label, b: twin.label, ratio, worstRound, medianWithin: within(ratio.medianRatio, AA_MEDIAN_BAND),
-      everyRoundWithin: ratio.ratios.every((r) => within(r, AA_ROUND_BAND)) });
+    out.push({
+      a: a.label,
+      b: twin.label,
+      ratio,
+      worstRound,
+      medianWithin: within(ratio.medianRatio, AA_MEDIAN_BAND),
+      everyRoundWithin: ratio.ratios.every((r) => within(r, AA_ROUND_BAND)),
+    });
   }
   return out;
 }
@@ -53,11 +63,16 @@ const pct = (band: number) => `${Math.round((band - 1) * 100)}%`;
 export function resolutionLines(arms: readonly RoundsOf[]): string[] {
   const checks = aaChecks(arms);
   if (checks.length === 0) {
-    return ['Resolution: no A/A pair ran, so this table does not show which differences the method can tell apart '
-      + '(run a kind twice: --arms …,veltair,veltair).'];
+    return [
+      'Resolution: no A/A pair ran, so this table does not show which differences the method can tell apart ' +
+        '(run a kind twice: --arms …,veltair,veltair).',
+    ];
   }
-  return checks.map((c) => `Resolution (A/A ${c.b} / ${c.a}, ${c.ratio.ratios.length} rounds): paired median ${c.ratio.medianRatio.toFixed(3)} `
-    + `(${c.medianWithin ? 'within' : 'NOT within'} ${pct(AA_MEDIAN_BAND)}), worst round ${c.worstRound.toFixed(3)} `
-    + `(${c.everyRoundWithin ? 'every round within' : 'NOT every round within'} ${pct(AA_ROUND_BAND)}): `
-    + `${c.medianWithin && c.everyRoundWithin ? 'the method resolves 10%' : 'the method does NOT resolve 10% at these rounds and probes'}.`);
+  return checks.map(
+    (c) =>
+      `Resolution (A/A ${c.b} / ${c.a}, ${c.ratio.ratios.length} rounds): paired median ${c.ratio.medianRatio.toFixed(3)} ` +
+      `(${c.medianWithin ? 'within' : 'NOT within'} ${pct(AA_MEDIAN_BAND)}), worst round ${c.worstRound.toFixed(3)} ` +
+      `(${c.everyRoundWithin ? 'every round within' : 'NOT every round within'} ${pct(AA_ROUND_BAND)}): ` +
+      `${c.medianWithin && c.everyRoundWithin ? 'the method resolves 10%' : 'the method does NOT resolve 10% at these rounds and probes'}.`,
+  );
 }

@@ -40,14 +40,16 @@ const med = (xs: readonly number[]) => (xs.length > 0 ? median(xs) : Number.NaN)
 
 /** The ORT arm with the highest median max QPS (undefined: no ORT arm ran). */
 export function bestOrt(arms: readonly ArmResult[]): ArmResult | undefined {
-  return arms.filter((a) => isOrt(a.kind) && a.maxQps.length > 0).reduce<ArmResult | undefined>((best, a) =>
-    (best === undefined || med(a.maxQps) > med(best.maxQps) ? a : best), undefined);
+  return arms
+    .filter((a) => isOrt(a.kind) && a.maxQps.length > 0)
+    .reduce<ArmResult | undefined>((best, a) => (best === undefined || med(a.maxQps) > med(best.maxQps) ? a : best), undefined);
 }
 
 /** Per round: a / b (rounds where b is 0 are left out); null when none is left. */
 export const paired = (a: ArmResult, b: ArmResult): RatioSummary | null => pairedRounds(a, b);
 
-const ratioCell = (s: RatioSummary | null) => (s === null ? '-' : `${s.medianRatio.toFixed(2)} [${s.minRatio.toFixed(2)}–${s.maxRatio.toFixed(2)}]`);
+const ratioCell = (s: RatioSummary | null) =>
+  s === null ? '-' : `${s.medianRatio.toFixed(2)} [${s.minRatio.toFixed(2)}–${s.maxRatio.toFixed(2)}]`;
 
 export function mixTable(t: MixTable): string {
   const best = bestOrt(t.arms);
@@ -57,18 +59,28 @@ export function mixTable(t: MixTable): string {
     const sim = a.simulatedQps;
     const name = a === best ? `${a.label} (best ORT)` : a.label;
     const undecided = a.undecided.reduce((n, u) => n + u.length, 0);
-    return `| ${name} | ${a.maxQps.map((q) => q.toFixed(2)).join(' / ')} | ${live.toFixed(2)} | ${best ? ratioCell(paired(a, best)) : '-'} | `
-      + `${fcfs ? ratioCell(paired(a, fcfs)) : '-'} | ${sim === null ? '-' : `${sim.toFixed(2)} (simulated)`} | `
-      + `${sim === null || !(live > 0) ? '-' : (sim / live).toFixed(2)} | ${undecided} | ${noiseCells(a.noise).join(' | ')} |`;
+    return (
+      `| ${name} | ${a.maxQps.map((q) => q.toFixed(2)).join(' / ')} | ${live.toFixed(2)} | ${best ? ratioCell(paired(a, best)) : '-'} | ` +
+      `${fcfs ? ratioCell(paired(a, fcfs)) : '-'} | ${sim === null ? '-' : `${sim.toFixed(2)} (simulated)`} | ` +
+      `${sim === null || !(live > 0) ? '-' : (sim / live).toFixed(2)} | ${undecided} | ${noiseCells(a.noise).join(' | ')} |`
+    );
   });
   const lines = [
-    `#### Mix ${t.mix}: ${t.models.join(', ')} on cores ${t.cores.join(',')}`, '', ...resolutionLines(t.arms), '', t.ruleLine, '',
-    `Judgement: ${judgementLine()}.`, '',
+    `#### Mix ${t.mix}: ${t.models.join(', ')} on cores ${t.cores.join(',')}`,
+    '',
+    ...resolutionLines(t.arms),
+    '',
+    t.ruleLine,
+    '',
+    `Judgement: ${judgementLine()}.`,
+    '',
     ...(t.splitLine ? [t.splitLine, ''] : []),
-    `best ORT: ${best ? `${best.label}, median ${med(best.maxQps).toFixed(2)} QPS` : 'no ONNX Runtime arm ran'}`, '',
-    '| arm | max QPS at QoS per round (live) | median | × best ORT, paired median [min–max] | × veltair fcfs, paired | simulator predicts '
-      + '| sim / live | undecided probes | outside CPU, max of cores | steal, max | client CPU ms/request, median | noisy reruns |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows,
+    `best ORT: ${best ? `${best.label}, median ${med(best.maxQps).toFixed(2)} QPS` : 'no ONNX Runtime arm ran'}`,
+    '',
+    '| arm | max QPS at QoS per round (live) | median | × best ORT, paired median [min–max] | × veltair fcfs, paired | simulator predicts ' +
+      '| sim / live | undecided probes | outside CPU, max of cores | steal, max | client CPU ms/request, median | noisy reruns |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
   ];
   return lines.join('\n');
 }

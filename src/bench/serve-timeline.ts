@@ -22,7 +22,8 @@ export interface Timeline {
 }
 
 export async function traceHeavyThenLight(policy: string, heavy: LoadModel, light: LoadModel, pairs = 5): Promise<Timeline> {
-  const heavyAnswers: TimedAnswer[] = [], lightAnswers: TimedAnswer[] = [];
+  const heavyAnswers: TimedAnswer[] = [],
+    lightAnswers: TimedAnswer[] = [];
   for (let i = 0; i < pairs; i++) {
     const h = timedInfer(heavy);
     await new Promise((r) => setTimeout(r, 1));
@@ -42,17 +43,21 @@ function row(label: string, answers: readonly TimedAnswer[]): string {
   };
   const front = (a: TimedAnswer) => (a.serverMs !== null && a.accounting ? a.serverMs - a.accounting.totalMs : null);
   const outside = (a: TimedAnswer) => (a.serverMs !== null ? a.clientMs - a.serverMs : null);
-  return `| ${label} | ${med((a) => a.clientMs)} | ${med(outside)} | ${med(front)} | ${KEYS.map((k) => med((a) => a.accounting?.[k] ?? null)).join(' | ')} | `
-    + `${med((a) => a.accounting?.blocks ?? null)} |`;
+  return (
+    `| ${label} | ${med((a) => a.clientMs)} | ${med(outside)} | ${med(front)} | ${KEYS.map((k) => med((a) => a.accounting?.[k] ?? null)).join(' | ')} | ` +
+    `${med((a) => a.accounting?.blocks ?? null)} |`
+  );
 }
 
 export function timelineTable(t: Timeline): string {
   return [
-    `Per-request accounting, policy ${t.policy}: ${t.light} sent 1 ms behind ${t.heavy}, `
-      + `${t.pairs} pairs, medians (ms, server-side from the dispatcher's timeline)`, '',
-    '| request | client | outside server (HTTP, encode) | front end (parse, decode) | '
-      + 'queued | bind inputs | dispatch + wake-up | kernels | hand-back | finish | blocks |',
+    `Per-request accounting, policy ${t.policy}: ${t.light} sent 1 ms behind ${t.heavy}, ` +
+      `${t.pairs} pairs, medians (ms, server-side from the dispatcher's timeline)`,
+    '',
+    '| request | client | outside server (HTTP, encode) | front end (parse, decode) | ' +
+      'queued | bind inputs | dispatch + wake-up | kernels | hand-back | finish | blocks |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
-    row(`${t.heavy} (heavy, first)`, t.heavyAnswers), row(`${t.light} (light, behind it)`, t.lightAnswers),
+    row(`${t.heavy} (heavy, first)`, t.heavyAnswers),
+    row(`${t.light} (light, behind it)`, t.lightAnswers),
   ].join('\n');
 }

@@ -52,13 +52,33 @@ async function veltair(args: readonly string[], log: (m: string) => void): Promi
 /** A small quiet-level compile (compileModel) replacing `out`; `extra` adds the sparse family's options. */
 async function compile(model: string, out: string, db: string, log: (m: string) => void, extra: CompileOptions = {}): Promise<void> {
   log(`compileModel ${model} -> ${out}`);
-  await compileModel(model, { output: out, trials: 2, levels: [0], threads: [1], profileThreads: [], db, force: true, onNote: log, ...extra });
+  await compileModel(model, {
+    output: out,
+    trials: 2,
+    levels: [0],
+    threads: [1],
+    profileThreads: [],
+    db,
+    force: true,
+    onNote: log,
+    ...extra,
+  });
 }
 
 /** Held-out rows of a trained set: the head's inputs (rows × d) and their labels. */
-interface HeldOut { readonly hidden: Float32Array; readonly rows: number; readonly labels: readonly (readonly number[])[] }
+interface HeldOut {
+  readonly hidden: Float32Array;
+  readonly rows: number;
+  readonly labels: readonly (readonly number[])[];
+}
 
-interface Prepared { readonly name: string; readonly bundle: string; readonly hidden: Float32Array; readonly note: string; readonly heldOut?: HeldOut }
+interface Prepared {
+  readonly name: string;
+  readonly bundle: string;
+  readonly hidden: Float32Array;
+  readonly note: string;
+  readonly heldOut?: HeldOut;
+}
 
 interface TrainedSource {
   readonly key: string;
@@ -72,15 +92,31 @@ interface TrainedSource {
 }
 
 const TRAINED: Record<string, TrainedSource> = {
-  trained: { key: 'trained', name: 'trained (planted, 20k labels)', epochs: 3, threads: 1,
-    data: ['data', 'planted', '--labels', '20000', '--features', '5000', '--train', '40000', '--test', '2000'] },
+  trained: {
+    key: 'trained',
+    name: 'trained (planted, 20k labels)',
+    epochs: 3,
+    threads: 1,
+    data: ['data', 'planted', '--labels', '20000', '--features', '5000', '--train', '40000', '--test', '2000'],
+  },
   // The training issue's real set (src/sparse/words.ts): the words around a word in Debian's English text, predicting it.
-  words: { key: 'words', name: 'words (Debian text)', epochs: 3, threads: 2,
-    data: ['data', 'words', '--max-train', '100000', '--max-test', '10000'] },
+  words: {
+    key: 'words',
+    name: 'words (Debian text)',
+    epochs: 3,
+    threads: 2,
+    data: ['data', 'words', '--max-train', '100000', '--max-test', '10000'],
+  },
   // The real sets of the training issue (src/sparse/wordnet.ts, debian-packages.ts), epochs as in its parity runs.
   wordnet: { key: 'wordnet', name: 'wordnet (WordNet hypernyms)', epochs: 3, threads: 2, holdOut: true, data: ['data', 'wordnet'] },
-  'debian-packages': { key: 'debian-packages', name: 'debian-packages (package dependencies)', epochs: 2, threads: 2, holdOut: true,
-    data: ['data', 'debian-packages'] },
+  'debian-packages': {
+    key: 'debian-packages',
+    name: 'debian-packages (package dependencies)',
+    epochs: 2,
+    threads: 2,
+    holdOut: true,
+    data: ['data', 'debian-packages'],
+  },
 };
 
 const REAL_SPARSITIES = [1, 0.1, 0.05, 0.03, 0.02, 0.01, 0.005];
@@ -108,18 +144,38 @@ async function trained(work: string, src: TrainedSource, log: (m: string) => voi
 
 async function trainSet(src: TrainedSource, data: string, run: string, log: (m: string) => void): Promise<void> {
   await veltair([...src.data, '-o', data], log);
-  await veltair(['train', join(data, 'spec.json'), join(data, 'train.txt'), '--eval', join(data, 'test.txt'), '-o', run, '--epochs',
-    String(src.epochs), '--threads', String(src.threads)], log);
+  await veltair(
+    [
+      'train',
+      join(data, 'spec.json'),
+      join(data, 'train.txt'),
+      '--eval',
+      join(data, 'test.txt'),
+      '-o',
+      run,
+      '--epochs',
+      String(src.epochs),
+      '--threads',
+      String(src.threads),
+    ],
+    log,
+  );
 }
 
 async function compiled(work: string, src: TrainedSource, data: string, run: string, log: (m: string) => void): Promise<Prepared> {
   const bundle = join(work, `${src.key}.bundle`);
   const split = src.holdOut ? await splitTest(data) : undefined;
-  await compile(join(run, 'model.onnx'), bundle, join(work, 'db'), log,
-    split ? { calibration: split.calibration, calibrationRows: split.rows, sparsities: REAL_SPARSITIES } : {});
+  await compile(
+    join(run, 'model.onnx'),
+    bundle,
+    join(work, 'db'),
+    log,
+    split ? { calibration: split.calibration, calibrationRows: split.rows, sparsities: REAL_SPARSITIES } : {},
+  );
   // The head's inputs: relu(x·W0 + b0) of held-out rows, from the exported first layer.
   const m = await loadModel(join(run, 'model.onnx'), { inputShapes: new Map() });
-  const w0 = m.model.graph.initializers.get('layers.0.weight')!, b0 = m.model.graph.initializers.get('layers.0.bias')!;
+  const w0 = m.model.graph.initializers.get('layers.0.weight')!,
+    b0 = m.model.graph.initializers.get('layers.0.bias')!;
   const [inDim, d] = w0.dims as [number, number];
   const classes = m.model.graph.initializers.get('layers.1.bias')!.dims[0]!;
   const test = await readXc(split?.heldOut ?? join(data, 'test.txt'), { inputDim: inDim, outputDim: classes });
@@ -135,13 +191,20 @@ async function compiled(work: string, src: TrainedSource, data: string, run: str
   const labels = Array.from({ length: rows }, (_, r) => Array.from(test.labels.subarray(test.lrow[r]!, test.lrow[r + 1]!)));
   const trainNote = `veltair train (${src.epochs} epochs, ${src.threads} thread(s)) on \`veltair ${src.data.join(' ')}\``;
   if (!split) return { name: src.name, bundle, hidden, note: `${trainNote}; timed on its first ${ROWS} held-out rows` };
-  return { name: src.name, bundle, hidden: hidden.subarray(0, ROWS * d), heldOut: { hidden, rows, labels },
-    note: `${trainNote}; test.txt split by row parity: ${split.rows} calibration rows (even), ${rows} held-out rows (odd); `
-      + `recall and precision on all held-out rows, timed on the first ${ROWS} of them` };
+  return {
+    name: src.name,
+    bundle,
+    hidden: hidden.subarray(0, ROWS * d),
+    heldOut: { hidden, rows, labels },
+    note:
+      `${trainNote}; test.txt split by row parity: ${split.rows} calibration rows (even), ${rows} held-out rows (odd); ` +
+      `recall and precision on all held-out rows, timed on the first ${ROWS} of them`,
+  };
 }
 
 function gaussian(rng: ReturnType<typeof seededRng>): number {
-  const u = Math.max(rng.next(), 1e-12), v = rng.next();
+  const u = Math.max(rng.next(), 1e-12),
+    v = rng.next();
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
@@ -153,14 +216,23 @@ async function generated(work: string, classes: number, tables: number, log: (m:
   const eye = new Float32Array(d * d);
   for (let i = 0; i < d; i++) eye[i * d + i] = 1;
   const model = join(work, 'generated.onnx');
-  await writeFile(model, encodeModel({
-    inputs: [{ name: 'features', dtype: 'float32', shape: [1, d] }], outputs: [{ name: 'scores', dtype: 'float32', shape: [1, classes] }],
-    initializers: [['eye', { dtype: 'float32', dims: [d, d], data: eye }], ['classes', { dtype: 'float32', dims: [classes, d], data: w }],
-      ['bias', { dtype: 'float32', dims: [classes], data: new Float32Array(classes) }]],
-    nodes: [{ op: 'Gemm', inputs: ['features', 'eye'], outputs: ['h'] },
-      { op: 'Gemm', inputs: ['h', 'classes', 'bias'], outputs: ['logits'], attrs: { transB: 1 } },
-      { op: 'Softmax', inputs: ['logits'], outputs: ['scores'], attrs: { axis: 1 } }],
-  }));
+  await writeFile(
+    model,
+    encodeModel({
+      inputs: [{ name: 'features', dtype: 'float32', shape: [1, d] }],
+      outputs: [{ name: 'scores', dtype: 'float32', shape: [1, classes] }],
+      initializers: [
+        ['eye', { dtype: 'float32', dims: [d, d], data: eye }],
+        ['classes', { dtype: 'float32', dims: [classes, d], data: w }],
+        ['bias', { dtype: 'float32', dims: [classes], data: new Float32Array(classes) }],
+      ],
+      nodes: [
+        { op: 'Gemm', inputs: ['features', 'eye'], outputs: ['h'] },
+        { op: 'Gemm', inputs: ['h', 'classes', 'bias'], outputs: ['logits'], attrs: { transB: 1 } },
+        { op: 'Softmax', inputs: ['logits'], outputs: ['scores'], attrs: { axis: 1 } },
+      ],
+    }),
+  );
   const query = (c: number) => Array.from({ length: d }, (_, j) => w[c * d + j]! + (0.5 * gaussian(rng)) / Math.sqrt(d));
   const lines = ['300 128 ' + classes];
   const hidden = new Float32Array(ROWS * d);
@@ -174,37 +246,79 @@ async function generated(work: string, classes: number, tables: number, log: (m:
   await writeFile(calibration, lines.join('\n') + '\n');
   const bundle = join(work, 'generated.bundle');
   await compile(model, bundle, join(work, 'db'), log, { calibration, sparsities: [1, 0.01, 0.005, 0.002], sparseTables: tables });
-  return { name: `generated (${classes} classes)`, bundle, hidden, note: `Gaussian class vectors, queries = class + noise; --sparse-tables ${tables}` };
+  return {
+    name: `generated (${classes} classes)`,
+    bundle,
+    hidden,
+    note: `Gaussian class vectors, queries = class + noise; --sparse-tables ${tables}`,
+  };
 }
 
-const median = (xs: readonly number[]) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]!; };
+const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+};
 
-interface Row { readonly label: string; readonly scored: string; readonly ms: number; readonly vsDense: string; readonly vsOrt: string;
-  readonly r1: string; readonly r5: string; readonly p1: string }
+interface Row {
+  readonly label: string;
+  readonly scored: string;
+  readonly ms: number;
+  readonly vsDense: string;
+  readonly vsOrt: string;
+  readonly r1: string;
+  readonly r5: string;
+  readonly p1: string;
+}
 
 /** One timed configuration of the head: a version, or a version with its buckets alone (always 0). */
-interface Arm { readonly label: string; readonly budget: number; readonly always: number; readonly tables: number; readonly version: HeadVersion }
+interface Arm {
+  readonly label: string;
+  readonly budget: number;
+  readonly always: number;
+  readonly tables: number;
+  readonly version: HeadVersion;
+}
 
-interface HeldOutAccuracy { readonly r1: number; readonly r5: number; readonly p1: number; readonly scored: number }
+interface HeldOutAccuracy {
+  readonly r1: number;
+  readonly r5: number;
+  readonly p1: number;
+  readonly scored: number;
+}
 
 /** Recall against veltair dense and precision against the labels, on every held-out row; also the sparse scores' dense check. */
-function heldOutAccuracy(addon: SparseHeadAddon, head: object, h: HeldOut, kk: number, dense: { values: Float32Array; indices: Int32Array },
-  arm: Arm): HeldOutAccuracy {
+function heldOutAccuracy(
+  addon: SparseHeadAddon,
+  head: object,
+  h: HeldOut,
+  kk: number,
+  dense: { values: Float32Array; indices: Int32Array },
+  arm: Arm,
+): HeldOutAccuracy {
   const got = arm.budget === 0 ? dense : addon.headTopK(head, h.hidden, h.rows, kk, arm.budget, arm.always, arm.tables);
-  let hit1 = 0, hit5 = 0, right = 0;
+  let hit1 = 0,
+    hit5 = 0,
+    right = 0;
   for (let r = 0; r < h.rows; r++) {
     const base = r * kk;
     const want = new Map<number, number>();
     for (let j = 0; j < 5; j++) want.set(dense.indices[base + j]!, dense.values[base + j]!);
     for (let j = 0; j < 5; j++) {
-      const id = got.indices[base + j]!, v = want.get(id);
-      if (v !== undefined && !Object.is(v, got.values[base + j]!)) throw new Error(`${arm.label}: neuron ${id} scored ${got.values[base + j]}, dense ${v}`);
+      const id = got.indices[base + j]!,
+        v = want.get(id);
+      if (v !== undefined && !Object.is(v, got.values[base + j]!))
+        throw new Error(`${arm.label}: neuron ${id} scored ${got.values[base + j]}, dense ${v}`);
       if (v !== undefined) hit5++;
     }
     if (got.indices[base] === dense.indices[base]) hit1++;
     if (h.labels[r]!.includes(got.indices[base]!)) right++;
   }
-  return { r1: hit1 / h.rows, r5: hit5 / (5 * h.rows), p1: right / h.rows, scored: arm.budget === 0 ? 0 : (got as { scored: number }).scored / h.rows };
+  return {
+    r1: hit1 / h.rows,
+    r5: hit5 / (5 * h.rows),
+    p1: right / h.rows,
+    scored: arm.budget === 0 ? 0 : (got as { scored: number }).scored / h.rows,
+  };
 }
 
 async function measure(p: Prepared, rounds: number): Promise<{ rows: Row[]; meta: HeadMeta; ortCheck: string }> {
@@ -215,22 +329,40 @@ async function measure(p: Prepared, rounds: number): Promise<{ rows: Row[]; meta
   // ONNX Runtime: the same layer (weights as stored, transB) and its top-k, one thread.
   const bytes = encodeModel({
     inputs: [{ name: 'h', dtype: 'float32', shape: [1, d] }],
-    outputs: [{ name: 'values', dtype: 'float32', shape: [1, k] }, { name: 'indices', dtype: 'int64', shape: [1, k] }],
-    initializers: [['w', { dtype: 'float32', dims: [n, d], data: arrays.weight }], ['b', { dtype: 'float32', dims: [n], data: arrays.bias }],
-      ['k', { dtype: 'int64', dims: [1], data: Int32Array.from([k]) }]],
-    nodes: [{ op: 'Gemm', inputs: ['h', 'w', 'b'], outputs: ['z'], attrs: { transB: 1 } },
-      { op: 'TopK', inputs: ['z', 'k'], outputs: ['values', 'indices'] }],
+    outputs: [
+      { name: 'values', dtype: 'float32', shape: [1, k] },
+      { name: 'indices', dtype: 'int64', shape: [1, k] },
+    ],
+    initializers: [
+      ['w', { dtype: 'float32', dims: [n, d], data: arrays.weight }],
+      ['b', { dtype: 'float32', dims: [n], data: arrays.bias }],
+      ['k', { dtype: 'int64', dims: [1], data: Int32Array.from([k]) }],
+    ],
+    nodes: [
+      { op: 'Gemm', inputs: ['h', 'w', 'b'], outputs: ['z'], attrs: { transB: 1 } },
+      { op: 'TopK', inputs: ['z', 'k'], outputs: ['values', 'indices'] },
+    ],
   });
-  const session = await ort.InferenceSession.create(bytes,
-    { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' });
+  const session = await ort.InferenceSession.create(bytes, {
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+  });
   const inputs = Array.from({ length: ROWS }, (_, r) => p.hidden.subarray(r * d, (r + 1) * d));
   // Held-out sets show every measured version (the kept ones marked) and each sparse one with its buckets alone.
   const all = [...meta.versions].sort((a, b) => b.sparsity - a.sparsity);
   const versions = p.heldOut ? all : all.filter((v) => v.kept);
   const arms: Arm[] = versions.flatMap((v) => {
-    const own = { label: `veltair ${v.id}${v.sparsity === 1 ? ' (dense)' : ''}${p.heldOut && v.kept ? ' (kept)' : ''}`
-      + (v.always || v.tables ? `, ${v.always} listed + ${v.always && v.always >= v.budget ? 0 : v.tables ?? meta.hash.L} tables` : ''),
-    budget: v.budget, always: v.always ?? 0, tables: v.tables ?? 0, version: v };
+    const own = {
+      label:
+        `veltair ${v.id}${v.sparsity === 1 ? ' (dense)' : ''}${p.heldOut && v.kept ? ' (kept)' : ''}` +
+        (v.always || v.tables ? `, ${v.always} listed + ${v.always && v.always >= v.budget ? 0 : (v.tables ?? meta.hash.L)} tables` : ''),
+      budget: v.budget,
+      always: v.always ?? 0,
+      tables: v.tables ?? 0,
+      version: v,
+    };
     const alone = { label: `veltair ${v.id}, buckets only (${meta.hash.L} tables)`, budget: v.budget, always: 0, tables: 0, version: v };
     return p.heldOut && (v.always || v.tables) ? [own, alone] : [own];
   });
@@ -246,13 +378,15 @@ async function measure(p: Prepared, rounds: number): Promise<{ rows: Row[]; meta
   };
   let ortCheck = '';
   const kk = Math.max(k, 5);
-  let held: HeldOutAccuracy[] | undefined, ortP1 = '';
+  let held: HeldOutAccuracy[] | undefined,
+    ortP1 = '';
   if (p.heldOut) {
     const h = p.heldOut;
     const dense = addon.headTopK(native, h.hidden, h.rows, kk, 0, 0, 0);
     held = arms.map((a) => heldOutAccuracy(addon, native, h, kk, dense, a));
     // ONNX Runtime's answers on every held-out row against veltair dense: the top-1 ids, and precision@1.
-    let same = 0, right = 0;
+    let same = 0,
+      right = 0;
     for (let r = 0; r < h.rows; r++) {
       const out = await session.run({ h: new ort.Tensor('float32', h.hidden.subarray(r * d, (r + 1) * d), [1, d]) });
       const top = Number((out['indices']!.data as BigInt64Array)[0]!);
@@ -277,13 +411,25 @@ async function measure(p: Prepared, rounds: number): Promise<{ rows: Row[]; meta
     return `${median(rs).toFixed(2)}× (${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)})`;
   };
   const rows: Row[] = arms.map((a, i) => ({
-    label: a.label, scored: String(Math.round(held ? (a.budget === 0 ? n : held[i]!.scored) : a.version.scoredMean)), ms: median(times[i]!),
-    vsDense: i === 0 ? '1' : ratio(times[0]!, times[i]!), vsOrt: ratio(ortTimes, times[i]!),
-    r1: pct(held ? held[i]!.r1 : a.version.recallAt1), r5: pct(held ? held[i]!.r5 : a.version.recallAt5),
+    label: a.label,
+    scored: String(Math.round(held ? (a.budget === 0 ? n : held[i]!.scored) : a.version.scoredMean)),
+    ms: median(times[i]!),
+    vsDense: i === 0 ? '1' : ratio(times[0]!, times[i]!),
+    vsOrt: ratio(ortTimes, times[i]!),
+    r1: pct(held ? held[i]!.r1 : a.version.recallAt1),
+    r5: pct(held ? held[i]!.r5 : a.version.recallAt5),
     p1: pct(held ? held[i]!.p1 : a.version.precisionAt1),
   }));
-  rows.push({ label: 'ONNX Runtime dense (Gemm + TopK, 1 thread)', scored: String(n), ms: median(ortTimes), vsDense: ratio(times[0]!, ortTimes),
-    vsOrt: '1', r1: '1', r5: '1', p1: held ? ortP1 : pct(versions[0]!.precisionAt1) });
+  rows.push({
+    label: 'ONNX Runtime dense (Gemm + TopK, 1 thread)',
+    scored: String(n),
+    ms: median(ortTimes),
+    vsDense: ratio(times[0]!, ortTimes),
+    vsOrt: '1',
+    r1: '1',
+    r5: '1',
+    p1: held ? ortP1 : pct(versions[0]!.precisionAt1),
+  });
   return { rows, meta, ortCheck };
 }
 
@@ -294,18 +440,24 @@ function table(p: Prepared, meta: HeadMeta, rows: readonly Row[], ortCheck: stri
     '',
     `${p.note}. Index: ${meta.index.note}. Calibration: ${meta.calibration.note}.${ortCheck ? ` ${ortCheck}` : ''}`,
     '',
-    `| version | neurons scored | ms per input (median) | speed-up vs veltair dense (paired, median (min–max)) | speed-up vs ONNX Runtime dense `
-      + `(paired) | recall@1 (${where}) | recall@5 | precision@1 |`,
+    `| version | neurons scored | ms per input (median) | speed-up vs veltair dense (paired, median (min–max)) | speed-up vs ONNX Runtime dense ` +
+      `(paired) | recall@1 (${where}) | recall@5 | precision@1 |`,
     '|---|---|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r.label} | ${r.scored} | ${r.ms.toFixed(4)} | ${r.vsDense} | ${r.vsOrt} | ${r.r1} | ${r.r5} | ${r.p1} |`),
     '',
-    'The ONNX Runtime row\'s first speed-up column is veltair dense ÷ ONNX Runtime per round (above 1: veltair dense is slower).',
+    "The ONNX Runtime row's first speed-up column is veltair dense ÷ ONNX Runtime per round (above 1: veltair dense is slower).",
   ].join('\n');
 }
 
-export async function sparseHeadBench(o: { only: readonly string[]; classes: number; rounds: number; tables: number; keep?: string;
-  log: (m: string) => void }): Promise<string> {
-  const work = o.keep ?? await mkdtemp(join(tmpdir(), 'veltair-sparse-bench-'));
+export async function sparseHeadBench(o: {
+  only: readonly string[];
+  classes: number;
+  rounds: number;
+  tables: number;
+  keep?: string;
+  log: (m: string) => void;
+}): Promise<string> {
+  const work = o.keep ?? (await mkdtemp(join(tmpdir(), 'veltair-sparse-bench-')));
   await mkdir(work, { recursive: true });
   try {
     const pinned = await pinSelf([0]);
@@ -324,14 +476,24 @@ export async function sparseHeadBench(o: { only: readonly string[]; classes: num
 }
 
 async function main(argv: readonly string[]): Promise<void> {
-  const arg = (name: string) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : undefined; };
+  const arg = (name: string) => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
   const md = await sparseHeadBench({
-    only: (arg('--only') ?? 'trained,generated').split(','), classes: Number(arg('--classes') ?? 500_000), rounds: Number(arg('--rounds') ?? 15),
-    tables: Number(arg('--tables') ?? 64), ...(arg('--keep') ? { keep: arg('--keep')! } : {}), log: (m) => process.stderr.write(`${m}\n`),
+    only: (arg('--only') ?? 'trained,generated').split(','),
+    classes: Number(arg('--classes') ?? 500_000),
+    rounds: Number(arg('--rounds') ?? 15),
+    tables: Number(arg('--tables') ?? 64),
+    ...(arg('--keep') ? { keep: arg('--keep')! } : {}),
+    log: (m) => process.stderr.write(`${m}\n`),
   });
   process.stdout.write(md + '\n');
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main(process.argv.slice(2)).catch((e: unknown) => { process.stderr.write(`${(e as Error).stack ?? String(e)}\n`); process.exitCode = 1; });
+  main(process.argv.slice(2)).catch((e: unknown) => {
+    process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
+    process.exitCode = 1;
+  });
 }

@@ -70,7 +70,8 @@ function statusOf(r: SpeedRow): string {
 
 function whereItGoes(r: SpeedRow): string {
   const parts = ['1', '2'].flatMap((t) => {
-    const l = r.latency?.[t], p = r.roofline?.[t];
+    const l = r.latency?.[t],
+      p = r.roofline?.[t];
     return l && p && needsProfile(l.ratio) ? [`${t}t: ${describeRoofline(p)}`] : [];
   });
   return parts.join(' · ');
@@ -82,24 +83,34 @@ export function speedSetTable(rows: readonly SpeedRow[]): string {
   const lines = [
     '| model | GMACs | compile s | veltair/ORT 1 thread [spread] (ms / ms) | 2 threads | status | where the time goes (models above 0.8) |',
     '|---|---|---|---|---|---|---|',
-    ...sorted.map((r) => `| ${r.model} | ${r.gmacs.toFixed(2)} | ${r.compile?.ok ? r.compile.wallSeconds.toFixed(0) : ''} | `
-      + `${ratioCell(r.latency?.['1'])} | ${ratioCell(r.latency?.['2'])} | ${statusOf(r)} | ${whereItGoes(r)} |`),
+    ...sorted.map(
+      (r) =>
+        `| ${r.model} | ${r.gmacs.toFixed(2)} | ${r.compile?.ok ? r.compile.wallSeconds.toFixed(0) : ''} | ` +
+        `${ratioCell(r.latency?.['1'])} | ${ratioCell(r.latency?.['2'])} | ${statusOf(r)} | ${whereItGoes(r)} |`,
+    ),
   ];
   const timed = sorted.filter((r) => r.latency?.['1'] && r.latency['2']);
-  lines.push('', `${sorted.length} models at ≤ 25 GMACs: ${sorted.filter((r) => r.compile?.ok).length} compiled at the default budget, `
-    + `${sorted.filter((r) => r.match?.ok).length} checked against ONNX Runtime, ${timed.length} timed at both thread counts.`);
+  lines.push(
+    '',
+    `${sorted.length} models at ≤ 25 GMACs: ${sorted.filter((r) => r.compile?.ok).length} compiled at the default budget, ` +
+      `${sorted.filter((r) => r.match?.ok).length} checked against ONNX Runtime, ${timed.length} timed at both thread counts.`,
+  );
   for (const t of ['1', '2']) {
     const got = sorted.flatMap((r) => (r.latency?.[t] ? [{ model: r.model, ratio: r.latency[t]!.ratio }] : []));
     if (got.length === 0) continue;
     const above = got.filter((g) => g.ratio > MODEL_CEILING).map((g) => g.model);
-    lines.push(`${t} thread(s): ${got.length} models, geomean veltair/ORT ${geomean(got.map((g) => g.ratio)).toFixed(3)} `
-      + `(target ≤ ${GEOMEAN_TARGET}), above ${MODEL_CEILING.toFixed(1)}: ${above.length === 0 ? 'none' : `${above.length} (${above.join(', ')})`}`);
+    lines.push(
+      `${t} thread(s): ${got.length} models, geomean veltair/ORT ${geomean(got.map((g) => g.ratio)).toFixed(3)} ` +
+        `(target ≤ ${GEOMEAN_TARGET}), above ${MODEL_CEILING.toFixed(1)}: ${above.length === 0 ? 'none' : `${above.length} (${above.join(', ')})`}`,
+    );
   }
   const peaks = ['1', '2'].flatMap((t) => {
     const p = sorted.flatMap((r) => (r.roofline?.[t] ? [r.roofline[t]!] : []));
     if (p.length === 0) return [];
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    return [`${t} thread(s) FMA peak ${med(p.map((x) => x.peakGflops)).toFixed(0)} GFLOP/s, memcpy ${med(p.map((x) => x.memoryGbps)).toFixed(1)} GB/s`];
+    return [
+      `${t} thread(s) FMA peak ${med(p.map((x) => x.peakGflops)).toFixed(0)} GFLOP/s, memcpy ${med(p.map((x) => x.memoryGbps)).toFixed(1)} GB/s`,
+    ];
   });
   if (peaks.length > 0) lines.push(`Limits measured beside each profile (medians over the profiled models): ${peaks.join('; ')}.`);
   return lines.join('\n');

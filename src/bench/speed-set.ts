@@ -24,7 +24,14 @@ import { replaceTable, type CoverageRecord } from './coverage-table.js';
 import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { benchBundle, checkBundle, compileBundle, rooflineOfBundle } from './model-runs.js';
 import {
-  needsProfile, SPEED_BEGIN, SPEED_END, speedSetTable, type SpeedCompile, type SpeedLatency, type SpeedRoofline, type SpeedRow,
+  needsProfile,
+  SPEED_BEGIN,
+  SPEED_END,
+  speedSetTable,
+  type SpeedCompile,
+  type SpeedLatency,
+  type SpeedRoofline,
+  type SpeedRow,
 } from './speed-set-table.js';
 
 interface Options {
@@ -46,28 +53,36 @@ interface SpeedRun {
   readonly rounds: number;
   readonly runs: number;
   readonly profileRuns: number;
-  readonly models: Record<string, { latency: Record<string, SpeedLatency>; roofline: Record<string, SpeedRoofline>; error?: string; when: string }>;
+  readonly models: Record<
+    string,
+    { latency: Record<string, SpeedLatency>; roofline: Record<string, SpeedRoofline>; error?: string; when: string }
+  >;
 }
 
 const log = (m: string) => process.stderr.write(`speed-set: ${m}\n`);
-const readJson = <T>(path: string): T | undefined => (existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) as T : undefined);
+const readJson = <T>(path: string): T | undefined => (existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as T) : undefined);
 const writeJson = (path: string, value: unknown) => writeTextAtomic(path, `${JSON.stringify(value, null, 1)}\n`);
 
 /** The coverage table's models that matched ONNX Runtime at ≤ maxGmacs, smallest first. */
 export function speedSetModels(records: readonly CoverageRecord[], maxGmacs: number): { model: string; gmacs: number }[] {
-  return records.filter((r) => r.match?.ok && r.gmacs !== undefined && r.gmacs <= maxGmacs)
-    .map((r) => ({ model: r.model, gmacs: r.gmacs! })).sort((a, b) => a.gmacs - b.gmacs || a.model.localeCompare(b.model));
+  return records
+    .filter((r) => r.match?.ok && r.gmacs !== undefined && r.gmacs <= maxGmacs)
+    .map((r) => ({ model: r.model, gmacs: r.gmacs! }))
+    .sort((a, b) => a.gmacs - b.gmacs || a.model.localeCompare(b.model));
 }
 
 function coverageRecords(work: string): CoverageRecord[] {
   const dir = join(work, 'coverage');
   if (!existsSync(dir)) throw new Error(`${dir} is missing: run coverage.ts on ${work} first (the speed set is its models at ≤ 25 GMACs)`);
-  return readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as CoverageRecord);
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as CoverageRecord);
 }
 
 async function compileAndCheck(o: Options, model: string, file: string): Promise<void> {
   const speed = join(o.work, 'speed');
-  const compilePath = join(speed, 'records', `${model}.compile.json`), matchPath = join(speed, 'records', `${model}.match.json`);
+  const compilePath = join(speed, 'records', `${model}.compile.json`),
+    matchPath = join(speed, 'records', `${model}.match.json`);
   const bundle = join(speed, 'bundles', `${model}.bundle`);
   let compile = readJson<SpeedCompile>(compilePath);
   if (!compile) {
@@ -83,7 +98,8 @@ async function compileAndCheck(o: Options, model: string, file: string): Promise
 
 async function benchOne(o: Options, model: string, file: string): Promise<SpeedRun['models'][string]> {
   const bundle = join(o.work, 'speed', 'bundles', `${model}.bundle`);
-  const latency: Record<string, SpeedLatency> = {}, roofline: Record<string, SpeedRoofline> = {};
+  const latency: Record<string, SpeedLatency> = {},
+    roofline: Record<string, SpeedRoofline> = {};
   const when = new Date().toISOString();
   for (const t of [1, 2]) {
     const r = await benchBundle(file, bundle, t, o.rounds, o.runs);
@@ -94,7 +110,13 @@ async function benchOne(o: Options, model: string, file: string): Promise<SpeedR
     if (!needsProfile(latency[String(t)]!.ratio)) continue;
     const p = await rooflineOfBundle(bundle, t, o.profileRuns);
     if ('error' in p) return { latency, roofline, error: `profile at ${t} thread(s): ${p.error}`, when };
-    roofline[String(t)] = { peakGflops: p.peakGflops, memoryGbps: p.memoryGbps, totalMs: p.totalMs, fraction: p.fraction, groups: p.groups };
+    roofline[String(t)] = {
+      peakGflops: p.peakGflops,
+      memoryGbps: p.memoryGbps,
+      totalMs: p.totalMs,
+      fraction: p.fraction,
+      groups: p.groups,
+    };
   }
   return { latency, roofline, when };
 }
@@ -103,7 +125,12 @@ async function bench(o: Options, models: readonly { model: string; file: string 
   const runPath = join(o.work, 'speed', 'run.json');
   if (o.newRun && existsSync(runPath)) renameSync(runPath, join(o.work, 'speed', `run-${Date.now()}.json`));
   const run: SpeedRun = readJson<SpeedRun>(runPath) ?? {
-    started: new Date().toISOString(), machine: machineLine(await machineInfo()), rounds: o.rounds, runs: o.runs, profileRuns: o.profileRuns, models: {},
+    started: new Date().toISOString(),
+    machine: machineLine(await machineInfo()),
+    rounds: o.rounds,
+    runs: o.runs,
+    profileRuns: o.profileRuns,
+    models: {},
   };
   for (const { model, file } of models) {
     if (run.models[model] || !readJson<{ ok: boolean }>(join(o.work, 'speed', 'records', `${model}.match.json`))?.ok) continue;
@@ -117,10 +144,14 @@ function rows(o: Options, models: readonly { model: string; gmacs: number }[]): 
   const rec = (m: string, what: string) => join(o.work, 'speed', 'records', `${m}.${what}.json`);
   const run = readJson<SpeedRun>(join(o.work, 'speed', 'run.json'));
   return models.map(({ model, gmacs }) => {
-    const compile = readJson<SpeedCompile>(rec(model, 'compile')), match = readJson<SpeedRow['match']>(rec(model, 'match'));
+    const compile = readJson<SpeedCompile>(rec(model, 'compile')),
+      match = readJson<SpeedRow['match']>(rec(model, 'match'));
     const timed = run?.models[model];
     return {
-      model, gmacs, ...(compile ? { compile } : {}), ...(match ? { match } : {}),
+      model,
+      gmacs,
+      ...(compile ? { compile } : {}),
+      ...(match ? { match } : {}),
       ...(timed ? { latency: timed.latency, roofline: timed.roofline, ...(timed.error ? { error: timed.error } : {}) } : {}),
     };
   });
@@ -135,8 +166,10 @@ async function main(o: Options): Promise<void> {
   if (o.mode === 'compile') for (const m of withFiles) await compileAndCheck(o, m.model, m.file);
   if (o.mode === 'bench') await bench(o, withFiles);
   const run = readJson<SpeedRun>(join(o.work, 'speed', 'run.json'));
-  const header = run ? `Run started ${run.started} on ${run.machine}; \`veltair bench --noise 0 --rounds ${run.rounds} --runs ${run.runs}\` `
-    + `per model and thread count, profiles of ${run.profileRuns} runs.\n\n` : '';
+  const header = run
+    ? `Run started ${run.started} on ${run.machine}; \`veltair bench --noise 0 --rounds ${run.rounds} --runs ${run.runs}\` ` +
+      `per model and thread count, profiles of ${run.profileRuns} runs.\n\n`
+    : '';
   const table = header + speedSetTable(rows(o, all));
   console.log(table);
   if (o.results) {
@@ -146,8 +179,9 @@ async function main(o: Options): Promise<void> {
   }
 }
 
-const USAGE = 'usage: speed-set.js WORK [NAME…] [--max-gmacs 25] [--bench [--rounds 3] [--runs 3] [--profile-runs 30] [--new-run]] '
-  + '[--table-only] [--results FILE]';
+const USAGE =
+  'usage: speed-set.js WORK [NAME…] [--max-gmacs 25] [--bench [--rounds 3] [--runs 3] [--profile-runs 30] [--new-run]] ' +
+  '[--table-only] [--results FILE]';
 
 export function parseSpeedSetArgs(argv: readonly string[]): Options {
   const valued = new Set(['--max-gmacs', '--rounds', '--runs', '--profile-runs', '--results']);
@@ -166,14 +200,23 @@ export function parseSpeedSetArgs(argv: readonly string[]): Options {
   };
   const results = argv.indexOf('--results');
   return {
-    work: resolve(positional[0]!), names: positional.slice(1), maxGmacs: num('--max-gmacs', 25),
+    work: resolve(positional[0]!),
+    names: positional.slice(1),
+    maxGmacs: num('--max-gmacs', 25),
     mode: argv.includes('--table-only') ? 'table' : argv.includes('--bench') ? 'bench' : 'compile',
-    rounds: num('--rounds', 3), runs: num('--runs', 3), profileRuns: num('--profile-runs', 30), newRun: argv.includes('--new-run'),
+    rounds: num('--rounds', 3),
+    runs: num('--runs', 3),
+    profileRuns: num('--profile-runs', 30),
+    newRun: argv.includes('--new-run'),
     ...(results >= 0 ? { results: resolve(argv[results + 1]!) } : {}),
   };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  Promise.resolve().then(() => main(parseSpeedSetArgs(process.argv.slice(2))))
-    .catch((e: unknown) => { console.error(`error: ${e instanceof Error ? e.message : String(e)}`); process.exit(1); });
+  Promise.resolve()
+    .then(() => main(parseSpeedSetArgs(process.argv.slice(2))))
+    .catch((e: unknown) => {
+      console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
+      process.exit(1);
+    });
 }

@@ -44,26 +44,46 @@ export async function timeStepsAlone(bundleDir: string, o: { top: number; rounds
     const ex = session.executor;
     ex.setProfiling(true);
     session.runSync(feeds);
-    const runs = 8, model = new Float64Array(ex.stepCount);
-    for (let r = 0; r < runs; r++) { session.runSync(feeds); ex.stepTimesNs().forEach((ns, i) => { model[i]! += ns / runs / 1e6; }); }
-    const chosen = session.tunableLayers.map((t, i) => ({ t, v: t.versions[session.versions[i]!]! }))
-      .sort((a, b) => model[b.t.step]! - model[a.t.step]!).slice(0, o.top);
+    const runs = 8,
+      model = new Float64Array(ex.stepCount);
+    for (let r = 0; r < runs; r++) {
+      session.runSync(feeds);
+      ex.stepTimesNs().forEach((ns, i) => {
+        model[i]! += ns / runs / 1e6;
+      });
+    }
+    const chosen = session.tunableLayers
+      .map((t, i) => ({ t, v: t.versions[session.versions[i]!]! }))
+      .sort((a, b) => model[b.t.step]! - model[a.t.step]!)
+      .slice(0, o.top);
     const out: StepAlone[] = [];
     for (const { t, v } of chosen) {
       const spec = session.manifest.layers[t.layer]!.workloadSpec as WorkloadShape;
       const candidate = makeCandidate(withKey(spec), v.schedule, target);
-      const aloneMs: number[] = [], harnessWarmMs: (number | undefined)[] = [], harnessFlushedMs: (number | undefined)[] = [];
+      const aloneMs: number[] = [],
+        harnessWarmMs: (number | undefined)[] = [],
+        harnessFlushedMs: (number | undefined)[] = [];
       for (let r = 0; r < o.rounds; r++) {
         const alone: number[] = [];
-        for (let i = 0; i < 20; i++) { await ex.runBlock(t.step, t.step + 1, [o.core]); alone.push(ex.stepTimesNs()[t.step]! / 1e6); }
+        for (let i = 0; i < 20; i++) {
+          await ex.runBlock(t.step, t.step + 1, [o.core]);
+          alone.push(ex.stepTimesNs()[t.step]! / 1e6);
+        }
         aloneMs.push(median(alone));
         const [warm] = await measureCandidates([candidate], { cores: [o.core] });
         const [flushed] = await measureCandidates([candidate], { cores: [o.core], flushCache: true });
         harnessWarmMs.push(warm?.measurement.medianMs);
         harnessFlushedMs.push(flushed?.measurement.medianMs);
       }
-      out.push({ step: t.step, layer: t.name, modelMs: model[t.step]!, profiledMs: v.latencyByThreadsMs['1'] ?? v.latencyMs['0']!,
-        aloneMs, harnessWarmMs, harnessFlushedMs });
+      out.push({
+        step: t.step,
+        layer: t.name,
+        modelMs: model[t.step]!,
+        profiledMs: v.latencyByThreadsMs['1'] ?? v.latencyMs['0']!,
+        aloneMs,
+        harnessWarmMs,
+        harnessFlushedMs,
+      });
     }
     ex.setProfiling(false);
     return out;
@@ -90,10 +110,17 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const rows = await timeStepsAlone(bundle, { top: arg('--top', 6), rounds: arg('--rounds', 2), core: arg('--core', 0) });
   const f = (x: number | undefined) => (x === undefined ? 'failed' : x.toFixed(3));
   const fs = (xs: readonly (number | undefined)[]) => xs.map(f).join(' / ');
-  process.stdout.write([
-    `machine: ${machineLine(await machineInfo())}`, `${bundle}, one thread, ms (one figure per round):`,
-    '| step | layer | model | alone | harness warm | harness flushed | profiled |', '|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.step} | ${r.layer} | ${f(r.modelMs)} | ${fs(r.aloneMs)} | ${fs(r.harnessWarmMs)} | ${fs(r.harnessFlushedMs)} `
-      + `| ${f(r.profiledMs)} |`),
-  ].join('\n') + '\n');
+  process.stdout.write(
+    [
+      `machine: ${machineLine(await machineInfo())}`,
+      `${bundle}, one thread, ms (one figure per round):`,
+      '| step | layer | model | alone | harness warm | harness flushed | profiled |',
+      '|---|---|---|---|---|---|---|',
+      ...rows.map(
+        (r) =>
+          `| ${r.step} | ${r.layer} | ${f(r.modelMs)} | ${fs(r.aloneMs)} | ${fs(r.harnessWarmMs)} | ${fs(r.harnessFlushedMs)} ` +
+          `| ${f(r.profiledMs)} |`,
+      ),
+    ].join('\n') + '\n',
+  );
 }

@@ -82,13 +82,24 @@ export function groupLimits(steps: readonly StepLimit[]): GroupLimit[] {
   const by = new Map<string, { steps: number; ms: number; limit: number; fma: number; memory: number }>();
   for (const s of steps) {
     const g = by.get(s.group) ?? { steps: 0, ms: 0, limit: 0, fma: 0, memory: 0 };
-    by.set(s.group, { steps: g.steps + 1, ms: g.ms + s.ms, limit: g.limit + s.limitMs,
-      fma: g.fma + (s.bound === 'fma' ? s.limitMs : 0), memory: g.memory + (s.bound === 'memory' ? s.limitMs : 0) });
+    by.set(s.group, {
+      steps: g.steps + 1,
+      ms: g.ms + s.ms,
+      limit: g.limit + s.limitMs,
+      fma: g.fma + (s.bound === 'fma' ? s.limitMs : 0),
+      memory: g.memory + (s.bound === 'memory' ? s.limitMs : 0),
+    });
   }
-  return [...by].map(([group, g]) => ({
-    group, steps: g.steps, ms: g.ms, share: total > 0 ? g.ms / total : 0, fraction: g.ms > 0 ? g.limit / g.ms : 0,
-    bound: g.fma >= g.memory ? 'fma' as const : 'memory' as const,
-  })).sort((a, b) => b.ms - a.ms);
+  return [...by]
+    .map(([group, g]) => ({
+      group,
+      steps: g.steps,
+      ms: g.ms,
+      share: total > 0 ? g.ms / total : 0,
+      fraction: g.ms > 0 ? g.limit / g.ms : 0,
+      bound: g.fma >= g.memory ? ('fma' as const) : ('memory' as const),
+    }))
+    .sort((a, b) => b.ms - a.ms);
 }
 
 export interface Roofline {
@@ -123,25 +134,43 @@ export async function roofline(bundle: string, threads: number, runs: number): P
     const activations = planStep ? bytesMoved(planStep, s.kind, (id) => bytesOf.get(id) ?? 0) : 0;
     const params = Object.values(layer?.params ?? {}).reduce((sum, p) => sum + p.length, 0);
     const spec = layer?.tunable ? layer.workloadSpec : undefined;
-    return { group: spec ? groupOf(spec) : s.kind, layer: s.layer, ms: s.medianMs, flops: spec ? 2 * workloadMacs(spec) : 0, bytes: activations + params };
+    return {
+      group: spec ? groupOf(spec) : s.kind,
+      layer: s.layer,
+      ms: s.medianMs,
+      flops: spec ? 2 * workloadMacs(spec) : 0,
+      bytes: activations + params,
+    };
   });
   const cores = availableCores().slice(0, threads);
   const peak = await measurePeakGflops({ cores, reps: 5 });
   const out = 64 * 2 ** 20;
-  const bw = await measureCopyBandwidth([...costs.filter((c) => c.bytes > 0).map((c) => copySizeFor(c.bytes)), out], { cores, ms: 10, reps: 3 });
+  const bw = await measureCopyBandwidth([...costs.filter((c) => c.bytes > 0).map((c) => copySizeFor(c.bytes)), out], {
+    cores,
+    ms: 10,
+    reps: 3,
+  });
   const steps = costs.map((c) => stepLimit(c, peak.gflops, c.bytes > 0 ? bw.get(copySizeFor(c.bytes))! : 0));
   const totalMs = steps.reduce((s, x) => s + x.ms, 0);
   const limitMs = steps.reduce((s, x) => s + x.limitMs, 0);
   return {
-    threads, runs, peakGflops: peak.gflops, memoryGbps: bw.get(out)!, totalMs, fraction: totalMs > 0 ? limitMs / totalMs : 0,
-    groups: groupLimits(steps), steps,
+    threads,
+    runs,
+    peakGflops: peak.gflops,
+    memoryGbps: bw.get(out)!,
+    totalMs,
+    fraction: totalMs > 0 ? limitMs / totalMs : 0,
+    groups: groupLimits(steps),
+    steps,
   };
 }
 
 /** "conv 3×3 41% of the time at 58% of FMA; …" for the groups that hold most of the time. */
 export function describeRoofline(r: Pick<Roofline, 'groups' | 'fraction'>, top = 3): string {
   const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
-  const parts = r.groups.slice(0, top).map((g) => `${g.group} ${pct(g.share)} at ${pct(g.fraction)} of ${g.bound === 'fma' ? 'FMA' : 'memory'}`);
+  const parts = r.groups
+    .slice(0, top)
+    .map((g) => `${g.group} ${pct(g.share)} at ${pct(g.fraction)} of ${g.bound === 'fma' ? 'FMA' : 'memory'}`);
   return `${parts.join('; ')} (whole run at ${pct(r.fraction)} of its limit)`;
 }
 
@@ -151,17 +180,23 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stderr.write('usage: node dist/src/bench/step-roofline.js BUNDLE [--threads 1] [--runs 30] [--json]\n');
     process.exit(1);
   }
-  const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
+  const arg = (name: string, fallback: number) => {
+    const i = process.argv.indexOf(name);
+    return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  };
   const r = await roofline(bundle, arg('--threads', 1), arg('--runs', 30));
   if (process.argv.includes('--json')) {
     process.stdout.write(`${JSON.stringify(r)}\n`);
   } else {
     const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
-    process.stdout.write([
-      `${bundle}, ${r.threads} thread(s), medians of ${r.runs} runs: ${r.totalMs.toFixed(3)} ms; FMA peak ${r.peakGflops.toFixed(0)} GFLOP/s, `
-        + `memcpy out of cache ${r.memoryGbps.toFixed(1)} GB/s moved (both measured now, same cores)`,
-      '| group | steps | ms | share | fraction of limit | bound |', '|---|---|---|---|---|---|',
-      ...r.groups.map((g) => `| ${g.group} | ${g.steps} | ${g.ms.toFixed(3)} | ${pct(g.share)} | ${pct(g.fraction)} | ${g.bound} |`),
-    ].join('\n') + '\n');
+    process.stdout.write(
+      [
+        `${bundle}, ${r.threads} thread(s), medians of ${r.runs} runs: ${r.totalMs.toFixed(3)} ms; FMA peak ${r.peakGflops.toFixed(0)} GFLOP/s, ` +
+          `memcpy out of cache ${r.memoryGbps.toFixed(1)} GB/s moved (both measured now, same cores)`,
+        '| group | steps | ms | share | fraction of limit | bound |',
+        '|---|---|---|---|---|---|',
+        ...r.groups.map((g) => `| ${g.group} | ${g.steps} | ${g.ms.toFixed(3)} | ${pct(g.share)} | ${pct(g.fraction)} | ${g.bound} |`),
+      ].join('\n') + '\n',
+    );
   }
 }

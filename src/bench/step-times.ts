@@ -51,23 +51,38 @@ export async function profileSteps(bundleDir: string, runs: number, threads?: nu
     const times = Array.from({ length: session.executor.stepCount }, () => new Array<number>(runs));
     for (let r = 0; r < runs; r++) {
       session.runSync(byName);
-      session.executor.stepTimesNs().forEach((ns, i) => { times[i]![r] = ns / 1e6; });
+      session.executor.stepTimesNs().forEach((ns, i) => {
+        times[i]![r] = ns / 1e6;
+      });
     }
     session.executor.setProfiling(false);
     const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
-    const profiled = new Map(session.tunableLayers.map((t, i) => {
-      const v = t.versions[session.versions[i]!]!;
-      return [t.step, v.latencyByThreadsMs[String(v.threads)] ?? v.latencyMs['0']] as const;
-    }));
+    const profiled = new Map(
+      session.tunableLayers.map((t, i) => {
+        const v = t.versions[session.versions[i]!]!;
+        return [t.step, v.latencyByThreadsMs[String(v.threads)] ?? v.latencyMs['0']] as const;
+      }),
+    );
     const steps: StepTime[] = session.steps.map((s) => ({
-      step: s.index, kind: s.kind, layer: s.layer, planStep: s.planStep, meanMs: sum(times[s.index]!) / runs, medianMs: median(times[s.index]!),
+      step: s.index,
+      kind: s.kind,
+      layer: s.layer,
+      planStep: s.planStep,
+      meanMs: sum(times[s.index]!) / runs,
+      medianMs: median(times[s.index]!),
       ...(profiled.get(s.index) !== undefined ? { profiledMs: profiled.get(s.index)! } : {}),
     }));
-    const kernels = steps.filter((s) => s.profiledMs !== undefined), others = steps.filter((s) => s.profiledMs === undefined);
+    const kernels = steps.filter((s) => s.profiledMs !== undefined),
+      others = steps.filter((s) => s.profiledMs === undefined);
     return {
-      runs, totalMs: sum(steps.map((s) => s.meanMs)), kernelMs: sum(kernels.map((s) => s.meanMs)),
-      kernelProfiledMs: sum(kernels.map((s) => s.profiledMs!)), otherMs: sum(others.map((s) => s.meanMs)),
-      medianKernelMs: sum(kernels.map((s) => s.medianMs)), medianOtherMs: sum(others.map((s) => s.medianMs)), steps,
+      runs,
+      totalMs: sum(steps.map((s) => s.meanMs)),
+      kernelMs: sum(kernels.map((s) => s.meanMs)),
+      kernelProfiledMs: sum(kernels.map((s) => s.profiledMs!)),
+      otherMs: sum(others.map((s) => s.meanMs)),
+      medianKernelMs: sum(kernels.map((s) => s.medianMs)),
+      medianOtherMs: sum(others.map((s) => s.medianMs)),
+      steps,
     };
   } finally {
     session.close();
@@ -86,22 +101,37 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stderr.write('usage: node dist/src/bench/step-times.js BUNDLE [--runs 15] [--top 10] [--threads N] [--json]\n');
     process.exit(1);
   }
-  const arg = (name: string, fallback: number) => { const i = process.argv.indexOf(name); return i >= 0 ? Number(process.argv[i + 1]) : fallback; };
+  const arg = (name: string, fallback: number) => {
+    const i = process.argv.indexOf(name);
+    return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  };
   const p = await profileSteps(bundle, arg('--runs', 15), process.argv.includes('--threads') ? arg('--threads', 1) : undefined);
   if (process.argv.includes('--json')) {
-    process.stdout.write(JSON.stringify({ machine: await machineInfo(), bundle, nonKernelShare: nonKernelShareOf(p),
-      meanNonKernelShare: p.otherMs / p.totalMs, ...p }) + '\n');
+    process.stdout.write(
+      JSON.stringify({
+        machine: await machineInfo(),
+        bundle,
+        nonKernelShare: nonKernelShareOf(p),
+        meanNonKernelShare: p.otherMs / p.totalMs,
+        ...p,
+      }) + '\n',
+    );
   } else {
     const f = (x: number) => x.toFixed(3);
     const top = [...p.steps].sort((a, b) => b.meanMs - a.meanMs).slice(0, arg('--top', 10));
-    process.stdout.write([
-      `machine: ${machineLine(await machineInfo())}`,
-      `${bundle}: mean of ${p.runs} profiled runs (level-0 versions): steps ${f(p.totalMs)} ms in all; kernel steps ${f(p.kernelMs)} ms `
-        + `against ${f(p.kernelProfiledMs)} ms profiled at level 0 (ratio ${(p.kernelMs / p.kernelProfiledMs).toFixed(2)}); other steps ${f(p.otherMs)} ms`,
-      `steps' medians: kernel ${f(p.medianKernelMs)} ms, other ${f(p.medianOtherMs)} ms: ${(nonKernelShareOf(p) * 100).toFixed(1)}% outside tuned kernels`,
-      'slowest steps:',
-      ...top.map((s) => `  step ${s.step} ${s.kind}${s.layer === null ? '' : ` (layer ${s.layer})`}: ${f(s.meanMs)} ms`
-        + (s.profiledMs !== undefined ? ` (profiled ${f(s.profiledMs)}, ratio ${(s.meanMs / s.profiledMs).toFixed(2)})` : '')),
-    ].join('\n') + '\n');
+    process.stdout.write(
+      [
+        `machine: ${machineLine(await machineInfo())}`,
+        `${bundle}: mean of ${p.runs} profiled runs (level-0 versions): steps ${f(p.totalMs)} ms in all; kernel steps ${f(p.kernelMs)} ms ` +
+          `against ${f(p.kernelProfiledMs)} ms profiled at level 0 (ratio ${(p.kernelMs / p.kernelProfiledMs).toFixed(2)}); other steps ${f(p.otherMs)} ms`,
+        `steps' medians: kernel ${f(p.medianKernelMs)} ms, other ${f(p.medianOtherMs)} ms: ${(nonKernelShareOf(p) * 100).toFixed(1)}% outside tuned kernels`,
+        'slowest steps:',
+        ...top.map(
+          (s) =>
+            `  step ${s.step} ${s.kind}${s.layer === null ? '' : ` (layer ${s.layer})`}: ${f(s.meanMs)} ms` +
+            (s.profiledMs !== undefined ? ` (profiled ${f(s.profiledMs)}, ratio ${(s.meanMs / s.profiledMs).toFixed(2)})` : ''),
+        ),
+      ].join('\n') + '\n',
+    );
   }
 }

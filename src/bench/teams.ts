@@ -31,7 +31,8 @@ export interface TeamsResult {
 
 function outputsEqual(a: Record<string, { data: ArrayLike<unknown> }>, b: Record<string, { data: ArrayLike<unknown> }>): boolean {
   return Object.keys(a).every((k) => {
-    const x = a[k]!.data, y = b[k]!.data;
+    const x = a[k]!.data,
+      y = b[k]!.data;
     if (x.length !== y.length) return false;
     for (let i = 0; i < x.length; i++) if (!Object.is(x[i], y[i])) return false;
     return true;
@@ -46,17 +47,26 @@ export async function compareTeams(bundle: string, threads: number, pairs: numbe
     const arrays = modelFeeds(s.manifest.model.inputs);
     return { s, feeds: Object.fromEntries(s.manifest.model.inputs.map((t, i) => [t.name, arrays[i]!])) };
   };
-  const off = await open(false), on = await open(true);
+  const off = await open(false),
+    on = await open(true);
   try {
-    if (!outputsEqual(off.s.runSync(off.feeds), on.s.runSync(on.feeds))) throw internalError(`${bundle}: outputs differ with teams on and off`);
+    if (!outputsEqual(off.s.runSync(off.feeds), on.s.runSync(on.feeds)))
+      throw internalError(`${bundle}: outputs differ with teams on and off`);
     const time = (x: { s: Session; feeds: Record<string, unknown> }) => {
       const t0 = process.hrtime.bigint();
       x.s.runSync(x.feeds as never);
       return Number(process.hrtime.bigint() - t0) / 1e6;
     };
-    for (let i = 0; i < 20; i++) { time(off); time(on); }
-    const offMs: number[] = [], onMs: number[] = [];
-    for (let r = 0; r < pairs; r++) { offMs.push(time(off)); onMs.push(time(on)); }
+    for (let i = 0; i < 20; i++) {
+      time(off);
+      time(on);
+    }
+    const offMs: number[] = [],
+      onMs: number[] = [];
+    for (let r = 0; r < pairs; r++) {
+      offMs.push(time(off));
+      onMs.push(time(on));
+    }
     const ratios = onMs.map((t, i) => t / offMs[i]!);
     let other: { otherOffMs: number; otherOnMs: number } | undefined;
     if (profile) {
@@ -65,14 +75,26 @@ export async function compareTeams(bundle: string, threads: number, pairs: numbe
         const ns = x.s.executor.stepTimesNs();
         return x.s.steps.filter((st) => st.kind !== 'kernel').reduce((a, st) => a + ns[st.index]! / 1e6, 0);
       };
-      off.s.executor.setProfiling(true); on.s.executor.setProfiling(true);
-      const o: number[] = [], n: number[] = [];
-      for (let r = 0; r < pairs; r++) { o.push(outside(off)); n.push(outside(on)); }
+      off.s.executor.setProfiling(true);
+      on.s.executor.setProfiling(true);
+      const o: number[] = [],
+        n: number[] = [];
+      for (let r = 0; r < pairs; r++) {
+        o.push(outside(off));
+        n.push(outside(on));
+      }
       other = { otherOffMs: median(o), otherOnMs: median(n) };
     }
     return {
-      bundle, threads, pairs, offMs: median(offMs), onMs: median(onMs),
-      ratio: median(ratios), ratioP10: quantile(ratios, 0.1), ratioP90: quantile(ratios, 0.9), ...other,
+      bundle,
+      threads,
+      pairs,
+      offMs: median(offMs),
+      onMs: median(onMs),
+      ratio: median(ratios),
+      ratioP10: quantile(ratios, 0.1),
+      ratioP90: quantile(ratios, 0.9),
+      ...other,
     };
   } finally {
     off.s.close();
@@ -82,13 +104,18 @@ export async function compareTeams(bundle: string, threads: number, pairs: numbe
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
-  const value = (name: string, fallback: number) => { const i = args.indexOf(name); return i >= 0 ? Number(args[i + 1]) : fallback; };
+  const value = (name: string, fallback: number) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? Number(args[i + 1]) : fallback;
+  };
   const bundles = args.filter((a, i) => !a.startsWith('--') && !['--threads', '--runs'].includes(args[i - 1] ?? ''));
   if (bundles.length === 0) {
     process.stderr.write('usage: node dist/src/bench/teams.js BUNDLE… [--threads 2] [--runs 300] [--profile] [--json]\n');
     process.exit(1);
   }
-  const threads = value('--threads', 2), pairs = value('--runs', 300), profile = args.includes('--profile');
+  const threads = value('--threads', 2),
+    pairs = value('--runs', 300),
+    profile = args.includes('--profile');
   const machine = await machineInfo();
   const results: TeamsResult[] = [];
   for (const b of bundles) results.push(await compareTeams(b, threads, pairs, profile));
@@ -96,13 +123,18 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stdout.write(JSON.stringify({ machine, results }) + '\n');
   } else {
     const f = (x: number) => x.toFixed(3);
-    process.stdout.write([
-      `machine: ${machineLine(machine)}; ${threads} thread(s), ${pairs} alternating pairs`,
-      '',
-      `| bundle | teams off ms | teams on ms | on/off (paired median) | p10–p90 |${profile ? ' outside kernels off → on ms |' : ''}`,
-      `|---|---|---|---|---|${profile ? '---|' : ''}`,
-      ...results.map((r) => `| ${r.bundle.split('/').pop()} | ${f(r.offMs)} | ${f(r.onMs)} | ${f(r.ratio)} | ${f(r.ratioP10)}–${f(r.ratioP90)} |`
-        + (r.otherOffMs !== undefined ? ` ${f(r.otherOffMs)} → ${f(r.otherOnMs!)} |` : '')),
-    ].join('\n') + '\n');
+    process.stdout.write(
+      [
+        `machine: ${machineLine(machine)}; ${threads} thread(s), ${pairs} alternating pairs`,
+        '',
+        `| bundle | teams off ms | teams on ms | on/off (paired median) | p10–p90 |${profile ? ' outside kernels off → on ms |' : ''}`,
+        `|---|---|---|---|---|${profile ? '---|' : ''}`,
+        ...results.map(
+          (r) =>
+            `| ${r.bundle.split('/').pop()} | ${f(r.offMs)} | ${f(r.onMs)} | ${f(r.ratio)} | ${f(r.ratioP10)}–${f(r.ratioP90)} |` +
+            (r.otherOffMs !== undefined ? ` ${f(r.otherOffMs)} → ${f(r.otherOnMs!)} |` : ''),
+        ),
+      ].join('\n') + '\n',
+    );
   }
 }

@@ -41,14 +41,42 @@ export interface TradeoffLayer {
 type Pick = { label: string; model: string; match: (w: Workload) => boolean; quick: boolean };
 const conv = (w: Workload) => (w.op === 'conv2d' ? w : undefined);
 const PICKS: readonly Pick[] = [
-  { label: 'ResNet-50 layer1 3x3', model: 'resnet50', quick: true,
-    match: (w) => { const c = conv(w); return !!c && c.kh === 3 && c.cin === 64 && c.cout === 64 && c.h === 56 && c.strideH === 1; } },
-  { label: 'ResNet-50 layer1 1x1 reduce', model: 'resnet50', quick: true,
-    match: (w) => { const c = conv(w); return !!c && c.kh === 1 && c.cin === 256 && c.cout === 64 && c.h === 56; } },
-  { label: 'MobileNet-V2 depthwise', model: 'mobilenet_v2', quick: true,
-    match: (w) => { const c = conv(w); return !!c && c.groups === 144 && c.cin === 144 && c.h === 56 && c.strideH === 1; } },
-  { label: 'ResNet-50 layer3 3x3', model: 'resnet50', quick: false,
-    match: (w) => { const c = conv(w); return !!c && c.kh === 3 && c.cin === 256 && c.cout === 256 && c.h === 14 && c.strideH === 1; } },
+  {
+    label: 'ResNet-50 layer1 3x3',
+    model: 'resnet50',
+    quick: true,
+    match: (w) => {
+      const c = conv(w);
+      return !!c && c.kh === 3 && c.cin === 64 && c.cout === 64 && c.h === 56 && c.strideH === 1;
+    },
+  },
+  {
+    label: 'ResNet-50 layer1 1x1 reduce',
+    model: 'resnet50',
+    quick: true,
+    match: (w) => {
+      const c = conv(w);
+      return !!c && c.kh === 1 && c.cin === 256 && c.cout === 64 && c.h === 56;
+    },
+  },
+  {
+    label: 'MobileNet-V2 depthwise',
+    model: 'mobilenet_v2',
+    quick: true,
+    match: (w) => {
+      const c = conv(w);
+      return !!c && c.groups === 144 && c.cin === 144 && c.h === 56 && c.strideH === 1;
+    },
+  },
+  {
+    label: 'ResNet-50 layer3 3x3',
+    model: 'resnet50',
+    quick: false,
+    match: (w) => {
+      const c = conv(w);
+      return !!c && c.kh === 3 && c.cin === 256 && c.cout === 256 && c.h === 14 && c.strideH === 1;
+    },
+  },
 ];
 
 /** The representative layers of the models given, found in their own layer graphs (first matching layer). */
@@ -142,7 +170,11 @@ async function chooseVersions(w: Workload, t: Target, o: TradeoffOptions): Promi
   return same ? { versions: ends, tunedSameAs: same.name } : { versions: [...ends, { name: 'tuned', candidate: best.candidate }] };
 }
 
-interface Job { version: number; phase: 'quiet' | 'level'; round: number }
+interface Job {
+  version: number;
+  phase: 'quiet' | 'level';
+  round: number;
+}
 
 function planJobs(versions: number, rounds: number): Job[] {
   const jobs: Job[] = [];
@@ -157,8 +189,13 @@ function planJobs(versions: number, rounds: number): Job[] {
 const ratioOrNull = (xs: number[]) => (xs.length > 0 ? summarizeRatios(xs) : null);
 const medianOrNull = (xs: number[]) => (xs.length > 0 ? median(xs) : null);
 
-async function measureLevel(versions: readonly Version[], level: number, o: TradeoffOptions, kernelCore: number,
-  noiseOn: readonly number[]): Promise<LevelResult> {
+async function measureLevel(
+  versions: readonly Version[],
+  level: number,
+  o: TradeoffOptions,
+  kernelCore: number,
+  noiseOn: readonly number[],
+): Promise<LevelResult> {
   const jobs = planJobs(versions.length, o.rounds);
   let noise: NoiseHandle | undefined;
   const noiseStats: NoiseStats[] = [];
@@ -170,18 +207,22 @@ async function measureLevel(versions: readonly Version[], level: number, o: Trad
   };
   let measured;
   try {
-    measured = await measureCandidates(jobs.map((j) => versions[j.version]!.candidate), {
-      cores: [kernelCore], minTimeMs: o.minTimeMs ?? 100,
-      beforeJob: async (i) => {
-        const wantNoise = level > 0 && jobs[i]!.phase === 'level';
-        if (!wantNoise) await stop();
-        else if (!noise) noise = await startNoise({ level, cores: noiseOn });
+    measured = await measureCandidates(
+      jobs.map((j) => versions[j.version]!.candidate),
+      {
+        cores: [kernelCore],
+        minTimeMs: o.minTimeMs ?? 100,
+        beforeJob: async (i) => {
+          const wantNoise = level > 0 && jobs[i]!.phase === 'level';
+          if (!wantNoise) await stop();
+          else if (!noise) noise = await startNoise({ level, cores: noiseOn });
+        },
+        afterJob: async (i) => {
+          const next = jobs[i + 1];
+          if (!next || next.phase !== 'level' || next.round !== jobs[i]!.round) await stop();
+        },
       },
-      afterJob: async (i) => {
-        const next = jobs[i + 1];
-        if (!next || next.phase !== 'level' || next.round !== jobs[i]!.round) await stop();
-      },
-    });
+    );
   } finally {
     await stop();
   }
@@ -202,19 +243,28 @@ async function measureLevel(versions: readonly Version[], level: number, o: Trad
       failed: pairs.flat().filter((x) => x === null).length,
     };
   });
-  const locOverPar = (phase: Job['phase']) => ratioOrNull(rounds.map((r) => [ms(0, phase, r), ms(1, phase, r)] as const)
-    .filter((p): p is readonly [number, number] => p[0] !== null && p[1] !== null).map(([a, b]) => a / b));
+  const locOverPar = (phase: Job['phase']) =>
+    ratioOrNull(
+      rounds
+        .map((r) => [ms(0, phase, r), ms(1, phase, r)] as const)
+        .filter((p): p is readonly [number, number] => p[0] !== null && p[1] !== null)
+        .map(([a, b]) => a / b),
+    );
   const atLevel = locOverPar('level');
   const seconds = (s: NoiseStats) => Math.max(s.seconds, 1e-9);
   return {
-    level, versions: perVersion,
+    level,
+    versions: perVersion,
     localityOverParallelAtLevel: atLevel,
     localityOverParallelQuiet: locOverPar('quiet'),
     winnerAtLevel: atLevel === null ? null : atLevel.maxRatio < 1 ? 'locality' : atLevel.minRatio > 1 ? 'parallel' : 'tie',
-    noise: noiseStats.length === 0 ? null : {
-      streamGBps: median(noiseStats.map((s) => (s.streamBytesRead + s.streamBytesWritten) / seconds(s) / 1e9)),
-      randomMops: median(noiseStats.map((s) => s.randomOps / seconds(s) / 1e6)),
-    },
+    noise:
+      noiseStats.length === 0
+        ? null
+        : {
+            streamGBps: median(noiseStats.map((s) => (s.streamBytesRead + s.streamBytesWritten) / seconds(s) / 1e9)),
+            randomMops: median(noiseStats.map((s) => s.randomOps / seconds(s) / 1e6)),
+          },
   };
 }
 
@@ -236,20 +286,33 @@ export async function runTradeoff(layers: readonly TradeoffLayer[], o: TradeoffO
       levels.push(await measureLevel(versions, level, o, kernelCore, noiseOn));
     }
     results.push({
-      label: layer.label, model: layer.model, index: layer.index, workload: w.key, description: describeWorkload(w), macs: workloadMacs(w),
+      label: layer.label,
+      model: layer.model,
+      index: layer.index,
+      workload: w.key,
+      description: describeWorkload(w),
+      macs: workloadMacs(w),
       versions: versions.map((v) => {
         const f = scheduleFeatures(w, v.candidate.schedule);
-        return { name: v.name, schedule: v.candidate.schedule, l2FootprintKiB: Math.round(f.footprintBytes.l2 / 1024), parallelChunks: f.parallelChunks };
+        return {
+          name: v.name,
+          schedule: v.candidate.schedule,
+          l2FootprintKiB: Math.round(f.footprintBytes.l2 / 1024),
+          parallelChunks: f.parallelChunks,
+        };
       }),
       ...(tunedSameAs ? { tunedSameAs } : {}),
-      levels, loadAvgBefore, loadAvgAfter: loadavg(),
+      levels,
+      loadAvgBefore,
+      loadAvgAfter: loadavg(),
     });
   }
   return { kernelCores: [kernelCore], noiseCores: noiseOn, rounds: o.rounds, levels: o.levels, layers: results };
 }
 
 const f3 = (x: number | null | undefined) => (x === null || x === undefined ? '-' : x < 1 ? x.toFixed(4) : x.toFixed(3));
-const spread = (r: RatioSummary | null) => (r === null ? '-' : `${r.medianRatio.toFixed(2)} [${r.minRatio.toFixed(2)}–${r.maxRatio.toFixed(2)}]`);
+const spread = (r: RatioSummary | null) =>
+  r === null ? '-' : `${r.medianRatio.toFixed(2)} [${r.minRatio.toFixed(2)}–${r.maxRatio.toFixed(2)}]`;
 
 function verdict(l: TradeoffLayerResult): string {
   const rows = l.levels.filter((x) => x.localityOverParallelAtLevel !== null);
@@ -263,9 +326,12 @@ function verdict(l: TradeoffLayerResult): string {
     return `level ${x.level}: ${x.winnerAtLevel === 'tie' ? `tie, ${lead} ahead by` : `${lead} by`} ${((Math.max(r, 1 / r) - 1) * 100).toFixed(1)}%${shift}`;
   };
   const clear = new Set(rows.map((x) => x.winnerAtLevel).filter((w) => w === 'locality' || w === 'parallel'));
-  const head = clear.size > 1 ? 'the winner changes with the level'
-    : clear.size === 1 ? `no change of winner: ${[...clear][0]} wins wherever a winner is clear (every round agreeing)`
-      : 'no clear winner at any level (the rounds disagree everywhere)';
+  const head =
+    clear.size > 1
+      ? 'the winner changes with the level'
+      : clear.size === 1
+        ? `no change of winner: ${[...clear][0]} wins wherever a winner is clear (every round agreeing)`
+        : 'no clear winner at any level (the rounds disagree everywhere)';
   return `${head}; ${rows.map(describe).join('; ')}.`;
 }
 
@@ -276,13 +342,23 @@ export function formatTradeoffMarkdown(r: TradeoffReport): string {
     out.push(`#### ${l.label}: ${l.model} layer ${l.index}, ${l.description} (${(l.macs / 1e6).toFixed(1)} MMACs)`, '');
     for (const v of l.versions) {
       const s = v.schedule;
-      out.push(`- ${v.name}: reg ${s.regOc}x${s.regCols}, tiles ic${s.tileIc} oc${s.tileOc} rows${s.tileRows} cols${s.tileCols}, ` +
-        `${s.loopOrder}, parallel over ${s.parallelAxis}; L2 tile footprint ${v.l2FootprintKiB} KiB, ${v.parallelChunks} chunks`);
+      out.push(
+        `- ${v.name}: reg ${s.regOc}x${s.regCols}, tiles ic${s.tileIc} oc${s.tileOc} rows${s.tileRows} cols${s.tileCols}, ` +
+          `${s.loopOrder}, parallel over ${s.parallelAxis}; L2 tile footprint ${v.l2FootprintKiB} KiB, ${v.parallelChunks} chunks`,
+      );
     }
     if (l.tunedSameAs) out.push(`- tuned: the small search's best is the ${l.tunedSameAs} end itself`);
-    out.push(`- load average before/after: ${l.loadAvgBefore.map((x) => x.toFixed(2)).join(' ')} / ${l.loadAvgAfter.map((x) => x.toFixed(2)).join(' ')}`, '');
+    out.push(
+      `- load average before/after: ${l.loadAvgBefore.map((x) => x.toFixed(2)).join(' ')} / ${l.loadAvgAfter.map((x) => x.toFixed(2)).join(' ')}`,
+      '',
+    );
     const header = [
-      'level', 'noise GB/s, Mops/s', ...names.flatMap((n) => [`${n} ms (quiet → level)`, `${n} slowdown`]), 'loc/par quiet', 'loc/par at level', 'winner',
+      'level',
+      'noise GB/s, Mops/s',
+      ...names.flatMap((n) => [`${n} ms (quiet → level)`, `${n} slowdown`]),
+      'loc/par quiet',
+      'loc/par at level',
+      'winner',
     ];
     out.push(`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`);
     for (const x of l.levels) {
@@ -291,9 +367,16 @@ export function formatTradeoffMarkdown(r: TradeoffReport): string {
         const v = x.versions[n]!;
         return [`${f3(v.quietMs)} → ${f3(v.levelMs)}${v.failed ? ` (${v.failed} failed)` : ''}`, spread(v.slowdown)];
       });
-      out.push(`| ${[
-        String(x.level), noise, ...cells, spread(x.localityOverParallelQuiet), spread(x.localityOverParallelAtLevel), x.winnerAtLevel ?? '-',
-      ].join(' | ')} |`);
+      out.push(
+        `| ${[
+          String(x.level),
+          noise,
+          ...cells,
+          spread(x.localityOverParallelQuiet),
+          spread(x.localityOverParallelAtLevel),
+          x.winnerAtLevel ?? '-',
+        ].join(' | ')} |`,
+      );
     }
     out.push('', `Verdict: ${verdict(l)}`, '');
   }

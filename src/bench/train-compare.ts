@@ -17,7 +17,13 @@ export interface CompareRow {
   readonly veltairSeconds: number;
   readonly torchSeconds: number;
   readonly speedup: number;
-  readonly veltair: { readonly p1: number; readonly p5: number; readonly r5: number; readonly sparseP1: number | null; readonly loss: number };
+  readonly veltair: {
+    readonly p1: number;
+    readonly p5: number;
+    readonly r5: number;
+    readonly sparseP1: number | null;
+    readonly loss: number;
+  };
   readonly torch: { readonly p1: number; readonly p5: number; readonly r5: number; readonly loss: number };
   /** Where veltair's epoch went. */
   readonly veltairProfile: EpochProfile;
@@ -40,12 +46,26 @@ export interface CompareReport {
   readonly p1Difference: number;
 }
 
-export async function compareWithTorch(dataset: BenchDataset, epochs: number, threads: number, cores: readonly number[],
-  log: (m: string) => void): Promise<CompareReport> {
+export async function compareWithTorch(
+  dataset: BenchDataset,
+  epochs: number,
+  threads: number,
+  cores: readonly number[],
+  log: (m: string) => void,
+): Promise<CompareReport> {
   const data = await loadBenchData(dataset);
   const v = await veltairTrainer(data, threads);
-  const torch = await startTorch({ spec: dataset.spec, train: dataset.train, test: dataset.test, epochs, batch: v.settings.batch, lr: v.settings.lr, threads,
-    seed: TRAIN_DEFAULTS.seed, cores });
+  const torch = await startTorch({
+    spec: dataset.spec,
+    train: dataset.train,
+    test: dataset.test,
+    epochs,
+    batch: v.settings.batch,
+    lr: v.settings.lr,
+    threads,
+    seed: TRAIN_DEFAULTS.seed,
+    cores,
+  });
   log(`${dataset.name}: torch ${torch.info.torch}, BLAS ${torch.info.blasLoaded.join(' ')}`);
   const rows: CompareRow[] = [];
   try {
@@ -61,15 +81,25 @@ export async function compareWithTorch(dataset: BenchDataset, epochs: number, th
       const te = await torch.epoch();
       const b = a ?? (await runV());
       rows.push({
-        epoch: e, order: veltairFirst ? 'veltair first' : 'torch first',
-        veltairSeconds: b.t.seconds, torchSeconds: te.epochSeconds, speedup: te.epochSeconds / b.t.seconds,
-        veltair: { p1: b.dense['precision@1'], p5: b.dense['precision@5'], r5: b.dense['recall@5'], sparseP1: b.sparse ? b.sparse['precision@1'] : null,
-          loss: b.t.loss },
+        epoch: e,
+        order: veltairFirst ? 'veltair first' : 'torch first',
+        veltairSeconds: b.t.seconds,
+        torchSeconds: te.epochSeconds,
+        speedup: te.epochSeconds / b.t.seconds,
+        veltair: {
+          p1: b.dense['precision@1'],
+          p5: b.dense['precision@5'],
+          r5: b.dense['recall@5'],
+          sparseP1: b.sparse ? b.sparse['precision@1'] : null,
+          loss: b.t.loss,
+        },
         torch: { p1: te['precision@1'] ?? 0, p5: te['precision@5'] ?? 0, r5: te['recall@5'] ?? 0, loss: te.loss },
         veltairProfile: b.t.profile,
       });
-      log(`${dataset.name} epoch ${e}: veltair ${b.t.seconds.toFixed(1)} s (P@1 ${b.dense['precision@1'].toFixed(4)}), `
-        + `torch ${te.epochSeconds.toFixed(1)} s (P@1 ${(te['precision@1'] ?? 0).toFixed(4)})`);
+      log(
+        `${dataset.name} epoch ${e}: veltair ${b.t.seconds.toFixed(1)} s (P@1 ${b.dense['precision@1'].toFixed(4)}), ` +
+          `torch ${te.epochSeconds.toFixed(1)} s (P@1 ${(te['precision@1'] ?? 0).toFixed(4)})`,
+      );
     }
   } finally {
     await torch.close();
@@ -78,7 +108,18 @@ export async function compareWithTorch(dataset: BenchDataset, epochs: number, th
   const speedups = rows.map((r) => r.speedup);
   const last = rows[rows.length - 1]!;
   return {
-    dataset, trainRows: data.train.rows, testRows: data.test.rows, layers: v.description, threads, cores, isa: v.trainer.isa, torch: torch.info, rows,
-    medianSpeedup: median(speedups), minSpeedup: Math.min(...speedups), maxSpeedup: Math.max(...speedups), p1Difference: last.veltair.p1 - last.torch.p1,
+    dataset,
+    trainRows: data.train.rows,
+    testRows: data.test.rows,
+    layers: v.description,
+    threads,
+    cores,
+    isa: v.trainer.isa,
+    torch: torch.info,
+    rows,
+    medianSpeedup: median(speedups),
+    minSpeedup: Math.min(...speedups),
+    maxSpeedup: Math.max(...speedups),
+    p1Difference: last.veltair.p1 - last.torch.p1,
   };
 }

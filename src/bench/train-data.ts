@@ -33,7 +33,9 @@ async function make(name: string, sub: DataCommand, args: readonly string[], log
   if (existsSync(join(dir, 'dataset.json'))) return ds;
   log(`making the ${name} data set (${command})`);
   await mkdir(dir, { recursive: true });
-  await execa(process.execPath, [join(repoRoot(), 'bin', 'veltair'), 'data', sub, '-o', dir, ...args, '--force'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  await execa(process.execPath, [join(repoRoot(), 'bin', 'veltair'), 'data', sub, '-o', dir, ...args, '--force'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   return ds;
 }
 

@@ -56,20 +56,41 @@ export async function klrGrid(dataset: BenchDataset, epochs: number, threads: nu
   ];
   const points: GridPoint[] = [];
   for (const s of settings) {
-    const run = s.auto ? auto : await veltairTrainer(data, threads, { K: s.K, L: s.L }, { schedule: { rehashEvery: every(s.rehashes), rebuildEvery: 0 } });
-    let seconds = 0, cand = 0, miss = 0, index = 0;
+    const run = s.auto
+      ? auto
+      : await veltairTrainer(data, threads, { K: s.K, L: s.L }, { schedule: { rehashEvery: every(s.rehashes), rebuildEvery: 0 } });
+    let seconds = 0,
+      cand = 0,
+      miss = 0,
+      index = 0;
     for (let e = 0; e < epochs; e++) {
       const t = await run.trainer.trainEpoch();
-      seconds += t.seconds; cand += t.lsh?.meanCandidates ?? 0; miss += t.lsh?.labelMissRate ?? 0; index += t.lsh?.indexSeconds ?? 0;
+      seconds += t.seconds;
+      cand += t.lsh?.meanCandidates ?? 0;
+      miss += t.lsh?.labelMissRate ?? 0;
+      index += t.lsh?.indexSeconds ?? 0;
     }
     const dense = run.trainer.evaluate(data.test, 'dense');
     const sparse = run.trainer.evaluate(data.test, 'sparse');
     run.trainer.close();
-    points.push({ K: s.K, L: s.L, R: bucketCap(out.dim, s.K), autotuned: s.auto, p1: dense['precision@1'], p5: dense['precision@5'],
-      sparseP1: sparse['precision@1'], meanEpochSeconds: seconds / epochs, meanCandidates: cand / epochs, labelMissRate: miss / epochs,
-      rehashesPerEpoch: s.rehashes, indexSecondsPerEpoch: index / epochs });
-    log(`${dataset.name} grid K=${s.K} L=${s.L} rehash ${s.rehashes}/epoch${s.auto ? ' (autotuned)' : ''}: P@1 ${dense['precision@1'].toFixed(4)}, `
-      + `sparse P@1 ${sparse['precision@1'].toFixed(4)}, ${(seconds / epochs).toFixed(1)} s/epoch`);
+    points.push({
+      K: s.K,
+      L: s.L,
+      R: bucketCap(out.dim, s.K),
+      autotuned: s.auto,
+      p1: dense['precision@1'],
+      p5: dense['precision@5'],
+      sparseP1: sparse['precision@1'],
+      meanEpochSeconds: seconds / epochs,
+      meanCandidates: cand / epochs,
+      labelMissRate: miss / epochs,
+      rehashesPerEpoch: s.rehashes,
+      indexSecondsPerEpoch: index / epochs,
+    });
+    log(
+      `${dataset.name} grid K=${s.K} L=${s.L} rehash ${s.rehashes}/epoch${s.auto ? ' (autotuned)' : ''}: P@1 ${dense['precision@1'].toFixed(4)}, ` +
+        `sparse P@1 ${sparse['precision@1'].toFixed(4)}, ${(seconds / epochs).toFixed(1)} s/epoch`,
+    );
   }
   const best = Math.max(...points.filter((p) => p.rehashesPerEpoch === REHASHES_PER_EPOCH).map((p) => p.p1));
   return { dataset, epochs, threads, sparsity: out.sparsity, points, autotunedMinusBest: points[0]!.p1 - best };

@@ -10,7 +10,12 @@ import type { BenchDataset } from './train-data.js';
 import { profileMarkdown } from './train-breakdown-report.js';
 import { loadBenchData, veltairTrainer } from './train-veltair.js';
 
-interface Side { readonly seconds: number; readonly p1: number; readonly p5: number; readonly profile: EpochProfile }
+interface Side {
+  readonly seconds: number;
+  readonly p1: number;
+  readonly p5: number;
+  readonly profile: EpochProfile;
+}
 
 export interface PassesReport {
   readonly dataset: BenchDataset;
@@ -22,10 +27,18 @@ export interface PassesReport {
   readonly maxSpeedup: number;
 }
 
-export async function passComparison(dataset: BenchDataset, epochs: number, threads: number, log: (m: string) => void,
-  passes: readonly [Pass, Pass] = ['sample', 'neuron-adam']): Promise<PassesReport> {
+export async function passComparison(
+  dataset: BenchDataset,
+  epochs: number,
+  threads: number,
+  log: (m: string) => void,
+  passes: readonly [Pass, Pass] = ['sample', 'neuron-adam'],
+): Promise<PassesReport> {
   const data = await loadBenchData(dataset);
-  const runs = [await veltairTrainer(data, threads, {}, { pass: passes[0] }), await veltairTrainer(data, threads, {}, { pass: passes[1] })] as const;
+  const runs = [
+    await veltairTrainer(data, threads, {}, { pass: passes[0] }),
+    await veltairTrainer(data, threads, {}, { pass: passes[1] }),
+  ] as const;
   const epoch = async (k: 0 | 1): Promise<Side> => {
     const t = await runs[k].trainer.trainEpoch();
     const d = runs[k].trainer.evaluate(data.test, 'dense');
@@ -39,8 +52,10 @@ export async function passComparison(dataset: BenchDataset, epochs: number, thre
       const y = await epoch(aFirst ? 1 : 0);
       const [a, b] = aFirst ? [x, y] : [y, x];
       rows.push({ epoch: e, first: passes[aFirst ? 0 : 1], a, b, speedup: a.seconds / b.seconds });
-      log(`${dataset.name} passes epoch ${e}: ${passes[0]} ${a.seconds.toFixed(1)} s (P@1 ${a.p1.toFixed(4)}), `
-        + `${passes[1]} ${b.seconds.toFixed(1)} s (P@1 ${b.p1.toFixed(4)})`);
+      log(
+        `${dataset.name} passes epoch ${e}: ${passes[0]} ${a.seconds.toFixed(1)} s (P@1 ${a.p1.toFixed(4)}), ` +
+          `${passes[1]} ${b.seconds.toFixed(1)} s (P@1 ${b.p1.toFixed(4)})`,
+      );
     }
   } finally {
     for (const r of runs) r.trainer.close();
@@ -56,12 +71,20 @@ export function passesMarkdown(r: PassesReport): string {
     '',
     `| epoch | first | ${pa} s | ${pb} s | speed-up | ${pa} P@1 | ${pb} P@1 | ${pa} P@5 | ${pb} P@5 |`,
     '|---|---|---|---|---|---|---|---|---|',
-    ...r.rows.map((x) => `| ${x.epoch} | ${x.first} | ${x.a.seconds.toFixed(1)} | ${x.b.seconds.toFixed(1)} | ${x.speedup.toFixed(2)}x | `
-      + `${x.a.p1.toFixed(4)} | ${x.b.p1.toFixed(4)} | ${x.a.p5.toFixed(4)} | ${x.b.p5.toFixed(4)} |`),
+    ...r.rows.map(
+      (x) =>
+        `| ${x.epoch} | ${x.first} | ${x.a.seconds.toFixed(1)} | ${x.b.seconds.toFixed(1)} | ${x.speedup.toFixed(2)}x | ` +
+        `${x.a.p1.toFixed(4)} | ${x.b.p1.toFixed(4)} | ${x.a.p5.toFixed(4)} | ${x.b.p5.toFixed(4)} |`,
+    ),
     '',
     `Median ${r.medianSpeedup.toFixed(2)}x [${r.minSpeedup.toFixed(2)}–${r.maxSpeedup.toFixed(2)}] over ${r.rows.length} paired epochs.`,
     '',
-    profileMarkdown(`${r.dataset.name}: where the epoch goes, ${pa} vs ${pb} (last epoch)`,
-      r.rows.slice(-1).flatMap((x) => [{ label: pa, profile: x.a.profile }, { label: pb, profile: x.b.profile }])),
+    profileMarkdown(
+      `${r.dataset.name}: where the epoch goes, ${pa} vs ${pb} (last epoch)`,
+      r.rows.slice(-1).flatMap((x) => [
+        { label: pa, profile: x.a.profile },
+        { label: pb, profile: x.b.profile },
+      ]),
+    ),
   ].join('\n');
 }

@@ -51,8 +51,12 @@ export interface TrainBenchResult {
 export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchResult> {
   const cores = Array.from({ length: o.threads }, (_, i) => i);
   const pinned = await pinSelf(cores);
-  const out: string[] = [`### Sparse training`, '',
-    `veltair ${pinned ? 'pinned' : 'NOT pinned (no taskset)'} to cores ${cores.join(',')}; PyTorch runs under \`taskset -c ${cores.join(',')}\`.`, ''];
+  const out: string[] = [
+    `### Sparse training`,
+    '',
+    `veltair ${pinned ? 'pinned' : 'NOT pinned (no taskset)'} to cores ${cores.join(',')}; PyTorch runs under \`taskset -c ${cores.join(',')}\`.`,
+    '',
+  ];
   const result: TrainBenchResult = { markdown: '', compare: [], grid: [], threads: [], sparsity: [], passes: [] };
   for (const name of o.datasets) {
     const ds = await benchDataset(name, o.log);
@@ -78,7 +82,8 @@ export async function runTrainBench(o: TrainBenchOptions): Promise<TrainBenchRes
     }
     if (o.sections.includes('sparsity')) {
       const s = await sparsitySweep(ds, o.gridEpochs, o.threads, o.sparsities ?? [], o.log, o.optimizer, o.frequentLabels, {
-        ...(o.uniformNegatives === undefined ? {} : { uniformNegatives: o.uniformNegatives }), ...(o.logQ === undefined ? {} : { logQ: o.logQ }),
+        ...(o.uniformNegatives === undefined ? {} : { uniformNegatives: o.uniformNegatives }),
+        ...(o.logQ === undefined ? {} : { logQ: o.logQ }),
       });
       result.sparsity.push(s);
       out.push(sparsityMarkdown(s));
@@ -101,18 +106,33 @@ const USAGE = `usage: node dist/src/bench/train-run.js [--sections compare,grid,
   [--datasets planted,words,wordnet,debian-packages] [--epochs N] [--grid-epochs N] [--threads N] [--sparsities S,S,…]
   [--optimizer adam|lazy-adam|dense-adam] [--frequent-labels N] [--uniform F] [--logq 0|1] [--json-out FILE]
 A run takes minutes to hours (a PyTorch epoch is minutes): run it under the benchmark lock.`;
-const FLAGS = new Set(['--sections', '--datasets', '--epochs', '--grid-epochs', '--threads', '--sparsities', '--optimizer',
-  '--frequent-labels', '--uniform', '--logq', '--json-out']);
+const FLAGS = new Set([
+  '--sections',
+  '--datasets',
+  '--epochs',
+  '--grid-epochs',
+  '--threads',
+  '--sparsities',
+  '--optimizer',
+  '--frequent-labels',
+  '--uniform',
+  '--logq',
+  '--json-out',
+]);
 
 /** A flag this script does not know (a typo would otherwise start a long run on the defaults): its name, or undefined. */
 export function unknownFlag(argv: readonly string[]): string | undefined {
-  for (let i = 0; i < argv.length; i += 2) if (!FLAGS.has(argv[i]!) || argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) return argv[i];
+  for (let i = 0; i < argv.length; i += 2)
+    if (!FLAGS.has(argv[i]!) || argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) return argv[i];
   return undefined;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const argv = process.argv.slice(2);
-  if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(`${USAGE}\n`); process.exit(0); }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
   const unknown = unknownFlag(argv);
   if (unknown !== undefined) {
     process.stderr.write(`error[BAD_ARGUMENT]: unknown option or missing value near "${unknown}"\n  hint: ${USAGE.split('\n')[0]} …\n`);
@@ -127,7 +147,10 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     epochs: Number(arg('--epochs') ?? 3),
     gridEpochs: Number(arg('--grid-epochs') ?? 2),
     threads: Number(arg('--threads') ?? availableParallelism()),
-    sparsities: (arg('--sparsities') ?? '').split(',').filter((x) => x !== '').map(Number),
+    sparsities: (arg('--sparsities') ?? '')
+      .split(',')
+      .filter((x) => x !== '')
+      .map(Number),
     optimizer: optimizerArg(arg('--optimizer') ?? 'adam'),
     ...(arg('--frequent-labels') === undefined ? {} : { frequentLabels: Number(arg('--frequent-labels')) }),
     ...(arg('--uniform') === undefined ? {} : { uniformNegatives: Number(arg('--uniform')) }),
@@ -135,8 +158,18 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     log: (m) => process.stderr.write(`bench train [${((Date.now() - t0) / 1000).toFixed(0)} s]: ${m}\n`),
   });
   const command = `node dist/src/bench/train-run.js${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
-  process.stdout.write([`### Run of ${machine.dateUtc}`, '', `- machine: ${machineLine(machine)}`, `- command: \`${command}\``, '', r.markdown,
-    `(took ${((Date.now() - t0) / 60000).toFixed(1)} min; load average at the end ${(await machineInfo()).loadAvg.join(' ')})`, ''].join('\n') + '\n');
+  process.stdout.write(
+    [
+      `### Run of ${machine.dateUtc}`,
+      '',
+      `- machine: ${machineLine(machine)}`,
+      `- command: \`${command}\``,
+      '',
+      r.markdown,
+      `(took ${((Date.now() - t0) / 60000).toFixed(1)} min; load average at the end ${(await machineInfo()).loadAvg.join(' ')})`,
+      '',
+    ].join('\n') + '\n',
+  );
   const jsonOut = arg('--json-out');
   if (jsonOut) await writeFile(jsonOut, JSON.stringify({ machine, command, ...r }, null, 2) + '\n');
 }

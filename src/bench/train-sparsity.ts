@@ -35,9 +35,16 @@ export interface SparsityReport {
   readonly points: readonly SparsityPoint[];
 }
 
-export async function sparsitySweep(dataset: BenchDataset, epochs: number, threads: number, sparsities: readonly number[],
-  log: (m: string) => void, optimizer: Optimizer = 'adam', frequentLabels?: number,
-  sampling: { readonly uniformNegatives?: number; readonly logQ?: boolean } = {}): Promise<SparsityReport> {
+export async function sparsitySweep(
+  dataset: BenchDataset,
+  epochs: number,
+  threads: number,
+  sparsities: readonly number[],
+  log: (m: string) => void,
+  optimizer: Optimizer = 'adam',
+  frequentLabels?: number,
+  sampling: { readonly uniformNegatives?: number; readonly logQ?: boolean } = {},
+): Promise<SparsityReport> {
   const data = await loadBenchData(dataset);
   const points: SparsityPoint[] = [];
   for (const s of [undefined, ...sparsities]) {
@@ -50,26 +57,51 @@ export async function sparsitySweep(dataset: BenchDataset, epochs: number, threa
         const t = await run.trainer.trainEpoch();
         const d = run.trainer.evaluate(data.test, 'dense');
         curve.push({ epoch: e, seconds: t.seconds, p1: d['precision@1'], p5: d['precision@5'], labelMissRate: t.lsh?.labelMissRate ?? 0 });
-        log(`${dataset.name} sparsity ${out.sparsity}${s === undefined ? ' (autotuned)' : ''} epoch ${e}: ${t.seconds.toFixed(1)} s, `
-          + `P@1 ${d['precision@1'].toFixed(4)}, P@5 ${d['precision@5'].toFixed(4)}`);
+        log(
+          `${dataset.name} sparsity ${out.sparsity}${s === undefined ? ' (autotuned)' : ''} epoch ${e}: ${t.seconds.toFixed(1)} s, ` +
+            `P@1 ${d['precision@1'].toFixed(4)}, P@5 ${d['precision@5'].toFixed(4)}`,
+        );
       }
     } finally {
       run.trainer.close();
     }
-    points.push({ sparsity: out.sparsity, autotuned: s === undefined, K: out.hash?.K ?? 0, L: out.hash?.L ?? 0, R: out.hash?.R ?? 0, curve });
+    points.push({
+      sparsity: out.sparsity,
+      autotuned: s === undefined,
+      K: out.hash?.K ?? 0,
+      L: out.hash?.L ?? 0,
+      R: out.hash?.R ?? 0,
+      curve,
+    });
   }
   return { dataset, epochs, threads, optimizer, frequentLabels, points };
 }
 
 export function sparsityMarkdown(r: SparsityReport): string {
   return [
-    `#### ${r.dataset.name}: output sparsity sweep, veltair alone (optimizer ${r.optimizer}, frequent labels ${r.frequentLabels ?? 'default'}), `
-      + `${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
+    `#### ${r.dataset.name}: output sparsity sweep, veltair alone (optimizer ${r.optimizer}, frequent labels ${r.frequentLabels ?? 'default'}), ` +
+      `${r.epochs} epoch(s) each, ${r.threads} threads, seed 1`,
     '',
     '| sparsity | | K | L | R | epoch | s/epoch | P@1 (dense eval) | P@5 | label miss rate |',
     '|---|---|---|---|---|---|---|---|---|---|',
-    ...r.points.flatMap((p) => p.curve.map((c) => [p.sparsity, p.autotuned ? 'autotuned' : '', p.K, p.L, p.R, c.epoch, c.seconds.toFixed(1),
-      c.p1.toFixed(4), c.p5.toFixed(4), c.labelMissRate.toFixed(3)].join(' | '))).map((c) => `| ${c} |`),
+    ...r.points
+      .flatMap((p) =>
+        p.curve.map((c) =>
+          [
+            p.sparsity,
+            p.autotuned ? 'autotuned' : '',
+            p.K,
+            p.L,
+            p.R,
+            c.epoch,
+            c.seconds.toFixed(1),
+            c.p1.toFixed(4),
+            c.p5.toFixed(4),
+            c.labelMissRate.toFixed(3),
+          ].join(' | '),
+        ),
+      )
+      .map((c) => `| ${c} |`),
     '',
   ].join('\n');
 }

@@ -12,27 +12,39 @@ export interface ThreadsReport {
   readonly dataset: BenchDataset;
   readonly threads: number;
   readonly pairs: readonly {
-    readonly oneThread: number; readonly nThreads: number; readonly speedup: number;
-    readonly oneThreadProfile: EpochProfile; readonly nThreadsProfile: EpochProfile;
+    readonly oneThread: number;
+    readonly nThreads: number;
+    readonly speedup: number;
+    readonly oneThreadProfile: EpochProfile;
+    readonly nThreadsProfile: EpochProfile;
   }[];
   readonly medianSpeedup: number;
   readonly minSpeedup: number;
   readonly maxSpeedup: number;
 }
 
-export async function threadScaling(dataset: BenchDataset, threads: number, epochs: number, log: (m: string) => void): Promise<ThreadsReport> {
+export async function threadScaling(
+  dataset: BenchDataset,
+  threads: number,
+  epochs: number,
+  log: (m: string) => void,
+): Promise<ThreadsReport> {
   const data = await loadBenchData(dataset);
   const one = await veltairTrainer(data, 1);
   const many = await veltairTrainer(data, threads);
   const pairs: ThreadsReport['pairs'][number][] = [];
   for (let e = 0; e < epochs; e++) {
-    const first = e % 2 === 0 ? one : many, second = e % 2 === 0 ? many : one;
+    const first = e % 2 === 0 ? one : many,
+      second = e % 2 === 0 ? many : one;
     const a = await first.trainer.trainEpoch();
     const b = await second.trainer.trainEpoch();
     const [r1, rn] = e % 2 === 0 ? [a, b] : [b, a];
-    const t1 = r1.seconds, tn = rn.seconds;
+    const t1 = r1.seconds,
+      tn = rn.seconds;
     pairs.push({ oneThread: t1, nThreads: tn, speedup: t1 / tn, oneThreadProfile: r1.profile, nThreadsProfile: rn.profile });
-    log(`${dataset.name} threads: epoch ${e + 1}: 1 thread ${t1.toFixed(1)} s, ${threads} threads ${tn.toFixed(1)} s (${(t1 / tn).toFixed(2)}x)`);
+    log(
+      `${dataset.name} threads: epoch ${e + 1}: 1 thread ${t1.toFixed(1)} s, ${threads} threads ${tn.toFixed(1)} s (${(t1 / tn).toFixed(2)}x)`,
+    );
   }
   one.trainer.close();
   many.trainer.close();

@@ -48,12 +48,35 @@ export interface TorchOptions {
 
 export async function startTorch(o: TorchOptions): Promise<TorchTrainer> {
   const script = join(repoRoot(), 'src', 'bench', 'train_torch.py');
-  const args = [script, '--spec', o.spec, '--train', o.train, '--eval', o.test, '--epochs', String(o.epochs), '--batch', String(o.batch),
-    '--lr', String(o.lr), '--threads', String(o.threads), '--seed', String(o.seed), '--step'];
+  const args = [
+    script,
+    '--spec',
+    o.spec,
+    '--train',
+    o.train,
+    '--eval',
+    o.test,
+    '--epochs',
+    String(o.epochs),
+    '--batch',
+    String(o.batch),
+    '--lr',
+    String(o.lr),
+    '--threads',
+    String(o.threads),
+    '--seed',
+    String(o.seed),
+    '--step',
+  ];
   const t = String(o.threads);
   const env = { OMP_NUM_THREADS: t, OPENBLAS_NUM_THREADS: t, MKL_NUM_THREADS: t };
-  const child: ResultPromise = execa('taskset', ['-c', o.cores.join(','), SYSTEM_PYTHON, ...args], { env, stdin: 'pipe', stdout: 'pipe', stderr: 'inherit',
-    reject: false });
+  const child: ResultPromise = execa('taskset', ['-c', o.cores.join(','), SYSTEM_PYTHON, ...args], {
+    env,
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'inherit',
+    reject: false,
+  });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async (): Promise<Record<string, unknown>> => {
     const r = await lines.next();

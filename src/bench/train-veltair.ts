@@ -26,13 +26,27 @@ export interface VeltairRun {
   readonly description: string[];
 }
 
-export async function veltairTrainer(data: LoadedBenchData, threads: number, hash: Partial<LayerOptions> = {},
-  o: Partial<TrainSettings> = {}): Promise<VeltairRun> {
+export async function veltairTrainer(
+  data: LoadedBenchData,
+  threads: number,
+  hash: Partial<LayerOptions> = {},
+  o: Partial<TrainSettings> = {},
+): Promise<VeltairRun> {
   const layers = resolveLayers(data.spec, { family: TRAIN_DEFAULTS.hash, ...hash });
   const batch = o.batch ?? TRAIN_DEFAULTS.batch;
   const settings: TrainSettings = {
-    epochs: 1, batch, lr: TRAIN_DEFAULTS.lr, threads, seed: TRAIN_DEFAULTS.seed, hash: layers.find((l) => l.hash)?.hash?.family ?? TRAIN_DEFAULTS.hash,
-    aln: false, beta1: TRAIN_DEFAULTS.beta1, beta2: TRAIN_DEFAULTS.beta2, eps: TRAIN_DEFAULTS.eps, schedule: defaultTableRefresh(data.train.rows, batch), ...o,
+    epochs: 1,
+    batch,
+    lr: TRAIN_DEFAULTS.lr,
+    threads,
+    seed: TRAIN_DEFAULTS.seed,
+    hash: layers.find((l) => l.hash)?.hash?.family ?? TRAIN_DEFAULTS.hash,
+    aln: false,
+    beta1: TRAIN_DEFAULTS.beta1,
+    beta2: TRAIN_DEFAULTS.beta2,
+    eps: TRAIN_DEFAULTS.eps,
+    schedule: defaultTableRefresh(data.train.rows, batch),
+    ...o,
   };
   return { layers, settings, trainer: await createTrainer(layers, settings, data.train), description: layers.map(describeLayer) };
 }

@@ -46,18 +46,39 @@ import { timeBundleInChild } from './bundle-time-child.js';
 import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 
 const KiB = 1024;
-const arg = (name: string, fallback: string) => { const i = process.argv.indexOf(name); return i >= 0 ? process.argv[i + 1]! : fallback; };
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1]! : fallback;
+};
 const log = (m: string) => process.stderr.write(`transfer: ${m}\n`);
 
 interface CompileRun {
   readonly seconds: number;
-  readonly summary: { measured: number; dbHits: number; tuningSeconds: number; tuningPhases: TunePhases;
-    transfer: { exactWorkloads: number; transferredWorkloads: number; transferredSeeds: number; freshWorkloads: number; medianDistance: number | null } };
+  readonly summary: {
+    measured: number;
+    dbHits: number;
+    tuningSeconds: number;
+    tuningPhases: TunePhases;
+    transfer: {
+      exactWorkloads: number;
+      transferredWorkloads: number;
+      transferredSeeds: number;
+      freshWorkloads: number;
+      medianDistance: number | null;
+    };
+  };
 }
 
 /** One compile (compileModel) with its own kernel cache, `cache`: each compile starts cold, as a fresh machine's would. */
-async function compile(model: string, db: string, cache: string, out: string, isa = 'native', shipped = false,
-  extra: CompileOptions = {}): Promise<CompileRun> {
+async function compile(
+  model: string,
+  db: string,
+  cache: string,
+  out: string,
+  isa = 'native',
+  shipped = false,
+  extra: CompileOptions = {},
+): Promise<CompileRun> {
   const t0 = Date.now();
   const before = process.env['VELTAIR_CACHE_DIR'];
   process.env['VELTAIR_CACHE_DIR'] = cache;
@@ -91,12 +112,14 @@ async function foreignShipped(to: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const modelName = arg('--model', 'resnet50'), rounds = Number(arg('--rounds', '7')), runs = Number(arg('--runs', '5'));
+  const modelName = arg('--model', 'resnet50'),
+    rounds = Number(arg('--rounds', '7')),
+    runs = Number(arg('--runs', '5'));
   const threads = Number(arg('--threads', '1'));
   const isa = process.argv.includes('--isa') ? arg('--isa', '') : undefined;
   const shipped = process.argv.includes('--shipped');
   const foreignOnly = process.argv.includes('--foreign-only');
-  if (foreignOnly && !shipped) throw new Error('--foreign-only hides this host\'s own shipped records: it goes with --shipped');
+  if (foreignOnly && !shipped) throw new Error("--foreign-only hides this host's own shipped records: it goes with --shipped");
   const cap = process.argv.includes('--transfer-trials') ? arg('--transfer-trials', '') : undefined;
   const extra: CompileOptions = cap === undefined ? {} : { transferTrials: Number(cap) };
   if (cap !== undefined && !/^\d+$/.test(cap)) throw new Error(`--transfer-trials ${cap} is not a whole number`);
@@ -119,8 +142,15 @@ async function main(): Promise<void> {
     }
     let moved: CompileRun;
     // The second compile starts from nothing of its own, rerun or not: an earlier run's records would be exact reuse.
-    const second = shipped ? `transfer-shipped${foreignOnly ? '-foreign' : ''}${tag}` : isa === undefined ? `transfer${tag}` : `transfer-${isa}${tag}`;
-    const secondDb = join(work, shipped ? `db-shipped${foreignOnly ? '-foreign' : ''}${tag}` : isa === undefined ? 'db-other-host' : `db-${isa}${tag}`);
+    const second = shipped
+      ? `transfer-shipped${foreignOnly ? '-foreign' : ''}${tag}`
+      : isa === undefined
+        ? `transfer${tag}`
+        : `transfer-${isa}${tag}`;
+    const secondDb = join(
+      work,
+      shipped ? `db-shipped${foreignOnly ? '-foreign' : ''}${tag}` : isa === undefined ? 'db-other-host' : `db-${isa}${tag}`,
+    );
     const secondCache = join(work, `cache-${second}`);
     await Promise.all([secondDb, secondCache, join(work, `${second}.bundle`)].map((d) => rm(d, { recursive: true, force: true })));
     if (shipped && foreignOnly) {
@@ -139,8 +169,10 @@ async function main(): Promise<void> {
       log(`compiling for --isa ${isa} with the native records, empty kernel cache`);
       moved = await compile(model, secondDb, secondCache, join(work, `${second}.bundle`), isa, false, extra);
     }
-    log(`transfer: ${moved.seconds.toFixed(1)} s (${moved.summary.tuningSeconds.toFixed(1)} s tuning: ${phaseText(moved.summary.tuningPhases)}), `
-      + `${moved.summary.measured} measured`);
+    log(
+      `transfer: ${moved.seconds.toFixed(1)} s (${moved.summary.tuningSeconds.toFixed(1)} s tuning: ${phaseText(moved.summary.tuningPhases)}), ` +
+        `${moved.summary.measured} measured`,
+    );
 
     // Each bundle of each round in a fresh process: in one process a bundle and a copy of itself read up to 4% apart.
     const paths = ['scratch', second].map((b) => join(work, `${b}.bundle`));
@@ -150,44 +182,56 @@ async function main(): Promise<void> {
       const order = r % 2 === 0 ? [0, 1] : [1, 0];
       const t: number[] = [];
       for (const i of order) t[i] = await timeBundleInChild(paths[i]!, threads, runs);
-      ms[0]!.push(t[0]!); ms[1]!.push(t[1]!);
+      ms[0]!.push(t[0]!);
+      ms[1]!.push(t[1]!);
       ratios.push(t[1]! / t[0]!);
     }
     const s = summarizeRatios(ratios);
     const row = (name: string, c: CompileRun | undefined, latency: number[]) => {
       if (!c) return `| ${name} | (reused from an earlier run in --work) | | | | ${median(latency).toFixed(2)} |`;
       const tr = c.summary.transfer;
-      return `| ${name} | ${c.seconds.toFixed(1)} | ${c.summary.tuningSeconds.toFixed(1)} | ${c.summary.measured} `
-        + `| ${tr.exactWorkloads} / ${tr.transferredWorkloads} / ${tr.freshWorkloads} `
-        + `| ${median(latency).toFixed(2)} |`;
+      return (
+        `| ${name} | ${c.seconds.toFixed(1)} | ${c.summary.tuningSeconds.toFixed(1)} | ${c.summary.measured} ` +
+        `| ${tr.exactWorkloads} / ${tr.transferredWorkloads} / ${tr.freshWorkloads} ` +
+        `| ${median(latency).toFixed(2)} |`
+      );
     };
-    process.stdout.write([
-      `### Tuning transfer to a target with no records (${machineLine(machine)})`,
-      '',
-      `Command: \`node dist/src/bench/transfer.js --model ${modelName} --rounds ${rounds} --runs ${runs} --threads ${threads}`
-        + `${isa ? ` --isa ${isa}` : ''}${shipped ? ' --shipped' : ''}${foreignOnly ? ' --foreign-only' : ''}`
-        + `${cap !== undefined ? ` --transfer-trials ${cap}` : ''}`
-        + `${reuse ? ' --work DIR --reuse' : ''}\``
-        + `${reuse ? ' (DIR: that of an earlier run)' : ''}. Default budget; `
-        + (isa ? `the second compile is \`--isa ${isa}\` with the native records (another target: its flags differ).`
-          : shipped && foreignOnly ? 'the second compile is a fresh clone\'s on a host type with no shipped records: the records shipped in '
-            + 'tuning-db/ for other targets only (no simulation, no relabelling).'
-          : shipped ? 'the second compile is a fresh clone\'s: an empty database and the records shipped in tuning-db/ (no simulation).'
-            : 'the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).'),
-      '',
-      '| compile | wall (s) | tuning (s) | measured | workloads exact / transferred / fresh | latency, median of rounds (ms) |',
-      '|---|---|---|---|---|---|',
-      row('from scratch', scratch, ms[0]!),
-      row(isa ? `transfer, --isa ${isa}` : shipped ? `fresh clone (shipped records${foreignOnly ? ' of other targets' : ''})` : 'transfer', moved, ms[1]!),
-      '',
-      `Whole-model latency transfer / scratch, paired over ${rounds} rounds (${runs} runs each, ${threads} thread(s), `
-        + 'each bundle of each round in a fresh process): '
-        + `median ${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]. `
-        + (scratch ? `Transfer compile time / scratch: ${(moved.seconds / scratch.seconds).toFixed(2)}.` : ''),
-      '',
-      `The second compile's tuning by phase (compile summary \`tuningPhases\`): ${phaseText(moved.summary.tuningPhases)}.`,
-      '',
-    ].join('\n'));
+    process.stdout.write(
+      [
+        `### Tuning transfer to a target with no records (${machineLine(machine)})`,
+        '',
+        `Command: \`node dist/src/bench/transfer.js --model ${modelName} --rounds ${rounds} --runs ${runs} --threads ${threads}` +
+          `${isa ? ` --isa ${isa}` : ''}${shipped ? ' --shipped' : ''}${foreignOnly ? ' --foreign-only' : ''}` +
+          `${cap !== undefined ? ` --transfer-trials ${cap}` : ''}` +
+          `${reuse ? ' --work DIR --reuse' : ''}\`` +
+          `${reuse ? ' (DIR: that of an earlier run)' : ''}. Default budget; ` +
+          (isa
+            ? `the second compile is \`--isa ${isa}\` with the native records (another target: its flags differ).`
+            : shipped && foreignOnly
+              ? "the second compile is a fresh clone's on a host type with no shipped records: the records shipped in " +
+                'tuning-db/ for other targets only (no simulation, no relabelling).'
+              : shipped
+                ? "the second compile is a fresh clone's: an empty database and the records shipped in tuning-db/ (no simulation)."
+                : 'the new target simulated by relabelling the scratch records with L1d 48 KiB and L2 1 MiB (see src/bench/transfer.ts).'),
+        '',
+        '| compile | wall (s) | tuning (s) | measured | workloads exact / transferred / fresh | latency, median of rounds (ms) |',
+        '|---|---|---|---|---|---|',
+        row('from scratch', scratch, ms[0]!),
+        row(
+          isa ? `transfer, --isa ${isa}` : shipped ? `fresh clone (shipped records${foreignOnly ? ' of other targets' : ''})` : 'transfer',
+          moved,
+          ms[1]!,
+        ),
+        '',
+        `Whole-model latency transfer / scratch, paired over ${rounds} rounds (${runs} runs each, ${threads} thread(s), ` +
+          'each bundle of each round in a fresh process): ' +
+          `median ${s.medianRatio.toFixed(3)} [${s.minRatio.toFixed(3)}–${s.maxRatio.toFixed(3)}]. ` +
+          (scratch ? `Transfer compile time / scratch: ${(moved.seconds / scratch.seconds).toFixed(2)}.` : ''),
+        '',
+        `The second compile's tuning by phase (compile summary \`tuningPhases\`): ${phaseText(moved.summary.tuningPhases)}.`,
+        '',
+      ].join('\n'),
+    );
   } finally {
     if (!keep) await rm(work, { recursive: true, force: true });
   }
@@ -195,8 +239,10 @@ async function main(): Promise<void> {
 
 /** tuningPhases in words, seconds each. */
 function phaseText(p: TunePhases): string {
-  return `warm-up compile ${p.warmup.toFixed(1)} s, search build ${p.searchBuild.toFixed(1)} s and measure ${p.searchMeasure.toFixed(1)} s, `
-    + `profiling at the other thread counts build ${p.profileBuild.toFixed(1)} s and measure ${p.profileMeasure.toFixed(1)} s`;
+  return (
+    `warm-up compile ${p.warmup.toFixed(1)} s, search build ${p.searchBuild.toFixed(1)} s and measure ${p.searchMeasure.toFixed(1)} s, ` +
+    `profiling at the other thread counts build ${p.profileBuild.toFixed(1)} s and measure ${p.profileMeasure.toFixed(1)} s`
+  );
 }
 
 const USAGE = `usage: node dist/src/bench/transfer.js [--model resnet50] [--rounds 7] [--runs 5] [--threads 1]
@@ -204,10 +250,24 @@ const USAGE = `usage: node dist/src/bench/transfer.js [--model resnet50] [--roun
 Two compiles of the model (from scratch, then transferring) and their bundles paired; see the header of src/bench/transfer.ts.
 `;
 // A typo'd or help flag must not start a many-minute compile.
-const KNOWN = new Set(['--model', '--rounds', '--runs', '--threads', '--isa', '--shipped', '--foreign-only', '--transfer-trials', '--work', '--reuse']);
+const KNOWN = new Set([
+  '--model',
+  '--rounds',
+  '--runs',
+  '--threads',
+  '--isa',
+  '--shipped',
+  '--foreign-only',
+  '--transfer-trials',
+  '--work',
+  '--reuse',
+]);
 const unknown = process.argv.slice(2).find((a) => a.startsWith('-') && !KNOWN.has(a));
 if (unknown !== undefined) {
   process.stdout.write(USAGE);
   process.exit(unknown === '--help' || unknown === '-h' ? 0 : 1);
 }
-main().catch((e: unknown) => { process.stderr.write(`transfer: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`); process.exit(2); });
+main().catch((e: unknown) => {
+  process.stderr.write(`transfer: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(2);
+});

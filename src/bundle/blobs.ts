@@ -38,8 +38,12 @@ export function openBlobFile(absPath: string, relPath: string): BlobFile {
       seen.set(sha256, ref);
       return ref;
     },
-    get size() { return size; },
-    close() { closeSync(fd); },
+    get size() {
+      return size;
+    },
+    close() {
+      closeSync(fd);
+    },
   };
 }
 
@@ -47,8 +51,11 @@ export function openBlobFile(absPath: string, relPath: string): BlobFile {
 export function tensorBytes(t: Tensor, owner: string): { bytes: Uint8Array; dtype: DType } {
   const d = t.data;
   if (Array.isArray(d)) {
-    throw userError('BAD_INPUT', `layer ${quoteForMessage(owner)} has a string constant, which a bundle cannot hold`,
-      'bundles hold numeric constants only; remove or fold the string-valued node');
+    throw userError(
+      'BAD_INPUT',
+      `layer ${quoteForMessage(owner)} has a string constant, which a bundle cannot hold`,
+      'bundles hold numeric constants only; remove or fold the string-valued node',
+    );
   }
   const view = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
   // float16/bfloat16 are widened on decode: they are stored as float32

@@ -26,13 +26,21 @@ import type { WorkloadFamily } from '../tune/tune-model.js';
 import { VERSION } from '../version.js';
 import { addParam, openBlobFile } from './blobs.js';
 import { writeBundleKernels } from './kernels.js';
-import { BUNDLE_FILES, BUNDLE_FORMAT_VERSION, manifestText, type Manifest, type ManifestEpilogueStep, type ManifestLayer,
-  type ManifestVersion, type BlobRef, type ParamRef } from './manifest.js';
+import {
+  BUNDLE_FILES,
+  BUNDLE_FORMAT_VERSION,
+  manifestText,
+  type Manifest,
+  type ManifestEpilogueStep,
+  type ManifestLayer,
+  type ManifestVersion,
+  type BlobRef,
+  type ParamRef,
+} from './manifest.js';
 import { packWeights, type PackJob } from './packer.js';
 import { PROFILES_FILE, profilesText } from './candidates-file.js';
 import { buildGraphPlan, type GraphPlan, type LayerChoice } from './plan.js';
 import { assertManifestSchema } from './schema.js';
-
 
 export interface BundleSource {
   readonly modelPath: string;
@@ -54,16 +62,21 @@ export interface BuiltBundle {
 function familyForLayer(l: Layer, families: ReadonlyMap<string, WorkloadFamily>): WorkloadFamily {
   const fam = families.get(l.workload!.key);
   if (!fam || fam.versions.length === 0) {
-    throw userError('COMPILE_FAILED',
+    throw userError(
+      'COMPILE_FAILED',
       `layer ${l.index} (${quoteForMessage(l.name)}, workload ${l.workload!.key}) has no working version: every candidate measured for it failed`,
-      'raise --trials, or check `veltair db stats` for failed records of this workload');
+      'raise --trials, or check `veltair db stats` for failed records of this workload',
+    );
   }
   return fam;
 }
 
 /** Per tunable layer: the widest vector width the target runs and the family has, and its versions. */
-export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFamily>, target: Target):
-  { choices: Map<number, LayerChoice>; notes: string[] } {
+export function chooseLayouts(
+  graph: LayerGraph,
+  families: ReadonlyMap<string, WorkloadFamily>,
+  target: Target,
+): { choices: Map<number, LayerChoice>; notes: string[] } {
   const widest = vectorWidths(target.isa)[0]!;
   const choices = new Map<number, LayerChoice>();
   const notes: string[] = [];
@@ -73,8 +86,10 @@ export function chooseLayouts(graph: LayerGraph, families: ReadonlyMap<string, W
     const vec = widths.includes(widest) ? widest : Math.max(...widths);
     const usable = fam.versions.filter((v) => v.schedule.vec === vec);
     if (usable.length < fam.versions.length) {
-      notes.push(`layer ${l.index} (${l.workload!.key}): ${fam.versions.length - usable.length} of ${fam.versions.length} versions use `
-        + `another vector width than the plan's ${vec} and are kept out of the plan`);
+      notes.push(
+        `layer ${l.index} (${l.workload!.key}): ${fam.versions.length - usable.length} of ${fam.versions.length} versions use ` +
+          `another vector width than the plan's ${vec} and are kept out of the plan`,
+      );
     }
     choices.set(l.index, { vec, versions: usable.map((v) => v.id) });
   }
@@ -178,7 +193,8 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
   await writeFile(join(dir, PROFILES_FILE), profilesText([...tunedKeys].map((k) => families.get(k)!.profile)));
 
   const files: Record<string, { sha256: string; bytes: number }> = {};
-  for (const f of [...kernels.files, BUNDLE_FILES.packedWeights, BUNDLE_FILES.params, PROFILES_FILE].sort()) files[f] = await fileDigest(join(dir, f));
+  for (const f of [...kernels.files, BUNDLE_FILES.packedWeights, BUNDLE_FILES.params, PROFILES_FILE].sort())
+    files[f] = await fileDigest(join(dir, f));
   const m = src.model;
   // What the kernels' flags let the compiler use: a portable level's extensions, or what -march=native enables here.
   const level = targetLevel(target);
@@ -195,7 +211,14 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
     },
     target: {
       fingerprint: targetFingerprint(target),
-      spec: { cpuModel: target.cpuModel, isa: { ...target.isa }, cores: target.cores, caches: { ...target.caches }, cc: target.cc, cflags: [...target.cflags] },
+      spec: {
+        cpuModel: target.cpuModel,
+        isa: { ...target.isa },
+        cores: target.cores,
+        caches: { ...target.caches },
+        cc: target.cc,
+        cflags: [...target.cflags],
+      },
       requiredIsa,
       probedIsa: requiredIsa.filter((f) => cpuInfo().probed[f] === true),
     },
@@ -211,14 +234,25 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
   return { manifest, notes, bytes };
 }
 
-function manifestLayer(l: Layer, params: Record<string, ParamRef>, idOf: (name: string) => number, fam: WorkloadFamily | undefined,
-  choice: LayerChoice | undefined, packedRefs: ReadonlyMap<string, BlobRef>): ManifestLayer {
-  const epilogue: ManifestEpilogueStep[] = l.epilogue.map((s) => (s.kind === 'residual_add' || s.kind === 'channel_mul'
-    ? { kind: s.kind, value: idOf(s.value) } : s));
+function manifestLayer(
+  l: Layer,
+  params: Record<string, ParamRef>,
+  idOf: (name: string) => number,
+  fam: WorkloadFamily | undefined,
+  choice: LayerChoice | undefined,
+  packedRefs: ReadonlyMap<string, BlobRef>,
+): ManifestLayer {
+  const epilogue: ManifestEpilogueStep[] = l.epilogue.map((s) =>
+    s.kind === 'residual_add' || s.kind === 'channel_mul' ? { kind: s.kind, value: idOf(s.value) } : s,
+  );
   const versions: ManifestVersion[] = (fam?.versions ?? []).map((v, i) => {
     const packed = packedRefs.get(`${l.index}/${v.id}`);
     return {
-      id: v.id, symbol: v.symbol, schedule: v.schedule, threads: v.schedule.threads, features: v.features,
+      id: v.id,
+      symbol: v.symbol,
+      schedule: v.schedule,
+      threads: v.schedule.threads,
+      features: v.features,
       workspaceBytes: kernelWorkspaceBytes(l.workload!, v.schedule),
       latencyMs: sortedRecord(v.latencyMs),
       latencyByThreadsMs: sortedRecord(fam!.threadProfiles[i] ?? {}),
@@ -227,26 +261,57 @@ function manifestLayer(l: Layer, params: Record<string, ParamRef>, idOf: (name: 
     };
   });
   return {
-    index: l.index, name: l.name, op: l.op, tunable: l.tunable,
+    index: l.index,
+    name: l.name,
+    op: l.op,
+    tunable: l.tunable,
     workload: l.workload?.key ?? null,
     ...(l.workload ? { workloadSpec: l.workload } : {}),
-    inputs: l.inputs.map(idOf), outputs: l.outputs.map(idOf),
-    inputShapes: l.inputShapes, outputShape: l.outputShape, dtype: l.dtype, attrs: l.attrs,
-    epilogue, epilogueParams: epilogueParams(l.epilogue), params, versions,
-    ...(fam ? {
-      family: {
-        regretPercent: sortedRecord(fam.regretPercent), bestMs: sortedRecord(fam.bestMs), candidates: fam.candidates, dominated: fam.dominated,
-        byThreads: Object.fromEntries(Object.keys(fam.byThreads).sort((a, b) => Number(a) - Number(b)).map((t) => {
-          const f = fam.byThreads[t]!;
-          return [t, { count: f.count, regretPercent: sortedRecord(f.regretPercent), bestMs: sortedRecord(f.bestMs), candidates: f.candidates,
-            dominated: f.dominated }];
-        })),
-      },
-    } : {}),
+    inputs: l.inputs.map(idOf),
+    outputs: l.outputs.map(idOf),
+    inputShapes: l.inputShapes,
+    outputShape: l.outputShape,
+    dtype: l.dtype,
+    attrs: l.attrs,
+    epilogue,
+    epilogueParams: epilogueParams(l.epilogue),
+    params,
+    versions,
+    ...(fam
+      ? {
+          family: {
+            regretPercent: sortedRecord(fam.regretPercent),
+            bestMs: sortedRecord(fam.bestMs),
+            candidates: fam.candidates,
+            dominated: fam.dominated,
+            byThreads: Object.fromEntries(
+              Object.keys(fam.byThreads)
+                .sort((a, b) => Number(a) - Number(b))
+                .map((t) => {
+                  const f = fam.byThreads[t]!;
+                  return [
+                    t,
+                    {
+                      count: f.count,
+                      regretPercent: sortedRecord(f.regretPercent),
+                      bestMs: sortedRecord(f.bestMs),
+                      candidates: f.candidates,
+                      dominated: f.dominated,
+                    },
+                  ];
+                }),
+            ),
+          },
+        }
+      : {}),
   };
 }
 
 /** Numeric-string keys in numeric order, so the manifest text never depends on insertion order. */
 function sortedRecord(r: Readonly<Record<string, number>>): Record<string, number> {
-  return Object.fromEntries(Object.keys(r).sort((a, b) => Number(a) - Number(b)).map((k) => [k, r[k]!]));
+  return Object.fromEntries(
+    Object.keys(r)
+      .sort((a, b) => Number(a) - Number(b))
+      .map((k) => [k, r[k]!]),
+  );
 }

@@ -25,13 +25,17 @@ const levelMap = (value: object) => ({ type: 'object', propertyNames: { pattern:
 
 export const PROFILES_SCHEMA = {
   $id: 'https://veltair.dev/schemas/bundle-profiles-v1.json',
-  type: 'object', required: ['format', 'workloads'], additionalProperties: false,
+  type: 'object',
+  required: ['format', 'workloads'],
+  additionalProperties: false,
   properties: {
     format: { const: PROFILES_FORMAT },
     workloads: {
       type: 'array',
       items: {
-        type: 'object', required: ['workload', 'candidates', 'timedSeconds'], additionalProperties: false,
+        type: 'object',
+        required: ['workload', 'candidates', 'timedSeconds'],
+        additionalProperties: false,
         properties: {
           workload: { type: 'string', pattern: '^(conv2d|dense|batch_matmul)-[0-9a-f]{16}$' },
           timedSeconds: nonNegative,
@@ -39,7 +43,18 @@ export const PROFILES_SCHEMA = {
             type: 'array',
             items: {
               type: 'object',
-              required: ['id', 'status', 'schedule', 'threads', 'footprintBytes', 'parallelChunks', 'latencyMs', 'repeats', 'kept', 'dominated'],
+              required: [
+                'id',
+                'status',
+                'schedule',
+                'threads',
+                'footprintBytes',
+                'parallelChunks',
+                'latencyMs',
+                'repeats',
+                'kept',
+                'dominated',
+              ],
               additionalProperties: false,
               properties: {
                 id: { type: 'string', pattern: '^[0-9a-f]{16,64}$' },
@@ -47,7 +62,9 @@ export const PROFILES_SCHEMA = {
                 schedule: { type: 'object' },
                 threads: { type: 'integer', minimum: 1 },
                 footprintBytes: {
-                  type: 'object', required: ['l1', 'l2', 'l3', 'total'], additionalProperties: false,
+                  type: 'object',
+                  required: ['l1', 'l2', 'l3', 'total'],
+                  additionalProperties: false,
                   properties: { l1: nonNegative, l2: nonNegative, l3: nonNegative, total: nonNegative },
                 },
                 parallelChunks: { type: 'integer', minimum: 1 },
@@ -83,12 +100,19 @@ export function readBundleProfiles(bundle: LoadedBundle): BundleProfiles | undef
   try {
     value = JSON.parse(readFileSync(path, 'utf8'));
   } catch (e) {
-    throw userError('BAD_BUNDLE', `${path} is not valid JSON (${(e as Error).message.split('\n')[0]})`, 'recompile the bundle with veltair compile');
+    throw userError(
+      'BAD_BUNDLE',
+      `${path} is not valid JSON (${(e as Error).message.split('\n')[0]})`,
+      'recompile the bundle with veltair compile',
+    );
   }
   if (!validate(value)) {
     const e = validate.errors?.[0];
-    throw userError('BAD_BUNDLE', `${path} does not match the profiles schema: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}`,
-      'recompile the bundle with veltair compile');
+    throw userError(
+      'BAD_BUNDLE',
+      `${path} does not match the profiles schema: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}`,
+      'recompile the bundle with veltair compile',
+    );
   }
   return value as BundleProfiles;
 }

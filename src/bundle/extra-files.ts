@@ -19,7 +19,11 @@ export async function addFilesToManifest(dir: string, rels: readonly string[]): 
     const bytes = await readFile(join(dir, rel));
     files[rel] = { sha256: createHash('sha256').update(bytes).digest('hex'), bytes: (await stat(join(dir, rel))).size };
   }
-  const sorted = Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]!]));
+  const sorted = Object.fromEntries(
+    Object.keys(files)
+      .sort()
+      .map((k) => [k, files[k]!]),
+  );
   const next: Manifest = { ...manifest, files: sorted };
   const text = manifestText(next);
   assertManifestSchema(JSON.parse(text), 'the manifest veltair just built');

@@ -32,8 +32,12 @@ export async function writeBundleKernels(dir: string, units: readonly KernelUnit
   const compiled = await buildKernels(units, { cflags });
   const failed = compiled.find((b) => b.status !== 'ok');
   if (failed && failed.status === 'compile_error') {
-    throw new VeltairError('COMPILE_FAILED', `kernel ${failed.symbol} of a kept version failed to compile: ${failed.message.split('\n')[0]}`,
-      'the tuning database may hold records from another veltair build; run veltair db prune --drop-failed and recompile', 2);
+    throw new VeltairError(
+      'COMPILE_FAILED',
+      `kernel ${failed.symbol} of a kept version failed to compile: ${failed.message.split('\n')[0]}`,
+      'the tuning database may hold records from another veltair build; run veltair db prune --drop-failed and recompile',
+      2,
+    );
   }
   const linked = await buildKernels(units, { batchSize: units.length, cflags });
   const paths = new Set(linked.map((b) => (b.status === 'ok' ? b.soPath : '')));

@@ -19,7 +19,10 @@ export const rowsLayout = (v: number): Layout => `rows${v}`;
 
 export const LAYOUT_PATTERN = '^(nchw|nchw(1|8|16)c|rows(1|8|16))$';
 
-export interface ParsedLayout { readonly kind: 'natural' | 'blocked' | 'rows'; readonly vec: number }
+export interface ParsedLayout {
+  readonly kind: 'natural' | 'blocked' | 'rows';
+  readonly vec: number;
+}
 
 export function parseLayout(l: Layout): ParsedLayout {
   if (l === NATURAL) return { kind: 'natural', vec: 1 };
@@ -34,8 +37,20 @@ const roundUp = (a: number, b: number) => Math.ceil(a / b) * b;
 const product = (xs: readonly number[]) => xs.reduce((a, b) => a * b, 1);
 
 const DTYPE_BYTES: Readonly<Record<DType, number>> = {
-  float32: 4, float64: 8, float16: 2, bfloat16: 2, int8: 1, uint8: 1, int16: 2, uint16: 2,
-  int32: 4, uint32: 4, int64: 8, uint64: 8, bool: 1, string: 8,
+  float32: 4,
+  float64: 8,
+  float16: 2,
+  bfloat16: 2,
+  int8: 1,
+  uint8: 1,
+  int16: 2,
+  uint16: 2,
+  int32: 4,
+  uint32: 4,
+  int64: 8,
+  uint64: 8,
+  bool: 1,
+  string: 8,
 };
 
 export function dtypeBytes(d: DType): number {

@@ -155,7 +155,11 @@ export interface ManifestInterferenceProxy {
   readonly perLevel: Readonly<Record<string, ProxyLevelSummary>>;
 }
 
-export interface ManifestTensorInfo { readonly name: string; readonly dtype: DType; readonly shape: readonly number[] }
+export interface ManifestTensorInfo {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
 
 export interface Manifest {
   readonly formatVersion: string;

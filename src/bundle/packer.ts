@@ -14,7 +14,12 @@ import { nativeDir } from '../toolchain/paths.js';
 /** Path of the compiled packer, compiling it first when the cache lacks this exact build. */
 export async function ensurePacker(cache?: string): Promise<string> {
   const text = await readFile(join(nativeDir(), 'packer.c'), 'utf8');
-  return ensureProgram({ name: 'packer', artifact: 'packer', sources: [{ name: 'packer.c', text }], ...(cache ? { cacheDir: cache } : {}) });
+  return ensureProgram({
+    name: 'packer',
+    artifact: 'packer',
+    sources: [{ name: 'packer.c', text }],
+    ...(cache ? { cacheDir: cache } : {}),
+  });
 }
 
 export interface PackJob {
@@ -27,8 +32,13 @@ export interface PackJob {
  * Pack every job; `onPacked(i, bytes)` receives job i's packed weight, in job order. Jobs sharing
  * a natural weight (the same Float32Array) send it to the packer once.
  */
-export async function packWeights(soPath: string, jobs: readonly PackJob[], workDir: string,
-  onPacked: (index: number, bytes: Uint8Array) => void, cache?: string): Promise<void> {
+export async function packWeights(
+  soPath: string,
+  jobs: readonly PackJob[],
+  workDir: string,
+  onPacked: (index: number, bytes: Uint8Array) => void,
+  cache?: string,
+): Promise<void> {
   if (jobs.length === 0) return;
   const packer = await ensurePacker(cache);
   const offsets = new Map<Float32Array, number>();
@@ -44,16 +54,23 @@ export async function packWeights(soPath: string, jobs: readonly PackJob[], work
     }
     return `${j.symbol} ${at} ${j.weight.length}\n`;
   });
-  const inPath = join(workDir, 'natural.bin'), jobsPath = join(workDir, 'jobs.txt'), outPath = join(workDir, 'packed.bin');
+  const inPath = join(workDir, 'natural.bin'),
+    jobsPath = join(workDir, 'jobs.txt'),
+    outPath = join(workDir, 'packed.bin');
   const fd = openSync(inPath, 'w');
   for (const w of naturals) writeFileSync(fd, new Uint8Array(w.buffer, w.byteOffset, w.byteLength));
   closeSync(fd);
   writeFileSync(jobsPath, lines.join(''));
   const r = await execa(packer, [soPath, jobsPath, inPath, outPath], { reject: false });
-  const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { symbol?: string; floats?: number; error?: string });
+  const events = r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { symbol?: string; floats?: number; error?: string });
   const bad = events.find((e) => e.error !== undefined);
   if (r.exitCode !== 0 || bad || events.length !== jobs.length) {
-    throw internalError(`weight packer failed: ${bad?.error ?? (r.stderr.trim() || `exit ${r.exitCode}, ${events.length}/${jobs.length} jobs`)}`);
+    throw internalError(
+      `weight packer failed: ${bad?.error ?? (r.stderr.trim() || `exit ${r.exitCode}, ${events.length}/${jobs.length} jobs`)}`,
+    );
   }
   const out = openSync(outPath, 'r');
   try {

@@ -20,9 +20,33 @@ import { smallCinInput } from '../space/problem.js';
 import { blockedLayout, NATURAL, parseLayout, rowsLayout, type Layout } from './layout.js';
 
 /** Unary ops whose native form runs on any float layout (padded lanes are re-zeroed). */
-export const BLOCKED_UNARY: ReadonlySet<string> = new Set(['relu', 'clip', 'leakyrelu', 'sigmoid', 'hardsigmoid', 'hardswish', 'silu',
-  'tanh', 'gelu', 'erf', 'exp', 'log', 'sqrt', 'neg', 'abs', 'reciprocal', 'floor', 'ceil', 'round', 'sin', 'cos', 'softplus', 'elu',
-  'selu', 'sign']);
+export const BLOCKED_UNARY: ReadonlySet<string> = new Set([
+  'relu',
+  'clip',
+  'leakyrelu',
+  'sigmoid',
+  'hardsigmoid',
+  'hardswish',
+  'silu',
+  'tanh',
+  'gelu',
+  'erf',
+  'exp',
+  'log',
+  'sqrt',
+  'neg',
+  'abs',
+  'reciprocal',
+  'floor',
+  'ceil',
+  'round',
+  'sin',
+  'cos',
+  'softplus',
+  'elu',
+  'selu',
+  'sign',
+]);
 const POOLS: ReadonlySet<string> = new Set(['maxpool', 'averagepool', 'globalaveragepool', 'globalmaxpool']);
 const BINARY: ReadonlySet<string> = new Set(['add', 'sub', 'mul', 'div', 'max', 'min']);
 const CHANNEL_MOVES: ReadonlySet<string> = new Set(['concat', 'split', 'channelgather']);
@@ -31,7 +55,11 @@ const GLOBAL_POOLS: ReadonlySet<string> = new Set(['globalaveragepool', 'globalm
 /** Ops that only rename a value's shape: in place when the bytes agree. */
 export const VIEW_OPS: ReadonlySet<string> = new Set(['reshape', 'flatten', 'squeeze', 'unsqueeze']);
 
-export interface Needs { readonly layout: Layout; readonly inputs: readonly Layout[]; readonly outputs: readonly Layout[] }
+export interface Needs {
+  readonly layout: Layout;
+  readonly inputs: readonly Layout[];
+  readonly outputs: readonly Layout[];
+}
 
 const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
@@ -89,8 +117,17 @@ export function isPooledRowsView(l: Layer): boolean {
   const input = l.inputShapes[0] ?? [];
   const [n, c, h, w] = input;
   const out = l.outputShape;
-  return VIEW_OPS.has(l.op) && l.inputs.length === 1 && l.outputs.length === 1 && input.length === 4 && h === 1 && w === 1
-    && out.length === 2 && out[0] === n && out[1] === c;
+  return (
+    VIEW_OPS.has(l.op) &&
+    l.inputs.length === 1 &&
+    l.outputs.length === 1 &&
+    input.length === 4 &&
+    h === 1 &&
+    w === 1 &&
+    out.length === 2 &&
+    out[0] === n &&
+    out[1] === c
+  );
 }
 
 /**
@@ -100,9 +137,16 @@ export function isPooledRowsView(l: Layer): boolean {
  * otherwise [N][C], what natural readers (and graph outputs) take. The two agree byte for byte
  * when C is a multiple of V, so this only matters for channel counts off the vector grid.
  */
-export function globalPoolReadBlocked(pooled: string, readersOf: (value: string) => readonly Layer[], isOutput: (value: string) => boolean): boolean {
-  const blockedReader = (value: string): boolean => !isOutput(value) && readersOf(value).some((r) =>
-    r.tunable || (BINARY.has(r.op) && runsBlocked(r)) || (isPooledRowsView(r) && blockedReader(r.outputs[0]!)));
+export function globalPoolReadBlocked(
+  pooled: string,
+  readersOf: (value: string) => readonly Layer[],
+  isOutput: (value: string) => boolean,
+): boolean {
+  const blockedReader = (value: string): boolean =>
+    !isOutput(value) &&
+    readersOf(value).some(
+      (r) => r.tunable || (BINARY.has(r.op) && runsBlocked(r)) || (isPooledRowsView(r) && blockedReader(r.outputs[0]!)),
+    );
   return blockedReader(pooled);
 }
 
@@ -122,7 +166,10 @@ export function nonTunableNeeds(l: Layer, ctx: NeedsContext): Needs {
   for (const v of l.inputs) {
     const have = ctx.producedIn(v);
     const p = have === undefined ? undefined : parseLayout(have);
-    if (p?.kind === 'blocked') { vec = p.vec; break; }
+    if (p?.kind === 'blocked') {
+      vec = p.vec;
+      break;
+    }
   }
   const natural = { layout: NATURAL, inputs: l.inputs.map(() => NATURAL), outputs: l.outputs.map(() => NATURAL) };
   if (vec > 1 && isPooledRowsView(l)) return { layout: rowsLayout(vec), inputs: [blockedLayout(vec)], outputs: [rowsLayout(vec)] };
@@ -131,7 +178,7 @@ export function nonTunableNeeds(l: Layer, ctx: NeedsContext): Needs {
   // Transposes and global pools read blocked and write the natural layout (their readers are rarely
   // blocked), but a global pool whose result a blocked reader takes writes it blocked: nchw{V}c, or
   // rows{V} (the same bytes) when its output is already [N, C] (a ReduceMean over H, W without keepdims).
-  const blockedOut = GLOBAL_POOLS.has(l.op) ? ctx.poolReadBlocked?.(l.outputs[0]!) ?? false : !NATURAL_OUT.has(l.op);
+  const blockedOut = GLOBAL_POOLS.has(l.op) ? (ctx.poolReadBlocked?.(l.outputs[0]!) ?? false) : !NATURAL_OUT.has(l.op);
   const out = !blockedOut ? NATURAL : l.outputShape.length === 4 ? blocked : rowsLayout(vec);
   return { layout: blocked, inputs: l.inputs.map(() => blocked), outputs: l.outputs.map(() => out) };
 }

@@ -13,9 +13,18 @@
  */
 import { parseLayout, type Layout } from './layout.js';
 
-export interface ViewRef { readonly value: number; readonly byteOffset: number }
+export interface ViewRef {
+  readonly value: number;
+  readonly byteOffset: number;
+}
 
-interface ValueInfo { readonly id: number; readonly shape: readonly number[]; readonly layout: Layout; readonly bytes: number; readonly elementBytes: number }
+interface ValueInfo {
+  readonly id: number;
+  readonly shape: readonly number[];
+  readonly layout: Layout;
+  readonly bytes: number;
+  readonly elementBytes: number;
+}
 
 /** Byte offset of channel `c0` of a [.., C, ..] value split along axis 1, or undefined when the slice is not contiguous. */
 export function channelSliceOffset(v: ValueInfo, c0: number, channels: number, last: boolean): number | undefined {
@@ -36,12 +45,18 @@ export class Placement {
 
   constructor(private readonly info: (id: number) => ValueInfo) {}
 
-  viewOf(id: number): ViewRef | undefined { return this.parent.get(id); }
+  viewOf(id: number): ViewRef | undefined {
+    return this.parent.get(id);
+  }
 
   /** The storage root of `id` and the byte offset of `id` inside it. */
   rootOf(id: number): { root: number; offset: number } {
-    let r = id, off = 0;
-    for (let p = this.parent.get(r); p !== undefined; p = this.parent.get(r)) { off += p.byteOffset; r = p.value; }
+    let r = id,
+      off = 0;
+    for (let p = this.parent.get(r); p !== undefined; p = this.parent.get(r)) {
+      off += p.byteOffset;
+      r = p.value;
+    }
     return { root: r, offset: off };
   }
 
@@ -65,7 +80,10 @@ export class Placement {
    */
   placeConcat(out: number, inputs: readonly { id: number; offset: number | undefined }[], movable: (id: number) => boolean): boolean[] {
     const outBytes = this.info(out).bytes;
-    const placedAt = (id: number, offset: number) => { const r = this.rootOf(id); return r.root === out && r.offset === offset; };
+    const placedAt = (id: number, offset: number) => {
+      const r = this.rootOf(id);
+      return r.root === out && r.offset === offset;
+    };
     const seen = new Set<number>();
     return inputs.map((x, i) => {
       if (x.offset === undefined || seen.has(x.id)) return false;

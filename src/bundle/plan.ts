@@ -41,14 +41,26 @@ export interface PlanValue {
 }
 
 export type PlanStep =
-  | { readonly index: number; readonly op: 'layer'; readonly layer: number; readonly layout: Layout;
-      readonly inputs: readonly number[]; readonly outputs: readonly number[];
+  | {
+      readonly index: number;
+      readonly op: 'layer';
+      readonly layer: number;
+      readonly layout: Layout;
+      readonly inputs: readonly number[];
+      readonly outputs: readonly number[];
       /** Tunable layers: the version ids the runtime may pick from (all in `layout`). */
       readonly versions?: readonly string[];
       /** Nothing to do: every output already shares its bytes with the data it holds (views, placed concats, splits). */
-      readonly inPlace?: true }
-  | { readonly index: number; readonly op: 'reorder'; readonly from: Layout; readonly to: Layout;
-      readonly inputs: readonly [number]; readonly outputs: readonly [number] };
+      readonly inPlace?: true;
+    }
+  | {
+      readonly index: number;
+      readonly op: 'reorder';
+      readonly from: Layout;
+      readonly to: Layout;
+      readonly inputs: readonly [number];
+      readonly outputs: readonly [number];
+    };
 
 export interface GraphPlan {
   readonly vectorWidth: number;
@@ -60,7 +72,10 @@ export interface GraphPlan {
 }
 
 /** A tunable layer's place in the plan: the vector width it runs at and the versions usable there. */
-export interface LayerChoice { readonly vec: number; readonly versions: readonly string[] }
+export interface LayerChoice {
+  readonly vec: number;
+  readonly versions: readonly string[];
+}
 
 /**
  * A tunable layer's layouts. A small-cin conv (readsNchw) takes its data input in the natural
@@ -128,9 +143,18 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
   const inputs = graph.inputs.map((i) => ({ name: i.name, value: produce(i.name, NATURAL) }));
   const layerOf = new Map(graph.layers.map((l) => [l.index, l]));
   const readers = new Map<string, Layer[]>();
-  for (const l of graph.layers) for (const v of l.inputs) { if (!readers.has(v)) readers.set(v, []); readers.get(v)!.push(l); }
+  for (const l of graph.layers)
+    for (const v of l.inputs) {
+      if (!readers.has(v)) readers.set(v, []);
+      readers.get(v)!.push(l);
+    }
   const graphOutputs = new Set(graph.outputs.map((o) => o.name));
-  const poolReadBlocked = (v: string) => globalPoolReadBlocked(v, (x) => readers.get(x) ?? [], (x) => graphOutputs.has(x));
+  const poolReadBlocked = (v: string) =>
+    globalPoolReadBlocked(
+      v,
+      (x) => readers.get(x) ?? [],
+      (x) => graphOutputs.has(x),
+    );
   for (const l of graph.layers) {
     for (const o of l.outputs) dtypes.set(o, graph.dtypes?.get(o) ?? l.dtype);
     const choice = choices.get(l.index);
@@ -146,21 +170,35 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
     const inPlace = VIEW_OPS.has(l.op) && outs.length === 1 && ins.length === 1 && values[ins[0]!]!.bytes === values[outs[0]!]!.bytes;
     if (inPlace) placement.attach(outs[0]!, ins[0]!, 0);
     steps.push({
-      index: steps.length, op: 'layer', layer: l.index, layout: needs.layout, inputs: ins, outputs: outs,
+      index: steps.length,
+      op: 'layer',
+      layer: l.index,
+      layout: needs.layout,
+      inputs: ins,
+      outputs: outs,
       ...(l.tunable ? { versions: [...choice!.versions] } : {}),
       ...(inPlace ? { inPlace: true as const } : {}),
     });
   }
   const outputs = graph.outputs.map((o) => ({ name: o.name, value: read(o.name, NATURAL) }));
   const planned = placeSlices(steps, values, layerOf, placement, new Set(inputs.map((i) => i.value)));
-  const offsets = arenaOffsets(values, planned, placement, inputs.map((i) => i.value), outputs.map((o) => o.value));
+  const offsets = arenaOffsets(
+    values,
+    planned,
+    placement,
+    inputs.map((i) => i.value),
+    outputs.map((o) => o.value),
+  );
   return {
-    vectorWidth, inputs, outputs,
+    vectorWidth,
+    inputs,
+    outputs,
     values: values.map((v) => {
       const view = placement.viewOf(v.id);
       return { ...v, offset: offsets.offsets.get(v.id)!, ...(view ? { viewOf: view } : {}) };
     }),
-    steps: planned, arenaBytes: offsets.bytes,
+    steps: planned,
+    arenaBytes: offsets.bytes,
   };
 }
 
@@ -185,8 +223,13 @@ function sliceStart(l: Layer): number | undefined {
 }
 
 /** Concat inputs into their slices, split / slice outputs as slices of their input; steps with nothing left to do become in place. */
-function placeSlices(steps: readonly PlanStep[], values: readonly DraftValue[], layerOf: ReadonlyMap<number, Layer>, placement: Placement,
-  graphInputs: ReadonlySet<number>): PlanStep[] {
+function placeSlices(
+  steps: readonly PlanStep[],
+  values: readonly DraftValue[],
+  layerOf: ReadonlyMap<number, Layer>,
+  placement: Placement,
+  graphInputs: ReadonlySet<number>,
+): PlanStep[] {
   const movable = (id: number) => !graphInputs.has(id);
   return steps.map((s): PlanStep => {
     if (s.op !== 'layer' || s.inPlace) return s;
@@ -197,21 +240,33 @@ function placeSlices(steps: readonly PlanStep[], values: readonly DraftValue[], 
       // start at the wrong channel, so such a concat copies.
       if (Object.keys(l.params).length > 0) return s;
       const out = values[s.outputs[0]!]!;
-      const offs = sliceOffsets(s.inputs.map((i) => values[i]!), out);
-      const placed = placement.placeConcat(out.id, s.inputs.map((id, i) => ({ id, offset: offs[i] })), movable);
+      const offs = sliceOffsets(
+        s.inputs.map((i) => values[i]!),
+        out,
+      );
+      const placed = placement.placeConcat(
+        out.id,
+        s.inputs.map((id, i) => ({ id, offset: offs[i] })),
+        movable,
+      );
       return placed.every(Boolean) ? inPlaceStep(s) : s;
     }
     const src = values[s.inputs[0]!];
     if (src === undefined || s.inputs.length !== 1) return s;
     let parts: (number | undefined)[] | undefined;
     if (l.op === 'split') {
-      parts = sliceOffsets(s.outputs.map((o) => values[o]!), src);
+      parts = sliceOffsets(
+        s.outputs.map((o) => values[o]!),
+        src,
+      );
     } else if (l.op === 'slice' && s.outputs.length === 1 && sliceOnChannels(l)) {
       const start = sliceStart(l);
       const out = values[s.outputs[0]!]!;
       const last = start !== undefined && start + (out.shape[1] ?? 0) === src.shape[1];
-      parts = start === undefined || out.layout !== src.layout ? [undefined]
-        : [channelSliceOffset({ ...src, elementBytes: dtypeBytes(src.dtype) }, start, out.shape[1] ?? 0, last)];
+      parts =
+        start === undefined || out.layout !== src.layout
+          ? [undefined]
+          : [channelSliceOffset({ ...src, elementBytes: dtypeBytes(src.dtype) }, start, out.shape[1] ?? 0, last)];
     }
     if (parts === undefined || parts.some((p) => p === undefined)) return s;
     s.outputs.forEach((o, i) => placement.attach(o, src.id, parts![i]!));
@@ -222,23 +277,35 @@ function placeSlices(steps: readonly PlanStep[], values: readonly DraftValue[], 
 const inPlaceStep = (s: LayerStep): LayerStep => ({ ...s, inPlace: true });
 
 /** Lifetimes per storage root (a value and every view inside it), then the arena; a view's offset is its root's plus its own. */
-function arenaOffsets(values: readonly DraftValue[], steps: readonly PlanStep[], placement: Placement, graphInputs: readonly number[],
-  graphOutputs: readonly number[]): { offsets: Map<number, number>; bytes: number } {
-  const first = new Map<number, number>(), last = new Map<number, number>();
+function arenaOffsets(
+  values: readonly DraftValue[],
+  steps: readonly PlanStep[],
+  placement: Placement,
+  graphInputs: readonly number[],
+  graphOutputs: readonly number[],
+): { offsets: Map<number, number>; bytes: number } {
+  const first = new Map<number, number>(),
+    last = new Map<number, number>();
   const touch = (id: number, step: number) => {
     const r = placement.rootOf(id).root;
     first.set(r, Math.min(first.get(r) ?? step, step));
     last.set(r, Math.max(last.get(r) ?? step, step));
   };
   for (const id of graphInputs) touch(id, -1);
-  for (const s of steps) { for (const v of s.outputs) touch(v, s.index); for (const v of s.inputs) touch(v, s.index); }
+  for (const s of steps) {
+    for (const v of s.outputs) touch(v, s.index);
+    for (const v of s.inputs) touch(v, s.index);
+  }
   for (const id of graphOutputs) touch(id, steps.length);
-  const groups: StorageGroup[] = values.filter((v) => placement.viewOf(v.id) === undefined)
+  const groups: StorageGroup[] = values
+    .filter((v) => placement.viewOf(v.id) === undefined)
     .map((v) => ({ id: v.id, bytes: v.bytes, first: first.get(v.id) ?? -1, last: last.get(v.id) ?? steps.length }));
   const arena = assignArena(groups);
-  const offsets = new Map(values.map((v) => {
-    const r = placement.rootOf(v.id);
-    return [v.id, arena.offsets.get(r.root)! + r.offset];
-  }));
+  const offsets = new Map(
+    values.map((v) => {
+      const r = placement.rootOf(v.id);
+      return [v.id, arena.offsets.get(r.root)! + r.offset];
+    }),
+  );
   return { offsets, bytes: arena.bytes };
 }

@@ -63,7 +63,9 @@ const bad = (message: string, hint = 'the bundle is corrupt or was modified; rec
 function readManifestJson(dir: string, trustedKeys: readonly KeyObject[] | undefined): { value: unknown; signedBy?: string } {
   const path = join(dir, BUNDLE_FILES.manifest);
   let info;
-  try { info = lstatSync(path); } catch {
+  try {
+    info = lstatSync(path);
+  } catch {
     throw bad(`${dir} is not a veltair bundle: it has no ${BUNDLE_FILES.manifest}`, 'pass the directory veltair compile -o wrote');
   }
   if (!info.isFile()) throw bad(`${path} is not a regular file`);
@@ -83,12 +85,16 @@ function checkFormatVersion(value: unknown, where: string): void {
   if (!m) throw bad(`${where} has no valid formatVersion (${quoteForMessage(String(v))})`);
   const major = Number(m[1]);
   if (major > BUNDLE_FORMAT_MAJOR) {
-    throw bad(`bundle format ${v} is newer than this veltair (${BUNDLE_FORMAT_MAJOR}.x); recompile or upgrade`,
-      'recompile the model with this veltair, or upgrade veltair to read the bundle');
+    throw bad(
+      `bundle format ${v} is newer than this veltair (${BUNDLE_FORMAT_MAJOR}.x); recompile or upgrade`,
+      'recompile the model with this veltair, or upgrade veltair to read the bundle',
+    );
   }
   if (major < BUNDLE_FORMAT_MAJOR) {
-    throw bad(`bundle format ${v} is older than this veltair (${BUNDLE_FORMAT_MAJOR}.x); recompile it`,
-      'recompile the model with this veltair (veltair compile MODEL.onnx -o OUT --force)');
+    throw bad(
+      `bundle format ${v} is older than this veltair (${BUNDLE_FORMAT_MAJOR}.x); recompile it`,
+      'recompile the model with this veltair (veltair compile MODEL.onnx -o OUT --force)',
+    );
   }
 }
 
@@ -99,7 +105,11 @@ export function resolveInside(root: string, rel: string): string {
   }
   const abs = resolve(root, rel);
   let real: string;
-  try { real = realpathSync(abs); } catch { throw bad(`bundle file ${rel} is missing`); }
+  try {
+    real = realpathSync(abs);
+  } catch {
+    throw bad(`bundle file ${rel} is missing`);
+  }
   const back = relative(root, real);
   if (back === '' || back.startsWith('..') || isAbsolute(back) || back.split(sep)[0] === '..') {
     throw bad(`bundle file ${rel} leads outside the bundle directory (to ${real})`);
@@ -118,7 +128,8 @@ function blobRefs(m: Manifest): { where: string; ref: BlobRef }[] {
   const out: { where: string; ref: BlobRef }[] = [];
   for (const l of m.layers) {
     for (const [name, p] of Object.entries(l.params)) out.push({ where: `layer ${l.index} param ${name}`, ref: p });
-    for (const v of l.versions) if (v.packedWeight) out.push({ where: `layer ${l.index} version ${v.id.slice(0, 12)}`, ref: v.packedWeight });
+    for (const v of l.versions)
+      if (v.packedWeight) out.push({ where: `layer ${l.index} version ${v.id.slice(0, 12)}`, ref: v.packedWeight });
   }
   return out;
 }
@@ -127,11 +138,16 @@ function checkTarget(m: Manifest, o: ReadOptions): string[] {
   const flags = o.cpuFlags ?? cpuInfo().flags;
   const missing = m.target.requiredIsa.filter((f) => !flags.has(f));
   if (missing.length > 0) {
-    throw userError('TARGET_MISMATCH', `this bundle's kernels need ${missing.join(', ')}, which this CPU lacks (built on ${m.target.spec.cpuModel})`,
-      'recompile the model on this machine (veltair compile), or run the bundle on a machine like the one it was built on');
+    throw userError(
+      'TARGET_MISMATCH',
+      `this bundle's kernels need ${missing.join(', ')}, which this CPU lacks (built on ${m.target.spec.cpuModel})`,
+      'recompile the model on this machine (veltair compile), or run the bundle on a machine like the one it was built on',
+    );
   }
   const model = o.cpuModel ?? cpuInfo().model;
-  return model === m.target.spec.cpuModel ? [] : [`bundle was tuned on ${m.target.spec.cpuModel}, this is ${model}: its latency profiles may not transfer`];
+  return model === m.target.spec.cpuModel
+    ? []
+    : [`bundle was tuned on ${m.target.spec.cpuModel}, this is ${model}: its latency profiles may not transfer`];
 }
 
 export async function readBundle(dirPath: string, o: ReadOptions = {}): Promise<LoadedBundle> {
@@ -149,8 +165,10 @@ export async function readBundle(dirPath: string, o: ReadOptions = {}): Promise<
   assertManifestSchema(value, manifestPath);
   const manifest = value as Manifest;
   if (manifest.compilerVersion.kernelAbi !== KERNEL_ABI_VERSION) {
-    throw bad(`${manifestPath}: its kernels use kernel ABI ${manifest.compilerVersion.kernelAbi}, this veltair calls ABI ${KERNEL_ABI_VERSION}`,
-      'recompile the model with this veltair (veltair compile MODEL.onnx -o OUT --force)');
+    throw bad(
+      `${manifestPath}: its kernels use kernel ABI ${manifest.compilerVersion.kernelAbi}, this veltair calls ABI ${KERNEL_ABI_VERSION}`,
+      'recompile the model with this veltair (veltair compile MODEL.onnx -o OUT --force)',
+    );
   }
 
   for (const f of REQUIRED_FILES) if (!(f in manifest.files)) throw bad(`${manifestPath} does not list ${f}`);
@@ -159,7 +177,8 @@ export async function readBundle(dirPath: string, o: ReadOptions = {}): Promise<
     const abs = resolveInside(dir, rel);
     const size = statSync(abs).size;
     if (size !== want.bytes) throw bad(`bundle file ${rel} is ${size} bytes, the manifest says ${want.bytes} (truncated or modified)`);
-    if (!skipHashes && await sha256Of(abs) !== want.sha256) throw bad(`bundle file ${rel} does not match its sha256 in the manifest (tampered or corrupt)`);
+    if (!skipHashes && (await sha256Of(abs)) !== want.sha256)
+      throw bad(`bundle file ${rel} does not match its sha256 in the manifest (tampered or corrupt)`);
     sizes.set(rel, size);
   }
   for (const { where, ref } of blobRefs(manifest)) {
@@ -172,8 +191,12 @@ export async function readBundle(dirPath: string, o: ReadOptions = {}): Promise<
   return {
     manifest,
     paths: {
-      dir, manifest: manifestPath, kernels: at(BUNDLE_FILES.kernels), kernelsSource: at(BUNDLE_FILES.kernelsSource),
-      packedWeights: at(BUNDLE_FILES.packedWeights), params: at(BUNDLE_FILES.params),
+      dir,
+      manifest: manifestPath,
+      kernels: at(BUNDLE_FILES.kernels),
+      kernelsSource: at(BUNDLE_FILES.kernelsSource),
+      packedWeights: at(BUNDLE_FILES.packedWeights),
+      params: at(BUNDLE_FILES.params),
     },
     warnings,
     ...(signedBy ? { signedBy } : {}),

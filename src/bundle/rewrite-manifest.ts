@@ -20,8 +20,11 @@ export const isSigned = (dir: string): boolean => existsSync(join(dir, SIGNATURE
 /** Refuse, up front, to rewrite a signed bundle's manifest without the key to renew its signature. */
 export function checkRewritable(dir: string, signingKey: KeyObject | undefined, flag = '--sign KEY'): void {
   if (signingKey || !isSigned(dir)) return;
-  throw userError('BAD_ARGUMENT', `${dir} is signed (${SIGNATURE_FILE}), and storing the fitted proxy changes its manifest: `
-    + 'the signature would no longer match', `pass ${flag} (the bundle's signing key) to renew the signature`);
+  throw userError(
+    'BAD_ARGUMENT',
+    `${dir} is signed (${SIGNATURE_FILE}), and storing the fitted proxy changes its manifest: ` + 'the signature would no longer match',
+    `pass ${flag} (the bundle's signing key) to renew the signature`,
+  );
 }
 
 /** Write `manifest` as `dir`'s manifest.json; sign it with `signingKey` when given. Returns the signing key's id, if signed. */

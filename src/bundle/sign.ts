@@ -37,11 +37,18 @@ export interface BundleSignature {
   readonly signature: string;
 }
 
-export interface KeyPairPem { readonly privateKeyPem: string; readonly publicKeyPem: string; readonly keyId: string }
+export interface KeyPairPem {
+  readonly privateKeyPem: string;
+  readonly publicKeyPem: string;
+  readonly keyId: string;
+}
 
 /** The id a key is known by in messages: sha256 of its SPKI DER, 16 hex. */
 export function keyIdOf(publicKey: KeyObject): string {
-  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export function generateSigningKeys(): KeyPairPem {
@@ -57,20 +64,32 @@ function readKeyFile(path: string, flag: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (e) {
-    throw userError('FILE_NOT_FOUND', `${flag} ${path}: cannot read the key file (${(e as NodeJS.ErrnoException).code ?? 'unreadable'})`,
-      'give the path of a PEM key written by veltair keygen');
+    throw userError(
+      'FILE_NOT_FOUND',
+      `${flag} ${path}: cannot read the key file (${(e as NodeJS.ErrnoException).code ?? 'unreadable'})`,
+      'give the path of a PEM key written by veltair keygen',
+    );
   }
 }
 
-const notEd25519 = (flag: string, path: string, what: string) => userError('BAD_KEY', `${flag} ${path} is not ${what}`,
-  'make a key pair with veltair keygen -o PREFIX (PREFIX.key signs, PREFIX.pub verifies)');
+const notEd25519 = (flag: string, path: string, what: string) =>
+  userError(
+    'BAD_KEY',
+    `${flag} ${path} is not ${what}`,
+    'make a key pair with veltair keygen -o PREFIX (PREFIX.key signs, PREFIX.pub verifies)',
+  );
 
 /** An Ed25519 private key from a PEM file (`compile --sign KEY`). */
 export function readSigningKey(path: string, flag = '--sign'): KeyObject {
   const pem = readKeyFile(path, flag);
   let key: KeyObject;
-  try { key = createPrivateKey(pem); } catch { throw notEd25519(flag, path, 'a PEM private key (PKCS#8)'); }
-  if (key.asymmetricKeyType !== 'ed25519') throw notEd25519(flag, path, `an Ed25519 key (it is ${key.asymmetricKeyType ?? 'another kind'})`);
+  try {
+    key = createPrivateKey(pem);
+  } catch {
+    throw notEd25519(flag, path, 'a PEM private key (PKCS#8)');
+  }
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw notEd25519(flag, path, `an Ed25519 key (it is ${key.asymmetricKeyType ?? 'another kind'})`);
   return key;
 }
 
@@ -78,18 +97,26 @@ export function readSigningKey(path: string, flag = '--sign'): KeyObject {
 export function readTrustedKey(path: string, flag = '--trust'): KeyObject {
   const pem = readKeyFile(path, flag);
   let key: KeyObject;
-  try { key = createPublicKey(pem); } catch { throw notEd25519(flag, path, 'a PEM Ed25519 key'); }
-  if (key.asymmetricKeyType !== 'ed25519') throw notEd25519(flag, path, `an Ed25519 key (it is ${key.asymmetricKeyType ?? 'another kind'})`);
+  try {
+    key = createPublicKey(pem);
+  } catch {
+    throw notEd25519(flag, path, 'a PEM Ed25519 key');
+  }
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw notEd25519(flag, path, `an Ed25519 key (it is ${key.asymmetricKeyType ?? 'another kind'})`);
   return key;
 }
 
 /** A trusted key as the library takes it: a KeyObject, or PEM text (public or private; the public half is used). */
 export function trustedKeyFrom(k: KeyObject | string, where = 'trustedKeys'): KeyObject {
   let key: KeyObject;
-  try { key = typeof k === 'string' ? createPublicKey(k) : k.type === 'private' ? createPublicKey(k) : k; } catch {
+  try {
+    key = typeof k === 'string' ? createPublicKey(k) : k.type === 'private' ? createPublicKey(k) : k;
+  } catch {
     throw notEd25519(where, 'entry', 'a PEM Ed25519 key');
   }
-  if (key.asymmetricKeyType !== 'ed25519') throw notEd25519(where, 'entry', `an Ed25519 key (it is ${key.asymmetricKeyType ?? 'another kind'})`);
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw notEd25519(where, 'entry', `an Ed25519 key (it is ${key.asymmetricKeyType ?? 'another kind'})`);
   return key;
 }
 
@@ -97,7 +124,10 @@ export function trustedKeyFrom(k: KeyObject | string, where = 'trustedKeys'): Ke
 export function signatureFor(manifestBytes: Uint8Array, privateKey: KeyObject): BundleSignature {
   const publicKey = createPublicKey(privateKey);
   return {
-    format: SIGNATURE_FORMAT, algorithm: 'ed25519', signed: BUNDLE_FILES.manifest, keyId: keyIdOf(publicKey),
+    format: SIGNATURE_FORMAT,
+    algorithm: 'ed25519',
+    signed: BUNDLE_FILES.manifest,
+    keyId: keyIdOf(publicKey),
     publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
     signature: sign(null, manifestBytes, privateKey).toString('base64'),
   };
@@ -110,17 +140,38 @@ export async function signBundleDir(dir: string, privateKey: KeyObject): Promise
   return s;
 }
 
-const unsigned = (dir: string) => userError('UNSIGNED_BUNDLE', `${dir} has no ${SIGNATURE_FILE}: the bundle is not signed, and trusted keys were given`,
-  'run only bundles signed by a builder you trust: compile with veltair compile --sign KEY (see the README, "Signed bundles")');
-const badSignature = (message: string) => userError('BAD_SIGNATURE', message,
-  'the manifest was modified after signing, or signed by a key you do not trust; rebuild and re-sign it, or trust the signer\'s public key');
+const unsigned = (dir: string) =>
+  userError(
+    'UNSIGNED_BUNDLE',
+    `${dir} has no ${SIGNATURE_FILE}: the bundle is not signed, and trusted keys were given`,
+    'run only bundles signed by a builder you trust: compile with veltair compile --sign KEY (see the README, "Signed bundles")',
+  );
+const badSignature = (message: string) =>
+  userError(
+    'BAD_SIGNATURE',
+    message,
+    "the manifest was modified after signing, or signed by a key you do not trust; rebuild and re-sign it, or trust the signer's public key",
+  );
 
 function parseSignature(text: string, where: string): BundleSignature {
   let v: Partial<BundleSignature>;
-  try { v = JSON.parse(text) as Partial<BundleSignature>; } catch { throw badSignature(`${where} is not valid JSON`); }
+  try {
+    v = JSON.parse(text) as Partial<BundleSignature>;
+  } catch {
+    throw badSignature(`${where} is not valid JSON`);
+  }
   const base64 = (s: unknown) => typeof s === 'string' && /^[A-Za-z0-9+/]+={0,2}$/.test(s);
-  if (v === null || typeof v !== 'object' || v.format !== SIGNATURE_FORMAT || v.algorithm !== 'ed25519' || v.signed !== BUNDLE_FILES.manifest
-    || typeof v.keyId !== 'string' || !/^[0-9a-f]{16}$/.test(v.keyId) || !base64(v.signature) || !base64(v.publicKey)) {
+  if (
+    v === null ||
+    typeof v !== 'object' ||
+    v.format !== SIGNATURE_FORMAT ||
+    v.algorithm !== 'ed25519' ||
+    v.signed !== BUNDLE_FILES.manifest ||
+    typeof v.keyId !== 'string' ||
+    !/^[0-9a-f]{16}$/.test(v.keyId) ||
+    !base64(v.signature) ||
+    !base64(v.publicKey)
+  ) {
     throw badSignature(`${where} is not a ${SIGNATURE_FORMAT} ed25519 signature of ${BUNDLE_FILES.manifest}`);
   }
   return v as BundleSignature;
@@ -134,7 +185,8 @@ function parseSignature(text: string, where: string): BundleSignature {
  * their sha256 in it, which readBundle checks (BAD_BUNDLE when one changed).
  */
 export function verifyManifestSignature(dir: string, manifestBytes: Uint8Array, trustedKeys: readonly KeyObject[]): string {
-  if (trustedKeys.length === 0) throw userError('BAD_ARGUMENT', 'an empty list of trusted keys trusts nothing', 'give at least one public key');
+  if (trustedKeys.length === 0)
+    throw userError('BAD_ARGUMENT', 'an empty list of trusted keys trusts nothing', 'give at least one public key');
   const path = join(dir, SIGNATURE_FILE);
   let text: string;
   try {

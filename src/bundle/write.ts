@@ -39,13 +39,22 @@ export async function checkOutput(outPath: string, force: boolean): Promise<void
 /** Check OUT and create the staging directory. */
 export async function prepareOutput(outPath: string, force: boolean): Promise<Staging> {
   const out = resolve(outPath);
-  const info = (() => { try { return lstatSync(out); } catch { return undefined; } })();
+  const info = (() => {
+    try {
+      return lstatSync(out);
+    } catch {
+      return undefined;
+    }
+  })();
   if (info) {
     if (!force) outputExists(out);
     const replaceable = info.isDirectory() && (existsSync(join(out, BUNDLE_FILES.manifest)) || readdirSync(out).length === 0);
     if (!replaceable) {
-      throw userError('OUTPUT_EXISTS', `${out} exists and is not a veltair bundle; --force only replaces bundles`,
-        'choose another -o path, or remove it yourself if you mean to');
+      throw userError(
+        'OUTPUT_EXISTS',
+        `${out} exists and is not a veltair bundle; --force only replaces bundles`,
+        'choose another -o path, or remove it yourself if you mean to',
+      );
     }
   }
   const parent = dirname(out);
@@ -58,8 +67,11 @@ export async function prepareOutput(outPath: string, force: boolean): Promise<St
   } catch (e) {
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
     const code = (e as NodeJS.ErrnoException).code ?? 'error';
-    throw userError('FILE_UNWRITABLE', `cannot write the bundle at ${out} (${code})`,
-      'choose an -o path in a directory you can write to, or fix its permissions');
+    throw userError(
+      'FILE_UNWRITABLE',
+      `cannot write the bundle at ${out} (${code})`,
+      'choose an -o path in a directory you can write to, or fix its permissions',
+    );
   }
   return { out, dir, force };
 }

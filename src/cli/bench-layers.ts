@@ -19,7 +19,12 @@ export function registerBenchLayersCommand(program: Command): void {
     .option('--threads <n>', 'threads for veltair and ONNX Runtime alike, pinned to cores 0..n-1', '1')
     .option('--rounds <n>', 'alternating veltair/ONNX Runtime measurement rounds per layer', '3')
     .option('--seed <n>', 'seed of the schedule sampler', '1')
-    .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable)', collectInputShape, new Map<string, readonly number[]>())
+    .option(
+      '--input-shape <name=dims>',
+      'pin an input shape, e.g. input=1x3x224x224 (repeatable)',
+      collectInputShape,
+      new Map<string, readonly number[]>(),
+    )
     .option('--json', 'machine-readable output on stdout')
     .action(async (model: string, opts: BenchLayersCliOptions) => {
       const room = await loadOrtRoom('layers-command', 'veltair bench-layers times each layer against ONNX Runtime');

@@ -49,14 +49,20 @@ interface CompileFlags {
 export function parseLevels(text: string): number[] {
   const parts = text.split(',').map((s) => s.trim());
   if (parts.length === 0 || parts.some((p) => !/^[0-4]$/.test(p))) {
-    throw badArgument('--levels', text, 'must be a comma-separated list of interference levels 0 to 4', 'e.g. --levels 0,1,2,3,4 or --levels 0');
+    throw badArgument(
+      '--levels',
+      text,
+      'must be a comma-separated list of interference levels 0 to 4',
+      'e.g. --levels 0,1,2,3,4 or --levels 0',
+    );
   }
   return [...new Set(parts.map(Number))].sort((a, b) => a - b);
 }
 
 export function parseShard(text: string): Shard {
   const m = /^(\d+)\/(\d+)$/.exec(text.trim());
-  const index = m ? Number(m[1]) : NaN, count = m ? Number(m[2]) : NaN;
+  const index = m ? Number(m[1]) : NaN,
+    count = m ? Number(m[2]) : NaN;
   if (!m || count < 1 || index >= count) {
     throw badArgument('--shard', text, 'is not a shard i/n with 0 ≤ i < n', 'shards count from 0: --shard 0/4 … --shard 3/4');
   }
@@ -86,7 +92,8 @@ function parseTransferTrials(text: string): number {
 }
 
 function parseHash(text: string): HashFamily {
-  if (text !== 'dwta' && text !== 'simhash') throw badArgument('--sparse-hash', text, 'is not dwta or simhash', 'e.g. --sparse-hash simhash');
+  if (text !== 'dwta' && text !== 'simhash')
+    throw badArgument('--sparse-hash', text, 'is not dwta or simhash', 'e.g. --sparse-hash simhash');
   return text;
 }
 
@@ -126,23 +133,27 @@ function parseFlags(f: CompileFlags): CompileOptions {
 }
 
 const fmtRegret = (r: Record<string, LevelRegret>) =>
-  Object.entries(r).map(([l, x]) => `level ${l}: mean ${x.meanPercent.toFixed(1)}% max ${x.maxPercent.toFixed(1)}%`).join(' | ') || '-';
+  Object.entries(r)
+    .map(([l, x]) => `level ${l}: mean ${x.meanPercent.toFixed(1)}% max ${x.maxPercent.toFixed(1)}%`)
+    .join(' | ') || '-';
 const fmtHistogram = (h: Record<string, number>) =>
-  Object.entries(h).sort(([a], [b]) => Number(a) - Number(b))
-    .map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`).join(', ') || '-';
+  Object.entries(h)
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([k, n]) => `${k} version${k === '1' ? '' : 's'}: ${n} layer${n === 1 ? '' : 's'}`)
+    .join(', ') || '-';
 const fmtBytes = (b: number) => (b >= 1024 ** 2 ? `${(b / 1024 ** 2).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
 
 function summaryText(s: CompileResult, shard: Shard | undefined): string {
   const lines = [
     s.bytes !== null
       ? `bundle     ${s.bundle} (${fmtBytes(s.bytes)})`
-      : `shard ${shard!.index}/${shard!.count}: tuned ${s.tunedWorkloads} of ${s.uniqueWorkloads} workloads into ${s.db} `
-        + `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
+      : `shard ${shard!.index}/${shard!.count}: tuned ${s.tunedWorkloads} of ${s.uniqueWorkloads} workloads into ${s.db} ` +
+        `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
     `layers     ${s.layers} (${s.tunableLayers} tunable, ${s.uniqueWorkloads} unique workloads)`,
     `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured, ${s.dbHits} from the database`,
-    `records    ${s.transfer.exactWorkloads} workloads with records for this target, ${s.transfer.transferredWorkloads} seeded from other `
-      + `targets (${s.transfer.transferredSeeds} seeds${s.transfer.medianDistance === null ? '' : `, median distance ${s.transfer.medianDistance}`}), `
-      + `${s.transfer.freshWorkloads} searched from scratch`,
+    `records    ${s.transfer.exactWorkloads} workloads with records for this target, ${s.transfer.transferredWorkloads} seeded from other ` +
+      `targets (${s.transfer.transferredSeeds} seeds${s.transfer.medianDistance === null ? '' : `, median distance ${s.transfer.medianDistance}`}), ` +
+      `${s.transfer.freshWorkloads} searched from scratch`,
     `versions   ${fmtHistogram(s.versionsHistogram)}`,
     `regret     ${fmtRegret(s.perLevelRegret)}`,
   ];
@@ -157,9 +168,14 @@ export function sparseSummaryText(s: SparseSummary): string[] {
   return [
     `sparse     ${s.layer} (${s.classes} classes): ${s.versions.filter((v) => v.kept).length} of ${s.versions.length} versions kept; ${s.index}`,
     `           calibration: ${s.calibration}; latency per input at level ${Object.keys(s.versions[0]!.latencyMs).join(', ')} (quiet first)`,
-    ...s.versions.map((v) => `           ${v.kept ? '*' : ' '} ${v.id.padEnd(7)} ${Object.values(v.latencyMs).map((x) => x.toFixed(4)).join(' / ')} ms  `
-      + `recall@1 ${pct(v.recallAt1)}  `
-      + `recall@5 ${pct(v.recallAt5)}  precision@1 ${pct(v.precisionAt1)}  ${Math.round(v.scoredMean)} neurons scored`),
+    ...s.versions.map(
+      (v) =>
+        `           ${v.kept ? '*' : ' '} ${v.id.padEnd(7)} ${Object.values(v.latencyMs)
+          .map((x) => x.toFixed(4))
+          .join(' / ')} ms  ` +
+        `recall@1 ${pct(v.recallAt1)}  ` +
+        `recall@5 ${pct(v.recallAt5)}  precision@1 ${pct(v.precisionAt1)}  ${Math.round(v.scoredMean)} neurons scored`,
+    ),
   ];
 }
 
@@ -179,11 +195,18 @@ async function compileAction(modelPath: string, f: CompileFlags): Promise<void> 
       ...options,
       onNote: note,
       onCompileProgress: (done, total) => {
-        if (phase !== 'compiling') { bar.start(total, `compiling ${total} candidates`); phase = 'compiling'; }
+        if (phase !== 'compiling') {
+          bar.start(total, `compiling ${total} candidates`);
+          phase = 'compiling';
+        }
         bar.update(done);
       },
       onProgress: (p) => {
-        if (phase !== 'tuning') { bar.stop(); bar.start(p.budget, 'tuning'); phase = 'tuning'; }
+        if (phase !== 'tuning') {
+          bar.stop();
+          bar.start(p.budget, 'tuning');
+          phase = 'tuning';
+        }
         bar.update(p.trialsDone, `workload ${p.taskIndex + 1}/${p.tasks} (${p.taskTrials} trials)`);
       },
     });
@@ -201,27 +224,50 @@ export function registerCompileCommand(program: Command): void {
     .argument('<model>', 'path to an .onnx file')
     .option('-o, --output <dir>', 'bundle directory to write (not needed with --shard)')
     .option('--trials <n>', `measured candidates per unique workload (default ${DEFAULT_TRIALS})`)
-    .option('--transfer-trials <n>', 'candidates per workload and thread count when only other machines\' records seed it '
-      + '(default max(2, ⌈trials/4⌉); 0: no transfer, search from scratch)')
+    .option(
+      '--transfer-trials <n>',
+      "candidates per workload and thread count when only other machines' records seed it " +
+        '(default max(2, ⌈trials/4⌉); 0: no transfer, search from scratch)',
+    )
     .option('--levels <list>', 'interference levels to measure every candidate at (default 0,1,2,3,4)')
     .option('--max-versions <n>', `versions kept per layer and thread count, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
-    .option('--isa <level>', 'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512)')
-    .option('--threads <list>', 'thread counts to tune at, each with its own --trials and family, e.g. 1 or 1,2 '
-      + '(default: every count 1..cores; above 8 cores the powers of two and the core count)')
-    .option('--profile-threads <list>', 'thread counts to profile kept versions at (level 0): a list, none, or auto (1, 2, 4 … cores; default)')
+    .option(
+      '--isa <level>',
+      'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512)',
+    )
+    .option(
+      '--threads <list>',
+      'thread counts to tune at, each with its own --trials and family, e.g. 1 or 1,2 ' +
+        '(default: every count 1..cores; above 8 cores the powers of two and the core count)',
+    )
+    .option(
+      '--profile-threads <list>',
+      'thread counts to profile kept versions at (level 0): a list, none, or auto (1, 2, 4 … cores; default)',
+    )
     .option('--db <dir>', `tuning database directory (default ${defaultDatabaseDir()})`)
-    .option('--no-shipped-records', 'ignore the records shipped in the package\'s tuning-db/: tune from --db alone')
+    .option('--no-shipped-records', "ignore the records shipped in the package's tuning-db/: tune from --db alone")
     .option('--shard <i/n>', 'tune only shard i of n of the workloads into the database; write no bundle')
     .option('--seed <n>', 'search seed (default 1)')
-    .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable)', collectInputShape, new Map<string, readonly number[]>())
-    .option('--sign <key>', 'sign the bundle\'s manifest with this Ed25519 private key (veltair keygen), into manifest.sig')
+    .option(
+      '--input-shape <name=dims>',
+      'pin an input shape, e.g. input=1x3x224x224 (repeatable)',
+      collectInputShape,
+      new Map<string, readonly number[]>(),
+    )
+    .option('--sign <key>', "sign the bundle's manifest with this Ed25519 private key (veltair keygen), into manifest.sig")
     .option('--no-sparse', 'compile a large output layer densely only, with no sparse (LSH) family')
-    .option('--sparse-min-outputs <n>', `outputs from which a dense output layer gets a sparse family (default ${DEFAULT_SPARSE_MIN_OUTPUTS})`)
-    .option('--sparsities <list>', 'sparsities of the sparse family\'s versions, each in (0, 1] (default 1,0.05,0.01,0.005; 1 = dense)')
-    .option('--calibration <file>', 'inputs to measure the sparse versions\' recall on: FILE.npy [rows, width] or an XC-format file with labels')
+    .option(
+      '--sparse-min-outputs <n>',
+      `outputs from which a dense output layer gets a sparse family (default ${DEFAULT_SPARSE_MIN_OUTPUTS})`,
+    )
+    .option('--sparsities <list>', "sparsities of the sparse family's versions, each in (0, 1] (default 1,0.05,0.01,0.005; 1 = dense)")
+    .option(
+      '--calibration <file>',
+      "inputs to measure the sparse versions' recall on: FILE.npy [rows, width] or an XC-format file with labels",
+    )
     .option('--calibration-rows <n>', 'calibration rows used at most (default 500)')
     .option('--top-k <n>', 'classes a sparse output layer returns per input (default 5)')
-    .option('--sparse-tables <L>', 'hash tables of a sparse index built at compile time (default: BOLT\'s autotuned L)')
+    .option('--sparse-tables <L>', "hash tables of a sparse index built at compile time (default: BOLT's autotuned L)")
     .option('--sparse-hash <family>', 'hash family of a sparse index built at compile time: dwta (default, as veltair train) or simhash')
     .option('--force', 'replace an existing bundle at -o')
     .option('--json', 'machine-readable summary on stdout, nothing else there')

@@ -26,7 +26,11 @@ const DATA_FILES = ['train.txt', 'test.txt', 'spec.json', 'dataset.json'];
 function int(flag: string, text: string | undefined, fallback: number, min = 1): number {
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text.trim()) || Number(text) < min || Number(text) > 2 ** 31 - 1) {
-    throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is not an integer ≥ ${min}`, `e.g. ${flag} ${Math.max(min, fallback)}`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `${flag} ${JSON.stringify(text)} is not an integer ≥ ${min}`,
+      `e.g. ${flag} ${Math.max(min, fallback)}`,
+    );
   }
   return Number(text);
 }
@@ -34,8 +38,8 @@ function int(flag: string, text: string | undefined, fallback: number, min = 1):
 function num(flag: string, text: string | undefined, fallback: number, lo: number, hi: number): number {
   if (text === undefined) return fallback;
   const x = Number(text);
-  if (text.trim() === '' || !(x >= lo && x <= hi)) throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is not a number in [${lo}, ${hi}]`,
-    `e.g. ${flag} ${fallback}`);
+  if (text.trim() === '' || !(x >= lo && x <= hi))
+    throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(text)} is not a number in [${lo}, ${hi}]`, `e.g. ${flag} ${fallback}`);
   return x;
 }
 
@@ -46,8 +50,12 @@ async function prepareDir(dir: string | undefined, force: boolean): Promise<stri
   if (st && !st.isDirectory()) throw userError('OUTPUT_EXISTS', `${dir} is a file, not a directory`, 'pass -o DIR naming a directory');
   if (st && !force) {
     const present = (await readdir(dir)).filter((n) => DATA_FILES.includes(n));
-    if (present.length) throw userError('OUTPUT_EXISTS', `${dir} already holds a data set (${present.join(', ')})`,
-      'pass --force to replace it, or choose another -o');
+    if (present.length)
+      throw userError(
+        'OUTPUT_EXISTS',
+        `${dir} already holds a data set (${present.join(', ')})`,
+        'pass --force to replace it, or choose another -o',
+      );
   }
   await mkdir(dir, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
     throw userError('FILE_UNWRITABLE', `cannot create ${dir} (${e.code ?? e.message})`, 'choose a directory you can write to');
@@ -56,7 +64,13 @@ async function prepareDir(dir: string | undefined, force: boolean): Promise<stri
 }
 
 export function trainSpec(input: number, hidden: number, classes: number) {
-  return { input, layers: [{ dim: hidden, activation: 'relu' }, { dim: classes, activation: 'softmax' }] };
+  return {
+    input,
+    layers: [
+      { dim: hidden, activation: 'relu' },
+      { dim: classes, activation: 'softmax' },
+    ],
+  };
 }
 
 interface PlantedFlags {
@@ -72,7 +86,7 @@ interface PlantedFlags {
   keep?: string;
   hidden?: string;
   force?: boolean;
-  json?: boolean
+  json?: boolean;
 }
 
 async function planted(f: PlantedFlags): Promise<void> {
@@ -96,12 +110,19 @@ async function planted(f: PlantedFlags): Promise<void> {
   await writePlantedFile(m, join(dir, 'test.txt'), o.test, 2);
   const spec = trainSpec(o.features, hidden, o.labels);
   await writeTextAtomic(join(dir, 'spec.json'), JSON.stringify(spec, null, 2) + '\n');
-  const info = { kind: 'planted', options: m.options, files: { train: 'train.txt', test: 'test.txt', spec: 'spec.json' },
-    seconds: (performance.now() - t0) / 1000 };
+  const info = {
+    kind: 'planted',
+    options: m.options,
+    files: { train: 'train.txt', test: 'test.txt', spec: 'spec.json' },
+    seconds: (performance.now() - t0) / 1000,
+  };
   await writeTextAtomic(join(dir, 'dataset.json'), JSON.stringify(info, null, 2) + '\n');
   if (f.json) printJson({ dir, ...info });
-  else printLine(`wrote ${o.train} training and ${o.test} test samples (${o.labels} labels, ${o.features} features) to ${dir}; `
-    + `train with: veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`);
+  else
+    printLine(
+      `wrote ${o.train} training and ${o.test} test samples (${o.labels} labels, ${o.features} features) to ${dir}; ` +
+        `train with: veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`,
+    );
 }
 
 interface WordsFlags {
@@ -114,7 +135,7 @@ interface WordsFlags {
   maxTest?: string;
   hidden?: string;
   force?: boolean;
-  json?: boolean
+  json?: boolean;
 }
 
 async function words(f: WordsFlags): Promise<void> {
@@ -131,9 +152,12 @@ async function words(f: WordsFlags): Promise<void> {
     onProgress: f.json || !process.stderr.isTTY ? undefined : note,
   });
   if (f.json) printJson({ dir, ...r });
-  else printLine(`wrote ${r.trainSamples} training and ${r.testSamples} test samples (${r.classes} classes, ${r.features} features) from ${r.files} files `
-    + `(${r.tokens} tokens) to ${dir}; train with: `
-    + `veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`);
+  else
+    printLine(
+      `wrote ${r.trainSamples} training and ${r.testSamples} test samples (${r.classes} classes, ${r.features} features) from ${r.files} files ` +
+        `(${r.tokens} tokens) to ${dir}; train with: ` +
+        `veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`,
+    );
 }
 
 interface RealFlags {
@@ -146,7 +170,7 @@ interface RealFlags {
   minLabelCount?: string;
   hidden?: string;
   force?: boolean;
-  json?: boolean
+  json?: boolean;
 }
 
 function realOptions(f: RealFlags, d: typeof XC_DEFAULTS) {
@@ -160,13 +184,18 @@ function realOptions(f: RealFlags, d: typeof XC_DEFAULTS) {
 }
 
 function printReal(f: RealFlags, dir: string, what: string, r: XcBuildSummary & { sourceSha256: string }): void {
-  if (f.json) { printJson({ dir, ...r }); return; }
+  if (f.json) {
+    printJson({ dir, ...r });
+    return;
+  }
   const pc = (x: number) => `${(100 * x).toFixed(2)}%`;
-  printLine(`wrote ${r.trainSamples} training and ${r.testSamples} test samples (${r.labels} labels, ${r.features} features) from ${what} `
-    + `(sha256 ${r.sourceSha256.slice(0, 16)}…) to ${dir}; labels seen once ${r.profile.count1}, 2–4 ${r.profile.count2to4}, `
-    + `5–19 ${r.profile.count5to19}, ≥20 ${r.profile.count20up} (max ${r.profile.maxCount}); `
-    + `floor (most frequent labels) P@1 ${pc(r.floor['precision@1'])}, P@5 ${pc(r.floor['precision@5'])}; train with: `
-    + `veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`);
+  printLine(
+    `wrote ${r.trainSamples} training and ${r.testSamples} test samples (${r.labels} labels, ${r.features} features) from ${what} ` +
+      `(sha256 ${r.sourceSha256.slice(0, 16)}…) to ${dir}; labels seen once ${r.profile.count1}, 2–4 ${r.profile.count2to4}, ` +
+      `5–19 ${r.profile.count5to19}, ≥20 ${r.profile.count20up} (max ${r.profile.maxCount}); ` +
+      `floor (most frequent labels) P@1 ${pc(r.floor['precision@1'])}, P@5 ${pc(r.floor['precision@5'])}; train with: ` +
+      `veltair train ${join(dir, 'spec.json')} ${join(dir, 'train.txt')} --eval ${join(dir, 'test.txt')} -o RUN_DIR`,
+  );
 }
 
 async function wordnet(f: RealFlags): Promise<void> {
@@ -184,7 +213,8 @@ async function debianPackages(f: RealFlags): Promise<void> {
 }
 
 function realFlags(c: Command, d: typeof XC_DEFAULTS): Command {
-  return c.option('-o, --output <dir>', 'output directory (train.txt, test.txt, spec.json, dataset.json, classes.txt, features.txt)')
+  return c
+    .option('-o, --output <dir>', 'output directory (train.txt, test.txt, spec.json, dataset.json, classes.txt, features.txt)')
     .option('--seed <n>', `seed of the train/test cut (default ${d.seed})`)
     .option('--test-fraction <f>', `share of samples held out for test (default ${d.testFraction})`)
     .option('--min-feature-count <n>', `a feature occurs in at least N training samples (default ${d.minFeatureCount})`)
@@ -196,7 +226,8 @@ function realFlags(c: Command, d: typeof XC_DEFAULTS): Command {
 
 export function registerDataCommand(program: Command): void {
   const data = program.command('data').description('make XC-format data sets for veltair train');
-  data.command('planted')
+  data
+    .command('planted')
     .description('synthetic data with planted structure: sparse label prototypes, Zipfian label frequencies, 1–3 labels per sample')
     .option('-o, --output <dir>', 'output directory (train.txt, test.txt, spec.json, dataset.json)')
     .option('--labels <n>', 'classes (default 10000)')
@@ -212,13 +243,20 @@ export function registerDataCommand(program: Command): void {
     .option('--force', 'replace an earlier data set in the directory')
     .option('--json', 'machine-readable summary on stdout')
     .action((flags: PlantedFlags) => planted(flags));
-  data.command('words')
+  data
+    .command('words')
     .description('middle-word prediction from the bag of surrounding words, over the English text Debian packages install')
     .option('-o, --output <dir>', 'output directory (train.txt, test.txt, spec.json, dataset.json, classes.txt, features.txt)')
-    .option('--root <dir>', `a directory of text to read (repeatable; default ${DEFAULT_WORD_ROOTS.join(', ')})`, (v: string,
-      prev: string[] = []) => [...prev, v])
+    .option(
+      '--root <dir>',
+      `a directory of text to read (repeatable; default ${DEFAULT_WORD_ROOTS.join(', ')})`,
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
     .option('--classes <n>', `most classes to keep (default ${WORDS_DEFAULTS.maxClasses})`)
-    .option('--min-count <n>', `a word is a class when it occurs at least N times in the training documents (default ${WORDS_DEFAULTS.minClassCount})`)
+    .option(
+      '--min-count <n>',
+      `a word is a class when it occurs at least N times in the training documents (default ${WORDS_DEFAULTS.minClassCount})`,
+    )
     .option('--window <w>', `context words on each side (default ${WORDS_DEFAULTS.window})`)
     .option('--max-train <n>', `training samples (default ${WORDS_DEFAULTS.maxTrain})`)
     .option('--max-test <n>', `test samples (default ${WORDS_DEFAULTS.maxTest})`)
@@ -226,12 +264,20 @@ export function registerDataCommand(program: Command): void {
     .option('--force', 'replace an earlier data set in the directory')
     .option('--json', 'machine-readable summary on stdout')
     .action((flags: WordsFlags) => words(flags));
-  realFlags(data.command('wordnet')
-    .description('WordNet noun and verb synsets (Debian package wordnet-base): gloss and lemma words → hypernym synsets'), XC_DEFAULTS)
+  realFlags(
+    data
+      .command('wordnet')
+      .description('WordNet noun and verb synsets (Debian package wordnet-base): gloss and lemma words → hypernym synsets'),
+    XC_DEFAULTS,
+  )
     .option('--wordnet-dir <dir>', `directory of WordNet's data.noun and data.verb (default ${DEFAULT_WORDNET_DIR})`)
     .action((flags: RealFlags) => wordnet(flags));
-  realFlags(data.command('debian-packages')
-    .description('Debian packages (apt-cache dumpavail): short-description words, section and debtags → the packages each depends on'), XC_DEFAULTS)
+  realFlags(
+    data
+      .command('debian-packages')
+      .description('Debian packages (apt-cache dumpavail): short-description words, section and debtags → the packages each depends on'),
+    XC_DEFAULTS,
+  )
     .option('--input <file>', 'read deb822 package stanzas from FILE instead of `apt-cache dumpavail`')
     .action((flags: RealFlags) => debianPackages(flags));
 }

@@ -13,9 +13,22 @@ import { FINGERPRINT_PATTERN, targetFingerprint } from '../db/target-fingerprint
 import { detectTarget } from '../toolchain/target.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
-interface DbFlags { db?: string; json?: boolean }
-interface ExportFlags extends DbFlags { format?: string; output?: string; target?: string; workload?: string }
-interface PruneFlags extends DbFlags { keep?: string; dropFailed?: boolean; dropOtherTargets?: boolean; target?: string }
+interface DbFlags {
+  db?: string;
+  json?: boolean;
+}
+interface ExportFlags extends DbFlags {
+  format?: string;
+  output?: string;
+  target?: string;
+  workload?: string;
+}
+interface PruneFlags extends DbFlags {
+  keep?: string;
+  dropFailed?: boolean;
+  dropOtherTargets?: boolean;
+  target?: string;
+}
 
 const warn = (message: string) => note(`warning: ${message}`);
 const dbPath = (f: DbFlags) => f.db ?? defaultDatabaseDir();
@@ -33,14 +46,20 @@ async function currentFingerprint(): Promise<string | undefined> {
 async function resolveTarget(text: string): Promise<string> {
   if (text === 'current') return targetFingerprint(await detectTarget());
   if (!new RegExp(FINGERPRINT_PATTERN).test(text)) {
-    throw userError('BAD_ARGUMENT', `--target ${JSON.stringify(text)} is not a target fingerprint`,
-      'use `current` or a fingerprint like t1-0123456789abcdef (see `veltair db stats`)');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--target ${JSON.stringify(text)} is not a target fingerprint`,
+      'use `current` or a fingerprint like t1-0123456789abcdef (see `veltair db stats`)',
+    );
   }
   return text;
 }
 
 function statsText(s: DatabaseStats, current: string | undefined): string {
-  const statuses = Object.entries(s.byStatus).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+  const statuses =
+    Object.entries(s.byStatus)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ') || 'none';
   const head = [
     `tuning database ${s.path} (${s.files} file${s.files === 1 ? '' : 's'})`,
     `records    ${s.records} unique (${s.duplicates} duplicate line${s.duplicates === 1 ? '' : 's'}, ${s.corrupt} corrupt skipped)`,
@@ -48,16 +67,20 @@ function statsText(s: DatabaseStats, current: string | undefined): string {
     `status     ${statuses}`,
   ].join('\n');
   if (s.targetDetails.length === 0) return head;
-  const rows = [['target', 'records', 'cpu', 'cores', 'compiler'],
-    ...s.targetDetails.map((t) => [t.target + (t.target === current ? ' *' : ''), String(t.records), t.cpuModel, String(t.cores), t.cc])];
+  const rows = [
+    ['target', 'records', 'cpu', 'cores', 'compiler'],
+    ...s.targetDetails.map((t) => [t.target + (t.target === current ? ' *' : ''), String(t.records), t.cpuModel, String(t.cores), t.cc]),
+  ];
   const footer = current ? `\n* this machine (${current})` : '';
   return `${head}\n\n${formatTable(rows, new Set([1, 3]))}${footer}`;
 }
 
 function pruneText(r: PruneResult): string {
   const d = r.dropped;
-  return `pruned ${r.path}: ${r.before} lines → ${r.kept} records (dropped ${d.corrupt} corrupt, ${d.duplicates} duplicate, `
-    + `${d.failed} failed, ${d.otherTargets} other-target, ${d.beyondKeep} beyond --keep)`;
+  return (
+    `pruned ${r.path}: ${r.before} lines → ${r.kept} records (dropped ${d.corrupt} corrupt, ${d.duplicates} duplicate, ` +
+    `${d.failed} failed, ${d.otherTargets} other-target, ${d.beyondKeep} beyond --keep)`
+  );
 }
 
 /** Write a file via temp + rename in its directory, so a reader never sees half an export. */
@@ -70,8 +93,11 @@ async function writeOutput(path: string, text: string): Promise<void> {
 
 function parseKeep(text: string): number {
   if (!/^\d+$/.test(text) || Number(text) < 1) {
-    throw userError('BAD_ARGUMENT', `--keep ${JSON.stringify(text)} is not a positive integer`,
-      'e.g. --keep 20 keeps the 20 fastest records per workload and level');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--keep ${JSON.stringify(text)} is not a positive integer`,
+      'e.g. --keep 20 keeps the 20 fastest records per workload and level',
+    );
   }
   return Number(text);
 }
@@ -95,20 +121,28 @@ async function mergeAction(sources: string[], f: DbFlags & { output?: string }):
   const r = await mergeDatabases(sources, f.output, { onWarning: warn });
   if (f.json) printJson(r);
   else {
-    printLine(`merged ${r.filesRead} file${r.filesRead === 1 ? '' : 's'} into ${r.dest}: ${r.records} records `
-      + `(${r.duplicates} duplicates dropped, ${r.corrupt} corrupt lines skipped)`);
+    printLine(
+      `merged ${r.filesRead} file${r.filesRead === 1 ? '' : 's'} into ${r.dest}: ${r.records} records ` +
+        `(${r.duplicates} duplicates dropped, ${r.corrupt} corrupt lines skipped)`,
+    );
   }
 }
 
 async function exportAction(f: ExportFlags): Promise<void> {
   const format = parseFormat(f.format ?? 'jsonl');
   if (f.json && !f.output) {
-    throw userError('BAD_ARGUMENT', 'export --json needs -o FILE (stdout carries the JSON summary)',
-      'add -o records.csv, or drop --json to stream the records to stdout');
+    throw userError(
+      'BAD_ARGUMENT',
+      'export --json needs -o FILE (stdout carries the JSON summary)',
+      'add -o records.csv, or drop --json to stream the records to stdout',
+    );
   }
   const target = f.target === undefined ? undefined : await resolveTarget(f.target);
   const r = await exportRecords(dbPath(f), { format, target, workload: f.workload, onWarning: warn });
-  if (!f.output) { process.stdout.write(r.text); return; }
+  if (!f.output) {
+    process.stdout.write(r.text);
+    return;
+  }
   await writeOutput(f.output, r.text);
   if (f.json) printJson({ file: f.output, format, records: r.records });
   else printLine(`exported ${r.records} records to ${f.output} (${format})`);
@@ -117,7 +151,13 @@ async function exportAction(f: ExportFlags): Promise<void> {
 async function pruneAction(f: PruneFlags): Promise<void> {
   const keepPerWorkload = f.keep === undefined ? undefined : parseKeep(f.keep);
   const target = f.dropOtherTargets ? await resolveTarget(f.target ?? 'current') : undefined;
-  const r = await pruneDatabase(dbPath(f), { keepPerWorkload, dropFailed: f.dropFailed, dropOtherTargets: f.dropOtherTargets, target, onWarning: warn });
+  const r = await pruneDatabase(dbPath(f), {
+    keepPerWorkload,
+    dropFailed: f.dropFailed,
+    dropOtherTargets: f.dropOtherTargets,
+    target,
+    onWarning: warn,
+  });
   if (f.json) printJson(r);
   else printLine(pruneText(r));
 }

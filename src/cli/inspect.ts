@@ -36,8 +36,10 @@ export interface InspectLayer {
 
 export function describeEpilogueStep(step: EpilogueStep): string {
   switch (step.kind) {
-    case 'activation': return step.activation.fn;
-    default: return step.kind;
+    case 'activation':
+      return step.activation.fn;
+    default:
+      return step.kind;
   }
 }
 
@@ -116,8 +118,12 @@ export function registerInspectCommand(program: Command): void {
     .command('inspect')
     .description('print the layer table of an ONNX model: ops, shapes, MACs, workload keys')
     .argument('<model>', 'path to an .onnx file')
-    .option('--input-shape <name=dims>', 'pin an input shape, e.g. input=1x3x224x224 (repeatable; batch defaults to 1)',
-      collectInputShape, new Map<string, readonly number[]>())
+    .option(
+      '--input-shape <name=dims>',
+      'pin an input shape, e.g. input=1x3x224x224 (repeatable; batch defaults to 1)',
+      collectInputShape,
+      new Map<string, readonly number[]>(),
+    )
     .option('--json', 'machine-readable output on stdout')
     .action(async (modelPath: string, opts: { inputShape: Map<string, readonly number[]>; json?: boolean }) => {
       const inferred = await loadModel(modelPath, { inputShapes: opts.inputShape });

@@ -12,7 +12,10 @@ import { generateSigningKeys } from '../bundle/sign.js';
 import { userError } from '../errors.js';
 import { printJson, printLine } from '../terminal/output.js';
 
-interface KeygenFlags { output?: string; json?: boolean }
+interface KeygenFlags {
+  output?: string;
+  json?: boolean;
+}
 
 /** Create `path` with `mode`, refusing one that exists (O_EXCL: no window in which another file could appear). */
 function writeNew(path: string, text: string, mode: number): void {
@@ -22,18 +25,31 @@ function writeNew(path: string, text: string, mode: number): void {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') {
-      throw userError('OUTPUT_EXISTS', `${path} already exists; veltair keygen never overwrites a key`,
-        'choose another -o PREFIX, or move the old key pair away yourself if you mean to replace it');
+      throw userError(
+        'OUTPUT_EXISTS',
+        `${path} already exists; veltair keygen never overwrites a key`,
+        'choose another -o PREFIX, or move the old key pair away yourself if you mean to replace it',
+      );
     }
     throw userError('FILE_UNWRITABLE', `cannot create ${path} (${code ?? 'error'})`, 'choose a -o PREFIX in a directory you can write to');
   }
-  try { writeSync(fd, text); } finally { closeSync(fd); }
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function keygenAction(f: KeygenFlags): void {
-  if (!f.output) throw userError('BAD_ARGUMENT', 'veltair keygen needs -o PREFIX (writes PREFIX.key and PREFIX.pub)', 'e.g. veltair keygen -o ci-signing');
+  if (!f.output)
+    throw userError(
+      'BAD_ARGUMENT',
+      'veltair keygen needs -o PREFIX (writes PREFIX.key and PREFIX.pub)',
+      'e.g. veltair keygen -o ci-signing',
+    );
   const prefix = resolve(f.output);
-  const privatePath = `${prefix}.key`, publicPath = `${prefix}.pub`;
+  const privatePath = `${prefix}.key`,
+    publicPath = `${prefix}.pub`;
   const keys = generateSigningKeys();
   writeNew(privatePath, keys.privateKeyPem, 0o600);
   try {
@@ -44,9 +60,14 @@ function keygenAction(f: KeygenFlags): void {
     throw e;
   }
   if (f.json) printJson({ privateKey: privatePath, publicKey: publicPath, keyId: keys.keyId });
-  else printLine([`private key ${privatePath} (mode 0600: keep it secret, e.g. in your CI's secret store)`,
-    `public key  ${publicPath} (give it to whoever runs the bundles: veltair run BUNDLE --trust ${publicPath})`,
-    `key id      ${keys.keyId}`].join('\n'));
+  else
+    printLine(
+      [
+        `private key ${privatePath} (mode 0600: keep it secret, e.g. in your CI's secret store)`,
+        `public key  ${publicPath} (give it to whoever runs the bundles: veltair run BUNDLE --trust ${publicPath})`,
+        `key id      ${keys.keyId}`,
+      ].join('\n'),
+    );
 }
 
 export function registerKeygenCommand(program: Command): void {

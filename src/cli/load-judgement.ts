@@ -11,7 +11,12 @@ import { badArgument, parsePositiveInt } from '../terminal/args.js';
 
 export const DEFAULT_PROBE_LIMIT_S = 120;
 
-export interface JudgementFlags { duration: string; attainment: string; probeLimit: string; verify?: boolean }
+export interface JudgementFlags {
+  duration: string;
+  attainment: string;
+  probeLimit: string;
+  verify?: boolean;
+}
 
 export function parseJudgement(flags: JudgementFlags): { judgement: Judgement; verify: boolean } & Omit<ProbeOptions, 'seed'> {
   const pct = Number(flags.attainment);
@@ -21,8 +26,12 @@ export function parseJudgement(flags: JudgementFlags): { judgement: Judgement; v
   const minDurationS = parsePositiveInt('--duration', flags.duration, 3600);
   const maxDurationS = parsePositiveInt('--probe-limit', flags.probeLimit, 36_000);
   if (maxDurationS < minDurationS) {
-    throw badArgument('--probe-limit', flags.probeLimit, `is shorter than --duration (${minDurationS} s)`,
-      'the bound must leave the minimum time room');
+    throw badArgument(
+      '--probe-limit',
+      flags.probeLimit,
+      `is shorter than --duration (${minDurationS} s)`,
+      'the bound must leave the minimum time room',
+    );
   }
   return { judgement: { attainment: pct / 100, confidence: 0.99 }, minDurationS, maxDurationS, verify: flags.verify === true };
 }

@@ -42,15 +42,23 @@ export async function loadModels(base: URL, flags: LoadFlags, seed: number): Pro
     try {
       r = await fetch(new URL(`/v2/models/${encodeURIComponent(name)}`, base));
     } catch (e) {
-      throw userError('BAD_ARGUMENT', `no v2 server answers at ${base.origin} (${(e as Error).message})`,
-        'start one with veltair serve, then point veltair load at its URL');
+      throw userError(
+        'BAD_ARGUMENT',
+        `no v2 server answers at ${base.origin} (${(e as Error).message})`,
+        'start one with veltair serve, then point veltair load at its URL',
+      );
     }
     if (r.status === 404) {
-      throw userError('BAD_ARGUMENT', `the server at ${base.origin} does not serve ${JSON.stringify(name)}`, 'name a model the server lists');
+      throw userError(
+        'BAD_ARGUMENT',
+        `the server at ${base.origin} does not serve ${JSON.stringify(name)}`,
+        'name a model the server lists',
+      );
     }
-    const meta = await r.json() as Metadata;
+    const meta = (await r.json()) as Metadata;
     const qosMs = qos.get(name) ?? meta.parameters?.qos_ms;
-    if (qosMs === undefined) throw userError('BAD_ARGUMENT', `model ${JSON.stringify(name)} has no QoS in its metadata`, `give one with --qos ${name}=MS`);
+    if (qosMs === undefined)
+      throw userError('BAD_ARGUMENT', `model ${JSON.stringify(name)} has no QoS in its metadata`, `give one with --qos ${name}=MS`);
     out.push({ name, weight, qosMs, ...requestFor(meta, seed + out.length * 101, flags.jsonTensors === true) });
   }
   return out;

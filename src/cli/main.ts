@@ -28,11 +28,25 @@ import { registerDataCommand } from './data.js';
 export type CommandRegistrar = (program: Command) => void;
 
 const registrars: readonly CommandRegistrar[] = [
-  registerInspectCommand, registerZooCommand, registerNoiseCommand, registerBenchLayersCommand, registerDbCommand,
-  registerCompileCommand, registerRunCommand, registerBenchCommand, registerPlotCommand, registerReportCommand,
-  registerProfileCommand, registerSimulateCommand, registerCalibrateServingCommand, registerServeCommand, registerLoadCommand,
-  registerKeygenCommand, registerSignCommand,
-  registerTrainCommand, registerDataCommand,
+  registerInspectCommand,
+  registerZooCommand,
+  registerNoiseCommand,
+  registerBenchLayersCommand,
+  registerDbCommand,
+  registerCompileCommand,
+  registerRunCommand,
+  registerBenchCommand,
+  registerPlotCommand,
+  registerReportCommand,
+  registerProfileCommand,
+  registerSimulateCommand,
+  registerCalibrateServingCommand,
+  registerServeCommand,
+  registerLoadCommand,
+  registerKeygenCommand,
+  registerSignCommand,
+  registerTrainCommand,
+  registerDataCommand,
 ];
 
 export function buildProgram(): Command {

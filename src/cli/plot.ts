@@ -42,8 +42,11 @@ const ANY_CPU = { has: () => true } as unknown as ReadonlySet<string>;
 
 async function plotAction(bundlePath: string, f: PlotFlags): Promise<void> {
   if (!f.output) {
-    throw userError('BAD_ARGUMENT', 'veltair plot needs -o FILE.svg or -o FILE.png (the figure to write)',
-      'e.g. veltair plot model.bundle --layer 0 -o layer0.svg');
+    throw userError(
+      'BAD_ARGUMENT',
+      'veltair plot needs -o FILE.svg or -o FILE.png (the figure to write)',
+      'e.g. veltair plot model.bundle --layer 0 -o layer0.svg',
+    );
   }
   const force = f.force === true;
   const figure = planOutput('-o', f.output, ['svg', 'png'] as const, force);
@@ -52,10 +55,14 @@ async function plotAction(bundlePath: string, f: PlotFlags): Promise<void> {
   const bundle = await readBundle(bundlePath, { cpuFlags: ANY_CPU });
   const m = bundle.manifest;
   const profiles = readBundleProfiles(bundle);
-  if (f.sparse && f.layer !== undefined) throw userError('BAD_ARGUMENT', '--sparse and --layer are two different figures', 'pass one of them');
+  if (f.sparse && f.layer !== undefined)
+    throw userError('BAD_ARGUMENT', '--sparse and --layer are two different figures', 'pass one of them');
   if (f.sparse && !hasSparseHead(m.files)) {
-    throw userError('BAD_ARGUMENT', `${bundlePath} has no sparse output layer`,
-      'veltair compile gives a dense output layer of ≥ 10000 outputs a sparse family');
+    throw userError(
+      'BAD_ARGUMENT',
+      `${bundlePath} has no sparse output layer`,
+      'veltair compile gives a dense output layer of ≥ 10000 outputs a sparse family',
+    );
   }
   const head = f.sparse ? await readHeadMeta(bundle.paths.dir) : undefined;
   const layer = f.layer === undefined ? undefined : resolveLayer(m, f.layer);
@@ -81,13 +88,18 @@ async function plotAction(bundlePath: string, f: PlotFlags): Promise<void> {
     ...(data ? { data: data.path } : {}),
     ...(layer ? { layer: { index: layer.index, name: layer.name, op: layer.op } } : {}),
     points: head ? head.versions.length : layer ? rows.panels['candidates']!.length : versionsPanel.length,
-    versions: head ? head.versions.filter((v) => v.kept).length
-      : layer ? layer.versions.length : versionsPanel.reduce((s, r) => s + Number(r['versions']), 0),
+    versions: head
+      ? head.versions.filter((v) => v.kept).length
+      : layer
+        ? layer.versions.length
+        : versionsPanel.reduce((s, r) => s + Number(r['versions']), 0),
   };
   if (f.json) printJson(summary);
   else {
-    const what = head ? `sparse output layer ${head.layer.name}: ${summary.points} measured versions, ${summary.versions} kept`
-      : layer ? `layer ${layer.index} (${layer.op}): ${summary.points} candidate points, ${summary.versions} kept versions`
+    const what = head
+      ? `sparse output layer ${head.layer.name}: ${summary.points} measured versions, ${summary.versions} kept`
+      : layer
+        ? `layer ${layer.index} (${layer.op}): ${summary.points} candidate points, ${summary.versions} kept versions`
         : `model: ${summary.points} tunable layers, ${summary.versions} kept versions`;
     printLine(`wrote ${figure.path}${data ? ` and ${data.path}` : ''} (${what})`);
   }
@@ -96,10 +108,10 @@ async function plotAction(bundlePath: string, f: PlotFlags): Promise<void> {
 export function registerPlotCommand(program: Command): void {
   program
     .command('plot')
-    .description('draw a layer\'s Pareto family (--layer) or the model\'s versions and adaptive-vs-fixed latency, as SVG or PNG')
+    .description("draw a layer's Pareto family (--layer) or the model's versions and adaptive-vs-fixed latency, as SVG or PNG")
     .argument('<bundle>', 'bundle directory written by veltair compile')
     .option('--layer <id>', 'layer index (as veltair inspect prints it) or exact layer name; omit for the model figure')
-    .option('--sparse', 'the recall–latency frontier of the bundle\'s sparse output layer, kept versions marked')
+    .option('--sparse', "the recall–latency frontier of the bundle's sparse output layer, kept versions marked")
     .option('-o, --output <file>', 'figure to write: .svg or .png (the format follows the extension)')
     .option('--data <file>', 'also write the rows behind the figure: .csv or .json')
     .option('--force', 'replace existing output files')

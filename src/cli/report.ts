@@ -24,7 +24,12 @@ export interface ReportSummary {
 }
 
 async function reportAction(bundleDir: string, f: ReportFlags): Promise<void> {
-  if (!f.output) throw userError('BAD_ARGUMENT', 'veltair report needs -o FILE.html (the report to write)', 'e.g. veltair report model.bundle -o report.html');
+  if (!f.output)
+    throw userError(
+      'BAD_ARGUMENT',
+      'veltair report needs -o FILE.html (the report to write)',
+      'e.g. veltair report model.bundle -o report.html',
+    );
   const force = f.force === true;
   const out = planOutput('-o', f.output, ['html', 'htm'], force, 'veltair report').path;
   // vega, vega-lite and resvg take ~0.7 s to load: only this command pays for them.
@@ -35,10 +40,18 @@ async function reportAction(bundleDir: string, f: ReportFlags): Promise<void> {
   let report;
   try {
     const sparse = hasSparseHead(bundle.manifest.files) ? await readHeadMeta(bundle.paths.dir) : undefined;
-    report = await buildReport(bundle.manifest, profiles, (done, total) => {
-      if (!started) { bar.start(total, 'rendering layer figures'); started = true; }
-      bar.update(done);
-    }, sparse);
+    report = await buildReport(
+      bundle.manifest,
+      profiles,
+      (done, total) => {
+        if (!started) {
+          bar.start(total, 'rendering layer figures');
+          started = true;
+        }
+        bar.update(done);
+      },
+      sparse,
+    );
   } finally {
     bar.stop();
   }

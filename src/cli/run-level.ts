@@ -23,15 +23,23 @@ export interface LevelChoice {
 async function predictLevel(session: Session, feeds: Feeds): Promise<LevelChoice> {
   const calibration = session.manifest.interferenceProxy;
   if (calibration === undefined) {
-    return { level: 0, how: 'auto: no proxy calibration, level 0',
-      note: 'the bundle has no interference-proxy calibration (veltair bench --calibrate-proxy adds one); running at level 0' };
+    return {
+      level: 0,
+      how: 'auto: no proxy calibration, level 0',
+      note: 'the bundle has no interference-proxy calibration (veltair bench --calibrate-proxy adds one); running at level 0',
+    };
   }
   // The calibration's split: kernels on the first `threads` cores, the rest count as "other".
   const all = availableCores();
   const threads = Math.max(1, Math.min(calibration.threads, all.length));
   const { kernelCores, allCores } = runtimeCores(threads, all);
   const proxy = new InterferenceProxy({
-    manifest: session.manifest, executor: session.executor, stepOfPlan: session.stepOfPlan, threads, kernelCores, allCores,
+    manifest: session.manifest,
+    executor: session.executor,
+    stepOfPlan: session.stepOfPlan,
+    threads,
+    kernelCores,
+    allCores,
   });
   try {
     // One observed run: its kernel time over the level-0 profile is the latency ratio.
@@ -47,8 +55,9 @@ async function predictLevel(session: Session, feeds: Feeds): Promise<LevelChoice
     const p = proxy.predict();
     return {
       level: p.level,
-      how: `auto: the interference proxy predicted ${p.continuous.toFixed(2)} after one observed warm-up run (latency ratio `
-        + `${p.features.latencyRatio.toFixed(2)}, other cores ${(p.features.otherCoresBusy * 100).toFixed(0)}% busy)`,
+      how:
+        `auto: the interference proxy predicted ${p.continuous.toFixed(2)} after one observed warm-up run (latency ratio ` +
+        `${p.features.latencyRatio.toFixed(2)}, other cores ${(p.features.otherCoresBusy * 100).toFixed(0)}% busy)`,
     };
   } finally {
     session.executor.setProfiling(false);
@@ -61,8 +70,9 @@ export async function chooseLevel(session: Session, flag: number | 'auto', feeds
   const choice: LevelChoice = flag === 'auto' ? await predictLevel(session, feeds) : { level: flag, how: 'fixed by --level' };
   session.setLevel(choice.level);
   if (!session.levels.includes(choice.level)) {
-    const fallback = `the bundle's versions were profiled at level${session.levels.length === 1 ? '' : 's'} ${session.levels.join(', ')} only; `
-      + `level ${choice.level} picks by the level-0 profiles`;
+    const fallback =
+      `the bundle's versions were profiled at level${session.levels.length === 1 ? '' : 's'} ${session.levels.join(', ')} only; ` +
+      `level ${choice.level} picks by the level-0 profiles`;
     return { ...choice, note: choice.note ? `${choice.note}; ${fallback}` : fallback };
   }
   return choice;

@@ -54,7 +54,10 @@ export interface RunSummary {
   readonly sparseVersion?: { readonly id: string; readonly recallAt1: number };
   /** With --profile: the trace file, profiled runs, median run (ms), time by op kind, share outside kernels. */
   readonly profile?: {
-    readonly path: string; readonly runs: number; readonly medianRunMs: number; readonly nonKernelShare: number;
+    readonly path: string;
+    readonly runs: number;
+    readonly medianRunMs: number;
+    readonly nonKernelShare: number;
     readonly byKind: readonly KindRow[];
   };
 }
@@ -64,17 +67,28 @@ const collect = (value: string, previous: string[] | undefined) => [...(previous
 /** NAME=FILE pairs (a bare FILE is allowed when the model has exactly one input). */
 export function parseInputFlags(values: readonly string[], inputs: readonly TensorInfo[]): Map<string, string> {
   if (values.length === 0) {
-    throw userError('BAD_ARGUMENT', `veltair run needs --input NAME=FILE for each model input (${inputs.map((i) => quoteForMessage(i.name)).join(', ')})`,
-      'e.g. --input input=x.npy (.npy or ONNX TensorProto .pb)');
+    throw userError(
+      'BAD_ARGUMENT',
+      `veltair run needs --input NAME=FILE for each model input (${inputs.map((i) => quoteForMessage(i.name)).join(', ')})`,
+      'e.g. --input input=x.npy (.npy or ONNX TensorProto .pb)',
+    );
   }
   const out = new Map<string, string>();
   for (const v of values) {
     const eq = v.indexOf('=');
     let name: string, file: string;
-    if (eq > 0) { name = v.slice(0, eq); file = v.slice(eq + 1); }
-    else if (inputs.length === 1 && eq < 0) { name = inputs[0]!.name; file = v; }
-    else throw userError('BAD_ARGUMENT', `--input ${quoteForMessage(v)} is not NAME=FILE`,
-      `the model's inputs are ${inputs.map((i) => quoteForMessage(i.name)).join(', ')}`);
+    if (eq > 0) {
+      name = v.slice(0, eq);
+      file = v.slice(eq + 1);
+    } else if (inputs.length === 1 && eq < 0) {
+      name = inputs[0]!.name;
+      file = v;
+    } else
+      throw userError(
+        'BAD_ARGUMENT',
+        `--input ${quoteForMessage(v)} is not NAME=FILE`,
+        `the model's inputs are ${inputs.map((i) => quoteForMessage(i.name)).join(', ')}`,
+      );
     if (file === '') throw userError('BAD_ARGUMENT', `--input ${quoteForMessage(v)} names no file`, 'e.g. --input input=x.npy');
     if (out.has(name)) throw userError('BAD_ARGUMENT', `input ${quoteForMessage(name)} is given twice`, 'pass one --input per model input');
     out.set(name, file);
@@ -86,8 +100,11 @@ export function parseInputFlags(values: readonly string[], inputs: readonly Tens
 export function readInputFile(file: string): HostTensor {
   const ext = extname(file).toLowerCase();
   if (ext !== '.npy' && ext !== '.pb') {
-    throw userError('BAD_INPUT', `${file}: inputs must be .npy or ONNX TensorProto .pb files`,
-      'save the array with numpy.save (.npy) or onnx.numpy_helper (.pb)');
+    throw userError(
+      'BAD_INPUT',
+      `${file}: inputs must be .npy or ONNX TensorProto .pb files`,
+      'save the array with numpy.save (.npy) or onnx.numpy_helper (.pb)',
+    );
   }
   let bytes: Uint8Array;
   try {
@@ -113,7 +130,11 @@ function conformed(t: HostTensor, want: TensorInfo, file: string, json: boolean)
 
 /** A model-supplied output name as a safe, unique file name. */
 export function outputFileName(name: string, taken: Set<string>): string {
-  const base = name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_').slice(0, 120) || 'output';
+  const base =
+    name
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .replace(/^\.+/, '_')
+      .slice(0, 120) || 'output';
   let candidate = `${base}.npy`;
   for (let i = 1; taken.has(candidate.toLowerCase()); i++) candidate = `${base}_${i}.npy`;
   taken.add(candidate.toLowerCase());
@@ -122,7 +143,12 @@ export function outputFileName(name: string, taken: Set<string>): string {
 
 function writeAtomically(path: string, bytes: Uint8Array): void {
   writeFileAtomicSync(path, bytes, (p, e) =>
-    userError('FILE_UNWRITABLE', `cannot write ${p}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'choose a writable --output-dir'));
+    userError(
+      'FILE_UNWRITABLE',
+      `cannot write ${p}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      'choose a writable --output-dir',
+    ),
+  );
 }
 
 function prepareOutputDir(dir: string): string {
@@ -130,8 +156,11 @@ function prepareOutputDir(dir: string): string {
   try {
     mkdirSync(abs, { recursive: true });
   } catch (e) {
-    throw userError('FILE_UNWRITABLE', `cannot create output directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-      'choose a writable --output-dir');
+    throw userError(
+      'FILE_UNWRITABLE',
+      `cannot create output directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      'choose a writable --output-dir',
+    );
   }
   return abs;
 }
@@ -142,16 +171,20 @@ function readFeeds(session: Session, files: ReadonlyMap<string, string>, json: b
   for (const [name, file] of files) {
     const want = byName.get(name);
     if (want === undefined) {
-      throw userError('BAD_INPUT', `the model has no input ${quoteForMessage(name)} (given as --input ${quoteForMessage(name)}=${file}); `
-        + `its inputs are ${session.inputs.map((i) => `${quoteForMessage(i.name)} (${i.dtype} [${i.shape.join(', ')}])`).join(', ')}`,
-        'name each --input after a model input');
+      throw userError(
+        'BAD_INPUT',
+        `the model has no input ${quoteForMessage(name)} (given as --input ${quoteForMessage(name)}=${file}); ` +
+          `its inputs are ${session.inputs.map((i) => `${quoteForMessage(i.name)} (${i.dtype} [${i.shape.join(', ')}])`).join(', ')}`,
+        'name each --input after a model input',
+      );
     }
     feeds[name] = conformed(readInputFile(file), want, file, json);
   }
   return feeds;
 }
 
-const fmt = (x: number) => (Number.isNaN(x) ? 'nan' : Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : x.toFixed(4));
+const fmt = (x: number) =>
+  Number.isNaN(x) ? 'nan' : Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : x.toFixed(4);
 
 function summaryText(s: RunSummary, results: Record<string, HostTensor>, choice: LevelChoice): string {
   const rows = s.outputs.map((o) => {
@@ -168,7 +201,8 @@ function summaryText(s: RunSummary, results: Record<string, HostTensor>, choice:
 /** --min-recall: a recall@1 floor in [0, 1] for a sparse output layer (runtime/sparse-head.ts). */
 function parseRecall(text: string): number {
   const x = Number(text);
-  if (text.trim() === '' || !(x >= 0 && x <= 1)) throw badArgument('--min-recall', text, 'is not a recall between 0 and 1', 'e.g. --min-recall 0.95');
+  if (text.trim() === '' || !(x >= 0 && x <= 1))
+    throw badArgument('--min-recall', text, 'is not a recall between 0 and 1', 'e.g. --min-recall 0.95');
   return x;
 }
 
@@ -178,8 +212,11 @@ async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
   const levelFlag = parseLevelFlag(f.level ?? '0');
   const trustedKeys = f.trust?.map((k) => readTrustedKey(k));
   const minRecall = f.minRecall === undefined ? undefined : parseRecall(f.minRecall);
-  const session = await loadBundle(bundlePath, { ...(threads === undefined ? {} : { threads }), ...(trustedKeys ? { trustedKeys } : {}),
-    ...(minRecall === undefined ? {} : { sparse: { minRecallAt1: minRecall } }) });
+  const session = await loadBundle(bundlePath, {
+    ...(threads === undefined ? {} : { threads }),
+    ...(trustedKeys ? { trustedKeys } : {}),
+    ...(minRecall === undefined ? {} : { sparse: { minRecallAt1: minRecall } }),
+  });
   try {
     if (!json) for (const w of session.warnings) note(`warning: ${w}`);
     const files = parseInputFlags(f.input ?? [], session.inputs);
@@ -206,14 +243,24 @@ async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
       writeAtomically(path, encodeNpy(results[o.name]!));
       return { name: o.name, shape: [...o.shape], dtype: o.dtype as string, path };
     });
-    const profile = f.profile === undefined ? undefined
-      : writeProfile(session, feeds, f.profile, f.profileRuns === undefined ? 10 : parsePositiveInt('--profile-runs', f.profileRuns, 100_000),
-        { bundle: bundlePath, threads: threads ?? null, level: choice.level });
+    const profile =
+      f.profile === undefined
+        ? undefined
+        : writeProfile(
+            session,
+            feeds,
+            f.profile,
+            f.profileRuns === undefined ? 10 : parsePositiveInt('--profile-runs', f.profileRuns, 100_000),
+            { bundle: bundlePath, threads: threads ?? null, level: choice.level },
+          );
     const head = session.sparse;
     const summary: RunSummary = {
-      outputs, level: choice.level, latencyMs: Math.round(latencyMs * 1000) / 1000,
+      outputs,
+      level: choice.level,
+      latencyMs: Math.round(latencyMs * 1000) / 1000,
       ...(head ? { sparseVersion: { id: head.versions[head.current]!.id, recallAt1: head.versions[head.current]!.recallAt1 } } : {}),
-      ...(session.signedBy ? { signedBy: session.signedBy } : {}), ...(profile ? { profile } : {}),
+      ...(session.signedBy ? { signedBy: session.signedBy } : {}),
+      ...(profile ? { profile } : {}),
     };
     if (json) printJson(summary);
     else printLine(summaryText(summary, results, choice));
@@ -222,24 +269,44 @@ async function runAction(bundlePath: string, f: RunFlags): Promise<void> {
   }
 }
 
-function writeProfile(session: Session, feeds: Record<string, HostTensor>, file: string, runs: number,
-  meta: { bundle: string; threads: number | null; level: number }): NonNullable<RunSummary['profile']> {
+function writeProfile(
+  session: Session,
+  feeds: Record<string, HostTensor>,
+  file: string,
+  runs: number,
+  meta: { bundle: string; threads: number | null; level: number },
+): NonNullable<RunSummary['profile']> {
   const path = resolve(file);
   if (extname(path).toLowerCase() !== '.json') {
-    throw userError('BAD_ARGUMENT', `--profile ${quoteForMessage(file)} must name a .json file`,
-      'e.g. --profile trace.json (open it in https://ui.perfetto.dev)');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--profile ${quoteForMessage(file)} must name a .json file`,
+      'e.g. --profile trace.json (open it in https://ui.perfetto.dev)',
+    );
   }
   const p = profileSession(session, feeds, runs);
   const trace = chromeTrace(p, session.manifest, { ...meta, model: session.manifest.model.path });
   writeAtomically(path, new TextEncoder().encode(JSON.stringify(trace) + '\n'));
   const byKind = summaryByKind(p);
   const total = byKind.reduce((t, r) => t + r.ms, 0);
-  const rows = byKind.map((r) => [r.kind, String(r.steps), r.ms.toFixed(3), `${(r.share * 100).toFixed(1)}%`, (r.ms * 1000 / r.steps).toFixed(1)]);
+  const rows = byKind.map((r) => [
+    r.kind,
+    String(r.steps),
+    r.ms.toFixed(3),
+    `${(r.share * 100).toFixed(1)}%`,
+    ((r.ms * 1000) / r.steps).toFixed(1),
+  ]);
   const share = nonKernelShare(p);
-  note(formatTable([['op kind', 'steps', 'ms', 'share', 'µs/step'], ...rows, ['total', String(p.steps.length), total.toFixed(3), '100%', '']],
-    new Set([1, 2, 3, 4])));
-  note(`profile: ${runs} runs (median step times; median run ${median(p.runsMs).toFixed(3)} ms), ${(share * 100).toFixed(1)}% outside tuned kernels; `
-    + `trace written to ${path}`);
+  note(
+    formatTable(
+      [['op kind', 'steps', 'ms', 'share', 'µs/step'], ...rows, ['total', String(p.steps.length), total.toFixed(3), '100%', '']],
+      new Set([1, 2, 3, 4]),
+    ),
+  );
+  note(
+    `profile: ${runs} runs (median step times; median run ${median(p.runsMs).toFixed(3)} ms), ${(share * 100).toFixed(1)}% outside tuned kernels; ` +
+      `trace written to ${path}`,
+  );
   return { path, runs, medianRunMs: Math.round(median(p.runsMs) * 1000) / 1000, nonKernelShare: Math.round(share * 10000) / 10000, byKind };
 }
 
@@ -253,7 +320,11 @@ function withInputFiles(e: unknown, files: ReadonlyMap<string, string>): unknown
 export function parseLevelFlag(text: string): number | 'auto' {
   if (text === 'auto') return 'auto';
   if (!/^[0-4]$/.test(text.trim())) {
-    throw userError('BAD_ARGUMENT', `--level ${quoteForMessage(text)} is not auto or an interference level 0 to 4`, 'e.g. --level 0 (quiet) or --level auto');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--level ${quoteForMessage(text)} is not auto or an interference level 0 to 4`,
+      'e.g. --level 0 (quiet) or --level auto',
+    );
   }
   return Number(text);
 }
@@ -263,14 +334,31 @@ export function registerRunCommand(program: Command): void {
     .command('run')
     .description('load a bundle (verifying every file), run the model once on the given inputs, write the outputs as .npy')
     .argument('<bundle>', 'bundle directory written by veltair compile')
-    .option('--input <name=file>', 'a model input from a .npy or ONNX TensorProto .pb file (repeatable; NAME= may be left out for a one-input model)', collect)
+    .option(
+      '--input <name=file>',
+      'a model input from a .npy or ONNX TensorProto .pb file (repeatable; NAME= may be left out for a one-input model)',
+      collect,
+    )
     .option('--output-dir <dir>', 'where to write <output>.npy files (default ./outputs, created if missing)')
-    .option('--level <auto|n>', 'interference level whose best-profiled versions to run: 0 to 4, or auto (the interference proxy) (default 0)')
+    .option(
+      '--level <auto|n>',
+      'interference level whose best-profiled versions to run: 0 to 4, or auto (the interference proxy) (default 0)',
+    )
     .option('--threads <n>', 'run with n threads and the versions tuned for n (default: the widest tuned count leaving a core free)')
-    .option('--trust <key>', 'run only if this Ed25519 public key (veltair keygen PREFIX.pub) signed the bundle (repeatable: any of them)', collect)
-    .option('--profile <file.json>', 'also time every step over --profile-runs runs: a Chrome trace (Perfetto) and a table by op kind on stderr')
+    .option(
+      '--trust <key>',
+      'run only if this Ed25519 public key (veltair keygen PREFIX.pub) signed the bundle (repeatable: any of them)',
+      collect,
+    )
+    .option(
+      '--profile <file.json>',
+      'also time every step over --profile-runs runs: a Chrome trace (Perfetto) and a table by op kind on stderr',
+    )
     .option('--profile-runs <n>', 'profiled runs for --profile (default 10)')
-    .option('--min-recall <r>', 'a sparse output layer runs its fastest version with recall@1 ≥ r against dense (default: its dense version)')
+    .option(
+      '--min-recall <r>',
+      'a sparse output layer runs its fastest version with recall@1 ≥ r against dense (default: its dense version)',
+    )
     .option('--json', 'machine-readable summary on stdout, nothing else there')
     .action(runAction);
 }

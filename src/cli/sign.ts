@@ -13,13 +13,20 @@ import { readSigningKey, SIGNATURE_FILE, signatureFor } from '../bundle/sign.js'
 import { userError } from '../errors.js';
 import { printJson, printLine } from '../terminal/output.js';
 
-interface SignFlags { key?: string; json?: boolean }
+interface SignFlags {
+  key?: string;
+  json?: boolean;
+}
 
 const ANY_CPU = { has: () => true } as unknown as ReadonlySet<string>;
 
 async function signAction(bundlePath: string, f: SignFlags): Promise<void> {
   if (!f.key) {
-    throw userError('BAD_ARGUMENT', 'veltair sign needs --key KEY (an Ed25519 private key from veltair keygen)', 'e.g. veltair sign model.bundle --key ci.key');
+    throw userError(
+      'BAD_ARGUMENT',
+      'veltair sign needs --key KEY (an Ed25519 private key from veltair keygen)',
+      'e.g. veltair sign model.bundle --key ci.key',
+    );
   }
   const key = readSigningKey(f.key, '--key');
   // Signing runs no kernel: whether this CPU could run the bundle is not checked here.
@@ -27,7 +34,12 @@ async function signAction(bundlePath: string, f: SignFlags): Promise<void> {
   const signature = signatureFor(readFileSync(bundle.paths.manifest), key);
   const path = join(bundle.paths.dir, SIGNATURE_FILE);
   writeFileAtomicSync(path, JSON.stringify(signature, null, 2) + '\n', (p, e) =>
-    userError('FILE_UNWRITABLE', `cannot write ${p} (${(e as NodeJS.ErrnoException).code ?? 'error'})`, 'sign a bundle directory you can write to'));
+    userError(
+      'FILE_UNWRITABLE',
+      `cannot write ${p} (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+      'sign a bundle directory you can write to',
+    ),
+  );
   if (f.json) printJson({ bundle: bundle.paths.dir, signature: path, keyId: signature.keyId });
   else printLine(`signed ${bundle.paths.dir}: ${SIGNATURE_FILE}, Ed25519 key ${signature.keyId}`);
 }
@@ -35,7 +47,7 @@ async function signAction(bundlePath: string, f: SignFlags): Promise<void> {
 export function registerSignCommand(program: Command): void {
   program
     .command('sign')
-    .description('sign an existing bundle\'s manifest with an Ed25519 private key (after checking every file), into manifest.sig')
+    .description("sign an existing bundle's manifest with an Ed25519 private key (after checking every file), into manifest.sig")
     .argument('<bundle>', 'bundle directory written by veltair compile')
     .option('--key <key>', 'Ed25519 private key (PEM, from veltair keygen)')
     .option('--json', 'machine-readable summary on stdout, nothing else there')

@@ -10,7 +10,9 @@ import { dtypeByteSize } from '../onnx/dtype.js';
 import type { DType } from '../onnx/model.js';
 import { chargesFor, readCalibration, type Charges } from '../simulate/calibration.js';
 
-interface ManifestTensors { model?: { inputs?: { dtype: DType; shape: number[] }[]; outputs?: { dtype: DType; shape: number[] }[] } }
+interface ManifestTensors {
+  model?: { inputs?: { dtype: DType; shape: number[] }[]; outputs?: { dtype: DType; shape: number[] }[] };
+}
 
 /** Tensor bytes per request of the bundle at `dir`, or null when it is not a readable bundle. */
 export function bundleTensorBytes(dir: string): number | null {
@@ -26,7 +28,11 @@ export function bundleTensorBytes(dir: string): number | null {
   }
 }
 
-export function simulateCharges(file: string, models: readonly string[], profileEntries: readonly string[]): { charges: Charges; label: string } {
+export function simulateCharges(
+  file: string,
+  models: readonly string[],
+  profileEntries: readonly string[],
+): { charges: Charges; label: string } {
   const c = readCalibration(file);
   const byName = new Map<string, number>();
   for (const e of profileEntries) {
@@ -36,9 +42,10 @@ export function simulateCharges(file: string, models: readonly string[], profile
   }
   const bytes = models.map((m) => byName.get(m) ?? byName.get(m.split('@')[0]!) ?? 0);
   const unknown = models.filter((_, i) => !byName.has(models[i]!) && !byName.has(models[i]!.split('@')[0]!));
-  const label = `charging live serving costs measured on ${c.machine} (${c.measured.slice(0, 10)}): per-request front end by tensor bytes, `
-    + `per-block dispatch ${c.blockDispatchUs.toFixed(0)} µs + wake-up ${c.wakeUpUsPerCore.toFixed(0)} µs/core `
-      + `+ event loop ${c.eventLoopUsPerBlock.toFixed(0)} µs`
-    + (unknown.length > 0 ? `; ${unknown.join(', ')}: tensor bytes unknown (no bundle), charged the smallest front-end point` : '');
+  const label =
+    `charging live serving costs measured on ${c.machine} (${c.measured.slice(0, 10)}): per-request front end by tensor bytes, ` +
+    `per-block dispatch ${c.blockDispatchUs.toFixed(0)} µs + wake-up ${c.wakeUpUsPerCore.toFixed(0)} µs/core ` +
+    `+ event loop ${c.eventLoopUsPerBlock.toFixed(0)} µs` +
+    (unknown.length > 0 ? `; ${unknown.join(', ')}: tensor bytes unknown (no bundle), charged the smallest front-end point` : '');
   return { charges: chargesFor(c, bytes), label };
 }

@@ -20,7 +20,8 @@ interface BuildFlags {
 }
 
 function integerFlag(flag: string, value: string): number {
-  if (!/^\d+$/.test(value)) throw userError('BAD_ARGUMENT', `--${flag} must be a non-negative integer, got ${JSON.stringify(value)}`, `e.g. --${flag} 2`);
+  if (!/^\d+$/.test(value))
+    throw userError('BAD_ARGUMENT', `--${flag} must be a non-negative integer, got ${JSON.stringify(value)}`, `e.g. --${flag} 2`);
   return Number(value);
 }
 
@@ -51,15 +52,17 @@ export function registerZooCommand(program: Command): void {
         options: m.options.map((o) => ({ name: o.name, kind: o.kind, default: o.default, description: o.description })),
       }));
       if (opts.json) return printJson({ models: rows });
-      printLine(formatTable([
-        ['name', 'inputs', 'options', 'description'],
-        ...rows.map((r) => [
-          r.name,
-          r.inputs.map((i) => `${i.name}[${i.shape.join('x')}]`).join(' '),
-          r.options.map((o) => `${o.name}=${o.default}`).join(' '),
-          r.description,
+      printLine(
+        formatTable([
+          ['name', 'inputs', 'options', 'description'],
+          ...rows.map((r) => [
+            r.name,
+            r.inputs.map((i) => `${i.name}[${i.shape.join('x')}]`).join(' '),
+            r.options.map((o) => `${o.name}=${o.default}`).join(' '),
+            r.description,
+          ]),
         ]),
-      ]));
+      );
     });
   zoo
     .command('build')

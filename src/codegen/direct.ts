@@ -16,8 +16,13 @@ import { emitTeamEntry, kernelArgs, kernelParams } from './team-entry.js';
 
 /** What special-block detection needs of a problem (direct or depthwise). */
 export interface ColumnGeometry {
-  readonly cols: number; readonly kw: number; readonly sw: number; readonly padL: number;
-  readonly dw: number; readonly inW: number; readonly in: { readonly pix: number };
+  readonly cols: number;
+  readonly kw: number;
+  readonly sw: number;
+  readonly padL: number;
+  readonly dw: number;
+  readonly inW: number;
+  readonly in: { readonly pix: number };
 }
 
 export interface DirectLayout {
@@ -40,7 +45,8 @@ export function specialBlocks(p: ColumnGeometry, regCols: number): { blk: number
   const out = [];
   const blocks = Math.ceil(p.cols / regCols);
   for (let blk = 0; blk < blocks; blk++) {
-    const ow0 = blk * regCols, width = Math.min(regCols, p.cols - ow0);
+    const ow0 = blk * regCols,
+      width = Math.min(regCols, p.cols - ow0);
     let clean = width === regCols;
     for (let j = 0; clean && j < width; j++) {
       for (let kw = 0; kw < p.kw; kw++) if (tapOffset(p, ow0 + j, kw) === undefined) clean = false;
@@ -50,7 +56,9 @@ export function specialBlocks(p: ColumnGeometry, regCols: number): { blk: number
   return out;
 }
 
-function variantSuffix(ocb: number) { return `q${ocb}`; }
+function variantSuffix(ocb: number) {
+  return `q${ocb}`;
+}
 
 const align64 = (bytes: number) => Math.ceil(bytes / 64) * 64;
 
@@ -88,25 +96,33 @@ export function emitDirect(sym: string, p: DirectProblem, s: Schedule, steps: re
   for (const ocb of variants) {
     const wstep = wstepOf(ocb);
     const base: Omit<MicrokernelSpec, 'name'> = {
-      p, s, ocb, wstep, wBlock: p.kh * p.kw * p.vec * wstep, epilogue, steps,
+      p,
+      s,
+      ocb,
+      wstep,
+      wBlock: p.kh * p.kw * p.vec * wstep,
+      epilogue,
+      steps,
     };
     const sfx = variantSuffix(ocb);
     const interiorUsed = specials.length < c.colBlocks;
     if (interiorUsed) parts.push(emitMicrokernel({ ...base, name: `${sym}_ukr_${sfx}` }));
     for (const sp of specials) parts.push(emitMicrokernel({ ...base, name: `${sym}_ukr_${sfx}_b${sp.blk}`, special: sp }));
     const call = (name: string) => `${name}(ip, wp, op, nfull, tail, ih0, iw0, kh0, kh1, first, last, lastq, bias, res, gate, prm)`;
-    parts.push([
-      `static inline void ${sym}_block_${sfx}(int blk, const float* ip, const float* wp, float* op, int nfull, int tail, `
-        + 'int ih0, int kh0, int kh1, int first, int last, int lastq, const float* bias, const float* res, const float* gate, const float* prm) {',
-      `  int iw0 = blk * ${s.regCols * p.sw} - ${p.padL};`,
-      `  op += (long)blk * ${s.regCols * p.out.pix};`,
-      `  if (res) res += (long)blk * ${s.regCols * p.out.pix};`,
-      '  switch (blk) {',
-      ...specials.map((sp) => `    case ${sp.blk}: ${call(`${sym}_ukr_${sfx}_b${sp.blk}`)}; return;`),
-      interiorUsed ? `    default: ${call(`${sym}_ukr_${sfx}`)}; return;` : '    default: (void)iw0; return;',
-      '  }',
-      '}',
-    ].join('\n'));
+    parts.push(
+      [
+        `static inline void ${sym}_block_${sfx}(int blk, const float* ip, const float* wp, float* op, int nfull, int tail, ` +
+          'int ih0, int kh0, int kh1, int first, int last, int lastq, const float* bias, const float* res, const float* gate, const float* prm) {',
+        `  int iw0 = blk * ${s.regCols * p.sw} - ${p.padL};`,
+        `  op += (long)blk * ${s.regCols * p.out.pix};`,
+        `  if (res) res += (long)blk * ${s.regCols * p.out.pix};`,
+        '  switch (blk) {',
+        ...specials.map((sp) => `    case ${sp.blk}: ${call(`${sym}_ukr_${sfx}_b${sp.blk}`)}; return;`),
+        interiorUsed ? `    default: ${call(`${sym}_ukr_${sfx}`)}; return;` : '    default: (void)iw0; return;',
+        '  }',
+        '}',
+      ].join('\n'),
+    );
   }
   parts.push(emitRun(sym, p, s, layout, tailOcb, kpad, nPad, transposed));
   return parts.join('\n\n');
@@ -119,22 +135,32 @@ function decodeTile(p: DirectProblem, s: Schedule): string[] {
   return lines;
 }
 
-function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayout, tailOcb: number,
-  kpad: number, nPad: number, transposed: boolean): string {
+function emitRun(
+  sym: string,
+  p: DirectProblem,
+  s: Schedule,
+  layout: DirectLayout,
+  tailOcb: number,
+  kpad: number,
+  nPad: number,
+  transposed: boolean,
+): string {
   const c = tileCounts(p, s);
   const panelQ = kpad * s.regOc * p.vec;
   const realN = (p.ocVecs - 1) * p.vec + p.ocLanesLast;
-  const wBase = p.weights === 'packed'
-    ? `w + (long)(g * ${c.ocGroups} + q) * ${layout.slot} + (long)icb0 * ${p.kh * p.kw * p.vec} `
-      + `* (q == ${c.ocGroups - 1} ? ${tailOcb * p.vec} : ${s.regOc * p.vec})`
-    : p.weights === 'b_rows'
-      ? `w + (long)b * ${p.reduction * nPad} + (long)icb0 * ${p.vec * nPad} + (long)q * ${s.regOc * p.vec}`
-      : `panel + ((long)b * ${c.ocGroups} + q) * ${panelQ} + (long)icb0 * ${p.vec * s.regOc * p.vec}`;
-  const call = (sfx: string) => `${sym}_block_${sfx}(blk, ip, wq, oq, nfull, tail, ih0, kh0, kh1, first, last, lastq, `
-    + 'bq, rq, gq, prm)';
-  const dispatch = tailOcb === s.regOc
-    ? [`${call(variantSuffix(s.regOc))};`]
-    : [`if (q == ${c.ocGroups - 1}) ${call(variantSuffix(tailOcb))}; else ${call(variantSuffix(s.regOc))};`];
+  const wBase =
+    p.weights === 'packed'
+      ? `w + (long)(g * ${c.ocGroups} + q) * ${layout.slot} + (long)icb0 * ${p.kh * p.kw * p.vec} ` +
+        `* (q == ${c.ocGroups - 1} ? ${tailOcb * p.vec} : ${s.regOc * p.vec})`
+      : p.weights === 'b_rows'
+        ? `w + (long)b * ${p.reduction * nPad} + (long)icb0 * ${p.vec * nPad} + (long)q * ${s.regOc * p.vec}`
+        : `panel + ((long)b * ${c.ocGroups} + q) * ${panelQ} + (long)icb0 * ${p.vec * s.regOc * p.vec}`;
+  const call = (sfx: string) =>
+    `${sym}_block_${sfx}(blk, ip, wq, oq, nfull, tail, ih0, kh0, kh1, first, last, lastq, ` + 'bq, rq, gq, prm)';
+  const dispatch =
+    tailOcb === s.regOc
+      ? [`${call(variantSuffix(s.regOc))};`]
+      : [`if (q == ${c.ocGroups - 1}) ${call(variantSuffix(tailOcb))}; else ${call(variantSuffix(s.regOc))};`];
   const rowSetup = [
     `const int ih0 = r * ${p.sh} - ${p.padT};`,
     `int kh0 = ih0 < 0 ? (-ih0 + ${p.dh - 1}) / ${p.dh} : 0;`,
@@ -150,39 +176,72 @@ function emitRun(sym: string, p: DirectProblem, s: Schedule, layout: DirectLayou
     `const float* gq = gate ? gate + (long)b * ${p.gateBatch} + chan : 0;`,
     `const int lastq = q == ${c.ocGroups - 1};`,
   ];
-  const loops = s.loopOrder === 'oc_outer'
-    ? ['for (int q = q0; q < q1; ++q)', 'for (int r = r0; r < r1; ++r) {', ...rowSetup, 'for (int blk = k0; blk < k1; ++blk) {', ...qSetup]
-    : ['for (int r = r0; r < r1; ++r) {', ...rowSetup, 'for (int blk = k0; blk < k1; ++blk)', 'for (int q = q0; q < q1; ++q) {', ...qSetup];
+  const loops =
+    s.loopOrder === 'oc_outer'
+      ? [
+          'for (int q = q0; q < q1; ++q)',
+          'for (int r = r0; r < r1; ++r) {',
+          ...rowSetup,
+          'for (int blk = k0; blk < k1; ++blk) {',
+          ...qSetup,
+        ]
+      : [
+          'for (int r = r0; r < r1; ++r) {',
+          ...rowSetup,
+          'for (int blk = k0; blk < k1; ++blk)',
+          'for (int q = q0; q < q1; ++q) {',
+          ...qSetup,
+        ];
   // Every (batch, oc group) panel once, [k][regOc·V] with zero columns past N and zero rows past K.
   const rv = s.regOc * p.vec;
-  const packPanels = transposed ? [
-    `#pragma omp for schedule(static)`,
-    `for (long bq = 0; bq < ${p.batch * c.ocGroups}; ++bq) {`,
-    `  const long b = bq / ${c.ocGroups}, q = bq % ${c.ocGroups};`,
-    `  float* pq = panel + bq * ${panelQ};`,
-    `  for (int i = 0; i < ${rv}; ++i) {`,
-    `    const long n = q * ${rv} + i;`,
-    `    const float* src = w + (b * ${realN} + n) * ${kpad};`,
-    `    for (int k = 0; k < ${kpad}; ++k) pq[(long)k * ${rv} + i] = n < ${realN} && k < ${p.reduction} ? src[k] : 0.0f;`,
-    '  }',
-    '}',
-  ] : [];
+  const packPanels = transposed
+    ? [
+        `#pragma omp for schedule(static)`,
+        `for (long bq = 0; bq < ${p.batch * c.ocGroups}; ++bq) {`,
+        `  const long b = bq / ${c.ocGroups}, q = bq % ${c.ocGroups};`,
+        `  float* pq = panel + bq * ${panelQ};`,
+        `  for (int i = 0; i < ${rv}; ++i) {`,
+        `    const long n = q * ${rv} + i;`,
+        `    const float* src = w + (b * ${realN} + n) * ${kpad};`,
+        `    for (int k = 0; k < ${kpad}; ++k) pq[(long)k * ${rv} + i] = n < ${realN} && k < ${p.reduction} ? src[k] : 0.0f;`,
+        '  }',
+        '}',
+      ]
+    : [];
   const compact = p.inputLayout === 'nchw';
   const ws = directWorkspace(p, s);
-  const tiles = [`static void ${sym}_tiles(${kernelParams('in')}) {`, ws.bytes === 0 ? '  (void)workspace;' : '',
-    ...emitTiles(p, s, ws, transposed, packPanels, loops, dispatch), '}'];
+  const tiles = [
+    `static void ${sym}_tiles(${kernelParams('in')}) {`,
+    ws.bytes === 0 ? '  (void)workspace;' : '',
+    ...emitTiles(p, s, ws, transposed, packPanels, loops, dispatch),
+    '}',
+  ];
   if (!compact) return [...tiles, '', emitTeamEntry(`${sym}_run`, `${sym}_tiles`, 'in')].join('\n');
   // `<sym>_run_nchw`: the same tiles straight on the caller's plain NCHW input, which is exactly the
   // gathered copy `_run` builds (batch stride cin·H·W), so the graph plan can hand a stem its
   // natural-layout graph input: no reorder to NCHW[V]c before it and no gather back inside it.
   // `_run` keeps the gather in front of the tiles: tuning records measure it. A conv's workspace holds only that copy.
-  return [...tiles, '', ...compactInput(sym, p), '', emitTeamEntry(`${sym}_run`, `${sym}_compact`, 'in_blocked'), '',
-    emitTeamEntry(`${sym}_run_nchw`, `${sym}_tiles`, 'in')].join('\n');
+  return [
+    ...tiles,
+    '',
+    ...compactInput(sym, p),
+    '',
+    emitTeamEntry(`${sym}_run`, `${sym}_compact`, 'in_blocked'),
+    '',
+    emitTeamEntry(`${sym}_run_nchw`, `${sym}_tiles`, 'in'),
+  ].join('\n');
 }
 
 /** The run function's body after its prologue: one parallel loop over the cache tiles. */
-function emitTiles(p: DirectProblem, s: Schedule, ws: DirectWorkspace, transposed: boolean, packPanels: readonly string[],
-  loops: readonly string[], dispatch: readonly string[]): string[] {
+function emitTiles(
+  p: DirectProblem,
+  s: Schedule,
+  ws: DirectWorkspace,
+  transposed: boolean,
+  packPanels: readonly string[],
+  loops: readonly string[],
+  dispatch: readonly string[],
+): string[] {
   const c = tileCounts(p, s);
   const lastBlockPartial = p.icLanesLast < p.vec;
   return [
@@ -221,7 +280,9 @@ function emitTiles(p: DirectProblem, s: Schedule, ws: DirectWorkspace, transpose
  * from), then runs the tiles on that copy. `<sym>_run_nchw` takes that copy from the caller.
  */
 function compactInput(sym: string, p: DirectProblem): string[] {
-  const cin = p.icLanesLast, plane = p.inH * p.inW, v = p.vec;
+  const cin = p.icLanesLast,
+    plane = p.inH * p.inW,
+    v = p.vec;
   return [
     `static void ${sym}_compact(${kernelParams('in_blocked')}) {`,
     '  float* in = (float*)workspace;',

@@ -11,8 +11,19 @@ export const EPILOGUE_CODES: Readonly<Record<EpilogueKind, number>> = codesOf(EP
 
 /** How many runtime floats each step reads from epi_params. */
 export const EPILOGUE_PARAMS: Readonly<Record<EpilogueKind, number>> = {
-  bias: 0, relu: 0, clip: 2, leaky_relu: 1, sigmoid: 0, hard_sigmoid: 2, hard_swish: 0, silu: 0,
-  tanh: 0, gelu: 0, residual_add: 0, channel_mul: 0, gelu_tanh: 0,
+  bias: 0,
+  relu: 0,
+  clip: 2,
+  leaky_relu: 1,
+  sigmoid: 0,
+  hard_sigmoid: 2,
+  hard_swish: 0,
+  silu: 0,
+  tanh: 0,
+  gelu: 0,
+  residual_add: 0,
+  channel_mul: 0,
+  gelu_tanh: 0,
 };
 
 export function epilogueParamCount(steps: readonly EpilogueKind[]): number {
@@ -30,19 +41,45 @@ export function emitEpilogue(name: string, vec: number, steps: readonly Epilogue
   let p = 0;
   for (const step of steps) {
     switch (step) {
-      case 'bias': lines.push(`x = ${v}_add(x, ${v}_load(b));`); break;
-      case 'relu': lines.push(`x = ${v}_max(x, ${v}_zero());`); break;
-      case 'clip': lines.push(`x = ${v}_clamp(x, p[${p}], p[${p + 1}]);`); break;
-      case 'leaky_relu': lines.push(`x = ${v}_leaky_relu(x, p[${p}]);`); break;
-      case 'sigmoid': lines.push(`x = ${v}_sigmoid(x);`); break;
-      case 'hard_sigmoid': lines.push(`x = ${v}_hard_sigmoid(x, p[${p}], p[${p + 1}]);`); break;
-      case 'hard_swish': lines.push(`x = ${v}_hard_swish(x);`); break;
-      case 'silu': lines.push(`x = ${v}_mul(x, ${v}_sigmoid(x));`); break;
-      case 'tanh': lines.push(`x = ${v}_tanh(x);`); break;
-      case 'gelu': lines.push(`x = ${v}_gelu(x);`); break;
-      case 'gelu_tanh': lines.push(`x = ${v}_gelu_tanh(x);`); break;
-      case 'residual_add': lines.push(`x = ${v}_add(x, ${v}_load(r));`); break;
-      case 'channel_mul': lines.push(`x = ${v}_mul(x, ${v}_load(g));`); break;
+      case 'bias':
+        lines.push(`x = ${v}_add(x, ${v}_load(b));`);
+        break;
+      case 'relu':
+        lines.push(`x = ${v}_max(x, ${v}_zero());`);
+        break;
+      case 'clip':
+        lines.push(`x = ${v}_clamp(x, p[${p}], p[${p + 1}]);`);
+        break;
+      case 'leaky_relu':
+        lines.push(`x = ${v}_leaky_relu(x, p[${p}]);`);
+        break;
+      case 'sigmoid':
+        lines.push(`x = ${v}_sigmoid(x);`);
+        break;
+      case 'hard_sigmoid':
+        lines.push(`x = ${v}_hard_sigmoid(x, p[${p}], p[${p + 1}]);`);
+        break;
+      case 'hard_swish':
+        lines.push(`x = ${v}_hard_swish(x);`);
+        break;
+      case 'silu':
+        lines.push(`x = ${v}_mul(x, ${v}_sigmoid(x));`);
+        break;
+      case 'tanh':
+        lines.push(`x = ${v}_tanh(x);`);
+        break;
+      case 'gelu':
+        lines.push(`x = ${v}_gelu(x);`);
+        break;
+      case 'gelu_tanh':
+        lines.push(`x = ${v}_gelu_tanh(x);`);
+        break;
+      case 'residual_add':
+        lines.push(`x = ${v}_add(x, ${v}_load(r));`);
+        break;
+      case 'channel_mul':
+        lines.push(`x = ${v}_mul(x, ${v}_load(g));`);
+        break;
     }
     p += EPILOGUE_PARAMS[step];
   }

@@ -28,7 +28,9 @@ export interface KernelSource {
 }
 
 export function kernelSymbol(w: WorkloadShape, s: Schedule): string {
-  const h = createHash('sha256').update(`${CODEGEN_VERSION}\0${canonicalForm(w)}\0${JSON.stringify(s)}`).digest('hex');
+  const h = createHash('sha256')
+    .update(`${CODEGEN_VERSION}\0${canonicalForm(w)}\0${JSON.stringify(s)}`)
+    .digest('hex');
   return `vt_k${h.slice(0, 16)}`;
 }
 
@@ -43,9 +45,7 @@ export function generateKernel(c: Candidate): KernelSource {
   if (!/^vt_k[0-9a-f]{16}$/.test(symbol)) throw internalError(`bad kernel symbol ${symbol}`);
   const p = problemOf(w, s.vec);
   const epilogue = `${symbol}_epi`;
-  const body = p.kind === 'depthwise'
-    ? emitDepthwise(symbol, p, s, w.epilogue, epilogue)
-    : emitDirect(symbol, p, s, w.epilogue, epilogue);
+  const body = p.kind === 'depthwise' ? emitDepthwise(symbol, p, s, w.epilogue, epilogue) : emitDirect(symbol, p, s, w.epilogue, epilogue);
   const source = [
     `/* veltair candidate ${symbol}: generated, do not edit. schedule ${JSON.stringify(s)} */`,
     '#include <omp.h>',

@@ -26,15 +26,19 @@ export function workspaceBytesOf(p: Problem, s: Schedule): number {
 export function bufferSizes(w: WorkloadShape, p: Problem, s: Schedule): BufferSizes {
   const v = p.vec;
   if (w.op === 'conv2d') {
-    const cinP = roundUp(w.cin, v), coutP = roundUp(w.cout, v);
-    const weight = p.kind === 'depthwise' ? depthwiseWeightFloats(p) : directWeightLayout(p as Extract<Problem, { kind: 'direct' }>, s).weightFloats;
+    const cinP = roundUp(w.cin, v),
+      coutP = roundUp(w.cout, v);
+    const weight =
+      p.kind === 'depthwise' ? depthwiseWeightFloats(p) : directWeightLayout(p as Extract<Problem, { kind: 'direct' }>, s).weightFloats;
     return { input: w.n * cinP * w.h * w.w, weight, output: w.n * coutP * w.oh * w.ow, bias: coutP, gate: w.n * coutP };
   }
   const batch = w.op === 'batch_matmul' ? w.batch : 1;
-  const kp = roundUp(w.k, v), np = roundUp(w.n, v);
-  const weight = w.op === 'dense'
-    ? directWeightLayout(p as Extract<Problem, { kind: 'direct' }>, s).weightFloats
-    : batch * (w.transB ? w.n * kp : w.k * np);
+  const kp = roundUp(w.k, v),
+    np = roundUp(w.n, v);
+  const weight =
+    w.op === 'dense'
+      ? directWeightLayout(p as Extract<Problem, { kind: 'direct' }>, s).weightFloats
+      : batch * (w.transB ? w.n * kp : w.k * np);
   return { input: batch * w.m * kp, weight, output: batch * w.m * np, bias: np, gate: batch * np };
 }
 
@@ -63,17 +67,21 @@ function packDirectWeight(name: string, w: WorkloadShape, p: Extract<Problem, { 
   const c = tileCounts(p, s);
   const { slot } = directWeightLayout(p, s);
   const v = p.vec;
-  const coutg = (p.ocVecs - 1) * v + p.ocLanesLast, cing = (p.icBlocks - 1) * v + p.icLanesLast;
+  const coutg = (p.ocVecs - 1) * v + p.ocLanesLast,
+    cing = (p.icBlocks - 1) * v + p.icLanesLast;
   const tailOcb = p.ocVecs - (c.ocGroups - 1) * s.regOc;
   // natural index of weight (oc within group, ic within group, kh, kw); merged groups: block-diagonal, zero across the original groups
-  const m = p.groupMerge, natCoutg = coutg / m, natCing = cing / m;
-  const src = w.op !== 'conv2d'
-    ? `src[(long)ic * ${coutg} + oc]`
-    : m === 1
-      ? `src[((((long)g * ${coutg} + oc) * ${cing} + ic) * ${p.kh} + y) * ${p.kw} + x]`
-      : `(oc / ${natCoutg} == ic / ${natCing} && g * ${m} + oc / ${natCoutg} < ${w.groups} `
-        + `? src[((((long)g * ${m} + oc / ${natCoutg}) * ${natCoutg} + oc % ${natCoutg}) * ${natCing} `
-        + `+ ic % ${natCing}) * ${p.kh * p.kw} + (long)y * ${p.kw} + x] : 0.0f)`;
+  const m = p.groupMerge,
+    natCoutg = coutg / m,
+    natCing = cing / m;
+  const src =
+    w.op !== 'conv2d'
+      ? `src[(long)ic * ${coutg} + oc]`
+      : m === 1
+        ? `src[((((long)g * ${coutg} + oc) * ${cing} + ic) * ${p.kh} + y) * ${p.kw} + x]`
+        : `(oc / ${natCoutg} == ic / ${natCing} && g * ${m} + oc / ${natCoutg} < ${w.groups} ` +
+          `? src[((((long)g * ${m} + oc / ${natCoutg}) * ${natCoutg} + oc % ${natCoutg}) * ${natCing} ` +
+          `+ ic % ${natCing}) * ${p.kh * p.kw} + (long)y * ${p.kw} + x] : 0.0f)`;
   return [
     `void ${name}(const float* src, float* dst) {`,
     `  for (int g = 0; g < ${p.groups}; ++g)`,
@@ -118,21 +126,26 @@ export function emitLayout(sym: string, w: WorkloadShape, p: Problem, s: Schedul
     fns.push(paddedRows(`${sym}_pack_output`, batch * w.m, w.n, v, false));
     fns.push(paddedRows(`${sym}_unpack_output`, batch * w.m, w.n, v, true));
     if (w.op === 'dense') fns.push(packDirectWeight(`${sym}_pack_weight`, w, p as Extract<Problem, { kind: 'direct' }>, s));
-    else fns.push(w.transB ? paddedRows(`${sym}_pack_weight`, batch * w.n, w.k, v, false)
-      : paddedRows(`${sym}_pack_weight`, batch * w.k, w.n, v, false));
+    else
+      fns.push(
+        w.transB
+          ? paddedRows(`${sym}_pack_weight`, batch * w.n, w.k, v, false)
+          : paddedRows(`${sym}_pack_weight`, batch * w.k, w.n, v, false),
+      );
   }
   return fns.join('\n\n');
 }
 
 export function emitDescriptor(sym: string, w: WorkloadShape, p: Problem, s: Schedule): string {
   const z = bufferSizes(w, p, s);
-  const conv = w.op === 'conv2d'
-    ? `.n = ${w.n}, .cin = ${w.cin}, .h = ${w.h}, .w = ${w.w}, .cout = ${w.cout}, .kh = ${w.kh}, .kw = ${w.kw}, `
-      + `.stride_h = ${w.strideH}, .stride_w = ${w.strideW}, .pad_t = ${w.pads[0]}, .pad_l = ${w.pads[1]}, `
-      + `.pad_b = ${w.pads[2]}, .pad_r = ${w.pads[3]}, .dil_h = ${w.dilationH}, .dil_w = ${w.dilationW}, `
-      + `.groups = ${w.groups}, .oh = ${w.oh}, .ow = ${w.ow},`
-    : `.batch = ${w.op === 'batch_matmul' ? w.batch : 1}, .m = ${w.m}, .k = ${w.k}, .nn = ${w.n}, `
-      + `.trans_b = ${w.op === 'batch_matmul' && w.transB ? 1 : 0},`;
+  const conv =
+    w.op === 'conv2d'
+      ? `.n = ${w.n}, .cin = ${w.cin}, .h = ${w.h}, .w = ${w.w}, .cout = ${w.cout}, .kh = ${w.kh}, .kw = ${w.kw}, ` +
+        `.stride_h = ${w.strideH}, .stride_w = ${w.strideW}, .pad_t = ${w.pads[0]}, .pad_l = ${w.pads[1]}, ` +
+        `.pad_b = ${w.pads[2]}, .pad_r = ${w.pads[3]}, .dil_h = ${w.dilationH}, .dil_w = ${w.dilationW}, ` +
+        `.groups = ${w.groups}, .oh = ${w.oh}, .ow = ${w.ow},`
+      : `.batch = ${w.op === 'batch_matmul' ? w.batch : 1}, .m = ${w.m}, .k = ${w.k}, .nn = ${w.n}, ` +
+        `.trans_b = ${w.op === 'batch_matmul' && w.transB ? 1 : 0},`;
   const op = { conv2d: 'VT_OP_CONV2D', dense: 'VT_OP_DENSE', batch_matmul: 'VT_OP_BATCH_MATMUL' }[w.op];
   const epi = w.epilogue.map((e) => EPILOGUE_CODES[e]);
   return [
@@ -140,10 +153,9 @@ export function emitDescriptor(sym: string, w: WorkloadShape, p: Problem, s: Sch
     `  .abi_version = VT_ABI_VERSION, .op = ${op}, .vec = ${p.vec},`,
     `  ${conv}`,
     `  .n_epi = ${epi.length}, .epi = {${epi.join(', ')}}, .n_epi_params = ${epilogueParamCount(w.epilogue)},`,
-    `  .input_floats = ${z.input}, .weight_floats = ${z.weight}, .output_floats = ${z.output}, `
-      + `.bias_floats = ${z.bias}, .chanmul_floats = ${z.gate}, .workspace_bytes = ${workspaceBytesOf(p, s)},`,
+    `  .input_floats = ${z.input}, .weight_floats = ${z.weight}, .output_floats = ${z.output}, ` +
+      `.bias_floats = ${z.bias}, .chanmul_floats = ${z.gate}, .workspace_bytes = ${workspaceBytesOf(p, s)},`,
     '};',
     `const vt_desc* ${sym}_desc(void) { return &${sym}_descriptor; }`,
   ].join('\n');
 }
-

@@ -27,13 +27,17 @@ export interface MicrokernelSpec {
   readonly steps: readonly EpilogueKind[];
 }
 
-export const MICROKERNEL_PARAMS = 'const float* restrict ip, const float* restrict wp, float* restrict op, '
-  + 'int nfull, int tail, int ih0, int iw0, int kh0, int kh1, int first, int last, int lastq, '
-  + 'const float* bias, const float* res, const float* gate, const float* prm';
+export const MICROKERNEL_PARAMS =
+  'const float* restrict ip, const float* restrict wp, float* restrict op, ' +
+  'int nfull, int tail, int ih0, int iw0, int kh0, int kh1, int first, int last, int lastq, ' +
+  'const float* bias, const float* res, const float* gate, const float* prm';
 
 /** Input column offsets (floats, from column 0 of the row) of the taps of column j at kw, or undefined when out of bounds. */
-export function tapOffset(p: { sw: number; padL: number; dw: number; inW: number; in: { pix: number } },
-  ow: number, kw: number): number | undefined {
+export function tapOffset(
+  p: { sw: number; padL: number; dw: number; inW: number; in: { pix: number } },
+  ow: number,
+  kw: number,
+): number | undefined {
   const iw = ow * p.sw - p.padL + kw * p.dw;
   return iw < 0 || iw >= p.inW ? undefined : iw * p.in.pix;
 }
@@ -76,7 +80,8 @@ function reductionBlock(k: MicrokernelSpec, lanes: number, icb: string): string[
       `  const float* ipk = ipr + (long)kw * ${p.dw * p.in.pix};`,
       `  const float* wpk = wpr + (long)kw * ${laneStride * k.wstep};`,
       ...laneLoop(k, lanes, 'wpk', cols).map((x) => '  ' + x),
-      '}');
+      '}',
+    );
   } else {
     for (let kw = 0; kw < p.kw; kw++) {
       const cols = [];
@@ -115,9 +120,14 @@ export function emitMicrokernel(k: MicrokernelSpec): string {
     return lines;
   };
   const arg = (kind: EpilogueKind, ptr: string) => (k.steps.includes(kind) ? ptr : '0');
-  const keep = p.ocLanesLast < p.vec
-    ? [`if (lastq) {`, ...Array.from({ length: width }, (_, j) => `  c${k.ocb - 1}_${j} = ${v}_keep(c${k.ocb - 1}_${j}, ${p.ocLanesLast});`), '}']
-    : [];
+  const keep =
+    p.ocLanesLast < p.vec
+      ? [
+          `if (lastq) {`,
+          ...Array.from({ length: width }, (_, j) => `  c${k.ocb - 1}_${j} = ${v}_keep(c${k.ocb - 1}_${j}, ${p.ocLanesLast});`),
+          '}',
+        ]
+      : [];
   const lines = [
     `static __attribute__((noinline)) void ${k.name}(${MICROKERNEL_PARAMS}) {`,
     '  (void)iw0; (void)lastq; (void)bias; (void)res; (void)gate; (void)prm;',
@@ -139,11 +149,15 @@ export function emitMicrokernel(k: MicrokernelSpec): string {
   }
   lines.push(
     '  if (last) {',
-    ...each((i, j) => `    c${i}_${j} = ${k.epilogue}(c${i}_${j}, ${arg('bias', `bias + ${i * p.vec}`)}, `
-      + `${arg('residual_add', `res + ${at(i, j)}`)}, ${arg('channel_mul', `gate + ${i * p.vec}`)}, prm);`),
+    ...each(
+      (i, j) =>
+        `    c${i}_${j} = ${k.epilogue}(c${i}_${j}, ${arg('bias', `bias + ${i * p.vec}`)}, ` +
+        `${arg('residual_add', `res + ${at(i, j)}`)}, ${arg('channel_mul', `gate + ${i * p.vec}`)}, prm);`,
+    ),
     ...keep.map((x) => '    ' + x),
     '  }',
     ...each((i, j) => `  ${v}_store(op + ${at(i, j)}, c${i}_${j});`),
-    '}');
+    '}',
+  );
   return lines.join('\n');
 }

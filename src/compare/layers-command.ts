@@ -28,10 +28,14 @@ export function parseLayerList(text: string): number[] {
   for (const part of text.split(',').map((p) => p.trim())) {
     const m = /^(\d+)(?:-(\d+))?$/.exec(part);
     if (!m || (m[2] !== undefined && Number(m[2]) < Number(m[1]))) {
-      throw userError('BAD_ARGUMENT', `--layers ${JSON.stringify(text.slice(0, 80))}: ${JSON.stringify(part.slice(0, 20))} is not a layer index or range`,
-        'give comma-separated layer indices as `veltair inspect` prints them, e.g. --layers 3,7,10-12');
+      throw userError(
+        'BAD_ARGUMENT',
+        `--layers ${JSON.stringify(text.slice(0, 80))}: ${JSON.stringify(part.slice(0, 20))} is not a layer index or range`,
+        'give comma-separated layer indices as `veltair inspect` prints them, e.g. --layers 3,7,10-12',
+      );
     }
-    const lo = Number(m[1]), hi = m[2] === undefined ? lo : Number(m[2]);
+    const lo = Number(m[1]),
+      hi = m[2] === undefined ? lo : Number(m[2]);
     for (let i = lo; i <= hi; i++) out.push(i);
   }
   return out;
@@ -74,13 +78,15 @@ export function formatBenchLayersReport(r: LayerBenchReport): string {
     lines.push(`FAILED layer ${l.index} (${l.description}): all ${l.candidates} candidates failed — ${l.failureReasons.join('; ')}`);
   }
   for (const l of r.layers.filter((x) => x.ortError)) lines.push(`ONNX Runtime could not run layer ${l.index}: ${l.ortError}`);
-  lines.push(s.geomeanRatio === null
-    ? `no layer has both a veltair and an ONNX Runtime figure (${s.layersFailed} failed)`
-    : `geometric mean veltair/ORT ${s.geomeanRatio.toFixed(3)}x over ${s.layersCompared} layers; ` +
-      `${s.layersAtOrBelowOrt} of ${s.layersCompared} at or below 1.0x ORT` + (s.layersFailed > 0 ? `; ${s.layersFailed} failed` : ''));
+  lines.push(
+    s.geomeanRatio === null
+      ? `no layer has both a veltair and an ONNX Runtime figure (${s.layersFailed} failed)`
+      : `geometric mean veltair/ORT ${s.geomeanRatio.toFixed(3)}x over ${s.layersCompared} layers; ` +
+          `${s.layersAtOrBelowOrt} of ${s.layersCompared} at or below 1.0x ORT` +
+          (s.layersFailed > 0 ? `; ${s.layersFailed} failed` : ''),
+  );
   return lines.join('\n');
 }
-
 
 export async function benchLayersAction(modelPath: string, opts: BenchLayersCliOptions): Promise<void> {
   const trials = parsePositiveInt('--trials', opts.trials);
@@ -95,7 +101,11 @@ export async function benchLayersAction(modelPath: string, opts: BenchLayersCliO
   const bar = progressBar(opts.json === true);
   let started = false;
   const report = await benchLayers(selected, {
-    target, threads, trials, rounds, seed,
+    target,
+    threads,
+    trials,
+    rounds,
+    seed,
     onProgress: (done, total, label) => {
       if (!started) bar.start(total, label);
       started = true;

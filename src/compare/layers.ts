@@ -40,9 +40,14 @@ export function selectBenchLayers(graph: LayerGraph, requested?: readonly number
   if (requested !== undefined) {
     const bad = requested.find((i) => !tunable.some((l) => l.index === i));
     if (bad !== undefined) {
-      const what = graph.layers[bad] ? `is a ${graph.layers[bad]!.op} layer, which veltair does not tune` : `is out of range (0..${graph.layers.length - 1})`;
-      throw userError('BAD_ARGUMENT', `--layers: layer ${bad} ${what}`,
-        `tunable layer indices: ${compactRanges(tunable.map((l) => l.index))} (see \`veltair inspect MODEL\`)`);
+      const what = graph.layers[bad]
+        ? `is a ${graph.layers[bad]!.op} layer, which veltair does not tune`
+        : `is out of range (0..${graph.layers.length - 1})`;
+      throw userError(
+        'BAD_ARGUMENT',
+        `--layers: layer ${bad} ${what}`,
+        `tunable layer indices: ${compactRanges(tunable.map((l) => l.index))} (see \`veltair inspect MODEL\`)`,
+      );
     }
   }
   const chosen = requested === undefined ? tunable : [...new Set(requested)].map((i) => tunable.find((l) => l.index === i)!);
@@ -72,7 +77,10 @@ const EPILOGUE_SHORT: Readonly<Record<string, string>> = { residual_add: 'res', 
 
 /** A short human description: `conv 3x3 64>64 s1 56x56 +relu`, `dw 3x3 144 s2 112x112 +clip`, … (bias not shown). */
 export function describeWorkload(w: Workload): string {
-  const epilogue = w.epilogue.filter((k) => k !== 'bias').map((k) => `+${EPILOGUE_SHORT[k] ?? k}`).join('');
+  const epilogue = w.epilogue
+    .filter((k) => k !== 'bias')
+    .map((k) => `+${EPILOGUE_SHORT[k] ?? k}`)
+    .join('');
   return epilogue ? `${describeCore(w)} ${epilogue}` : describeCore(w);
 }
 
@@ -83,8 +91,10 @@ function describeCore(w: Workload): string {
       const ch = dw ? `${w.cin}` : `${w.cin}>${w.cout}${w.groups > 1 ? ` g${w.groups}` : ''}`;
       return `${dw ? 'dw' : 'conv'} ${w.kh}x${w.kw} ${ch} s${w.strideH} ${w.h}x${w.w}`;
     }
-    case 'dense': return `dense ${w.m}x${w.k}>${w.n}`;
-    case 'batch_matmul': return `bmm ${w.batch}x${w.m}x${w.k}x${w.n}${w.transB ? ' tB' : ''}`;
+    case 'dense':
+      return `dense ${w.m}x${w.k}>${w.n}`;
+    case 'batch_matmul':
+      return `bmm ${w.batch}x${w.m}x${w.k}x${w.n}${w.transB ? ' tB' : ''}`;
   }
 }
 
@@ -192,7 +202,11 @@ async function measureBest(c: Candidate, o: LayerBenchOptions, cores: readonly n
   return r?.measurement.status === 'ok' ? r.measurement.medianMs! : null;
 }
 
-interface OrtSample { ms: number | null; overheadMs: number | null; error?: string }
+interface OrtSample {
+  ms: number | null;
+  overheadMs: number | null;
+  error?: string;
+}
 
 async function measureOrt(ort: OrtChild, w: Workload, o: LayerBenchOptions): Promise<OrtSample> {
   try {
@@ -209,19 +223,33 @@ const medianOrNull = (xs: readonly (number | null)[]) => {
 };
 
 /** Search, then alternate the best candidate with ORT; never throws for a failing candidate. */
-export async function benchOneLayer(sel: SelectedLayer, o: LayerBenchOptions, cores: readonly number[], ort: OrtChild,
-  peakGflops: number, step: (label: string) => void = () => {}): Promise<LayerBenchResult> {
+export async function benchOneLayer(
+  sel: SelectedLayer,
+  o: LayerBenchOptions,
+  cores: readonly number[],
+  ort: OrtChild,
+  peakGflops: number,
+  step: (label: string) => void = () => {},
+): Promise<LayerBenchResult> {
   const w = sel.workload;
   const macs = workloadMacs(w);
   const schedules = searchSchedules(w, o.target, o.threads, o.trials, o.seed ?? 1);
   const statuses: { status: string; message?: string; medianMs?: number; schedule?: Schedule; candidate?: Candidate }[] = [];
   const candidates: Candidate[] = [];
   for (const s of schedules) {
-    try { candidates.push(makeCandidate(w, s, o.target)); } catch (e) { statuses.push({ status: 'error', message: (e as Error).message }); }
+    try {
+      candidates.push(makeCandidate(w, s, o.target));
+    } catch (e) {
+      statuses.push({ status: 'error', message: (e as Error).message });
+    }
   }
   step('search');
   try {
-    const measured = await measureCandidates(candidates, { cores, minTimeMs: o.minTimeMs ?? 100, ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}) });
+    const measured = await measureCandidates(candidates, {
+      cores,
+      minTimeMs: o.minTimeMs ?? 100,
+      ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}),
+    });
     for (const m of measured) statuses.push({ ...m.measurement, candidate: m.candidate });
   } catch (e) {
     for (let i = 0; i < candidates.length; i++) statuses.push({ status: 'error', message: (e as Error).message });
@@ -234,28 +262,43 @@ export async function benchOneLayer(sel: SelectedLayer, o: LayerBenchOptions, co
   const ortSamples: OrtSample[] = [];
   const veltairSamples: (number | null)[] = [];
   const arms = best ? (['veltair', 'ort'] as const) : (['ort'] as const);
-  await interleave<'veltair' | 'ort', void>(arms, best ? rounds : 1, async (arm) => {
-    step(arm);
-    if (arm === 'veltair') veltairSamples.push(await measureBest(best!.candidate!, o, cores));
-    else {
-      ortSamples.push(await measureOrt(ort, w, o));
-    }
-  }, { alternate: true });
+  await interleave<'veltair' | 'ort', void>(
+    arms,
+    best ? rounds : 1,
+    async (arm) => {
+      step(arm);
+      if (arm === 'veltair') veltairSamples.push(await measureBest(best!.candidate!, o, cores));
+      else {
+        ortSamples.push(await measureOrt(ort, w, o));
+      }
+    },
+    { alternate: true },
+  );
 
   const veltairMs = medianOrNull(veltairSamples);
   const ortMs = medianOrNull(ortSamples.map((s) => s.ms));
-  const paired = veltairSamples.map((v, r) => (v !== null && ortSamples[r]?.ms ? v / ortSamples[r]!.ms! : null))
+  const paired = veltairSamples
+    .map((v, r) => (v !== null && ortSamples[r]?.ms ? v / ortSamples[r]!.ms! : null))
     .filter((x): x is number => x !== null);
   const gflops = veltairMs !== null ? (2 * macs) / (veltairMs * 1e6) : null;
   const ortError = ortSamples.find((s) => s.error)?.error;
   return {
-    index: sel.index, alsoIndices: sel.alsoIndices, workload: w.key, op: sel.layer.op, description: describeWorkload(w), macs,
+    index: sel.index,
+    alsoIndices: sel.alsoIndices,
+    workload: w.key,
+    op: sel.layer.op,
+    description: describeWorkload(w),
+    macs,
     status: veltairMs === null ? 'failed' : 'ok',
-    veltairMs, ortMs,
+    veltairMs,
+    ortMs,
     ratio: veltairMs !== null && ortMs !== null ? veltairMs / ortMs : null,
     pairedRatio: paired.length > 0 ? summarizeRatios(paired) : null,
-    gflops, peakPercent: gflops !== null ? (100 * gflops) / peakGflops : null,
-    candidates: schedules.length, failed: statuses.length - oks.length, failures,
+    gflops,
+    peakPercent: gflops !== null ? (100 * gflops) / peakGflops : null,
+    candidates: schedules.length,
+    failed: statuses.length - oks.length,
+    failures,
     failureReasons: veltairMs === null && best ? [...reasons, 'the best candidate failed every re-measurement'] : reasons,
     bestSchedule: best?.candidate?.schedule ?? null,
     ortOverheadMs: medianOrNull(ortSamples.map((s) => s.overheadMs)),
@@ -278,8 +321,11 @@ export function summarizeLayerBench(layers: readonly LayerBenchResult[]): LayerB
 export async function benchLayers(selected: readonly SelectedLayer[], o: LayerBenchOptions): Promise<LayerBenchReport> {
   const all = availableCores();
   if (!Number.isInteger(o.threads) || o.threads < 1 || o.threads > all.length) {
-    throw userError('BAD_ARGUMENT', `--threads ${o.threads} is not between 1 and the ${all.length} available cores`,
-      `e.g. --threads 1 (kernel and ONNX Runtime then both run on core 0)`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `--threads ${o.threads} is not between 1 and the ${all.length} available cores`,
+      `e.g. --threads 1 (kernel and ONNX Runtime then both run on core 0)`,
+    );
   }
   if (!Number.isInteger(o.trials) || o.trials < 1) {
     throw userError('BAD_ARGUMENT', `--trials ${o.trials} is not a positive integer`, 'e.g. --trials 16');
@@ -315,9 +361,13 @@ export async function benchLayers(selected: readonly SelectedLayer[], o: LayerBe
   return {
     peakGflops,
     peak: { isa: probes[0]!.isa, probes: probes.length, minMedianGflops: Math.min(...medians), maxMedianGflops: Math.max(...medians) },
-    threads: o.threads, cores, ortPinned: ort.pinned, ortMallocTunables: MALLOC_KEEP_TUNABLES,
+    threads: o.threads,
+    cores,
+    ortPinned: ort.pinned,
+    ortMallocTunables: MALLOC_KEEP_TUNABLES,
     target: { cpuModel: o.target.cpuModel, cores: o.target.cores, cc: o.target.cc },
-    trials: o.trials, rounds: o.rounds ?? 3,
+    trials: o.trials,
+    rounds: o.rounds ?? 3,
     layers: rescaled,
     summary: summarizeLayerBench(rescaled),
   };

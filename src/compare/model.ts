@@ -102,20 +102,37 @@ export async function benchModel(bundle: LoadedBundle, o: BenchOptions): Promise
 /** Wait before an ONNX Runtime turn so veltair's OpenMP workers have stopped spinning (the ORT child is stopped between its turns: pinned-child.ts). */
 const OMP_SETTLE_MS = 20;
 
-async function measureAll(bundle: LoadedBundle, o: BenchOptions, ort: OrtModelChild, bank: LevelBank | undefined, ortVersion: string,
-  say: (m: string) => void): Promise<BenchReport> {
+async function measureAll(
+  bundle: LoadedBundle,
+  o: BenchOptions,
+  ort: OrtModelChild,
+  bank: LevelBank | undefined,
+  ortVersion: string,
+  say: (m: string) => void,
+): Promise<BenchReport> {
   const session = await loadBundle(bundle.paths.dir, { threads: o.threads, pinThreads: true });
   const { executor } = session;
   const proxy = new InterferenceProxy({
-    manifest: session.manifest, executor, stepOfPlan: session.stepOfPlan, threads: o.threads,
-    kernelCores: o.cores.kernelCores, allCores: o.cores.allCores,
+    manifest: session.manifest,
+    executor,
+    stepOfPlan: session.stepOfPlan,
+    threads: o.threads,
+    kernelCores: o.cores.kernelCores,
+    allCores: o.cores.allCores,
   });
-  const decideNs: number[] = [], switchNs: number[] = [], observeNs: number[] = [], refreshNs: number[] = [];
+  const decideNs: number[] = [],
+    switchNs: number[] = [],
+    observeNs: number[] = [],
+    refreshNs: number[] = [];
   try {
     executor.setProfiling(true);
     const feeds = modelFeeds(bundle.manifest.model.inputs);
     const outs = executor.run(feeds);
-    const timedRun = () => { const t0 = process.hrtime.bigint(); executor.run(feeds, outs); return ms(t0); };
+    const timedRun = () => {
+      const t0 = process.hrtime.bigint();
+      executor.run(feeds, outs);
+      return ms(t0);
+    };
     // A serving process is warm: let V8 compile the decision path before it is timed.
     for (let i = 0; i < 5000; i++) proxy.predict();
     const results: BenchCondition[] = [];
@@ -160,13 +177,26 @@ async function measureAll(bundle: LoadedBundle, o: BenchOptions, ort: OrtModelCh
     }
     const us = (xs: number[], q = 0.5) => (xs.length > 0 ? quantile(xs, q) / 1e3 : null);
     return {
-      threads: o.threads, rounds: o.rounds, runsPerTurn: o.runs, ortVersion, ortPinned: ort.pinned,
+      threads: o.threads,
+      rounds: o.rounds,
+      runsPerTurn: o.runs,
+      ortVersion,
+      ortPinned: ort.pinned,
       proxy: { calibrated: proxy.calibrated, levels: proxy.levels, refreshMs: proxy.sampler.refreshMs },
-      decisionCost: decideNs.length === 0 ? null : {
-        decisionMedianUs: us(decideNs), decisionP90Us: us(decideNs, 0.9), decisions: decideNs.length,
-        switchMedianUs: us(switchNs), switches: switchNs.length,
-        observeMedianUs: us(observeNs), observes: observeNs.length, refreshMedianUs: us(refreshNs), refreshes: refreshNs.length,
-      },
+      decisionCost:
+        decideNs.length === 0
+          ? null
+          : {
+              decisionMedianUs: us(decideNs),
+              decisionP90Us: us(decideNs, 0.9),
+              decisions: decideNs.length,
+              switchMedianUs: us(switchNs),
+              switches: switchNs.length,
+              observeMedianUs: us(observeNs),
+              observes: observeNs.length,
+              refreshMedianUs: us(refreshNs),
+              refreshes: refreshNs.length,
+            },
       results,
     };
   } finally {
@@ -178,8 +208,11 @@ async function measureAll(bundle: LoadedBundle, o: BenchOptions, ort: OrtModelCh
 function condition(threads: number, noise: number, s: Record<BenchArm, number[][]>, predicted: Record<string, number>): BenchCondition {
   const flat = (a: BenchArm) => s[a].flat();
   return {
-    threads, noise,
-    veltairMs: median(flat('veltair')), veltairFixedMs: median(flat('veltairFixed')), ortMs: median(flat('ort')),
+    threads,
+    noise,
+    veltairMs: median(flat('veltair')),
+    veltairFixedMs: median(flat('veltairFixed')),
+    ortMs: median(flat('ort')),
     ratioVsOrt: pairedRatios(s.ort, s.veltair).medianRatio,
     adaptiveVsFixed: pairedRatios(s.veltairFixed, s.veltair).medianRatio,
     fixedVsOrt: pairedRatios(s.ort, s.veltairFixed).medianRatio,

@@ -70,12 +70,18 @@ export function checkFitsInMemory(modelPath: string, graph: LayerGraph, memoryBy
   const need = minimumMemory(graph);
   if (need.bytes <= memoryBytes) return;
   const input = need.largestInput;
-  const inputText = input ? `input ${quoteForMessage(input.name)} [${input.shape.join(', ')}] ${input.dtype} alone is ${formatBytes(input.bytes)}; ` : '';
-  const layerText = need.layer ? `layer ${need.layer.index} (${need.layer.op} ${quoteForMessage(need.layer.name)}) holds ` : 'running it needs ';
-  throw userError('TOO_LARGE',
-    `${modelPath}: ${inputText}${layerText}${formatBytes(need.bytes)} at once (its inputs and output), more than this machine's `
-      + `${formatBytes(memoryBytes)} of memory`,
-    'compile it with smaller input shapes (--input-shape NAME=1x3x224x224), or on a machine with more memory');
+  const inputText = input
+    ? `input ${quoteForMessage(input.name)} [${input.shape.join(', ')}] ${input.dtype} alone is ${formatBytes(input.bytes)}; `
+    : '';
+  const layerText = need.layer
+    ? `layer ${need.layer.index} (${need.layer.op} ${quoteForMessage(need.layer.name)}) holds `
+    : 'running it needs ';
+  throw userError(
+    'TOO_LARGE',
+    `${modelPath}: ${inputText}${layerText}${formatBytes(need.bytes)} at once (its inputs and output), more than this machine's ` +
+      `${formatBytes(memoryBytes)} of memory`,
+    'compile it with smaller input shapes (--input-shape NAME=1x3x224x224), or on a machine with more memory',
+  );
 }
 
 const signingKeyOf = (sign: string | KeyObject | undefined): KeyObject | undefined =>
@@ -90,7 +96,10 @@ const signingKeyOf = (sign: string | KeyObject | undefined): KeyObject | undefin
 export async function compileModel(model: ModelInput, options: CompileOptions): Promise<CompileResult> {
   const o = resolveCompileOptions(options);
   const notes: string[] = [];
-  const say = (m: string) => { notes.push(m); o.onNote?.(m); };
+  const say = (m: string) => {
+    notes.push(m);
+    o.onNote?.(m);
+  };
   if (!o.shard) await checkOutput(o.output!, o.force);
   const signingKey = signingKeyOf(o.sign);
   await compilerVersion();
@@ -98,14 +107,18 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
   const source = modelSource(model);
   const inferred = inferSource(source, o.inputShapes);
   const sparsePlan = planSparse(lowerToLayers(inferred), o);
-  if (!sparsePlan.split && (options.sparsities !== undefined || o.calibration !== undefined)) say(`note: no sparse output layer: ${sparsePlan.reason}`);
+  if (!sparsePlan.split && (options.sparsities !== undefined || o.calibration !== undefined))
+    say(`note: no sparse output layer: ${sparsePlan.reason}`);
   // With a sparse head, the tuner compiles the layers before it; the head's family is built after the bundle (sparse-family.ts).
   const graph = sparsePlan.graph;
   const calibration = sparsePlan.split && !o.shard ? await loadCalibration(source, graph, sparsePlan.split, o) : undefined;
   const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
   if (uses.length === 0) {
-    throw userError('BAD_INPUT', `${source.path} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`,
-      'veltair compiles models with convolutions or matrix multiplications');
+    throw userError(
+      'BAD_INPUT',
+      `${source.path} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`,
+      'veltair compiles models with convolutions or matrix multiplications',
+    );
   }
   checkFitsInMemory(source.path, graph);
   const target = await detectTarget(o.isa);
@@ -116,14 +129,21 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
   const profileThreads = o.profileThreads === 'auto' ? powersUpTo(target.cores) : o.profileThreads.filter((t) => t <= target.cores);
 
   const tune = await tuneWorkloads(uses, {
-    trials: o.trials, levels: o.levels, maxVersions: o.maxVersions, seed: o.seed, db, target, profileThreads,
+    trials: o.trials,
+    levels: o.levels,
+    maxVersions: o.maxVersions,
+    seed: o.seed,
+    db,
+    target,
+    profileThreads,
     ...(o.transferTrials !== undefined ? { transferTrials: o.transferTrials } : {}),
     ...(o.threads ? { threads: o.threads } : {}),
     ...(o.shard ? { shard: o.shard } : {}),
     ...(o.onCompileProgress ? { onCompileProgress: o.onCompileProgress } : {}),
     ...(o.onProgress ? { onProgress: o.onProgress } : {}),
   });
-  const written = o.shard ? undefined
+  const written = o.shard
+    ? undefined
     : await writeBundle(o, { source, inferred, graph, tune, target, profileThreads, signingKey, sparsePlan, calibration, say });
   const totals = summarise(graph);
   return {
@@ -139,7 +159,11 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     transfer: tune.transfer,
     ...(written?.signedBy ? { signedBy: written.signedBy } : {}),
     ...(written?.sparse ? { sparse: written.sparse } : {}),
-    notes, db: dbDir, uniqueWorkloads: tasksOf(uses).length, tunedWorkloads: tune.families.size, bytes: written ? written.built.bytes : null,
+    notes,
+    db: dbDir,
+    uniqueWorkloads: tasksOf(uses).length,
+    tunedWorkloads: tune.families.size,
+    bytes: written ? written.built.bytes : null,
   };
 }
 
@@ -157,19 +181,39 @@ interface Tuned {
 }
 
 /** The bundle, its sparse family and its signature, all in the staging directory, renamed into place together. */
-async function writeBundle(o: ResolvedCompileOptions, t: Tuned): Promise<{ built: BuiltBundle; signedBy?: string; sparse?: SparseSummary }> {
+async function writeBundle(
+  o: ResolvedCompileOptions,
+  t: Tuned,
+): Promise<{ built: BuiltBundle; signedBy?: string; sparse?: SparseSummary }> {
   const staging = await prepareOutput(o.output!, o.force);
   let signedBy: string | undefined;
   let sparse: SparseSummary | undefined;
   const built = await writeBundleAtomically(staging, async (dir) => {
     const b = await buildBundleFiles(dir, {
-      modelPath: t.source.path, model: t.inferred, graph: t.graph, families: t.tune.families, target: t.target,
-      options: { trials: o.trials, levels: [...t.tune.levels], maxVersions: o.maxVersions, threads: [...t.tune.threads], profileThreads: [...t.profileThreads],
-        seed: o.seed },
+      modelPath: t.source.path,
+      model: t.inferred,
+      graph: t.graph,
+      families: t.tune.families,
+      target: t.target,
+      options: {
+        trials: o.trials,
+        levels: [...t.tune.levels],
+        maxVersions: o.maxVersions,
+        threads: [...t.tune.threads],
+        profileThreads: [...t.profileThreads],
+        seed: o.seed,
+      },
     });
     if (t.sparsePlan.split && t.calibration) {
-      const family = await buildSparseFamily(dir, { model: t.source, split: t.sparsePlan.split, args: o, threads: 1, graph: t.graph,
-        calibration: t.calibration, levels: t.tune.levels });
+      const family = await buildSparseFamily(dir, {
+        model: t.source,
+        split: t.sparsePlan.split,
+        args: o,
+        threads: 1,
+        graph: t.graph,
+        calibration: t.calibration,
+        levels: t.tune.levels,
+      });
       sparse = family.summary;
       for (const n of family.notes) t.say(`note: ${n}`);
     }

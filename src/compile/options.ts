@@ -88,16 +88,23 @@ type Callbacks = 'onNote' | 'onCompileProgress' | 'onProgress';
 type Optional = 'output' | 'transferTrials' | 'threads' | 'db' | 'shard' | 'sign' | 'calibration' | 'sparseTables' | Callbacks;
 
 /** The options with every default filled in and every value checked: the same fields, nothing renamed. */
-export type ResolvedCompileOptions = Required<Omit<CompileOptions, Optional | 'inputShapes'>> & Pick<CompileOptions, Optional> & {
-  readonly inputShapes: ReadonlyMap<string, readonly number[]>;
-};
+export type ResolvedCompileOptions = Required<Omit<CompileOptions, Optional | 'inputShapes'>> &
+  Pick<CompileOptions, Optional> & {
+    readonly inputShapes: ReadonlyMap<string, readonly number[]>;
+  };
 
 const bad = (field: string, flag: string, value: unknown, why: string, hint: string) =>
   userError('BAD_ARGUMENT', `${flag} (options.${field}) ${JSON.stringify(value)} ${why}`, hint);
 
 function integer(field: string, flag: string, v: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (!Number.isSafeInteger(v) || v < min || v > max) {
-    throw bad(field, flag, v, `is not an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}`, `e.g. ${flag} ${Math.max(min, 1)}`);
+    throw bad(
+      field,
+      flag,
+      v,
+      `is not an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}`,
+      `e.g. ${flag} ${Math.max(min, 1)}`,
+    );
   }
   return v;
 }
@@ -111,12 +118,22 @@ function list(field: string, flag: string, v: readonly number[], min: number, ma
 /** An ISA level this CPU runs: veltair measures every kernel it keeps, so there is no cross-compilation. */
 export function checkIsa(level: string): IsaLevel {
   if (!(ISA_LEVELS as readonly string[]).includes(level)) {
-    throw bad('isa', '--isa', level, `is not one of ${ISA_LEVELS.join(', ')}`, 'native (fastest here) or a portable level: --isa x86-64-v3');
+    throw bad(
+      'isa',
+      '--isa',
+      level,
+      `is not one of ${ISA_LEVELS.join(', ')}`,
+      'native (fastest here) or a portable level: --isa x86-64-v3',
+    );
   }
   const missing = missingForLevel(level as IsaLevel);
   if (missing.length > 0) {
-    throw userError('BAD_ARGUMENT', `--isa ${level} needs ${missing.join(', ')}, which this CPU lacks: veltair measures every kernel it keeps, `
-      + 'so it builds for an ISA level only on a CPU that runs it (no cross-compilation)', 'compile on a machine of that level, or use --isa native');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--isa ${level} needs ${missing.join(', ')}, which this CPU lacks: veltair measures every kernel it keeps, ` +
+        'so it builds for an ISA level only on a CPU that runs it (no cross-compilation)',
+      'compile on a machine of that level, or use --isa native',
+    );
   }
   return level as IsaLevel;
 }
@@ -133,14 +150,23 @@ function sparsities(v: readonly number[]): number[] {
 /** Defaults filled and every value checked (BAD_ARGUMENT naming the flag and the field), before anything is loaded. */
 export function resolveCompileOptions(o: CompileOptions): ResolvedCompileOptions {
   if (!o.shard && !o.output) {
-    throw userError('BAD_ARGUMENT', 'veltair compile needs -o OUT (options.output: the bundle directory to write)',
-      'e.g. veltair compile model.onnx -o model.bundle');
+    throw userError(
+      'BAD_ARGUMENT',
+      'veltair compile needs -o OUT (options.output: the bundle directory to write)',
+      'e.g. veltair compile model.onnx -o model.bundle',
+    );
   }
   if (o.sign !== undefined && o.shard) {
     throw userError('BAD_ARGUMENT', '--sign signs a bundle, and --shard writes none', 'sign the final compile (the one without --shard)');
   }
-  if (o.shard && (!Number.isSafeInteger(o.shard.count) || !Number.isSafeInteger(o.shard.index) || o.shard.count < 1 || o.shard.index < 0
-    || o.shard.index >= o.shard.count)) {
+  if (
+    o.shard &&
+    (!Number.isSafeInteger(o.shard.count) ||
+      !Number.isSafeInteger(o.shard.index) ||
+      o.shard.count < 1 ||
+      o.shard.index < 0 ||
+      o.shard.index >= o.shard.count)
+  ) {
     throw bad('shard', '--shard', o.shard, 'is not a shard i/n with 0 ≤ i < n', 'shards count from 0: --shard 0/4 … --shard 3/4');
   }
   const shapes = o.inputShapes instanceof Map ? o.inputShapes : new Map(Object.entries(o.inputShapes ?? {}));
@@ -152,8 +178,12 @@ export function resolveCompileOptions(o: CompileOptions): ResolvedCompileOptions
     levels: list('levels', '--levels', o.levels ?? [0, 1, 2, 3, 4], 0, 4),
     maxVersions: integer('maxVersions', '--max-versions', o.maxVersions ?? MAX_VERSIONS_LIMIT, 1, MAX_VERSIONS_LIMIT),
     ...(o.threads !== undefined ? { threads: list('threads', '--threads', o.threads, 1, Number.MAX_SAFE_INTEGER) } : {}),
-    profileThreads: o.profileThreads === undefined || o.profileThreads === 'auto' ? 'auto'
-      : o.profileThreads.length === 0 ? [] : list('profileThreads', '--profile-threads', o.profileThreads, 1, Number.MAX_SAFE_INTEGER),
+    profileThreads:
+      o.profileThreads === undefined || o.profileThreads === 'auto'
+        ? 'auto'
+        : o.profileThreads.length === 0
+          ? []
+          : list('profileThreads', '--profile-threads', o.profileThreads, 1, Number.MAX_SAFE_INTEGER),
     isa: checkIsa(o.isa ?? 'native'),
     shippedRecords: o.shippedRecords !== false,
     seed: o.seed === undefined ? 1 : integer('seed', '--seed', o.seed, Number.MIN_SAFE_INTEGER),

@@ -27,7 +27,13 @@ import type { LevelBank } from '../interference/bank.js';
 import { loadBundle } from '../runtime/session.js';
 import { DEFAULT_RATIO_WINDOW, DEFAULT_REFRESH_MS } from '../interference/proxy-features.js';
 import { crossValidate, fitLevelModel } from '../interference/proxy-fit.js';
-import { continuousLevel, SYSTEM_FEATURES, TENANT_FEATURES, type CalibrationSample, type FeatureName } from '../interference/proxy-model.js';
+import {
+  continuousLevel,
+  SYSTEM_FEATURES,
+  TENANT_FEATURES,
+  type CalibrationSample,
+  type FeatureName,
+} from '../interference/proxy-model.js';
 import type { RuntimeCores } from '../interference/cores.js';
 import { InterferenceProxy } from '../runtime/proxy.js';
 import { modelFeeds } from './feeds.js';
@@ -60,12 +66,18 @@ export function calibratableLevels(m: Manifest): number[] {
 export function checkCalibratable(m: Manifest, cores: RuntimeCores, threads: number): number[] {
   const levels = calibratableLevels(m);
   if (!levels.includes(0) || levels.length < 2) {
-    throw userError('BAD_BUNDLE', `the bundle's versions were profiled at levels ${levels.join(',')}; the proxy needs level 0 and at least one noisy level`,
-      'recompile with e.g. --levels 0,1,2,3,4');
+    throw userError(
+      'BAD_BUNDLE',
+      `the bundle's versions were profiled at levels ${levels.join(',')}; the proxy needs level 0 and at least one noisy level`,
+      'recompile with e.g. --levels 0,1,2,3,4',
+    );
   }
   if (cores.noiseCores.length === 0) {
-    throw userError('BAD_ARGUMENT', `--threads ${threads} leaves no core for the noise generator (this process may use ${cores.allCores.length})`,
-      `calibrate with fewer threads, e.g. --threads ${Math.max(1, cores.allCores.length - 1)}`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `--threads ${threads} leaves no core for the noise generator (this process may use ${cores.allCores.length})`,
+      `calibrate with fewer threads, e.g. --threads ${Math.max(1, cores.allCores.length - 1)}`,
+    );
   }
   return levels;
 }
@@ -102,19 +114,33 @@ async function untilCoRunnerSteady(bank: LevelBank, runOnce: () => void, say: (m
     if (previous !== undefined && gbps > 0 && Math.abs(gbps - previous) <= 0.1 * previous) return;
     start = end;
   }
-  say(`level ${level}: the co-runner's traffic was not steady after ${SETTLE_MAX_MS} ms (last windows ${seen.slice(-2).map((g) => g.toFixed(2))
-    .join(', ')} GB/s); sampling anyway`);
+  say(
+    `level ${level}: the co-runner's traffic was not steady after ${SETTLE_MAX_MS} ms (last windows ${seen
+      .slice(-2)
+      .map((g) => g.toFixed(2))
+      .join(', ')} GB/s); sampling anyway`,
+  );
 }
 
-async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly number[], cores: RuntimeCores, o: CalibrateOptions,
-  say: (m: string) => void): Promise<CalibrationSample[]> {
+async function sweep(
+  bundle: LoadedBundle,
+  bank: LevelBank,
+  levels: readonly number[],
+  cores: RuntimeCores,
+  o: CalibrateOptions,
+  say: (m: string) => void,
+): Promise<CalibrationSample[]> {
   const session = await loadBundle(bundle.paths.dir, { threads: o.threads, pinThreads: true });
   const { executor } = session;
   // The probe runs the best-quiet versions whatever an earlier calibration stored.
   const { interferenceProxy: _previous, ...uncalibrated } = session.manifest;
   const proxy = new InterferenceProxy({
-    manifest: uncalibrated, executor, stepOfPlan: session.stepOfPlan,
-    threads: o.threads, kernelCores: cores.kernelCores, allCores: cores.allCores,
+    manifest: uncalibrated,
+    executor,
+    stepOfPlan: session.stepOfPlan,
+    threads: o.threads,
+    kernelCores: cores.kernelCores,
+    allCores: cores.allCores,
   });
   const samples: CalibrationSample[] = [];
   try {
@@ -123,7 +149,10 @@ async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly num
     const feeds = modelFeeds(bundle.manifest.model.inputs);
     const outs = executor.run(feeds);
     // observeRun, not observe: the windows here are the sweep's, not the runtime's refreshes.
-    const runOnce = () => { executor.run(feeds, outs); proxy.observeRun(); };
+    const runOnce = () => {
+      executor.run(feeds, outs);
+      proxy.observeRun();
+    };
     const windowMs = o.windowMs ?? DEFAULT_REFRESH_MS;
     const perVisit = o.samplesPerVisit ?? 4;
     const visits = [...levels.map((l) => ({ level: l, pass: 0 })), ...[...levels].reverse().map((l) => ({ level: l, pass: 1 }))];
@@ -154,13 +183,18 @@ async function sweep(bundle: LoadedBundle, bank: LevelBank, levels: readonly num
 }
 
 function summarise(
-  samples: readonly CalibrationSample[], levels: readonly number[], cores: RuntimeCores, threads: number, windowMs: number,
+  samples: readonly CalibrationSample[],
+  levels: readonly number[],
+  cores: RuntimeCores,
+  threads: number,
+  windowMs: number,
 ): ManifestInterferenceProxy {
   const fit = (features: readonly FeatureName[]) => {
     const heldOut = crossValidate(samples, features);
     return { ...fitLevelModel(samples, features), ...(heldOut ? { heldOut } : {}) };
   };
-  const system = fit(SYSTEM_FEATURES), tenant = fit(TENANT_FEATURES);
+  const system = fit(SYSTEM_FEATURES),
+    tenant = fit(TENANT_FEATURES);
   const perLevel: Record<string, ProxyLevelSummary> = {};
   for (const level of levels) {
     const at = samples.filter((s) => s.level === level);
@@ -173,8 +207,14 @@ function summarise(
     };
   }
   return {
-    levels: [...levels], threads, kernelCores: cores.kernelCores.length, noiseCores: cores.noiseCores.length,
-    refreshMs: windowMs, ratioWindow: DEFAULT_RATIO_WINDOW, models: { system, tenant }, perLevel,
+    levels: [...levels],
+    threads,
+    kernelCores: cores.kernelCores.length,
+    noiseCores: cores.noiseCores.length,
+    refreshMs: windowMs,
+    ratioWindow: DEFAULT_RATIO_WINDOW,
+    models: { system, tenant },
+    perLevel,
   };
 }
 

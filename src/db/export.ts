@@ -19,7 +19,10 @@ export interface ExportOptions {
   readonly onWarning?: WarningSink;
 }
 
-export interface ExportResult { readonly text: string; readonly records: number }
+export interface ExportResult {
+  readonly text: string;
+  readonly records: number;
+}
 
 const KNOBS = ['vec', 'regOc', 'regCols', 'tileIc', 'tileOc', 'tileRows', 'tileCols', 'loopOrder', 'parallelAxis', 'unroll'] as const;
 
@@ -27,19 +30,49 @@ const csvCell = (v: unknown): string => csvField(v as CsvValue);
 
 export function toCsv(entries: readonly [string, TuningRecord][]): string {
   const levels = [...new Set(entries.flatMap(([, r]) => levelsOf(r)))].sort((a, b) => a - b);
-  const header = ['id', 'workload', 'op', 'target', 'cpu_model', 'status', 'threads', ...KNOBS,
-    'footprint_l1', 'footprint_l2', 'footprint_l3', 'footprint_total', 'parallel_chunks',
+  const header = [
+    'id',
+    'workload',
+    'op',
+    'target',
+    'cpu_model',
+    'status',
+    'threads',
+    ...KNOBS,
+    'footprint_l1',
+    'footprint_l2',
+    'footprint_l3',
+    'footprint_total',
+    'parallel_chunks',
     ...levels.flatMap((l) => [`l${l}_median_ms`, `l${l}_repeats`, `l${l}_all_ms`]),
-    'error', 'veltair', 'codegen', 'timestamp'];
-  const rows = entries.map(([id, r]) => [id, r.workload, r.workloadSpec.op, r.target, r.targetSpec.cpuModel, r.status, r.threads,
+    'error',
+    'veltair',
+    'codegen',
+    'timestamp',
+  ];
+  const rows = entries.map(([id, r]) => [
+    id,
+    r.workload,
+    r.workloadSpec.op,
+    r.target,
+    r.targetSpec.cpuModel,
+    r.status,
+    r.threads,
     ...KNOBS.map((k) => r.schedule[k]),
-    r.features.footprintBytes.l1, r.features.footprintBytes.l2, r.features.footprintBytes.l3, r.features.footprintBytes.total,
+    r.features.footprintBytes.l1,
+    r.features.footprintBytes.l2,
+    r.features.footprintBytes.l3,
+    r.features.footprintBytes.total,
     r.features.parallelChunks,
     ...levels.flatMap((l) => {
       const xs = r.latencies[String(l)] ?? [];
       return [medianMs(r, l), xs.length, xs.join(' ')];
     }),
-    r.error, r.tool.veltair, r.tool.codegen, r.timestamp]);
+    r.error,
+    r.tool.veltair,
+    r.tool.codegen,
+    r.timestamp,
+  ]);
   return [header, ...rows].map((row) => row.map(csvCell).join(',')).join('\n') + '\n';
 }
 
@@ -51,4 +84,3 @@ export async function exportRecords(path: string, o: ExportOptions): Promise<Exp
   const text = o.format === 'csv' ? toCsv(entries) : entries.map(([, r]) => JSON.stringify(r) + '\n').join('');
   return { text, records: entries.length };
 }
-

@@ -21,14 +21,21 @@ import { userError } from '../errors.js';
 export const LOCK_FILE = '.lock';
 const STALE_UNREADABLE_MS = 10_000;
 
-interface LockInfo { pid: number; host: string; nonce: string; since: string }
+interface LockInfo {
+  pid: number;
+  host: string;
+  nonce: string;
+  since: string;
+}
 
 export interface LockOptions {
   /** Give up after this long (default 60 s: a prune of a large database holds the lock a while). */
   readonly timeoutMs?: number;
 }
 
-export interface HeldLock { release(): Promise<void> }
+export interface HeldLock {
+  release(): Promise<void>;
+}
 
 async function readLock(path: string): Promise<LockInfo | undefined> {
   try {
@@ -112,8 +119,11 @@ export async function acquireLock(dir: string, o: LockOptions = {}): Promise<Hel
     }
     if (Date.now() > deadline) {
       const who = holder ? `process ${holder.pid} on ${holder.host} since ${holder.since}` : 'another process';
-      throw userError('DB_LOCKED', `tuning database ${dir} is locked by ${who}`,
-        `wait for that veltair process to finish; if none is running, delete ${path}`);
+      throw userError(
+        'DB_LOCKED',
+        `tuning database ${dir} is locked by ${who}`,
+        `wait for that veltair process to finish; if none is running, delete ${path}`,
+      );
     }
     await sleep(Math.min(50, 2 + attempt) * (0.5 + Math.random()));
   }

@@ -40,12 +40,23 @@ export async function databaseStats(path: string, o: { onWarning?: WarningSink }
     byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
     workloads.add(r.workload);
     const d = details.get(r.target);
-    details.set(r.target, { target: r.target, records: (d?.records ?? 0) + 1, cpuModel: r.targetSpec.cpuModel,
-      cores: r.targetSpec.cores, cc: r.targetSpec.cc });
+    details.set(r.target, {
+      target: r.target,
+      records: (d?.records ?? 0) + 1,
+      cpuModel: r.targetSpec.cpuModel,
+      cores: r.targetSpec.cores,
+      cc: r.targetSpec.cc,
+    });
   }
   return {
-    path, files: scan.files.length, records: scan.records.size, corrupt: scan.corrupt, duplicates: scan.duplicates,
-    workloads: workloads.size, targets, targetDetails: [...details.values()].sort((a, b) => b.records - a.records),
+    path,
+    files: scan.files.length,
+    records: scan.records.size,
+    corrupt: scan.corrupt,
+    duplicates: scan.duplicates,
+    workloads: workloads.size,
+    targets,
+    targetDetails: [...details.values()].sort((a, b) => b.records - a.records),
     byStatus,
   };
 }
@@ -63,9 +74,17 @@ export interface MergeResult {
  * everything is read, deduplicated by record id and written as one `records.jsonl`; files inside
  * `destDir` that were folded in are removed. Records of every target are kept.
  */
-export async function mergeDatabases(sources: readonly string[], destDir: string, o: { onWarning?: WarningSink } = {}): Promise<MergeResult> {
+export async function mergeDatabases(
+  sources: readonly string[],
+  destDir: string,
+  o: { onWarning?: WarningSink } = {},
+): Promise<MergeResult> {
   for (const s of sources) await databaseFiles(s); // FILE_NOT_FOUND before anything is written
-  const { scan, written } = await rewriteDatabase(destDir, (s) => s.records, { extraSources: sources, onWarning: o.onWarning, allowMissing: true });
+  const { scan, written } = await rewriteDatabase(destDir, (s) => s.records, {
+    extraSources: sources,
+    onWarning: o.onWarning,
+    allowMissing: true,
+  });
   return { dest: destDir, filesRead: scan.files.length, records: written, duplicates: scan.duplicates, corrupt: scan.corrupt };
 }
 
@@ -86,7 +105,11 @@ export interface PruneResult {
   readonly before: number;
   readonly kept: number;
   readonly dropped: {
-    readonly corrupt: number; readonly duplicates: number; readonly failed: number; readonly otherTargets: number; readonly beyondKeep: number;
+    readonly corrupt: number;
+    readonly duplicates: number;
+    readonly failed: number;
+    readonly otherTargets: number;
+    readonly beyondKeep: number;
   };
 }
 
@@ -95,7 +118,8 @@ export function bestPerLevel(group: readonly [string, TuningRecord][], n: number
   const keep = new Set<string>();
   const levels = new Set(group.flatMap(([, r]) => levelsOf(r)));
   for (const level of levels) {
-    group.map(([id, r]) => ({ id, ms: medianMs(r, level) }))
+    group
+      .map(([id, r]) => ({ id, ms: medianMs(r, level) }))
       .filter((x): x is { id: string; ms: number } => x.ms !== undefined)
       .sort((a, b) => a.ms - b.ms || a.id.localeCompare(b.id))
       .slice(0, n)
@@ -113,28 +137,37 @@ export async function pruneDatabase(dir: string, o: PruneOptions = {}): Promise<
   if (o.dropOtherTargets && !o.target) throw new Error('pruneDatabase: dropOtherTargets needs a target');
   await databaseFiles(dir); // FILE_NOT_FOUND rather than creating an empty database
   const dropped = { corrupt: 0, duplicates: 0, failed: 0, otherTargets: 0, beyondKeep: 0 };
-  const { scan, written } = await rewriteDatabase(dir, (s) => {
-    dropped.corrupt = s.corrupt;
-    dropped.duplicates = s.duplicates;
-    const groups = new Map<string, [string, TuningRecord][]>();
-    const kept: [string, TuningRecord][] = [];
-    for (const [id, r] of s.records) {
-      if (o.dropOtherTargets && r.target !== o.target) { dropped.otherTargets++; continue; }
-      if (r.status !== 'ok') {
-        if (o.dropFailed) dropped.failed++; else kept.push([id, r]);
-        continue;
+  const { scan, written } = await rewriteDatabase(
+    dir,
+    (s) => {
+      dropped.corrupt = s.corrupt;
+      dropped.duplicates = s.duplicates;
+      const groups = new Map<string, [string, TuningRecord][]>();
+      const kept: [string, TuningRecord][] = [];
+      for (const [id, r] of s.records) {
+        if (o.dropOtherTargets && r.target !== o.target) {
+          dropped.otherTargets++;
+          continue;
+        }
+        if (r.status !== 'ok') {
+          if (o.dropFailed) dropped.failed++;
+          else kept.push([id, r]);
+          continue;
+        }
+        // A family is per thread count: ranking 2-thread records against 1-thread ones would prune one count's family away.
+        const key = `${r.target}\0${r.workload}\0${r.threads}`;
+        groups.set(key, [...(groups.get(key) ?? []), [id, r]]);
       }
-      // A family is per thread count: ranking 2-thread records against 1-thread ones would prune one count's family away.
-      const key = `${r.target}\0${r.workload}\0${r.threads}`;
-      groups.set(key, [...(groups.get(key) ?? []), [id, r]]);
-    }
-    for (const group of groups.values()) {
-      const best = o.keepPerWorkload === undefined ? undefined : bestPerLevel(group, o.keepPerWorkload);
-      for (const entry of group) {
-        if (!best || best.has(entry[0])) kept.push(entry); else dropped.beyondKeep++;
+      for (const group of groups.values()) {
+        const best = o.keepPerWorkload === undefined ? undefined : bestPerLevel(group, o.keepPerWorkload);
+        for (const entry of group) {
+          if (!best || best.has(entry[0])) kept.push(entry);
+          else dropped.beyondKeep++;
+        }
       }
-    }
-    return kept;
-  }, { onWarning: o.onWarning });
+      return kept;
+    },
+    { onWarning: o.onWarning },
+  );
   return { path: dir, before: scan.lines, kept: written, dropped };
 }

@@ -49,14 +49,27 @@ const nonNegative = { type: 'number', minimum: 0 } as const;
 export const TUNING_RECORD_SCHEMA = {
   $id: 'https://veltair.dev/schemas/tuning-record-v1.json',
   type: 'object',
-  required: ['v', 'workload', 'workloadSpec', 'target', 'targetSpec', 'schedule', 'features', 'threads',
-    'latencies', 'status', 'tool', 'timestamp'],
+  required: [
+    'v',
+    'workload',
+    'workloadSpec',
+    'target',
+    'targetSpec',
+    'schedule',
+    'features',
+    'threads',
+    'latencies',
+    'status',
+    'tool',
+    'timestamp',
+  ],
   additionalProperties: false,
   properties: {
     v: { const: RECORD_FORMAT_VERSION },
     workload: { type: 'string', pattern: '^(conv2d|dense|batch_matmul)-[0-9a-f]{16}$' },
     workloadSpec: {
-      type: 'object', required: ['op', 'dtype', 'epilogue'],
+      type: 'object',
+      required: ['op', 'dtype', 'epilogue'],
       properties: {
         op: { enum: ['conv2d', 'dense', 'batch_matmul'] },
         dtype: { const: 'float32' },
@@ -65,7 +78,8 @@ export const TUNING_RECORD_SCHEMA = {
     },
     target: { type: 'string', pattern: FINGERPRINT_PATTERN },
     targetSpec: {
-      type: 'object', required: ['cpuModel', 'isa', 'cores', 'caches', 'cc', 'cflags'],
+      type: 'object',
+      required: ['cpuModel', 'isa', 'cores', 'caches', 'cc', 'cflags'],
       properties: {
         cpuModel: { type: 'string' },
         isa: { type: 'object', additionalProperties: { type: 'boolean' } },
@@ -79,17 +93,29 @@ export const TUNING_RECORD_SCHEMA = {
       type: 'object',
       required: ['vec', 'regOc', 'regCols', 'tileIc', 'tileOc', 'tileRows', 'tileCols', 'loopOrder', 'parallelAxis', 'unroll', 'threads'],
       properties: {
-        vec: { enum: [16, 8, 1] }, regOc: positiveInt, regCols: positiveInt, tileIc: positiveInt, tileOc: positiveInt,
-        tileRows: positiveInt, tileCols: positiveInt, unroll: positiveInt, threads: positiveInt,
-        loopOrder: { enum: ['oc_outer', 'spatial_outer'] }, parallelAxis: { enum: ['oc', 'spatial'] },
+        vec: { enum: [16, 8, 1] },
+        regOc: positiveInt,
+        regCols: positiveInt,
+        tileIc: positiveInt,
+        tileOc: positiveInt,
+        tileRows: positiveInt,
+        tileCols: positiveInt,
+        unroll: positiveInt,
+        threads: positiveInt,
+        loopOrder: { enum: ['oc_outer', 'spatial_outer'] },
+        parallelAxis: { enum: ['oc', 'spatial'] },
       },
       additionalProperties: { type: ['number', 'string', 'boolean'] },
     },
     features: {
-      type: 'object', required: ['footprintBytes', 'parallelChunks', 'threads'],
+      type: 'object',
+      required: ['footprintBytes', 'parallelChunks', 'threads'],
       properties: {
-        footprintBytes: { type: 'object', required: ['l1', 'l2', 'l3', 'total'],
-          properties: { l1: nonNegative, l2: nonNegative, l3: nonNegative, total: nonNegative } },
+        footprintBytes: {
+          type: 'object',
+          required: ['l1', 'l2', 'l3', 'total'],
+          properties: { l1: nonNegative, l2: nonNegative, l3: nonNegative, total: nonNegative },
+        },
         parallelChunks: positiveInt,
         threads: positiveInt,
       },
@@ -102,8 +128,12 @@ export const TUNING_RECORD_SCHEMA = {
     },
     status: { enum: MEASURE_STATUSES },
     error: { type: 'string', maxLength: MAX_ERROR_CHARS },
-    tool: { type: 'object', required: ['veltair', 'codegen'], additionalProperties: false,
-      properties: { veltair: { type: 'string', minLength: 1 }, codegen: { type: 'integer', minimum: 0 } } },
+    tool: {
+      type: 'object',
+      required: ['veltair', 'codegen'],
+      additionalProperties: false,
+      properties: { veltair: { type: 'string', minLength: 1 }, codegen: { type: 'integer', minimum: 0 } },
+    },
     timestamp: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$' },
   },
   // An ok record has at least one level and at least one repeat at every level it names.
@@ -145,9 +175,16 @@ export function recordId(r: Pick<TuningRecord, 'workload' | 'target' | 'schedule
   return recordIdOf(r.workload, r.target, r.schedule, r.threads, r.tool.codegen);
 }
 
-export function recordIdOf(workload: string, target: string, schedule: Schedule, threads: number,
-  codegen: number = CODEGEN_VERSION): string {
-  return createHash('sha256').update(JSON.stringify([workload, target, canonicalJson(schedule), threads, codegen])).digest('hex');
+export function recordIdOf(
+  workload: string,
+  target: string,
+  schedule: Schedule,
+  threads: number,
+  codegen: number = CODEGEN_VERSION,
+): string {
+  return createHash('sha256')
+    .update(JSON.stringify([workload, target, canonicalJson(schedule), threads, codegen]))
+    .digest('hex');
 }
 
 export interface RecordInput {
@@ -210,7 +247,10 @@ export function medianMs(r: TuningRecord, level: number | string): number | unde
 
 /** Levels a record has repeats for, ascending. */
 export function levelsOf(r: TuningRecord): number[] {
-  return Object.keys(r.latencies).filter((l) => (r.latencies[l]?.length ?? 0) > 0).map(Number).sort((a, b) => a - b);
+  return Object.keys(r.latencies)
+    .filter((l) => (r.latencies[l]?.length ?? 0) > 0)
+    .map(Number)
+    .sort((a, b) => a - b);
 }
 
 export function totalRepeats(r: TuningRecord): number {

@@ -14,7 +14,11 @@ import { FINGERPRINT_VERSION_NUMBER } from './target-fingerprint.js';
 /** Called once per scan with a one-line summary when corrupt lines were skipped. */
 export type WarningSink = (message: string) => void;
 
-export interface CorruptLine { readonly file: string; readonly line: number; readonly problem: string }
+export interface CorruptLine {
+  readonly file: string;
+  readonly line: number;
+  readonly problem: string;
+}
 
 export interface ScanResult {
   readonly files: readonly string[];
@@ -45,14 +49,25 @@ export async function databaseFiles(path: string, allowMissing = false): Promise
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
       if (allowMissing) return [];
-      throw userError('FILE_NOT_FOUND', `tuning database ${path} does not exist`,
-        'pass --db DIR pointing at a directory of *.jsonl tuning records (veltair compile creates one)');
+      throw userError(
+        'FILE_NOT_FOUND',
+        `tuning database ${path} does not exist`,
+        'pass --db DIR pointing at a directory of *.jsonl tuning records (veltair compile creates one)',
+      );
     }
-    throw userError('FILE_UNREADABLE', `cannot read tuning database ${path}: ${(e as Error).message}`, 'check the path and its permissions');
+    throw userError(
+      'FILE_UNREADABLE',
+      `cannot read tuning database ${path}: ${(e as Error).message}`,
+      'check the path and its permissions',
+    );
   }
   if (info.isFile()) return [resolve(path)];
   if (!info.isDirectory()) {
-    throw userError('BAD_ARGUMENT', `${path} is neither a directory nor a records file`, 'pass a directory of *.jsonl files or one .jsonl file');
+    throw userError(
+      'BAD_ARGUMENT',
+      `${path} is neither a directory nor a records file`,
+      'pass a directory of *.jsonl files or one .jsonl file',
+    );
   }
   const names = (await readdir(path)).filter((n) => n.endsWith('.jsonl') && !n.startsWith('.')).sort();
   return names.map((n) => resolve(path, n));
@@ -78,17 +93,26 @@ async function* fileLines(file: string): AsyncGenerator<string> {
 function refuseNewerFormat(line: string, file: string, n: number): void {
   const fp = /"target"\s*:\s*"t(\d+)-/.exec(line);
   const v = /^\s*\{\s*"v"\s*:\s*(\d+)/.exec(line);
-  const newer = fp && Number(fp[1]) > FINGERPRINT_VERSION_NUMBER ? `target fingerprint version t${fp[1]}`
-    : v && Number(v[1]) > 1 ? `record format v${v[1]}` : undefined;
+  const newer =
+    fp && Number(fp[1]) > FINGERPRINT_VERSION_NUMBER
+      ? `target fingerprint version t${fp[1]}`
+      : v && Number(v[1]) > 1
+        ? `record format v${v[1]}`
+        : undefined;
   if (newer === undefined) return;
-  throw userError('BAD_INPUT', `${file}:${n} holds a tuning record of ${newer}; this veltair reads t${FINGERPRINT_VERSION_NUMBER} records of format v1`,
-    'it was written by a newer veltair: update veltair, or keep those records out of this --db');
+  throw userError(
+    'BAD_INPUT',
+    `${file}:${n} holds a tuning record of ${newer}; this veltair reads t${FINGERPRINT_VERSION_NUMBER} records of format v1`,
+    'it was written by a newer veltair: update veltair, or keep those records out of this --db',
+  );
 }
 
 export function corruptSummary(path: string, corrupt: number, examples: readonly CorruptLine[]): string {
   const where = examples.map((c) => `${basename(c.file)}:${c.line} ${c.problem}`).join('; ');
-  return `tuning database ${path}: skipped ${corrupt} corrupt line${corrupt === 1 ? '' : 's'} (${where}${corrupt > examples.length ? '; …' : ''}); `
-    + 'run `veltair db prune` to drop them';
+  return (
+    `tuning database ${path}: skipped ${corrupt} corrupt line${corrupt === 1 ? '' : 's'} (${where}${corrupt > examples.length ? '; …' : ''}); ` +
+    'run `veltair db prune` to drop them'
+  );
 }
 
 /** Read one or more database paths as one set of records. */
@@ -97,7 +121,9 @@ export async function scanDatabases(paths: readonly string[], o: ScanOptions = {
   for (const p of paths) files.push(...(await databaseFiles(p, o.allowMissing)));
   const records = new Map<string, TuningRecord>();
   const examples: CorruptLine[] = [];
-  let lines = 0, corrupt = 0, duplicates = 0;
+  let lines = 0,
+    corrupt = 0,
+    duplicates = 0;
   for (const file of files) {
     let n = 0;
     for await (const text of fileLines(file)) {

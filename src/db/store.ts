@@ -50,9 +50,20 @@ export function shippedDatabaseDir(): string {
 /** Turn a filesystem error on a destination into one clear user error. */
 export function unwritable(path: string, e: unknown): Error {
   const code = (e as NodeJS.ErrnoException).code;
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST' || code === 'ENOENT' || code === 'EISDIR') {
-    return userError('FILE_UNWRITABLE', `cannot write the tuning database at ${path} (${code})`,
-      'choose a directory you can write to (--db DIR / -o DIR), or fix its permissions');
+  if (
+    code === 'EACCES' ||
+    code === 'EPERM' ||
+    code === 'EROFS' ||
+    code === 'ENOTDIR' ||
+    code === 'EEXIST' ||
+    code === 'ENOENT' ||
+    code === 'EISDIR'
+  ) {
+    return userError(
+      'FILE_UNWRITABLE',
+      `cannot write the tuning database at ${path} (${code})`,
+      'choose a directory you can write to (--db DIR / -o DIR), or fix its permissions',
+    );
   }
   return e as Error;
 }
@@ -60,8 +71,11 @@ export function unwritable(path: string, e: unknown): Error {
 async function ensureDir(dir: string): Promise<void> {
   const existing = await stat(dir).catch(() => undefined);
   if (existing && !existing.isDirectory()) {
-    throw userError('BAD_ARGUMENT', `${dir} is a file, not a tuning database directory`,
-      'writes (append, merge -o, prune) need a directory; merge the file into one: veltair db merge FILE -o DIR');
+    throw userError(
+      'BAD_ARGUMENT',
+      `${dir} is a file, not a tuning database directory`,
+      'writes (append, merge -o, prune) need a directory; merge the file into one: veltair db merge FILE -o DIR',
+    );
   }
   try {
     await mkdir(dir, { recursive: true });
@@ -82,42 +96,47 @@ export async function appendRecords(dir: string, records: readonly TuningRecord[
   if (!/^[\w.-]+\.jsonl$/.test(file) || file.startsWith('.')) throw internalError(`bad records file name ${JSON.stringify(file)}`);
   const text = records.map(recordLine).join('');
   await ensureDir(dir);
-  await withLock(dir, async () => {
-    const path = join(dir, file);
-    let fh;
-    try {
-      fh = await open(path, 'a+');
-    } catch (e) {
-      throw unwritable(path, e);
-    }
-    try {
-      const { size } = await fh.stat();
-      let torn = false;
-      if (size > 0) {
-        const last = Buffer.alloc(1);
-        await fh.read(last, 0, 1, size - 1);
-        torn = last[0] !== 0x0a;
+  await withLock(
+    dir,
+    async () => {
+      const path = join(dir, file);
+      let fh;
+      try {
+        fh = await open(path, 'a+');
+      } catch (e) {
+        throw unwritable(path, e);
       }
-      const bytes = Buffer.from(torn ? '\n' + text : text, 'utf8');
-      let written = 0;
-      // One write in practice; a short write (disk full) is finished rather than left torn.
-      while (written < bytes.length) {
-        const { bytesWritten } = await fh.write(bytes, written, bytes.length - written, null);
-        if (bytesWritten <= 0) throw internalError(`short write to ${path}`);
-        written += bytesWritten;
+      try {
+        const { size } = await fh.stat();
+        let torn = false;
+        if (size > 0) {
+          const last = Buffer.alloc(1);
+          await fh.read(last, 0, 1, size - 1);
+          torn = last[0] !== 0x0a;
+        }
+        const bytes = Buffer.from(torn ? '\n' + text : text, 'utf8');
+        let written = 0;
+        // One write in practice; a short write (disk full) is finished rather than left torn.
+        while (written < bytes.length) {
+          const { bytesWritten } = await fh.write(bytes, written, bytes.length - written, null);
+          if (bytesWritten <= 0) throw internalError(`short write to ${path}`);
+          written += bytesWritten;
+        }
+      } catch (e) {
+        throw unwritable(path, e);
+      } finally {
+        await fh.close();
       }
-    } catch (e) {
-      throw unwritable(path, e);
-    } finally {
-      await fh.close();
-    }
-  }, o);
+    },
+    o,
+  );
 }
 
 /** Records in a deterministic order: by workload, then target, then id. */
 function sortedRecords(records: Iterable<[string, TuningRecord]>): TuningRecord[] {
-  return [...records].sort(([ia, a], [ib, b]) =>
-    a.workload.localeCompare(b.workload) || a.target.localeCompare(b.target) || ia.localeCompare(ib)).map(([, r]) => r);
+  return [...records]
+    .sort(([ia, a], [ib, b]) => a.workload.localeCompare(b.workload) || a.target.localeCompare(b.target) || ia.localeCompare(ib))
+    .map(([, r]) => r);
 }
 
 /** Write `records` to `path` via a fsynced temp file in the same directory and a rename. */
@@ -127,24 +146,35 @@ export async function writeRecordsAtomically(path: string, records: Iterable<[st
   return list.length;
 }
 
-export interface RewriteResult { readonly scan: ScanResult; readonly written: number; readonly removedFiles: readonly string[] }
+export interface RewriteResult {
+  readonly scan: ScanResult;
+  readonly written: number;
+  readonly removedFiles: readonly string[];
+}
 
 /**
  * Replace a database directory's content by `keep(scan)` in one `records.jsonl`, under the lock:
  * read everything (plus `extraSources`), write + rename the new file, then remove the other
  * files it folded in. A crash before the removals leaves duplicates, which readers drop.
  */
-export async function rewriteDatabase(dir: string, keep: (scan: ScanResult) => Iterable<[string, TuningRecord]>,
-  o: { extraSources?: readonly string[]; onWarning?: WarningSink; allowMissing?: boolean } & LockOptions = {}): Promise<RewriteResult> {
+export async function rewriteDatabase(
+  dir: string,
+  keep: (scan: ScanResult) => Iterable<[string, TuningRecord]>,
+  o: { extraSources?: readonly string[]; onWarning?: WarningSink; allowMissing?: boolean } & LockOptions = {},
+): Promise<RewriteResult> {
   await ensureDir(dir);
-  return withLock(dir, async () => {
-    const scan = await scanDatabases([dir, ...(o.extraSources ?? [])], { onWarning: o.onWarning, allowMissing: o.allowMissing });
-    const target = resolve(dir, RECORDS_FILE);
-    const written = await writeRecordsAtomically(target, keep(scan));
-    const folded = scan.files.filter((f) => dirname(f) === resolve(dir) && f !== target);
-    for (const f of folded) await unlink(f).catch(() => undefined);
-    return { scan, written, removedFiles: folded };
-  }, o);
+  return withLock(
+    dir,
+    async () => {
+      const scan = await scanDatabases([dir, ...(o.extraSources ?? [])], { onWarning: o.onWarning, allowMissing: o.allowMissing });
+      const target = resolve(dir, RECORDS_FILE);
+      const written = await writeRecordsAtomically(target, keep(scan));
+      const folded = scan.files.filter((f) => dirname(f) === resolve(dir) && f !== target);
+      for (const f of folded) await unlink(f).catch(() => undefined);
+      return { scan, written, removedFiles: folded };
+    },
+    o,
+  );
 }
 
 /** What an open database knows about itself. */
@@ -203,8 +233,10 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
   const scanOptions: ScanOptions = { onWarning: o.onWarning, allowMissing: o.allowMissing ?? true };
   const user = await scanDatabase(dir, scanOptions);
   const shippedDir = o.shipped === undefined ? shippedDatabaseDir() : o.shipped;
-  const shipped = shippedDir && resolve(shippedDir) !== resolve(dir)
-    ? await scanDatabase(shippedDir, { onWarning: o.onWarning, allowMissing: true }) : undefined;
+  const shipped =
+    shippedDir && resolve(shippedDir) !== resolve(dir)
+      ? await scanDatabase(shippedDir, { onWarning: o.onWarning, allowMissing: true })
+      : undefined;
 
   const byId = new Map<string, TuningRecord>();
   const byWorkload = new Map<string, TuningRecord[]>();
@@ -229,7 +261,8 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
     list.push(kept);
     byWorkload.set(r.workload, list);
     byId.set(id, kept);
-    if (isShipped) fromShipped.add(id); else fromShipped.delete(id);
+    if (isShipped) fromShipped.add(id);
+    else fromShipped.delete(id);
   };
   for (const [id, r] of user.records) index(id, r, false);
   for (const [id, r] of shipped?.records ?? []) index(id, r, true);
@@ -241,8 +274,10 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
     target: fingerprint,
     lookup: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok' && current(r)),
     records: (key) => (byWorkload.get(key) ?? []).filter(current),
-    seeds: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok' && !current(r))
-      .sort((a, b) => quietMs(a) - quietMs(b) || (recordId(a) < recordId(b) ? -1 : 1)),
+    seeds: (key) =>
+      (byWorkload.get(key) ?? [])
+        .filter((r) => r.status === 'ok' && !current(r))
+        .sort((a, b) => quietMs(a) - quietMs(b) || (recordId(a) < recordId(b) ? -1 : 1)),
     foreign: (key) => [...(foreignByWorkload.get(key)?.values() ?? [])],
     has: (id) => byId.has(id),
     async append(records, ao) {

@@ -12,8 +12,11 @@ export function canonicalJson(value: unknown): string {
   const sortKeys = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sortKeys);
     if (v !== null && typeof v === 'object') {
-      return Object.fromEntries(Object.keys(v as object).sort()
-        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]));
+      return Object.fromEntries(
+        Object.keys(v as object)
+          .sort()
+          .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+      );
     }
     return v;
   };
@@ -39,7 +42,9 @@ export const FINGERPRINT_VERSION_NUMBER = 1;
 
 /** `t1-<16 hex>`: 64 bits of sha256 over the canonical transferable fields. */
 export function targetFingerprint(t: Target): string {
-  const digest = createHash('sha256').update(canonicalJson(fingerprintInput(t))).digest('hex');
+  const digest = createHash('sha256')
+    .update(canonicalJson(fingerprintInput(t)))
+    .digest('hex');
   return `${FINGERPRINT_VERSION}-${digest.slice(0, 16)}`;
 }
 

@@ -43,7 +43,8 @@ function frontierOf(records: readonly TuningRecord[]): TuningRecord[] {
   const ok = records.filter((r) => r.status === 'ok' && levelsOf(r).length > 0);
   const levels = [...new Set(ok.flatMap(levelsOf))].sort((a, b) => a - b);
   const at = (r: TuningRecord, l: number) => medianMs(r, l) ?? Infinity;
-  const dominated = (r: TuningRecord) => ok.some((o) => o !== r && levels.every((l) => at(o, l) <= at(r, l)) && levels.some((l) => at(o, l) < at(r, l)));
+  const dominated = (r: TuningRecord) =>
+    ok.some((o) => o !== r && levels.every((l) => at(o, l) <= at(r, l)) && levels.some((l) => at(o, l) < at(r, l)));
   const quiet = (r: TuningRecord) => at(r, levels[0] ?? 0);
   const byQuiet = (a: TuningRecord, b: TuningRecord) => quiet(a) - quiet(b);
   const frontier = ok.filter((r) => !dominated(r)).sort(byQuiet);
@@ -63,7 +64,8 @@ export function transferSeeds(records: readonly TuningRecord[], target: Target, 
     list.push(r);
     byTarget.set(r.target, list);
   }
-  const ranked = [...byTarget.values()].map((rs) => ({ rs, distance: targetDistance(target, rs[0]!.targetSpec) }))
+  const ranked = [...byTarget.values()]
+    .map((rs) => ({ rs, distance: targetDistance(target, rs[0]!.targetSpec) }))
     .sort((a, b) => a.distance - b.distance || (a.rs[0]!.target < b.rs[0]!.target ? -1 : 1));
   const out: TransferSeed[] = [];
   for (const { rs, distance } of ranked) {

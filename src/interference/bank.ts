@@ -59,8 +59,14 @@ export function threadStates(pid: number): string[] {
   }
 }
 
-export const isStopped = (pid: number) => { const s = threadStates(pid); return s.length > 0 && s.every((x) => x === 'T' || x === 't'); };
-export const isRunning = (pid: number) => { const s = threadStates(pid); return s.length > 0 && s.every((x) => x !== 'T' && x !== 't'); };
+export const isStopped = (pid: number) => {
+  const s = threadStates(pid);
+  return s.length > 0 && s.every((x) => x === 'T' || x === 't');
+};
+export const isRunning = (pid: number) => {
+  const s = threadStates(pid);
+  return s.length > 0 && s.every((x) => x !== 'T' && x !== 't');
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -102,7 +108,9 @@ function startGuard(): ChildProcess {
   const guard = spawn(process.execPath, [script], { stdio: ['pipe', 'ignore', 'ignore'] });
   guard.unref();
   (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-  guard.stdin?.on('error', () => { /* guard gone: nothing to tell it */ });
+  guard.stdin?.on('error', () => {
+    /* guard gone: nothing to tell it */
+  });
   return guard;
 }
 
@@ -114,25 +122,41 @@ export async function openLevelBank(o: LevelBankOptions): Promise<LevelBank> {
     throw internalError('noisy levels requested but no core is free for a co-runner');
   }
   const guard = noisy.length > 0 ? startGuard() : undefined;
-  const tell = (line: string) => { if (guard?.stdin?.writable) guard.stdin.write(`${line}\n`); };
+  const tell = (line: string) => {
+    if (guard?.stdin?.writable) guard.stdin.write(`${line}\n`);
+  };
   let running: number | undefined;
   let closing: Promise<void> | undefined;
 
-  const killAllNow = () => { for (const h of handles.values()) { try { process.kill(h.pid, 'SIGKILL'); } catch { /* gone */ } } };
+  const killAllNow = () => {
+    for (const h of handles.values()) {
+      try {
+        process.kill(h.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+  };
   const onSignal = (sig: NodeJS.Signals) => {
     killAllNow();
     removeSignalHandlers();
     if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
   };
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-  const removeSignalHandlers = () => { for (const s of signals) process.removeListener(s, onSignal); };
+  const removeSignalHandlers = () => {
+    for (const s of signals) process.removeListener(s, onSignal);
+  };
   for (const s of signals) process.on(s, onSignal);
 
   const close = () => {
     closing ??= (async () => {
       removeSignalHandlers();
       for (const [level, h] of handles) {
-        try { process.kill(h.pid, 'SIGCONT'); } catch { /* already gone */ }
+        try {
+          process.kill(h.pid, 'SIGCONT');
+        } catch {
+          /* already gone */
+        }
         await h.stop().catch(() => undefined);
         tell(`del ${h.pid}`);
         handles.delete(level);
@@ -146,7 +170,12 @@ export async function openLevelBank(o: LevelBankOptions): Promise<LevelBank> {
   try {
     for (const level of [...noisy].reverse()) {
       const settings = o.settingsFor?.(level);
-      const h = await startNoise({ level, cores: o.plan.noiseCores, ...(settings ? { settings } : {}), ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}) });
+      const h = await startNoise({
+        level,
+        cores: o.plan.noiseCores,
+        ...(settings ? { settings } : {}),
+        ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}),
+      });
       handles.set(level, h);
       tell(`add ${h.pid}`);
       process.kill(h.pid, 'SIGSTOP');

@@ -109,8 +109,20 @@ interface Probe {
 
 async function startProbe(core: number, sizes: ProbeSizes, cacheDir: string | undefined): Promise<Probe> {
   const binary = await ensureTool('probe', { cacheDir });
-  const child = execa(binary, ['--core', String(core), '--cache-bytes', String(sizes.cacheBytes),
-    '--l3-bytes', String(sizes.l3Bytes), '--stream-bytes', String(sizes.streamBytes)], { reject: false, buffer: false, stdin: 'pipe' });
+  const child = execa(
+    binary,
+    [
+      '--core',
+      String(core),
+      '--cache-bytes',
+      String(sizes.cacheBytes),
+      '--l3-bytes',
+      String(sizes.l3Bytes),
+      '--stream-bytes',
+      String(sizes.streamBytes),
+    ],
+    { reject: false, buffer: false, stdin: 'pipe' },
+  );
   const reader = readJsonLines(child, 'probe');
   try {
     await reader.waitFor((e) => e['event'] === 'ready', { timeoutMs: 120_000, what: 'ready' });
@@ -137,11 +149,17 @@ async function startProbe(core: number, sizes: ProbeSizes, cacheDir: string | un
 type ProbeRun = Record<ProbeKind, ProbeSample>;
 
 function probeCalibration(quiet: readonly ProbeRun[], noisy: readonly ProbeRun[], kind: ProbeKind): ProbeCalibration {
-  const { ratios, ...spread } = pairedRatios(quiet.map((r) => r[kind].samplesMs), noisy.map((r) => r[kind].samplesMs));
+  const { ratios, ...spread } = pairedRatios(
+    quiet.map((r) => r[kind].samplesMs),
+    noisy.map((r) => r[kind].samplesMs),
+  );
   return {
-    ...spread, samples: ratios,
-    quietMedianMs: quiet.map((r) => median(r[kind].samplesMs)), noisyMedianMs: noisy.map((r) => median(r[kind].samplesMs)),
-    quietCpuShare: quiet.map((r) => r[kind].cpuShare), noisyCpuShare: noisy.map((r) => r[kind].cpuShare),
+    ...spread,
+    samples: ratios,
+    quietMedianMs: quiet.map((r) => median(r[kind].samplesMs)),
+    noisyMedianMs: noisy.map((r) => median(r[kind].samplesMs)),
+    quietCpuShare: quiet.map((r) => r[kind].cpuShare),
+    noisyCpuShare: noisy.map((r) => r[kind].cpuShare),
   };
 }
 
@@ -158,16 +176,22 @@ function chooseCores(options: CalibrationOptions): { kernelCore: number; noise: 
   if (options.noiseCores) {
     const kernelCore = all.find((c) => !options.noiseCores!.includes(c));
     if (kernelCore === undefined) {
-      throw userError('BAD_ARGUMENT', `--cores ${options.noiseCores.join(',')} leaves no core for the calibration probe`,
-        'leave at least one available core out of --cores');
+      throw userError(
+        'BAD_ARGUMENT',
+        `--cores ${options.noiseCores.join(',')} leaves no core for the calibration probe`,
+        'leave at least one available core out of --cores',
+      );
     }
     return { kernelCore, noise: [...options.noiseCores] };
   }
   const kernelCore = all[0]!;
   const noise = noiseCores([kernelCore], all);
   if (noise.length === 0) {
-    throw userError('BAD_ARGUMENT', 'this machine has one available core: no core is left for the co-runner',
-      'calibration needs at least two cores (one for the probe, one or more for the noise)');
+    throw userError(
+      'BAD_ARGUMENT',
+      'this machine has one available core: no core is left for the co-runner',
+      'calibration needs at least two cores (one for the probe, one or more for the noise)',
+    );
   }
   return { kernelCore, noise };
 }
@@ -175,7 +199,11 @@ function chooseCores(options: CalibrationOptions): { kernelCore: number; noise: 
 export async function calibrate(options: CalibrationOptions = {}): Promise<Calibration> {
   const rounds = options.rounds ?? 5;
   if (!Number.isInteger(rounds) || rounds < 1) {
-    throw userError('BAD_ARGUMENT', `--rounds ${rounds} is not a positive integer`, 'give the number of quiet/noisy rounds per level, e.g. --rounds 5');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--rounds ${rounds} is not a positive integer`,
+      'give the number of quiet/noisy rounds per level, e.g. --rounds 5',
+    );
   }
   const levels = (options.levels ?? LEVELS.map((l) => l.level)).map((l) => levelSpec(l));
   const { kernelCore, noise } = chooseCores(options);
@@ -193,20 +221,27 @@ export async function calibrate(options: CalibrationOptions = {}): Promise<Calib
   try {
     const results: LevelCalibration[] = [];
     for (const spec of levels) {
-      const settings = options.settingsFor?.(spec.level)
-        ?? resolveLevel(spec.level, { l3Bytes: l3.bytes, memoryBudgetBytes: noiseMemoryBudget() });
+      const settings =
+        options.settingsFor?.(spec.level) ?? resolveLevel(spec.level, { l3Bytes: l3.bytes, memoryBudgetBytes: noiseMemoryBudget() });
       const noiseStats: NoiseStats[] = [];
-      const samples = await interleave(['quiet', 'noisy'] as const, rounds, async (arm) => {
-        if (arm === 'quiet') return runProbes();
-        const handle = await startNoise({ level: spec.level, cores: noise, settings, cacheDir: options.cacheDir });
-        try {
-          return await runProbes();
-        } finally {
-          noiseStats.push(await handle.stop());
-        }
-      }, { alternate: true, onStep: (arm, round) => progress(`level ${spec.level}: round ${round + 1}/${rounds}, ${arm}`) });
+      const samples = await interleave(
+        ['quiet', 'noisy'] as const,
+        rounds,
+        async (arm) => {
+          if (arm === 'quiet') return runProbes();
+          const handle = await startNoise({ level: spec.level, cores: noise, settings, cacheDir: options.cacheDir });
+          try {
+            return await runProbes();
+          } finally {
+            noiseStats.push(await handle.stop());
+          }
+        },
+        { alternate: true, onStep: (arm, round) => progress(`level ${spec.level}: round ${round + 1}/${rounds}, ${arm}`) },
+      );
       results.push({
-        level: spec.level, summary: spec.summary, settings,
+        level: spec.level,
+        summary: spec.summary,
+        settings,
         cacheProbe: probeCalibration(samples.quiet, samples.noisy, 'cache'),
         l3Probe: probeCalibration(samples.quiet, samples.noisy, 'l3'),
         streamProbe: probeCalibration(samples.quiet, samples.noisy, 'stream'),
@@ -214,7 +249,15 @@ export async function calibrate(options: CalibrationOptions = {}): Promise<Calib
       });
     }
     return {
-      machine: { cpu: cpuInfo().model, cores: availableCores().length, l3Bytes: l3.bytes, l3Source: l3.source, kernelCore, noiseCores: noise, probeSizes },
+      machine: {
+        cpu: cpuInfo().model,
+        cores: availableCores().length,
+        l3Bytes: l3.bytes,
+        l3Source: l3.source,
+        kernelCore,
+        noiseCores: noise,
+        probeSizes,
+      },
       rounds,
       levels: results,
     };

@@ -10,8 +10,12 @@ import type { NoiseSettings } from './levels.js';
  * second (stream reads + writes + one 64-byte line per random operation), in GB/s. This is the
  * co-runner's "profile" the tenant-aware model takes as an input.
  */
-export async function profileCoRunners(levels: readonly number[], noiseCores: readonly number[], seconds = 1,
-  settingsFor?: (level: number) => NoiseSettings | undefined): Promise<Map<number, number>> {
+export async function profileCoRunners(
+  levels: readonly number[],
+  noiseCores: readonly number[],
+  seconds = 1,
+  settingsFor?: (level: number) => NoiseSettings | undefined,
+): Promise<Map<number, number>> {
   const out = new Map<number, number>([[0, 0]]);
   for (const level of levels.filter((l) => l > 0)) {
     const settings = settingsFor?.(level);

@@ -17,8 +17,11 @@ export interface RuntimeCores {
 
 export function runtimeCores(threads: number, allCores: readonly number[] = availableCores()): RuntimeCores {
   if (!Number.isInteger(threads) || threads < 1 || threads > allCores.length) {
-    throw userError('BAD_ARGUMENT', `--threads ${threads} is not a thread count from 1 to ${allCores.length} (the cores this process may use)`,
-      `e.g. --threads ${Math.max(1, allCores.length - 1)}`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `--threads ${threads} is not a thread count from 1 to ${allCores.length} (the cores this process may use)`,
+      `e.g. --threads ${Math.max(1, allCores.length - 1)}`,
+    );
   }
   return { allCores: [...allCores], kernelCores: allCores.slice(0, threads), noiseCores: allCores.slice(threads) };
 }

@@ -72,21 +72,37 @@ function killAllOnExit(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   // Synchronous last resort; noise.c also asks the kernel for SIGTERM when its parent dies.
-  process.on('exit', () => { for (const child of live) child.kill('SIGKILL'); });
+  process.on('exit', () => {
+    for (const child of live) child.kill('SIGKILL');
+  });
 }
 
 export function settingsArgs(cores: readonly number[], s: NoiseSettings, seconds?: number): string[] {
-  const args = ['--cores', cores.join(','), '--random-bytes', String(s.randomBytes), '--stream-bytes', String(s.streamBytes),
-    '--stream-mode', s.streamMode, '--stream-chunk-bytes', String(s.streamChunkBytes),
-    '--random-ops-per-turn', String(s.randomOpsPerTurn)];
+  const args = [
+    '--cores',
+    cores.join(','),
+    '--random-bytes',
+    String(s.randomBytes),
+    '--stream-bytes',
+    String(s.streamBytes),
+    '--stream-mode',
+    s.streamMode,
+    '--stream-chunk-bytes',
+    String(s.streamChunkBytes),
+    '--random-ops-per-turn',
+    String(s.randomOpsPerTurn),
+  ];
   if (seconds !== undefined) args.push('--seconds', String(seconds));
   return args;
 }
 
 function checkOptions(o: NoiseOptions): void {
   if (o.cores.length === 0) {
-    throw userError('BAD_ARGUMENT', 'the noise generator was given no cores',
-      'on a 1-core machine there is no core left for noise; pass --cores explicitly to share the kernel\'s core');
+    throw userError(
+      'BAD_ARGUMENT',
+      'the noise generator was given no cores',
+      "on a 1-core machine there is no core left for noise; pass --cores explicitly to share the kernel's core",
+    );
   }
   const all = availableCores();
   parseCoreList(o.cores.join(','), all);
@@ -99,13 +115,17 @@ function checkOptions(o: NoiseOptions): void {
 export async function startNoise(options: NoiseOptions): Promise<NoiseHandle> {
   const spec = options.settings ? undefined : levelSpec(options.level);
   checkOptions(options);
-  const settings = options.settings ?? resolveLevel(spec!.level, { l3Bytes: (await detectCaches()).sizes.l3, memoryBudgetBytes: noiseMemoryBudget() });
+  const settings =
+    options.settings ?? resolveLevel(spec!.level, { l3Bytes: (await detectCaches()).sizes.l3, memoryBudgetBytes: noiseMemoryBudget() });
   const binary = await ensureTool('noise', { cacheDir: options.cacheDir });
   const child = execa(binary, settingsArgs(options.cores, settings, options.seconds), { reject: false, buffer: false, stdin: 'ignore' });
   killAllOnExit();
   live.add(child);
   let hasExited = false;
-  const exited = child.then(() => { hasExited = true; live.delete(child); });
+  const exited = child.then(() => {
+    hasExited = true;
+    live.delete(child);
+  });
   const reader = readJsonLines(child, 'noise');
 
   let ready: ToolEvent;
@@ -121,7 +141,9 @@ export async function startNoise(options: NoiseOptions): Promise<NoiseHandle> {
     if (!stopped) throw noiseFailure(new Error(`exited without reporting its counters: ${reader.stderrTail() || 'no output'}`));
     return withoutEvent(stopped) as unknown as NoiseStats;
   });
-  finished.catch(() => { /* surfaced through stop() */ });
+  finished.catch(() => {
+    /* surfaced through stop() */
+  });
   let stopping: Promise<NoiseStats> | undefined;
   return {
     level: options.settings ? 'custom' : spec!.level,
@@ -133,13 +155,19 @@ export async function startNoise(options: NoiseOptions): Promise<NoiseHandle> {
     async counters() {
       const from = reader.events.length;
       child.kill('SIGUSR1');
-      return withoutEvent(await reader.waitFor((e) => e['event'] === 'counters', { from, timeoutMs: 5_000, what: 'its counters' })) as unknown as NoiseStats;
+      return withoutEvent(
+        await reader.waitFor((e) => e['event'] === 'counters', { from, timeoutMs: 5_000, what: 'its counters' }),
+      ) as unknown as NoiseStats;
     },
     stop() {
       stopping ??= (async () => {
         if (!hasExited) child.kill('SIGTERM');
         const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        try { return await finished; } finally { clearTimeout(timer); }
+        try {
+          return await finished;
+        } finally {
+          clearTimeout(timer);
+        }
       })();
       return stopping;
     },
@@ -157,5 +185,10 @@ function noiseFailure(e: unknown): VeltairError {
     return userError('BAD_ARGUMENT', `noise generator: ${message}`, 'choose cores this process may run on (see `nproc` / taskset)');
   }
   if (e instanceof VeltairError) return e;
-  return new VeltairError('INTERNAL', `noise generator failed: ${message}`, 'the machine may be short of memory; try a lower level or fewer cores', 2);
+  return new VeltairError(
+    'INTERNAL',
+    `noise generator failed: ${message}`,
+    'the machine may be short of memory; try a lower level or fewer cores',
+    2,
+  );
 }

@@ -36,25 +36,36 @@ export interface LevelSpec {
 
 export const LEVELS: readonly LevelSpec[] = [
   {
-    level: 1, summary: 'random read-modify-write over half the L3 (at most 16 MiB): evicts cache-resident data',
-    random: { l3Multiple: 0.5, minBytes: 4 * MiB, maxBytes: 16 * MiB }, stream: null,
-    streamChunkBytes: 0, randomOpsPerTurn: 4096,
+    level: 1,
+    summary: 'random read-modify-write over half the L3 (at most 16 MiB): evicts cache-resident data',
+    random: { l3Multiple: 0.5, minBytes: 4 * MiB, maxBytes: 16 * MiB },
+    stream: null,
+    streamChunkBytes: 0,
+    randomOpsPerTurn: 4096,
   },
   {
-    level: 2, summary: 'random read-modify-write over 4× the L3 (256 MiB to 2 GiB): DRAM-latency-bound misses, many in flight',
-    random: { l3Multiple: 4, minBytes: 256 * MiB, maxBytes: 2 * GiB }, stream: null,
-    streamChunkBytes: 0, randomOpsPerTurn: 4096,
+    level: 2,
+    summary: 'random read-modify-write over 4× the L3 (256 MiB to 2 GiB): DRAM-latency-bound misses, many in flight',
+    random: { l3Multiple: 4, minBytes: 256 * MiB, maxBytes: 2 * GiB },
+    stream: null,
+    streamChunkBytes: 0,
+    randomOpsPerTurn: 4096,
   },
   {
-    level: 3, summary: 'streaming loads + ordinary stores (read-for-ownership) over 2× the L3 (1 to 2 GiB)',
-    random: null, stream: { l3Multiple: 2, minBytes: 1 * GiB, maxBytes: 2 * GiB, mode: 'copy' },
-    streamChunkBytes: 1 * MiB, randomOpsPerTurn: 0,
+    level: 3,
+    summary: 'streaming loads + ordinary stores (read-for-ownership) over 2× the L3 (1 to 2 GiB)',
+    random: null,
+    stream: { l3Multiple: 2, minBytes: 1 * GiB, maxBytes: 2 * GiB, mode: 'copy' },
+    streamChunkBytes: 1 * MiB,
+    randomOpsPerTurn: 0,
   },
   {
-    level: 4, summary: 'streaming loads + non-temporal stores over 4× the L3 (2 to 4 GiB), mixed with random read-modify-write over 512 MiB to 1 GiB',
+    level: 4,
+    summary: 'streaming loads + non-temporal stores over 4× the L3 (2 to 4 GiB), mixed with random read-modify-write over 512 MiB to 1 GiB',
     random: { l3Multiple: 2, minBytes: 512 * MiB, maxBytes: 1 * GiB },
     stream: { l3Multiple: 4, minBytes: 2 * GiB, maxBytes: 4 * GiB, mode: 'nt' },
-    streamChunkBytes: 1 * MiB, randomOpsPerTurn: 1024,
+    streamChunkBytes: 1 * MiB,
+    randomOpsPerTurn: 1024,
   },
 ];
 
@@ -72,8 +83,11 @@ export interface NoiseSettings {
 export function levelSpec(level: number): LevelSpec {
   const spec = LEVELS.find((l) => l.level === level);
   if (!spec) {
-    throw userError('BAD_ARGUMENT', `interference level ${JSON.stringify(level)} does not exist`,
-      'use a level from 1 to 4 (0 means quiet: run no co-runner); `veltair noise --help` says what each level does');
+    throw userError(
+      'BAD_ARGUMENT',
+      `interference level ${JSON.stringify(level)} does not exist`,
+      'use a level from 1 to 4 (0 means quiet: run no co-runner); `veltair noise --help` says what each level does',
+    );
   }
   return spec;
 }
@@ -92,8 +106,12 @@ export function resolveLevel(level: number, machine: { l3Bytes: number; memoryBu
     streamBytes = Math.floor(streamBytes * scale);
   }
   return {
-    randomBytes, streamBytes, streamMode: spec.stream ? spec.stream.mode : 'none',
-    streamChunkBytes: spec.streamChunkBytes, randomOpsPerTurn: spec.randomOpsPerTurn, cappedByMemory,
+    randomBytes,
+    streamBytes,
+    streamMode: spec.stream ? spec.stream.mode : 'none',
+    streamChunkBytes: spec.streamChunkBytes,
+    randomOpsPerTurn: spec.randomOpsPerTurn,
+    cappedByMemory,
   };
 }
 

@@ -16,7 +16,10 @@ import { createInterface } from 'node:readline';
 const pids = new Set<number>();
 let clean = false;
 
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => { /* wait for EOF */ });
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+  process.on(sig, () => {
+    /* wait for EOF */
+  });
 
 const lines = createInterface({ input: process.stdin });
 lines.on('line', (line) => {
@@ -29,7 +32,11 @@ lines.on('line', (line) => {
 lines.on('close', () => {
   if (!clean) {
     for (const pid of pids) {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
     }
   }
   process.exit(0);

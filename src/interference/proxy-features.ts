@@ -39,7 +39,8 @@ function readProc(f: ProcFile): string {
 
 /** [busy, total] jiffies summed over `cores` from /proc/stat text (iowait and idle count as not busy). */
 export function parseCpuTimes(text: string, cores: ReadonlySet<number>): [number, number] {
-  let busy = 0, total = 0;
+  let busy = 0,
+    total = 0;
   let at = text.indexOf('\ncpu');
   while (at >= 0) {
     const end = text.indexOf('\n', at + 1);
@@ -48,7 +49,11 @@ export function parseCpuTimes(text: string, cores: ReadonlySet<number>): [number
     const space = line.indexOf(' ');
     const core = Number(line.slice(3, space));
     if (cores.has(core)) {
-      const f = line.slice(space + 1).trim().split(' ').map(Number);
+      const f = line
+        .slice(space + 1)
+        .trim()
+        .split(' ')
+        .map(Number);
       // user nice system idle iowait irq softirq steal [guest guest_nice: already inside user/nice]
       const all = f.slice(0, 8).reduce((s, v) => s + (v || 0), 0);
       total += all;
@@ -93,12 +98,18 @@ export class LatencyRatioTracker {
     for (let i = 0; i < n; i++) {
       const v = this.recent[i]!;
       let j = i;
-      while (j > 0 && s[j - 1]! > v) { s[j] = s[j - 1]!; j--; }
+      while (j > 0 && s[j - 1]! > v) {
+        s[j] = s[j - 1]!;
+        j--;
+      }
       s[j] = v;
     }
     return n % 2 === 1 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
   }
-  reset(): void { this.count = 0; this.next = 0; }
+  reset(): void {
+    this.count = 0;
+    this.next = 0;
+  }
 }
 
 export interface SamplerOptions {

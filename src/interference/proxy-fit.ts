@@ -6,7 +6,14 @@
  * reclaims, the tenant input when no tenant was described) carries no information; it is left out
  * of the fit and gets weight 0, so a constant column can never make the system singular.
  */
-import { continuousLevel, snapLevel, type CalibrationSample, type FeatureName, type HeldOutFit, type LinearLevelModel } from './proxy-model.js';
+import {
+  continuousLevel,
+  snapLevel,
+  type CalibrationSample,
+  type FeatureName,
+  type HeldOutFit,
+  type LinearLevelModel,
+} from './proxy-model.js';
 
 /** Solve the symmetric positive semi-definite system A x = b by Gaussian elimination with partial pivoting. */
 function solve(a: number[][], b: number[]): number[] {
@@ -42,7 +49,9 @@ const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.lengt
 export function fitLevelModel(samples: readonly CalibrationSample[], features: readonly FeatureName[]): LinearLevelModel {
   const levels = new Set(samples.map((s) => s.level));
   if (samples.length < features.length + 2 || levels.size < 2) {
-    throw new RangeError(`a proxy fit needs samples at two or more levels and more samples than features (got ${samples.length} at ${levels.size} level(s))`);
+    throw new RangeError(
+      `a proxy fit needs samples at two or more levels and more samples than features (got ${samples.length} at ${levels.size} level(s))`,
+    );
   }
   const y = samples.map((s) => s.level);
   const cols = features.map((f) => samples.map((s) => s.features[f]));
@@ -77,17 +86,29 @@ export function fitLevelModel(samples: readonly CalibrationSample[], features: r
  * samples seconds apart at one level are never split between training and test, which would let
  * the machine's slow drift pass for skill. Undefined when fewer than two folds can be fitted.
  */
-export function crossValidate(samples: readonly CalibrationSample[], features: readonly FeatureName[],
-  foldOf: (s: CalibrationSample) => number = (s) => s.pass ?? 0): HeldOutFit | undefined {
+export function crossValidate(
+  samples: readonly CalibrationSample[],
+  features: readonly FeatureName[],
+  foldOf: (s: CalibrationSample) => number = (s) => s.pass ?? 0,
+): HeldOutFit | undefined {
   const folds = [...new Set(samples.map(foldOf))].sort((a, b) => a - b);
   if (folds.length < 2) return undefined;
   const calibrated = [...new Set(samples.map((s) => s.level))].sort((a, b) => a - b);
   const yMean = samples.reduce((s, x) => s + x.level, 0) / samples.length;
-  let ssRes = 0, ssTot = 0, hits = 0, n = 0, fitted = 0;
+  let ssRes = 0,
+    ssTot = 0,
+    hits = 0,
+    n = 0,
+    fitted = 0;
   for (const k of folds) {
-    const train = samples.filter((s) => foldOf(s) !== k), test = samples.filter((s) => foldOf(s) === k);
+    const train = samples.filter((s) => foldOf(s) !== k),
+      test = samples.filter((s) => foldOf(s) === k);
     let model: LinearLevelModel;
-    try { model = fitLevelModel(train, features); } catch { continue; }
+    try {
+      model = fitLevelModel(train, features);
+    } catch {
+      continue;
+    }
     fitted++;
     for (const s of test) {
       const p = continuousLevel(model, s.features);

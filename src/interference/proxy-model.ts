@@ -9,7 +9,7 @@
 export const SYSTEM_FEATURES = ['otherCoresBusy', 'psiCpuSome', 'psiMemorySome', 'latencyRatio'] as const;
 /** With tenants: the co-runners' memory traffic (GB/s), as the tenants' own counters report it over the window. */
 export const TENANT_FEATURES = [...SYSTEM_FEATURES, 'coRunnerMemGBps'] as const;
-export type FeatureName = typeof TENANT_FEATURES[number];
+export type FeatureName = (typeof TENANT_FEATURES)[number];
 export type FeatureVector = Readonly<Record<FeatureName, number>>;
 
 /** A fitted linear map features → interference level, as a bundle's manifest stores it (interferenceProxy.models). */
@@ -57,7 +57,10 @@ export interface CalibrationSample {
  * walk through the manifest's objects, which matters when a decision follows a model run that
  * evicted the JS heap from the caches (`veltair bench` reports the decision's cost in its run).
  */
-export interface CompiledLevelModel { readonly intercept: number; readonly w: Float64Array }
+export interface CompiledLevelModel {
+  readonly intercept: number;
+  readonly w: Float64Array;
+}
 
 export function compileLevelModel(m: Pick<LevelModel, 'features' | 'intercept' | 'weights'>): CompiledLevelModel {
   const w = new Float64Array(TENANT_FEATURES.length);
@@ -70,7 +73,14 @@ export function compileLevelModel(m: Pick<LevelModel, 'features' | 'intercept' |
 
 export function compiledLevel(m: CompiledLevelModel, x: FeatureVector): number {
   const w = m.w;
-  return m.intercept + w[0]! * x.otherCoresBusy + w[1]! * x.psiCpuSome + w[2]! * x.psiMemorySome + w[3]! * x.latencyRatio + w[4]! * x.coRunnerMemGBps;
+  return (
+    m.intercept +
+    w[0]! * x.otherCoresBusy +
+    w[1]! * x.psiCpuSome +
+    w[2]! * x.psiMemorySome +
+    w[3]! * x.latencyRatio +
+    w[4]! * x.coRunnerMemGBps
+  );
 }
 
 /** The model's unrounded level for one feature vector (the runtime compiles the model once instead). */

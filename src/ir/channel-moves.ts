@@ -10,8 +10,18 @@
  */
 import type { OnnxNode } from '../onnx/model.js';
 import { attrInt, attrInts } from '../onnx/attributes.js';
-import { VELTAIR_DOMAIN, consumersOf, indexGraph, numbers, replaceNodes, shapeOf, soleConsumer, synthNode, type GraphIndex,
-  type WorkGraph } from './work-graph.js';
+import {
+  VELTAIR_DOMAIN,
+  consumersOf,
+  indexGraph,
+  numbers,
+  replaceNodes,
+  shapeOf,
+  soleConsumer,
+  synthNode,
+  type GraphIndex,
+  type WorkGraph,
+} from './work-graph.js';
 
 type Source = readonly [number, number];
 
@@ -23,14 +33,23 @@ const same = (a: readonly number[], b: readonly number[]) => a.length === b.leng
 function shuffleAt(g: WorkGraph, ix: GraphIndex, r1: OnnxNode): { nodes: OnnxNode[]; x: string; y: string; perm: number[] } | undefined {
   if (!isOp(r1, 'Reshape')) return undefined;
   const x = r1.inputs[0] ?? '';
-  const xs = shapeOf(g, x), mid = shapeOf(g, out(r1));
+  const xs = shapeOf(g, x),
+    mid = shapeOf(g, out(r1));
   if (xs.length < 2 || mid.length !== xs.length + 1 || mid[0] !== xs[0] || !same(mid.slice(3), xs.slice(2))) return undefined;
   const [a, b] = [mid[1]!, mid[2]!];
   if (a * b !== xs[1] || a < 2 || b < 2) return undefined;
   const t = soleConsumer(g, ix, out(r1));
   const perm = t && isOp(t, 'Transpose') ? attrInts(t, 'perm') : undefined;
-  if (!t || !perm || perm.length !== mid.length || perm[0] !== 0 || perm[1] !== 2 || perm[2] !== 1
-    || perm.slice(3).some((p, i) => p !== i + 3)) return undefined;
+  if (
+    !t ||
+    !perm ||
+    perm.length !== mid.length ||
+    perm[0] !== 0 ||
+    perm[1] !== 2 ||
+    perm[2] !== 1 ||
+    perm.slice(3).some((p, i) => p !== i + 3)
+  )
+    return undefined;
   const r2 = soleConsumer(g, ix, out(t));
   if (!isOp(r2, 'Reshape') || !same(shapeOf(g, out(r2)), xs)) return undefined;
   // transposed [N, b, a, …]: output channel i·a + j holds input channel j·b + i.
@@ -48,11 +67,17 @@ function channelRange(g: WorkGraph, n: OnnxNode, channels: number): [number, num
   if (n.domain !== '') return undefined;
   if (n.opType === 'Slice') {
     const [starts, ends, axes, steps] = [1, 2, 3, 4].map((i) => constInts(g, n.inputs[i]));
-    if (!starts || !ends || starts.length !== 1
-      || (axes && (axes.length !== 1 || (axes[0] !== 1 && axes[0] !== 1 - shapeOf(g, n.inputs[0]!).length)))) return undefined;
+    if (
+      !starts ||
+      !ends ||
+      starts.length !== 1 ||
+      (axes && (axes.length !== 1 || (axes[0] !== 1 && axes[0] !== 1 - shapeOf(g, n.inputs[0]!).length)))
+    )
+      return undefined;
     if (!axes || (steps && steps[0] !== 1)) return undefined;
     const clamp = (v: number) => Math.min(Math.max(v < 0 ? v + channels : v, 0), channels);
-    const s = clamp(starts[0]!), e = clamp(ends[0]!);
+    const s = clamp(starts[0]!),
+      e = clamp(ends[0]!);
     return e > s && shapeOf(g, out(n))[1] === e - s ? [[s, e - s]] : undefined;
   }
   if (n.opType === 'Split') {
@@ -60,7 +85,12 @@ function channelRange(g: WorkGraph, n: OnnxNode, channels: number): [number, num
     const axis = attrInt(n, 'axis', 0);
     if (axis !== 1 && axis !== 1 - rank) return undefined;
     let c0 = 0;
-    return n.outputs.map((o) => { const c = shapeOf(g, o)[1]!; const r: [number, number] = [c0, c]; c0 += c; return r; });
+    return n.outputs.map((o) => {
+      const c = shapeOf(g, o)[1]!;
+      const r: [number, number] = [c0, c];
+      c0 += c;
+      return r;
+    });
   }
   return undefined;
 }
@@ -74,13 +104,21 @@ function fuseShuffle(g: WorkGraph, ix: GraphIndex, r1: OnnxNode): { nodes: Set<O
   const rank = shapeOf(g, sh.x).length;
   let inputs: string[] = [sh.x];
   let source = (c: number): Source => [0, sh.perm[c]!];
-  if (isOp(cat, 'Concat') && [1, 1 - rank].includes(attrInt(cat, 'axis', 0)) && soleConsumer(g, ix, sh.x) === r1
-    && new Set(cat.inputs).size === cat.inputs.length && cat.inputs.every((v) => !g.constants.has(v))) {
+  if (
+    isOp(cat, 'Concat') &&
+    [1, 1 - rank].includes(attrInt(cat, 'axis', 0)) &&
+    soleConsumer(g, ix, sh.x) === r1 &&
+    new Set(cat.inputs).size === cat.inputs.length &&
+    cat.inputs.every((v) => !g.constants.has(v))
+  ) {
     nodes.add(cat);
     inputs = [...cat.inputs];
     const starts: number[] = [];
     let c0 = 0;
-    for (const v of inputs) { starts.push(c0); c0 += shapeOf(g, v)[1]!; }
+    for (const v of inputs) {
+      starts.push(c0);
+      c0 += shapeOf(g, v)[1]!;
+    }
     source = (c: number) => {
       const ch = sh.perm[c]!;
       let i = starts.length - 1;
@@ -102,13 +140,23 @@ function fuseShuffle(g: WorkGraph, ix: GraphIndex, r1: OnnxNode): { nodes: Set<O
     map = [];
     for (const { n, r } of ranges) {
       nodes.add(n);
-      n.outputs.forEach((o, k) => { outputs.push(o); map.push(Array.from({ length: r![k]![1] }, (_, c) => source(r![k]![0] + c))); });
+      n.outputs.forEach((o, k) => {
+        outputs.push(o);
+        map.push(Array.from({ length: r![k]![1] }, (_, c) => source(r![k]![0] + c)));
+      });
     }
   }
-  const node = synthNode(r1.name, 'ChannelGather', inputs, outputs, {
-    sources: { kind: 'ints', value: map.flatMap((list) => list.flatMap(([i, c]) => [i, c])) },
-    axis: { kind: 'int', value: 1 },
-  }, VELTAIR_DOMAIN);
+  const node = synthNode(
+    r1.name,
+    'ChannelGather',
+    inputs,
+    outputs,
+    {
+      sources: { kind: 'ints', value: map.flatMap((list) => list.flatMap(([i, c]) => [i, c])) },
+      axis: { kind: 'int', value: 1 },
+    },
+    VELTAIR_DOMAIN,
+  );
   return { nodes, node };
 }
 
@@ -128,8 +176,14 @@ const sourcesOf = (n: OnnxNode): readonly number[] => attrInts(n, 'sources') ?? 
 
 /** A ChannelGather with new inputs, outputs and sources, its other attributes kept. */
 const regather = (n: OnnxNode, inputs: readonly string[], outputs: readonly string[], sources: number[]): OnnxNode =>
-  synthNode(n.name, 'ChannelGather', inputs, outputs, { ...Object.fromEntries(n.attributes), sources: { kind: 'ints', value: sources } },
-    VELTAIR_DOMAIN);
+  synthNode(
+    n.name,
+    'ChannelGather',
+    inputs,
+    outputs,
+    { ...Object.fromEntries(n.attributes), sources: { kind: 'ints', value: sources } },
+    VELTAIR_DOMAIN,
+  );
 
 /**
  * A gather output whose only reader is another gather is never written: the reader takes those
@@ -139,7 +193,8 @@ const regather = (n: OnnxNode, inputs: readonly string[], outputs: readonly stri
  * within the native op's 64.
  */
 export function composeChannelGathers(g: WorkGraph): void {
-  const isGather = (n: OnnxNode | undefined): n is OnnxNode => n !== undefined && n.domain === VELTAIR_DOMAIN && n.opType === 'ChannelGather';
+  const isGather = (n: OnnxNode | undefined): n is OnnxNode =>
+    n !== undefined && n.domain === VELTAIR_DOMAIN && n.opType === 'ChannelGather';
   for (;;) {
     const ix = indexGraph(g);
     let done = true;
@@ -152,12 +207,16 @@ export function composeChannelGathers(g: WorkGraph): void {
       if (k < 0) continue;
       const writer = ix.producer.get(reader.inputs[k]!)!;
       const o = writer.outputs.indexOf(reader.inputs[k]!);
-      const wSrc = sourcesOf(writer), rSrc = sourcesOf(reader);
+      const wSrc = sourcesOf(writer),
+        rSrc = sourcesOf(reader);
       // first[i]: the writer's first source entry (in channels) of output i.
       const first = [0];
       for (const w of writer.outputs) first.push(first[first.length - 1]! + shapeOf(g, w)[1]!);
       const inputs = reader.inputs.filter((_, i) => i !== k);
-      const slot = (name: string) => { if (!inputs.includes(name)) inputs.push(name); return inputs.indexOf(name); };
+      const slot = (name: string) => {
+        if (!inputs.includes(name)) inputs.push(name);
+        return inputs.indexOf(name);
+      };
       const sources: number[] = [];
       for (let j = 0; j < rSrc.length; j += 2) {
         const [i, c] = [rSrc[j]!, rSrc[j + 1]!];

@@ -40,9 +40,11 @@ function elementCount(shape: readonly number[]): number {
 }
 
 function overflow(d: LayerDraft, what: string): Error {
-  return userError('DIM_OVERFLOW',
+  return userError(
+    'DIM_OVERFLOW',
     `node ${quoteForMessage(d.name)} (${d.op}): ${what} exceeds 2^53 and cannot be counted exactly`,
-    'the model has absurd dimensions; check --input-shape and the model\'s declared shapes');
+    "the model has absurd dimensions; check --input-shape and the model's declared shapes",
+  );
 }
 
 export function finishLayer(g: WorkGraph, d: LayerDraft, index: number): Layer {

@@ -16,8 +16,20 @@ import type { Tensor } from '../onnx/model.js';
 import type { LayerDraft } from './draft.js';
 import { float32Tensor, numbers, shapeOf, type WorkGraph } from './work-graph.js';
 
-const UNARY_STEPS: ReadonlySet<string> = new Set(['relu', 'clip', 'leakyrelu', 'sigmoid', 'hardsigmoid', 'hardswish', 'silu', 'tanh', 'gelu',
-  'erf', 'exp', 'neg']);
+const UNARY_STEPS: ReadonlySet<string> = new Set([
+  'relu',
+  'clip',
+  'leakyrelu',
+  'sigmoid',
+  'hardsigmoid',
+  'hardswish',
+  'silu',
+  'tanh',
+  'gelu',
+  'erf',
+  'exp',
+  'neg',
+]);
 const BINARY_STEPS: ReadonlySet<string> = new Set(['add', 'sub', 'mul', 'div', 'max', 'min']);
 
 const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
@@ -26,9 +38,17 @@ const same = (a: readonly number[], b: readonly number[]) => a.length === b.leng
 type Piece =
   | { readonly kind: 'affine'; readonly scale: Float32Array; readonly shift: Float32Array }
   | { readonly kind: 'unary'; readonly token: string }
-  | { readonly kind: 'binary'; readonly fn: string; readonly reversed: boolean; readonly operand: { readonly value: string } | { readonly param: Tensor } };
+  | {
+      readonly kind: 'binary';
+      readonly fn: string;
+      readonly reversed: boolean;
+      readonly operand: { readonly value: string } | { readonly param: Tensor };
+    };
 
-interface Elementwise { readonly main: string; readonly piece: Piece }
+interface Elementwise {
+  readonly main: string;
+  readonly piece: Piece;
+}
 
 /** A constant that varies at most along axis 1 of `out` (or is a scalar), as one float per channel (or one). */
 function channelValues(t: Tensor, out: readonly number[]): Float32Array | undefined {
@@ -50,11 +70,16 @@ const fmt = (x: number) => String(Number(x));
 function unaryToken(d: LayerDraft): string | undefined {
   const a = d.attrs;
   switch (d.op) {
-    case 'clip': return `clip(${fmt(Number(a['min'] ?? -3.4028234663852886e38))},${fmt(Number(a['max'] ?? 3.4028234663852886e38))})`;
-    case 'leakyrelu': return `leakyrelu(${fmt(Number(a['alpha'] ?? 0.01))})`;
-    case 'hardsigmoid': return `hardsigmoid(${fmt(Number(a['alpha'] ?? 0.2))},${fmt(Number(a['beta'] ?? 0.5))})`;
-    case 'gelu': return a['approximate'] === 'tanh' ? 'gelu_tanh' : 'gelu';
-    default: return UNARY_STEPS.has(d.op) ? d.op : undefined;
+    case 'clip':
+      return `clip(${fmt(Number(a['min'] ?? -3.4028234663852886e38))},${fmt(Number(a['max'] ?? 3.4028234663852886e38))})`;
+    case 'leakyrelu':
+      return `leakyrelu(${fmt(Number(a['alpha'] ?? 0.01))})`;
+    case 'hardsigmoid':
+      return `hardsigmoid(${fmt(Number(a['alpha'] ?? 0.2))},${fmt(Number(a['beta'] ?? 0.5))})`;
+    case 'gelu':
+      return a['approximate'] === 'tanh' ? 'gelu_tanh' : 'gelu';
+    default:
+      return UNARY_STEPS.has(d.op) ? d.op : undefined;
   }
 }
 
@@ -66,7 +91,8 @@ function batchNormAffine(d: LayerDraft): Piece | undefined {
   const eps = Number(d.attrs['epsilon'] ?? 1e-5);
   const c = gamma!.length;
   if (![beta, mean, variance].every((v) => v!.length === c)) return undefined;
-  const scale = new Float32Array(c), shift = new Float32Array(c);
+  const scale = new Float32Array(c),
+    shift = new Float32Array(c);
   for (let i = 0; i < c; i++) {
     const k = gamma![i]! / Math.sqrt(variance![i]! + eps);
     scale[i] = k;
@@ -88,7 +114,9 @@ function asElementwise(g: WorkGraph, d: LayerDraft): Elementwise | undefined {
   }
   const token = unaryToken(d);
   if (token !== undefined) {
-    return acts.length === 1 && params.length === 0 && same(shapeOf(g, acts[0]!), out) ? { main: acts[0]!, piece: { kind: 'unary', token } } : undefined;
+    return acts.length === 1 && params.length === 0 && same(shapeOf(g, acts[0]!), out)
+      ? { main: acts[0]!, piece: { kind: 'unary', token } }
+      : undefined;
   }
   if (!BINARY_STEPS.has(d.op)) return undefined;
   if (acts.length === 1 && params.length === 1 && same(shapeOf(g, acts[0]!), out)) {
@@ -100,9 +128,10 @@ function asElementwise(g: WorkGraph, d: LayerDraft): Elementwise | undefined {
   }
   if (acts.length !== 2 || params.length !== 0) return undefined;
   const [a, b] = [shapeOf(g, acts[0]!), shapeOf(g, acts[1]!)];
-  if (same(a, out) && (same(b, out) || isGate(b, out))) return { main: acts[0]!, piece: { kind: 'binary', fn: d.op, reversed: false,
-    operand: { value: acts[1]! } } };
-  if (same(b, out) && isGate(a, out)) return { main: acts[1]!, piece: { kind: 'binary', fn: d.op, reversed: true, operand: { value: acts[0]! } } };
+  if (same(a, out) && (same(b, out) || isGate(b, out)))
+    return { main: acts[0]!, piece: { kind: 'binary', fn: d.op, reversed: false, operand: { value: acts[1]! } } };
+  if (same(b, out) && isGate(a, out))
+    return { main: acts[1]!, piece: { kind: 'binary', fn: d.op, reversed: true, operand: { value: acts[0]! } } };
   return undefined;
 }
 
@@ -110,11 +139,16 @@ function asElementwise(g: WorkGraph, d: LayerDraft): Elementwise | undefined {
 function withMain(g: WorkGraph, d: LayerDraft, e: Elementwise, main: string): Elementwise | undefined {
   if (e.main === main) return e;
   const out = shapeOf(g, d.outputs[0]!);
-  if (e.piece.kind !== 'binary' || !('value' in e.piece.operand) || e.piece.operand.value !== main || !same(shapeOf(g, main), out)) return undefined;
+  if (e.piece.kind !== 'binary' || !('value' in e.piece.operand) || e.piece.operand.value !== main || !same(shapeOf(g, main), out))
+    return undefined;
   return { main, piece: { ...e.piece, reversed: !e.piece.reversed, operand: { value: e.main } } };
 }
 
-interface Chain { readonly members: LayerDraft[]; readonly input: string; readonly pieces: Piece[] }
+interface Chain {
+  readonly members: LayerDraft[];
+  readonly input: string;
+  readonly pieces: Piece[];
+}
 
 /** Every read of a value by a draft (inputs and epilogue operands) or by the graph's outputs. */
 function readCounts(g: WorkGraph, drafts: readonly LayerDraft[]): Map<string, number> {
@@ -136,24 +170,40 @@ function readCounts(g: WorkGraph, drafts: readonly LayerDraft[]): Map<string, nu
 function chainDraft(c: Chain): LayerDraft {
   const inputs = [c.input];
   const params: Record<string, Tensor> = {};
-  const addParam = (t: Tensor) => { const name = `p${Object.keys(params).length}`; params[name] = t; return name; };
+  const addParam = (t: Tensor) => {
+    const name = `p${Object.keys(params).length}`;
+    params[name] = t;
+    return name;
+  };
   const tokens = c.pieces.map((p) => {
-    if (p.kind === 'affine') return `affine(${addParam(float32Tensor([p.scale.length], p.scale))},${addParam(float32Tensor([p.shift.length], p.shift))})`;
+    if (p.kind === 'affine')
+      return `affine(${addParam(float32Tensor([p.scale.length], p.scale))},${addParam(float32Tensor([p.shift.length], p.shift))})`;
     if (p.kind === 'unary') return p.token;
     let ref: string;
     if ('param' in p.operand) ref = addParam(p.operand.param);
     else {
       let k = inputs.indexOf(p.operand.value);
-      if (k < 0) { k = inputs.length; inputs.push(p.operand.value); }
+      if (k < 0) {
+        k = inputs.length;
+        inputs.push(p.operand.value);
+      }
       ref = `in${k}`;
     }
     return `${p.fn}${p.reversed ? '_rev' : ''}(${ref})`;
   });
   const last = c.members[c.members.length - 1]!;
   return {
-    name: c.members[0]!.name, op: 'elementwise_chain', inputs, outputs: last.outputs, dtype: 'float32',
-    attrs: { program: tokens.join(';'), fused: c.members.map((m) => m.op).join('+') }, params, epilogue: [], position: last.position,
-    core: undefined, macs: c.members.reduce((s, m) => s + m.macs, 0),
+    name: c.members[0]!.name,
+    op: 'elementwise_chain',
+    inputs,
+    outputs: last.outputs,
+    dtype: 'float32',
+    attrs: { program: tokens.join(';'), fused: c.members.map((m) => m.op).join('+') },
+    params,
+    epilogue: [],
+    position: last.position,
+    core: undefined,
+    macs: c.members.reduce((s, m) => s + m.macs, 0),
   };
 }
 
@@ -173,7 +223,7 @@ function foldIntoConsumers(g: WorkGraph, drafts: LayerDraft[]): LayerDraft[] {
     const conv = consumer.get(d.outputs[0]!);
     const core = conv?.core;
     if (!conv || !core || core.op !== 'conv2d' || conv.inputs[0] !== d.outputs[0] || replaced.has(conv)) continue;
-    if (core.pads.some((p) => p !== 0) || !conv.epilogue.every((s, i) => i === 0 ? true : s.kind !== 'bias')) continue;
+    if (core.pads.some((p) => p !== 0) || !conv.epilogue.every((s, i) => (i === 0 ? true : s.kind !== 'bias'))) continue;
     replaced.set(conv, foldAffine(conv, e.main, e.piece.scale, e.piece.shift));
     folded.add(d);
   }
@@ -185,7 +235,9 @@ function foldAffine(conv: LayerDraft, input: string, scale: Float32Array, shift:
   const core = conv.core!;
   if (core.op !== 'conv2d') return conv;
   const w = conv.params['weight']!.data as Float32Array;
-  const cinG = core.cin / core.groups, coutG = core.cout / core.groups, taps = core.kh * core.kw;
+  const cinG = core.cin / core.groups,
+    coutG = core.cout / core.groups,
+    taps = core.kh * core.kw;
   const out = new Float32Array(w.length);
   const bias = new Float64Array(core.cout);
   if (conv.params['bias']) bias.set(numbers(conv.params['bias']));
@@ -202,13 +254,22 @@ function foldAffine(conv: LayerDraft, input: string, scale: Float32Array, shift:
   }
   const epilogue = conv.epilogue.some((s) => s.kind === 'bias') ? [...conv.epilogue] : [{ kind: 'bias' as const }, ...conv.epilogue];
   return {
-    ...conv, inputs: [input, ...conv.inputs.slice(1)], epilogue,
-    params: { ...conv.params, weight: { dtype: 'float32', dims: conv.params['weight']!.dims, data: out }, bias: float32Tensor([core.cout], bias) },
+    ...conv,
+    inputs: [input, ...conv.inputs.slice(1)],
+    epilogue,
+    params: {
+      ...conv.params,
+      weight: { dtype: 'float32', dims: conv.params['weight']!.dims, data: out },
+      bias: float32Tensor([core.cout], bias),
+    },
   };
 }
 
 export function fuseNonTunable(g: WorkGraph, input: LayerDraft[]): LayerDraft[] {
-  const drafts = foldIntoConsumers(g, [...input].sort((a, b) => a.position - b.position));
+  const drafts = foldIntoConsumers(
+    g,
+    [...input].sort((a, b) => a.position - b.position),
+  );
   const reads = readCounts(g, drafts);
   const chainOf = new Map<string, Chain>();
   const chains: Chain[] = [];
@@ -216,7 +277,9 @@ export function fuseNonTunable(g: WorkGraph, input: LayerDraft[]): LayerDraft[] 
     const e = asElementwise(g, d);
     if (!e) continue;
     // Join the chain that produced one of this layer's inputs, if this layer is that value's only reader.
-    const joinable = d.inputs.map((v) => ({ v, chain: chainOf.get(v) })).find((x) => x.chain && reads.get(x.v) === 1 && !g.graphOutputs.has(x.v));
+    const joinable = d.inputs
+      .map((v) => ({ v, chain: chainOf.get(v) }))
+      .find((x) => x.chain && reads.get(x.v) === 1 && !g.graphOutputs.has(x.v));
     const step = joinable ? withMain(g, d, e, joinable.v) : undefined;
     if (joinable && step) {
       const chain = joinable.chain!;

@@ -11,8 +11,17 @@ import { attrFloat, attrInt, attrString } from '../onnx/attributes.js';
 import type { Activation, EpilogueStep } from './layer.js';
 import type { LayerDraft } from './draft.js';
 import {
-  VELTAIR_DOMAIN, consumersOf, float32Tensor, isConstant, numbers, otherOperand, scalarConstant, shapeOf,
-  soleConsumer, type GraphIndex, type WorkGraph,
+  VELTAIR_DOMAIN,
+  consumersOf,
+  float32Tensor,
+  isConstant,
+  numbers,
+  otherOperand,
+  scalarConstant,
+  shapeOf,
+  soleConsumer,
+  type GraphIndex,
+  type WorkGraph,
 } from './work-graph.js';
 
 const FLOAT32_MAX = 3.4028234663852886e38;
@@ -27,13 +36,20 @@ export function activationOf(g: WorkGraph, n: OnnxNode): Activation | undefined 
   }
   if (n.domain !== '') return undefined;
   switch (n.opType) {
-    case 'Relu': return { fn: 'relu' };
-    case 'Sigmoid': return { fn: 'sigmoid' };
-    case 'Tanh': return { fn: 'tanh' };
-    case 'HardSwish': return { fn: 'hard_swish' };
-    case 'LeakyRelu': return { fn: 'leaky_relu', alpha: attrFloat(n, 'alpha', 0.01) };
-    case 'HardSigmoid': return { fn: 'hard_sigmoid', alpha: attrFloat(n, 'alpha', 0.2), beta: attrFloat(n, 'beta', 0.5) };
-    case 'Gelu': return attrString(n, 'approximate', 'none') === 'tanh' ? { fn: 'gelu_tanh' } : { fn: 'gelu' };
+    case 'Relu':
+      return { fn: 'relu' };
+    case 'Sigmoid':
+      return { fn: 'sigmoid' };
+    case 'Tanh':
+      return { fn: 'tanh' };
+    case 'HardSwish':
+      return { fn: 'hard_swish' };
+    case 'LeakyRelu':
+      return { fn: 'leaky_relu', alpha: attrFloat(n, 'alpha', 0.01) };
+    case 'HardSigmoid':
+      return { fn: 'hard_sigmoid', alpha: attrFloat(n, 'alpha', 0.2), beta: attrFloat(n, 'beta', 0.5) };
+    case 'Gelu':
+      return attrString(n, 'approximate', 'none') === 'tanh' ? { fn: 'gelu_tanh' } : { fn: 'gelu' };
     case 'Clip': {
       const bound = (slot: number, attr: string, fallback: number): number | undefined => {
         const v = n.inputs[slot];
@@ -44,7 +60,8 @@ export function activationOf(g: WorkGraph, n: OnnxNode): Activation | undefined 
       const max = bound(2, 'max', FLOAT32_MAX);
       return min === undefined || max === undefined ? undefined : { fn: 'clip', min, max };
     }
-    default: return undefined;
+    default:
+      return undefined;
   }
 }
 
@@ -162,9 +179,10 @@ function isChannelGate(g: WorkGraph, ix: GraphIndex, d: LayerDraft, gate: string
   const t = g.types.get(gate);
   if (t === undefined || t.dtype !== d.dtype) return false;
   const s = t.shape;
-  const perChannel = d.op === 'conv2d'
-    ? s.length === 4 && s[1] === out[1] && s[2] === 1 && s[3] === 1 && (s[0] === 1 || s[0] === out[0])
-    : d.op === 'dense' && out.length === 2 && s.length === 2 && s[1] === out[1] && s[0] === 1;
+  const perChannel =
+    d.op === 'conv2d'
+      ? s.length === 4 && s[1] === out[1] && s[2] === 1 && s[3] === 1 && (s[0] === 1 || s[0] === out[0])
+      : d.op === 'dense' && out.length === 2 && s.length === 2 && s[1] === out[1] && s[0] === 1;
   return perChannel && !dependsOn(ix, gate, v);
 }
 

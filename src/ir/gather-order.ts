@@ -62,20 +62,31 @@ function permuteAxis(t: Tensor, axis: number, perm: Perm): Tensor {
   return { dtype: t.dtype, dims: t.dims, data: out };
 }
 
-const isDepthwise = (l: Layer, channels: number) => l.op === 'conv2d' && l.attrs['groups'] === channels
-  && l.outputShape[1] === channels && l.params['weight']?.dims[0] === channels && l.params['weight']?.dims[1] === 1;
+const isDepthwise = (l: Layer, channels: number) =>
+  l.op === 'conv2d' &&
+  l.attrs['groups'] === channels &&
+  l.outputShape[1] === channels &&
+  l.params['weight']?.dims[0] === channels &&
+  l.params['weight']?.dims[1] === 1;
 
 /**
  * Every layer rewrite that lets the readers of `value` (`channels` channels) take the order `perm`,
  * into `edits` (layer index → rewritten layer, built on what `edits` already holds); false when some
  * reader cannot.
  */
-function absorb(value: string, channels: number, perm: Perm, ctx: { layers: readonly Layer[]; readers: Map<string, Reader[]>;
-  outputs: ReadonlySet<string> }, edits: Map<number, Layer>): boolean {
+function absorb(
+  value: string,
+  channels: number,
+  perm: Perm,
+  ctx: { layers: readonly Layer[]; readers: Map<string, Reader[]>; outputs: ReadonlySet<string> },
+  edits: Map<number, Layer>,
+): boolean {
   if (ctx.outputs.has(value)) return false;
   const current = (i: number) => edits.get(i) ?? ctx.layers[i]!;
   const inverse = new Array<number>(channels);
-  perm.forEach((old, j) => { inverse[old] = j; });
+  perm.forEach((old, j) => {
+    inverse[old] = j;
+  });
   const renamed = new Set<number>();
   for (const { layer, arg } of ctx.readers.get(value) ?? []) {
     const l = current(layer);
@@ -95,8 +106,12 @@ function absorb(value: string, channels: number, perm: Perm, ctx: { layers: read
       edits.set(layer, { ...l, params: { ...l.params, weight: permuteAxis(weight, 1, perm) } });
       continue;
     }
-    if (!isDepthwise(l, channels) || !l.epilogue.every((s) => s.kind === 'bias' || s.kind === 'activation')
-      || Object.keys(l.params).some((k) => k !== 'weight' && k !== 'bias')) return false;
+    if (
+      !isDepthwise(l, channels) ||
+      !l.epilogue.every((s) => s.kind === 'bias' || s.kind === 'activation') ||
+      Object.keys(l.params).some((k) => k !== 'weight' && k !== 'bias')
+    )
+      return false;
     const bias = l.params['bias'];
     if (bias !== undefined && (!isFloat32(bias) || bias.dims.length !== 1 || bias.dims[0] !== channels)) return false;
     edits.set(layer, { ...l, params: { weight: permuteAxis(weight, 0, perm), ...(bias ? { bias: permuteAxis(bias, 0, perm) } : {}) } });
@@ -108,8 +123,7 @@ function absorb(value: string, channels: number, perm: Perm, ctx: { layers: read
 /** The order of one gather output's channels by (input, channel); `pairs` is its [input, channel] list. */
 export function sourceOrder(pairs: readonly number[]): number[] {
   const n = pairs.length / 2;
-  return Array.from({ length: n }, (_, j) => j)
-    .sort((a, b) => (pairs[2 * a]! - pairs[2 * b]!) || (pairs[2 * a + 1]! - pairs[2 * b + 1]!));
+  return Array.from({ length: n }, (_, j) => j).sort((a, b) => pairs[2 * a]! - pairs[2 * b]! || pairs[2 * a + 1]! - pairs[2 * b + 1]!);
 }
 
 /** The graph with each channel gather's outputs in source order wherever every reader absorbs it. */
@@ -132,7 +146,10 @@ export function orderGatherChannels(graph: LayerGraph): LayerGraph {
         const edits = new Map<number, Layer>();
         if (absorb(out, channels, perm, ctx, edits)) {
           const sources = [...sourcesOf(g)];
-          perm.forEach((old, j) => { sources[2 * (at + j)] = pairs[2 * old]!; sources[2 * (at + j) + 1] = pairs[2 * old + 1]!; });
+          perm.forEach((old, j) => {
+            sources[2 * (at + j)] = pairs[2 * old]!;
+            sources[2 * (at + j) + 1] = pairs[2 * old + 1]!;
+          });
           layers[i] = { ...g, attrs: { ...g.attrs, sources } };
           for (const [k, l] of edits) layers[k] = l;
           changed = true;

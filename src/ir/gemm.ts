@@ -6,9 +6,7 @@
  */
 import type { OnnxNode, Tensor } from '../onnx/model.js';
 import { attrFloat, attrInt } from '../onnx/attributes.js';
-import {
-  addConstant, float32Tensor, freshName, numbers, replaceNodes, shapeOf, synthNode, type WorkGraph,
-} from './work-graph.js';
+import { addConstant, float32Tensor, freshName, numbers, replaceNodes, shapeOf, synthNode, type WorkGraph } from './work-graph.js';
 
 /** [K,N] (or [N,K] transposed) times alpha, as a float32 K×N tensor. */
 export function denseWeightFromGemmB(b: Tensor, transB: boolean, alpha: number): Tensor {
@@ -23,7 +21,10 @@ export function denseWeightFromGemmB(b: Tensor, transB: boolean, alpha: number):
 }
 
 function scaled(t: Tensor, factor: number): Tensor {
-  return float32Tensor(t.dims, numbers(t).map((v) => v * factor));
+  return float32Tensor(
+    t.dims,
+    numbers(t).map((v) => v * factor),
+  );
 }
 
 function desugar(g: WorkGraph, node: OnnxNode): OnnxNode[] {

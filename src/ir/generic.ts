@@ -20,8 +20,17 @@ import { isViewOp } from './simplify.js';
 import { resolveWindow } from './spatial.js';
 import { VELTAIR_DOMAIN, numbers, shapeOf, type WorkGraph } from './work-graph.js';
 
-const REDUCE_AXES_OPS = ['ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1', 'ReduceL2',
-  'ReduceSumSquare', 'ReduceLogSumExp'];
+const REDUCE_AXES_OPS = [
+  'ReduceMean',
+  'ReduceSum',
+  'ReduceMax',
+  'ReduceMin',
+  'ReduceProd',
+  'ReduceL1',
+  'ReduceL2',
+  'ReduceSumSquare',
+  'ReduceLogSumExp',
+];
 
 const INPUT_NAMES: Readonly<Record<string, readonly string[]>> = {
   BatchNormalization: ['X', 'scale', 'B', 'input_mean', 'input_var'],
@@ -46,17 +55,86 @@ const INPUT_NAMES: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** Inputs whose constant values configure the op rather than feed it data: these become attrs. */
-const CONTROL_INPUTS: ReadonlySet<string> = new Set(['shape', 'repeats', 'starts', 'ends', 'axes', 'steps', 'pads',
-  'constant_value', 'split', 'min', 'max', 'roi', 'scales', 'sizes', 'K']);
+const CONTROL_INPUTS: ReadonlySet<string> = new Set([
+  'shape',
+  'repeats',
+  'starts',
+  'ends',
+  'axes',
+  'steps',
+  'pads',
+  'constant_value',
+  'split',
+  'min',
+  'max',
+  'roi',
+  'scales',
+  'sizes',
+  'K',
+]);
 
-const ELEMENTWISE: ReadonlySet<string> = new Set(['Add', 'Sub', 'Mul', 'Div', 'Pow', 'Sqrt', 'Exp', 'Log', 'Neg', 'Abs',
-  'Reciprocal', 'Floor', 'Ceil', 'Round', 'Sign', 'Sin', 'Cos', 'Erf', 'Relu', 'Clip', 'LeakyRelu', 'Sigmoid',
-  'HardSigmoid', 'HardSwish', 'Tanh', 'Elu', 'Selu', 'Softplus', 'PRelu', 'Gelu', 'Where', 'Equal', 'Less',
-  'Greater', 'LessOrEqual', 'GreaterOrEqual', 'Not', 'And', 'Or', 'Max', 'Min', 'Sum', 'Mean', 'Resize', 'Mod']);
+const ELEMENTWISE: ReadonlySet<string> = new Set([
+  'Add',
+  'Sub',
+  'Mul',
+  'Div',
+  'Pow',
+  'Sqrt',
+  'Exp',
+  'Log',
+  'Neg',
+  'Abs',
+  'Reciprocal',
+  'Floor',
+  'Ceil',
+  'Round',
+  'Sign',
+  'Sin',
+  'Cos',
+  'Erf',
+  'Relu',
+  'Clip',
+  'LeakyRelu',
+  'Sigmoid',
+  'HardSigmoid',
+  'HardSwish',
+  'Tanh',
+  'Elu',
+  'Selu',
+  'Softplus',
+  'PRelu',
+  'Gelu',
+  'Where',
+  'Equal',
+  'Less',
+  'Greater',
+  'LessOrEqual',
+  'GreaterOrEqual',
+  'Not',
+  'And',
+  'Or',
+  'Max',
+  'Min',
+  'Sum',
+  'Mean',
+  'Resize',
+  'Mod',
+]);
 
-const PER_INPUT_ELEMENT: ReadonlySet<string> = new Set(['GlobalAveragePool', 'GlobalMaxPool', 'Softmax', 'LogSoftmax',
-  'LayerNormalization', 'BatchNormalization', 'InstanceNormalization', 'LpNormalization', 'ArgMax', 'ArgMin', 'TopK',
-  ...REDUCE_AXES_OPS]);
+const PER_INPUT_ELEMENT: ReadonlySet<string> = new Set([
+  'GlobalAveragePool',
+  'GlobalMaxPool',
+  'Softmax',
+  'LogSoftmax',
+  'LayerNormalization',
+  'BatchNormalization',
+  'InstanceNormalization',
+  'LpNormalization',
+  'ArgMax',
+  'ArgMin',
+  'TopK',
+  ...REDUCE_AXES_OPS,
+]);
 
 const DEFAULTS: Readonly<Record<string, Readonly<Record<string, AttrValue>>>> = {
   BatchNormalization: { epsilon: 1e-5 },
@@ -139,8 +217,19 @@ export function lowerGeneric(g: WorkGraph, n: OnnxNode, position: number, opset:
   const pool = globalPoolOf(g, n, opset);
   if (pool !== undefined) {
     const x = n.inputs[0] ?? '';
-    return { name: n.name, op: pool, inputs: [x], outputs: [n.outputs[0] ?? ''], dtype: g.types.get(x)?.dtype ?? 'float32', attrs: {}, params: {},
-      epilogue: [], position, core: undefined, macs: elementCount(shapeOf(g, x)) };
+    return {
+      name: n.name,
+      op: pool,
+      inputs: [x],
+      outputs: [n.outputs[0] ?? ''],
+      dtype: g.types.get(x)?.dtype ?? 'float32',
+      attrs: {},
+      params: {},
+      epilogue: [],
+      position,
+      core: undefined,
+      macs: elementCount(shapeOf(g, x)),
+    };
   }
   const y = n.outputs[0] ?? '';
   const outShape = shapeOf(g, y);
@@ -153,7 +242,10 @@ export function lowerGeneric(g: WorkGraph, n: OnnxNode, position: number, opset:
   n.inputs.forEach((v, slot) => {
     if (v === '') return;
     const constant = g.constants.get(v);
-    if (constant === undefined) { inputs.push(v); return; }
+    if (constant === undefined) {
+      inputs.push(v);
+      return;
+    }
     if (view) return;
     const name = names[slot] ?? `input${slot}`;
     if (CONTROL_INPUTS.has(name) && !Array.isArray(constant.data)) attrs[name] = tensorAttr(constant);
@@ -177,8 +269,16 @@ export function lowerGeneric(g: WorkGraph, n: OnnxNode, position: number, opset:
   normaliseAxes(attrs, 'axis', inRank);
   normaliseAxes(attrs, 'axes', n.opType === 'Unsqueeze' ? outShape.length : inRank);
   return {
-    name: n.name, op: opName(n), inputs, outputs: n.outputs.filter((v) => v !== ''),
-    dtype: g.types.get(y)?.dtype ?? 'float32', attrs, params, epilogue: [], position, core: undefined,
+    name: n.name,
+    op: opName(n),
+    inputs,
+    outputs: n.outputs.filter((v) => v !== ''),
+    dtype: g.types.get(y)?.dtype ?? 'float32',
+    attrs,
+    params,
+    epilogue: [],
+    position,
+    core: undefined,
     macs: opCount(g, n, outShape, attrs),
   };
 }

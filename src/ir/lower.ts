@@ -72,7 +72,11 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   for (const l of layers) for (const o of l.outputs) shapes.set(o, shapeOf(g, o));
   for (const o of m.outputs) if (!shapes.has(o.name)) shapes.set(o.name, o.shape);
   const dtypes = new Map<string, DType>();
-  for (const l of layers) for (const o of l.outputs) { const t = g.types.get(o)?.dtype; if (t !== undefined && t !== l.dtype) dtypes.set(o, t); }
+  for (const l of layers)
+    for (const o of l.outputs) {
+      const t = g.types.get(o)?.dtype;
+      if (t !== undefined && t !== l.dtype) dtypes.set(o, t);
+    }
   return orderGatherChannels({
     layers,
     inputs: m.inputs.map((i) => ({ name: i.name, dtype: i.dtype, shape: i.shape })),
@@ -93,8 +97,11 @@ export function summarise(graph: LayerGraph): GraphSummary {
   const tunable = graph.layers.filter((l) => l.tunable);
   const macs = graph.layers.reduce((sum, l) => sum + l.macs, 0);
   if (!Number.isSafeInteger(macs)) {
-    throw userError('DIM_OVERFLOW', `the model's total multiply-accumulate count (${macs.toExponential(3)}) exceeds 2^53`,
-      'the model has absurd dimensions; check --input-shape and the model\'s declared shapes');
+    throw userError(
+      'DIM_OVERFLOW',
+      `the model's total multiply-accumulate count (${macs.toExponential(3)}) exceeds 2^53`,
+      "the model has absurd dimensions; check --input-shape and the model's declared shapes",
+    );
   }
   return {
     layers: graph.layers.length,

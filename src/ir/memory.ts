@@ -15,7 +15,8 @@ export interface MemoryNeed {
   /** That layer (undefined for a graph without layers). */
   readonly layer: Layer | undefined;
   /** The largest graph input: its name, shape, dtype and bytes. */
-  readonly largestInput: { readonly name: string; readonly shape: readonly number[]; readonly dtype: DType; readonly bytes: number } | undefined;
+  readonly largestInput:
+    { readonly name: string; readonly shape: readonly number[]; readonly dtype: DType; readonly bytes: number } | undefined;
 }
 
 const elements = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
@@ -26,11 +27,22 @@ export function minimumMemory(graph: LayerGraph): MemoryNeed {
   let bytes = 0;
   let layer: Layer | undefined;
   for (const l of graph.layers) {
-    const ins = l.inputs.reduce((s, name, i) => s + elements(l.inputShapes[i] ?? graph.shapes.get(name) ?? []) * dtypeByteSize(dtypes.get(name) ?? l.dtype), 0);
+    const ins = l.inputs.reduce(
+      (s, name, i) => s + elements(l.inputShapes[i] ?? graph.shapes.get(name) ?? []) * dtypeByteSize(dtypes.get(name) ?? l.dtype),
+      0,
+    );
     const need = ins + elements(l.outputShape) * dtypeByteSize(l.dtype);
-    if (need > bytes) { bytes = need; layer = l; }
+    if (need > bytes) {
+      bytes = need;
+      layer = l;
+    }
   }
-  const inputs = graph.inputs.map((i) => ({ name: i.name, shape: i.shape, dtype: i.dtype, bytes: elements(i.shape) * dtypeByteSize(i.dtype) }));
+  const inputs = graph.inputs.map((i) => ({
+    name: i.name,
+    shape: i.shape,
+    dtype: i.dtype,
+    bytes: elements(i.shape) * dtypeByteSize(i.dtype),
+  }));
   const largestInput = inputs.reduce<MemoryNeed['largestInput']>((a, b) => (a === undefined || b.bytes > a.bytes ? b : a), undefined);
   return { bytes: Math.max(bytes, largestInput?.bytes ?? 0), layer, largestInput };
 }

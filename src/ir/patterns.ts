@@ -12,8 +12,21 @@
 import type { OnnxNode } from '../onnx/model.js';
 import { attrInt, attrInts } from '../onnx/attributes.js';
 import {
-  VELTAIR_DOMAIN, addConstant, consumersOf, float32Tensor, indexGraph, isConstant, numbers, otherOperand,
-  replaceNodes, scalarConstant, shapeOf, soleConsumer, synthNode, type GraphIndex, type WorkGraph,
+  VELTAIR_DOMAIN,
+  addConstant,
+  consumersOf,
+  float32Tensor,
+  indexGraph,
+  isConstant,
+  numbers,
+  otherOperand,
+  replaceNodes,
+  scalarConstant,
+  shapeOf,
+  soleConsumer,
+  synthNode,
+  type GraphIndex,
+  type WorkGraph,
 } from './work-graph.js';
 
 interface Match {
@@ -38,7 +51,9 @@ function constantStep(g: WorkGraph, ix: GraphIndex, v: string, op: string, want:
   const n = soleConsumer(g, ix, v);
   if (!isOp(n, op)) return undefined;
   const other = otherOperand(n, v);
-  if (op === 'Sub' || op === 'Div' || op === 'Pow') { if (n.inputs[0] !== v) return undefined; }
+  if (op === 'Sub' || op === 'Div' || op === 'Pow') {
+    if (n.inputs[0] !== v) return undefined;
+  }
   return near(scalarConstant(g, other), want) ? n : undefined;
 }
 
@@ -83,8 +98,11 @@ const matchLayerNorm: Matcher = (g, ix, r1) => {
   if (g.graphOutputs.has(d)) return undefined;
   const readers = [...new Set(consumersOf(ix, d))];
   if (readers.length !== 2 || consumersOf(ix, d).length !== (readers.some((n) => isOp(n, 'Mul')) ? 3 : 2)) return undefined;
-  const square = readers.find((n) => (isOp(n, 'Pow') && n.inputs[0] === d && near(scalarConstant(g, n.inputs[1]), 2))
-    || (isOp(n, 'Mul') && n.inputs[0] === d && n.inputs[1] === d));
+  const square = readers.find(
+    (n) =>
+      (isOp(n, 'Pow') && n.inputs[0] === d && near(scalarConstant(g, n.inputs[1]), 2)) ||
+      (isOp(n, 'Mul') && n.inputs[0] === d && n.inputs[1] === d),
+  );
   const div = readers.find((n) => isOp(n, 'Div') && n.inputs[0] === d);
   if (square === undefined || div === undefined) return undefined;
   const r2 = soleConsumer(g, ix, out(square));
@@ -143,8 +161,12 @@ function geluProduct(g: WorkGraph, ix: GraphIndex, x: string, a: string): { node
     return isOp(m2, 'Mul') && otherOperand(m2, out(m1)) === x ? { nodes: [m1, m2], y: out(m2) } : undefined;
   }
   const half = other === undefined ? undefined : ix.producer.get(other);
-  if (isOp(half, 'Mul') && otherOperand(half, x) !== undefined && near(scalarConstant(g, otherOperand(half, x)), 0.5)
-    && soleConsumer(g, ix, other ?? '') === m1) {
+  if (
+    isOp(half, 'Mul') &&
+    otherOperand(half, x) !== undefined &&
+    near(scalarConstant(g, otherOperand(half, x)), 0.5) &&
+    soleConsumer(g, ix, other ?? '') === m1
+  ) {
     return { nodes: [half, m1], y: out(m1) };
   }
   return undefined;
@@ -184,7 +206,10 @@ const matchGeluTanh: Matcher = (g, ix, tanh) => {
   if (!near(scalarConstant(g, otherOperand(scale, inner)), SQRT_2_OVER_PI)) return undefined;
   const sum = ix.producer.get(inner);
   if (!isOp(sum, 'Add') || soleConsumer(g, ix, inner) !== scale) return undefined;
-  for (const [x, cubicTerm] of [[sum.inputs[0], sum.inputs[1]], [sum.inputs[1], sum.inputs[0]]] as const) {
+  for (const [x, cubicTerm] of [
+    [sum.inputs[0], sum.inputs[1]],
+    [sum.inputs[1], sum.inputs[0]],
+  ] as const) {
     const coef = ix.producer.get(cubicTerm ?? '');
     if (!isOp(coef, 'Mul') || soleConsumer(g, ix, cubicTerm ?? '') !== sum) continue;
     const cube = coef.inputs.find((v) => !isConstant(g, v)) ?? '';

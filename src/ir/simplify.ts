@@ -38,9 +38,13 @@ function aliasSource(g: WorkGraph, n: OnnxNode, unusedOutputs: (vs: readonly str
       const pads = n.inputs[1] ? g.constants.get(n.inputs[1]) : undefined;
       const mode = n.attributes.get('mode');
       const constantMode = mode === undefined || (mode.kind === 'string' && mode.value === 'constant');
-      return constantMode && pads !== undefined && !Array.isArray(pads.data)
-        && Array.from(pads.data as ArrayLike<number | bigint>).every((p) => Number(p) === 0)
-        && sameShape(shapeOf(g, x), shapeOf(g, n.outputs[0] ?? '')) ? x : undefined;
+      return constantMode &&
+        pads !== undefined &&
+        !Array.isArray(pads.data) &&
+        Array.from(pads.data as ArrayLike<number | bigint>).every((p) => Number(p) === 0) &&
+        sameShape(shapeOf(g, x), shapeOf(g, n.outputs[0] ?? ''))
+        ? x
+        : undefined;
     }
     default:
       return isViewOp(n) && sameShape(shapeOf(g, x), shapeOf(g, n.outputs[0] ?? '')) ? x : undefined;
@@ -78,7 +82,10 @@ export function dropAliases(g: WorkGraph): void {
       const remaining = g.nodes.filter((m) => m !== n);
       const before = g.nodes;
       g.nodes = remaining;
-      if (mergeAlias(g, source, alias)) { changed = true; break; }
+      if (mergeAlias(g, source, alias)) {
+        changed = true;
+        break;
+      }
       g.nodes = before;
     }
   }

@@ -47,14 +47,17 @@ export function findSparseHead(graph: LayerGraph, minOutputs: number): SparseHea
     at = producer(last.inputs[0]!);
   }
   const layer = graph.layers[at];
-  if (!layer || layer.op !== 'dense' || layer.dtype !== 'float32') return { reason: 'the model\'s output does not come from a dense (Gemm/MatMul) layer' };
+  if (!layer || layer.op !== 'dense' || layer.dtype !== 'float32')
+    return { reason: "the model's output does not come from a dense (Gemm/MatMul) layer" };
   const weight = layer.params['weight'];
   const bias = layer.params['bias'];
-  if (!weight || !(weight.data instanceof Float32Array) || weight.dims.length !== 2) return { reason: `layer ${layer.index} has no constant float32 weight` };
+  if (!weight || !(weight.data instanceof Float32Array) || weight.dims.length !== 2)
+    return { reason: `layer ${layer.index} has no constant float32 weight` };
   const [d, n] = weight.dims as [number, number];
   if (n < minOutputs) return { reason: `its output layer has ${n} outputs, fewer than the sparse threshold ${minOutputs}` };
   const shape = layer.inputShapes[0] ?? [];
-  if (shape.length !== 2 || shape[1] !== d || layer.inputs.length !== 1) return { reason: `layer ${layer.index}'s input is not [batch, ${d}]` };
+  if (shape.length !== 2 || shape[1] !== d || layer.inputs.length !== 1)
+    return { reason: `layer ${layer.index}'s input is not [batch, ${d}]` };
   if (layer.epilogue.some((s) => s.kind !== 'bias') || at !== graph.layers.length - (activation === 'none' ? 1 : 2)) {
     return { reason: `layer ${layer.index} has an epilogue or later layers other than a softmax/sigmoid` };
   }

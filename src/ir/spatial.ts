@@ -14,16 +14,24 @@ export interface Window {
   readonly pads: readonly number[];
 }
 
-export function resolveWindow(node: OnnxNode, inSpatial: readonly number[], outSpatial: readonly number[],
-  kernel: readonly number[], ceilMode = false): Window {
+export function resolveWindow(
+  node: OnnxNode,
+  inSpatial: readonly number[],
+  outSpatial: readonly number[],
+  kernel: readonly number[],
+  ceilMode = false,
+): Window {
   const r = inSpatial.length;
   const ones = new Array<number>(r).fill(1);
   const strides = attrInts(node, 'strides') ?? ones;
   const dilations = attrInts(node, 'dilations') ?? ones;
   const autoPad = attrString(node, 'auto_pad', 'NOTSET');
   if (strides.length !== r || dilations.length !== r || kernel.length !== r) {
-    throw userError('BAD_ATTRIBUTE', `${nodeLabel(node)}: kernel/strides/dilations do not match the ${r} spatial dims of its input`,
-      'the model file is malformed; re-export it or check it with onnx.checker.check_model');
+    throw userError(
+      'BAD_ATTRIBUTE',
+      `${nodeLabel(node)}: kernel/strides/dilations do not match the ${r} spatial dims of its input`,
+      'the model file is malformed; re-export it or check it with onnx.checker.check_model',
+    );
   }
   let pads: number[];
   if (autoPad === 'SAME_UPPER' || autoPad === 'SAME_LOWER') {
@@ -46,7 +54,9 @@ export function resolveWindow(node: OnnxNode, inSpatial: readonly number[], outS
     const expected = (ceilMode ? Math.ceil(room / strides[i]!) : Math.floor(room / strides[i]!)) + 1;
     // ceil_mode may drop a last window that starts in the end padding; the front end decides that.
     if (expected !== outSpatial[i] && !(ceilMode && expected - 1 === outSpatial[i])) {
-      throw internalError(`${nodeLabel(node)}: output size ${outSpatial[i]} on spatial axis ${i} disagrees with its window (expected ${expected})`);
+      throw internalError(
+        `${nodeLabel(node)}: output size ${outSpatial[i]} on spatial axis ${i} disagrees with its window (expected ${expected})`,
+      );
     }
   }
   return { kernel: [...kernel], strides: [...strides], dilations: [...dilations], pads };

@@ -40,12 +40,18 @@ export function lowerConv(g: WorkGraph, node: OnnxNode, position: number): Layer
     throw unsupported(node, `${xs.length - 2}-D convolution is not supported`, 'veltair compiles 1-D and 2-D convolutions');
   }
   if (weight === undefined) {
-    throw unsupported(node, 'the weight is computed at run time, not a constant initializer',
-      'export the model with constant folding (torch.onnx.export(..., do_constant_folding=True)) so conv weights are initializers');
+    throw unsupported(
+      node,
+      'the weight is computed at run time, not a constant initializer',
+      'export the model with constant folding (torch.onnx.export(..., do_constant_folding=True)) so conv weights are initializers',
+    );
   }
   if (b !== '' && !isConstant(g, b)) {
-    throw unsupported(node, 'the bias is computed at run time, not a constant initializer',
-      'export the model with constant folding so conv biases are initializers');
+    throw unsupported(
+      node,
+      'the bias is computed at run time, not a constant initializer',
+      'export the model with constant folding so conv biases are initializers',
+    );
   }
   if (dtype !== 'float32') {
     throw unsupported(node, `convolution in ${dtype}`, 'veltair compiles float32 convolutions; convert the model to float32');
@@ -53,9 +59,11 @@ export function lowerConv(g: WorkGraph, node: OnnxNode, position: number): Layer
   const groups = attrInt(node, 'group', 1);
   const [cout = 0, cinPerGroup = 0] = weight.dims;
   if (xs[1] !== cinPerGroup * groups || cout % groups !== 0) {
-    throw userError('SHAPE_MISMATCH',
+    throw userError(
+      'SHAPE_MISMATCH',
       `${nodeLabel(node)}: input has ${xs[1]} channels but the weight [${weight.dims.join('x')}] with group=${groups} expects ${cinPerGroup * groups}`,
-      'the model is inconsistent; check that it was exported from a working network');
+      'the model is inconsistent; check that it was exported from a working network',
+    );
   }
   const kernel = attrInts(node, 'kernel_shape') ?? weight.dims.slice(2);
   const win = resolveWindow(node, xs.slice(2), ys.slice(2), kernel);
@@ -75,11 +83,33 @@ export function lowerConv(g: WorkGraph, node: OnnxNode, position: number): Layer
     epilogue.push({ kind: 'bias' });
   }
   return {
-    name: node.name, op: 'conv2d', inputs: [x], outputs: [y], dtype, position, params, epilogue,
+    name: node.name,
+    op: 'conv2d',
+    inputs: [x],
+    outputs: [y],
+    dtype,
+    position,
+    params,
+    epilogue,
     attrs: { groups, kernel: [kh, kw], strides: [sh, sw], pads, dilations: [dh, dw] },
     core: {
-      op: 'conv2d', dtype: 'float32', n: xs[0]!, cin: xs[1]!, h, w: wd, cout, kh, kw, strideH: sh, strideW: sw,
-      pads, dilationH: dh, dilationW: dw, groups, oh, ow,
+      op: 'conv2d',
+      dtype: 'float32',
+      n: xs[0]!,
+      cin: xs[1]!,
+      h,
+      w: wd,
+      cout,
+      kh,
+      kw,
+      strideH: sh,
+      strideW: sw,
+      pads,
+      dilationH: dh,
+      dilationW: dw,
+      groups,
+      oh,
+      ow,
     },
     macs: 0,
   };
@@ -94,8 +124,16 @@ function plainMatmul(g: WorkGraph, node: OnnxNode, position: number): LayerDraft
   if (isConstant(g, a)) params.A = g.constants.get(a)!;
   if (isConstant(g, b)) params.B = g.constants.get(b)!;
   return {
-    name: node.name, op: 'matmul', inputs: [a, b].filter((v) => !isConstant(g, v)), outputs: [y],
-    dtype: g.types.get(y)?.dtype ?? 'float32', attrs: {}, params, epilogue: [], position, core: undefined,
+    name: node.name,
+    op: 'matmul',
+    inputs: [a, b].filter((v) => !isConstant(g, v)),
+    outputs: [y],
+    dtype: g.types.get(y)?.dtype ?? 'float32',
+    attrs: {},
+    params,
+    epilogue: [],
+    position,
+    core: undefined,
     macs: product(shapeOf(g, y)) * (as[as.length - 1] ?? 1),
   };
 }
@@ -107,8 +145,15 @@ function lowerDense(g: WorkGraph, node: OnnxNode, weight: Tensor, position: numb
   const k = as[as.length - 1]!;
   const n = weight.dims.length === 2 ? weight.dims[1]! : 1;
   return {
-    name: node.name, op: 'dense', inputs: [a], outputs: [y], dtype: 'float32', attrs: {},
-    params: { weight: asFloat32(weight, [k, n]) }, epilogue: [], position,
+    name: node.name,
+    op: 'dense',
+    inputs: [a],
+    outputs: [y],
+    dtype: 'float32',
+    attrs: {},
+    params: { weight: asFloat32(weight, [k, n]) },
+    epilogue: [],
+    position,
     core: { op: 'dense', dtype: 'float32', m: product(as.slice(0, -1)), k, n },
     macs: 0,
   };
@@ -169,8 +214,15 @@ export function lowerMatMul(g: WorkGraph, ix: GraphIndex, node: OnnxNode, positi
   }
   if (transpose !== undefined) consumed.add(transpose);
   return {
-    name: node.name, op: 'batch_matmul', inputs: [a, bSource], outputs: [y], dtype: 'float32',
-    attrs: { transB: transpose === undefined ? 0 : 1 }, params: {}, epilogue: [], position,
+    name: node.name,
+    op: 'batch_matmul',
+    inputs: [a, bSource],
+    outputs: [y],
+    dtype: 'float32',
+    attrs: { transB: transpose === undefined ? 0 : 1 },
+    params: {},
+    epilogue: [],
+    position,
     core: { op: 'batch_matmul', dtype: 'float32', batch, m: rows, k, n, transB: transpose !== undefined },
     macs: 0,
   };

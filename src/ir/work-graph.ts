@@ -119,8 +119,14 @@ export function addConstant(g: WorkGraph, base: string, tag: string, t: Tensor):
   return name;
 }
 
-export function synthNode(name: string, opType: string, inputs: readonly string[], outputs: readonly string[],
-  attributes: Readonly<Record<string, AttributeValue>> = {}, domain = ''): OnnxNode {
+export function synthNode(
+  name: string,
+  opType: string,
+  inputs: readonly string[],
+  outputs: readonly string[],
+  attributes: Readonly<Record<string, AttributeValue>> = {},
+  domain = '',
+): OnnxNode {
   return { name, opType, domain, inputs, outputs, attributes: new Map(Object.entries(attributes)) };
 }
 
@@ -131,7 +137,9 @@ export function synthNode(name: string, opType: string, inputs: readonly string[
  */
 export function replaceNodes(g: WorkGraph, matched: ReadonlySet<OnnxNode>, replacement: readonly OnnxNode[]): void {
   let last = -1;
-  g.nodes.forEach((n, i) => { if (matched.has(n)) last = i; });
+  g.nodes.forEach((n, i) => {
+    if (matched.has(n)) last = i;
+  });
   const out: OnnxNode[] = [];
   g.nodes.forEach((n, i) => {
     if (i === last) out.push(...replacement);

@@ -5,8 +5,20 @@
  */
 import { createHash } from 'node:crypto';
 
-export type EpilogueKind = 'bias' | 'relu' | 'clip' | 'leaky_relu' | 'sigmoid' | 'hard_sigmoid'
-  | 'hard_swish' | 'silu' | 'tanh' | 'gelu' | 'gelu_tanh' | 'residual_add' | 'channel_mul';
+export type EpilogueKind =
+  | 'bias'
+  | 'relu'
+  | 'clip'
+  | 'leaky_relu'
+  | 'sigmoid'
+  | 'hard_sigmoid'
+  | 'hard_swish'
+  | 'silu'
+  | 'tanh'
+  | 'gelu'
+  | 'gelu_tanh'
+  | 'residual_add'
+  | 'channel_mul';
 
 export interface Conv2dWorkload {
   readonly op: 'conv2d';
@@ -60,8 +72,12 @@ export function canonicalForm(w: WorkloadShape): string {
   const sortKeys = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sortKeys);
     if (v !== null && typeof v === 'object') {
-      return Object.fromEntries(Object.keys(v as object).filter((k) => k !== 'key').sort()
-        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]));
+      return Object.fromEntries(
+        Object.keys(v as object)
+          .filter((k) => k !== 'key')
+          .sort()
+          .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+      );
     }
     return v;
   };

@@ -33,7 +33,7 @@ export interface CalibrateServingOptions {
 /** Tensor bytes of one request and its answer, from the v2 metadata. */
 async function tensorBytes(base: URL, name: string): Promise<{ meta: Metadata; bytes: number }> {
   type Described = Metadata & { outputs?: { datatype: string; shape: number[] }[] };
-  const meta = await (await fetch(new URL(`/v2/models/${encodeURIComponent(name)}`, base))).json() as Described;
+  const meta = (await (await fetch(new URL(`/v2/models/${encodeURIComponent(name)}`, base))).json()) as Described;
   const size = (ts: { datatype: string; shape: number[] }[] | undefined) =>
     (ts ?? []).reduce((s, t) => s + t.shape.reduce((a, b) => a * Math.max(1, b), 1) * (ELEMENT[t.datatype] ?? 4), 0);
   return { meta, bytes: size(meta.inputs) + size(meta.outputs) };
@@ -54,8 +54,11 @@ export async function calibrateServing(o: CalibrateServingOptions): Promise<Serv
     writeFileSync(config, JSON.stringify({ models: Object.fromEntries(names.map((n, i) => [n, { bundle: o.bundles[i] }])) }));
     o.onProgress?.(`starting veltair serve --policy ${o.policy} on cores ${o.cores.join(',')}`);
     const server = await startServeProcess(['--config', config, '--policy', o.policy], o.cores).catch((e: unknown) => {
-      throw userError('BAD_ARGUMENT', `veltair serve did not start on these bundles: ${(e as Error).message.split('\n').slice(-2).join(' ')}`,
-        'check that each argument is a bundle directory written by veltair compile, and --policy is one that veltair serve takes');
+      throw userError(
+        'BAD_ARGUMENT',
+        `veltair serve did not start on these bundles: ${(e as Error).message.split('\n').slice(-2).join(' ')}`,
+        'check that each argument is a bundle directory written by veltair compile, and --policy is one that veltair serve takes',
+      );
     });
     try {
       for (const name of names) {

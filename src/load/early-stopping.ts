@@ -47,12 +47,15 @@ export function requestsNeeded(late: number, j: Judgement = P99_AT_99): number {
   const key = `${late}|${j.attainment}|${j.confidence}`;
   const known = needed.get(key);
   if (known !== undefined) return known;
-  const q = 1 - j.attainment, alpha = 1 - j.confidence;
-  let lo = late + 1, hi = late + 1;
+  const q = 1 - j.attainment,
+    alpha = 1 - j.confidence;
+  let lo = late + 1,
+    hi = late + 1;
   while (binomialCdf(late, hi, q) > alpha) hi *= 2;
   while (lo < hi) {
     const mid = Math.floor((lo + hi) / 2);
-    if (binomialCdf(late, mid, q) <= alpha) hi = mid; else lo = mid + 1;
+    if (binomialCdf(late, mid, q) <= alpha) hi = mid;
+    else lo = mid + 1;
   }
   needed.set(key, lo);
   return lo;
@@ -83,7 +86,9 @@ export function judgeProbe(verdicts: readonly Verdict[]): Verdict {
 /** The rule in one line, with its own check figures. */
 export function judgementLine(j: Judgement = P99_AT_99): string {
   const pct = `${+(j.attainment * 100).toFixed(3)}%`;
-  return `a rate passes when every model's requests show ≥ ${pct} within QoS at ${+(j.confidence * 100).toFixed(3)}% confidence `
-    + `(early stopping: ≥ ${requestsNeeded(0, j)} requests with 0 late, ${requestsNeeded(1, j)} with 1, `
-    + `${requestsNeeded(10, j).toLocaleString('en-US')} with 10); undecided probes count as neither pass nor fail`;
+  return (
+    `a rate passes when every model's requests show ≥ ${pct} within QoS at ${+(j.confidence * 100).toFixed(3)}% confidence ` +
+    `(early stopping: ≥ ${requestsNeeded(0, j)} requests with 0 late, ${requestsNeeded(1, j)} with 1, ` +
+    `${requestsNeeded(10, j).toLocaleString('en-US')} with 10); undecided probes count as neither pass nor fail`
+  );
 }

@@ -38,9 +38,12 @@ export interface FindMaxResult {
 
 /** The search over any way of running one probe at a rate (the tests give it a fake server). */
 export async function searchMaxQps(probe: (qps: number, seed: number) => Promise<ProbeResult>, o: SearchOptions): Promise<FindMaxResult> {
-  const tolerance = o.tolerance ?? 1.05, maxRuns = o.maxRuns ?? 16;
+  const tolerance = o.tolerance ?? 1.05,
+    maxRuns = o.maxRuns ?? 16;
   const runs: ProbeResult[] = [];
-  let probes = 0, lo = 0, failed = Infinity;
+  let probes = 0,
+    lo = 0,
+    failed = Infinity;
   const undecided: number[] = [];
   const run = async (qps: number) => {
     const r = await probe(qps, o.seed + runs.length);
@@ -52,7 +55,7 @@ export async function searchMaxQps(probe: (qps: number, seed: number) => Promise
     probes++;
     let r = await run(qps);
     if (isNoisy(r.noise)) {
-      r = { ...await run(qps), rerunOfNoisy: true };
+      r = { ...(await run(qps)), rerunOfNoisy: true };
       runs[runs.length - 1] = r;
     }
     if (r.verdict === 'pass') lo = Math.max(lo, qps);
@@ -62,25 +65,34 @@ export async function searchMaxQps(probe: (qps: number, seed: number) => Promise
   };
   const ceiling = () => Math.min(failed, ...undecided.filter((q) => q > lo));
   let q = o.startQps;
-  if (await judge(q) === 'pass') {
-    while (probes < maxRuns && ceiling() === Infinity) await judge(q *= 2);
+  if ((await judge(q)) === 'pass') {
+    while (probes < maxRuns && ceiling() === Infinity) await judge((q *= 2));
   } else {
-    while (probes < maxRuns && lo === 0 && q > o.startQps / 64) await judge(q /= 2);
+    while (probes < maxRuns && lo === 0 && q > o.startQps / 64) await judge((q /= 2));
   }
   while (lo > 0 && ceiling() / lo > tolerance && probes < maxRuns) await judge(Math.sqrt(lo * ceiling()));
   return {
-    maxQps: lo, failedQps: Number.isFinite(failed) ? failed : null,
-    undecidedQps: [...new Set(undecided.filter((x) => x > lo))].sort((a, b) => a - b), runs,
+    maxQps: lo,
+    failedQps: Number.isFinite(failed) ? failed : null,
+    undecidedQps: [...new Set(undecided.filter((x) => x > lo))].sort((a, b) => a - b),
+    runs,
   };
 }
 
 /** find-max against live servers over HTTP: each probe runProbe's early-stopped load; `verify` decodes every answer's header. */
-export function findMaxQps(base: URL, models: readonly LoadModel[], o: SearchOptions & Omit<ProbeOptions, 'seed'> & { verify?: boolean }):
-  Promise<FindMaxResult> {
+export function findMaxQps(
+  base: URL,
+  models: readonly LoadModel[],
+  o: SearchOptions & Omit<ProbeOptions, 'seed'> & { verify?: boolean },
+): Promise<FindMaxResult> {
   return findMaxVia(httpSender(base, models, o.verify === true), models, o);
 }
 
 /** find-max through any transport. */
-export function findMaxVia(send: Sender, models: readonly LoadModel[], o: SearchOptions & Omit<ProbeOptions, 'seed'>): Promise<FindMaxResult> {
+export function findMaxVia(
+  send: Sender,
+  models: readonly LoadModel[],
+  o: SearchOptions & Omit<ProbeOptions, 'seed'>,
+): Promise<FindMaxResult> {
   return searchMaxQps((qps, seed) => runProbe(send, models, qps, { ...o, seed }), o);
 }

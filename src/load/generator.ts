@@ -58,7 +58,17 @@ export interface Metadata {
   parameters?: { qos_ms?: number };
 }
 
-const ELEMENT_BYTES: Readonly<Record<string, number>> = { FP32: 4, FP64: 8, INT8: 1, INT16: 2, INT32: 4, INT64: 8, UINT8: 1, UINT16: 2, BOOL: 1 };
+const ELEMENT_BYTES: Readonly<Record<string, number>> = {
+  FP32: 4,
+  FP64: 8,
+  INT8: 1,
+  INT16: 2,
+  INT32: 4,
+  INT64: 8,
+  UINT8: 1,
+  UINT16: 2,
+  BOOL: 1,
+};
 
 /**
  * A request of seeded values for every input the server declares: floats uniform in [-1, 1),
@@ -68,7 +78,11 @@ const ELEMENT_BYTES: Readonly<Record<string, number>> = { FP32: 4, FP64: 8, INT8
  * output (BERT's 1.5 MB hidden states, tiny_yolov2's 21,125 floats) costs the server's event loop
  * milliseconds per answer that no production client would make it pay. JSON both ways with `json`.
  */
-export interface Request { body: string | Uint8Array; headers: Record<string, string>; answerBytes?: number }
+export interface Request {
+  body: string | Uint8Array;
+  headers: Record<string, string>;
+  answerBytes?: number;
+}
 
 export function requestFor(meta: Metadata, seed: number, json: boolean): Request {
   const values = meta.inputs.map((t, i) => {
@@ -77,7 +91,9 @@ export function requestFor(meta: Metadata, seed: number, json: boolean): Request
   });
   if (json) {
     const inputs = meta.inputs.map((t, i) => ({
-      name: t.name, shape: t.shape, datatype: t.datatype,
+      name: t.name,
+      shape: t.shape,
+      datatype: t.datatype,
       data: t.datatype === 'BOOL' ? Array.from(values[i]!, () => false) : Array.from(values[i]!, (v) => Number(v.toFixed(6))),
     }));
     return { body: JSON.stringify({ inputs }), headers: { 'Content-Type': 'application/json' } };
@@ -85,21 +101,34 @@ export function requestFor(meta: Metadata, seed: number, json: boolean): Request
   const buffers = meta.inputs.map((t, i) => {
     const v = values[i]!;
     switch (t.datatype) {
-      case 'FP32': return new Uint8Array(Float32Array.from(v).buffer);
-      case 'FP64': return new Uint8Array(v.buffer);
+      case 'FP32':
+        return new Uint8Array(Float32Array.from(v).buffer);
+      case 'FP64':
+        return new Uint8Array(v.buffer);
       default: {
         const bytes = ELEMENT_BYTES[t.datatype];
         if (bytes === undefined) {
-          throw userError('BAD_ARGUMENT', `input ${JSON.stringify(t.name)} has datatype ${t.datatype}, which veltair load cannot fill`, 'use --json-tensors');
+          throw userError(
+            'BAD_ARGUMENT',
+            `input ${JSON.stringify(t.name)} has datatype ${t.datatype}, which veltair load cannot fill`,
+            'use --json-tensors',
+          );
         }
         return new Uint8Array(v.length * bytes);
       }
     }
   });
-  const head = Buffer.from(JSON.stringify({
-    inputs: meta.inputs.map((t, i) => ({ name: t.name, shape: t.shape, datatype: t.datatype, parameters: { binary_data_size: buffers[i]!.byteLength } })),
-    parameters: { binary_data_output: true },
-  }));
+  const head = Buffer.from(
+    JSON.stringify({
+      inputs: meta.inputs.map((t, i) => ({
+        name: t.name,
+        shape: t.shape,
+        datatype: t.datatype,
+        parameters: { binary_data_size: buffers[i]!.byteLength },
+      })),
+      parameters: { binary_data_output: true },
+    }),
+  );
   const answerBytes = binaryAnswerBytes(meta);
   return {
     body: Buffer.concat([head, ...buffers]),
@@ -131,13 +160,20 @@ export function loopbackUrl(text: string): URL {
     throw userError('BAD_ARGUMENT', `${JSON.stringify(text.slice(0, 80))} is not a URL`, 'e.g. http://127.0.0.1:8000');
   }
   if (url.protocol !== 'http:' || !LOOPBACK.test(url.hostname)) {
-    throw userError('BAD_ARGUMENT', `veltair load sends only to this machine's loopback, not ${JSON.stringify(url.host)}`,
-      'run it beside the server: http://127.0.0.1:PORT');
+    throw userError(
+      'BAD_ARGUMENT',
+      `veltair load sends only to this machine's loopback, not ${JSON.stringify(url.host)}`,
+      'run it beside the server: http://127.0.0.1:PORT',
+    );
   }
   return url;
 }
 
-interface Sample { readonly model: number; readonly ms: number; readonly status: number }
+interface Sample {
+  readonly model: number;
+  readonly ms: number;
+  readonly status: number;
+}
 
 const sendOne = (url: URL, m: LoadModel): Promise<number> =>
   postChecked(url, m.headers, m.body, m.answerBytes !== undefined ? { binaryBytes: m.answerBytes } : {});
@@ -155,7 +191,13 @@ export function arrivals(models: readonly LoadModel[], totalQps: number, duratio
   return out.sort((a, b) => a.t - b.t || a.model - b.model);
 }
 
-export async function runLoad(base: URL, models: readonly LoadModel[], totalQps: number, durationS: number, seed: number): Promise<LoadResult> {
+export async function runLoad(
+  base: URL,
+  models: readonly LoadModel[],
+  totalQps: number,
+  durationS: number,
+  seed: number,
+): Promise<LoadResult> {
   const plan = arrivals(models, totalQps, durationS, seed);
   const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base));
   const samples: Sample[] = [];
@@ -165,23 +207,36 @@ export async function runLoad(base: URL, models: readonly LoadModel[], totalQps:
     const wait = a.t - (performance.now() - start);
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const sentAt = performance.now();
-    pending.push(sendOne(urls[a.model]!, models[a.model]!).then((status) => {
-      samples.push({ model: a.model, ms: performance.now() - sentAt, status });
-    }));
+    pending.push(
+      sendOne(urls[a.model]!, models[a.model]!).then((status) => {
+        samples.push({ model: a.model, ms: performance.now() - sentAt, status });
+      }),
+    );
   }
   await Promise.all(pending);
   const sum = models.reduce((s, m) => s + m.weight, 0);
   const results = models.map((m, i): ModelLoadResult => {
     const mine = samples.filter((s) => s.model === i);
-    const okMs = mine.filter((s) => s.status === 200).map((s) => s.ms).sort((a, b) => a - b);
+    const okMs = mine
+      .filter((s) => s.status === 200)
+      .map((s) => s.ms)
+      .sort((a, b) => a - b);
     const within = okMs.filter((ms) => ms <= m.qosMs).length;
     const q = (p: number) => (okMs.length > 0 ? Number(quantile(okMs, p).toFixed(3)) : null);
     return {
-      name: m.name, targetQps: (totalQps * m.weight) / sum, sent: mine.length, ok: okMs.length,
-      rejected: mine.filter((s) => s.status === 503).length, errors: mine.filter((s) => s.status !== 200 && s.status !== 503).length,
-      achievedQps: okMs.length / durationS, p50Ms: q(0.5), p90Ms: q(0.9), p99Ms: q(0.99),
+      name: m.name,
+      targetQps: (totalQps * m.weight) / sum,
+      sent: mine.length,
+      ok: okMs.length,
+      rejected: mine.filter((s) => s.status === 503).length,
+      errors: mine.filter((s) => s.status !== 200 && s.status !== 503).length,
+      achievedQps: okMs.length / durationS,
+      p50Ms: q(0.5),
+      p90Ms: q(0.9),
+      p99Ms: q(0.99),
       meanMs: okMs.length > 0 ? Number((okMs.reduce((a, b) => a + b, 0) / okMs.length).toFixed(3)) : null,
-      qosMs: m.qosMs, satisfaction: mine.length > 0 ? within / mine.length : 1,
+      qosMs: m.qosMs,
+      satisfaction: mine.length > 0 ? within / mine.length : 1,
     };
   });
   return { totalQps, durationS, models: results, satisfaction: Math.min(...results.map((r) => r.satisfaction)) };

@@ -33,7 +33,9 @@ export const NOISY_OUTSIDE_SHARE = 0.05;
 export function takeNoiseSnapshot(armPids: readonly number[]): NoiseSnapshot {
   const cpu = process.cpuUsage();
   return {
-    wallMs: performance.now(), machine: readMachineTicks(), clientCpuUs: cpu.user + cpu.system,
+    wallMs: performance.now(),
+    machine: readMachineTicks(),
+    clientCpuUs: cpu.user + cpu.system,
     pids: new Map([...new Set([...armPids, process.pid])].map((p) => [p, readPidTicks(p)])),
   };
 }
@@ -58,7 +60,10 @@ export function noiseBetween(a: NoiseSnapshot, b: NoiseSnapshot, requests: numbe
   const outsideCpuS = (b.machine.busy - a.machine.busy - ownTicks) / CLOCK_TICKS_PER_S;
   const cpus = Math.max(1, b.machine.cpus);
   return {
-    outsideCpuS: round(outsideCpuS, 3), outsideShare: round(Math.max(0, outsideCpuS / (wallS * cpus)), 4), stealShare, clientCpuMsPerRequest,
+    outsideCpuS: round(outsideCpuS, 3),
+    outsideShare: round(Math.max(0, outsideCpuS / (wallS * cpus)), 4),
+    stealShare,
+    clientCpuMsPerRequest,
   };
 }
 

@@ -19,12 +19,16 @@ export interface Answer {
 /** POST `body` to `url` (http only); resolves with the whole answer, rejects on a connection error. */
 export function post(url: URL, headers: Readonly<Record<string, string>>, body: string | Uint8Array): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -54,7 +58,9 @@ export function answerOk(headers: http.IncomingHttpHeaders, bytes: number, check
   if (check.binaryBytes !== undefined && bytes - headBytes !== check.binaryBytes) return false;
   if (!check.verify || !body) return true;
   try {
-    const parsed = JSON.parse(body.subarray(0, headBytes).toString('utf8')) as { outputs?: { parameters?: { binary_data_size?: unknown } }[] };
+    const parsed = JSON.parse(body.subarray(0, headBytes).toString('utf8')) as {
+      outputs?: { parameters?: { binary_data_size?: unknown } }[];
+    };
     const sizes = (parsed.outputs ?? []).map((o) => Number(o.parameters?.binary_data_size ?? 0));
     return sizes.length > 0 && sizes.reduce((a, b) => a + b, 0) === bytes - headBytes;
   } catch {
@@ -66,18 +72,30 @@ export function answerOk(headers: http.IncomingHttpHeaders, bytes: number, check
  * POST for the load generator: resolves with the status, or 0 for a connection error or a 200
  * whose answer is not well formed (answerOk). The body is counted, not kept, unless `verify`.
  */
-export function postChecked(url: URL, headers: Readonly<Record<string, string>>, body: string | Uint8Array, check: AnswerCheck): Promise<number> {
+export function postChecked(
+  url: URL,
+  headers: Readonly<Record<string, string>>,
+  body: string | Uint8Array,
+  check: AnswerCheck,
+): Promise<number> {
   return new Promise((resolve) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } }, (res) => {
-      let bytes = 0;
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => { bytes += c.byteLength; if (check.verify) chunks.push(c); });
-      res.on('end', () => {
-        const status = res.statusCode ?? 0;
-        resolve(status !== 200 || answerOk(res.headers, bytes, check, check.verify ? Buffer.concat(chunks) : undefined) ? status : 0);
-      });
-      res.on('error', () => resolve(0));
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } },
+      (res) => {
+        let bytes = 0;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => {
+          bytes += c.byteLength;
+          if (check.verify) chunks.push(c);
+        });
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          resolve(status !== 200 || answerOk(res.headers, bytes, check, check.verify ? Buffer.concat(chunks) : undefined) ? status : 0);
+        });
+        res.on('error', () => resolve(0));
+      },
+    );
     req.on('error', () => resolve(0));
     req.end(body);
   });

@@ -52,18 +52,26 @@ export function httpSender(base: URL, models: readonly LoadModel[], verify = fal
   };
 }
 
-interface Tally { sent: number; late: number; readonly inFlight: Set<number>; readonly okMs: number[]; rejected: number; errors: number }
+interface Tally {
+  sent: number;
+  late: number;
+  readonly inFlight: Set<number>;
+  readonly okMs: number[];
+  rejected: number;
+  errors: number;
+}
 
 /** Run one probe at `totalQps` through `send` (models give the rates' weights and each QoS). */
 export async function runProbe(send: Sender, models: readonly LoadModel[], totalQps: number, o: ProbeOptions): Promise<ProbeResult> {
   const j = o.judgement ?? P99_AT_99;
   const plan = arrivals(models, totalQps, o.maxDurationS, o.seed);
   const tallies: Tally[] = models.map(() => ({ sent: 0, late: 0, inFlight: new Set(), okMs: [], rejected: 0, errors: 0 }));
-  const verdicts = (now: number): Verdict[] => tallies.map((t, i) => {
-    let overdue = 0;
-    for (const at of t.inFlight) if (now - at > models[i]!.qosMs) overdue++;
-    return judgeModel(t.sent, t.late + overdue, t.inFlight.size - overdue, j);
-  });
+  const verdicts = (now: number): Verdict[] =>
+    tallies.map((t, i) => {
+      let overdue = 0;
+      for (const at of t.inFlight) if (now - at > models[i]!.qosMs) overdue++;
+      return judgeModel(t.sent, t.late + overdue, t.inFlight.size - overdue, j);
+    });
   const pending: Promise<void>[] = [];
   const before = takeNoiseSnapshot(o.armPids ?? []);
   const start = performance.now();
@@ -73,39 +81,65 @@ export async function runProbe(send: Sender, models: readonly LoadModel[], total
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const now = performance.now();
     const v = judgeProbe(verdicts(now));
-    if (v === 'fail' || (v === 'pass' && now - start >= o.minDurationS * 1000)) { stoppedBy = 'verdict'; break; }
-    const t = tallies[a.model]!, m = models[a.model]!;
+    if (v === 'fail' || (v === 'pass' && now - start >= o.minDurationS * 1000)) {
+      stoppedBy = 'verdict';
+      break;
+    }
+    const t = tallies[a.model]!,
+      m = models[a.model]!;
     // A per-request token: two requests can be sent in the same millisecond.
     const sentAt = now + t.sent * 1e-9;
     t.sent++;
     t.inFlight.add(sentAt);
-    pending.push(send(a.model).then((status) => {
-      const ms = performance.now() - sentAt;
-      t.inFlight.delete(sentAt);
-      if (status === 200) t.okMs.push(ms);
-      else if (status === 503) t.rejected++;
-      else t.errors++;
-      if (status !== 200 || ms > m.qosMs) t.late++;
-    }));
+    pending.push(
+      send(a.model).then((status) => {
+        const ms = performance.now() - sentAt;
+        t.inFlight.delete(sentAt);
+        if (status === 200) t.okMs.push(ms);
+        else if (status === 503) t.rejected++;
+        else t.errors++;
+        if (status !== 200 || ms > m.qosMs) t.late++;
+      }),
+    );
   }
   const sendingS = Math.max(1e-3, Math.min(performance.now() - start, o.maxDurationS * 1000) / 1000);
   await Promise.all(pending);
-  const noise = noiseBetween(before, takeNoiseSnapshot(o.armPids ?? []), tallies.reduce((s, t) => s + t.sent, 0));
+  const noise = noiseBetween(
+    before,
+    takeNoiseSnapshot(o.armPids ?? []),
+    tallies.reduce((s, t) => s + t.sent, 0),
+  );
   const sum = models.reduce((s, m) => s + m.weight, 0);
   const results = models.map((m, i): ModelProbe => {
     const t = tallies[i]!;
     const okMs = [...t.okMs].sort((x, y) => x - y);
     const q = (p: number) => (okMs.length > 0 ? Number(quantile(okMs, p).toFixed(3)) : null);
     return {
-      name: m.name, targetQps: (totalQps * m.weight) / sum, sent: t.sent, ok: okMs.length, rejected: t.rejected, errors: t.errors,
-      achievedQps: okMs.length / sendingS, p50Ms: q(0.5), p90Ms: q(0.9), p99Ms: q(0.99),
+      name: m.name,
+      targetQps: (totalQps * m.weight) / sum,
+      sent: t.sent,
+      ok: okMs.length,
+      rejected: t.rejected,
+      errors: t.errors,
+      achievedQps: okMs.length / sendingS,
+      p50Ms: q(0.5),
+      p90Ms: q(0.9),
+      p99Ms: q(0.99),
       meanMs: okMs.length > 0 ? Number((okMs.reduce((x, y) => x + y, 0) / okMs.length).toFixed(3)) : null,
-      qosMs: m.qosMs, satisfaction: t.sent > 0 ? (t.sent - t.late) / t.sent : 1,
-      late: t.late, needed: requestsNeeded(t.late, j), verdict: judgeModel(t.sent, t.late, 0, j),
+      qosMs: m.qosMs,
+      satisfaction: t.sent > 0 ? (t.sent - t.late) / t.sent : 1,
+      late: t.late,
+      needed: requestsNeeded(t.late, j),
+      verdict: judgeModel(t.sent, t.late, 0, j),
     };
   });
   return {
-    totalQps, durationS: Number(sendingS.toFixed(3)), models: results, satisfaction: Math.min(...results.map((r) => r.satisfaction)),
-    verdict: judgeProbe(results.map((r) => r.verdict)), stoppedBy, noise,
+    totalQps,
+    durationS: Number(sendingS.toFixed(3)),
+    models: results,
+    satisfaction: Math.min(...results.map((r) => r.satisfaction)),
+    verdict: judgeProbe(results.map((r) => r.verdict)),
+    stoppedBy,
+    noise,
   };
 }

@@ -28,7 +28,9 @@ export function parseProcStat(text: string): MachineTicks | null {
   if (f.length < 4 || f.some((x) => !Number.isFinite(x))) return null;
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
   return {
-    busy: user + nice + system + irq + softirq, steal, total: user + nice + system + idle + iowait + irq + softirq + steal,
+    busy: user + nice + system + irq + softirq,
+    steal,
+    total: user + nice + system + idle + iowait + irq + softirq + steal,
     cpus: lines.filter((l) => /^cpu\d+\s/.test(l)).length,
   };
 }
@@ -37,9 +39,13 @@ export function parseProcStat(text: string): MachineTicks | null {
 export function parsePidStat(text: string): number | null {
   const close = text.lastIndexOf(')');
   if (close < 0) return null;
-  const f = text.slice(close + 1).trim().split(/\s+/);
+  const f = text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   // After ')': field 3 (state) is f[0], so field N is f[N - 3].
-  const utime = Number(f[11]), stime = Number(f[12]);
+  const utime = Number(f[11]),
+    stime = Number(f[12]);
   return Number.isFinite(utime) && Number.isFinite(stime) ? utime + stime : null;
 }
 

@@ -31,5 +31,11 @@ export async function timedInfer(m: LoadModel): Promise<TimedAnswer> {
   const params = (answerHeader(r.body, typeof headerLength === 'string' ? headerLength : null).parameters ?? {}) as Record<string, unknown>;
   const t = parseTimeline(params['veltair_timeline']);
   const num = (k: string) => (typeof params[k] === 'number' ? params[k] : null);
-  return { clientMs, serverMs: num('server_ms'), accounting: t ? accountTimeline(t) : null, timeline: t, schedulerUs: num('veltair_scheduler_us') };
+  return {
+    clientMs,
+    serverMs: num('server_ms'),
+    accounting: t ? accountTimeline(t) : null,
+    timeline: t,
+    schedulerUs: num('veltair_scheduler_us'),
+  };
 }

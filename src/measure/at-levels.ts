@@ -29,8 +29,12 @@ export interface CandidateHooks {
  * and one check per candidate, not one per level — each at its levels back to back. A candidate
  * whose first level is not ok, or that keepMeasuring turns down, skips its other levels.
  */
-export async function measureCandidatesAtLevels(cands: readonly LevelledJob[], bank: LevelBank | undefined,
-  o: Omit<MeasureOptions, 'cores' | 'beforeJob' | 'afterJob' | 'skipJob'>, hooks: CandidateHooks = {}): Promise<(Measurement | undefined)[][]> {
+export async function measureCandidatesAtLevels(
+  cands: readonly LevelledJob[],
+  bank: LevelBank | undefined,
+  o: Omit<MeasureOptions, 'cores' | 'beforeJob' | 'afterJob' | 'skipJob'>,
+  hooks: CandidateHooks = {},
+): Promise<(Measurement | undefined)[][]> {
   if (cands.some((c) => c.levels.some((l) => l !== 0)) && !bank) throw internalError('noisy levels need a level bank');
   const threads = new Set(cands.map((c) => c.job.threads));
   if (threads.size > 1) throw internalError('one harness child pins one core set: candidates of one thread count only');
@@ -38,27 +42,36 @@ export async function measureCandidatesAtLevels(cands: readonly LevelledJob[], b
   const cores = plan ? kernelCores(plan, cands[0]?.job.threads ?? 1) : availableCores().slice(0, cands[0]?.job.threads ?? 1);
   const flat = cands.flatMap((c, k) => c.levels.map((level, j) => ({ k, j, level, job: c.job })));
   const results: (Measurement | undefined)[][] = cands.map((c) => c.levels.map(() => undefined));
-  const settle = async (k: number, j: number) => { if (j === cands[k]!.levels.length - 1) await hooks.onCandidate?.(k, results[k]!); };
+  const settle = async (k: number, j: number) => {
+    if (j === cands[k]!.levels.length - 1) await hooks.onCandidate?.(k, results[k]!);
+  };
   try {
-    await measureJobsSkippable(flat.map((f) => f.job), {
-      ...o,
-      cores,
-      skipJob: async (i) => {
-        const { k, j } = flat[i]!;
-        const first = results[k]![0];
-        const skip = j > 0 && (results[k]!.slice(0, j).some((m) => m === undefined || m.status !== 'ok')
-          || (hooks.keepMeasuring !== undefined && !hooks.keepMeasuring(k, first!)));
-        if (skip) await settle(k, j);
-        return skip;
+    await measureJobsSkippable(
+      flat.map((f) => f.job),
+      {
+        ...o,
+        cores,
+        skipJob: async (i) => {
+          const { k, j } = flat[i]!;
+          const first = results[k]![0];
+          const skip =
+            j > 0 &&
+            (results[k]!.slice(0, j).some((m) => m === undefined || m.status !== 'ok') ||
+              (hooks.keepMeasuring !== undefined && !hooks.keepMeasuring(k, first!)));
+          if (skip) await settle(k, j);
+          return skip;
+        },
+        beforeJob: async (i) => {
+          await bank?.activate(flat[i]!.level);
+        },
+        afterJob: async (i, m) => {
+          await bank?.quiesce();
+          const { k, j } = flat[i]!;
+          results[k]![j] = m;
+          await settle(k, j);
+        },
       },
-      beforeJob: async (i) => { await bank?.activate(flat[i]!.level); },
-      afterJob: async (i, m) => {
-        await bank?.quiesce();
-        const { k, j } = flat[i]!;
-        results[k]![j] = m;
-        await settle(k, j);
-      },
-    });
+    );
   } finally {
     await bank?.quiesce();
   }

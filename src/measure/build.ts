@@ -110,13 +110,21 @@ const COMPILE_NICENESS = 10;
  * Compile sources in one compiler call; on failure, one at a time to isolate the bad ones.
  * Object key → the compiler's message for a source that failed (about its canonical symbol); absent when it compiled.
  */
-async function compileBatch(sources: readonly ObjectSource[], cc: Compiler, flags: readonly string[], objDir: string,
-  headers: HeaderSnapshot): Promise<Map<string, string>> {
+async function compileBatch(
+  sources: readonly ObjectSource[],
+  cc: Compiler,
+  flags: readonly string[],
+  objDir: string,
+  headers: HeaderSnapshot,
+): Promise<Map<string, string>> {
   const errors = new Map<string, string>();
   const work = await mkdtemp(join(tmpdir(), 'veltair-cc-'));
   const file = (o: ObjectSource) => o.canonical.symbol;
   try {
-    await Promise.all([...sources.map((o) => writeFile(join(work, `${file(o)}.c`), o.canonical.source)), writeSources(work, headers.files)]);
+    await Promise.all([
+      ...sources.map((o) => writeFile(join(work, `${file(o)}.c`), o.canonical.source)),
+      writeSources(work, headers.files),
+    ]);
     try {
       await runCompiler([...flags, '-I', work, '-c', ...sources.map((o) => `${file(o)}.c`)], { cwd: work, niceness: COMPILE_NICENESS }, cc);
     } catch (e) {
@@ -129,7 +137,11 @@ async function compileBatch(sources: readonly ObjectSource[], cc: Compiler, flag
       return errors;
     }
     // Each object's global names, listed now in one nm call (link reads them from `<key>.syms`).
-    const globals = await definedGlobalsOfEach(sources.map((o) => `${file(o)}.o`), undefined, work);
+    const globals = await definedGlobalsOfEach(
+      sources.map((o) => `${file(o)}.o`),
+      undefined,
+      work,
+    );
     for (const o of sources) {
       await writeGlobals(objDir, o.key, globals.get(`${file(o)}.o`)!);
       await atomicMove(join(work, `${file(o)}.o`), join(objDir, `${o.key}.o`));
@@ -156,7 +168,8 @@ const C_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 function aliasesOf(u: Keyed, globals: readonly string[]): string[] {
   if (!C_NAME.test(u.symbol)) throw internalError(`kernel symbol ${JSON.stringify(u.symbol)} is not a C name`);
   const canon = u.canonical.symbol;
-  return globals.filter((g) => g.startsWith(canon) && C_NAME.test(g) && (g.length === canon.length || g[canon.length] === '_'))
+  return globals
+    .filter((g) => g.startsWith(canon) && C_NAME.test(g) && (g.length === canon.length || g[canon.length] === '_'))
     .map((g) => `${u.symbol}${g.slice(canon.length)}=${g}`);
 }
 
@@ -166,8 +179,20 @@ async function link(group: readonly Keyed[], cc: Compiler, objDir: string, libDi
   const globals = new Map(await Promise.all(keys.map(async (k) => [k, await objectGlobals(objDir, k)] as const)));
   const aliases = group.flatMap((u) => aliasesOf(u, globals.get(u.key)!)).sort();
   const name = createHash('sha256').update(keys.join('\n')).update('\0').update(aliases.join('\n')).digest('hex').slice(0, 32);
-  return installOnce(join(libDir, `k-${name}.so`), (temp) => runCompiler([...kernelLinkFlags(), '-o', temp,
-    ...keys.map((k) => join(objDir, `${k}.o`)), ...aliases.map((a) => `-Wl,--defsym,${a}`), ...libsFor('kernel')], {}, cc));
+  return installOnce(join(libDir, `k-${name}.so`), (temp) =>
+    runCompiler(
+      [
+        ...kernelLinkFlags(),
+        '-o',
+        temp,
+        ...keys.map((k) => join(objDir, `${k}.o`)),
+        ...aliases.map((a) => `-Wl,--defsym,${a}`),
+        ...libsFor('kernel'),
+      ],
+      {},
+      cc,
+    ),
+  );
 }
 
 /**
@@ -198,7 +223,8 @@ async function prepare(units: readonly KernelUnit[], options: BuildOptions): Pro
   const cc = compiler();
   const [version, headers] = await Promise.all([compilerVersion(cc), headerSnapshot()]);
   const root = options.cacheDir ?? cacheDir();
-  const objDir = join(root, 'objects'), libDir = join(root, 'lib');
+  const objDir = join(root, 'objects'),
+    libDir = join(root, 'lib');
   await Promise.all([mkdir(objDir, { recursive: true }), mkdir(libDir, { recursive: true })]);
   const unique = [...new Map(units.map((u) => [u.symbol, u])).values()];
   const flags = options.cflags ?? flagsFor('kernel');
@@ -206,16 +232,31 @@ async function prepare(units: readonly KernelUnit[], options: BuildOptions): Pro
     const canonical = canonicalUnit(u);
     return { ...u, canonical, key: buildKey([canonical.source, headers.hash], flags, version).slice(0, 40) };
   });
-  return { cc, flags, headers, objDir, libDir, keyed, jobs: options.jobs ?? availableParallelism(), batchSize: Math.max(1, options.batchSize ?? 8),
-    ...(options.onCompiled ? { onCompiled: options.onCompiled } : {}), pchFlags: () => kernelPchFlags(root, cc, flags, version, headers) };
+  return {
+    cc,
+    flags,
+    headers,
+    objDir,
+    libDir,
+    keyed,
+    jobs: options.jobs ?? availableParallelism(),
+    batchSize: Math.max(1, options.batchSize ?? 8),
+    ...(options.onCompiled ? { onCompiled: options.onCompiled } : {}),
+    pchFlags: () => kernelPchFlags(root, cc, flags, version, headers),
+  };
 }
 
 /** Compile each distinct object the units need that is not cached yet; object key → message of those that failed. */
 async function compileMissing(p: Prepared): Promise<Map<string, string>> {
-  const missing = [...new Map(p.keyed.filter((u) => !existsSync(join(p.objDir, `${u.key}.o`)))
-    .map((u): [string, ObjectSource] => [u.key, { key: u.key, canonical: u.canonical }])).values()];
+  const missing = [
+    ...new Map(
+      p.keyed
+        .filter((u) => !existsSync(join(p.objDir, `${u.key}.o`)))
+        .map((u): [string, ObjectSource] => [u.key, { key: u.key, canonical: u.canonical }]),
+    ).values(),
+  ];
   if (missing.length === 0) return new Map();
-  const flags = [...p.flags, ...await p.pchFlags()];
+  const flags = [...p.flags, ...(await p.pchFlags())];
   let done = 0;
   const calls = await pool(compileChunks(missing, p.batchSize, p.jobs), p.jobs, async (b) => {
     const m = await compileBatch(b, p.cc, flags, p.objDir, p.headers);
@@ -260,7 +301,9 @@ export async function buildKernels(units: readonly KernelUnit[], options: BuildO
   });
   const soOf = new Map<string, string>();
   for (const { group, so } of libs) for (const u of group) soOf.set(u.symbol, so);
-  return keyed.map((u): BuildOutcome => (failed.has(u.symbol)
-    ? { status: 'compile_error', symbol: u.symbol, message: failed.get(u.symbol)! }
-    : { status: 'ok', symbol: u.symbol, soPath: soOf.get(u.symbol)! }));
+  return keyed.map((u): BuildOutcome =>
+    failed.has(u.symbol)
+      ? { status: 'compile_error', symbol: u.symbol, message: failed.get(u.symbol)! }
+      : { status: 'ok', symbol: u.symbol, soPath: soOf.get(u.symbol)! },
+  );
 }

@@ -33,13 +33,23 @@ export async function measureCopyBandwidth(sizes: readonly number[], options: Co
   }
   const reps = options.reps ?? 5;
   const binary = await ensureTool('copybw', options.cacheDir ? { cacheDir: options.cacheDir } : {});
-  const r = await execa(binary, ['--cores', cores.join(','), '--ms', String(options.ms ?? 20), '--reps', String(reps + 1),
-    '--bytes', distinct.join(',')], { reject: false });
-  const lines = r.stdout.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as { bytes?: number; gbps?: number[]; error?: string });
+  const r = await execa(
+    binary,
+    ['--cores', cores.join(','), '--ms', String(options.ms ?? 20), '--reps', String(reps + 1), '--bytes', distinct.join(',')],
+    { reject: false },
+  );
+  const lines = r.stdout
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as { bytes?: number; gbps?: number[]; error?: string });
   const failed = lines.find((l) => l.error);
   if (r.exitCode !== 0 || failed || lines.length !== distinct.length) {
-    throw new VeltairError('INTERNAL', `copy bandwidth probe failed: ${failed?.error ?? (r.stderr.trim() || `exit ${r.exitCode}`)}`,
-      'check that the cores are available to this process', 2);
+    throw new VeltairError(
+      'INTERNAL',
+      `copy bandwidth probe failed: ${failed?.error ?? (r.stderr.trim() || `exit ${r.exitCode}`)}`,
+      'check that the cores are available to this process',
+      2,
+    );
   }
   // Repetition 0 warms up clocks and pages; it is not a sample.
   return new Map(lines.map((l) => [l.bytes!, median(l.gbps!.slice(1))]));

@@ -16,8 +16,10 @@ export interface CandidateMeasurement {
 }
 
 /** Hooks (beforeJob/afterJob) receive the index into `cands`. */
-export async function measureCandidates(cands: readonly Candidate[], options: MeasureOptions & { build?: BuildOptions } = {}):
-  Promise<CandidateMeasurement[]> {
+export async function measureCandidates(
+  cands: readonly Candidate[],
+  options: MeasureOptions & { build?: BuildOptions } = {},
+): Promise<CandidateMeasurement[]> {
   const units = cands.map(generateKernel);
   const built = await buildKernels(units, { ...(options.cacheDir ? { cacheDir: options.cacheDir } : {}), ...options.build });
   const bySymbol = new Map(built.map((b) => [b.symbol, b]));
@@ -44,7 +46,11 @@ export async function measureCandidates(cands: readonly Candidate[], options: Me
     const b = bySymbol.get(units[i]!.symbol)!;
     const j = jobOf[i];
     if (b.status !== 'ok' || j === undefined) {
-      return { candidate, symbol: b.symbol, measurement: { status: 'compile_error', repeatsMs: [], message: b.status === 'ok' ? '' : b.message } };
+      return {
+        candidate,
+        symbol: b.symbol,
+        measurement: { status: 'compile_error', repeatsMs: [], message: b.status === 'ok' ? '' : b.message },
+      };
     }
     return { candidate, symbol: b.symbol, soPath: b.soPath, measurement: measured[j]! };
   });

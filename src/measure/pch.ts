@@ -24,8 +24,13 @@ const HEADER_TEXT = '#include "veltair_kernel.h"\n#include "vt_simd.h"\n';
 const built = new Map<string, Promise<string[]>>();
 
 /** Flags that make a kernel compile use the precompiled header ([] when there is none). */
-export function kernelPchFlags(root: string, cc: Compiler, flags: readonly string[], ccVersion: string,
-  headers: HeaderSnapshot): Promise<string[]> {
+export function kernelPchFlags(
+  root: string,
+  cc: Compiler,
+  flags: readonly string[],
+  ccVersion: string,
+  headers: HeaderSnapshot,
+): Promise<string[]> {
   const key = buildKey([HEADER_TEXT, headers.hash], flags, ccVersion).slice(0, 40);
   const dir = join(root, 'pch', key);
   let flagsOf = built.get(dir);

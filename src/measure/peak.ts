@@ -44,20 +44,29 @@ export async function measurePeakGflops(options: PeakOptions = {}): Promise<Peak
   const threads = options.threads ?? options.cores?.length ?? 1;
   const cores = options.cores ? [...options.cores] : all.slice(0, threads);
   if (!Number.isInteger(threads) || threads < 1 || cores.length !== threads) {
-    throw userError('BAD_ARGUMENT', `peak measurement asked for ${threads} threads on cores ${JSON.stringify(cores)}`,
-      `give one core per thread; this machine offers ${all.length} cores (${all.join(',')})`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `peak measurement asked for ${threads} threads on cores ${JSON.stringify(cores)}`,
+      `give one core per thread; this machine offers ${all.length} cores (${all.join(',')})`,
+    );
   }
   parseCoreList(cores.join(','), all);
   const reps = options.reps ?? 5;
   const ms = options.ms ?? 50;
   const binary = await ensureTool('peak', { cacheDir: options.cacheDir });
   const result = await execa(binary, ['--cores', cores.join(','), '--ms', String(ms), '--reps', String(reps + 1)], { reject: false });
-  const lines = result.stdout.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as
-    { rep?: number; isa?: string; accumulators?: number; gflops?: number[]; error?: string });
+  const lines = result.stdout
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as { rep?: number; isa?: string; accumulators?: number; gflops?: number[]; error?: string });
   const failed = lines.find((l) => l.error);
   if (result.exitCode !== 0 || failed || lines.length !== reps + 1) {
-    throw new VeltairError('INTERNAL', `FMA peak probe failed: ${failed?.error ?? (result.stderr.trim() || `exit ${result.exitCode}`)}`,
-      'check that the cores are available to this process', 2);
+    throw new VeltairError(
+      'INTERNAL',
+      `FMA peak probe failed: ${failed?.error ?? (result.stderr.trim() || `exit ${result.exitCode}`)}`,
+      'check that the cores are available to this process',
+      2,
+    );
   }
   // Repetition 0 warms up clocks and vector units; it is not a sample.
   const samples = lines.slice(1).map((l) => {

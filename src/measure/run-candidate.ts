@@ -49,7 +49,7 @@ const DEFAULT_TIMEOUT_MS = 60_000;
  * 80 GFLOP a call. Generous on purpose: the limit is there to catch hangs, not slow candidates.
  */
 export function jobTimeoutMs(flops: number | undefined): number {
-  return Math.max(DEFAULT_TIMEOUT_MS, Math.ceil(((flops ?? 0) / 0.5e9 + 10 * (flops ?? 0) / 2e9) * 1000));
+  return Math.max(DEFAULT_TIMEOUT_MS, Math.ceil(((flops ?? 0) / 0.5e9 + (10 * (flops ?? 0)) / 2e9) * 1000));
 }
 
 export interface MeasureOptions {
@@ -95,7 +95,13 @@ const HARNESS_FILES = ['harness.c', 'reference.c', 'reference.h'];
  */
 export async function ensureHarness(dir = cacheDir()): Promise<string> {
   const sources = await Promise.all(HARNESS_FILES.map(async (name) => ({ name, text: await readFile(join(nativeDir(), name), 'utf8') })));
-  return ensureProgram({ name: 'harness', artifact: 'harness', sources, cacheDir: dir, hint: 'this is a veltair bug if your C compiler works' });
+  return ensureProgram({
+    name: 'harness',
+    artifact: 'harness',
+    sources,
+    cacheDir: dir,
+    hint: 'this is a veltair bug if your C compiler works',
+  });
 }
 
 function ompEnv(cores: readonly number[]): Record<string, string> {
@@ -106,7 +112,12 @@ function ompEnv(cores: readonly number[]): Record<string, string> {
   };
 }
 
-interface HarnessLine { job: number; event: 'ready' | 'result'; status?: MeasureStatus | 'skipped'; [k: string]: unknown }
+interface HarnessLine {
+  job: number;
+  event: 'ready' | 'result';
+  status?: MeasureStatus | 'skipped';
+  [k: string]: unknown;
+}
 
 function toMeasurement(l: HarnessLine): Measurement {
   return {
@@ -122,30 +133,64 @@ function toMeasurement(l: HarnessLine): Measurement {
 }
 
 /** One child over `jobs`; returns the measurements it finished (a crash/timeout ends it early). */
-async function runChild(bin: string, refCache: string | undefined, jobs: readonly MeasureJob[], indices: readonly number[], o: MeasureOptions,
-  done: Map<number, Measurement | undefined>): Promise<void> {
+async function runChild(
+  bin: string,
+  refCache: string | undefined,
+  jobs: readonly MeasureJob[],
+  indices: readonly number[],
+  o: MeasureOptions,
+  done: Map<number, Measurement | undefined>,
+): Promise<void> {
   const cores = o.cores ?? Array.from({ length: availableParallelism() }, (_, i) => i);
-  const args = ['--cores', cores.join(','), '--min-time-ms', String(o.minTimeMs ?? 100),
-    '--min-repeats', String(o.minRepeats ?? 3), '--max-repeats', String(o.maxRepeats ?? 1000),
-    '--flush', o.flushCache ? '1' : '0', '--seed', String(o.seed ?? 1), '--handshake', ...(refCache ? ['--ref-cache', refCache] : [])];
+  const args = [
+    '--cores',
+    cores.join(','),
+    '--min-time-ms',
+    String(o.minTimeMs ?? 100),
+    '--min-repeats',
+    String(o.minRepeats ?? 3),
+    '--max-repeats',
+    String(o.maxRepeats ?? 1000),
+    '--flush',
+    o.flushCache ? '1' : '0',
+    '--seed',
+    String(o.seed ?? 1),
+    '--handshake',
+    ...(refCache ? ['--ref-cache', refCache] : []),
+  ];
   for (const i of indices) args.push('--job', jobs[i]!.soPath, jobs[i]!.symbol, String(jobs[i]!.threads));
   const child = execa(bin, args, { env: ompEnv(cores), stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false });
   let current: number | undefined;
   let timedOut = false;
   let watchdog: NodeJS.Timeout | undefined;
   const stderr: string[] = [];
-  child.stderr?.on('data', (d: Buffer) => { if (stderr.length < 20) stderr.push(d.toString()); });
+  child.stderr?.on('data', (d: Buffer) => {
+    if (stderr.length < 20) stderr.push(d.toString());
+  });
   const lines = createInterface({ input: child.stdout! });
   for await (const text of lines) {
     let line: HarnessLine;
-    try { line = JSON.parse(text) as HarnessLine; } catch { continue; }
+    try {
+      line = JSON.parse(text) as HarnessLine;
+    } catch {
+      continue;
+    }
     const index = indices[line.job];
     if (index === undefined) continue;
     if (line.event === 'ready') {
-      if (await o.skipJob?.(index)) { child.stdin?.write('skip\n'); continue; }
+      if (await o.skipJob?.(index)) {
+        child.stdin?.write('skip\n');
+        continue;
+      }
       current = index;
       await o.beforeJob?.(index);
-      watchdog = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, o.timeoutMs ?? jobTimeoutMs(jobs[index]!.flops));
+      watchdog = setTimeout(
+        () => {
+          timedOut = true;
+          child.kill('SIGKILL');
+        },
+        o.timeoutMs ?? jobTimeoutMs(jobs[index]!.flops),
+      );
       child.stdin?.write('go\n');
     } else if (line.status === 'skipped') {
       done.set(index, undefined);
@@ -162,7 +207,11 @@ async function runChild(bin: string, refCache: string | undefined, jobs: readonl
   if (current !== undefined && !done.has(current)) {
     const limit = o.timeoutMs ?? jobTimeoutMs(jobs[current]!.flops);
     const why = timedOut ? `no result within ${limit} ms` : `harness died (${result.signal ?? `exit ${result.exitCode}`})`;
-    const m: Measurement = { status: timedOut ? 'timeout' : 'crash', repeatsMs: [], message: `${why} ${stderr.join('').slice(0, 200)}`.trim() };
+    const m: Measurement = {
+      status: timedOut ? 'timeout' : 'crash',
+      repeatsMs: [],
+      message: `${why} ${stderr.join('').slice(0, 200)}`.trim(),
+    };
     done.set(current, m);
     await o.afterJob?.(current, m);
   } else if (result.exitCode !== 0 && indices.every((i) => !done.has(i))) {
@@ -181,7 +230,10 @@ export async function measureJobsSkippable(jobs: readonly MeasureJob[], o: Measu
   // Reference outputs outlive one child (harness.c): kept per harness build, so a changed reference never answers.
   // A cache directory that cannot be made only costs time: the children then compute every reference.
   const wanted = join(o.cacheDir ?? cacheDir(), 'refs', basename(bin));
-  const refCache = await mkdir(wanted, { recursive: true }).then(() => wanted, () => undefined);
+  const refCache = await mkdir(wanted, { recursive: true }).then(
+    () => wanted,
+    () => undefined,
+  );
   const done = new Map<number, Measurement | undefined>();
   let pending = jobs.map((_, i) => i);
   while (pending.length > 0) {

@@ -9,8 +9,23 @@ import { tensorFromProto, type ExternalReader } from './tensor.js';
 import { quoteForMessage, userError } from '../errors.js';
 
 const T = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7, STRINGS: 8 } as const;
-const TYPE_NAMES = ['UNDEFINED', 'FLOAT', 'INT', 'STRING', 'TENSOR', 'GRAPH', 'FLOATS', 'INTS', 'STRINGS',
-  'TENSORS', 'GRAPHS', 'SPARSE_TENSOR', 'SPARSE_TENSORS', 'TYPE_PROTO', 'TYPE_PROTOS'];
+const TYPE_NAMES = [
+  'UNDEFINED',
+  'FLOAT',
+  'INT',
+  'STRING',
+  'TENSOR',
+  'GRAPH',
+  'FLOATS',
+  'INTS',
+  'STRINGS',
+  'TENSORS',
+  'GRAPHS',
+  'SPARSE_TENSOR',
+  'SPARSE_TENSORS',
+  'TYPE_PROTO',
+  'TYPE_PROTOS',
+];
 
 /** Old exporters leave `type` unset; the populated field tells. */
 function attributeType(a: onnxProto.onnx.IAttributeProto): number {
@@ -34,15 +49,24 @@ export function attributeFromProto(
   const dec = new TextDecoder();
   const type = attributeType(a);
   switch (type) {
-    case T.FLOAT: return { kind: 'float', value: a.f ?? 0 };
-    case T.INT: return { kind: 'int', value: longToNumber(a.i) };
-    case T.STRING: return { kind: 'string', value: dec.decode(a.s ?? new Uint8Array()) };
-    case T.TENSOR: return { kind: 'tensor', value: tensorFromProto(a.t ?? {}, readExternal) };
-    case T.GRAPH: return { kind: 'graph', value: decodeGraph(a.g ?? {}) };
-    case T.FLOATS: return { kind: 'floats', value: [...(a.floats ?? [])] };
-    case T.INTS: return { kind: 'ints', value: (a.ints ?? []).map((v) => longToNumber(v)) };
-    case T.STRINGS: return { kind: 'strings', value: (a.strings ?? []).map((s) => dec.decode(s)) };
-    default: return { kind: 'other', type: TYPE_NAMES[type] ?? `type ${type}` };
+    case T.FLOAT:
+      return { kind: 'float', value: a.f ?? 0 };
+    case T.INT:
+      return { kind: 'int', value: longToNumber(a.i) };
+    case T.STRING:
+      return { kind: 'string', value: dec.decode(a.s ?? new Uint8Array()) };
+    case T.TENSOR:
+      return { kind: 'tensor', value: tensorFromProto(a.t ?? {}, readExternal) };
+    case T.GRAPH:
+      return { kind: 'graph', value: decodeGraph(a.g ?? {}) };
+    case T.FLOATS:
+      return { kind: 'floats', value: [...(a.floats ?? [])] };
+    case T.INTS:
+      return { kind: 'ints', value: (a.ints ?? []).map((v) => longToNumber(v)) };
+    case T.STRINGS:
+      return { kind: 'strings', value: (a.strings ?? []).map((s) => dec.decode(s)) };
+    default:
+      return { kind: 'other', type: TYPE_NAMES[type] ?? `type ${type}` };
   }
 }
 
@@ -52,8 +76,11 @@ export function nodeLabel(node: OnnxNode): string {
 }
 
 function wrongKind(node: OnnxNode, name: string, want: string, got: AttributeValue): Error {
-  return userError('BAD_ATTRIBUTE', `${nodeLabel(node)}: attribute "${name}" should be ${want}, found ${got.kind}`,
-    'the model file is malformed; re-export it or check it with onnx.checker.check_model');
+  return userError(
+    'BAD_ATTRIBUTE',
+    `${nodeLabel(node)}: attribute "${name}" should be ${want}, found ${got.kind}`,
+    'the model file is malformed; re-export it or check it with onnx.checker.check_model',
+  );
 }
 
 export function hasAttr(node: OnnxNode, name: string): boolean {

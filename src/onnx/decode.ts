@@ -25,10 +25,17 @@ export function readModelBytes(file: string): Uint8Array {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') {
-      throw userError('FILE_NOT_FOUND', `model file ${quoteForMessage(file, 200)} does not exist`,
-        'check the path; it is resolved against the current directory');
+      throw userError(
+        'FILE_NOT_FOUND',
+        `model file ${quoteForMessage(file, 200)} does not exist`,
+        'check the path; it is resolved against the current directory',
+      );
     }
-    throw userError('FILE_UNREADABLE', `cannot read model file ${quoteForMessage(file, 200)}: ${code ?? String(e)}`, 'check the path and its permissions');
+    throw userError(
+      'FILE_UNREADABLE',
+      `cannot read model file ${quoteForMessage(file, 200)}: ${code ?? String(e)}`,
+      'check the path and its permissions',
+    );
   }
   if (!stat.isFile()) {
     const what = stat.isDirectory() ? 'a directory' : 'not a regular file';
@@ -38,7 +45,11 @@ export function readModelBytes(file: string): Uint8Array {
     return fs.readFileSync(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw userError('FILE_UNREADABLE', `cannot read model file ${quoteForMessage(file, 200)}: ${code ?? String(e)}`, 'check the file permissions');
+    throw userError(
+      'FILE_UNREADABLE',
+      `cannot read model file ${quoteForMessage(file, 200)}: ${code ?? String(e)}`,
+      'check the file permissions',
+    );
   }
 }
 
@@ -117,8 +128,11 @@ function decodeGraph(g: onnxProto.onnx.IGraphProto, readExternal: ExternalReader
 function requireTensorInfo(v: onnxProto.onnx.IValueInfoProto, role: string): ValueInfo {
   const info = valueInfoFromProto(v);
   if (info !== undefined) return info;
-  throw userError('BAD_INPUT', `graph ${role} ${quoteForMessage(v.name ?? '')} is not a tensor of a supported element type`,
-    'veltair compiles tensor graphs; sequence, map, optional and complex-valued inputs/outputs are not supported');
+  throw userError(
+    'BAD_INPUT',
+    `graph ${role} ${quoteForMessage(v.name ?? '')} is not a tensor of a supported element type`,
+    'veltair compiles tensor graphs; sequence, map, optional and complex-valued inputs/outputs are not supported',
+  );
 }
 
 function valueInfoFromProto(v: onnxProto.onnx.IValueInfoProto): ValueInfo | undefined {

@@ -8,8 +8,8 @@ import { dtypeCode } from './dtype.js';
 
 const { onnx } = onnxProto;
 
-export type AttrInput = number | string | readonly number[] | readonly string[] | Tensor
-  | { readonly floats: readonly number[] } | { readonly float: number };
+export type AttrInput =
+  number | string | readonly number[] | readonly string[] | Tensor | { readonly floats: readonly number[] } | { readonly float: number };
 
 export interface NodeSpec {
   readonly op: string;
@@ -87,7 +87,8 @@ function valueInfo(v: ValueSpec): onnxProto.onnx.IValueInfoProto {
 }
 
 export function encodeModel(spec: ModelSpec): Uint8Array {
-  const inits = spec.initializers instanceof Map ? [...spec.initializers] : [...(spec.initializers as readonly (readonly [string, Tensor])[])];
+  const inits =
+    spec.initializers instanceof Map ? [...spec.initializers] : [...(spec.initializers as readonly (readonly [string, Tensor])[])];
   const graph: onnxProto.onnx.IGraphProto = {
     name: spec.graphName ?? 'main',
     node: spec.nodes.map((n, i) => ({

@@ -11,26 +11,46 @@ export type NumericData = Exclude<TensorData, string[]>;
 
 export function allocData(dtype: DType, n: number): TensorData {
   switch (dtype) {
-    case 'float32': case 'float16': case 'bfloat16': return new Float32Array(n);
-    case 'float64': case 'int64': case 'uint64': return new Float64Array(n);
-    case 'int32': return new Int32Array(n);
-    case 'uint32': return new Uint32Array(n);
-    case 'int16': return new Int16Array(n);
-    case 'uint16': return new Uint16Array(n);
-    case 'int8': return new Int8Array(n);
-    case 'uint8': case 'bool': return new Uint8Array(n);
-    case 'string': return new Array<string>(n).fill('');
+    case 'float32':
+    case 'float16':
+    case 'bfloat16':
+      return new Float32Array(n);
+    case 'float64':
+    case 'int64':
+    case 'uint64':
+      return new Float64Array(n);
+    case 'int32':
+      return new Int32Array(n);
+    case 'uint32':
+      return new Uint32Array(n);
+    case 'int16':
+      return new Int16Array(n);
+    case 'uint16':
+      return new Uint16Array(n);
+    case 'int8':
+      return new Int8Array(n);
+    case 'uint8':
+    case 'bool':
+      return new Uint8Array(n);
+    case 'string':
+      return new Array<string>(n).fill('');
   }
 }
 
 /** How a computed number is stored for a dtype (beyond what the typed array already does). */
 export function storeFor(dtype: DType): (x: number) => number {
   switch (dtype) {
-    case 'int64': case 'uint64': return (x) => (Number.isNaN(x) ? 0 : saturate(Math.trunc(x)));
-    case 'bool': return (x) => (x !== 0 ? 1 : 0);
-    case 'float16': return roundToHalf;
-    case 'bfloat16': return roundToBfloat;
-    default: return (x) => x;
+    case 'int64':
+    case 'uint64':
+      return (x) => (Number.isNaN(x) ? 0 : saturate(Math.trunc(x)));
+    case 'bool':
+      return (x) => (x !== 0 ? 1 : 0);
+    case 'float16':
+      return roundToHalf;
+    case 'bfloat16':
+      return roundToBfloat;
+    default:
+      return (x) => x;
   }
 }
 
@@ -65,8 +85,12 @@ export function broadcastStrides(outDims: readonly number[], dims: readonly numb
  * Walk every element of `outDims` once, keeping one flat offset per operand (strides per output
  * axis, 0 where an operand is broadcast). `visit(i, offsets)` sees the output index and offsets.
  */
-export function walk(outDims: readonly number[], strides: readonly (readonly number[])[], starts: readonly number[],
-  visit: (i: number, offsets: Int32Array | Float64Array) => void): void {
+export function walk(
+  outDims: readonly number[],
+  strides: readonly (readonly number[])[],
+  starts: readonly number[],
+  visit: (i: number, offsets: Int32Array | Float64Array) => void,
+): void {
   const n = product(outDims);
   const rank = outDims.length;
   const k = strides.length;
@@ -84,8 +108,7 @@ export function walk(outDims: readonly number[], strides: readonly (readonly num
   }
 }
 
-export function mapBroadcast(outDtype: DType, outDims: readonly number[], ins: readonly Tensor[],
-  fn: (...v: number[]) => number): Tensor {
+export function mapBroadcast(outDtype: DType, outDims: readonly number[], ins: readonly Tensor[], fn: (...v: number[]) => number): Tensor {
   const datas = ins.map(nums);
   const out = allocData(outDtype, product(outDims)) as NumericData;
   const store = storeFor(outDtype);
@@ -104,10 +127,15 @@ export function mapBroadcast(outDtype: DType, outDims: readonly number[], ins: r
   }
   const strides = ins.map((t) => broadcastStrides(outDims, t.dims));
   const vals = new Array<number>(ins.length);
-  walk(outDims, strides, ins.map(() => 0), (i, off) => {
-    for (let j = 0; j < datas.length; j++) vals[j] = datas[j]![off[j]!]!;
-    out[i] = store(fn(...vals));
-  });
+  walk(
+    outDims,
+    strides,
+    ins.map(() => 0),
+    (i, off) => {
+      for (let j = 0; j < datas.length; j++) vals[j] = datas[j]![off[j]!]!;
+      out[i] = store(fn(...vals));
+    },
+  );
   return { dtype: outDtype, dims: [...outDims], data: out };
 }
 
@@ -117,12 +145,16 @@ export function stridedCopy(src: Tensor, outDims: readonly number[], strides: re
   if (Array.isArray(src.data)) {
     const s = src.data;
     const out = new Array<string>(n);
-    walk(outDims, [strides], [start], (i, off) => { out[i] = s[off[0]!]!; });
+    walk(outDims, [strides], [start], (i, off) => {
+      out[i] = s[off[0]!]!;
+    });
     return { dtype: src.dtype, dims: [...outDims], data: out };
   }
   const s = src.data as NumericData;
   const out = allocData(src.dtype, n) as NumericData;
-  walk(outDims, [strides], [start], (i, off) => { out[i] = s[off[0]!]!; });
+  walk(outDims, [strides], [start], (i, off) => {
+    out[i] = s[off[0]!]!;
+  });
   return { dtype: src.dtype, dims: [...outDims], data: out };
 }
 
@@ -132,15 +164,27 @@ export function reshaped(t: Tensor, dims: readonly number[]): Tensor {
 }
 
 /** Reduce `t` over `axes` (sorted, normalised) with an accumulator; result keeps reduced axes as 1. */
-export function reduceAxes(t: Tensor, axes: readonly number[], outDtype: DType, init: number,
-  step: (acc: number, v: number) => number, finish: (acc: number, count: number) => number): Tensor {
+export function reduceAxes(
+  t: Tensor,
+  axes: readonly number[],
+  outDtype: DType,
+  init: number,
+  step: (acc: number, v: number) => number,
+  finish: (acc: number, count: number) => number,
+): Tensor {
   const keptDims = t.dims.map((d, i) => (axes.includes(i) ? 1 : d));
   const outStrides = stridesOf(keptDims).map((s, i) => (axes.includes(i) ? 0 : s));
   const acc = new Float64Array(product(keptDims)).fill(init);
   const src = nums(t);
-  walk(t.dims, [outStrides], [0], (i, off) => { acc[off[0]!] = step(acc[off[0]!]!, src[i]!); });
+  walk(t.dims, [outStrides], [0], (i, off) => {
+    acc[off[0]!] = step(acc[off[0]!]!, src[i]!);
+  });
   const count = product(axes.map((a) => t.dims[a]!));
-  return tensorOf(outDtype, keptDims, Array.from(acc, (a) => finish(a, count)));
+  return tensorOf(
+    outDtype,
+    keptDims,
+    Array.from(acc, (a) => finish(a, count)),
+  );
 }
 
 const scratch = new DataView(new ArrayBuffer(4));

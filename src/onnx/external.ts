@@ -8,17 +8,23 @@ import * as path from 'node:path';
 import type { ExternalReader } from './tensor.js';
 import { quoteForMessage, userError } from '../errors.js';
 
-const HINT = 'external data files must sit inside the model\'s folder and be named by a relative path '
-  + '(onnx.save_model(..., save_as_external_data=True) does this)';
+const HINT =
+  "external data files must sit inside the model's folder and be named by a relative path " +
+  '(onnx.save_model(..., save_as_external_data=True) does this)';
 
 export function externalDataReader(modelFile: string): ExternalReader {
   const folder = path.dirname(path.resolve(modelFile));
   const files = new Map<string, Uint8Array>();
   return (tensorName, location, offset, length) => {
-    const fail = (why: string): Error => userError('EXTERNAL_DATA',
-      `tensor ${quoteForMessage(tensorName)}: external data path ${quoteForMessage(location, 200)} ${why}`, HINT);
+    const fail = (why: string): Error =>
+      userError(
+        'EXTERNAL_DATA',
+        `tensor ${quoteForMessage(tensorName)}: external data path ${quoteForMessage(location, 200)} ${why}`,
+        HINT,
+      );
     if (location.includes('\0')) throw fail('contains a NUL character');
-    if (path.isAbsolute(location) || path.win32.isAbsolute(location)) throw fail('is absolute; only paths relative to the model folder are allowed');
+    if (path.isAbsolute(location) || path.win32.isAbsolute(location))
+      throw fail('is absolute; only paths relative to the model folder are allowed');
     const resolved = path.resolve(folder, location);
     if (!isInside(folder, resolved)) throw fail(`escapes the model folder ${quoteForMessage(folder, 200)}`);
     let bytes = files.get(resolved);

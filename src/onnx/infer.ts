@@ -35,14 +35,19 @@ export const MAX_OPSET = 18;
 export function defaultOpset(model: OnnxModel): number {
   const v = model.opsetImports.get('');
   if (v === undefined) {
-    throw userError('NOT_ONNX', `${quoteForMessage(model.path, 200)} does not import the default ai.onnx operator set`,
-      'export the model with a standard ONNX opset (torch.onnx.export(..., opset_version=17))');
+    throw userError(
+      'NOT_ONNX',
+      `${quoteForMessage(model.path, 200)} does not import the default ai.onnx operator set`,
+      'export the model with a standard ONNX opset (torch.onnx.export(..., opset_version=17))',
+    );
   }
   if (!Number.isInteger(v) || v < MIN_OPSET || v > MAX_OPSET) {
-    throw userError('UNSUPPORTED_OPSET',
+    throw userError(
+      'UNSUPPORTED_OPSET',
       `${quoteForMessage(model.path, 200)} declares ai.onnx opset ${v}; veltair supports opsets ${MIN_OPSET} to ${MAX_OPSET}`,
-      `re-export the model at an opset from ${MIN_OPSET} to ${MAX_OPSET} (e.g. torch.onnx.export(..., opset_version=17)), `
-        + 'or convert it with onnx.version_converter');
+      `re-export the model at an opset from ${MIN_OPSET} to ${MAX_OPSET} (e.g. torch.onnx.export(..., opset_version=17)), ` +
+        'or convert it with onnx.version_converter',
+    );
   }
   return v;
 }
@@ -82,8 +87,11 @@ function inferNode(node: OnnxNode, opset: number, types: Map<string, ValueType>,
   };
   const outTypes = guarded(node, () => def.infer(ctx)).slice(0, node.outputs.length);
   if (outTypes.length < node.outputs.filter((o) => o !== '').length) {
-    throw userError('BAD_INPUT', `${nodeLabel(node)} lists ${node.outputs.length} outputs; ${node.opType} produces at most ${outTypes.length}`,
-      'the model file is malformed; check it with onnx.checker.check_model');
+    throw userError(
+      'BAD_INPUT',
+      `${nodeLabel(node)} lists ${node.outputs.length} outputs; ${node.opType} produces at most ${outTypes.length}`,
+      'the model file is malformed; check it with onnx.checker.check_model',
+    );
   }
   node.outputs.forEach((name, i) => {
     if (name === '') return;
@@ -96,8 +104,10 @@ function inferNode(node: OnnxNode, opset: number, types: Map<string, ValueType>,
     if (name === '') return;
     const v = values[i];
     if (v === undefined || !sameShape(v.dims, outTypes[i]!.shape) || v.dtype !== outTypes[i]!.dtype) {
-      throw internalError(`${nodeLabel(node)}: folded value for ${quoteForMessage(name)} is ${v ? `${v.dtype}${formatShape(v.dims)}` : 'missing'}, `
-        + `inference said ${outTypes[i]!.dtype}${formatShape(outTypes[i]!.shape)}`);
+      throw internalError(
+        `${nodeLabel(node)}: folded value for ${quoteForMessage(name)} is ${v ? `${v.dtype}${formatShape(v.dims)}` : 'missing'}, ` +
+          `inference said ${outTypes[i]!.dtype}${formatShape(outTypes[i]!.shape)}`,
+      );
     }
     constants.set(name, v);
   });

@@ -3,9 +3,20 @@
  * once, and every later stage reads these.
  */
 export type DType =
-  | 'float32' | 'float64' | 'float16' | 'bfloat16'
-  | 'int8' | 'uint8' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64'
-  | 'bool' | 'string';
+  | 'float32'
+  | 'float64'
+  | 'float16'
+  | 'bfloat16'
+  | 'int8'
+  | 'uint8'
+  | 'int16'
+  | 'uint16'
+  | 'int32'
+  | 'uint32'
+  | 'int64'
+  | 'uint64'
+  | 'bool'
+  | 'string';
 
 /**
  * Tensor payloads. int64/uint64 are stored as Float64Array: exact within ±2^53, and values beyond
@@ -13,8 +24,7 @@ export type DType =
  * treats as "huge". float16/bfloat16 are widened to Float32Array on decode.
  */
 export type TensorData =
-  | Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array
-  | Int32Array | Uint32Array | string[];
+  Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array | string[];
 
 export interface Tensor {
   readonly dtype: DType;

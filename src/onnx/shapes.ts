@@ -11,9 +11,11 @@ export function product(dims: readonly number[]): number {
 export function checkedElementCount(dims: readonly number[], valueName: string): number {
   const n = product(dims);
   if (!Number.isSafeInteger(n)) {
-    throw userError('DIM_OVERFLOW',
+    throw userError(
+      'DIM_OVERFLOW',
       `value ${quoteForMessage(valueName)} has shape [${dims.join('x')}]: ${n.toExponential(3)} elements exceed 2^53`,
-      'the dimensions are absurd; check the input shapes (--input-shape) and the model');
+      'the dimensions are absurd; check the input shapes (--input-shape) and the model',
+    );
   }
   return n;
 }

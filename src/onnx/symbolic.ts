@@ -19,15 +19,21 @@ function describe(shape: readonly Dim[] | undefined): string {
 function checkPin(model: OnnxModel, info: ValueInfo, pin: readonly number[]): void {
   const declared = info.shape;
   if (pin.some((d) => !Number.isSafeInteger(d) || d < 0)) {
-    throw userError('BAD_ARGUMENT', `--input-shape for ${quoteForMessage(info.name)}: [${pin.join(', ')}] must be non-negative integers`, PIN_HINT);
+    throw userError(
+      'BAD_ARGUMENT',
+      `--input-shape for ${quoteForMessage(info.name)}: [${pin.join(', ')}] must be non-negative integers`,
+      PIN_HINT,
+    );
   }
   if (declared === undefined) return;
   const clash = declared.length !== pin.length || declared.some((d, i) => typeof d === 'number' && d !== pin[i]);
   if (clash) {
-    throw userError('SHAPE_MISMATCH',
-      `${quoteForMessage(model.path, 200)}: input ${quoteForMessage(info.name)} is declared as ${describe(declared)} `
-        + `but --input-shape gives [${pin.join(', ')}]`,
-      'a pinned shape must keep the model\'s rank and fixed dimensions; only symbolic dimensions can be chosen');
+    throw userError(
+      'SHAPE_MISMATCH',
+      `${quoteForMessage(model.path, 200)}: input ${quoteForMessage(info.name)} is declared as ${describe(declared)} ` +
+        `but --input-shape gives [${pin.join(', ')}]`,
+      "a pinned shape must keep the model's rank and fixed dimensions; only symbolic dimensions can be chosen",
+    );
   }
 }
 
@@ -36,8 +42,11 @@ export function resolveInputTypes(model: OnnxModel, pins: InputShapes = new Map(
   const names = new Set(inputs.map((i) => i.name));
   for (const name of pins.keys()) {
     if (!names.has(name)) {
-      throw userError('BAD_ARGUMENT', `--input-shape names ${quoteForMessage(name)}, which is not an input of ${quoteForMessage(model.path, 200)}`,
-        `valid input names: ${inputs.map((i) => quoteForMessage(i.name)).join(', ') || '(none: the model takes no inputs)'}`);
+      throw userError(
+        'BAD_ARGUMENT',
+        `--input-shape names ${quoteForMessage(name)}, which is not an input of ${quoteForMessage(model.path, 200)}`,
+        `valid input names: ${inputs.map((i) => quoteForMessage(i.name)).join(', ') || '(none: the model takes no inputs)'}`,
+      );
     }
   }
   // A symbolic name bound by a pinned input binds the same name elsewhere (input_ids and attention_mask share "sequence").
@@ -46,24 +55,35 @@ export function resolveInputTypes(model: OnnxModel, pins: InputShapes = new Map(
     const pin = pins.get(info.name);
     if (pin === undefined) continue;
     checkPin(model, info, pin);
-    info.shape?.forEach((d, i) => { if (typeof d === 'string') bound.set(d, pin[i]!); });
+    info.shape?.forEach((d, i) => {
+      if (typeof d === 'string') bound.set(d, pin[i]!);
+    });
   }
   const open: { input: string; index: number; dim: string }[] = [];
   for (const info of inputs) {
     if (pins.has(info.name)) continue;
     if (info.shape === undefined) {
-      throw userError('SYMBOLIC_DIM', `${quoteForMessage(model.path, 200)}: input ${quoteForMessage(info.name)} has no recorded shape`, PIN_HINT);
+      throw userError(
+        'SYMBOLIC_DIM',
+        `${quoteForMessage(model.path, 200)}: input ${quoteForMessage(info.name)} has no recorded shape`,
+        PIN_HINT,
+      );
     }
-    info.shape.forEach((d, index) => { if (typeof d === 'string' && !bound.has(d)) open.push({ input: info.name, index, dim: d }); });
+    info.shape.forEach((d, index) => {
+      if (typeof d === 'string' && !bound.has(d)) open.push({ input: info.name, index, dim: d });
+    });
   }
   const nonBatch = open.filter((o) => o.index !== 0);
   if (nonBatch.length > 0) {
     const list = nonBatch.map((o) => `${quoteForMessage(o.dim)} (dim ${o.index} of input ${quoteForMessage(o.input)})`).join(', ');
     const first = inputs.find((i) => i.name === nonBatch[0]!.input)!;
-    throw userError('SYMBOLIC_DIM', `${quoteForMessage(model.path, 200)}: symbolic dimension${nonBatch.length > 1 ? 's' : ''} ${list} not pinned; `
-      + `input ${quoteForMessage(first.name)} is declared as ${describe(first.shape)}`,
-      `pin it with --input-shape ${first.name.replace(/[^\w.:/-]/g, '_')}=${(first.shape ?? []).map((d) => (typeof d === 'number' ? d : 'N')).join('x')} `
-        + '(replace each N; e.g. --input-shape NAME=1x3x224x224)');
+    throw userError(
+      'SYMBOLIC_DIM',
+      `${quoteForMessage(model.path, 200)}: symbolic dimension${nonBatch.length > 1 ? 's' : ''} ${list} not pinned; ` +
+        `input ${quoteForMessage(first.name)} is declared as ${describe(first.shape)}`,
+      `pin it with --input-shape ${first.name.replace(/[^\w.:/-]/g, '_')}=${(first.shape ?? []).map((d) => (typeof d === 'number' ? d : 'N')).join('x')} ` +
+        '(replace each N; e.g. --input-shape NAME=1x3x224x224)',
+    );
   }
   for (const o of open) bound.set(o.dim, 1);
   return inputs.map((info) => {
@@ -76,8 +96,12 @@ export function resolveInputTypes(model: OnnxModel, pins: InputShapes = new Map(
 /** Parse one `--input-shape NAME=1x3x224x224` value. */
 export function parseInputShape(text: string): { name: string; shape: number[] } {
   const eq = text.lastIndexOf('=');
-  const bad = (why: string): Error => userError('BAD_ARGUMENT', `--input-shape ${quoteForMessage(text)}: ${why}`,
-    'write NAME=DIMS with dims separated by "x", e.g. --input-shape input=1x3x224x224');
+  const bad = (why: string): Error =>
+    userError(
+      'BAD_ARGUMENT',
+      `--input-shape ${quoteForMessage(text)}: ${why}`,
+      'write NAME=DIMS with dims separated by "x", e.g. --input-shape input=1x3x224x224',
+    );
   if (eq <= 0) throw bad('expected NAME=DIMS');
   const name = text.slice(0, eq);
   const dimsText = text.slice(eq + 1).trim();

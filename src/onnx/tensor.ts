@@ -21,16 +21,22 @@ export function elementCount(dims: readonly number[]): number {
 }
 
 function badTensor(name: string, what: string): Error {
-  return userError('BAD_INPUT', `tensor ${quoteForMessage(name)}: ${what}`,
-    'the model file is malformed; re-export it or check it with onnx.checker.check_model');
+  return userError(
+    'BAD_INPUT',
+    `tensor ${quoteForMessage(name)}: ${what}`,
+    'the model file is malformed; re-export it or check it with onnx.checker.check_model',
+  );
 }
 
 export function tensorFromProto(p: onnxProto.onnx.ITensorProto, readExternal?: ExternalReader): Tensor {
   const name = p.name ?? '';
   const dtype = dtypeFromCode(p.dataType ?? 0);
   if (dtype === undefined) {
-    throw userError('BAD_INPUT', `tensor ${quoteForMessage(name)} has unsupported element type code ${p.dataType ?? 0}`,
-      'veltair handles float/int/bool/string tensors; complex and 4/8-bit float types are not supported');
+    throw userError(
+      'BAD_INPUT',
+      `tensor ${quoteForMessage(name)} has unsupported element type code ${p.dataType ?? 0}`,
+      'veltair handles float/int/bool/string tensors; complex and 4/8-bit float types are not supported',
+    );
   }
   const dims = (p.dims ?? []).map((d) => longToNumber(d));
   if (dims.some((d) => d < 0)) throw badTensor(name, `negative dimension in [${dims.join(', ')}]`);
@@ -68,17 +74,35 @@ function fromRaw(name: string, dtype: DType, bytes: Uint8Array, count: number): 
     throw badTensor(name, `holds ${bytes.byteLength} bytes of data, expected ${expected} (${count} × ${dtype})`);
   }
   switch (dtype) {
-    case 'float32': return view(bytes, 4, (b, o, n) => new Float32Array(b, o, n));
-    case 'float64': return view(bytes, 8, (b, o, n) => new Float64Array(b, o, n));
-    case 'int32': return view(bytes, 4, (b, o, n) => new Int32Array(b, o, n));
-    case 'uint32': return view(bytes, 4, (b, o, n) => new Uint32Array(b, o, n));
-    case 'int16': return view(bytes, 2, (b, o, n) => new Int16Array(b, o, n));
-    case 'uint16': return view(bytes, 2, (b, o, n) => new Uint16Array(b, o, n));
-    case 'int8': return new Int8Array(bytes.buffer, bytes.byteOffset, count);
-    case 'uint8': case 'bool': return new Uint8Array(bytes.buffer, bytes.byteOffset, count);
-    case 'float16': return widenHalf(view(bytes, 2, (b, o, n) => new Uint16Array(b, o, n)), halfToFloat);
-    case 'bfloat16': return widenHalf(view(bytes, 2, (b, o, n) => new Uint16Array(b, o, n)), bfloatToFloat);
-    case 'int64': case 'uint64': {
+    case 'float32':
+      return view(bytes, 4, (b, o, n) => new Float32Array(b, o, n));
+    case 'float64':
+      return view(bytes, 8, (b, o, n) => new Float64Array(b, o, n));
+    case 'int32':
+      return view(bytes, 4, (b, o, n) => new Int32Array(b, o, n));
+    case 'uint32':
+      return view(bytes, 4, (b, o, n) => new Uint32Array(b, o, n));
+    case 'int16':
+      return view(bytes, 2, (b, o, n) => new Int16Array(b, o, n));
+    case 'uint16':
+      return view(bytes, 2, (b, o, n) => new Uint16Array(b, o, n));
+    case 'int8':
+      return new Int8Array(bytes.buffer, bytes.byteOffset, count);
+    case 'uint8':
+    case 'bool':
+      return new Uint8Array(bytes.buffer, bytes.byteOffset, count);
+    case 'float16':
+      return widenHalf(
+        view(bytes, 2, (b, o, n) => new Uint16Array(b, o, n)),
+        halfToFloat,
+      );
+    case 'bfloat16':
+      return widenHalf(
+        view(bytes, 2, (b, o, n) => new Uint16Array(b, o, n)),
+        bfloatToFloat,
+      );
+    case 'int64':
+    case 'uint64': {
       const halves = view(bytes, 4, (b, o, n) => new Uint32Array(b, o, n));
       const out = new Float64Array(count);
       const join = dtype === 'int64' ? int64FromHalves : uint64FromHalves;
@@ -94,19 +118,45 @@ function fromTypedFields(name: string, dtype: DType, p: onnxProto.onnx.ITensorPr
   };
   const ints = p.int32Data ?? [];
   switch (dtype) {
-    case 'float32': check(p.floatData?.length ?? 0); return Float32Array.from(p.floatData ?? []);
-    case 'float64': check(p.doubleData?.length ?? 0); return Float64Array.from(p.doubleData ?? []);
-    case 'int32': check(ints.length); return Int32Array.from(ints);
-    case 'int16': check(ints.length); return Int16Array.from(ints);
-    case 'uint16': check(ints.length); return Uint16Array.from(ints);
-    case 'int8': check(ints.length); return Int8Array.from(ints);
-    case 'uint8': check(ints.length); return Uint8Array.from(ints);
-    case 'bool': check(ints.length); return Uint8Array.from(ints, (v) => (v !== 0 ? 1 : 0));
-    case 'float16': check(ints.length); return Float32Array.from(ints, (v) => halfToFloat(v & 0xffff));
-    case 'bfloat16': check(ints.length); return Float32Array.from(ints, (v) => bfloatToFloat(v & 0xffff));
-    case 'int64': check(p.int64Data?.length ?? 0); return Float64Array.from(p.int64Data ?? [], (v) => longToNumber(v));
-    case 'uint32': check(p.uint64Data?.length ?? 0); return Uint32Array.from(p.uint64Data ?? [], (v) => longToNumber(v));
-    case 'uint64': check(p.uint64Data?.length ?? 0); return Float64Array.from(p.uint64Data ?? [], (v) => longToNumber(v));
+    case 'float32':
+      check(p.floatData?.length ?? 0);
+      return Float32Array.from(p.floatData ?? []);
+    case 'float64':
+      check(p.doubleData?.length ?? 0);
+      return Float64Array.from(p.doubleData ?? []);
+    case 'int32':
+      check(ints.length);
+      return Int32Array.from(ints);
+    case 'int16':
+      check(ints.length);
+      return Int16Array.from(ints);
+    case 'uint16':
+      check(ints.length);
+      return Uint16Array.from(ints);
+    case 'int8':
+      check(ints.length);
+      return Int8Array.from(ints);
+    case 'uint8':
+      check(ints.length);
+      return Uint8Array.from(ints);
+    case 'bool':
+      check(ints.length);
+      return Uint8Array.from(ints, (v) => (v !== 0 ? 1 : 0));
+    case 'float16':
+      check(ints.length);
+      return Float32Array.from(ints, (v) => halfToFloat(v & 0xffff));
+    case 'bfloat16':
+      check(ints.length);
+      return Float32Array.from(ints, (v) => bfloatToFloat(v & 0xffff));
+    case 'int64':
+      check(p.int64Data?.length ?? 0);
+      return Float64Array.from(p.int64Data ?? [], (v) => longToNumber(v));
+    case 'uint32':
+      check(p.uint64Data?.length ?? 0);
+      return Uint32Array.from(p.uint64Data ?? [], (v) => longToNumber(v));
+    case 'uint64':
+      check(p.uint64Data?.length ?? 0);
+      return Float64Array.from(p.uint64Data ?? [], (v) => longToNumber(v));
     case 'string': {
       check(p.stringData?.length ?? 0);
       const dec = new TextDecoder();

@@ -26,9 +26,12 @@ export function checkOperatorsSupported(model: OnnxModel): void {
     const more = names.length > MAX_LISTED_NODES ? ` and ${names.length - MAX_LISTED_NODES} more` : '';
     return `${quoteForMessage(op, 60).slice(1, -1)} (${names.length === 1 ? 'node' : 'nodes'} ${shown}${more})`;
   });
-  throw userError('UNSUPPORTED_OPS', `${quoteForMessage(model.path, 200)}: unsupported operators: ${parts.join(', ')}`,
-    'veltair compiles standard ai.onnx CNN and transformer operators; re-export without these operators '
-      + '(e.g. keep post-processing such as NMS/TopK outside the model) or run it with ONNX Runtime');
+  throw userError(
+    'UNSUPPORTED_OPS',
+    `${quoteForMessage(model.path, 200)}: unsupported operators: ${parts.join(', ')}`,
+    'veltair compiles standard ai.onnx CNN and transformer operators; re-export without these operators ' +
+      '(e.g. keep post-processing such as NMS/TopK outside the model) or run it with ONNX Runtime',
+  );
 }
 
 /** Every non-empty node input and graph output must come from an initializer, a graph input or a node. */
@@ -41,9 +44,12 @@ export function checkInputsProduced(model: OnnxModel): void {
       if (o === '') continue;
       const prior = producedBy.get(o);
       if (prior !== undefined || available.has(o)) {
-        throw userError('BAD_INPUT', `${quoteForMessage(model.path, 200)}: value ${quoteForMessage(o)} is produced twice `
-          + `(by ${nodeLabel(n)}${prior ? ` and ${nodeLabel(prior)}` : ' and a graph input/initializer'})`,
-          'an ONNX graph assigns each value once; the model file is malformed, re-export it');
+        throw userError(
+          'BAD_INPUT',
+          `${quoteForMessage(model.path, 200)}: value ${quoteForMessage(o)} is produced twice ` +
+            `(by ${nodeLabel(n)}${prior ? ` and ${nodeLabel(prior)}` : ' and a graph input/initializer'})`,
+          'an ONNX graph assigns each value once; the model file is malformed, re-export it',
+        );
       }
       producedBy.set(o, n);
     }
@@ -51,17 +57,22 @@ export function checkInputsProduced(model: OnnxModel): void {
   for (const n of g.nodes) {
     for (const i of n.inputs) {
       if (i !== '' && !available.has(i) && !producedBy.has(i)) {
-        throw userError('MISSING_INPUT',
+        throw userError(
+          'MISSING_INPUT',
           `${quoteForMessage(model.path, 200)}: ${nodeLabel(n)} reads ${quoteForMessage(i)}, which no initializer, graph input or node provides`,
-          'the model is incomplete (a missing initializer or a dangling edge); re-export it, '
-            + 'or if its weights live in external data files keep those beside the model');
+          'the model is incomplete (a missing initializer or a dangling edge); re-export it, ' +
+            'or if its weights live in external data files keep those beside the model',
+        );
       }
     }
   }
   for (const o of g.outputs) {
     if (!available.has(o.name) && !producedBy.has(o.name)) {
-      throw userError('MISSING_INPUT', `${quoteForMessage(model.path, 200)}: graph output ${quoteForMessage(o.name)} is not produced by any node`,
-        'the model is incomplete; re-export it');
+      throw userError(
+        'MISSING_INPUT',
+        `${quoteForMessage(model.path, 200)}: graph output ${quoteForMessage(o.name)} is not produced by any node`,
+        'the model is incomplete; re-export it',
+      );
     }
   }
 }
@@ -70,7 +81,11 @@ export function checkInputsProduced(model: OnnxModel): void {
 export function topologicalOrder(model: OnnxModel): OnnxNode[] {
   const nodes = model.graph.nodes;
   const producer = new Map<string, number>();
-  nodes.forEach((n, i) => n.outputs.forEach((o) => { if (o !== '') producer.set(o, i); }));
+  nodes.forEach((n, i) =>
+    n.outputs.forEach((o) => {
+      if (o !== '') producer.set(o, i);
+    }),
+  );
   const pending = nodes.map((n) => new Set(n.inputs.filter((i) => producer.has(i)).map((i) => producer.get(i)!)).size);
   const consumers = nodes.map(() => [] as number[]);
   nodes.forEach((n, i) => {
@@ -87,9 +102,11 @@ export function topologicalOrder(model: OnnxModel): OnnxNode[] {
   }
   if (order.length === nodes.length) return order;
   const cycle = findCycle(nodes, producer, pending);
-  throw userError('CYCLIC_GRAPH',
+  throw userError(
+    'CYCLIC_GRAPH',
     `${quoteForMessage(model.path, 200)}: the graph has a cycle: ${cycle.map((i) => nodeLabel(nodes[i]!)).join(' → ')}`,
-    'ONNX graphs must be acyclic (loops belong in Loop/Scan sub-graphs); the model file is malformed, re-export it');
+    'ONNX graphs must be acyclic (loops belong in Loop/Scan sub-graphs); the model file is malformed, re-export it',
+  );
 }
 
 /** Walk back through unfinished producers until a node repeats; that stretch is a cycle. */

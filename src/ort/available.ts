@@ -21,5 +21,9 @@ export function isMissingOrt(e: unknown): boolean {
   return (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && String((e as Error).message).includes('onnxruntime-node');
 }
 
-export const missingOrt = (what: string): VeltairError => userError('MISSING_DEPENDENCY', `${what}, and onnxruntime-node is not installed`,
-  'install it beside veltair: npm install onnxruntime-node');
+export const missingOrt = (what: string): VeltairError =>
+  userError(
+    'MISSING_DEPENDENCY',
+    `${what}, and onnxruntime-node is not installed`,
+    'install it beside veltair: npm install onnxruntime-node',
+  );

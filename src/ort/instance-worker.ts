@@ -11,8 +11,15 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 
-interface WireTensor { dtype: string; shape: number[]; data: ArrayBufferView }
-interface Job { id: number; feeds: Record<string, WireTensor> }
+interface WireTensor {
+  dtype: string;
+  shape: number[];
+  data: ArrayBufferView;
+}
+interface Job {
+  id: number;
+  feeds: Record<string, WireTensor>;
+}
 
 const { modelPath, threads, nice } = workerData as { modelPath: string; threads: number; nice: number };
 // As veltair's block threads (serve/setup.ts DEFAULT_BLOCK_NICE): nicer than the server's event loop, so that the
@@ -20,17 +27,27 @@ const { modelPath, threads, nice } = workerData as { modelPath: string; threads:
 // session's intra-op threads, started below, inherit it.
 if (nice > 0) setPriority(0, nice);
 const session = await ort.InferenceSession.create(modelPath, {
-  intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
+  intraOpNumThreads: threads,
+  interOpNumThreads: 1,
+  graphOptimizationLevel: 'all',
+  executionMode: 'sequential',
   extra: { session: { intra_op: { allow_spinning: '0' } } },
 });
 parentPort!.postMessage({ ready: true });
 parentPort!.on('message', (job: Job | 'close') => {
-  if (job === 'close') { void session.release().then(() => process.exit(0)); return; }
-  const feeds = Object.fromEntries(Object.entries(job.feeds)
-    .map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, t.shape)]));
-  session.run(feeds).then((out) => {
-    const outputs = Object.fromEntries(Object.entries(out).map(([k, t]) => [k, { dtype: t.type, shape: [...t.dims], data: t.data }]));
-    const buffers = Object.values(outputs).map((t) => (t.data as ArrayBufferView).buffer as ArrayBuffer);
-    parentPort!.postMessage({ id: job.id, outputs }, [...new Set(buffers)]);
-  }, (e: unknown) => parentPort!.postMessage({ id: job.id, error: e instanceof Error ? e.message : String(e) }));
+  if (job === 'close') {
+    void session.release().then(() => process.exit(0));
+    return;
+  }
+  const feeds = Object.fromEntries(
+    Object.entries(job.feeds).map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, t.shape)]),
+  );
+  session.run(feeds).then(
+    (out) => {
+      const outputs = Object.fromEntries(Object.entries(out).map(([k, t]) => [k, { dtype: t.type, shape: [...t.dims], data: t.data }]));
+      const buffers = Object.values(outputs).map((t) => (t.data as ArrayBufferView).buffer as ArrayBuffer);
+      parentPort!.postMessage({ id: job.id, outputs }, [...new Set(buffers)]);
+    },
+    (e: unknown) => parentPort!.postMessage({ id: job.id, error: e instanceof Error ? e.message : String(e) }),
+  );
 });

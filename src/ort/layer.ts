@@ -29,8 +29,14 @@ export interface LayerModel {
 
 export { seededFloats };
 
-const tensor = (dims: readonly number[], seed: number): Tensor =>
-  ({ dtype: 'float32', dims, data: seededFloats(dims.reduce((a, b) => a * b, 1), seed) });
+const tensor = (dims: readonly number[], seed: number): Tensor => ({
+  dtype: 'float32',
+  dims,
+  data: seededFloats(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+  ),
+});
 const scalar = (v: number): Tensor => ({ dtype: 'float32', dims: [], data: new Float32Array([v]) });
 
 interface GraphParts {
@@ -48,9 +54,16 @@ function mainOp(w: WorkloadShape, out: string, g: GraphParts): { shape: number[]
       g.inits.push(['weight', tensor([w.cout, w.cin / w.groups, w.kh, w.kw], 1)]);
       if (bias) g.inits.push(['bias', tensor([w.cout], 2)]);
       g.nodes.push({
-        op: 'Conv', inputs: bias ? ['x', 'weight', 'bias'] : ['x', 'weight'], outputs: [out],
-        attrs: { kernel_shape: [w.kh, w.kw], strides: [w.strideH, w.strideW], pads: [...w.pads],
-          dilations: [w.dilationH, w.dilationW], group: w.groups },
+        op: 'Conv',
+        inputs: bias ? ['x', 'weight', 'bias'] : ['x', 'weight'],
+        outputs: [out],
+        attrs: {
+          kernel_shape: [w.kh, w.kw],
+          strides: [w.strideH, w.strideW],
+          pads: [...w.pads],
+          dilations: [w.dilationH, w.dilationW],
+          group: w.groups,
+        },
       });
       return { shape: [w.n, w.cout, w.oh, w.ow], channels: w.cout };
     }
@@ -58,7 +71,9 @@ function mainOp(w: WorkloadShape, out: string, g: GraphParts): { shape: number[]
       g.inputs.push({ name: 'x', shape: [w.m, w.k] });
       g.inits.push(['weight', tensor([w.k, w.n], 1)]);
       if (bias) g.inits.push(['bias', tensor([w.n], 2)]);
-      g.nodes.push(bias ? { op: 'Gemm', inputs: ['x', 'weight', 'bias'], outputs: [out] } : { op: 'MatMul', inputs: ['x', 'weight'], outputs: [out] });
+      g.nodes.push(
+        bias ? { op: 'Gemm', inputs: ['x', 'weight', 'bias'], outputs: [out] } : { op: 'MatMul', inputs: ['x', 'weight'], outputs: [out] },
+      );
       return { shape: [w.m, w.n], channels: w.n };
     }
     case 'batch_matmul': {
@@ -84,18 +99,40 @@ function mainOp(w: WorkloadShape, out: string, g: GraphParts): { shape: number[]
  * hard_sigmoid alpha 0.2 / beta 0.5 (ONNX defaults); gelu is the exact erf form (ORT fuses it).
  */
 function epilogueNodes(
-  kind: Exclude<EpilogueKind, 'bias'>, x: string, y: string, i: number, ctx: { op: WorkloadShape['op']; shape: number[]; channels: number }, g: GraphParts,
+  kind: Exclude<EpilogueKind, 'bias'>,
+  x: string,
+  y: string,
+  i: number,
+  ctx: { op: WorkloadShape['op']; shape: number[]; channels: number },
+  g: GraphParts,
 ): void {
-  const c = (name: string, t: Tensor) => { g.inits.push([`${name}_${i}`, t]); return `${name}_${i}`; };
+  const c = (name: string, t: Tensor) => {
+    g.inits.push([`${name}_${i}`, t]);
+    return `${name}_${i}`;
+  };
   const tmp = (name: string) => `${name}_${i}`;
   switch (kind) {
-    case 'relu': g.nodes.push({ op: 'Relu', inputs: [x], outputs: [y] }); return;
-    case 'clip': g.nodes.push({ op: 'Clip', inputs: [x, c('lo', scalar(0)), c('hi', scalar(6))], outputs: [y] }); return;
-    case 'leaky_relu': g.nodes.push({ op: 'LeakyRelu', inputs: [x], outputs: [y], attrs: { alpha: { float: 0.01 } } }); return;
-    case 'sigmoid': g.nodes.push({ op: 'Sigmoid', inputs: [x], outputs: [y] }); return;
-    case 'hard_sigmoid': g.nodes.push({ op: 'HardSigmoid', inputs: [x], outputs: [y] }); return;
-    case 'hard_swish': g.nodes.push({ op: 'HardSwish', inputs: [x], outputs: [y] }); return;
-    case 'tanh': g.nodes.push({ op: 'Tanh', inputs: [x], outputs: [y] }); return;
+    case 'relu':
+      g.nodes.push({ op: 'Relu', inputs: [x], outputs: [y] });
+      return;
+    case 'clip':
+      g.nodes.push({ op: 'Clip', inputs: [x, c('lo', scalar(0)), c('hi', scalar(6))], outputs: [y] });
+      return;
+    case 'leaky_relu':
+      g.nodes.push({ op: 'LeakyRelu', inputs: [x], outputs: [y], attrs: { alpha: { float: 0.01 } } });
+      return;
+    case 'sigmoid':
+      g.nodes.push({ op: 'Sigmoid', inputs: [x], outputs: [y] });
+      return;
+    case 'hard_sigmoid':
+      g.nodes.push({ op: 'HardSigmoid', inputs: [x], outputs: [y] });
+      return;
+    case 'hard_swish':
+      g.nodes.push({ op: 'HardSwish', inputs: [x], outputs: [y] });
+      return;
+    case 'tanh':
+      g.nodes.push({ op: 'Tanh', inputs: [x], outputs: [y] });
+      return;
     case 'silu':
       g.nodes.push({ op: 'Sigmoid', inputs: [x], outputs: [tmp('sig')] }, { op: 'Mul', inputs: [x, tmp('sig')], outputs: [y] });
       return;
@@ -134,9 +171,12 @@ export function buildLayerModel(w: WorkloadShape): LayerModel {
   });
   const spec = (name: string, shape: readonly number[]): ValueSpec => ({ name, dtype: 'float32', shape });
   const bytes = encodeModel({
-    graphName: `veltair_${w.op}_baseline`, opset: 17,
-    inputs: g.inputs.map((i) => spec(i.name, i.shape)), outputs: [spec('y', main.shape)],
-    initializers: g.inits, nodes: g.nodes,
+    graphName: `veltair_${w.op}_baseline`,
+    opset: 17,
+    inputs: g.inputs.map((i) => spec(i.name, i.shape)),
+    outputs: [spec('y', main.shape)],
+    initializers: g.inits,
+    nodes: g.nodes,
   });
   return { bytes, inputs: g.inputs, outputShape: main.shape, opTypes: g.nodes.map((n) => n.op) };
 }
@@ -144,8 +184,14 @@ export function buildLayerModel(w: WorkloadShape): LayerModel {
 /** A Relu over a tensor of the layer's output size: what one run costs besides the op itself. */
 function overheadModel(shape: readonly number[]): Uint8Array {
   const spec: ValueSpec = { name: 'x', dtype: 'float32', shape };
-  return encodeModel({ graphName: 'veltair_overhead', opset: 17, inputs: [spec], outputs: [{ ...spec, name: 'y' }], initializers: [],
-    nodes: [{ op: 'Relu', inputs: ['x'], outputs: ['y'] }] });
+  return encodeModel({
+    graphName: 'veltair_overhead',
+    opset: 17,
+    inputs: [spec],
+    outputs: [{ ...spec, name: 'y' }],
+    initializers: [],
+    nodes: [{ op: 'Relu', inputs: ['x'], outputs: ['y'] }],
+  });
 }
 
 export interface OrtTimingOptions {
@@ -170,7 +216,10 @@ export interface OrtLayerTiming extends OrtTiming {
 
 async function session(bytes: Uint8Array, threads: number): Promise<ort.InferenceSession> {
   return ort.InferenceSession.create(bytes, {
-    intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
   });
 }
 
@@ -178,7 +227,12 @@ async function session(bytes: Uint8Array, threads: number): Promise<ort.Inferenc
  * The output is pre-allocated once and passed as a fetch, as veltair's harness writes into its own
  * buffer: otherwise every run would also time a fresh output allocation and the GC it provokes.
  */
-async function timeSession(s: ort.InferenceSession, feeds: Record<string, ort.Tensor>, output: ort.Tensor, options: OrtTimingOptions): Promise<OrtTiming> {
+async function timeSession(
+  s: ort.InferenceSession,
+  feeds: Record<string, ort.Tensor>,
+  output: ort.Tensor,
+  options: OrtTimingOptions,
+): Promise<OrtTiming> {
   const minMs = options.minMs ?? 100;
   const minRepeats = options.minRepeats ?? 5;
   const fetches = { y: output };
@@ -194,11 +248,19 @@ async function timeSession(s: ort.InferenceSession, feeds: Record<string, ort.Te
 }
 
 const feedTensor = (shape: readonly number[], seed: number) =>
-  new ort.Tensor('float32', seededFloats(shape.reduce((a, b) => a * b, 1), seed), shape);
+  new ort.Tensor(
+    'float32',
+    seededFloats(
+      shape.reduce((a, b) => a * b, 1),
+      seed,
+    ),
+    shape,
+  );
 
 /** ORT's latency for one layer, same threads, plus the per-call overhead to present beside it. */
 export async function measureOrtLayer(w: WorkloadShape, options: OrtTimingOptions): Promise<OrtLayerTiming> {
-  if (!Number.isInteger(options.threads) || options.threads < 1) throw new RangeError(`threads must be a positive integer, got ${options.threads}`);
+  if (!Number.isInteger(options.threads) || options.threads < 1)
+    throw new RangeError(`threads must be a positive integer, got ${options.threads}`);
   const model = buildLayerModel(w);
   const layer = await session(model.bytes, options.threads);
   const identity = await session(overheadModel(model.outputShape), options.threads);
@@ -208,7 +270,9 @@ export async function measureOrtLayer(w: WorkloadShape, options: OrtTimingOption
     const timing = await timeSession(layer, feeds, output, options);
     const overhead = await timeSession(identity, { x: feedTensor(model.outputShape, 99) }, output, options);
     return {
-      ...timing, threads: options.threads, opTypes: model.opTypes,
+      ...timing,
+      threads: options.threads,
+      opTypes: model.opTypes,
       overhead: { ...overhead, model: `Relu over a [${model.outputShape.join(',')}] float32 tensor` },
       ortVersion: ort.env.versions.node ?? 'unknown',
     };

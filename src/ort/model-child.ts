@@ -29,7 +29,9 @@ export async function startOrtModelChild(cores: readonly number[]): Promise<OrtM
       const r = await child.ask<{ ortVersion?: string }>({ op: 'load', model, threads, inputs });
       return { ortVersion: r.ortVersion ?? 'unknown' };
     },
-    async run(runs) { return (await child.ask<{ samplesMs: number[] }>({ op: 'run', runs })).samplesMs; },
+    async run(runs) {
+      return (await child.ask<{ samplesMs: number[] }>({ op: 'run', runs })).samplesMs;
+    },
     close: () => child.close(),
   };
 }
@@ -43,10 +45,15 @@ async function serve(): Promise<void> {
     if (req.op === 'load') {
       await session?.release();
       session = await ort.InferenceSession.create(req.model!, {
-        intraOpNumThreads: req.threads!, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
+        intraOpNumThreads: req.threads!,
+        interOpNumThreads: 1,
+        graphOptimizationLevel: 'all',
+        executionMode: 'sequential',
       });
       const data = modelFeeds(req.inputs!);
-      feeds = Object.fromEntries(req.inputs!.map((t, i) => [t.name, new ort.Tensor(t.dtype as 'float32', data[i] as Float32Array, [...t.shape])]));
+      feeds = Object.fromEntries(
+        req.inputs!.map((t, i) => [t.name, new ort.Tensor(t.dtype as 'float32', data[i] as Float32Array, [...t.shape])]),
+      );
       await session.run(feeds);
       return { ortVersion: ort.env.versions.node ?? 'unknown' };
     }

@@ -17,7 +17,6 @@ import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
 import { MALLOC_KEEP_TUNABLES } from '../toolchain/malloc-tunables.js';
 
-
 export interface PinnedChild {
   /** Whether the child was started under taskset on the requested cores. */
   readonly pinned: boolean;
@@ -35,23 +34,38 @@ async function hasTaskset(): Promise<boolean> {
 }
 
 /** `mallocTunables: false` starts the child with glibc's defaults (src/bench/ort-malloc.ts measures the difference). */
-export async function startPinnedChild(script: string, cores: readonly number[], o: { mallocTunables?: boolean } = {}): Promise<PinnedChild> {
+export async function startPinnedChild(
+  script: string,
+  cores: readonly number[],
+  o: { mallocTunables?: boolean } = {},
+): Promise<PinnedChild> {
   const pinned = await hasTaskset();
   const [cmd, args] = pinned
     ? ['taskset', ['-c', cores.join(','), process.execPath, script, '--serve']]
     : [process.execPath, [script, '--serve']];
   const tunables = [process.env['GLIBC_TUNABLES'], o.mallocTunables === false ? undefined : MALLOC_KEEP_TUNABLES].filter(Boolean).join(':');
   const child: ResultPromise = execa(cmd, args as string[], {
-    env: tunables ? { GLIBC_TUNABLES: tunables } : {}, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false,
+    env: tunables ? { GLIBC_TUNABLES: tunables } : {},
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    reject: false,
   });
   type Reply = { id: number; error?: string };
   const pending = new Map<number, (r: Reply) => void>();
   const stderr: string[] = [];
   const firstStderrLine = () => stderr.join('').split('\n')[0] || 'no output';
-  child.stderr?.on('data', (d: Buffer) => { if (stderr.length < 20) stderr.push(d.toString()); });
+  child.stderr?.on('data', (d: Buffer) => {
+    if (stderr.length < 20) stderr.push(d.toString());
+  });
   createInterface({ input: child.stdout! }).on('line', (text) => {
     let r: Reply;
-    try { r = JSON.parse(text) as Reply; } catch { return; }
+    try {
+      r = JSON.parse(text) as Reply;
+    } catch {
+      return;
+    }
     const settle = pending.get(r.id);
     pending.delete(r.id);
     settle?.(r);
@@ -65,9 +79,16 @@ export async function startPinnedChild(script: string, cores: readonly number[],
   let stopped = false;
   const signal = (sig: 'SIGSTOP' | 'SIGCONT') => {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-    try { process.kill(child.pid, sig); stopped = sig === 'SIGSTOP'; } catch { /* it has just exited */ }
+    try {
+      process.kill(child.pid, sig);
+      stopped = sig === 'SIGSTOP';
+    } catch {
+      /* it has just exited */
+    }
   };
-  const resumeOnExit = () => { if (stopped) signal('SIGCONT'); };
+  const resumeOnExit = () => {
+    if (stopped) signal('SIGCONT');
+  };
   process.once('exit', resumeOnExit);
   let next = 0;
   return {
@@ -77,7 +98,8 @@ export async function startPinnedChild(script: string, cores: readonly number[],
         const id = next++;
         pending.set(id, (r) => {
           if (pending.size === 0) signal('SIGSTOP');
-          if (r.error !== undefined) reject(new Error(r.error)); else resolve(r as unknown as R);
+          if (r.error !== undefined) reject(new Error(r.error));
+          else resolve(r as unknown as R);
         });
         if (child.exitCode !== null || !child.stdin?.writable) {
           pending.delete(id);

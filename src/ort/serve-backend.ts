@@ -33,47 +33,82 @@ async function modelFile(m: ModelConfig): Promise<string> {
   const bundle = await readBundle(m.bundle);
   const path = m.model ?? join(dirname(bundle.paths.dir), bundle.manifest.model.path);
   if (!existsSync(path)) {
-    throw userError('BAD_ARGUMENT', `model ${quoteForMessage(m.name)}: ${quoteForMessage(path)} (the .onnx file for ONNX Runtime) does not exist`,
-      'put the model the bundle was compiled from beside the bundle, or set "model" in the serve config');
+    throw userError(
+      'BAD_ARGUMENT',
+      `model ${quoteForMessage(m.name)}: ${quoteForMessage(path)} (the .onnx file for ONNX Runtime) does not exist`,
+      'put the model the bundle was compiled from beside the bundle, or set "model" in the serve config',
+    );
   }
   if (createHash('sha256').update(readFileSync(path)).digest('hex') !== bundle.manifest.model.sha256) {
-    throw userError('BAD_ARGUMENT', `${path} is not the model ${m.bundle} was compiled from (its sha256 differs)`, 'serve the same model on both backends');
+    throw userError(
+      'BAD_ARGUMENT',
+      `${path} is not the model ${m.bundle} was compiled from (its sha256 differs)`,
+      'serve the same model on both backends',
+    );
   }
   return path;
 }
 
-const toOrt = (feeds: Readonly<Record<string, HostTensor>>) => Object.fromEntries(Object.entries(feeds)
-  .map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape])]));
+const toOrt = (feeds: Readonly<Record<string, HostTensor>>) =>
+  Object.fromEntries(
+    Object.entries(feeds).map(([k, t]) => [k, new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape])]),
+  );
 
-const toHost = (t: ort.Tensor): HostTensor => ({ dtype: t.type as HostTensor['dtype'], shape: [...t.dims], data: t.data as HostTensor['data'] });
+const toHost = (t: ort.Tensor): HostTensor => ({
+  dtype: t.type as HostTensor['dtype'],
+  shape: [...t.dims],
+  data: t.data as HostTensor['data'],
+});
 
-export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus: readonly number[]; qosMultiple: number; blockNice: number }):
-  Promise<{ backend: Backend; summaries: string[] }> {
+export async function createOrtBackend(o: {
+  models: readonly ModelConfig[];
+  cpus: readonly number[];
+  qosMultiple: number;
+  blockNice: number;
+}): Promise<{ backend: Backend; summaries: string[] }> {
   const models: OrtModel[] = [];
   const summaries: string[] = [];
   for (const m of o.models) {
     const bundle = await readBundle(m.bundle);
     const path = await modelFile(m);
-    const pool = m.replicas === undefined ? null : await startInstancePool(path, m.replicas, Math.max(1, Math.floor(o.cpus.length / m.replicas)),
-      o.blockNice);
+    const pool =
+      m.replicas === undefined
+        ? null
+        : await startInstancePool(path, m.replicas, Math.max(1, Math.floor(o.cpus.length / m.replicas)), o.blockNice);
     // No spinning: the intra-op threads share their cores with the server's own front end (and, on
     // a shared machine, with everyone else), and ORT's spin-waiting between runs takes those cores.
-    const session = pool ? null : await ort.InferenceSession.create(path, {
-      intraOpNumThreads: o.cpus.length, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
-      extra: { session: { intra_op: { allow_spinning: '0' } } },
-    });
-    const inputs = bundle.manifest.model.inputs, outputs = bundle.manifest.model.outputs;
+    const session = pool
+      ? null
+      : await ort.InferenceSession.create(path, {
+          intraOpNumThreads: o.cpus.length,
+          interOpNumThreads: 1,
+          graphOptimizationLevel: 'all',
+          executionMode: 'sequential',
+          extra: { session: { intra_op: { allow_spinning: '0' } } },
+        });
+    const inputs = bundle.manifest.model.inputs,
+      outputs = bundle.manifest.model.outputs;
     const runOnce = async (feeds: Record<string, HostTensor>) => (pool ? pool.run(feeds) : session!.run(toOrt(feeds)));
     let qosMs = m.qosMs;
     if (qosMs === undefined) {
-      const feeds = Object.fromEntries(inputs.map((t) => [t.name, { dtype: t.dtype, shape: [...t.shape],
-        data: new Float32Array(t.shape.reduce((a, b) => a * b, 1)) } as HostTensor]));
+      const feeds = Object.fromEntries(
+        inputs.map((t) => [
+          t.name,
+          { dtype: t.dtype, shape: [...t.shape], data: new Float32Array(t.shape.reduce((a, b) => a * b, 1)) } as HostTensor,
+        ]),
+      );
       await runOnce(feeds);
       const t0 = performance.now();
       for (let i = 0; i < 3; i++) await runOnce(feeds);
-      qosMs = o.qosMultiple * (performance.now() - t0) / 3;
+      qosMs = (o.qosMultiple * (performance.now() - t0)) / 3;
     }
-    models.push({ served: { name: m.name, inputs, outputs, qosMs, platform: 'onnxruntime' }, session, pool, maxQueue: m.maxQueue, queued: 0 });
+    models.push({
+      served: { name: m.name, inputs, outputs, qosMs, platform: 'onnxruntime' },
+      session,
+      pool,
+      maxQueue: m.maxQueue,
+      queued: 0,
+    });
     const why = m.qosMs === undefined ? ` (${o.qosMultiple} × its quiet latency)` : '';
     const how = pool ? `, ${pool.count} instances of ${pool.threads} thread(s)` : '';
     summaries.push(`${m.name}: ONNX Runtime ${ort.env.versions.node ?? ''}${how}, QoS ${qosMs.toFixed(2)} ms${why}`);
@@ -86,13 +121,19 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
     models: models.map((m) => m.served),
     infer(name, feeds): Promise<InferOutcome> {
       const m = byName.get(name)!;
-      if (m.queued >= m.maxQueue) return Promise.reject(unavailable(`model ${JSON.stringify(name)} has ${m.queued} requests in flight, its limit`, 1));
+      if (m.queued >= m.maxQueue)
+        return Promise.reject(unavailable(`model ${JSON.stringify(name)} has ${m.queued} requests in flight, its limit`, 1));
       m.queued++;
       inFlight++;
       const arrival = performance.now();
       if (m.pool) {
-        return m.pool.run(feeds).then((outputs) => ({ outputs, parameters: { backend: 'onnxruntime', instances: m.pool!.count } }))
-          .finally(() => { m.queued--; inFlight--; });
+        return m.pool
+          .run(feeds)
+          .then((outputs) => ({ outputs, parameters: { backend: 'onnxruntime', instances: m.pool!.count } }))
+          .finally(() => {
+            m.queued--;
+            inFlight--;
+          });
       }
       const run = tail.then(async () => {
         const started = performance.now();
@@ -103,7 +144,10 @@ export async function createOrtBackend(o: { models: readonly ModelConfig[]; cpus
         };
       });
       tail = run.catch(() => undefined);
-      return run.finally(() => { m.queued--; inFlight--; });
+      return run.finally(() => {
+        m.queued--;
+        inFlight--;
+      });
     },
     inFlight: () => inFlight,
     async close() {

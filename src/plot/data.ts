@@ -71,7 +71,9 @@ function versionLabels(layer: ManifestLayer): Map<string, string> {
 
 /** Locality-heavy first (bigger L2 tile), then more parallel chunks, then id: a stable reading order. */
 const byLocality = (a: CandidatePoint, b: CandidatePoint) =>
-  b.footprintL2Bytes - a.footprintL2Bytes || a.parallelChunks - b.parallelChunks || (a.candidate < b.candidate ? -1 : a.candidate > b.candidate ? 1 : 0);
+  b.footprintL2Bytes - a.footprintL2Bytes ||
+  a.parallelChunks - b.parallelChunks ||
+  (a.candidate < b.candidate ? -1 : a.candidate > b.candidate ? 1 : 0);
 
 /**
  * One row per measured candidate of the layer's workload (failed ones included, with a null
@@ -83,19 +85,29 @@ export function candidatePoints(m: Manifest, profiles: BundleProfiles | undefine
   const profile = workloadProfileOf(m, profiles, layerIndex);
   const rows: CandidatePoint[] = profile
     ? profile.candidates.map((c) => ({
-      candidate: shortId(c.id), status: c.status,
-      footprintL2Bytes: c.footprintBytes.l2, footprintKiB: round6(c.footprintBytes.l2 / 1024),
-      parallelChunks: c.parallelChunks, threads: c.threads,
-      latencyQuietMs: c.status === 'ok' ? c.latencyMs['0'] ?? null : null,
-      kept: c.kept, versionLabel: labels.get(c.id) ?? '', dominated: c.dominated,
-    }))
+        candidate: shortId(c.id),
+        status: c.status,
+        footprintL2Bytes: c.footprintBytes.l2,
+        footprintKiB: round6(c.footprintBytes.l2 / 1024),
+        parallelChunks: c.parallelChunks,
+        threads: c.threads,
+        latencyQuietMs: c.status === 'ok' ? (c.latencyMs['0'] ?? null) : null,
+        kept: c.kept,
+        versionLabel: labels.get(c.id) ?? '',
+        dominated: c.dominated,
+      }))
     : layer.versions.map((v) => ({
-      candidate: shortId(v.id), status: 'ok' as const,
-      footprintL2Bytes: v.features.footprintBytes.l2, footprintKiB: round6(v.features.footprintBytes.l2 / 1024),
-      parallelChunks: v.features.parallelChunks, threads: v.threads,
-      latencyQuietMs: v.latencyMs['0'] ?? null,
-      kept: true, versionLabel: labels.get(v.id)!, dominated: false,
-    }));
+        candidate: shortId(v.id),
+        status: 'ok' as const,
+        footprintL2Bytes: v.features.footprintBytes.l2,
+        footprintKiB: round6(v.features.footprintBytes.l2 / 1024),
+        parallelChunks: v.features.parallelChunks,
+        threads: v.threads,
+        latencyQuietMs: v.latencyMs['0'] ?? null,
+        kept: true,
+        versionLabel: labels.get(v.id)!,
+        dominated: false,
+      }));
   return rows.sort(byLocality);
 }
 
@@ -128,7 +140,9 @@ export function levelLatencies(m: Manifest, layerIndex: number): LevelLatency[] 
 
 /** Kept versions per tunable layer, in network order. */
 export function modelVersionsPerLayer(m: Manifest): LayerVersionCount[] {
-  return m.layers.filter((l) => l.tunable).sort((a, b) => a.index - b.index)
+  return m.layers
+    .filter((l) => l.tunable)
+    .sort((a, b) => a.index - b.index)
     .map((l) => ({ layer: l.index, name: l.name, op: l.op, versions: l.versions.length }));
 }
 
@@ -166,7 +180,8 @@ export function modelLatencyPerLevel(m: Manifest): PolicyLatency[] {
     const key = String(level);
     const adaptive = layers.map((vs) => Math.min(...vs.map((v) => v.latencyMs[key] ?? Infinity)));
     const fixed = layers.map((vs) => vs[bestVersionAt(vs, 0)]!.latencyMs[key] ?? Infinity);
-    if (adaptive.every(Number.isFinite)) rows.push({ level, policy: ADAPTIVE_POLICY, latencyMs: round6(adaptive.reduce((a, b) => a + b, 0)) });
+    if (adaptive.every(Number.isFinite))
+      rows.push({ level, policy: ADAPTIVE_POLICY, latencyMs: round6(adaptive.reduce((a, b) => a + b, 0)) });
     if (fixed.every(Number.isFinite)) rows.push({ level, policy: FIXED_POLICY, latencyMs: round6(fixed.reduce((a, b) => a + b, 0)) });
   }
   return rows;

@@ -40,7 +40,8 @@ export { csvField };
 
 export function figureDataCsv(d: FigureData): string {
   const columns: string[] = [];
-  for (const panel of Object.values(d.panels)) for (const r of panel) for (const k of Object.keys(r)) if (!columns.includes(k)) columns.push(k);
+  for (const panel of Object.values(d.panels))
+    for (const r of panel) for (const k of Object.keys(r)) if (!columns.includes(k)) columns.push(k);
   const lines = [['panel', ...columns].map(csvField).join(',')];
   for (const [name, panel] of Object.entries(d.panels)) {
     for (const r of panel) lines.push([name, ...columns.map((c) => r[c])].map(csvField).join(','));

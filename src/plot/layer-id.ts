@@ -18,8 +18,11 @@ const counts = (m: Manifest) => `the bundle has ${m.layers.filter((l) => l.tunab
 function requireTunable(m: Manifest, l: ManifestLayer, asGiven: string): ManifestLayer {
   if (l.tunable && l.versions.length > 0) return l;
   const why = l.tunable ? 'has no compiled versions' : `is a ${l.op} layer, which veltair does not tune`;
-  throw userError('BAD_ARGUMENT', `--layer ${asGiven} (layer ${l.index}, ${quoteForMessage(l.name)}) ${why}: it has no versions to plot; ${counts(m)}`,
-    validHint(m));
+  throw userError(
+    'BAD_ARGUMENT',
+    `--layer ${asGiven} (layer ${l.index}, ${quoteForMessage(l.name)}) ${why}: it has no versions to plot; ${counts(m)}`,
+    validHint(m),
+  );
 }
 
 /** The tunable layer `id` names (index first, then exact name). */
@@ -31,11 +34,18 @@ export function resolveLayer(m: Manifest, id: string): ManifestLayer {
   }
   const byName = m.layers.filter((l) => l.name === id);
   if (byName.length > 1) {
-    throw userError('BAD_ARGUMENT', `--layer ${asGiven} names ${byName.length} layers (${byName.map((l) => l.index).join(', ')}); pass the index instead`,
-      validHint(m));
+    throw userError(
+      'BAD_ARGUMENT',
+      `--layer ${asGiven} names ${byName.length} layers (${byName.map((l) => l.index).join(', ')}); pass the index instead`,
+      validHint(m),
+    );
   }
   if (byName.length === 1) return requireTunable(m, byName[0]!, asGiven);
-  throw userError('BAD_ARGUMENT', `--layer ${asGiven} is neither a layer index nor a layer name of this bundle; ${counts(m)}`, validHint(m));
+  throw userError(
+    'BAD_ARGUMENT',
+    `--layer ${asGiven} is neither a layer index nor a layer name of this bundle; ${counts(m)}`,
+    validHint(m),
+  );
 }
 
 /** The tunable layer with manifest index `index` (the data and spec functions take indices). */

@@ -16,24 +16,53 @@ export interface OutputFile<F extends string> {
 }
 
 /** Check `path` (given as `flag`) before any work: a known extension, writable, not in the way. */
-export function planOutput<F extends string>(flag: string, path: string, formats: readonly F[], force: boolean, command = 'veltair plot'): OutputFile<F> {
+export function planOutput<F extends string>(
+  flag: string,
+  path: string,
+  formats: readonly F[],
+  force: boolean,
+  command = 'veltair plot',
+): OutputFile<F> {
   const ext = extname(path).toLowerCase().slice(1);
   const format = formats.find((f) => f === ext);
   const list = formats.map((f) => `.${f}`).join(' or ');
   if (!format) {
-    throw userError('BAD_ARGUMENT', `${flag} ${quoteForMessage(path)} has ${ext ? `extension .${ext}` : 'no extension'}; ${command} writes ${list} there`,
-      `name the file with its format, e.g. ${flag} figure.${formats[0]}`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `${flag} ${quoteForMessage(path)} has ${ext ? `extension .${ext}` : 'no extension'}; ${command} writes ${list} there`,
+      `name the file with its format, e.g. ${flag} figure.${formats[0]}`,
+    );
   }
   const abs = resolve(path);
-  const info = (() => { try { return lstatSync(abs); } catch { return undefined; } })();
+  const info = (() => {
+    try {
+      return lstatSync(abs);
+    } catch {
+      return undefined;
+    }
+  })();
   if (info && !info.isFile()) {
-    throw userError('OUTPUT_EXISTS', `${flag} ${abs} exists and is not a regular file; --force only replaces files`, `give a file name ending in ${list}`);
+    throw userError(
+      'OUTPUT_EXISTS',
+      `${flag} ${abs} exists and is not a regular file; --force only replaces files`,
+      `give a file name ending in ${list}`,
+    );
   }
   if (info && !force) throw userError('OUTPUT_EXISTS', `${abs} already exists`, 'pass --force to replace it, or choose another file name');
   const parent = dirname(abs);
-  const dir = (() => { try { return statSync(parent); } catch { return undefined; } })();
+  const dir = (() => {
+    try {
+      return statSync(parent);
+    } catch {
+      return undefined;
+    }
+  })();
   if (!dir?.isDirectory()) {
-    throw userError('FILE_UNWRITABLE', `cannot write ${abs}: directory ${parent} does not exist`, 'create the directory first, or choose another path');
+    throw userError(
+      'FILE_UNWRITABLE',
+      `cannot write ${abs}: directory ${parent} does not exist`,
+      'create the directory first, or choose another path',
+    );
   }
   return { path: abs, format };
 }
@@ -50,8 +79,11 @@ export function stageFile(path: string, bytes: string | Uint8Array): StagedFile 
     writeFileSync(temp, bytes, { flag: 'wx' });
   } catch (e) {
     rmSync(temp, { force: true });
-    throw userError('FILE_UNWRITABLE', `cannot write ${path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
-      'choose a path in a directory you can write to, or fix its permissions');
+    throw userError(
+      'FILE_UNWRITABLE',
+      `cannot write ${path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+      'choose a path in a directory you can write to, or fix its permissions',
+    );
   }
   return { temp, path };
 }
@@ -66,8 +98,11 @@ export function commitFiles(files: readonly StagedFile[]): void {
     }
   } catch (e) {
     for (const f of files.slice(done)) rmSync(f.temp, { force: true });
-    throw userError('FILE_UNWRITABLE', `cannot write ${files[done]!.path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
-      'choose a path in a directory you can write to, or fix its permissions');
+    throw userError(
+      'FILE_UNWRITABLE',
+      `cannot write ${files[done]!.path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+      'choose a path in a directory you can write to, or fix its permissions',
+    );
   }
 }
 

@@ -26,10 +26,12 @@ export async function renderSvg(spec: TopLevelSpec): Promise<string> {
 /** vega's logger interface, writing warnings and errors to stderr only. */
 function stderrLogger(): vega.LoggerInterface {
   let level = vega.Warn;
-  const write = (min: number, kind: string) => (...args: readonly unknown[]) => {
-    if (level >= min) process.stderr.write(`${kind}: ${args.map(String).join(' ')}\n`);
-    return logger;
-  };
+  const write =
+    (min: number, kind: string) =>
+    (...args: readonly unknown[]) => {
+      if (level >= min) process.stderr.write(`${kind}: ${args.map(String).join(' ')}\n`);
+      return logger;
+    };
   const logger: vega.LoggerInterface = {
     level(l?: number) {
       if (l === undefined) return level;
@@ -55,9 +57,14 @@ function defaultFontFamily(): string {
   let families: string[] = [];
   try {
     families = execFileSync('fc-list', [':', 'family'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-      .split('\n').flatMap((l) => l.split(',')).map((s) => s.trim()).filter(Boolean);
-  } catch { /* no fontconfig: let resvg pick */ }
-  fontFamily = families.includes('DejaVu Sans') ? 'DejaVu Sans' : families.find((f) => /sans/i.test(f)) ?? families[0] ?? 'DejaVu Sans';
+      .split('\n')
+      .flatMap((l) => l.split(','))
+      .map((s) => s.trim())
+      .filter(Boolean);
+  } catch {
+    /* no fontconfig: let resvg pick */
+  }
+  fontFamily = families.includes('DejaVu Sans') ? 'DejaVu Sans' : (families.find((f) => /sans/i.test(f)) ?? families[0] ?? 'DejaVu Sans');
   return fontFamily;
 }
 

@@ -57,7 +57,8 @@ export function tuningCost(m: Manifest, profiles: BundleProfiles | undefined): T
     const failed: Record<string, number> = {};
     for (const c of candidates) if (c.status !== 'ok') failed[c.status] = (failed[c.status] ?? 0) + 1;
     workloads.push({
-      workload, layers,
+      workload,
+      layers,
       ok: candidates.filter((c) => c.status === 'ok').length,
       failed,
       repeats: candidates.reduce((s, c) => s + Object.values(c.repeats).reduce((a, b) => a + b, 0), 0),

@@ -25,10 +25,12 @@ const TAG = /<[^>]*>/g;
  * holds a raw `>` and text (a layer name) is left as it is.
  */
 export function scopeSvgIds(svg: string, prefix: string): string {
-  return svg.replace(TAG, (tag) => tag
-    .replace(/(\sid=")([^"]*")/g, `$1${prefix}-$2`)
-    .replace(/url\(#([^)]*)\)/g, `url(#${prefix}-$1)`)
-    .replace(/(\s(?:xlink:)?href=")#([^"]*")/g, `$1#${prefix}-$2`));
+  return svg.replace(TAG, (tag) =>
+    tag
+      .replace(/(\sid=")([^"]*")/g, `$1${prefix}-$2`)
+      .replace(/url\(#([^)]*)\)/g, `url(#${prefix}-$1)`)
+      .replace(/(\s(?:xlink:)?href=")#([^"]*")/g, `$1#${prefix}-$2`),
+  );
 }
 
 export interface Figure {
@@ -48,22 +50,42 @@ async function captionedFigure(id: string, spec: TopLevelSpec, ...captionContent
 }
 
 export function modelFigureHtml(m: Manifest): Promise<Figure> {
-  return captionedFigure('fig-model', modelFigure(m),
-    'Versions kept per tunable layer along the network, and per interference level the sum of the layers\u2019 '
-    + 'profiled latencies when each layer runs its best kept version for that level (adaptive) or its best quiet version (fixed).');
+  return captionedFigure(
+    'fig-model',
+    modelFigure(m),
+    'Versions kept per tunable layer along the network, and per interference level the sum of the layers\u2019 ' +
+      'profiled latencies when each layer runs its best kept version for that level (adaptive) or its best quiet version (fixed).',
+  );
 }
 
-const layerRef = (l: ManifestLayer): Content => [el('a', { href: `#${layerId(l.index)}` }, `layer ${l.index}`), ' ', el('code', {}, l.name)];
+const layerRef = (l: ManifestLayer): Content => [
+  el('a', { href: `#${layerId(l.index)}` }, `layer ${l.index}`),
+  ' ',
+  el('code', {}, l.name),
+];
 
 function caption(layers: readonly ManifestLayer[], workload: string, profiles: BundleProfiles | undefined): Html {
   const first = layers[0]!;
   const measured = profiles?.workloads.find((w) => w.workload === workload)?.candidates.length;
-  const who: Content = layers.length === 1 ? layerRef(first)
-    : [`${layers.length} layers share this workload: `, layers.flatMap((l, i) => [i === 0 ? '' : ', ', layerRef(l)])];
-  return el('figcaption', {}, el('strong', {}, who), raw('<br>'),
-    el('span', { class: 'muted' }, `${first.op}, output ${shapeText(first.outputShape)}, workload `, el('code', {}, workload),
-      `: ${first.versions.length} kept version${first.versions.length === 1 ? '' : 's'}`
-        + (measured === undefined ? '' : ` of ${measured} measured candidates`) + '.'));
+  const who: Content =
+    layers.length === 1
+      ? layerRef(first)
+      : [`${layers.length} layers share this workload: `, layers.flatMap((l, i) => [i === 0 ? '' : ', ', layerRef(l)])];
+  return el(
+    'figcaption',
+    {},
+    el('strong', {}, who),
+    raw('<br>'),
+    el(
+      'span',
+      { class: 'muted' },
+      `${first.op}, output ${shapeText(first.outputShape)}, workload `,
+      el('code', {}, workload),
+      `: ${first.versions.length} kept version${first.versions.length === 1 ? '' : 's'}` +
+        (measured === undefined ? '' : ` of ${measured} measured candidates`) +
+        '.',
+    ),
+  );
 }
 
 export interface LayerFigureProgress {
@@ -71,9 +93,14 @@ export interface LayerFigureProgress {
 }
 
 /** One figure per plottable workload, in model order. */
-export async function layerFiguresHtml(m: Manifest, profiles: BundleProfiles | undefined, onProgress: LayerFigureProgress = () => {}): Promise<Figure[]> {
+export async function layerFiguresHtml(
+  m: Manifest,
+  profiles: BundleProfiles | undefined,
+  onProgress: LayerFigureProgress = () => {},
+): Promise<Figure[]> {
   const byIndex = new Map(m.layers.map((l) => [l.index, l]));
-  const groups = [...workloadLayers(m)].map(([workload, indices]) => ({ workload, layers: indices.map((i) => byIndex.get(i)!).filter(plottable) }))
+  const groups = [...workloadLayers(m)]
+    .map(([workload, indices]) => ({ workload, layers: indices.map((i) => byIndex.get(i)!).filter(plottable) }))
     .filter((g) => g.layers.length > 0);
   const out: Figure[] = [];
   for (const [i, g] of groups.entries()) {
@@ -88,7 +115,12 @@ export async function layerFiguresHtml(m: Manifest, profiles: BundleProfiles | u
 
 /** The sparse output layer's recall–latency frontier (sparse-frontier.ts). */
 export function sparseFigureHtml(meta: HeadMeta): Promise<Figure> {
-  return captionedFigure('fig-sparse', sparseFrontierFigure(meta), 'Output layer ', el('code', {}, meta.layer.name),
-    `: ${meta.layer.n} classes compiled into versions at sparsities ${meta.versions.map((v) => v.sparsity).join(', ')}; `
-    + 'each measured for quiet latency and recall against dense; the kept family outlined.');
+  return captionedFigure(
+    'fig-sparse',
+    sparseFrontierFigure(meta),
+    'Output layer ',
+    el('code', {}, meta.layer.name),
+    `: ${meta.layer.n} classes compiled into versions at sparsities ${meta.versions.map((v) => v.sparsity).join(', ')}; ` +
+      'each measured for quiet latency and recall against dense; the kept family outlined.',
+  );
 }

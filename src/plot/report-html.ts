@@ -33,7 +33,10 @@ export function render(content: Content): string {
 
 /** `<tag attr="…">content</tag>` with every attribute value escaped (undefined attributes left out). */
 export function el(tag: string, attrs: Readonly<Record<string, string | undefined>>, ...content: Content[]): Html {
-  const a = Object.entries(attrs).filter(([, v]) => v !== undefined).map(([k, v]) => ` ${k}="${escapeHtml(v!)}"`).join('');
+  const a = Object.entries(attrs)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => ` ${k}="${escapeHtml(v!)}"`)
+    .join('');
   // A void element has no end tag: `</br>` would parse as a second line break.
   return raw(VOID.has(tag) ? `<${tag}${a}>` : `<${tag}${a}>${render(content)}</${tag}>`);
 }
@@ -47,16 +50,38 @@ export interface Column {
 }
 
 /** A table: header cells, then one row per entry; cells are Content (escaped unless Html). */
-export function table(columns: readonly Column[], rows: readonly (readonly Content[])[], attrs: Readonly<Record<string, string>> = {}): Html {
+export function table(
+  columns: readonly Column[],
+  rows: readonly (readonly Content[])[],
+  attrs: Readonly<Record<string, string>> = {},
+): Html {
   const cls = (c: Column | undefined) => (c?.numeric ? 'num' : undefined);
-  const head = el('tr', {}, columns.map((c) => el('th', { class: cls(c), scope: 'col' }, c.title)));
-  const body = rows.map((r) => el('tr', {}, r.map((cell, i) => el('td', { class: cls(columns[i]) }, cell))));
+  const head = el(
+    'tr',
+    {},
+    columns.map((c) => el('th', { class: cls(c), scope: 'col' }, c.title)),
+  );
+  const body = rows.map((r) =>
+    el(
+      'tr',
+      {},
+      r.map((cell, i) => el('td', { class: cls(columns[i]) }, cell)),
+    ),
+  );
   return el('table', attrs, el('thead', {}, head), el('tbody', {}, body));
 }
 
 /** A two-column key → value table (the summaries). */
 export function facts(rows: readonly (readonly [string, Content])[]): Html {
-  return el('table', { class: 'facts' }, el('tbody', {}, rows.map(([k, v]) => el('tr', {}, el('th', { scope: 'row' }, k), el('td', {}, v)))));
+  return el(
+    'table',
+    { class: 'facts' },
+    el(
+      'tbody',
+      {},
+      rows.map(([k, v]) => el('tr', {}, el('th', { scope: 'row' }, k), el('td', {}, v))),
+    ),
+  );
 }
 
 export function section(id: string, title: string, ...content: Content[]): Html {
@@ -101,9 +126,11 @@ details { margin: 6px 0; }
 
 /** The whole document. `title` is plain text (escaped here). */
 export function htmlDocument(title: string, ...body: Content[]): string {
-  return '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-    + `<meta http-equiv="Content-Security-Policy" content="${escapeHtml(CSP)}">\n`
-    + '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-    + '<meta name="generator" content="veltair report">\n'
-    + `<title>${escapeHtml(title)}</title>\n<style>${STYLE}</style>\n</head>\n<body>\n${render(body)}\n</body>\n</html>\n`;
+  return (
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n' +
+    `<meta http-equiv="Content-Security-Policy" content="${escapeHtml(CSP)}">\n` +
+    '<meta name="viewport" content="width=device-width, initial-scale=1">\n' +
+    '<meta name="generator" content="veltair report">\n' +
+    `<title>${escapeHtml(title)}</title>\n<style>${STYLE}</style>\n</head>\n<body>\n${render(body)}\n</body>\n</html>\n`
+  );
 }

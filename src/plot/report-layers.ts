@@ -25,18 +25,28 @@ export const percentText = (p: number | undefined): string => (p === undefined ?
 export function versionsHistogram(m: Manifest): { versions: number; layers: number }[] {
   const tunable = m.layers.filter((l) => l.tunable);
   const top = Math.max(m.options.maxVersions, ...tunable.map((l) => l.versions.length));
-  return Array.from({ length: top + 1 }, (_, v) => ({ versions: v, layers: tunable.filter((l) => l.versions.length === v).length }))
-    .filter((row) => row.versions > 0 || row.layers > 0);
+  return Array.from({ length: top + 1 }, (_, v) => ({ versions: v, layers: tunable.filter((l) => l.versions.length === v).length })).filter(
+    (row) => row.versions > 0 || row.layers > 0,
+  );
 }
 
 export function versionsTable(m: Manifest): Html {
   const rows = versionsHistogram(m);
   const total = rows.reduce((s, r) => s + r.layers, 0);
   const mean = total === 0 ? 0 : rows.reduce((s, r) => s + r.versions * r.layers, 0) / total;
-  return el('div', {},
-    table([{ title: 'versions kept' , numeric: true }, { title: 'tunable layers', numeric: true }, { title: 'share', numeric: true }],
-      rows.map((r) => [r.versions, r.layers, total === 0 ? '–' : `${((100 * r.layers) / total).toFixed(0)}%`])),
-    el('p', { class: 'sub' }, `${total} tunable layers, ${mean.toFixed(2)} versions per layer on average.`));
+  return el(
+    'div',
+    {},
+    table(
+      [
+        { title: 'versions kept', numeric: true },
+        { title: 'tunable layers', numeric: true },
+        { title: 'share', numeric: true },
+      ],
+      rows.map((r) => [r.versions, r.layers, total === 0 ? '–' : `${((100 * r.layers) / total).toFixed(0)}%`]),
+    ),
+    el('p', { class: 'sub' }, `${total} tunable layers, ${mean.toFixed(2)} versions per layer on average.`),
+  );
 }
 
 function layerRow(l: ManifestLayer, levels: readonly number[]): Html {
@@ -54,20 +64,46 @@ function layerRow(l: ManifestLayer, levels: readonly number[]): Html {
   const numeric = new Set([0, 4, ...levels.flatMap((_, i) => [5 + i, 5 + levels.length + i])]);
   const groupStart = new Set([5, 5 + levels.length]);
   const cls = (i: number) => [numeric.has(i) ? 'num' : '', groupStart.has(i) ? 'group' : ''].filter(Boolean).join(' ') || undefined;
-  return el('tr', { id: layerId(l.index), class: l.tunable ? undefined : 'untuned' }, cells.map((c, i) => el('td', { class: cls(i) }, c)));
+  return el(
+    'tr',
+    { id: layerId(l.index), class: l.tunable ? undefined : 'untuned' },
+    cells.map((c, i) => el('td', { class: cls(i) }, c)),
+  );
 }
 
 /** The layer table: two header rows, the levels grouped under best latency and regret. */
 export function layerTable(m: Manifest): Html {
   const levels = m.options.levels;
   const th = (text: Content, attrs: Record<string, string> = {}) => el('th', { scope: 'col', ...attrs }, text);
-  const top = el('tr', {},
-    th('#', { rowspan: '2', class: 'num' }), th('name', { rowspan: '2' }), th('op', { rowspan: '2' }), th('output', { rowspan: '2' }),
+  const top = el(
+    'tr',
+    {},
+    th('#', { rowspan: '2', class: 'num' }),
+    th('name', { rowspan: '2' }),
+    th('op', { rowspan: '2' }),
+    th('output', { rowspan: '2' }),
     th('versions', { rowspan: '2', class: 'num' }),
     th('best latency (ms) at level', { colspan: String(levels.length), class: 'group' }),
     th('regret of kept family (%) at level', { colspan: String(levels.length), class: 'group' }),
-    th('figure', { rowspan: '2' }));
-  const sub = el('tr', {}, [...levels, ...levels].map((v, i) => th(v, { class: i % levels.length === 0 ? 'num group' : 'num' })));
-  return el('div', { class: 'scroll' },
-    el('table', { class: 'layers' }, el('thead', {}, top, sub), el('tbody', {}, m.layers.map((l) => layerRow(l, levels)))));
+    th('figure', { rowspan: '2' }),
+  );
+  const sub = el(
+    'tr',
+    {},
+    [...levels, ...levels].map((v, i) => th(v, { class: i % levels.length === 0 ? 'num group' : 'num' })),
+  );
+  return el(
+    'div',
+    { class: 'scroll' },
+    el(
+      'table',
+      { class: 'layers' },
+      el('thead', {}, top, sub),
+      el(
+        'tbody',
+        {},
+        m.layers.map((l) => layerRow(l, levels)),
+      ),
+    ),
+  );
 }

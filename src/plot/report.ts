@@ -17,7 +17,9 @@ import { modelSection, targetSection, tuningCostSection } from './report-summary
  * built for another machine is reported like any other (the sizes and hashes are still checked).
  */
 class EveryFlag extends Set<string> {
-  override has(): boolean { return true; }
+  override has(): boolean {
+    return true;
+  }
 }
 
 /** The bundle (checked as the runtime checks it, except the ISA) and its candidate profiles. */
@@ -35,39 +37,79 @@ export interface Report {
 }
 
 const NAV: readonly (readonly [string, string])[] = [
-  ['model', 'Model'], ['target', 'Target'], ['tuning-cost', 'Tuning cost'], ['versions', 'Versions per layer'],
-  ['layers', 'Layers'], ['figures', 'Layer figures'],
+  ['model', 'Model'],
+  ['target', 'Target'],
+  ['tuning-cost', 'Tuning cost'],
+  ['versions', 'Versions per layer'],
+  ['layers', 'Layers'],
+  ['figures', 'Layer figures'],
 ];
 
 function header(m: Manifest, sparse: boolean): Html {
   const nav = sparse ? [...NAV, ['sparse', 'Sparse output layer'] as const] : NAV;
-  return el('header', {},
+  return el(
+    'header',
+    {},
     el('h1', {}, `veltair report: ${m.model.path}`),
-    el('p', { class: 'sub' }, `Pareto kernel families of ${m.layers.filter((l) => l.tunable).length} tunable layers, tuned on ${m.target.spec.cpuModel} `
-      + `(${m.target.spec.cores} cores) at interference levels ${m.options.levels.join(', ')}. Level 0 is a quiet machine; 1–4 run a calibrated `
-      + 'co-runner of increasing L3 and memory-bandwidth pressure on the other cores.'),
-    el('nav', {}, el('ol', {}, nav.map(([id, title]) => el('li', {}, el('a', { href: `#${id}` }, title))))));
+    el(
+      'p',
+      { class: 'sub' },
+      `Pareto kernel families of ${m.layers.filter((l) => l.tunable).length} tunable layers, tuned on ${m.target.spec.cpuModel} ` +
+        `(${m.target.spec.cores} cores) at interference levels ${m.options.levels.join(', ')}. Level 0 is a quiet machine; 1–4 run a calibrated ` +
+        'co-runner of increasing L3 and memory-bandwidth pressure on the other cores.',
+    ),
+    el(
+      'nav',
+      {},
+      el(
+        'ol',
+        {},
+        nav.map(([id, title]) => el('li', {}, el('a', { href: `#${id}` }, title))),
+      ),
+    ),
+  );
 }
 
 /** `sparse`: the bundle's sparse output layer (sparse/head.json), when it has one: one more section and figure. */
-export async function buildReport(m: Manifest, profiles: BundleProfiles | undefined, onProgress?: LayerFigureProgress, sparse?: HeadMeta): Promise<Report> {
+export async function buildReport(
+  m: Manifest,
+  profiles: BundleProfiles | undefined,
+  onProgress?: LayerFigureProgress,
+  sparse?: HeadMeta,
+): Promise<Report> {
   const model = await modelFigureHtml(m);
   const figures = await layerFiguresHtml(m, profiles, onProgress);
   const sparseFigure = sparse ? await sparseFigureHtml(sparse) : undefined;
-  const html = htmlDocument(`veltair report: ${m.model.path}`,
+  const html = htmlDocument(
+    `veltair report: ${m.model.path}`,
     header(m, sparse !== undefined),
     modelSection(m),
     targetSection(m),
     tuningCostSection(m, profiles),
     section('versions', 'Versions per layer', model.html, versionsTable(m)),
-    section('layers', 'Layers',
-      el('p', { class: 'sub' }, 'Best latency: the fastest candidate measured at that level. Regret: how much slower the fastest kept '
-        + 'version is than that at the same level (0 = the family holds the best). Untuned layers run fixed kernels.'),
-      layerTable(m)),
-    section('figures', 'Layer figures',
-      el('p', { class: 'sub' }, 'For each tunable workload: every measured candidate in the parallelism–locality plane with the kept '
-        + 'family highlighted, and the kept versions\u2019 latency against the interference level with the oracle envelope.'),
-      figures.length ? figures.map((f) => f.html) : el('p', { class: 'muted' }, 'No tunable layer has kept versions to plot.')),
-    ...(sparseFigure ? [section('sparse', 'Sparse output layer', sparseFigure.html)] : []));
+    section(
+      'layers',
+      'Layers',
+      el(
+        'p',
+        { class: 'sub' },
+        'Best latency: the fastest candidate measured at that level. Regret: how much slower the fastest kept ' +
+          'version is than that at the same level (0 = the family holds the best). Untuned layers run fixed kernels.',
+      ),
+      layerTable(m),
+    ),
+    section(
+      'figures',
+      'Layer figures',
+      el(
+        'p',
+        { class: 'sub' },
+        'For each tunable workload: every measured candidate in the parallelism–locality plane with the kept ' +
+          'family highlighted, and the kept versions\u2019 latency against the interference level with the oracle envelope.',
+      ),
+      figures.length ? figures.map((f) => f.html) : el('p', { class: 'muted' }, 'No tunable layer has kept versions to plot.'),
+    ),
+    ...(sparseFigure ? [section('sparse', 'Sparse output layer', sparseFigure.html)] : []),
+  );
   return { html, layers: m.layers.length, figures: 1 + figures.length + (sparseFigure ? 1 : 0) };
 }

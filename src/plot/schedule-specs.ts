@@ -16,7 +16,9 @@ import { figureText } from './label.js';
 type Json = Record<string, unknown>;
 
 const CONFIG: Json = {
-  font: FIGURE_FONT, background: 'white', padding: 12,
+  font: FIGURE_FONT,
+  background: 'white',
+  padding: 12,
   title: { fontSize: 15, subtitleFontSize: 11, subtitleColor: '#333', anchor: 'start', offset: 12 },
   axis: { labelFontSize: 11, titleFontSize: 12, titleFontWeight: 'normal', titlePadding: 8, gridColor: '#e6e6e6' },
   legend: { labelFontSize: 11, titleFontSize: 12, titleFontWeight: 'normal', orient: 'right' },
@@ -24,8 +26,17 @@ const CONFIG: Json = {
   view: { stroke: '#bbb' },
 };
 
-export interface SatisfactionRow { readonly policy: string; readonly load: number; readonly qps: number; readonly satisfaction: number }
-export interface BestBlockRow { readonly load: number; readonly qps: number; readonly k: number }
+export interface SatisfactionRow {
+  readonly policy: string;
+  readonly load: number;
+  readonly qps: number;
+  readonly satisfaction: number;
+}
+export interface BestBlockRow {
+  readonly load: number;
+  readonly qps: number;
+  readonly k: number;
+}
 export interface BlockRow {
   readonly condition: string;
   readonly layer: number;
@@ -38,14 +49,15 @@ export function satisfactionFigure(rows: readonly SatisfactionRow[], subtitle: s
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
     title: { text: 'QoS satisfaction vs load', subtitle: figureText(subtitle) },
-    width: PANEL_WIDTH * 1.4, height: PANEL_HEIGHT,
+    width: PANEL_WIDTH * 1.4,
+    height: PANEL_HEIGHT,
     data: { values: rows.map((r) => ({ ...r, policy: figureText(r.policy) })) },
     layer: [
       { mark: { type: 'rule', strokeDash: [4, 3], color: '#888' }, encoding: { y: { datum: 0.99 } } },
       {
         mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'load', type: 'quantitative', title: 'offered load (fraction of the mix\'s capacity)' },
+          x: { field: 'load', type: 'quantitative', title: "offered load (fraction of the mix's capacity)" },
           y: { field: 'satisfaction', type: 'quantitative', title: 'requests within QoS', scale: { zero: false }, axis: { format: '%' } },
           color: { field: 'policy', type: 'nominal', title: 'policy' },
           tooltip: [{ field: 'policy' }, { field: 'qps', title: 'QPS' }, { field: 'satisfaction', format: '.4f' }],
@@ -60,11 +72,12 @@ export function bestBlockFigure(rows: readonly BestBlockRow[], subtitle: string)
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
     title: { text: 'Best static block size vs load', subtitle: figureText(subtitle) },
-    width: PANEL_WIDTH * 1.4, height: PANEL_HEIGHT,
+    width: PANEL_WIDTH * 1.4,
+    height: PANEL_HEIGHT,
     data: { values: rows },
     mark: { type: 'line', point: { size: 60 }, interpolate: 'step-after' },
     encoding: {
-      x: { field: 'load', type: 'quantitative', title: 'offered load (fraction of the mix\'s capacity)' },
+      x: { field: 'load', type: 'quantitative', title: "offered load (fraction of the mix's capacity)" },
       y: { field: 'k', type: 'quantitative', title: 'best K (layers per static block)', scale: { zero: true } },
       tooltip: [{ field: 'qps', title: 'QPS' }, { field: 'k' }],
     },
@@ -80,15 +93,25 @@ export function blocksFigure(model: string, rows: readonly BlockRow[], subtitle:
     data: { values },
     facet: { row: { field: 'condition', type: 'nominal', title: null, sort: null } },
     spec: {
-      width: PANEL_WIDTH * 2, height: PANEL_HEIGHT * 0.7,
+      width: PANEL_WIDTH * 2,
+      height: PANEL_HEIGHT * 0.7,
       layer: [
         {
           mark: { type: 'bar', color: '#9ecae1' },
           encoding: {
-            x: { field: 'layer', type: 'ordinal', title: 'layer (schedulable unit, execution order)', axis: { labelAngle: 0, labelOverlap: 'greedy' } },
+            x: {
+              field: 'layer',
+              type: 'ordinal',
+              title: 'layer (schedulable unit, execution order)',
+              axis: { labelAngle: 0, labelOverlap: 'greedy' },
+            },
             y: { field: 'requirement', type: 'quantitative', title: 'requirement (cores)' },
-            tooltip: [{ field: 'layer' }, { field: 'name' }, { field: 'requirement' }, { field: 'blockStart', title: 'block starts here (share of requests)',
-              format: '.2f' }],
+            tooltip: [
+              { field: 'layer' },
+              { field: 'name' },
+              { field: 'requirement' },
+              { field: 'blockStart', title: 'block starts here (share of requests)', format: '.2f' },
+            ],
           },
         },
         {

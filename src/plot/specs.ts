@@ -13,8 +13,18 @@ import type { TopLevelSpec } from 'vega-lite';
 import type { Manifest, ManifestLayer } from '../bundle/manifest.js';
 import type { BundleProfiles } from '../bundle/candidates-file.js';
 import {
-  ADAPTIVE_POLICY, candidatePoints, FIXED_POLICY, levelLatencies, modelLatencyPerLevel, modelVersionsPerLayer, ORACLE_SERIES,
-  workloadProfileOf, type CandidatePoint, type LayerVersionCount, type LevelLatency, type PolicyLatency,
+  ADAPTIVE_POLICY,
+  candidatePoints,
+  FIXED_POLICY,
+  levelLatencies,
+  modelLatencyPerLevel,
+  modelVersionsPerLayer,
+  ORACLE_SERIES,
+  workloadProfileOf,
+  type CandidatePoint,
+  type LayerVersionCount,
+  type LevelLatency,
+  type PolicyLatency,
 } from './data.js';
 import { figureText, shapeText } from './label.js';
 import { tunableLayer } from './layer-id.js';
@@ -39,8 +49,13 @@ const CONFIG: Json = {
   concat: { spacing: 48 },
 };
 
-const panelTitle = (text: string, subtitle?: string): Json =>
-  ({ text, fontSize: 13, fontWeight: 'bold', anchor: 'start', ...(subtitle ? { subtitle, subtitleFontSize: 11 } : {}) });
+const panelTitle = (text: string, subtitle?: string): Json => ({
+  text,
+  fontSize: 13,
+  fontWeight: 'bold',
+  anchor: 'start',
+  ...(subtitle ? { subtitle, subtitleFontSize: 11 } : {}),
+});
 
 /** A log-scale domain padded around the data so marks and labels stay inside the frame. */
 function paddedLogDomain(values: readonly number[]): [number, number] {
@@ -63,7 +78,8 @@ export function logTicks([lo, hi]: readonly [number, number]): number[] {
 
 /** Integer levels on a linear axis, padded half a step so end points are not on the frame. */
 function levelScale(levels: readonly number[]): Json {
-  const lo = Math.min(...levels), hi = Math.max(...levels);
+  const lo = Math.min(...levels),
+    hi = Math.max(...levels);
   return { domain: [lo - 0.3, hi + 0.3], nice: false, zero: false };
 }
 
@@ -86,37 +102,72 @@ function candidateSummary(points: readonly CandidatePoint[], fromProfiles: boole
 
 function threadsNote(points: readonly CandidatePoint[]): string {
   const threads = [...new Set(points.map((p) => p.threads))].sort((a, b) => a - b);
-  return threads.length === 1 ? `every candidate runs ${threads[0]} thread${threads[0] === 1 ? '' : 's'}` : `threads ${threads.join(', ')} (marker shape)`;
+  return threads.length === 1
+    ? `every candidate runs ${threads[0]} thread${threads[0] === 1 ? '' : 's'}`
+    : `threads ${threads.join(', ')} (marker shape)`;
 }
 
 function candidatePanel(points: readonly CandidatePoint[]): Json {
   const xDomain = paddedLogDomain(points.map((p) => p.footprintKiB));
   const yDomain = paddedLogDomain(points.map((p) => p.parallelChunks));
-  const x = { field: 'footprintKiB', type: 'quantitative', title: 'L2 tile footprint (KiB)',
-    scale: { type: 'log', domain: xDomain, nice: false }, axis: { values: logTicks(xDomain), format: '~g' } };
-  const y = { field: 'parallelChunks', type: 'quantitative', title: 'parallel chunks (work items)',
-    scale: { type: 'log', domain: yDomain, nice: false }, axis: { values: logTicks(yDomain), format: '~g' } };
-  const color = { field: 'latencyQuietMs', type: 'quantitative', title: 'quiet latency (ms, level 0)',
-    scale: { type: 'log', scheme: { name: 'viridis', extent: [0, 0.85] } }, legend: { direction: 'horizontal', gradientLength: 240, format: '~g' } };
+  const x = {
+    field: 'footprintKiB',
+    type: 'quantitative',
+    title: 'L2 tile footprint (KiB)',
+    scale: { type: 'log', domain: xDomain, nice: false },
+    axis: { values: logTicks(xDomain), format: '~g' },
+  };
+  const y = {
+    field: 'parallelChunks',
+    type: 'quantitative',
+    title: 'parallel chunks (work items)',
+    scale: { type: 'log', domain: yDomain, nice: false },
+    axis: { values: logTicks(yDomain), format: '~g' },
+  };
+  const color = {
+    field: 'latencyQuietMs',
+    type: 'quantitative',
+    title: 'quiet latency (ms, level 0)',
+    scale: { type: 'log', scheme: { name: 'viridis', extent: [0, 0.85] } },
+    legend: { direction: 'horizontal', gradientLength: 240, format: '~g' },
+  };
   const multiThread = new Set(points.map((p) => p.threads)).size > 1;
   const shape = multiThread ? { shape: { field: 'threads', type: 'nominal', title: 'threads' } } : {};
   const label = (parity: 0 | 1) => ({
-    transform: [{ filter: 'datum.kept' }, { window: [{ op: 'row_number', as: 'labelRank' }] }, { filter: `datum.labelRank % 2 == ${parity}` }],
+    transform: [
+      { filter: 'datum.kept' },
+      { window: [{ op: 'row_number', as: 'labelRank' }] },
+      { filter: `datum.labelRank % 2 == ${parity}` },
+    ],
     mark: { type: 'text', align: 'left', dx: 11, dy: parity === 1 ? -11 : 15, fontSize: 13, fontWeight: 'bold', color: '#111' },
     encoding: { x, y, text: { field: 'versionLabel' } },
   });
   return {
-    title: panelTitle('(a) candidates in the locality–parallelism plane', 'large outlined: kept versions v1 (most locality) … vN (most parallelism)'),
-    width: PANEL_WIDTH, height: PANEL_HEIGHT,
+    title: panelTitle(
+      '(a) candidates in the locality–parallelism plane',
+      'large outlined: kept versions v1 (most locality) … vN (most parallelism)',
+    ),
+    width: PANEL_WIDTH,
+    height: PANEL_HEIGHT,
     data: { values: points },
     layer: [
-      { transform: [{ filter: '!datum.kept && datum.latencyQuietMs != null' }],
-        mark: { type: 'point', filled: true, size: 70, opacity: 0.9 }, encoding: { x, y, color, ...shape } },
-      { transform: [{ filter: 'datum.latencyQuietMs == null' }],
-        mark: { type: 'point', shape: 'cross', filled: true, size: 80, color: '#9a9a9a' }, encoding: { x, y } },
-      { transform: [{ filter: 'datum.kept' }],
-        mark: { type: 'point', filled: true, size: 280, stroke: '#111', strokeWidth: 2, opacity: 1 }, encoding: { x, y, color, ...shape } },
-      label(1), label(0),
+      {
+        transform: [{ filter: '!datum.kept && datum.latencyQuietMs != null' }],
+        mark: { type: 'point', filled: true, size: 70, opacity: 0.9 },
+        encoding: { x, y, color, ...shape },
+      },
+      {
+        transform: [{ filter: 'datum.latencyQuietMs == null' }],
+        mark: { type: 'point', shape: 'cross', filled: true, size: 80, color: '#9a9a9a' },
+        encoding: { x, y },
+      },
+      {
+        transform: [{ filter: 'datum.kept' }],
+        mark: { type: 'point', filled: true, size: 280, stroke: '#111', strokeWidth: 2, opacity: 1 },
+        encoding: { x, y, color, ...shape },
+      },
+      label(1),
+      label(0),
     ],
   };
 }
@@ -129,15 +180,26 @@ function levelPanel(rows: readonly LevelLatency[], levels: readonly number[]): J
   const legend = { title: 'kept version (L2 tile, chunks)', symbolType: 'stroke', symbolStrokeWidth: 2.5, symbolSize: 300 };
   return {
     title: panelTitle('(b) latency vs interference', 'median per level from tuning; oracle = best candidate at each level'),
-    width: PANEL_WIDTH, height: PANEL_HEIGHT,
+    width: PANEL_WIDTH,
+    height: PANEL_HEIGHT,
     data: { values: rows },
     mark: { type: 'line', strokeWidth: 2.2, point: { filled: true, size: 45 } },
     encoding: {
-      x: { field: 'level', type: 'quantitative', title: 'interference level (0 = quiet)', scale: levelScale(levels),
-        axis: { values: [...levels], format: 'd', tickMinStep: 1, grid: false } },
+      x: {
+        field: 'level',
+        type: 'quantitative',
+        title: 'interference level (0 = quiet)',
+        scale: levelScale(levels),
+        axis: { values: [...levels], format: 'd', tickMinStep: 1, grid: false },
+      },
       y: { field: 'latencyMs', type: 'quantitative', title: 'latency (ms)', scale: { zero: false, nice: true } },
       color: { field: 'series', type: 'nominal', scale: { domain, range }, legend },
-      strokeDash: { field: 'series', type: 'nominal', scale: { domain, range: domain.map((s) => (s === ORACLE_SERIES ? [7, 4] : [1, 0])) }, legend },
+      strokeDash: {
+        field: 'series',
+        type: 'nominal',
+        scale: { domain, range: domain.map((s) => (s === ORACLE_SERIES ? [7, 4] : [1, 0])) },
+        legend,
+      },
     },
   };
 }
@@ -166,14 +228,25 @@ function versionsPanel(rows: readonly LayerVersionCount[], maxVersions: number):
   const top = Math.max(maxVersions, ...rows.map((r) => r.versions), 1);
   return {
     title: panelTitle('(a) kept versions per tunable layer', `${rows.length} tunable layers in network order`),
-    width: PANEL_WIDTH, height: PANEL_HEIGHT,
+    width: PANEL_WIDTH,
+    height: PANEL_HEIGHT,
     data: { values: rows.map(({ layer, op, versions }) => ({ layer, op, versions })) },
     mark: { type: 'bar' },
     encoding: {
-      x: { field: 'layer', type: 'ordinal', sort: null, title: 'layer index (network order)',
-        axis: { values: shown, labelAngle: 0, labelOverlap: true } },
-      y: { field: 'versions', type: 'quantitative', title: 'kept versions (count)',
-        scale: { domain: [0, top], nice: false }, axis: { tickMinStep: 1, format: 'd', values: Array.from({ length: top + 1 }, (_, i) => i) } },
+      x: {
+        field: 'layer',
+        type: 'ordinal',
+        sort: null,
+        title: 'layer index (network order)',
+        axis: { values: shown, labelAngle: 0, labelOverlap: true },
+      },
+      y: {
+        field: 'versions',
+        type: 'quantitative',
+        title: 'kept versions (count)',
+        scale: { domain: [0, top], nice: false },
+        axis: { tickMinStep: 1, format: 'd', values: Array.from({ length: top + 1 }, (_, i) => i) },
+      },
       color: { field: 'op', type: 'nominal', title: 'layer op', scale: { scheme: 'tableau10' }, legend: { direction: 'horizontal' } },
     },
   };
@@ -183,15 +256,37 @@ function policyPanel(rows: readonly PolicyLatency[], levels: readonly number[]):
   const legend = { title: 'version policy', symbolType: 'stroke', symbolStrokeWidth: 2.5, symbolSize: 300 };
   return {
     title: panelTitle('(b) adaptive vs fixed versions per level', 'sum of profiled layer latencies, not a whole-model run'),
-    width: PANEL_WIDTH, height: PANEL_HEIGHT,
+    width: PANEL_WIDTH,
+    height: PANEL_HEIGHT,
     data: { values: rows },
     mark: { type: 'line', strokeWidth: 2.2, point: { filled: true, size: 50 } },
     encoding: {
-      x: { field: 'level', type: 'quantitative', title: 'interference level (0 = quiet)', scale: levelScale(levels),
-        axis: { values: [...levels], format: 'd', tickMinStep: 1, grid: false } },
+      x: {
+        field: 'level',
+        type: 'quantitative',
+        title: 'interference level (0 = quiet)',
+        scale: levelScale(levels),
+        axis: { values: [...levels], format: 'd', tickMinStep: 1, grid: false },
+      },
       y: { field: 'latencyMs', type: 'quantitative', title: 'sum of layer latencies (ms)', scale: { zero: true, nice: true } },
-      color: { field: 'policy', type: 'nominal', scale: { domain: [ADAPTIVE_POLICY, FIXED_POLICY], range: ['#1f77b4', '#d62728'] }, legend },
-      strokeDash: { field: 'policy', type: 'nominal', scale: { domain: [ADAPTIVE_POLICY, FIXED_POLICY], range: [[1, 0], [6, 3]] }, legend },
+      color: {
+        field: 'policy',
+        type: 'nominal',
+        scale: { domain: [ADAPTIVE_POLICY, FIXED_POLICY], range: ['#1f77b4', '#d62728'] },
+        legend,
+      },
+      strokeDash: {
+        field: 'policy',
+        type: 'nominal',
+        scale: {
+          domain: [ADAPTIVE_POLICY, FIXED_POLICY],
+          range: [
+            [1, 0],
+            [6, 3],
+          ],
+        },
+        legend,
+      },
     },
   };
 }

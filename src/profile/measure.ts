@@ -26,8 +26,15 @@ import { basename, join } from 'node:path';
 import { readBundle } from '../bundle/read.js';
 import { internalError, userError } from '../errors.js';
 import { loadBundle, type Session } from '../runtime/session.js';
-import { PROFILE_FORMAT, PROFILE_FORMAT_VERSION, checkProfile, type LatencyFigure, type Profile, type ProfileLevel,
-  type ProfileStep } from '../schedule/scheduling-profile.js';
+import {
+  PROFILE_FORMAT,
+  PROFILE_FORMAT_VERSION,
+  checkProfile,
+  type LatencyFigure,
+  type Profile,
+  type ProfileLevel,
+  type ProfileStep,
+} from '../schedule/scheduling-profile.js';
 import { availableCores, levelSpec, openLevelBank, planCores, profileCoRunners, readL3Bytes, type LevelBank } from './co-runners.js';
 import { mapSteps, type MappedStep } from './step-map.js';
 
@@ -49,26 +56,48 @@ export interface ProfileRun {
   readonly timedRuns: number;
 }
 
-const DTYPE_BYTES: Readonly<Record<string, number>> = { float32: 4, float64: 8, int32: 4, int64: 8, int8: 1, uint8: 1, bool: 1, int16: 2, uint16: 2 };
+const DTYPE_BYTES: Readonly<Record<string, number>> = {
+  float32: 4,
+  float64: 8,
+  int32: 4,
+  int64: 8,
+  int8: 1,
+  uint8: 1,
+  bool: 1,
+  int16: 2,
+  uint16: 2,
+};
 
 /** Seeded inputs (an LCG in [−1, 1) for floats, zeros for integers: valid indices and masks). */
 function feedsFor(session: Session): ArrayBufferView[] {
   let state = 12345;
-  const next = () => { state = (Math.imul(state, 1664525) + 1013904223) >>> 0; return state / 2 ** 31 - 1; };
+  const next = () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 31 - 1;
+  };
   return session.inputs.map((t) => {
     const n = t.shape.reduce((a, b) => a * b, 1);
     if (t.dtype === 'float32') return Float32Array.from({ length: n }, next);
     if (t.dtype === 'float64') return Float64Array.from({ length: n }, next);
     const bytes = DTYPE_BYTES[t.dtype];
-    if (bytes === undefined) throw userError('BAD_BUNDLE', `model input ${JSON.stringify(t.name)} has dtype ${t.dtype}, which the profiler cannot feed`,
-      'profile a model whose inputs are float or integer tensors');
+    if (bytes === undefined)
+      throw userError(
+        'BAD_BUNDLE',
+        `model input ${JSON.stringify(t.name)} has dtype ${t.dtype}, which the profiler cannot feed`,
+        'profile a model whose inputs are float or integer tensors',
+      );
     return new Uint8Array(n * bytes);
   });
 }
 
 function quartiles(xs: readonly number[]): { median: number; q1: number; q3: number } {
   const s = [...xs].sort((a, b) => a - b);
-  const q = (f: number) => { const pos = (s.length - 1) * f, lo = Math.floor(pos), hi = Math.ceil(pos); return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo); };
+  const q = (f: number) => {
+    const pos = (s.length - 1) * f,
+      lo = Math.floor(pos),
+      hi = Math.ceil(pos);
+    return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
+  };
   return { median: q(0.5), q1: q(0.25), q3: q(0.75) };
 }
 
@@ -76,22 +105,38 @@ const r3 = (x: number) => Number(x.toFixed(3));
 
 function figureOf(samplesNs: readonly number[]): LatencyFigure {
   const { median, q1, q3 } = quartiles(samplesNs);
-  return { us: Math.max(0.001, r3(median / 1000)), source: 'measured', repeats: samplesNs.length, q1Us: r3(q1 / 1000), q3Us: r3(q3 / 1000) };
+  return {
+    us: Math.max(0.001, r3(median / 1000)),
+    source: 'measured',
+    repeats: samplesNs.length,
+    q1Us: r3(q1 / 1000),
+    q3Us: r3(q3 / 1000),
+  };
 }
 
-export function checkConditions(o: ProfileOptions,
-  all: readonly number[]): { run: { cores: number; level: number }[]; skipped: { cores: number; level: number }[] } {
+export function checkConditions(
+  o: ProfileOptions,
+  all: readonly number[],
+): { run: { cores: number; level: number }[]; skipped: { cores: number; level: number }[] } {
   for (const c of o.cores) {
     if (c > all.length) {
-      throw userError('BAD_ARGUMENT', `--cores ${c}: this process may use ${all.length} core(s)`,
-        `profile at core counts from 1 to ${all.length}; other counts are modelled by the simulator's scaling model`);
+      throw userError(
+        'BAD_ARGUMENT',
+        `--cores ${c}: this process may use ${all.length} core(s)`,
+        `profile at core counts from 1 to ${all.length}; other counts are modelled by the simulator's scaling model`,
+      );
     }
   }
   for (const l of o.levels) if (l !== 0) levelSpec(l);
-  const run: { cores: number; level: number }[] = [], skipped: { cores: number; level: number }[] = [];
+  const run: { cores: number; level: number }[] = [],
+    skipped: { cores: number; level: number }[] = [];
   for (const c of o.cores) for (const l of o.levels) (l === 0 || c < all.length ? run : skipped).push({ cores: c, level: l });
-  if (run.length === 0) throw userError('BAD_ARGUMENT', 'no condition left to measure',
-    'include level 0, or a core count that leaves a core for the co-runner');
+  if (run.length === 0)
+    throw userError(
+      'BAD_ARGUMENT',
+      'no condition left to measure',
+      'include level 0, or a core count that leaves a core for the co-runner',
+    );
   return { run, skipped };
 }
 
@@ -100,7 +145,9 @@ export async function measureProfile(o: ProfileOptions): Promise<ProfileRun> {
   const all = availableCores();
   const { run: conditions, skipped } = checkConditions(o, all);
   const bundle = await readBundle(o.bundleDir);
-  const manifestSha = createHash('sha256').update(readFileSync(join(bundle.paths.dir, 'manifest.json'))).digest('hex');
+  const manifestSha = createHash('sha256')
+    .update(readFileSync(join(bundle.paths.dir, 'manifest.json')))
+    .digest('hex');
   const noisy = [...new Set(conditions.map((c) => c.level).filter((l) => l > 0))].sort((a, b) => a - b);
   const corePlan = planCores(o.cores, all);
   // Co-runners first: their traffic alone, then the stopped bank, all before the runtime pins this thread.
@@ -113,27 +160,52 @@ export async function measureProfile(o: ProfileOptions): Promise<ProfileRun> {
     if (noisy.length > 0) bank = await openLevelBank({ levels: noisy, plan: corePlan });
     session = await loadBundle(bundle.paths.dir, { threads: Math.max(...o.cores), pinThreads: true });
     for (const w of session.warnings) say(`warning: ${w}`);
-    const steps = mapSteps(session.manifest, session.stepOfPlan, session.executor.stepCount, session.tunableLayers.map((t) => t.step));
+    const steps = mapSteps(
+      session.manifest,
+      session.stepOfPlan,
+      session.executor.stepCount,
+      session.tunableLayers.map((t) => t.step),
+    );
     const measured = await measureAll(session, steps, conditions, bank, o, say);
-    const levels: ProfileLevel[] = [{ level: 0, summary: 'quiet: no co-runner', coRunnerGBps: 0, coRunnerBytes: 0, source: 'measured' },
+    const levels: ProfileLevel[] = [
+      { level: 0, summary: 'quiet: no co-runner', coRunnerGBps: 0, coRunnerBytes: 0, source: 'measured' },
       ...noisy.map((l) => {
         const s = bank!.runners.get(l)!.settings;
-        return { level: l, summary: levelSpec(l).summary, coRunnerGBps: r3(gbps.get(l) ?? 0), coRunnerBytes: s.randomBytes + s.streamBytes,
-          source: 'measured' as const };
-      })];
-    const name = o.name ?? (basename(bundle.manifest.model.path).replace(/\.onnx$/i, '') || basename(bundle.paths.dir).replace(/\.bundle$/, ''));
+        return {
+          level: l,
+          summary: levelSpec(l).summary,
+          coRunnerGBps: r3(gbps.get(l) ?? 0),
+          coRunnerBytes: s.randomBytes + s.streamBytes,
+          source: 'measured' as const,
+        };
+      }),
+    ];
+    const name =
+      o.name ?? (basename(bundle.manifest.model.path).replace(/\.onnx$/i, '') || basename(bundle.paths.dir).replace(/\.bundle$/, ''));
     const cpu = cpus()[0]?.model?.trim() ?? 'unknown CPU';
-    const profile = checkProfile({
-      format: PROFILE_FORMAT, formatVersion: PROFILE_FORMAT_VERSION,
-      model: { name, sha256: bundle.manifest.model.sha256, manifestSha256: manifestSha },
-      machine: { description: `${cpu}, ${all.length} cores available (${cpus().length} online), L3 ${(l3.bytes / 2 ** 20).toFixed(0)} MiB (${l3.source})`,
-        cores: all.length, l3Bytes: l3.bytes, source: 'measured' },
-      method: `veltair profile: ${o.rounds} interleaved round(s), ${o.runs} timed run(s) per visit after one warm-up, ${measured.vectors} version ` +
-        `vector(s); medians of per-step times (executor.setProfiling); `
-        + `kernel threads on cores ${corePlan.allCores.slice(0, Math.max(...o.cores)).join(',')}, co-runners on ` +
+    const profile = checkProfile(
+      {
+        format: PROFILE_FORMAT,
+        formatVersion: PROFILE_FORMAT_VERSION,
+        model: { name, sha256: bundle.manifest.model.sha256, manifestSha256: manifestSha },
+        machine: {
+          description: `${cpu}, ${all.length} cores available (${cpus().length} online), L3 ${(l3.bytes / 2 ** 20).toFixed(0)} MiB (${l3.source})`,
+          cores: all.length,
+          l3Bytes: l3.bytes,
+          source: 'measured',
+        },
+        method:
+          `veltair profile: ${o.rounds} interleaved round(s), ${o.runs} timed run(s) per visit after one warm-up, ${measured.vectors} version ` +
+          `vector(s); medians of per-step times (executor.setProfiling); ` +
+          `kernel threads on cores ${corePlan.allCores.slice(0, Math.max(...o.cores)).join(',')}, co-runners on ` +
           `${corePlan.noiseCores.join(',') || 'none'}; ${new Date().toISOString()}`,
-      coreCounts: [...o.cores].sort((a, b) => a - b), levels, claimCost: measured.claim, steps: measured.steps,
-    } satisfies Profile, 'the measured profile');
+        coreCounts: [...o.cores].sort((a, b) => a - b),
+        levels,
+        claimCost: measured.claim,
+        steps: measured.steps,
+      } satisfies Profile,
+      'the measured profile',
+    );
     return { profile, conditions, skipped, vectors: measured.vectors, timedRuns: measured.timedRuns };
   } finally {
     session?.close();
@@ -148,8 +220,14 @@ interface Measured {
   readonly timedRuns: number;
 }
 
-async function measureAll(session: Session, steps: readonly MappedStep[], conditions: readonly { cores: number; level: number }[],
-  bank: LevelBank | undefined, o: ProfileOptions, say: (m: string) => void): Promise<Measured> {
+async function measureAll(
+  session: Session,
+  steps: readonly MappedStep[],
+  conditions: readonly { cores: number; level: number }[],
+  bank: LevelBank | undefined,
+  o: ProfileOptions,
+  say: (m: string) => void,
+): Promise<Measured> {
   const ex = session.executor;
   const feeds = feedsFor(session);
   const outs = ex.run(feeds);
@@ -160,7 +238,8 @@ async function measureAll(session: Session, steps: readonly MappedStep[], condit
   const samples = conditions.map(() => vectors.map(() => Array.from({ length: S }, () => [] as number[])));
   const claimSamples: number[] = [];
   const counts = [...new Set(conditions.map((c) => c.cores))].sort((a, b) => a - b);
-  const lo = counts[0]!, hi = counts[counts.length - 1]!;
+  const lo = counts[0]!,
+    hi = counts[counts.length - 1]!;
   let timedRuns = 0;
   const timedRun = (into: number[][] | undefined): Float64Array => {
     ex.run(feeds, outs);
@@ -187,7 +266,8 @@ async function measureAll(session: Session, steps: readonly MappedStep[], condit
           // Let the event loop in between visits: a signal's handler (which stops the co-runners) must get to run.
           await new Promise((resolve) => setImmediate(resolve));
         }
-        if (c.level === 0 && c.cores === hi && lo !== hi) claimSamples.push(...measureClaim(session, vectors[0]!, lo, hi, o.runs, timedRun));
+        if (c.level === 0 && c.cores === hi && lo !== hi)
+          claimSamples.push(...measureClaim(session, vectors[0]!, lo, hi, o.runs, timedRun));
       }
       await bank?.quiesce();
     }
@@ -205,21 +285,50 @@ async function measureAll(session: Session, steps: readonly MappedStep[], condit
       });
       return out;
     };
-    const base = { index, name: st.name, op: st.op, kind: st.kind, layer: st.layer, flops: st.flops, bytes: st.bytes, footprintBytes: st.footprintBytes };
+    const base = {
+      index,
+      name: st.name,
+      op: st.op,
+      kind: st.kind,
+      layer: st.layer,
+      flops: st.flops,
+      bytes: st.bytes,
+      footprintBytes: st.footprintBytes,
+    };
     if (st.kind === 'tunable') {
       return {
         ...base,
         versions: st.versions.map((v, k) => ({
-          id: v.id, symbol: v.symbol, tunedThreads: v.threads, parallelChunks: v.features.parallelChunks,
+          id: v.id,
+          symbol: v.symbol,
+          tunedThreads: v.threads,
+          parallelChunks: v.features.parallelChunks,
           latencyUs: latencyFor((ci) => vectors.flatMap((vec, j) => (vec[st.tunableIndex] === k ? samples[ci]![j]![st.native]! : []))),
         })),
       };
     }
-    return { ...base, versions: [{ id: st.kind, symbol: null, tunedThreads: null, parallelChunks: null, latencyUs: latencyFor((ci) =>
-      samples[ci]!.flatMap((byStep) => byStep[st.native]!)) }] };
+    return {
+      ...base,
+      versions: [
+        {
+          id: st.kind,
+          symbol: null,
+          tunedThreads: null,
+          parallelChunks: null,
+          latencyUs: latencyFor((ci) => samples[ci]!.flatMap((byStep) => byStep[st.native]!)),
+        },
+      ],
+    };
   });
-  const claim = claimSamples.length > 0 ? { us: Math.max(0, r3(quartiles(claimSamples).median / 1000)), threads: hi, source: 'measured' as const,
-    repeats: claimSamples.length } : null;
+  const claim =
+    claimSamples.length > 0
+      ? {
+          us: Math.max(0, r3(quartiles(claimSamples).median / 1000)),
+          threads: hi,
+          source: 'measured' as const,
+          repeats: claimSamples.length,
+        }
+      : null;
   return { steps: profileSteps, claim, vectors: V, timedRuns };
 }
 
@@ -227,13 +336,24 @@ async function measureAll(session: Session, steps: readonly MappedStep[], condit
  * Runs with steps alternating lo / hi threads, each against the uniform runs just before: the
  * median excess step time per thread-count switch (ns), one sample per run.
  */
-function measureClaim(session: Session, vector: readonly number[], lo: number, hi: number, runs: number, timedRun: (into: undefined) =>
-  Float64Array): number[] {
+function measureClaim(
+  session: Session,
+  vector: readonly number[],
+  lo: number,
+  hi: number,
+  runs: number,
+  timedRun: (into: undefined) => Float64Array,
+): number[] {
   const ex = session.executor;
   session.useVersions(vector);
   const S = ex.stepCount;
-  const uniform = (t: number) => { session.setThreads(t); timedRun(undefined); return Array.from({ length: runs }, () => timedRun(undefined)); };
-  const atLo = uniform(lo), atHi = uniform(hi);
+  const uniform = (t: number) => {
+    session.setThreads(t);
+    timedRun(undefined);
+    return Array.from({ length: runs }, () => timedRun(undefined));
+  };
+  const atLo = uniform(lo),
+    atHi = uniform(hi);
   const med = (rows: Float64Array[], s: number) => quartiles(rows.map((r) => r[s]!)).median;
   const threadsOf = (s: number) => (s % 2 === 0 ? lo : hi);
   for (let s = 0; s < S; s++) ex.setThreads(s, threadsOf(s));

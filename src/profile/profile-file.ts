@@ -25,10 +25,15 @@ export function readBundleProfile(bundleDir: string, path?: string): { profile: 
     return undefined;
   }
   const profile = parseProfile(readFileSync(file, 'utf8'), file);
-  const sha = createHash('sha256').update(readFileSync(join(bundleDir, 'manifest.json'))).digest('hex');
+  const sha = createHash('sha256')
+    .update(readFileSync(join(bundleDir, 'manifest.json')))
+    .digest('hex');
   if (profile.model.manifestSha256 !== sha) {
-    throw userError('BAD_PROFILE', `${file} was not taken of bundle ${bundleDir} (its manifest sha256 differs)`,
-      `profile the bundle again: veltair profile ${bundleDir}`);
+    throw userError(
+      'BAD_PROFILE',
+      `${file} was not taken of bundle ${bundleDir} (its manifest sha256 differs)`,
+      `profile the bundle again: veltair profile ${bundleDir}`,
+    );
   }
   return { profile, file };
 }

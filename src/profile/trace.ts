@@ -55,7 +55,10 @@ export function profileSession(session: Session, feeds: Parameters<Session['runS
       session.runSync(feeds);
       const ns = executor.stepTimesNs();
       let total = 0;
-      for (let s = 0; s < samples.length; s++) { samples[s]!.push(ns[s]!); total += ns[s]!; }
+      for (let s = 0; s < samples.length; s++) {
+        samples[s]!.push(ns[s]!);
+        total += ns[s]!;
+      }
       runsMs.push(total / 1e6);
     }
   } finally {
@@ -64,7 +67,7 @@ export function profileSession(session: Session, feeds: Parameters<Session['runS
   const steps = session.steps.map((st, i): ProfiledStep => {
     const p = plan.steps[st.planStep]!;
     const layer = st.layer === null ? undefined : layers.get(st.layer);
-    const name = p.op === 'reorder' ? `${p.from}→${p.to}` : layer?.name ?? `step ${i}`;
+    const name = p.op === 'reorder' ? `${p.from}→${p.to}` : (layer?.name ?? `step ${i}`);
     const layout = p.op === 'reorder' ? p.to : p.layout;
     return { index: i, kind: st.kind, layer: st.layer, name, layout, samplesNs: samples[i]! };
   });
@@ -83,7 +86,8 @@ export function summaryByKind(p: RunProfile): KindRow[] {
     by.set(s.kind, row);
     total += ns;
   }
-  return [...by].map(([kind, r]) => ({ kind, steps: r.steps, ms: r.ns / 1e6, share: total > 0 ? r.ns / total : 0 }))
+  return [...by]
+    .map(([kind, r]) => ({ kind, steps: r.steps, ms: r.ns / 1e6, share: total > 0 ? r.ns / total : 0 }))
     .sort((a, b) => b.ms - a.ms || (a.kind < b.kind ? -1 : 1));
 }
 
@@ -115,8 +119,14 @@ export function chromeTrace(p: RunProfile, m: Manifest, meta: TraceMeta): Record
     for (const s of p.steps) {
       const dur = s.samplesNs[r]! / 1000;
       events.push({
-        name: s.kind === 'kernel' || s.kind === 'reorder' ? `${s.kind} ${s.name}` : s.name, cat: s.kind, ph: 'X', pid: 1, tid: 1,
-        ts: round(at), dur: round(dur), args: { step: s.index, op: s.kind, layer: s.layer, layout: s.layout },
+        name: s.kind === 'kernel' || s.kind === 'reorder' ? `${s.kind} ${s.name}` : s.name,
+        cat: s.kind,
+        ph: 'X',
+        pid: 1,
+        tid: 1,
+        ts: round(at),
+        dur: round(dur),
+        args: { step: s.index, op: s.kind, layer: s.layer, layout: s.layout },
       });
       at += dur;
     }
@@ -126,7 +136,11 @@ export function chromeTrace(p: RunProfile, m: Manifest, meta: TraceMeta): Record
     traceEvents: events,
     displayTimeUnit: 'ms',
     otherData: {
-      producer: 'veltair run --profile', bundle: meta.bundle, model: meta.model, threads: meta.threads, level: meta.level,
+      producer: 'veltair run --profile',
+      bundle: meta.bundle,
+      model: meta.model,
+      threads: meta.threads,
+      level: meta.level,
       runs: p.runsMs.length,
       note: 'step start = run start + the measured durations of the steps before it (the executor records durations)',
     },

@@ -18,7 +18,10 @@ export function blobReader(dir: string): { read: (ref: BlobRef) => Uint8Array; c
     const cached = blobs.get(key);
     if (cached) return cached;
     let fd = fds.get(ref.file);
-    if (fd === undefined) { fd = openSync(join(dir, ref.file), 'r'); fds.set(ref.file, fd); }
+    if (fd === undefined) {
+      fd = openSync(join(dir, ref.file), 'r');
+      fds.set(ref.file, fd);
+    }
     const bytes = Buffer.allocUnsafeSlow(ref.length);
     let done = 0;
     while (done < ref.length) {
@@ -29,5 +32,10 @@ export function blobReader(dir: string): { read: (ref: BlobRef) => Uint8Array; c
     blobs.set(key, bytes);
     return bytes;
   };
-  return { read, close: () => { for (const fd of fds.values()) closeSync(fd); } };
+  return {
+    read,
+    close: () => {
+      for (const fd of fds.values()) closeSync(fd);
+    },
+  };
 }

@@ -20,8 +20,10 @@ export async function executorForBundle(bundle: LoadedBundle, options: Translate
   const blobs = blobReader(bundle.paths.dir);
   let translated: TranslatedPlan;
   try {
-    translated = translatePlan(bundle.manifest.graphPlan, fromManifest(bundle.manifest, blobs.read),
-      { runningVersion: levelZeroVersion(bundle.manifest, options.threads ?? 1), ...options });
+    translated = translatePlan(bundle.manifest.graphPlan, fromManifest(bundle.manifest, blobs.read), {
+      runningVersion: levelZeroVersion(bundle.manifest, options.threads ?? 1),
+      ...options,
+    });
   } finally {
     blobs.close();
   }

@@ -21,7 +21,7 @@ export type Feeds = Readonly<Record<string, Feed>>;
 
 const describe = (t: TensorInfo) => `${t.dtype} [${t.shape.join(', ')}]`;
 const listInputs = (inputs: readonly TensorInfo[]) => inputs.map((t) => `${quoteForMessage(t.name)} (${describe(t)})`).join(', ');
-const HINT = 'see session.inputs (or `veltair run --help`) for each input\'s name, dtype and shape';
+const HINT = "see session.inputs (or `veltair run --help`) for each input's name, dtype and shape";
 
 function feedParts(f: Feed): { data: unknown; shape: readonly number[] | undefined; dtype: DType | undefined } {
   if (ArrayBuffer.isView(f) || Array.isArray(f)) return { data: f, shape: undefined, dtype: undefined };
@@ -38,15 +38,23 @@ function checkOne(t: TensorInfo, f: Feed): TensorData {
   }
   if (!ArrayBuffer.isView(data) || arrayTypeOf(data) !== want) {
     const got = arrayTypeOf(data);
-    throw userError('BAD_INPUT', `input ${name} is ${/^[A-Z]/.test(got) ? `a${/^[AEIOU]/.test(got) ? 'n' : ''} ` : ''}${got}; `
-      + `expected ${describe(t)} as a ${want ?? 'typed array'}`, HINT);
+    throw userError(
+      'BAD_INPUT',
+      `input ${name} is ${/^[A-Z]/.test(got) ? `a${/^[AEIOU]/.test(got) ? 'n' : ''} ` : ''}${got}; ` +
+        `expected ${describe(t)} as a ${want ?? 'typed array'}`,
+      HINT,
+    );
   }
   const values = data as TensorData;
   if (shape !== undefined && (shape.length !== t.shape.length || shape.some((d, i) => d !== t.shape[i]))) {
     throw userError('BAD_INPUT', `input ${name} has shape [${shape.join(', ')}]; expected ${describe(t)}`, HINT);
   }
   if (values.length !== elementsOf(t.shape)) {
-    throw userError('BAD_INPUT', `input ${name} has ${values.length} elements; expected ${describe(t)} = ${elementsOf(t.shape)} elements`, HINT);
+    throw userError(
+      'BAD_INPUT',
+      `input ${name} has ${values.length} elements; expected ${describe(t)} = ${elementsOf(t.shape)} elements`,
+      HINT,
+    );
   }
   return values;
 }
@@ -54,7 +62,11 @@ function checkOne(t: TensorInfo, f: Feed): TensorData {
 /** The feeds as arrays in `inputs` order, after every check. */
 export function orderFeeds(inputs: readonly TensorInfo[], feeds: Feeds): TensorData[] {
   if (feeds === null || typeof feeds !== 'object' || ArrayBuffer.isView(feeds)) {
-    throw userError('BAD_INPUT', `feeds must be an object mapping input names to arrays; the model's inputs are ${listInputs(inputs)}`, HINT);
+    throw userError(
+      'BAD_INPUT',
+      `feeds must be an object mapping input names to arrays; the model's inputs are ${listInputs(inputs)}`,
+      HINT,
+    );
   }
   const known = new Set(inputs.map((t) => t.name));
   for (const name of Object.keys(feeds)) {
@@ -65,7 +77,11 @@ export function orderFeeds(inputs: readonly TensorInfo[], feeds: Feeds): TensorD
   return inputs.map((t) => {
     const f = Object.prototype.hasOwnProperty.call(feeds, t.name) ? feeds[t.name] : undefined;
     if (f === undefined) {
-      throw userError('BAD_INPUT', `input ${quoteForMessage(t.name)} (${describe(t)}) is missing; the model's inputs are ${listInputs(inputs)}`, HINT);
+      throw userError(
+        'BAD_INPUT',
+        `input ${quoteForMessage(t.name)} (${describe(t)}) is missing; the model's inputs are ${listInputs(inputs)}`,
+        HINT,
+      );
     }
     return checkOne(t, f);
   });

@@ -54,7 +54,7 @@ const PIXEL_SPLIT_FROM = 128;
 export function fixedOwner(item: number, items: number, q: number, hw: number, threads: number): number {
   const [at, of, parts] = hw >= PIXEL_SPLIT_FROM ? [q, hw, threads] : [item, items, Math.min(threads, items)];
   let t = 0;
-  while (t < parts - 1 && at >= Math.floor(of * (t + 1) / parts)) t++;
+  while (t < parts - 1 && at >= Math.floor((of * (t + 1)) / parts)) t++;
   return t;
 }
 
@@ -81,7 +81,9 @@ export function assignGather(g: GatherShape, threads: number, owners: readonly (
   const items = g.n * blocksOf.reduce((a, b) => a + b, 0);
   const runs: GatherRun[] = [];
   const loads = new Array<number>(threads).fill(0);
-  let differs = false, item = 0, firstBlock = 0;
+  let differs = false,
+    item = 0,
+    firstBlock = 0;
   for (let o = 0; o < g.sources.length; o++) {
     for (let n = 0; n < g.n; n++) {
       for (let ob = 0; ob < blocksOf[o]!; ob++, item++) {

@@ -15,8 +15,15 @@ export interface HostTensor {
 
 /** The typed-array class that holds `dtype` (undefined: the runtime has no host type for it). */
 const ARRAY_OF: Readonly<Partial<Record<DType, string>>> = {
-  float32: 'Float32Array', float64: 'Float64Array', int32: 'Int32Array', int64: 'BigInt64Array',
-  int8: 'Int8Array', uint8: 'Uint8Array', bool: 'Uint8Array', int16: 'Int16Array', uint16: 'Uint16Array',
+  float32: 'Float32Array',
+  float64: 'Float64Array',
+  int32: 'Int32Array',
+  int64: 'BigInt64Array',
+  int8: 'Int8Array',
+  uint8: 'Uint8Array',
+  bool: 'Uint8Array',
+  int16: 'Int16Array',
+  uint16: 'Uint16Array',
 };
 
 export function arrayTypeFor(dtype: DType): string | undefined {
@@ -32,13 +39,19 @@ export function arrayTypeOf(data: unknown): string {
 
 export const elementsOf = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 
-export interface TensorStats { readonly min: number; readonly max: number; readonly mean: number }
+export interface TensorStats {
+  readonly min: number;
+  readonly max: number;
+  readonly mean: number;
+}
 
 /** min / max / mean over the values (NaN when any value is NaN or the tensor is empty). */
 export function tensorStats(data: TensorData): TensorStats {
   const n = data.length;
   if (n === 0) return { min: Number.NaN, max: Number.NaN, mean: Number.NaN };
-  let min = Infinity, max = -Infinity, sum = 0;
+  let min = Infinity,
+    max = -Infinity,
+    sum = 0;
   for (let i = 0; i < n; i++) {
     const v = Number(data[i]!);
     if (v < min) min = v;

@@ -11,7 +11,11 @@ import { elementsOf, type HostTensor, type TensorData } from './host-tensor.js';
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
 
-interface NpyType { readonly dtype: DType; readonly size: number; readonly make: (b: ArrayBuffer, n: number) => TensorData }
+interface NpyType {
+  readonly dtype: DType;
+  readonly size: number;
+  readonly make: (b: ArrayBuffer, n: number) => TensorData;
+}
 
 /** descr without its byte-order character → dtype. */
 const TYPES: Readonly<Record<string, NpyType>> = {
@@ -27,15 +31,22 @@ const TYPES: Readonly<Record<string, NpyType>> = {
 };
 
 const DESCR_OF: Readonly<Partial<Record<DType, string>>> = Object.fromEntries(
-  Object.entries(TYPES).map(([k, t]) => [t.dtype, (t.size === 1 ? '|' : '<') + k]));
+  Object.entries(TYPES).map(([k, t]) => [t.dtype, (t.size === 1 ? '|' : '<') + k]),
+);
 
 export const NPY_SUPPORTED = 'little-endian float32, float64, int64, int32, int16, uint16, int8, uint8 or bool, in C order';
 
-const badNpy = (file: string, what: string,
-  hint = `save the array with numpy.save as ${NPY_SUPPORTED} (e.g. np.save(f, np.ascontiguousarray(a, dtype=np.float32)))`) =>
-  userError('BAD_INPUT', `${file}: ${what}`, hint);
+const badNpy = (
+  file: string,
+  what: string,
+  hint = `save the array with numpy.save as ${NPY_SUPPORTED} (e.g. np.save(f, np.ascontiguousarray(a, dtype=np.float32)))`,
+) => userError('BAD_INPUT', `${file}: ${what}`, hint);
 
-interface Header { readonly descr: string; readonly fortran: boolean; readonly shape: number[] }
+interface Header {
+  readonly descr: string;
+  readonly fortran: boolean;
+  readonly shape: number[];
+}
 
 function parseHeader(file: string, text: string): Header {
   const field = (key: string, value: string) => new RegExp(`['"]${key}['"]\\s*:\\s*${value}`).exec(text);
@@ -45,18 +56,25 @@ function parseHeader(file: string, text: string): Header {
   const fortran = field('fortran_order', '(True|False)');
   const shape = field('shape', '\\(([^)]*)\\)');
   if (!fortran || !shape) throw badNpy(file, 'the .npy header lacks fortran_order or shape (not a .npy file?)');
-  const dims = shape[1]!.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const dims = shape[1]!
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (!dims.every((d) => /^\d+L?$/.test(d))) throw badNpy(file, `the .npy shape (${quoteForMessage(shape[1]!)}) is not a tuple of sizes`);
   return { descr: descr[1] ?? descr[2]!, fortran: fortran[1] === 'True', shape: dims.map((d) => Number.parseInt(d, 10)) };
 }
 
 function typeOf(file: string, descr: string): NpyType {
-  const order = descr[0]!, code = descr.slice(1);
+  const order = descr[0]!,
+    code = descr.slice(1);
   const t = TYPES[code];
   if (t !== undefined && (order === '<' || order === '=' || (order === '|' && t.size === 1))) return t;
   if (t !== undefined && order === '>') {
-    throw badNpy(file, `big-endian data (${quoteForMessage(descr)}) is not supported; only ${NPY_SUPPORTED}`,
-      `convert it first, e.g. np.save(f, a.astype(a.dtype.newbyteorder('<')))`);
+    throw badNpy(
+      file,
+      `big-endian data (${quoteForMessage(descr)}) is not supported; only ${NPY_SUPPORTED}`,
+      `convert it first, e.g. np.save(f, a.astype(a.dtype.newbyteorder('<')))`,
+    );
   }
   throw badNpy(file, `dtype ${quoteForMessage(descr)} is not supported; only ${NPY_SUPPORTED}`);
 }
@@ -76,14 +94,20 @@ export function decodeNpy(bytes: Uint8Array, file: string): HostTensor {
   const h = parseHeader(file, text);
   const t = typeOf(file, h.descr);
   if (h.fortran && h.shape.filter((d) => d > 1).length > 1) {
-    throw badNpy(file, `the array is in Fortran (column-major) order; only ${NPY_SUPPORTED}`,
-      'save a C-ordered copy: np.save(f, np.ascontiguousarray(a))');
+    throw badNpy(
+      file,
+      `the array is in Fortran (column-major) order; only ${NPY_SUPPORTED}`,
+      'save a C-ordered copy: np.save(f, np.ascontiguousarray(a))',
+    );
   }
   const count = elementsOf(h.shape);
   const want = count * t.size;
   const have = bytes.length - start;
   if (have !== want) {
-    throw badNpy(file, `holds ${have} bytes of data, but shape (${h.shape.join(', ')}) of ${t.dtype} needs ${want} (truncated or not a .npy file)`);
+    throw badNpy(
+      file,
+      `holds ${have} bytes of data, but shape (${h.shape.join(', ')}) of ${t.dtype} needs ${want} (truncated or not a .npy file)`,
+    );
   }
   // Copy: the data need not be aligned for the typed array in the file's buffer.
   const copy = Uint8Array.prototype.slice.call(bytes, start, start + want) as Uint8Array;
@@ -106,9 +130,11 @@ export function encodeNpy(t: HostTensor): Uint8Array {
   const padded = dict + ' '.repeat((64 - ((prefix + dict.length + 1) % 64)) % 64) + '\n';
   const out = new Uint8Array(prefix + padded.length + t.data.byteLength);
   out.set(MAGIC, 0);
-  out[6] = major; out[7] = 0;
+  out[6] = major;
+  out[7] = 0;
   const dv = new DataView(out.buffer);
-  if (major === 1) dv.setUint16(8, padded.length, true); else dv.setUint32(8, padded.length, true);
+  if (major === 1) dv.setUint16(8, padded.length, true);
+  else dv.setUint32(8, padded.length, true);
   for (let i = 0; i < padded.length; i++) out[prefix + i] = padded.charCodeAt(i);
   out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), prefix + padded.length);
   return out;

@@ -13,7 +13,11 @@ import { arrayTypeFor, elementsOf, type HostTensor, type TensorData } from './ho
 const { onnx } = onnxProto;
 
 const badPb = (file: string, what: string) =>
-  userError('BAD_INPUT', `${file}: ${what}`, 'pass an ONNX TensorProto file (e.g. onnx.numpy_helper.from_array(a).SerializeToString()) or a .npy file');
+  userError(
+    'BAD_INPUT',
+    `${file}: ${what}`,
+    'pass an ONNX TensorProto file (e.g. onnx.numpy_helper.from_array(a).SerializeToString()) or a .npy file',
+  );
 
 function exactInt64(p: onnxProto.onnx.TensorProto, count: number): BigInt64Array {
   if (p.rawData && p.rawData.length > 0) {
@@ -21,7 +25,8 @@ function exactInt64(p: onnxProto.onnx.TensorProto, count: number): BigInt64Array
     return new BigInt64Array(copy.buffer as ArrayBuffer, 0, count);
   }
   return BigInt64Array.from(p.int64Data ?? [], (v: number | LongLike) =>
-    (typeof v === 'number' ? BigInt(v) : BigInt.asIntN(64, (BigInt(v.high >>> 0) << 32n) | BigInt(v.low >>> 0))));
+    typeof v === 'number' ? BigInt(v) : BigInt.asIntN(64, (BigInt(v.high >>> 0) << 32n) | BigInt(v.low >>> 0)),
+  );
 }
 
 /** Decode one TensorProto file; `file` names it in messages. Also returns the tensor's own name. */

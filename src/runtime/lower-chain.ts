@@ -12,12 +12,28 @@ import { paramFloats } from './runtime-layer.js';
 
 const MAX_STEPS = 16;
 const UNARY_TOKENS: Readonly<Record<string, string>> = {
-  relu: 'relu', clip: 'clip', leakyrelu: 'leaky_relu', sigmoid: 'sigmoid', hardsigmoid: 'hard_sigmoid', hardswish: 'hard_swish',
-  silu: 'silu', tanh: 'tanh', gelu: 'gelu', gelu_tanh: 'gelu_tanh', erf: 'erf', exp: 'exp', neg: 'neg',
+  relu: 'relu',
+  clip: 'clip',
+  leakyrelu: 'leaky_relu',
+  sigmoid: 'sigmoid',
+  hardsigmoid: 'hard_sigmoid',
+  hardswish: 'hard_swish',
+  silu: 'silu',
+  tanh: 'tanh',
+  gelu: 'gelu',
+  gelu_tanh: 'gelu_tanh',
+  erf: 'erf',
+  exp: 'exp',
+  neg: 'neg',
 };
 const BINARY_TOKENS = new Set(['add', 'sub', 'mul', 'div', 'max', 'min']);
 
-interface Geometry { readonly n: number; readonly c: number; readonly hw: number; readonly v: number }
+interface Geometry {
+  readonly n: number;
+  readonly c: number;
+  readonly hw: number;
+  readonly v: number;
+}
 
 function geometryOf(c: OpContext, o: Operand): Geometry {
   if (isBlocked(c.layout)) {
@@ -30,8 +46,10 @@ function geometryOf(c: OpContext, o: Operand): Geometry {
 export const elementwiseChain: Lowering = (c) => {
   const program = c.layer.attrs['program'];
   if (typeof program !== 'string' || program.length === 0) unsupported(c, 'an elementwise chain without a program');
-  const x = c.ins[0]!, out = c.outs[0]!;
-  if ([x, out].some((o) => o.dtype !== 'float32' || o.shape.length < 2)) unsupported(c, 'elementwise chains run on float32 values with a channel axis');
+  const x = c.ins[0]!,
+    out = c.outs[0]!;
+  if ([x, out].some((o) => o.dtype !== 'float32' || o.shape.length < 2))
+    unsupported(c, 'elementwise chains run on float32 values with a channel axis');
   const geo = geometryOf(c, out);
   const padded = roundUp(geo.c, geo.v);
   const inputs: number[] = [x.ref];
@@ -56,11 +74,17 @@ export const elementwiseChain: Lowering = (c) => {
     const o = c.ins[k];
     if (o === undefined || o.param) unsupported(c, `the chain names input ${k}, which the layer does not have`);
     const full = o.shape.length === out.shape.length && o.shape.every((d, i) => d === out.shape[i]);
-    const gate = o.shape.length === out.shape.length && o.shape[1] === geo.c && o.shape.slice(2).every((d) => d === 1)
-      && (o.shape[0] === 1 || o.shape[0] === geo.n);
+    const gate =
+      o.shape.length === out.shape.length &&
+      o.shape[1] === geo.c &&
+      o.shape.slice(2).every((d) => d === 1) &&
+      (o.shape[0] === 1 || o.shape[0] === geo.n);
     if (!full && !gate) unsupported(c, `chain input ${k} of shape [${o.shape.join(',')}] neither matches the output nor is a channel gate`);
     const key = `in:${k}`;
-    if (!refOf.has(key)) { refOf.set(key, k === 0 ? 0 : inputs.length); if (k !== 0) inputs.push(o.ref); }
+    if (!refOf.has(key)) {
+      refOf.set(key, k === 0 ? 0 : inputs.length);
+      if (k !== 0) inputs.push(o.ref);
+    }
     const kind = full ? OPERAND_KIND.full : o.shape[0] === geo.n && geo.n > 1 ? OPERAND_KIND.channel_batch : OPERAND_KIND.channel;
     return { index: refOf.get(key)!, kind };
   };
@@ -80,8 +104,10 @@ export const elementwiseChain: Lowering = (c) => {
     const list = args === '' ? [] : args.split(',');
     if (name === 'affine') {
       if (list.length !== 2) unsupported(c, 'affine takes a scale and a shift');
-      const a = ref(list[0]!), b = ref(list[1]!);
-      if (a.kind !== OPERAND_KIND.channel || b.kind !== OPERAND_KIND.channel) unsupported(c, 'affine scale and shift must be per-channel constants');
+      const a = ref(list[0]!),
+        b = ref(list[1]!);
+      if (a.kind !== OPERAND_KIND.channel || b.kind !== OPERAND_KIND.channel)
+        unsupported(c, 'affine scale and shift must be per-channel constants');
       ints.push(CHAIN_STEP.affine, 0, a.index, b.index, 0);
       floats.push(0, 0);
     } else if (UNARY_TOKENS[name!] !== undefined) {

@@ -5,7 +5,17 @@
  */
 import { BINARY_FN, FIRST_COMPARISON, KIND, OP, POOL_KIND, REDUCE_FN, UNARY_FN } from './ops.js';
 import { broadcastShape, broadcastStrides, coalesce, MAX_NATIVE_RANK, product, roundUp, stridesOf } from './geometry.js';
-import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type LoweredOp, type Lowering, type OpContext, type Operand } from './lower-context.js';
+import {
+  attrList,
+  attrNumber,
+  blockedGeometry,
+  isBlocked,
+  unsupported,
+  type LoweredOp,
+  type Lowering,
+  type OpContext,
+  type Operand,
+} from './lower-context.js';
 import { parseLayout } from '../bundle/layout.js';
 import { paramFloats } from './runtime-layer.js';
 import { elementwiseChain } from './lower-chain.js';
@@ -18,7 +28,8 @@ function laneFix(c: OpContext): number[] {
 }
 
 const FLOAT32_MAX = 3.4028234663852886e38;
-const SELU_ALPHA = 1.67326319217681884765625, SELU_GAMMA = 1.05070102214813232421875;
+const SELU_ALPHA = 1.67326319217681884765625,
+  SELU_GAMMA = 1.05070102214813232421875;
 
 export const unary: Lowering = (c) => {
   const op = c.layer.op === 'gelu' && c.layer.attrs['approximate'] === 'tanh' ? 'gelu_tanh' : c.layer.op;
@@ -74,25 +85,40 @@ export const binary: Lowering = (c) => {
     const reversed = !sameShape(a) || (a.param !== undefined && b.param === undefined);
     if (reversed) [a, b] = [b, a];
     if (b.param) b = channelGateParam(c, b, g.c, g.v);
-    return { op: OP.BINARY_CHANNEL, inputs: [a.ref, b.ref], outputs: [out.ref],
-      ints: [fn, g.n, Math.ceil(g.c / g.v), g.h * g.w, g.v, b.shape[0] === g.n && g.n > 1 ? 1 : 0, g.c, reversed ? 1 : 0] };
+    return {
+      op: OP.BINARY_CHANNEL,
+      inputs: [a.ref, b.ref],
+      outputs: [out.ref],
+      ints: [fn, g.n, Math.ceil(g.c / g.v), g.h * g.w, g.v, b.shape[0] === g.n && g.n > 1 ? 1 : 0, g.c, reversed ? 1 : 0],
+    };
   }
   const shape = broadcastShape([a.shape, b.shape]);
   const walk = coalesce(shape, [broadcastStrides(a.shape, shape), broadcastStrides(b.shape, shape)]);
   if (walk.dims.length > MAX_NATIVE_RANK) unsupported(c, 'broadcast rank above 8');
-  return { op: OP.BINARY, inputs: [a.ref, b.ref], outputs: [out.ref],
-    ints: [fn, walk.dims.length, ...walk.dims, ...walk.strides[0]!, ...walk.strides[1]!, 0, 0, 0, 0] };
+  return {
+    op: OP.BINARY,
+    inputs: [a.ref, b.ref],
+    outputs: [out.ref],
+    ints: [fn, walk.dims.length, ...walk.dims, ...walk.strides[0]!, ...walk.strides[1]!, 0, 0, 0, 0],
+  };
 };
 
 export const where: Lowering = (c) => {
   const [cond, x, y] = c.ins;
   if (!cond || !x || !y) unsupported(c, 'where takes condition, X and Y');
   const shape = c.outs[0]!.shape;
-  const walk = coalesce(shape, [cond.shape, x.shape, y.shape].map((s) => broadcastStrides(s, shape)));
+  const walk = coalesce(
+    shape,
+    [cond.shape, x.shape, y.shape].map((s) => broadcastStrides(s, shape)),
+  );
   const bytes = { float32: 4, int64: 8, int32: 4, float64: 8, bool: 1, uint8: 1, int8: 1 }[x.dtype as string];
   if (bytes === undefined || cond.dtype !== 'bool') unsupported(c, `where on ${x.dtype} with a ${cond.dtype} condition`);
-  return { op: OP.WHERE, inputs: [cond.ref, x.ref, y.ref], outputs: [c.outs[0]!.ref],
-    ints: [walk.dims.length, ...walk.dims, ...walk.strides.flat(), bytes] };
+  return {
+    op: OP.WHERE,
+    inputs: [cond.ref, x.ref, y.ref],
+    outputs: [c.outs[0]!.ref],
+    ints: [walk.dims.length, ...walk.dims, ...walk.strides.flat(), bytes],
+  };
 };
 
 /** Ops whose C code reads and writes float: any other element type would be misread (and overrun). */
@@ -105,7 +131,8 @@ export const pool: Lowering = (c) => {
   float32Only(c, 'pooling');
   const x = c.ins[0]!;
   if (x.shape.length !== 4 && x.shape.length !== 3) unsupported(c, 'pooling runs on 1-D or 2-D spatial inputs');
-  const g = blockedGeometry(x), og = blockedGeometry(c.outs[0]!);
+  const g = blockedGeometry(x),
+    og = blockedGeometry(c.outs[0]!);
   const oneD = x.shape.length === 3;
   const lift = (v: readonly number[] | undefined, unit: number, n: number) => {
     const list = v ?? Array<number>(n).fill(unit);
@@ -118,9 +145,33 @@ export const pool: Lowering = (c) => {
   const pads = oneD ? [0, p[0]!, 0, p[1]!] : [...p];
   const kind = c.layer.op === 'maxpool' ? POOL_KIND.max : POOL_KIND.average;
   if (c.outs.length > 1) unsupported(c, 'maxpool with an Indices output');
-  return { op: OP.POOL, inputs: [x.ref], outputs: [c.outs[0]!.ref],
-    ints: [kind, g.n, g.c, g.h, g.w, og.h, og.w, g.v, kernel[0]!, kernel[1]!, strides[0]!, strides[1]!,
-      pads[0]!, pads[1]!, pads[2]!, pads[3]!, dil[0]!, dil[1]!, attrNumber(c, 'count_include_pad', 0), c.inputSplit === 'rows' ? 1 : 0] };
+  return {
+    op: OP.POOL,
+    inputs: [x.ref],
+    outputs: [c.outs[0]!.ref],
+    ints: [
+      kind,
+      g.n,
+      g.c,
+      g.h,
+      g.w,
+      og.h,
+      og.w,
+      g.v,
+      kernel[0]!,
+      kernel[1]!,
+      strides[0]!,
+      strides[1]!,
+      pads[0]!,
+      pads[1]!,
+      pads[2]!,
+      pads[3]!,
+      dil[0]!,
+      dil[1]!,
+      attrNumber(c, 'count_include_pad', 0),
+      c.inputSplit === 'rows' ? 1 : 0,
+    ],
+  };
 };
 
 export const globalPool: Lowering = (c) => {
@@ -145,7 +196,12 @@ export const softmax: Lowering = (c) => {
   const outer = product(s.slice(0, axis));
   const d = coerce ? product(s.slice(axis)) : s[axis]!;
   const inner = coerce ? 1 : product(s.slice(axis + 1));
-  return { op: OP.SOFTMAX, inputs: [c.ins[0]!.ref], outputs: [c.outs[0]!.ref], ints: [outer, d, inner, c.layer.op === 'logsoftmax' ? 1 : 0] };
+  return {
+    op: OP.SOFTMAX,
+    inputs: [c.ins[0]!.ref],
+    outputs: [c.outs[0]!.ref],
+    ints: [outer, d, inner, c.layer.op === 'logsoftmax' ? 1 : 0],
+  };
 };
 
 /** A constant broadcast to `shape` and flattened (LayerNorm's Scale/B over the normalised axes). */
@@ -158,7 +214,7 @@ function broadcastParam(c: OpContext, o: OpContext['ins'][number] | undefined, s
   const full = stridesOf(shape);
   for (let i = 0; i < out.length; i++) {
     let at = 0;
-    for (let d = 0; d < shape.length; d++) at += Math.floor(i / full[d]!) % shape[d]! * st[d]!;
+    for (let d = 0; d < shape.length; d++) at += (Math.floor(i / full[d]!) % shape[d]!) * st[d]!;
     out[i] = src[at]!;
   }
   return c.addParam(out);
@@ -169,20 +225,27 @@ export const layerNorm: Lowering = (c) => {
   const s = c.ins[0]!.shape;
   const axis = attrNumber(c, 'axis', s.length - 1);
   const norm = s.slice(axis);
-  return { op: OP.LAYERNORM, inputs: [c.ins[0]!.ref, broadcastParam(c, c.ins[1], norm), broadcastParam(c, c.ins[2], norm)],
-    outputs: [c.outs[0]!.ref], ints: [product(s.slice(0, axis)), product(norm)], floats: [attrNumber(c, 'epsilon', 1e-5)] };
+  return {
+    op: OP.LAYERNORM,
+    inputs: [c.ins[0]!.ref, broadcastParam(c, c.ins[1], norm), broadcastParam(c, c.ins[2], norm)],
+    outputs: [c.outs[0]!.ref],
+    ints: [product(s.slice(0, axis)), product(norm)],
+    floats: [attrNumber(c, 'epsilon', 1e-5)],
+  };
 };
 
 export const batchNorm: Lowering = (c) => {
   const [x, scale, bias, mean, variance] = c.ins;
   float32Only(c, 'batch normalization');
-  if (!x || !scale?.param || !bias?.param || !mean?.param || !variance?.param) unsupported(c, 'batch normalization needs constant scale, B, mean and var');
+  if (!x || !scale?.param || !bias?.param || !mean?.param || !variance?.param)
+    unsupported(c, 'batch normalization needs constant scale, B, mean and var');
   if (attrNumber(c, 'training_mode', 0) !== 0) unsupported(c, 'training-mode batch normalization');
   const g = blockedGeometry(x);
   const eps = attrNumber(c, 'epsilon', 1e-5);
   const [sc, b, mu, va] = [scale, bias, mean, variance].map((p) => paramFloats(p!.param!));
   const padded = roundUp(g.c, g.v);
-  const a = new Float32Array(padded), shift = new Float32Array(padded);
+  const a = new Float32Array(padded),
+    shift = new Float32Array(padded);
   for (let ch = 0; ch < g.c; ch++) {
     const k = sc![ch]! / Math.sqrt(va![ch]! + eps);
     a[ch] = k;
@@ -207,27 +270,35 @@ export const reduce: Lowering = (c) => {
   const keptStrides = stridesOf(keptShape).map((s, i) => (reduced.has(i) ? 0 : s));
   const walk = coalesce(x.shape, [keptStrides]);
   const count = product(keptShape);
-  return { op: OP.REDUCE, inputs: [x.ref], outputs: [c.outs[0]!.ref],
-    ints: [fn, walk.dims.length, ...walk.dims, ...walk.strides[0]!, count, product(x.shape) / Math.max(count, 1)] };
+  return {
+    op: OP.REDUCE,
+    inputs: [x.ref],
+    outputs: [c.outs[0]!.ref],
+    ints: [fn, walk.dims.length, ...walk.dims, ...walk.strides[0]!, count, product(x.shape) / Math.max(count, 1)],
+  };
 };
 
 export const cast: Lowering = (c) => {
   const x = c.ins[0]!;
-  const from = KIND[x.dtype], to = KIND[c.outs[0]!.dtype];
+  const from = KIND[x.dtype],
+    to = KIND[c.outs[0]!.dtype];
   if (from === undefined || to === undefined) unsupported(c, `cast from ${x.dtype} to ${c.outs[0]!.dtype}`);
   return { op: OP.CAST, inputs: [x.ref], outputs: [c.outs[0]!.ref], ints: [product(x.shape), from, to] };
 };
 
 export const topk: Lowering = (c) => {
   const x = c.ins[0]!;
-  if (x.dtype !== 'float32' || c.outs.length !== 2 || c.outs[1]!.dtype !== 'int64') unsupported(c, 'native TopK takes float32 and writes int64 indices');
+  if (x.dtype !== 'float32' || c.outs.length !== 2 || c.outs[1]!.dtype !== 'int64')
+    unsupported(c, 'native TopK takes float32 and writes int64 indices');
   if (isBlocked(c.layout)) unsupported(c, 'TopK runs on natural layouts');
   if (c.ins.length > 1) unsupported(c, 'TopK needs a constant K');
   const axis = attrNumber(c, 'axis', x.shape.length - 1);
   const kAttr = c.layer.attrs['K'] ?? c.layer.attrs['k'];
   const k = Array.isArray(kAttr) ? Number(kAttr[0]) : Number(kAttr);
   return {
-    op: OP.TOPK, inputs: [x.ref], outputs: [c.outs[0]!.ref, c.outs[1]!.ref],
+    op: OP.TOPK,
+    inputs: [x.ref],
+    outputs: [c.outs[0]!.ref, c.outs[1]!.ref],
     ints: [product(x.shape.slice(0, axis)), x.shape[axis]!, product(x.shape.slice(axis + 1)), k, attrNumber(c, 'largest', 1)],
   };
 };
@@ -236,8 +307,17 @@ export const COMPUTE_LOWERINGS: Readonly<Record<string, Lowering>> = {
   ...Object.fromEntries(Object.keys(UNARY_FN).map((k) => [k, unary])),
   ...Object.fromEntries(Object.keys(BINARY_FN).map((k) => [k, binary])),
   ...Object.fromEntries(Object.keys(REDUCE_FN).map((k) => [k, reduce])),
-  where, maxpool: pool, averagepool: pool, globalaveragepool: globalPool, globalmaxpool: globalPool,
-  softmax, logsoftmax: softmax, layernormalization: layerNorm, batchnormalization: batchNorm, cast, topk,
+  where,
+  maxpool: pool,
+  averagepool: pool,
+  globalaveragepool: globalPool,
+  globalmaxpool: globalPool,
+  softmax,
+  logsoftmax: softmax,
+  layernormalization: layerNorm,
+  batchnormalization: batchNorm,
+  cast,
+  topk,
   elementwise_chain: elementwiseChain,
 };
 

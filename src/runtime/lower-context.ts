@@ -46,8 +46,11 @@ export interface LoweredOp {
 export type Lowering = (c: OpContext) => LoweredOp;
 
 export function unsupported(c: OpContext, why: string): never {
-  throw userError('UNSUPPORTED_OPS', `layer ${c.layer.index} (${c.layer.op} ${quoteForMessage(c.layer.name)}): ${why}`,
-    'the native runtime cannot run this layer; re-export the model without it or run it with ONNX Runtime');
+  throw userError(
+    'UNSUPPORTED_OPS',
+    `layer ${c.layer.index} (${c.layer.op} ${quoteForMessage(c.layer.name)}): ${why}`,
+    'the native runtime cannot run this layer; re-export the model without it or run it with ONNX Runtime',
+  );
 }
 
 export const attrNumber = (c: OpContext, key: string, fallback: number): number => {

@@ -7,12 +7,26 @@ import { dtypeBytes } from '../bundle/layout.js';
 import { assignGather } from './gather-assign.js';
 import { KIND, OP } from './ops.js';
 import { broadcastStrides, coalesce, MAX_NATIVE_RANK, product, stridesOf } from './geometry.js';
-import { attrList, attrNumber, blockedGeometry, isBlocked, unsupported, type Lowering, type OpContext, type Operand } from './lower-context.js';
+import {
+  attrList,
+  attrNumber,
+  blockedGeometry,
+  isBlocked,
+  unsupported,
+  type Lowering,
+  type OpContext,
+  type Operand,
+} from './lower-context.js';
 import { paramFloats } from './runtime-layer.js';
 
 interface Job {
-  src: number; dst: number; srcBase: number; dstBase: number;
-  dims: readonly number[]; srcStrides: readonly number[]; dstStrides: readonly number[];
+  src: number;
+  dst: number;
+  srcBase: number;
+  dstBase: number;
+  dims: readonly number[];
+  srcStrides: readonly number[];
+  dstStrides: readonly number[];
 }
 
 function jobInts(c: OpContext, jobs: readonly Job[]): number[] {
@@ -30,10 +44,15 @@ function stridedCopy(c: OpContext, jobs: readonly Job[], fill?: { value: number 
   const es = dtypeBytes(c.ins[0]!.dtype);
   const ints = jobInts(c, jobs);
   const count = jobs.filter((j) => product(j.dims) > 0).length;
-  const fillKind = fill ? KIND[c.outs[0]!.dtype] ?? -1 : -1;
+  const fillKind = fill ? (KIND[c.outs[0]!.dtype] ?? -1) : -1;
   if (fill && fillKind < 0) unsupported(c, `padding ${c.outs[0]!.dtype}`);
-  return { op: OP.STRIDED_COPY, inputs: c.ins.map((o) => o.ref), outputs: c.outs.map((o) => o.ref),
-    ints: [es, fillKind, fill ? product(c.outs[0]!.shape) : 0, count, ...ints], floats: [fill?.value ?? 0] };
+  return {
+    op: OP.STRIDED_COPY,
+    inputs: c.ins.map((o) => o.ref),
+    outputs: c.outs.map((o) => o.ref),
+    ints: [es, fillKind, fill ? product(c.outs[0]!.shape) : 0, count, ...ints],
+    floats: [fill?.value ?? 0],
+  };
 }
 
 const contiguous = (shape: readonly number[]): Job['dims'] => stridesOf(shape);
@@ -57,7 +76,9 @@ export const transpose: Lowering = (c) => {
   const out = c.outs[0]!.shape;
   if (isBlocked(x.layout)) return blockedTranspose(c, perm);
   const inStrides = stridesOf(x.shape);
-  return stridedCopy(c, [{ src: 0, dst: 0, srcBase: 0, dstBase: 0, dims: out, srcStrides: perm.map((p) => inStrides[p]!), dstStrides: contiguous(out) }]);
+  return stridedCopy(c, [
+    { src: 0, dst: 0, srcBase: 0, dstBase: 0, dims: out, srcStrides: perm.map((p) => inStrides[p]!), dstStrides: contiguous(out) },
+  ]);
 };
 
 /**
@@ -79,8 +100,15 @@ function blockedTranspose(c: OpContext, perm: readonly number[]): ReturnType<Low
     const dims = perm.map((p) => (p === 1 ? blocks : outShape[perm.indexOf(p)]!));
     const srcStrides = perm.map((p) => (p === 1 ? g.h * g.w * g.v : logical[p]!));
     const dstStrides = outStrides.map((s, i) => (i === cAt ? s * g.v : s));
-    return { src: 0, dst: 0, srcBase: firstBlock * g.h * g.w * g.v, dstBase: firstBlock * g.v * outStrides[cAt]!,
-      dims: [...dims, lanes], srcStrides: [...srcStrides, 1], dstStrides: [...dstStrides, outStrides[cAt]!] };
+    return {
+      src: 0,
+      dst: 0,
+      srcBase: firstBlock * g.h * g.w * g.v,
+      dstBase: firstBlock * g.v * outStrides[cAt]!,
+      dims: [...dims, lanes],
+      srcStrides: [...srcStrides, 1],
+      dstStrides: [...dstStrides, outStrides[cAt]!],
+    };
   };
   if (full > 0) jobs.push(part(full, g.v, 0));
   if (g.c % g.v !== 0) jobs.push(part(1, g.c % g.v, full));
@@ -123,13 +151,26 @@ export const split: Lowering = (c) => {
   const axis = attrNumber(c, 'axis', 0);
   if (isBlocked(c.layout)) {
     const starts = channelStarts(c.outs);
-    return channelGather(c, c.outs.map((o, i) => Array.from({ length: o.shape[1]! }, (_, ch) => [0, starts[i]! + ch] as const)), x, c.outs);
+    return channelGather(
+      c,
+      c.outs.map((o, i) => Array.from({ length: o.shape[1]! }, (_, ch) => [0, starts[i]! + ch] as const)),
+      x,
+      c.outs,
+    );
   }
   const inStrides = stridesOf(x.shape);
   let offset = 0;
   const jobs: Job[] = [];
   c.outs.forEach((o, i) => {
-    const job = { src: 0, dst: i, srcBase: offset * inStrides[axis]!, dstBase: 0, dims: o.shape, srcStrides: inStrides, dstStrides: contiguous(o.shape) };
+    const job = {
+      src: 0,
+      dst: i,
+      srcBase: offset * inStrides[axis]!,
+      dstBase: 0,
+      dims: o.shape,
+      srcStrides: inStrides,
+      dstStrides: contiguous(o.shape),
+    };
     // An output the plan placed inside the input (a zero-copy split) is already there.
     if (!(o.ref === x.ref + offset * inStrides[axis]! * dtypeBytes(x.dtype) && o.ref >= 0)) jobs.push(job);
     offset += o.shape[axis]!;
@@ -140,7 +181,11 @@ export const split: Lowering = (c) => {
 /** First channel of each part of a channel concat / split. */
 function channelStarts(parts: readonly Operand[]): number[] {
   let c0 = 0;
-  return parts.map((p) => { const s = c0; c0 += p.shape[1]!; return s; });
+  return parts.map((p) => {
+    const s = c0;
+    c0 += p.shape[1]!;
+    return s;
+  });
 }
 
 /** Byte offset of channel c0 in a batch-1 value of this geometry (blocked: c0 a multiple of V). */
@@ -153,31 +198,58 @@ function channelByteOffset(o: Operand, c0: number): number {
  * CHANNEL_GATHER: `sources[o][ch]` = [input index, input channel] of output o's channel ch, over
  * NCHW[V]c (or NCHW: V = 1, the channel axis second, the rest flattened).
  */
-export function channelGather(c: OpContext, sources: readonly (readonly (readonly [number, number])[])[], ...parts: [Operand | readonly Operand[],
-  readonly Operand[]]):
-  ReturnType<Lowering> {
-  const ins = Array.isArray(parts[0]) ? parts[0] as readonly Operand[] : [parts[0] as Operand];
+export function channelGather(
+  c: OpContext,
+  sources: readonly (readonly (readonly [number, number])[])[],
+  ...parts: [Operand | readonly Operand[], readonly Operand[]]
+): ReturnType<Lowering> {
+  const ins = Array.isArray(parts[0]) ? (parts[0] as readonly Operand[]) : [parts[0] as Operand];
   const outs = parts[1];
   const all = [...ins, ...outs];
-  if (all.some((o) => o.dtype !== 'float32' || o.shape.length < 2)) unsupported(c, 'channel gathers run on float32 values with a channel axis');
+  if (all.some((o) => o.dtype !== 'float32' || o.shape.length < 2))
+    unsupported(c, 'channel gathers run on float32 values with a channel axis');
   const geo = (o: Operand) => {
     const g = blockedGeometry(o);
     return { n: o.shape[0]!, hw: isBlocked(o.layout) ? g.h * g.w : o.shape.slice(2).reduce((a, b) => a * b, 1), v: g.v };
   };
   const first = geo(all[0]!);
-  if (all.some((o) => { const g = geo(o); return g.n !== first.n || g.hw !== first.hw || g.v !== first.v; })) {
+  if (
+    all.some((o) => {
+      const g = geo(o);
+      return g.n !== first.n || g.hw !== first.hw || g.v !== first.v;
+    })
+  ) {
     unsupported(c, 'channel gather operands differ in batch, spatial size or layout');
   }
   const map = sources.flatMap((list) => list.flatMap(([i, ch]) => [i, ch]));
   const cin = ins.map((o) => o.shape[1]!);
   // Every caller passes a prefix of c.ins (all of them, or the one a slice or split reads), so ins[i] is input i.
   const owners = c.inputOwners;
-  const runs = first.v === PIECE_WIDTH && owners
-    ? assignGather({ sources, n: first.n, hw: first.hw, v: first.v }, owners.threads, ins.map((_, i) => owners.of(i))) : undefined;
-  return { op: OP.CHANNEL_GATHER, inputs: ins.map((o) => o.ref), outputs: outs.map((o) => o.ref),
-    ints: [first.v, first.n, first.hw, ins.length, outs.length, ...cin, ...outs.map((o) => o.shape[1]!), ...map,
+  const runs =
+    first.v === PIECE_WIDTH && owners
+      ? assignGather(
+          { sources, n: first.n, hw: first.hw, v: first.v },
+          owners.threads,
+          ins.map((_, i) => owners.of(i)),
+        )
+      : undefined;
+  return {
+    op: OP.CHANNEL_GATHER,
+    inputs: ins.map((o) => o.ref),
+    outputs: outs.map((o) => o.ref),
+    ints: [
+      first.v,
+      first.n,
+      first.hw,
+      ins.length,
+      outs.length,
+      ...cin,
+      ...outs.map((o) => o.shape[1]!),
+      ...map,
       ...(first.v === PIECE_WIDTH ? gatherPieceTable(cin, sources) : []),
-      ...(runs ? [owners!.threads, runs.length, ...runs.flatMap((r) => [r.item, r.q0, r.q1, r.thread])] : [])] };
+      ...(runs ? [owners!.threads, runs.length, ...runs.flatMap((r) => [r.item, r.q0, r.q1, r.thread])] : []),
+    ],
+  };
 }
 
 /** The lane count of a piece: one AVX-512 register (ops_channel.c's V = 16 path). */
@@ -197,14 +269,20 @@ export function gatherPieceTable(cin: readonly number[], sources: readonly (read
     for (let ob = 0; ob * v < list.length; ob++) {
       const lanes = list.slice(ob * v, ob * v + v);
       const [s0, c0] = lanes[0]!;
-      const whole = c0 % v === 0 && (lanes.length === v || c0 + lanes.length === cin[s0]!)
-        && lanes.every(([s, c], l) => s === s0 && c === c0 + l);
-      if (whole) { entries.push([0, s0, c0]); continue; }
+      const whole =
+        c0 % v === 0 && (lanes.length === v || c0 + lanes.length === cin[s0]!) && lanes.every(([s, c], l) => s === s0 && c === c0 + l);
+      if (whole) {
+        entries.push([0, s0, c0]);
+        continue;
+      }
       const pieces: { s: number; c: number; pick: number; idx: number[] }[] = [];
       lanes.forEach(([s, c], l) => {
         const base = c - (c % v);
         let p = pieces.find((x) => x.s === s && x.c === base);
-        if (!p) { p = { s, c: base, pick: 0, idx: new Array<number>(v).fill(0) }; pieces.push(p); }
+        if (!p) {
+          p = { s, c: base, pick: 0, idx: new Array<number>(v).fill(0) };
+          pieces.push(p);
+        }
         p.pick |= 1 << l;
         p.idx[l] = c % v;
       });
@@ -214,7 +292,10 @@ export function gatherPieceTable(cin: readonly number[], sources: readonly (read
   }
   const offsets: number[] = [];
   let at = 1 + entries.length;
-  for (const e of entries) { offsets.push(at); at += e.length; }
+  for (const e of entries) {
+    offsets.push(at);
+    at += e.length;
+  }
   return [entries.length, ...offsets, ...entries.flat()];
 }
 
@@ -222,11 +303,13 @@ export function gatherPieceTable(cin: readonly number[], sources: readonly (read
 const channelGatherLayer: Lowering = (c) => {
   const flat = attrList(c, 'sources') ?? [];
   let at = 0;
-  const sources = c.outs.map((o) => Array.from({ length: o.shape[1]! }, () => {
-    const pair = [flat[at]!, flat[at + 1]!] as const;
-    at += 2;
-    return pair;
-  }));
+  const sources = c.outs.map((o) =>
+    Array.from({ length: o.shape[1]! }, () => {
+      const pair = [flat[at]!, flat[at + 1]!] as const;
+      at += 2;
+      return pair;
+    }),
+  );
   if (at !== flat.length) unsupported(c, 'channel gather sources do not match the output channels');
   return channelGather(c, sources, c.ins, c.outs);
 };
@@ -245,8 +328,22 @@ export const concat: Lowering = (c) => {
     const starts = channelStarts(c.ins);
     if (c.ins.some((o, i) => starts[i]! % og.v !== 0 || (i < c.ins.length - 1 && o.shape[1]! % og.v !== 0))) {
       // Channel counts off the V grid: assemble each output block lane by lane.
-      const owner = (ch: number) => { let i = 0; while (ch >= starts[i]! + c.ins[i]!.shape[1]!) i++; return i; };
-      return channelGather(c, [Array.from({ length: og.c }, (_, ch) => { const i = owner(ch); return [i, ch - starts[i]!] as const; })], c.ins, c.outs);
+      const owner = (ch: number) => {
+        let i = 0;
+        while (ch >= starts[i]! + c.ins[i]!.shape[1]!) i++;
+        return i;
+      };
+      return channelGather(
+        c,
+        [
+          Array.from({ length: og.c }, (_, ch) => {
+            const i = owner(ch);
+            return [i, ch - starts[i]!] as const;
+          }),
+        ],
+        c.ins,
+        c.outs,
+      );
     }
     // Whole channel blocks: one contiguous run per batch and input, skipping inputs already in place.
     const plane = og.h * og.w * og.v;
@@ -254,10 +351,18 @@ export const concat: Lowering = (c) => {
     const jobs: Job[] = [];
     c.ins.forEach((o, i) => {
       const g = blockedGeometry(o);
-      const blocks = Math.ceil(g.c / g.v), cb = starts[i]! / og.v;
+      const blocks = Math.ceil(g.c / g.v),
+        cb = starts[i]! / og.v;
       if (inSlice(o, out, starts[i]!)) return;
-      jobs.push({ src: i, dst: 0, srcBase: 0, dstBase: cb * plane, dims: [g.n, blocks * plane], srcStrides: [blocks * plane, 1],
-        dstStrides: [outCb * plane, 1] });
+      jobs.push({
+        src: i,
+        dst: 0,
+        srcBase: 0,
+        dstBase: cb * plane,
+        dims: [g.n, blocks * plane],
+        srcStrides: [blocks * plane, 1],
+        dstStrides: [outCb * plane, 1],
+      });
     });
     return stridedCopy(c, jobs);
   }
@@ -265,7 +370,15 @@ export const concat: Lowering = (c) => {
   let offset = 0;
   const jobs: Job[] = [];
   c.ins.forEach((o, i) => {
-    const job = { src: i, dst: 0, srcBase: 0, dstBase: offset * outStrides[axis]!, dims: o.shape, srcStrides: contiguous(o.shape), dstStrides: outStrides };
+    const job = {
+      src: i,
+      dst: 0,
+      srcBase: 0,
+      dstBase: offset * outStrides[axis]!,
+      dims: o.shape,
+      srcStrides: contiguous(o.shape),
+      dstStrides: outStrides,
+    };
     const placed = axis === 1 && inSlice(o, out, offset);
     if (!placed) jobs.push(job);
     offset += o.shape[axis]!;
@@ -276,7 +389,9 @@ export const concat: Lowering = (c) => {
 export const expand: Lowering = (c) => {
   const x = c.ins[0]!;
   const out = c.outs[0]!.shape;
-  return stridedCopy(c, [{ src: 0, dst: 0, srcBase: 0, dstBase: 0, dims: out, srcStrides: broadcastStrides(x.shape, out), dstStrides: contiguous(out) }]);
+  return stridedCopy(c, [
+    { src: 0, dst: 0, srcBase: 0, dstBase: 0, dims: out, srcStrides: broadcastStrides(x.shape, out), dstStrides: contiguous(out) },
+  ]);
 };
 
 export const pad: Lowering = (c) => {
@@ -288,13 +403,16 @@ export const pad: Lowering = (c) => {
   const raw = attrList(c, 'pads') ?? [];
   const axes = attrList(c, 'axes') ?? [...Array(rank).keys()];
   const begins = new Array<number>(rank).fill(0);
-  axes.forEach((a0, i) => { begins[a0 < 0 ? a0 + rank : a0] = raw[i]!; });
+  axes.forEach((a0, i) => {
+    begins[a0 < 0 ? a0 + rank : a0] = raw[i]!;
+  });
   if (raw.some((p) => p < 0)) unsupported(c, 'negative pads');
   const out = c.outs[0]!.shape;
   const outStrides = stridesOf(out);
   const dstBase = begins.reduce((s, b, d) => s + b * outStrides[d]!, 0);
-  return stridedCopy(c, [{ src: 0, dst: 0, srcBase: 0, dstBase, dims: x.shape, srcStrides: contiguous(x.shape), dstStrides: outStrides }],
-    { value: attrNumber(c, 'constant_value', 0) });
+  return stridedCopy(c, [{ src: 0, dst: 0, srcBase: 0, dstBase, dims: x.shape, srcStrides: contiguous(x.shape), dstStrides: outStrides }], {
+    value: attrNumber(c, 'constant_value', 0),
+  });
 };
 
 export const gather: Lowering = (c) => {
@@ -302,12 +420,34 @@ export const gather: Lowering = (c) => {
   if (!data || !indices) unsupported(c, 'gather takes data and indices');
   if (indices.dtype !== 'int64' && indices.dtype !== 'int32') unsupported(c, `gather indices of type ${indices.dtype}`);
   const axis = attrNumber(c, 'axis', 0);
-  return { op: OP.GATHER, inputs: [data.ref, indices.ref], outputs: [c.outs[0]!.ref],
-    ints: [product(data.shape.slice(0, axis)), data.shape[axis]!, product(data.shape.slice(axis + 1)), product(indices.shape),
-      dtypeBytes(indices.dtype), dtypeBytes(data.dtype)] };
+  return {
+    op: OP.GATHER,
+    inputs: [data.ref, indices.ref],
+    outputs: [c.outs[0]!.ref],
+    ints: [
+      product(data.shape.slice(0, axis)),
+      data.shape[axis]!,
+      product(data.shape.slice(axis + 1)),
+      product(indices.shape),
+      dtypeBytes(indices.dtype),
+      dtypeBytes(data.dtype),
+    ],
+  };
 };
 
 export const MOVEMENT_LOWERINGS: Readonly<Record<string, Lowering>> = {
-  identity: copy, dropout, reshape: copy, flatten: copy, squeeze: copy, unsqueeze: copy,
-  transpose, slice, split, concat, expand, pad, gather, channelgather: channelGatherLayer,
+  identity: copy,
+  dropout,
+  reshape: copy,
+  flatten: copy,
+  squeeze: copy,
+  unsqueeze: copy,
+  transpose,
+  slice,
+  split,
+  concat,
+  expand,
+  pad,
+  gather,
+  channelgather: channelGatherLayer,
 };

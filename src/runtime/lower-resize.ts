@@ -23,10 +23,14 @@ export interface AxisTable {
 /** ONNX's transform from an output coordinate to the input's, along one axis (Resize, opset 11–19). */
 export function sourceCoordinate(x: number, inLen: number, outLen: number, scale: number, mode: CoordinateMode): number {
   switch (mode) {
-    case 'half_pixel': return (x + 0.5) / scale - 0.5;
-    case 'pytorch_half_pixel': return outLen > 1 ? (x + 0.5) / scale - 0.5 : 0;
-    case 'align_corners': return outLen === 1 ? 0 : x * (inLen - 1) / (outLen - 1);
-    case 'asymmetric': return x / scale;
+    case 'half_pixel':
+      return (x + 0.5) / scale - 0.5;
+    case 'pytorch_half_pixel':
+      return outLen > 1 ? (x + 0.5) / scale - 0.5 : 0;
+    case 'align_corners':
+      return outLen === 1 ? 0 : (x * (inLen - 1)) / (outLen - 1);
+    case 'asymmetric':
+      return x / scale;
     case 'half_pixel_symmetric': {
       const adjustment = outLen / (scale * inLen);
       const center = inLen / 2;
@@ -37,34 +41,54 @@ export function sourceCoordinate(x: number, inLen: number, outLen: number, scale
 
 function nearestIndex(v: number, mode: NearestMode): number {
   switch (mode) {
-    case 'floor': return Math.floor(v);
-    case 'ceil': return Math.ceil(v);
-    case 'round_prefer_ceil': return Math.round(v);
-    case 'round_prefer_floor': return v === Math.floor(v) + 0.5 ? Math.floor(v) : Math.round(v);
+    case 'floor':
+      return Math.floor(v);
+    case 'ceil':
+      return Math.ceil(v);
+    case 'round_prefer_ceil':
+      return Math.round(v);
+    case 'round_prefer_floor':
+      return v === Math.floor(v) + 0.5 ? Math.floor(v) : Math.round(v);
   }
 }
 
 /** The table of one axis for `linear` or `nearest` (ONNX Runtime's clamping at the borders). */
-export function axisTable(inLen: number, outLen: number, scale: number, mode: 'linear' | 'nearest', coordinate: CoordinateMode,
-  nearest: NearestMode): AxisTable {
+export function axisTable(
+  inLen: number,
+  outLen: number,
+  scale: number,
+  mode: 'linear' | 'nearest',
+  coordinate: CoordinateMode,
+  nearest: NearestMode,
+): AxisTable {
   const t: AxisTable = { src0: [], src1: [], weight: [] };
   const clamp = (i: number) => Math.max(0, Math.min(inLen - 1, i));
   for (let x = 0; x < outLen; x++) {
     const s = sourceCoordinate(x, inLen, outLen, scale, coordinate);
     if (mode === 'nearest') {
       const i = clamp(nearestIndex(s, nearest));
-      t.src0.push(i); t.src1.push(i); t.weight.push(0);
+      t.src0.push(i);
+      t.src1.push(i);
+      t.weight.push(0);
       continue;
     }
     const c = clamp(s);
     const i0 = Math.floor(c);
     const i1 = Math.min(i0 + 1, inLen - 1);
-    t.src0.push(i0); t.src1.push(i1); t.weight.push(i1 === i0 ? 0 : c - i0);
+    t.src0.push(i0);
+    t.src1.push(i1);
+    t.weight.push(i1 === i0 ? 0 : c - i0);
   }
   return t;
 }
 
-const COORDINATE_MODES: ReadonlySet<string> = new Set(['half_pixel', 'pytorch_half_pixel', 'align_corners', 'asymmetric', 'half_pixel_symmetric']);
+const COORDINATE_MODES: ReadonlySet<string> = new Set([
+  'half_pixel',
+  'pytorch_half_pixel',
+  'align_corners',
+  'asymmetric',
+  'half_pixel_symmetric',
+]);
 const NEAREST_MODES: ReadonlySet<string> = new Set(['round_prefer_floor', 'round_prefer_ceil', 'floor', 'ceil']);
 
 const stringAttr = (v: unknown, fallback: string) => (typeof v === 'string' ? v : fallback);
@@ -99,8 +123,20 @@ export const resize: Lowering = (c) => {
   const w = axisOf(rank - 1);
   const planes = x.shape.slice(0, rank - 2).reduce((a, b) => a * b, 1);
   return {
-    op: OP.RESIZE, inputs: [x.ref], outputs: [y.ref],
-    ints: [planes, x.shape[rank - 2]!, x.shape[rank - 1]!, y.shape[rank - 2]!, y.shape[rank - 1]!, ...h.src0, ...h.src1, ...w.src0, ...w.src1],
+    op: OP.RESIZE,
+    inputs: [x.ref],
+    outputs: [y.ref],
+    ints: [
+      planes,
+      x.shape[rank - 2]!,
+      x.shape[rank - 1]!,
+      y.shape[rank - 2]!,
+      y.shape[rank - 1]!,
+      ...h.src0,
+      ...h.src1,
+      ...w.src0,
+      ...w.src1,
+    ],
     floats: [...h.weight, ...w.weight],
   };
 };

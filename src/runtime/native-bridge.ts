@@ -62,8 +62,10 @@ export async function loadRuntimeAddon(options: LoadOptions = {}): Promise<Runti
   }
   const addon = createRequire(import.meta.url)(path) as RuntimeAddon;
   if (addon.abiDigest !== ABI_DIGEST) {
-    throw internalError(`the runtime addon at ${path} was built for ABI ${String(addon.abiDigest)}, this veltair speaks ${ABI_DIGEST}`,
-      'delete the veltair cache (VELTAIR_CACHE_DIR or ~/.cache/veltair) and retry; this is a bug if it persists');
+    throw internalError(
+      `the runtime addon at ${path} was built for ABI ${String(addon.abiDigest)}, this veltair speaks ${ABI_DIGEST}`,
+      'delete the veltair cache (VELTAIR_CACHE_DIR or ~/.cache/veltair) and retry; this is a bug if it persists',
+    );
   }
   loaded = addon;
   return loaded;
@@ -74,15 +76,25 @@ export type TensorData = Float32Array | Float64Array | Int32Array | BigInt64Arra
 /** A fresh typed array of the dtype's JS type holding `bytes`. */
 export function allocateTensor(dtype: DType, bytes: number): TensorData {
   switch (dtype) {
-    case 'float32': return new Float32Array(bytes / 4);
-    case 'float64': return new Float64Array(bytes / 8);
-    case 'int32': return new Int32Array(bytes / 4);
-    case 'int64': return new BigInt64Array(bytes / 8);
-    case 'int8': return new Int8Array(bytes);
-    case 'uint8': case 'bool': return new Uint8Array(bytes);
-    case 'int16': return new Int16Array(bytes / 2);
-    case 'uint16': return new Uint16Array(bytes / 2);
-    default: throw internalError(`no JS array type for ${dtype} outputs`);
+    case 'float32':
+      return new Float32Array(bytes / 4);
+    case 'float64':
+      return new Float64Array(bytes / 8);
+    case 'int32':
+      return new Int32Array(bytes / 4);
+    case 'int64':
+      return new BigInt64Array(bytes / 8);
+    case 'int8':
+      return new Int8Array(bytes);
+    case 'uint8':
+    case 'bool':
+      return new Uint8Array(bytes);
+    case 'int16':
+      return new Int16Array(bytes / 2);
+    case 'uint16':
+      return new Uint16Array(bytes / 2);
+    default:
+      throw internalError(`no JS array type for ${dtype} outputs`);
   }
 }
 
@@ -132,10 +144,11 @@ export function nativeError(e: unknown, context: string): VeltairError {
   const code = (e as { code?: string }).code;
   const message = `${context}: ${(e as Error).message ?? String(e)}`;
   if (code === 'VT_KERNELS') {
-    return userError('BAD_BUNDLE', message, 'the bundle\'s kernels.so does not match its manifest; recompile it with veltair compile');
+    return userError('BAD_BUNDLE', message, "the bundle's kernels.so does not match its manifest; recompile it with veltair compile");
   }
   if (code === 'VT_RUN') return userError('BAD_INPUT', message, 'check the input values (e.g. token ids within the vocabulary)');
-  if (code === 'VT_BUSY') return userError('BAD_ARGUMENT', message, 'queue calls on one session, or clone it (session.replicate()) to run two at once');
+  if (code === 'VT_BUSY')
+    return userError('BAD_ARGUMENT', message, 'queue calls on one session, or clone it (session.replicate()) to run two at once');
   return internalError(message);
 }
 
@@ -153,16 +166,20 @@ export async function createExecutor(plan: NativePlan, kernelsPath: string | nul
 
 function checkFeeds(plan: NativePlan, feeds: readonly ArrayBufferView[]): void {
   if (feeds.length !== plan.inputs.length) {
-    throw userError('BAD_INPUT',
+    throw userError(
+      'BAD_INPUT',
       `the model takes ${plan.inputs.length} inputs (${plan.inputs.map((i) => quoteForMessage(i.name)).join(', ')}), got ${feeds.length}`,
-      'pass one array per model input, in order');
+      'pass one array per model input, in order',
+    );
   }
   feeds.forEach((f, i) => {
     const t = plan.inputs[i]!;
     if (f.byteLength !== t.bytes) {
-      throw userError('BAD_INPUT',
+      throw userError(
+        'BAD_INPUT',
         `input ${quoteForMessage(t.name)} has ${f.byteLength} bytes; expected ${t.dtype} [${t.shape.join(', ')}] = ${t.bytes} bytes`,
-        'check the input shape and dtype against the model');
+        'check the input shape and dtype against the model',
+      );
     }
   });
 }
@@ -170,9 +187,14 @@ function checkFeeds(plan: NativePlan, feeds: readonly ArrayBufferView[]): void {
 function wrapExecutor(addon: RuntimeAddon, h: Handle, plan: NativePlan): Executor {
   const n = plan.steps.length;
   const call = <T>(what: string, f: () => T): T => {
-    try { return f(); } catch (e) { throw nativeError(e, what); }
+    try {
+      return f();
+    } catch (e) {
+      throw nativeError(e, what);
+    }
   };
-  const outputsOrNew = (into?: readonly ArrayBufferView[]) => (into ? [...into] : plan.outputs.map((o) => allocateTensor(o.dtype, o.bytes)));
+  const outputsOrNew = (into?: readonly ArrayBufferView[]) =>
+    into ? [...into] : plan.outputs.map((o) => allocateTensor(o.dtype, o.bytes));
   return {
     inputs: plan.inputs,
     outputs: plan.outputs,
@@ -185,7 +207,9 @@ function wrapExecutor(addon: RuntimeAddon, h: Handle, plan: NativePlan): Executo
     },
     setVersion: (step, version) => call('choosing a version', () => addon.setVersion(h, step, version)),
     setVersions(versions) {
-      versions.forEach((v, s) => { if (v >= 0) call('choosing a version', () => addon.setVersion(h, s, v)); });
+      versions.forEach((v, s) => {
+        if (v >= 0) call('choosing a version', () => addon.setVersion(h, s, v));
+      });
     },
     setThreads: (step, threads) => call('setting threads', () => addon.setThreads(h, step, threads)),
     setAllThreads(threads) {
@@ -206,9 +230,18 @@ function wrapExecutor(addon: RuntimeAddon, h: Handle, plan: NativePlan): Executo
     },
     async runBlock(from, to, cores) {
       const pending = call('starting a block', () => addon.runBlock(h, from, to, cores));
-      try { return await pending; } catch (e) { throw nativeError(e, `running steps ${from}..${to - 1}`); }
+      try {
+        return await pending;
+      } catch (e) {
+        throw nativeError(e, `running steps ${from}..${to - 1}`);
+      }
     },
-    clone: () => wrapExecutor(addon, call('cloning the executor', () => addon.clone(h)), plan),
+    clone: () =>
+      wrapExecutor(
+        addon,
+        call('cloning the executor', () => addon.clone(h)),
+        plan,
+      ),
     close: () => addon.close(h),
   };
 }

@@ -24,7 +24,10 @@ let building: Promise<string> | undefined;
 /** Path of the compiled addon, compiling it first when the cache lacks this exact build. */
 export function ensureRuntimeAddon(options: { cacheDir?: string } = {}): Promise<string> {
   if (options.cacheDir !== undefined) return buildAddon(options.cacheDir);
-  building ??= buildAddon().catch((e: unknown) => { building = undefined; throw e; });
+  building ??= buildAddon().catch((e: unknown) => {
+    building = undefined;
+    throw e;
+  });
   return building;
 }
 
@@ -32,8 +35,13 @@ async function buildAddon(cacheDir?: string): Promise<string> {
   const include = nodeIncludeDir();
   const sources = await addonSources(['runtime']);
   return ensureProgram({
-    name: 'vt-runtime', artifact: 'addon', sources, includeDirs: [include], extension: '.node',
-    keyExtras: [await readFile(join(include, 'node_api.h'), 'utf8')], ...(cacheDir ? { cacheDir } : {}),
+    name: 'vt-runtime',
+    artifact: 'addon',
+    sources,
+    includeDirs: [include],
+    extension: '.node',
+    keyExtras: [await readFile(join(include, 'node_api.h'), 'utf8')],
+    ...(cacheDir ? { cacheDir } : {}),
     hint: 'check that the C compiler supports OpenMP (libgomp); this is a veltair bug if it does',
   });
 }

@@ -74,9 +74,15 @@ export const SYMBOL_PATTERN = /^vt_k[0-9a-f]{16}$/;
 export const KERNEL_READS_NCHW = 1;
 
 /** The (ref, bytes) pairs of an operand list, each checked to lie inside its buffer. */
-function sizedRefs(refs: readonly Ref[], bytes: readonly number[] | undefined, arenaBytes: number, params: readonly ArrayBufferView[],
-  where: string): number[] {
-  if (bytes !== undefined && bytes.length !== refs.length) throw internalError(`${where}: ${refs.length} operands but ${bytes.length} sizes`);
+function sizedRefs(
+  refs: readonly Ref[],
+  bytes: readonly number[] | undefined,
+  arenaBytes: number,
+  params: readonly ArrayBufferView[],
+  where: string,
+): number[] {
+  if (bytes !== undefined && bytes.length !== refs.length)
+    throw internalError(`${where}: ${refs.length} operands but ${bytes.length} sizes`);
   return refs.flatMap((r, i) => [r, refBytes(r, bytes?.[i], arenaBytes, params, where)]);
 }
 
@@ -84,9 +90,14 @@ function refBytes(r: Ref, stated: number | undefined, arenaBytes: number, params
   if (!Number.isSafeInteger(r)) throw internalError(`${where} has a non-integer operand ${r}`);
   const fallback = r === NONE ? 0 : r >= 0 ? arenaBytes - r : (params[-r - 2]?.byteLength ?? 0);
   const bytes = stated ?? fallback;
-  const inside = Number.isSafeInteger(bytes) && bytes >= 0 && (r === NONE ? bytes === 0
-    : r >= 0 ? r + bytes <= arenaBytes
-      : r <= -2 && -r - 2 < params.length && bytes <= params[-r - 2]!.byteLength);
+  const inside =
+    Number.isSafeInteger(bytes) &&
+    bytes >= 0 &&
+    (r === NONE
+      ? bytes === 0
+      : r >= 0
+        ? r + bytes <= arenaBytes
+        : r <= -2 && -r - 2 < params.length && bytes <= params[-r - 2]!.byteLength);
   if (!inside) throw internalError(`${where} refers to ${bytes} bytes at ${r}, outside the arena or param table`);
   return bytes;
 }
@@ -106,16 +117,27 @@ export function encodePlan(plan: NativePlan): Float64Array {
   }
   const words: number[] = [PLAN_MAGIC, PLAN_FORMAT, plan.steps.length, plan.arenaBytes, plan.inputs.length, plan.outputs.length];
   for (const t of [...plan.inputs, ...plan.outputs]) {
-    if (t.offset < 0 || t.offset + t.bytes > plan.arenaBytes) throw internalError(`graph tensor ${JSON.stringify(t.name)} lies outside the arena`);
+    if (t.offset < 0 || t.offset + t.bytes > plan.arenaBytes)
+      throw internalError(`graph tensor ${JSON.stringify(t.name)} lies outside the arena`);
     words.push(t.offset, t.bytes);
   }
   plan.steps.forEach((s, i) => {
     const where = `native plan step ${i} (${s.label})`;
     checkStep(s, i, plan.symbols.length);
     const versions = s.versions ?? [];
-    words.push(s.op, s.threads, s.inputs.length, s.outputs.length, s.ints.length, s.floats.length, versions.length,
+    words.push(
+      s.op,
+      s.threads,
+      s.inputs.length,
+      s.outputs.length,
+      s.ints.length,
+      s.floats.length,
+      versions.length,
       ...sizedRefs(s.inputs, s.inputBytes, plan.arenaBytes, plan.params, where),
-      ...sizedRefs(s.outputs, s.outputBytes, plan.arenaBytes, plan.params, where), ...s.ints, ...s.floats);
+      ...sizedRefs(s.outputs, s.outputBytes, plan.arenaBytes, plan.params, where),
+      ...s.ints,
+      ...s.floats,
+    );
     for (const v of versions) words.push(v.symbol, v.weight, refBytes(v.weight, v.weightBytes, plan.arenaBytes, plan.params, where));
   });
   return Float64Array.from(words);

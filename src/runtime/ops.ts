@@ -34,27 +34,59 @@
  * | topk                                   | TOPK             | axis, K, largest (values float32, indices int64, sorted) | nchw      |
  * | resize (H, W; linear or nearest)       | RESIZE           | mode, coordinate_transformation_mode, nearest_mode, scales | nchw |
  */
-import { BINARY_ENUM, CHAIN_STEP_ENUM, codesOf, KIND_ENUM, LAYOUT_ENUM, OPERAND_ENUM, POOL_ENUM, REDUCE_ENUM, RUNTIME_OP_ENUM,
-  UNARY_ENUM } from '../toolchain/abi.js';
+import {
+  BINARY_ENUM,
+  CHAIN_STEP_ENUM,
+  codesOf,
+  KIND_ENUM,
+  LAYOUT_ENUM,
+  OPERAND_ENUM,
+  POOL_ENUM,
+  REDUCE_ENUM,
+  RUNTIME_OP_ENUM,
+  UNARY_ENUM,
+} from '../toolchain/abi.js';
 
 const RT = codesOf(RUNTIME_OP_ENUM);
 
 /** Native op codes (enum vt_rt_op). */
 export const OP = {
-  KERNEL: RT.kernel, COPY: RT.copy, REORDER: RT.reorder, POOL: RT.pool, GLOBAL_POOL: RT.global_pool, UNARY: RT.unary,
-  BINARY: RT.binary, BINARY_CHANNEL: RT.binary_channel, WHERE: RT.where, SOFTMAX: RT.softmax, LAYERNORM: RT.layernorm,
-  CHANNEL_AFFINE: RT.channel_affine, STRIDED_COPY: RT.strided_copy, GATHER: RT.gather, REDUCE: RT.reduce, CAST: RT.cast, TOPK: RT.topk,
-  CHANNEL_GATHER: RT.channel_gather, ELEMENTWISE_CHAIN: RT.elementwise_chain, RESIZE: RT.resize,
+  KERNEL: RT.kernel,
+  COPY: RT.copy,
+  REORDER: RT.reorder,
+  POOL: RT.pool,
+  GLOBAL_POOL: RT.global_pool,
+  UNARY: RT.unary,
+  BINARY: RT.binary,
+  BINARY_CHANNEL: RT.binary_channel,
+  WHERE: RT.where,
+  SOFTMAX: RT.softmax,
+  LAYERNORM: RT.layernorm,
+  CHANNEL_AFFINE: RT.channel_affine,
+  STRIDED_COPY: RT.strided_copy,
+  GATHER: RT.gather,
+  REDUCE: RT.reduce,
+  CAST: RT.cast,
+  TOPK: RT.topk,
+  CHANNEL_GATHER: RT.channel_gather,
+  ELEMENTWISE_CHAIN: RT.elementwise_chain,
+  RESIZE: RT.resize,
 } as const;
 export type OpCode = (typeof OP)[keyof typeof OP];
 
 /** A code table keyed by spellings (spelling → ABI name). */
-function bySpelling<N extends string>(codes: Readonly<Record<N, number>>, spellings: Readonly<Record<string, N>>): Readonly<Record<string, number>> {
+function bySpelling<N extends string>(
+  codes: Readonly<Record<N, number>>,
+  spellings: Readonly<Record<string, N>>,
+): Readonly<Record<string, number>> {
   return Object.fromEntries(Object.entries(spellings).map(([spelling, name]) => [spelling, codes[name as N]]));
 }
 
 /** The ABI's names plus `aliases`: a code table keyed by every spelling a layer may use. */
-function withAliases<N extends string>(codes: Readonly<Record<N, number>>, aliases: Readonly<Record<string, N>>): Readonly<Record<string, number>> {
+function withAliases<N extends string>(
+  codes: Readonly<Record<N, number>>,
+  aliases: Readonly<Record<string, N>>,
+): Readonly<Record<string, number>> {
   return { ...codes, ...bySpelling(codes, aliases) };
 }
 
@@ -67,8 +99,14 @@ export const FIRST_COMPARISON = codesOf(BINARY_ENUM).equal;
 
 /** ops_reduce.c function codes, by ONNX op name. */
 export const REDUCE_FN = bySpelling(codesOf(REDUCE_ENUM), {
-  reducesum: 'sum', reducemean: 'mean', reducemax: 'max', reducemin: 'min', reduceprod: 'prod', reducesumsquare: 'sum_square',
-  reducel1: 'l1', reducel2: 'l2',
+  reducesum: 'sum',
+  reducemean: 'mean',
+  reducemax: 'max',
+  reducemin: 'min',
+  reduceprod: 'prod',
+  reducesumsquare: 'sum_square',
+  reducel1: 'l1',
+  reducel2: 'l2',
 });
 
 /** vt_kind: element kinds for CAST and the fill of STRIDED_COPY, by dtype. */

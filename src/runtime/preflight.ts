@@ -18,7 +18,9 @@ export interface UnsupportedStep {
 
 /** Every layer of `graph` the runtime could not run (empty: it can run them all). */
 export function unsupportedLayers(graph: LayerGraph, vectorWidth: number): UnsupportedStep[] {
-  const choices = new Map<number, LayerChoice>(graph.layers.filter((l) => l.tunable).map((l) => [l.index, { vec: vectorWidth, versions: [] }]));
+  const choices = new Map<number, LayerChoice>(
+    graph.layers.filter((l) => l.tunable).map((l) => [l.index, { vec: vectorWidth, versions: [] }]),
+  );
   const plan = buildGraphPlan(graph, choices, vectorWidth);
   const found: UnsupportedStep[] = [];
   const tunable = new Set(choices.keys());
@@ -34,8 +36,14 @@ export function unsupportedLayers(graph: LayerGraph, vectorWidth: number): Unsup
 export function assertRunnable(graph: LayerGraph, vectorWidth: number, model: string): void {
   const found = unsupportedLayers(graph, vectorWidth);
   if (found.length === 0) return;
-  const shown = found.slice(0, 6).map((f) => f.message).join('; ');
+  const shown = found
+    .slice(0, 6)
+    .map((f) => f.message)
+    .join('; ');
   const layers = `${found.length} layer${found.length === 1 ? '' : 's'}`;
-  throw userError('UNSUPPORTED_OPS', `${model}: the runtime cannot run ${layers}: ${shown}${found.length > 6 ? '; …' : ''}`,
-    'nothing was tuned; re-export the model without these ops (or with supported attributes), or run it with ONNX Runtime');
+  throw userError(
+    'UNSUPPORTED_OPS',
+    `${model}: the runtime cannot run ${layers}: ${shown}${found.length > 6 ? '; …' : ''}`,
+    'nothing was tuned; re-export the model without these ops (or with supported attributes), or run it with ONNX Runtime',
+  );
 }

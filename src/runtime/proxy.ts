@@ -47,10 +47,14 @@ export class InterferenceProxy {
 
   constructor(private readonly o: ProxyOptions) {
     this.calibration = o.manifest.interferenceProxy;
-    this.model = this.calibration ? compileLevelModel(o.tenantAware ? this.calibration.models.tenant : this.calibration.models.system) : undefined;
+    this.model = this.calibration
+      ? compileLevelModel(o.tenantAware ? this.calibration.models.tenant : this.calibration.models.system)
+      : undefined;
     this.levels = this.calibration ? [...this.calibration.levels].sort((a, b) => a - b) : [0];
     this.sampler = new FeatureSampler({
-      kernelCores: o.kernelCores, allCores: o.allCores, refreshMs: o.refreshMs ?? this.calibration?.refreshMs ?? DEFAULT_REFRESH_MS,
+      kernelCores: o.kernelCores,
+      allCores: o.allCores,
+      refreshMs: o.refreshMs ?? this.calibration?.refreshMs ?? DEFAULT_REFRESH_MS,
       ...(this.calibration ? { ratioWindow: this.calibration.ratioWindow } : {}),
     });
     this.steps = kernelSteps(o.manifest, o.stepOfPlan);
@@ -59,7 +63,9 @@ export class InterferenceProxy {
     this.profiled = new Map([...this.table].map(([l, pick]) => [l, profiledKernelMs(this.steps, pick, o.threads)]));
   }
 
-  get calibrated(): boolean { return this.calibration !== undefined; }
+  get calibrated(): boolean {
+    return this.calibration !== undefined;
+  }
 
   /** The version index per native step that `level` picks (-1: not a kernel step). */
   pickFor(level: number): Int32Array {
@@ -82,7 +88,10 @@ export class InterferenceProxy {
     const prev = this.current === undefined ? undefined : this.pickFor(this.current);
     let switched = 0;
     for (const s of this.kernelStepIds) {
-      if (prev === undefined || prev[s] !== next[s]) { this.o.executor.setVersion(s, next[s]!); switched++; }
+      if (prev === undefined || prev[s] !== next[s]) {
+        this.o.executor.setVersion(s, next[s]!);
+        switched++;
+      }
     }
     this.current = level;
     return switched;
@@ -94,7 +103,9 @@ export class InterferenceProxy {
   }
 
   /** The applied level (undefined before the first apply). */
-  get level(): number | undefined { return this.current; }
+  get level(): number | undefined {
+    return this.current;
+  }
 
   /** After a run with executor profiling on: kernel steps' observed time over the applied pick's quiet profile → the latency ratio. */
   observeRun(): void {

@@ -48,18 +48,32 @@ export interface RuntimeLayer {
 
 export function fromManifest(m: Manifest, readBlob: (ref: BlobRef) => Uint8Array): RuntimeLayer[] {
   return m.layers.map((l) => ({
-    index: l.index, name: l.name, op: l.op, tunable: l.tunable, inputShapes: l.inputShapes, outputShape: l.outputShape,
-    dtype: l.dtype, attrs: l.attrs, epilogue: l.epilogue.map((s) => s.kind), epilogueParams: l.epilogueParams,
+    index: l.index,
+    name: l.name,
+    op: l.op,
+    tunable: l.tunable,
+    inputShapes: l.inputShapes,
+    outputShape: l.outputShape,
+    dtype: l.dtype,
+    attrs: l.attrs,
+    epilogue: l.epilogue.map((s) => s.kind),
+    epilogueParams: l.epilogueParams,
     params: Object.fromEntries(Object.entries(l.params).map(([k, p]) => [k, { dtype: p.dtype, dims: p.dims, bytes: readBlob(p) }])),
-    versions: l.versions.filter((v) => v.inPlan).map((v) => ({
-      id: v.id, symbol: v.symbol, workspaceBytes: v.workspaceBytes, ...(v.packedWeight ? { packedWeight: readBlob(v.packedWeight) } : {}),
-      ...splitOf(l, v),
-    })),
+    versions: l.versions
+      .filter((v) => v.inPlan)
+      .map((v) => ({
+        id: v.id,
+        symbol: v.symbol,
+        workspaceBytes: v.workspaceBytes,
+        ...(v.packedWeight ? { packedWeight: readBlob(v.packedWeight) } : {}),
+        ...splitOf(l, v),
+      })),
   }));
 }
 
 function splitOf(l: ManifestLayer, v: ManifestVersion): { split?: ThreadSplit; tiling?: Tiling } {
-  const split = versionSplit(l, v), tiling = versionTiling(l, v);
+  const split = versionSplit(l, v),
+    tiling = versionTiling(l, v);
   return { ...(split ? { split } : {}), ...(tiling ? { tiling } : {}) };
 }
 
@@ -85,8 +99,18 @@ export function fromIrLayer(l: Layer, versions: readonly RuntimeVersion[] = []):
     params[k] = { dtype, dims: [...t.dims], bytes };
   }
   return {
-    index: l.index, name: l.name, op: l.op, tunable: l.tunable, inputShapes: l.inputShapes, outputShape: l.outputShape,
-    dtype: l.dtype, attrs: l.attrs, epilogue: l.epilogue.map((s) => s.kind), epilogueParams: epilogueParams(l), params, versions,
+    index: l.index,
+    name: l.name,
+    op: l.op,
+    tunable: l.tunable,
+    inputShapes: l.inputShapes,
+    outputShape: l.outputShape,
+    dtype: l.dtype,
+    attrs: l.attrs,
+    epilogue: l.epilogue.map((s) => s.kind),
+    epilogueParams: epilogueParams(l),
+    params,
+    versions,
   };
 }
 

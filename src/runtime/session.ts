@@ -188,8 +188,11 @@ const MAX_LEVEL = 4;
 
 function checkLevel(level: number): void {
   if (!Number.isInteger(level) || level < 0 || level > MAX_LEVEL) {
-    throw userError('BAD_ARGUMENT', `interference level ${quoteForMessage(String(level))} is not an integer from 0 to ${MAX_LEVEL}`,
-      'levels are 0 (quiet) to 4 (heaviest co-runner)');
+    throw userError(
+      'BAD_ARGUMENT',
+      `interference level ${quoteForMessage(String(level))} is not an integer from 0 to ${MAX_LEVEL}`,
+      'levels are 0 (quiet) to 4 (heaviest co-runner)',
+    );
   }
 }
 
@@ -220,8 +223,11 @@ function stepsOf(b: LoadedBundle, stepOfPlan: readonly number[]): SessionStep[] 
     if (index < 0) continue;
     const layer = p.op === 'layer' ? layers.get(p.layer!) : undefined;
     out[index] = {
-      index, planStep: p.index, layer: layer ? layer.index : null,
-      kind: layer ? (layer.tunable ? 'kernel' : layer.op) : p.op, tunable: layer?.tunable ?? false,
+      index,
+      planStep: p.index,
+      layer: layer ? layer.index : null,
+      kind: layer ? (layer.tunable ? 'kernel' : layer.op) : p.op,
+      tunable: layer?.tunable ?? false,
     };
   }
   return out;
@@ -243,7 +249,8 @@ export async function loadBundle(path: string, options: LoadBundleOptions = {}):
   const bundle = await readBundle(path, { ...(options.read ?? {}), ...(trustedKeys ? { trustedKeys } : {}) });
   const opThreads = options.threads ?? defaultOpThreads(bundle.manifest);
   const { executor, translated } = await executorForBundle(bundle, {
-    threads: opThreads, ...(options.pinThreads ? { pinThreads: true } : {}),
+    threads: opThreads,
+    ...(options.pinThreads ? { pinThreads: true } : {}),
   });
   // After readBundle: the head's files were hashed with the rest; readHead checks its weights' sha256.
   const head = hasSparseHead(bundle.manifest.files) ? await loadSparseHead(bundle.paths.dir, options.sparse ?? {}) : undefined;
@@ -251,13 +258,28 @@ export async function loadBundle(path: string, options: LoadBundleOptions = {}):
 }
 
 function checkCores(cores: readonly number[]): void {
-  if (!Array.isArray(cores) || cores.length === 0 || cores.some((c) => !Number.isInteger(c) || c < 0) || new Set(cores).size !== cores.length) {
-    throw userError('BAD_ARGUMENT', `cores ${quoteForMessage(JSON.stringify(cores))} is not a non-empty list of distinct core ids`, 'e.g. cores: [0, 1]');
+  if (
+    !Array.isArray(cores) ||
+    cores.length === 0 ||
+    cores.some((c) => !Number.isInteger(c) || c < 0) ||
+    new Set(cores).size !== cores.length
+  ) {
+    throw userError(
+      'BAD_ARGUMENT',
+      `cores ${quoteForMessage(JSON.stringify(cores))} is not a non-empty list of distinct core ids`,
+      'e.g. cores: [0, 1]',
+    );
   }
 }
 
-function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: readonly number[], options: LoadBundleOptions, opThreads: number,
-  head?: SparseHead): Session {
+function createSession(
+  bundle: LoadedBundle,
+  executor: Executor,
+  stepOfPlan: readonly number[],
+  options: LoadBundleOptions,
+  opThreads: number,
+  head?: SparseHead,
+): Session {
   const m = bundle.manifest;
   const tunable = tunableLayersOf(bundle, stepOfPlan);
   const steps = stepsOf(bundle, stepOfPlan);
@@ -273,7 +295,10 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     if (closed) throw userError('BAD_ARGUMENT', `the session for ${bundle.paths.dir} is closed`, 'load the bundle again with loadBundle');
   };
   const applyThreads = () => {
-    if (threadOverride !== undefined) { executor.setAllThreads(threadOverride); return; }
+    if (threadOverride !== undefined) {
+      executor.setAllThreads(threadOverride);
+      return;
+    }
     executor.setAllThreads(opThreads);
     tunable.forEach((t, i) => executor.setThreads(t.step, Math.max(1, t.versions[Math.max(0, current[i]!)]!.threads)));
   };
@@ -286,19 +311,25 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
   const useVersions = (vector: readonly number[]): void => {
     live();
     if (!Array.isArray(vector) || vector.length !== tunable.length) {
-      throw userError('BAD_ARGUMENT',
+      throw userError(
+        'BAD_ARGUMENT',
         `a version vector has one entry per tunable layer (${tunable.length}); got ${Array.isArray(vector) ? vector.length : typeof vector}`,
-        'start from session.versionsForLevel(level)');
+        'start from session.versionsForLevel(level)',
+      );
     }
     vector.forEach((v, i) => {
       const t = tunable[i]!;
       if (!Number.isInteger(v) || v < 0 || v >= t.versions.length) {
-        throw userError('BAD_ARGUMENT',
+        throw userError(
+          'BAD_ARGUMENT',
           `layer ${t.layer} (${quoteForMessage(t.name)}) has ${t.versions.length} version(s); ${quoteForMessage(String(v))} is not one of them`,
-          'version indices count from 0 in session.tunableLayers[i].versions');
+          'version indices count from 0 in session.tunableLayers[i].versions',
+        );
       }
     });
-    vector.forEach((v, i) => { if (current[i] !== v) executor.setVersion(tunable[i]!.step, v); });
+    vector.forEach((v, i) => {
+      if (current[i] !== v) executor.setVersion(tunable[i]!.step, v);
+    });
     current = [...vector];
     level = undefined;
     applyThreads();
@@ -321,7 +352,9 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
   };
   const planByName = (results: readonly ArrayBufferView[]): Record<string, HostTensor> => {
     const out: Record<string, HostTensor> = {};
-    planOutputs.forEach((o, i) => { out[o.name] = { dtype: o.dtype, shape: o.shape, data: results[i] as HostTensor['data'] }; });
+    planOutputs.forEach((o, i) => {
+      out[o.name] = { dtype: o.dtype, shape: o.shape, data: results[i] as HostTensor['data'] };
+    });
     return out;
   };
   const byName = (results: readonly ArrayBufferView[]) => (head ? head.apply(planByName(results)) : planByName(results));
@@ -339,7 +372,9 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
     const arrays = orderFeeds(inputs, feeds);
     let release!: () => void;
     const previous = tail;
-    tail = new Promise<void>((r) => { release = r; });
+    tail = new Promise<void>((r) => {
+      release = r;
+    });
     await previous;
     try {
       live();
@@ -348,36 +383,60 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
       release();
       throw e;
     }
-    let next = 0, done = false, running = false;
-    const end = () => { if (!done) { done = true; release(); } };
+    let next = 0,
+      done = false,
+      running = false;
+    const end = () => {
+      if (!done) {
+        done = true;
+        release();
+      }
+    };
     /** The plan's outputs, once every step has run; the session is free for the next inference after it. */
     const readPlan = () => {
       if (done) throw userError('BAD_ARGUMENT', 'this inference has finished', 'start another with session.begin(feeds)');
       if (next !== steps.length) {
-        throw userError('BAD_ARGUMENT', `the inference has run ${next} of ${steps.length} steps`, 'run blocks up to session.steps.length first');
+        throw userError(
+          'BAD_ARGUMENT',
+          `the inference has run ${next} of ${steps.length} steps`,
+          'run blocks up to session.steps.length first',
+        );
       }
-      try { return executor.readOutputs(); } finally { end(); }
+      try {
+        return executor.readOutputs();
+      } finally {
+        end();
+      }
     };
     const inference: Inference = {
-      get next() { return next; },
+      get next() {
+        return next;
+      },
       async block(to, o) {
         if (done) throw userError('BAD_ARGUMENT', 'this inference has finished', 'start another with session.begin(feeds)');
-        if (running) throw userError('BAD_ARGUMENT', 'a block of this inference is still running', 'await each block before starting the next');
+        if (running)
+          throw userError('BAD_ARGUMENT', 'a block of this inference is still running', 'await each block before starting the next');
         if (!Number.isInteger(to) || to <= next || to > steps.length) {
-          throw userError('BAD_ARGUMENT', `block end ${quoteForMessage(String(to))} is not a step after ${next} and at most ${steps.length}`,
-            'blocks cover consecutive steps: from inference.next to a later step index');
+          throw userError(
+            'BAD_ARGUMENT',
+            `block end ${quoteForMessage(String(to))} is not a step after ${next} and at most ${steps.length}`,
+            'blocks cover consecutive steps: from inference.next to a later step index',
+          );
         }
         checkCores(o.cores);
         const given = o.versions !== undefined || o.level !== undefined || o.stepVersions !== undefined;
         const vector = o.versions ?? (given && o.level === undefined ? undefined : versionsFor(o.level ?? level ?? 0, o.cores.length));
         for (let s = next; s < to; s++) {
           const t = stepOfTunable.get(s);
-          const chosen = t === undefined ? undefined : o.stepVersions?.get(s) ?? vector?.[t];
+          const chosen = t === undefined ? undefined : (o.stepVersions?.get(s) ?? vector?.[t]);
           if (chosen !== undefined && t !== undefined) {
             const v = chosen;
             if (!Number.isInteger(v) || v! < 0 || v! >= tunable[t]!.versions.length) {
-              throw userError('BAD_ARGUMENT', `version ${quoteForMessage(String(v))} does not exist for layer ${tunable[t]!.layer}`,
-                'pass a vector from session.versionsForLevel(level)');
+              throw userError(
+                'BAD_ARGUMENT',
+                `version ${quoteForMessage(String(v))} does not exist for layer ${tunable[t]!.layer}`,
+                'pass a vector from session.versionsForLevel(level)',
+              );
             }
             if (current[t] !== v) {
               executor.setVersion(s, v!);
@@ -432,16 +491,40 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
       inference.abort();
       throw e;
     }
-    try { return byName(executor.readOutputs()); } finally { inference.abort(); }
+    try {
+      return byName(executor.readOutputs());
+    } finally {
+      inference.abort();
+    }
   };
 
   setLevel(options.level ?? 0);
   const session: Session = {
-    path: bundle.paths.dir, manifest: m, warnings: bundle.warnings, signedBy: bundle.signedBy, inputs, outputs,
-    levels: [...m.options.levels], tunableLayers: tunable, sparse: head, executor, stepOfPlan, steps,
-    get versions() { return [...current]; },
-    get level() { return level; },
-    run, runSync, begin, versionsForLevel, versionsFor, useVersions, setLevel,
+    path: bundle.paths.dir,
+    manifest: m,
+    warnings: bundle.warnings,
+    signedBy: bundle.signedBy,
+    inputs,
+    outputs,
+    levels: [...m.options.levels],
+    tunableLayers: tunable,
+    sparse: head,
+    executor,
+    stepOfPlan,
+    steps,
+    get versions() {
+      return [...current];
+    },
+    get level() {
+      return level;
+    },
+    run,
+    runSync,
+    begin,
+    versionsForLevel,
+    versionsFor,
+    useVersions,
+    setLevel,
     replicate() {
       live();
       const twin = createSession(bundle, executor.clone(), stepOfPlan, { ...options, level: options.level ?? 0 }, opThreads, head);
@@ -456,7 +539,12 @@ function createSession(bundle: LoadedBundle, executor: Executor, stepOfPlan: rea
       if (level !== undefined) setLevel(level);
       else applyThreads();
     },
-    close() { if (!closed) { closed = true; executor.close(); } },
+    close() {
+      if (!closed) {
+        closed = true;
+        executor.close();
+      }
+    },
   };
   return session;
 }

@@ -57,7 +57,11 @@ export function hasSparseHead(files: Readonly<Record<string, unknown>>): boolean
 function checkFloor(o: SparseOptions): void {
   const f = o.minRecallAt1;
   if (f !== undefined && !(typeof f === 'number' && f >= 0 && f <= 1)) {
-    throw userError('BAD_ARGUMENT', `minRecallAt1 ${quoteForMessage(String(f))} is not a recall between 0 and 1`, 'e.g. { minRecallAt1: 0.95 }');
+    throw userError(
+      'BAD_ARGUMENT',
+      `minRecallAt1 ${quoteForMessage(String(f))} is not a recall between 0 and 1`,
+      'e.g. { minRecallAt1: 0.95 }',
+    );
   }
 }
 
@@ -75,19 +79,26 @@ export function pickVersion(versions: readonly HeadVersion[], o: SparseOptions):
 export async function loadSparseHead(bundleDir: string, options: SparseOptions = {}, addon?: SparseHeadAddon): Promise<SparseHead> {
   checkFloor(options);
   const { meta, arrays } = await readHead(bundleDir);
-  const native = addon ?? await loadSparseHeadAddon();
+  const native = addon ?? (await loadSparseHeadAddon());
   const { n, d, k, input, outputs } = meta.layer;
   let handle: object;
   try {
     handle = createNativeHead(native, meta.hash, n, d, arrays);
   } catch (e) {
     // The addon checks every shape and neuron id before it reads a table: a failure here is a damaged bundle.
-    throw userError('BAD_BUNDLE', `${bundleDir}/${HEAD_JSON}: its hash index is not usable (${(e as Error).message})`,
-      'the bundle was modified or is corrupt; recompile it with veltair compile');
+    throw userError(
+      'BAD_BUNDLE',
+      `${bundleDir}/${HEAD_JSON}: its hash index is not usable (${(e as Error).message})`,
+      'the bundle was modified or is corrupt; recompile it with veltair compile',
+    );
   }
   const versions = meta.versions.filter((v) => v.kept).sort((a, b) => b.sparsity - a.sparsity);
   if (versions.length === 0 || versions[0]!.sparsity !== 1) {
-    throw userError('BAD_BUNDLE', `${bundleDir}/${HEAD_JSON} keeps no dense (sparsity 1) version`, 'recompile the bundle with veltair compile');
+    throw userError(
+      'BAD_BUNDLE',
+      `${bundleDir}/${HEAD_JSON} keeps no dense (sparsity 1) version`,
+      'recompile the bundle with veltair compile',
+    );
   }
   let current = pickVersion(versions, options);
   let queue: Promise<void> = Promise.resolve();
@@ -100,34 +111,54 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
     const rows = hidden.rows;
     const result: Record<string, HostTensor> = {};
     for (const [name, t] of Object.entries(out)) {
-      if (name !== input) { result[name] = t; continue; }
+      if (name !== input) {
+        result[name] = t;
+        continue;
+      }
       result[outputs.values] = { dtype: 'float32', shape: [rows, k], data: r.values };
       result[outputs.indices] = { dtype: 'int64', shape: [rows, k], data: BigInt64Array.from(r.indices, (x) => BigInt(x)) };
     }
     return result;
   };
   // The version in use, as a query: its budget, always-list count and tables.
-  const query = <T>(f: (head: object, x: Float32Array, rows: number, k: number, budget: number, always: number, tables: number) => T,
-    x: Float32Array, rows: number): T => {
+  const query = <T>(
+    f: (head: object, x: Float32Array, rows: number, k: number, budget: number, always: number, tables: number) => T,
+    x: Float32Array,
+    rows: number,
+  ): T => {
     const v = versions[current]!;
     return f.call(native, handle, x, rows, k, v.budget, v.always ?? 0, v.tables ?? 0);
   };
   const head: SparseHead = {
-    layer: meta.layer, calibration: meta.calibration, versions,
-    get current() { return current; },
+    layer: meta.layer,
+    calibration: meta.calibration,
+    versions,
+    get current() {
+      return current;
+    },
     use(i) {
       if (!Number.isInteger(i) || i < 0 || i >= versions.length) {
-        throw userError('BAD_ARGUMENT', `the sparse head has ${versions.length} version(s); ${quoteForMessage(String(i))} is not one of them`,
-          'version indices count from 0 in session.sparse.versions (densest first)');
+        throw userError(
+          'BAD_ARGUMENT',
+          `the sparse head has ${versions.length} version(s); ${quoteForMessage(String(i))} is not one of them`,
+          'version indices count from 0 in session.sparse.versions (densest first)',
+        );
       }
       current = i;
     },
-    pick(o) { current = pickVersion(versions, o); return current; },
+    pick(o) {
+      current = pickVersion(versions, o);
+      return current;
+    },
     outputsFor(prefix) {
-      return prefix.flatMap((t) => (t.name !== input ? [t] : [
-        { name: outputs.values, dtype: 'float32' as const, shape: [t.shape[0]!, k] },
-        { name: outputs.indices, dtype: 'int64' as const, shape: [t.shape[0]!, k] },
-      ]));
+      return prefix.flatMap((t) =>
+        t.name !== input
+          ? [t]
+          : [
+              { name: outputs.values, dtype: 'float32' as const, shape: [t.shape[0]!, k] },
+              { name: outputs.indices, dtype: 'int64' as const, shape: [t.shape[0]!, k] },
+            ],
+      );
     },
     apply(out) {
       const hidden = hiddenOf(out);
@@ -137,16 +168,29 @@ export async function loadSparseHead(bundleDir: string, options: SparseOptions =
     },
     applyAsync(out, atStart) {
       const hidden = hiddenOf(out);
-      if (!hidden) { atStart?.(); return Promise.resolve(out); }
+      if (!hidden) {
+        atStart?.();
+        return Promise.resolve(out);
+      }
       pending++;
       const run = queue.then(() => {
         atStart?.();
         return query(native.headTopKAsync, hidden.data, hidden.rows);
       });
-      queue = run.then(() => undefined, () => undefined);
-      return run.then((r) => withTopK(out, hidden, r), (e: unknown) => {
-        throw internalError(`the sparse output layer ${quoteForMessage(input)} failed: ${(e as Error).message}`);
-      }).finally(() => { pending--; });
+      queue = run.then(
+        () => undefined,
+        () => undefined,
+      );
+      return run
+        .then(
+          (r) => withTopK(out, hidden, r),
+          (e: unknown) => {
+            throw internalError(`the sparse output layer ${quoteForMessage(input)} failed: ${(e as Error).message}`);
+          },
+        )
+        .finally(() => {
+          pending--;
+        });
     },
   };
   return head;

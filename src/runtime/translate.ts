@@ -68,11 +68,15 @@ export interface TranslateOptions {
 
 /** The NCHW[V]c / rows geometry REORDER needs: [from kind, from V, to kind, to V, N, C, HW, rows, cols]. */
 function reorderInts(v: PlanValue, from: Layout, to: Layout): number[] {
-  const kind = (l: Layout) => { const p = parseLayout(l); return [LAYOUT_KIND[p.kind], p.vec]; };
+  const kind = (l: Layout) => {
+    const p = parseLayout(l);
+    return [LAYOUT_KIND[p.kind], p.vec];
+  };
   const s = v.shape;
   const [n = 1, c = 1, ...spatial] = s.length === 4 ? s : [1, 1];
   const blockedUsed = [from, to].some((l) => parseLayout(l).kind === 'blocked');
-  if (blockedUsed && s.length !== 4) throw internalError(`reorder of ${quoteForMessage(v.name)}: blocked layout of a rank-${s.length} value`);
+  if (blockedUsed && s.length !== 4)
+    throw internalError(`reorder of ${quoteForMessage(v.name)}: blocked layout of a rank-${s.length} value`);
   return [...kind(from), ...kind(to), n, c, product(spatial), product(s.slice(0, -1)), s[s.length - 1] ?? 1];
 }
 
@@ -84,14 +88,21 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
   const paramIds = new Map<object, Ref>();
   const addParam = (data: ArrayBufferView): Ref => {
     let r = paramIds.get(data);
-    if (r === undefined) { r = paramRef(params.length); params.push(data); paramIds.set(data, r); }
+    if (r === undefined) {
+      r = paramRef(params.length);
+      params.push(data);
+      paramIds.set(data, r);
+    }
     return r;
   };
   const symbols: string[] = [];
   const symbolIndex = (sym: string): number => {
     if (!SYMBOL_PATTERN.test(sym)) throw internalError(`version symbol ${quoteForMessage(sym)} is not a veltair kernel symbol`);
     let i = symbols.indexOf(sym);
-    if (i < 0) { i = symbols.length; symbols.push(sym); }
+    if (i < 0) {
+      i = symbols.length;
+      symbols.push(sym);
+    }
     return i;
   };
   const workspace = planWorkspace(plan, layerOf);
@@ -117,22 +128,37 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
   const steps: NativeStep[] = [];
   const stepOfPlan: number[] = [];
   const planOfStep: number[] = [];
-  const push = (s: Omit<NativeStep, 'threads' | 'label' | 'floats'> & { floats?: readonly number[] }, p: PlanStep, label: string,
-    operands: readonly Operand[]) => {
+  const push = (
+    s: Omit<NativeStep, 'threads' | 'label' | 'floats'> & { floats?: readonly number[] },
+    p: PlanStep,
+    label: string,
+    operands: readonly Operand[],
+  ) => {
     stepOfPlan[p.index] = steps.length;
     planOfStep.push(p.index);
     const sizes = operandSizes(operands, params, label);
-    steps.push({ ...s, threads, floats: s.floats ?? [], label, inputBytes: s.inputBytes ?? s.inputs.map(sizes),
-      outputBytes: s.outputBytes ?? s.outputs.map(sizes) });
+    steps.push({
+      ...s,
+      threads,
+      floats: s.floats ?? [],
+      label,
+      inputBytes: s.inputBytes ?? s.inputs.map(sizes),
+      outputBytes: s.outputBytes ?? s.outputs.map(sizes),
+    });
   };
 
   for (const p of plan.steps) {
     stepOfPlan[p.index] = -1;
     if (p.op === 'reorder') {
       const v = value(p.inputs[0]);
-      const from = operand(p.inputs[0]), to = operand(p.outputs[0]);
-      push({ op: OP.REORDER, inputs: [from.ref], outputs: [to.ref], ints: reorderInts(v, p.from, p.to), floats: [] },
-        p, `reorder ${p.from}→${p.to}`, [from, to]);
+      const from = operand(p.inputs[0]),
+        to = operand(p.outputs[0]);
+      push(
+        { op: OP.REORDER, inputs: [from.ref], outputs: [to.ref], ints: reorderInts(v, p.from, p.to), floats: [] },
+        p,
+        `reorder ${p.from}→${p.to}`,
+        [from, to],
+      );
       continue;
     }
     if (p.inPlace) continue;
@@ -145,38 +171,64 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
     }
     const split = threads > 1 ? writerVersion(p.inputs[0])?.split : undefined;
     // Built only for the lowerings that ask (channel gathers): input i's writer, as the split above.
-    const owners = threads > 1 ? { threads, of: (i: number) => {
-      const tiling = writerVersion(p.inputs[i])?.tiling;
-      return tiling ? outputOwner(tiling, threads) : undefined;
-    } } : undefined;
+    const owners =
+      threads > 1
+        ? {
+            threads,
+            of: (i: number) => {
+              const tiling = writerVersion(p.inputs[i])?.tiling;
+              return tiling ? outputOwner(tiling, threads) : undefined;
+            },
+          }
+        : undefined;
     const lowered = lowerLayer(layer, p, operand, addParam, { split, owners }, options.onUnsupported);
     if (lowered) push(lowered.step, p, label, lowered.operands);
   }
   return finishPlan(plan, arenaBytes, value, steps, symbols, params, stepOfPlan, planOfStep);
 }
 
-function finishPlan(plan: GraphPlan, arenaBytes: number, value: (id: number) => PlanValue, steps: NativeStep[], symbols: string[],
-  params: ArrayBufferView[], stepOfPlan: number[], planOfStep: number[]): TranslatedPlan {
+function finishPlan(
+  plan: GraphPlan,
+  arenaBytes: number,
+  value: (id: number) => PlanValue,
+  steps: NativeStep[],
+  symbols: string[],
+  params: ArrayBufferView[],
+  stepOfPlan: number[],
+  planOfStep: number[],
+): TranslatedPlan {
   const tensor = (t: { name: string; value: number }) => {
     const v = value(t.value);
     return { name: t.name, dtype: v.dtype, shape: v.shape, offset: v.offset, bytes: v.bytes };
   };
   return {
     plan: { arenaBytes, inputs: plan.inputs.map(tensor), outputs: plan.outputs.map(tensor), steps, symbols, params },
-    stepOfPlan, planOfStep,
+    stepOfPlan,
+    planOfStep,
   };
 }
 
 /** A non-tunable layer's native step; an unsupported one throws UNSUPPORTED_OPS, or is reported and skipped with `onUnsupported`. */
-function lowerLayer(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, operand: (id: number) => Operand,
-  addParam: (d: ArrayBufferView) => Ref, writers: { split?: ThreadSplit; owners?: OpContext['inputOwners'] },
+function lowerLayer(
+  layer: RuntimeLayer,
+  p: Extract<PlanStep, { op: 'layer' }>,
+  operand: (id: number) => Operand,
+  addParam: (d: ArrayBufferView) => Ref,
+  writers: { split?: ThreadSplit; owners?: OpContext['inputOwners'] },
   onUnsupported?: (e: VeltairError) => void,
 ): { step: LoweredOp; operands: Operand[] } | undefined {
   const lowering = LOWERINGS[layer.op];
   // Owners are by activation input; a layer with constants interleaves them (operands), so it gets none.
   const owners = writers.owners && Object.keys(layer.params).length === 0 ? writers.owners : undefined;
-  const ctx: OpContext = { layer, layout: p.layout, ins: operands(layer, p.inputs.map(operand), addParam), outs: p.outputs.map(operand), addParam,
-    ...(writers.split ? { inputSplit: writers.split } : {}), ...(owners ? { inputOwners: owners } : {}) };
+  const ctx: OpContext = {
+    layer,
+    layout: p.layout,
+    ins: operands(layer, p.inputs.map(operand), addParam),
+    outs: p.outputs.map(operand),
+    addParam,
+    ...(writers.split ? { inputSplit: writers.split } : {}),
+    ...(owners ? { inputOwners: owners } : {}),
+  };
   try {
     if (lowering === undefined) unsupported(ctx, 'no native op of this name');
     return { step: lowering(ctx), operands: [...ctx.ins, ...ctx.outs] };
@@ -222,7 +274,10 @@ function operandSizes(operands: readonly Operand[], params: readonly ArrayBuffer
   };
 }
 
-interface Workspace { readonly offset: number; readonly bytes: number }
+interface Workspace {
+  readonly offset: number;
+  readonly bytes: number;
+}
 
 /** The kernels' shared scratch: after the plan's own arena, as large as the largest in-plan version needs. */
 function planWorkspace(plan: GraphPlan, layerOf: ReadonlyMap<number, RuntimeLayer>): Workspace {
@@ -235,20 +290,29 @@ function planWorkspace(plan: GraphPlan, layerOf: ReadonlyMap<number, RuntimeLaye
   return { offset: Math.ceil(plan.arenaBytes / 64) * 64, bytes };
 }
 
-function kernelStep(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, operand: (id: number) => Operand,
-  addParam: (d: ArrayBufferView) => Ref, symbolIndex: (s: string) => number, workspace: Workspace): Omit<NativeStep, 'threads' | 'label'> {
+function kernelStep(
+  layer: RuntimeLayer,
+  p: Extract<PlanStep, { op: 'layer' }>,
+  operand: (id: number) => Operand,
+  addParam: (d: ArrayBufferView) => Ref,
+  symbolIndex: (s: string) => number,
+  workspace: Workspace,
+): Omit<NativeStep, 'threads' | 'label'> {
   const vec = parseLayout(p.layout).vec;
   const bmm = layer.op === 'batch_matmul';
   const args = bmm ? 2 : 1;
-  const x = operand(p.inputs[0]!), y = operand(p.outputs[0]!);
+  const x = operand(p.inputs[0]!),
+    y = operand(p.outputs[0]!);
   const wAct = bmm ? operand(p.inputs[1]!) : undefined;
   const extras = layer.epilogue.filter((k) => k === 'residual_add' || k === 'channel_mul');
   const extra = (kind: string): Operand | undefined => {
-    const i = extras.indexOf(kind as typeof extras[number]);
+    const i = extras.indexOf(kind as (typeof extras)[number]);
     return i < 0 ? undefined : operand(p.inputs[args + i]!);
   };
-  const residual = extra('residual_add'), gate = extra('channel_mul');
-  let bias: Ref = NONE, biasBytes = 0;
+  const residual = extra('residual_add'),
+    gate = extra('channel_mul');
+  let bias: Ref = NONE,
+    biasBytes = 0;
   if (layer.epilogue.includes('bias')) {
     const b = layer.params['bias'];
     if (!b) throw internalError(`layer ${layer.index} has a bias epilogue but no bias param`);
@@ -265,14 +329,20 @@ function kernelStep(layer: RuntimeLayer, p: Extract<PlanStep, { op: 'layer' }>, 
     const v = byId.get(id);
     if (!v) throw internalError(`plan step ${p.index} uses version ${id.slice(0, 12)}, which layer ${layer.index} does not list`);
     if (!bmm && !v.packedWeight) throw internalError(`layer ${layer.index} version ${id.slice(0, 12)} has no packed weight`);
-    return bmm ? { symbol: symbolIndex(v.symbol), weight: wAct!.ref, weightBytes: wAct!.bytes }
+    return bmm
+      ? { symbol: symbolIndex(v.symbol), weight: wAct!.ref, weightBytes: wAct!.bytes }
       : { symbol: symbolIndex(v.symbol), weight: addParam(v.packedWeight!), weightBytes: v.packedWeight!.byteLength };
   });
   if (versions.length === 0) throw internalError(`plan step ${p.index} (layer ${layer.index}) has no usable version`);
   return {
-    op: OP.KERNEL, inputs: [x.ref, bias, residual?.ref ?? NONE, gate?.ref ?? NONE, epi, ws], outputs: [y.ref],
+    op: OP.KERNEL,
+    inputs: [x.ref, bias, residual?.ref ?? NONE, gate?.ref ?? NONE, epi, ws],
+    outputs: [y.ref],
     inputBytes: [x.bytes, biasBytes, residual?.bytes ?? 0, gate?.bytes ?? 0, layer.epilogueParams.length * 4, workspace.bytes],
-    outputBytes: [y.bytes], ints: kernelInts(layer, p, x), floats: [], versions,
+    outputBytes: [y.bytes],
+    ints: kernelInts(layer, p, x),
+    floats: [],
+    versions,
   };
 }
 

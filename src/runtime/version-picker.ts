@@ -58,7 +58,8 @@ export function versionsTunedFor(versions: readonly ManifestVersion[], threads: 
  */
 export function bestVersionAt(versions: readonly ManifestVersion[], level: number, threads?: number): number {
   const pool0 = versionsTunedFor(versions, threads);
-  const at = (l: number) => pool0.map((i) => ({ i, ms: profiledMs(versions[i]!, l) })).filter((x) => x.ms !== undefined) as { i: number; ms: number }[];
+  const at = (l: number) =>
+    pool0.map((i) => ({ i, ms: profiledMs(versions[i]!, l) })).filter((x) => x.ms !== undefined) as { i: number; ms: number }[];
   const measured = at(level);
   const pool = measured.length > 0 ? measured : at(0);
   if (pool.length === 0) return pool0[0] ?? 0;
@@ -66,7 +67,12 @@ export function bestVersionAt(versions: readonly ManifestVersion[], level: numbe
 }
 
 /** Version index per native step (-1: not a kernel step) for every level in `levels`, among the versions tuned for `threads`. */
-export function pickTable(steps: readonly KernelStepChoice[], stepCount: number, levels: readonly number[], threads?: number): Map<number, Int32Array> {
+export function pickTable(
+  steps: readonly KernelStepChoice[],
+  stepCount: number,
+  levels: readonly number[],
+  threads?: number,
+): Map<number, Int32Array> {
   const table = new Map<number, Int32Array>();
   for (const level of levels) {
     const v = new Int32Array(stepCount).fill(-1);
@@ -102,7 +108,9 @@ export function profiledKernelMs(steps: readonly KernelStepChoice[], pick: Int32
  * the picked version's latency at `actual` over the best latency any version has there.
  */
 export function pickRegret(steps: readonly KernelStepChoice[], predicted: number, actual: number): { worst: number; total: number } {
-  let worst = 1, picked = 0, best = 0;
+  let worst = 1,
+    picked = 0,
+    best = 0;
   for (const s of steps) {
     const chosen = profiledMs(s.versions[bestVersionAt(s.versions, predicted)]!, actual);
     const oracle = profiledMs(s.versions[bestVersionAt(s.versions, actual)]!, actual);

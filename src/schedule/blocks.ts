@@ -39,7 +39,7 @@ export function idleCores(totalCores: number, activeAverageSum: number): number 
 /** A model's threshold: its appetite's share of the idle cores. */
 export function thresholdFor(idle: number, appetite: number, appetiteSum: number): number {
   if (!(appetiteSum > 0)) return idle;
-  return idle * appetite / appetiteSum;
+  return (idle * appetite) / appetiteSum;
 }
 
 /**
@@ -98,11 +98,15 @@ export function fixedBlock(p: ModelPlan, start: number, k: number): Block {
 export function flatClaim(p: ModelPlan, b: Block, shareScale = 1): number {
   const N = p.table.maxCores;
   const share = blockShareMs(p, b.first, b.last) * shareScale;
-  let fastest = 1, fastestMs = Infinity;
+  let fastest = 1,
+    fastestMs = Infinity;
   for (let c = 1; c <= N; c++) {
     const t = blockQuietVersionsWorstMs(p, b.first, b.last, c) + p.table.claimMs[c]!;
     if (t <= share) return c;
-    if (t < fastestMs) { fastestMs = t; fastest = c; }
+    if (t < fastestMs) {
+      fastestMs = t;
+      fastest = c;
+    }
   }
   return fastest;
 }

@@ -22,10 +22,14 @@ export class CorePool {
     this.freeCount = size;
   }
 
-  get free(): number { return this.freeCount; }
+  get free(): number {
+    return this.freeCount;
+  }
 
   /** Owner of core `c` (−1: free). */
-  ownerOf(c: number): number { return this.owner[c]!; }
+  ownerOf(c: number): number {
+    return this.owner[c]!;
+  }
 
   grant(owner: number, count: number, preferred: readonly number[] = []): number[] {
     if (!Number.isInteger(count) || count < 1 || count > this.freeCount) {
@@ -34,10 +38,16 @@ export class CorePool {
     const out: number[] = [];
     for (const c of preferred) {
       if (out.length === count) break;
-      if (c >= 0 && c < this.size && this.owner[c] === FREE) { this.owner[c] = owner; out.push(c); }
+      if (c >= 0 && c < this.size && this.owner[c] === FREE) {
+        this.owner[c] = owner;
+        out.push(c);
+      }
     }
     for (let c = 0; c < this.size && out.length < count; c++) {
-      if (this.owner[c] === FREE) { this.owner[c] = owner; out.push(c); }
+      if (this.owner[c] === FREE) {
+        this.owner[c] = owner;
+        out.push(c);
+      }
     }
     this.freeCount -= out.length;
     if (out.length !== count) throw internalError(`core pool lost track: granted ${out.length} of ${count}`);

@@ -3,8 +3,12 @@ export class Heap<T> {
   private readonly items: T[] = [];
   constructor(private readonly less: (a: T, b: T) => boolean) {}
 
-  get size(): number { return this.items.length; }
-  peek(): T | undefined { return this.items[0]; }
+  get size(): number {
+    return this.items.length;
+  }
+  peek(): T | undefined {
+    return this.items[0];
+  }
 
   push(x: T): void {
     const a = this.items;
@@ -27,7 +31,8 @@ export class Heap<T> {
       a[0] = last;
       let i = 0;
       for (;;) {
-        const l = 2 * i + 1, r = l + 1;
+        const l = 2 * i + 1,
+          r = l + 1;
         let m = i;
         if (l < a.length && this.less(a[l]!, a[m]!)) m = l;
         if (r < a.length && this.less(a[r]!, a[m]!)) m = r;
@@ -51,5 +56,7 @@ export class Heap<T> {
   }
 
   /** The items in no particular order (read-only view for scans). */
-  values(): readonly T[] { return this.items; }
+  values(): readonly T[] {
+    return this.items;
+  }
 }

@@ -72,13 +72,15 @@ function restrictCores(p: Profile, cores: readonly number[]): Profile {
 }
 
 export function latAt(u: Unit, maxCores: number, v: number, cores: number, level: number): number {
-  return u.latMs[((v * maxCores) + (cores - 1)) * LEVEL_COUNT + level]!;
+  return u.latMs[(v * maxCores + (cores - 1)) * LEVEL_COUNT + level]!;
 }
 
 /** Latency at a continuous level (linear between integer levels). */
 export function latAtLevel(u: Unit, maxCores: number, v: number, cores: number, level: number): number {
   const l = Math.min(LEVEL_COUNT - 1, Math.max(0, level));
-  const lo = Math.floor(l), hi = Math.min(LEVEL_COUNT - 1, lo + 1), f = l - lo;
+  const lo = Math.floor(l),
+    hi = Math.min(LEVEL_COUNT - 1, lo + 1),
+    f = l - lo;
   const a = latAt(u, maxCores, v, cores, lo);
   return f === 0 ? a : a + (latAt(u, maxCores, v, cores, hi) - a) * f;
 }
@@ -89,7 +91,9 @@ interface VersionModel {
 }
 
 function level0Points(v: ProfileVersion) {
-  return Object.entries(v.latencyUs).filter(([, byLevel]) => byLevel['0'] !== undefined).map(([c, byLevel]) => ({ cores: Number(c), us: byLevel['0']!.us }));
+  return Object.entries(v.latencyUs)
+    .filter(([, byLevel]) => byLevel['0'] !== undefined)
+    .map(([c, byLevel]) => ({ cores: Number(c), us: byLevel['0']!.us }));
 }
 
 /** µs and source of one step-version at (cores, level). */
@@ -118,9 +122,11 @@ function unitRanges(steps: readonly ProfileStep[]): { first: number; last: numbe
 export function buildModelTable(profile: Profile, o: TableOptions): ModelTable {
   const p = o.useCores ? restrictCores(profile, o.useCores) : profile;
   if (p.steps.some((s) => s.versions.some((v) => Object.keys(v.latencyUs).length === 0))) {
-    throw userError('BAD_ARGUMENT',
+    throw userError(
+      'BAD_ARGUMENT',
       `profile of ${quoteForMessage(profile.model.name)} has no figures at core count(s) ${o.useCores!.join(',')} for some step`,
-      `its figures are at ${profile.coreCounts.join(',')} cores`);
+      `its figures are at ${profile.coreCounts.join(',')} cores`,
+    );
   }
   const N = o.maxCores;
   const k = o.scaling;
@@ -146,13 +152,20 @@ export function buildModelTable(profile: Profile, o: TableOptions): ModelTable {
         for (let v = 0; v < versions; v++) {
           const f = figure(models[mainIndex]![v]!, c, l, k);
           sources[f.source] += repeat;
-          lat[((v * N) + (c - 1)) * LEVEL_COUNT + l] = ((f.us + others) * scale) / 1000;
+          lat[(v * N + (c - 1)) * LEVEL_COUNT + l] = ((f.us + others) * scale) / 1000;
         }
       }
     }
     return {
-      firstStep: r.first, lastStep: r.last, name: main.name, op: main.op, versions, versionIds: main.versions.map((v) => v.id), latMs: lat,
-      flops: steps.reduce((s, x) => s + x.flops, 0) * scale, bytes: steps.reduce((s, x) => s + x.bytes, 0) * scale,
+      firstStep: r.first,
+      lastStep: r.last,
+      name: main.name,
+      op: main.op,
+      versions,
+      versionIds: main.versions.map((v) => v.id),
+      latMs: lat,
+      flops: steps.reduce((s, x) => s + x.flops, 0) * scale,
+      bytes: steps.reduce((s, x) => s + x.bytes, 0) * scale,
       footprintBytes: Math.max(...steps.map((x) => x.footprintBytes)) * scale,
     };
   });
@@ -166,22 +179,29 @@ export function buildModelTable(profile: Profile, o: TableOptions): ModelTable {
   if (base) {
     claimSource = o.claimUs !== undefined ? 'modelled' : p.claimCost!.source;
     // A team of c threads wakes in ~log2(c) rounds: scale the measured cost by that (modelled beyond the measured size).
-    for (let c = 1; c <= N; c++) claimMs[c] = (base.us * Math.max(1, Math.log2(c)) / Math.max(1, Math.log2(base.threads))) / 1000;
+    for (let c = 1; c <= N; c++) claimMs[c] = (base.us * Math.max(1, Math.log2(c))) / Math.max(1, Math.log2(base.threads)) / 1000;
   }
   const notes: string[] = [];
   if (scale !== 1) notes.push(`every latency ×${scale.toFixed(3)} (modelled)`);
-  if (o.useCores) notes.push(`only the figures at ${o.useCores.join(',')} core(s) used; ` +
-    `${profile.coreCounts.filter((c) => !o.useCores!.includes(c)).join(',') || 'no other counts'} held out`);
+  if (o.useCores)
+    notes.push(
+      `only the figures at ${o.useCores.join(',')} core(s) used; ` +
+        `${profile.coreCounts.filter((c) => !o.useCores!.includes(c)).join(',') || 'no other counts'} held out`,
+    );
   if (repeat !== 1) notes.push(`the profile's ${p.steps.length} steps run ${repeat}× in a row (identical layers; figures reused)`);
   return { name: p.model.name, maxCores: N, units, claimMs, claimSource, sources, notes };
 }
 
 /** The version with the lowest latency at (cores, integer level), and that latency. */
 export function bestVersion(u: Unit, maxCores: number, cores: number, level: number): { v: number; ms: number } {
-  let v = 0, ms = Infinity;
+  let v = 0,
+    ms = Infinity;
   for (let i = 0; i < u.versions; i++) {
     const t = latAtLevel(u, maxCores, i, cores, level);
-    if (t < ms) { ms = t; v = i; }
+    if (t < ms) {
+      ms = t;
+      v = i;
+    }
   }
   return { v, ms };
 }

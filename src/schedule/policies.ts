@@ -61,29 +61,48 @@ const base = { k: 1, adaptiveVersions: false, temporal: false, onConflict: 'shri
 export function parsePolicy(text: string): Policy {
   const t = text.trim();
   switch (t) {
-    case 'fcfs': return { ...base, name: t, blocks: 'model', claim: 'peak', onConflict: 'wait' };
-    case 'prema': return { ...base, name: t, blocks: 'layer', claim: 'fastest', temporal: true, onConflict: 'wait' };
-    case 'layerwise': return { ...base, name: t, blocks: 'layer', claim: 'requirement' };
-    case 'veltair': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline', adaptiveVersions: true };
-    case 'veltair-sched': return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline' };
-    case 'veltair-compile': return { ...base, name: t, blocks: 'model', claim: 'peak', adaptiveVersions: true, onConflict: 'wait' };
-    default: break;
+    case 'fcfs':
+      return { ...base, name: t, blocks: 'model', claim: 'peak', onConflict: 'wait' };
+    case 'prema':
+      return { ...base, name: t, blocks: 'layer', claim: 'fastest', temporal: true, onConflict: 'wait' };
+    case 'layerwise':
+      return { ...base, name: t, blocks: 'layer', claim: 'requirement' };
+    case 'veltair':
+      return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline', adaptiveVersions: true };
+    case 'veltair-sched':
+      return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline' };
+    case 'veltair-compile':
+      return { ...base, name: t, blocks: 'model', claim: 'peak', adaptiveVersions: true, onConflict: 'wait' };
+    default:
+      break;
   }
   const m = /^static:(\d+)$/.exec(t);
-  if (m && Number(m[1]) >= 1 && Number(m[1]) <= 10_000) return { ...base, name: `static:${Number(m[1])}`, blocks: 'fixed', k: Number(m[1]), claim: 'flat' };
-  throw userError('BAD_ARGUMENT', `policy ${quoteForMessage(text)} is not one of ${POLICY_NAMES.join(', ')}`,
-    'e.g. --policy fcfs,veltair or --policy static:6; static:A-B expands to every K from A to B');
+  if (m && Number(m[1]) >= 1 && Number(m[1]) <= 10_000)
+    return { ...base, name: `static:${Number(m[1])}`, blocks: 'fixed', k: Number(m[1]), claim: 'flat' };
+  throw userError(
+    'BAD_ARGUMENT',
+    `policy ${quoteForMessage(text)} is not one of ${POLICY_NAMES.join(', ')}`,
+    'e.g. --policy fcfs,veltair or --policy static:6; static:A-B expands to every K from A to B',
+  );
 }
 
 /** A comma-separated list; `static:A-B` expands to static:A … static:B. */
 export function parsePolicyList(text: string): Policy[] {
   const out: Policy[] = [];
-  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const range = /^static:(\d+)-(\d+)$/.exec(part);
     if (range) {
-      const a = Number(range[1]), b = Number(range[2]);
+      const a = Number(range[1]),
+        b = Number(range[2]);
       if (!(a >= 1 && b >= a && b - a <= 200)) {
-        throw userError('BAD_ARGUMENT', `policy range ${quoteForMessage(part)} is not static:A-B with 1 ≤ A ≤ B ≤ A + 200`, 'e.g. --policy static:1-20');
+        throw userError(
+          'BAD_ARGUMENT',
+          `policy range ${quoteForMessage(part)} is not static:A-B with 1 ≤ A ≤ B ≤ A + 200`,
+          'e.g. --policy static:1-20',
+        );
       }
       for (let k = a; k <= b; k++) out.push(parsePolicy(`static:${k}`));
     } else {

@@ -66,8 +66,11 @@ function splitBudget(qosMs: number, work: readonly number[], fastestMs: readonly
     const left = Math.max(0, qosMs - fixed);
     let changed = false;
     for (let u = 0; u < U; u++) {
-      share[u] = capped[u] ? fastestMs[u]! : freeWork > 0 ? left * work[u]! / freeWork : 0;
-      if (!capped[u] && fastestMs[u]! > share[u]!) { capped[u] = true; changed = true; }
+      share[u] = capped[u] ? fastestMs[u]! : freeWork > 0 ? (left * work[u]!) / freeWork : 0;
+      if (!capped[u] && fastestMs[u]! > share[u]!) {
+        capped[u] = true;
+        changed = true;
+      }
     }
     if (!changed) break;
   }
@@ -105,7 +108,8 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
   const { share: shareMs, capped } = splitBudget(qosMs, work, fastestOf);
   const requirement = new Int32Array(U);
   for (let u = 0; u < U; u++) {
-    let need = 0, fastest = 1;
+    let need = 0,
+      fastest = 1;
     const t = (c: number) => q(u, c) + table.claimMs[c]!;
     for (let c = 1; c <= N; c++) {
       if (t(c) < t(fastest)) fastest = c;
@@ -113,8 +117,14 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
     }
     requirement[u] = need > 0 ? need : fastest;
   }
-  const averageRequirement = U === 0 || !(qosMs > 0) ? 0 : requirement.reduce((s, r, u) => s + r * shareMs[u]!, 0)
-    / Math.max(qosMs, shareMs.reduce((s, x) => s + x, 0));
+  const averageRequirement =
+    U === 0 || !(qosMs > 0)
+      ? 0
+      : requirement.reduce((s, r, u) => s + r * shareMs[u]!, 0) /
+        Math.max(
+          qosMs,
+          shareMs.reduce((s, x) => s + x, 0),
+        );
   const prefixMs = best.map((b) => {
     const pre = new Float64Array((N + 1) * (U + 1));
     for (let c = 1; c <= N; c++) for (let u = 0; u < U; u++) pre[c * (U + 1) + u + 1] = pre[c * (U + 1) + u]! + b[u * (N + 1) + c]!;
@@ -128,10 +138,14 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
   }
   const prefixShareMs = new Float64Array(U + 1);
   for (let u = 0; u < U; u++) prefixShareMs[u + 1] = prefixShareMs[u]! + shareMs[u]!;
-  let fastestCores = 1, fastestMs = Infinity;
+  let fastestCores = 1,
+    fastestMs = Infinity;
   for (let c = 1; c <= N; c++) {
     const t = prefixMs[0]![c * (U + 1) + U]! + table.claimMs[c]!;
-    if (t < fastestMs) { fastestMs = t; fastestCores = c; }
+    if (t < fastestMs) {
+      fastestMs = t;
+      fastestCores = c;
+    }
   }
   let minCoreMs = 0;
   for (let u = 0; u < U; u++) {
@@ -142,8 +156,22 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
   let plannedMs = 0;
   for (let u = 0; u < U; u++) plannedMs += quiet(u, requirement[u]!);
   return {
-    table, qosMs, shareMs, requirement, feasible: capped.map((c) => !c), qosReachable, averageRequirement, peakRequirement: Math.max(0, ...requirement),
-    bestQuietMs, prefixMs, prefixQuietVersionsWorstMs, prefixShareMs, fastestCores, fastestMs, minCoreMs, plannedMs,
+    table,
+    qosMs,
+    shareMs,
+    requirement,
+    feasible: capped.map((c) => !c),
+    qosReachable,
+    averageRequirement,
+    peakRequirement: Math.max(0, ...requirement),
+    bestQuietMs,
+    prefixMs,
+    prefixQuietVersionsWorstMs,
+    prefixShareMs,
+    fastestCores,
+    fastestMs,
+    minCoreMs,
+    plannedMs,
   };
 }
 
@@ -152,7 +180,8 @@ export function blockMs(p: ModelPlan, first: number, last: number, cores: number
   const U = p.table.units.length;
   const at = (l: number) => p.prefixMs[l]![cores * (U + 1) + last + 1]! - p.prefixMs[l]![cores * (U + 1) + first]!;
   if (level <= 0) return at(0);
-  const lo = Math.min(LEVEL_COUNT - 1, Math.floor(level)), f = level - lo;
+  const lo = Math.min(LEVEL_COUNT - 1, Math.floor(level)),
+    f = level - lo;
   return f === 0 || lo === LEVEL_COUNT - 1 ? at(lo) : at(lo) + (at(lo + 1) - at(lo)) * f;
 }
 

@@ -26,29 +26,45 @@ export interface PredictionCheck {
 }
 
 function quietPoints(latency: Profile['steps'][number]['versions'][number]['latencyUs']): Point[] {
-  return Object.entries(latency).filter(([, l]) => l['0'] !== undefined).map(([c, l]) => ({ cores: Number(c), us: l['0']!.us })).sort((a, b) =>
-    a.cores - b.cores);
+  return Object.entries(latency)
+    .filter(([, l]) => l['0'] !== undefined)
+    .map(([c, l]) => ({ cores: Number(c), us: l['0']!.us }))
+    .sort((a, b) => a.cores - b.cores);
 }
 
 export function checkPrediction(p: Profile, k: ScalingConstants, fromCount = 1): PredictionCheck | null {
-  const counts = [...new Set(p.steps.flatMap((s) => s.versions.flatMap((v) => quietPoints(v.latencyUs).map((x) => x.cores))))].sort((a, b) => a - b);
+  const counts = [...new Set(p.steps.flatMap((s) => s.versions.flatMap((v) => quietPoints(v.latencyUs).map((x) => x.cores))))].sort(
+    (a, b) => a - b,
+  );
   if (counts.length <= fromCount) return null;
-  const from = counts.slice(0, fromCount), to = counts.slice(fromCount);
-  const errs: number[] = [], naive: number[] = [];
-  let sumPred = 0, sumNaive = 0, sumMeas = 0, complete = true;
+  const from = counts.slice(0, fromCount),
+    to = counts.slice(fromCount);
+  const errs: number[] = [],
+    naive: number[] = [];
+  let sumPred = 0,
+    sumNaive = 0,
+    sumMeas = 0,
+    complete = true;
   for (const s of p.steps) {
     s.versions.forEach((v, j) => {
       const pts = quietPoints(v.latencyUs);
       const given = pts.filter((x) => from.includes(x.cores));
-      if (given.length === 0) { if (j === 0) complete = false; return; }
+      if (given.length === 0) {
+        if (j === 0) complete = false;
+        return;
+      }
       const fit = fitStep(given, v.parallelChunks, s.bytes, k);
       const base = given[given.length - 1]!;
       for (const t of pts.filter((x) => to.includes(x.cores))) {
         const pred = predictStep(fit, t.cores, k);
-        const nv = base.us * base.cores / t.cores;
+        const nv = (base.us * base.cores) / t.cores;
         errs.push(pred / t.us - 1);
         naive.push(nv / t.us - 1);
-        if (j === 0 && t.cores === to[0]) { sumPred += pred; sumNaive += nv; sumMeas += t.us; }
+        if (j === 0 && t.cores === to[0]) {
+          sumPred += pred;
+          sumNaive += nv;
+          sumMeas += t.us;
+        }
       }
       if (j === 0 && !pts.some((x) => x.cores === to[0])) complete = false;
     });
@@ -56,8 +72,13 @@ export function checkPrediction(p: Profile, k: ScalingConstants, fromCount = 1):
   if (errs.length === 0) return null;
   const abs = errs.map(Math.abs);
   return {
-    profile: p.model.name, fromCores: from, toCores: to, points: errs.length,
-    medianAbsError: quantile(abs, 0.5), p90AbsError: quantile(abs, 0.9), medianError: quantile(errs, 0.5),
+    profile: p.model.name,
+    fromCores: from,
+    toCores: to,
+    points: errs.length,
+    medianAbsError: quantile(abs, 0.5),
+    p90AbsError: quantile(abs, 0.9),
+    medianError: quantile(errs, 0.5),
     wholeModelError: complete && sumMeas > 0 ? sumPred / sumMeas - 1 : null,
     naiveMedianAbsError: quantile(naive.map(Math.abs), 0.5),
     naiveWholeModelError: complete && sumMeas > 0 ? sumNaive / sumMeas - 1 : null,

@@ -34,7 +34,10 @@ export interface ScalingConstants {
 }
 
 /** A measured point: cores → µs. */
-export interface Point { readonly cores: number; readonly us: number }
+export interface Point {
+  readonly cores: number;
+  readonly us: number;
+}
 
 export interface StepFit {
   readonly a: number;
@@ -56,12 +59,25 @@ function fitLine(xs: readonly number[], ys: readonly number[]): { a: number; w: 
   const wts = ys.map((y) => 1 / Math.max(1e-9, y) ** 2);
   const sw = wts.reduce((s, v) => s + v, 0);
   const mean = (f: (i: number) => number) => xs.reduce((s, _, i) => s + wts[i]! * f(i), 0) / sw;
-  const mx = mean((i) => xs[i]!), my = mean((i) => ys[i]!);
-  const sxx = mean((i) => (xs[i]! - mx) ** 2), sxy = mean((i) => (xs[i]! - mx) * (ys[i]! - my));
+  const mx = mean((i) => xs[i]!),
+    my = mean((i) => ys[i]!);
+  const sxx = mean((i) => (xs[i]! - mx) ** 2),
+    sxy = mean((i) => (xs[i]! - mx) * (ys[i]! - my));
   let w = sxx > 1e-18 ? sxy / sxx : 0;
   let a = my - w * mx;
-  if (a < 0) { a = 0; w = mean((i) => xs[i]! * ys[i]!) / Math.max(1e-18, mean((i) => xs[i]! ** 2)); }
-  if (w < 0) { w = 0; a = my; }
+  if (a < 0) {
+    a = 0;
+    w =
+      mean((i) => xs[i]! * ys[i]!) /
+      Math.max(
+        1e-18,
+        mean((i) => xs[i]! ** 2),
+      );
+  }
+  if (w < 0) {
+    w = 0;
+    a = my;
+  }
   return { a, w: Math.max(0, w) };
 }
 
@@ -73,7 +89,8 @@ export function fitStep(points: readonly Point[], chunks: number | null, bytes: 
   const ys = pts.map((p) => Math.max(1e-6, p.us - k.forkJoinUs * log2(p.cores)));
   if (new Set(xs).size < 2) {
     // One distinct x: the serial fraction prior splits the time.
-    const y = ys[0]!, x = xs[0]!;
+    const y = ys[0]!,
+      x = xs[0]!;
     const a = k.serialFraction * y;
     return { a, w: x > 0 ? (y - a) / x : 0, chunks, bytes };
   }
@@ -109,7 +126,10 @@ export function fitConstants(rows: readonly (readonly Point[])[], grid: readonly
   for (const o of grid) {
     let err = 0;
     const fits = usable.map((r) => {
-      const f = fitLine(r.map((p) => 1 / p.cores), r.map((p) => Math.max(1e-6, p.us - o * log2(p.cores))));
+      const f = fitLine(
+        r.map((p) => 1 / p.cores),
+        r.map((p) => Math.max(1e-6, p.us - o * log2(p.cores))),
+      );
       for (const p of r) err += ((f.a + f.w / p.cores + o * log2(p.cores) - p.us) / p.us) ** 2;
       return f;
     });
@@ -141,7 +161,8 @@ export function quantile(xs: readonly number[], q: number): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   const pos = (s.length - 1) * q;
-  const lo = Math.floor(pos), hi = Math.ceil(pos);
+  const lo = Math.floor(pos),
+    hi = Math.ceil(pos);
   return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
 }
 

@@ -145,7 +145,8 @@ export class Scheduler {
   constructor(o: SchedulerOptions) {
     if (o.models.length === 0) throw userError('BAD_ARGUMENT', 'the scheduler was given no models', 'register at least one model');
     for (const m of o.models) {
-      if (m.table.maxCores < o.cores) throw internalError(`model ${m.table.name} has figures for ${m.table.maxCores} cores, the machine has ${o.cores}`);
+      if (m.table.maxCores < o.cores)
+        throw internalError(`model ${m.table.name} has figures for ${m.table.maxCores} cores, the machine has ${o.cores}`);
     }
     this.policy = o.policy;
     this.models = o.models;
@@ -157,7 +158,9 @@ export class Scheduler {
     this.activePerModel = new Int32Array(o.models.length);
     this.ready = new Heap<Req>(o.policy.order === 'deadline' ? byDeadline : byArrival);
     this.blockCapMs = blockCaps(o.models);
-    this.reserveCores = o.models.map((_, i) => Math.max(0, ...o.models.filter((_, j) => j !== i).map((m) => Math.max(1, m.peakRequirement))));
+    this.reserveCores = o.models.map((_, i) =>
+      Math.max(0, ...o.models.filter((_, j) => j !== i).map((m) => Math.max(1, m.peakRequirement))),
+    );
   }
 
   get stats(): SchedulerStats {
@@ -165,16 +168,31 @@ export class Scheduler {
   }
 
   /** Requests in the system (waiting or running). */
-  get inSystem(): number { return this.requests.size; }
-  get running(): number { return this.runningCount; }
+  get inSystem(): number {
+    return this.requests.size;
+  }
+  get running(): number {
+    return this.runningCount;
+  }
 
   arrive(a: RequestArrival, now: number): Decision[] {
     if (this.requests.has(a.id)) throw internalError(`request ${a.id} arrived twice`);
     if (!(a.model >= 0 && a.model < this.models.length)) throw internalError(`request ${a.id} names model ${a.model}`);
     const deadlineMs = a.arrivalMs + this.models[a.model]!.qosMs;
     const r: Req = {
-      id: a.id, model: a.model, arrivalMs: a.arrivalMs, deadlineMs, next: 0, running: false, held: [], prev: [], conflictAt: -1, tokens: 0, tokenAt: now,
-      longHeld: 0, level: 0,
+      id: a.id,
+      model: a.model,
+      arrivalMs: a.arrivalMs,
+      deadlineMs,
+      next: 0,
+      running: false,
+      held: [],
+      prev: [],
+      conflictAt: -1,
+      tokens: 0,
+      tokenAt: now,
+      longHeld: 0,
+      level: 0,
     };
     this.requests.set(a.id, r);
     this.activePerModel[a.model]!++;
@@ -223,7 +241,9 @@ export class Scheduler {
 
   private activeAverageSum(): number {
     let s = 0;
-    this.models.forEach((m, i) => { s += this.activePerModel[i]! * m.averageRequirement; });
+    this.models.forEach((m, i) => {
+      s += this.activePerModel[i]! * m.averageRequirement;
+    });
     return s;
   }
 
@@ -240,8 +260,12 @@ export class Scheduler {
       }
       case 'layer': {
         const unit = { first: r.next, last: r.next };
-        const c = this.policy.claim === 'fastest' ? p.fastestCores
-          : scale === 1 ? p.requirement[r.next]! : capped(flatClaim(p, unit, scale), p.requirement[r.next]!, p);
+        const c =
+          this.policy.claim === 'fastest'
+            ? p.fastestCores
+            : scale === 1
+              ? p.requirement[r.next]!
+              : capped(flatClaim(p, unit, scale), p.requirement[r.next]!, p);
         return { block: { first: r.next, last: r.next }, want: Math.min(N, c), need: Math.min(N, c) };
       }
       case 'fixed': {
@@ -255,7 +279,8 @@ export class Scheduler {
         const need = Math.min(N, scale === 1 ? flatClaim(p, block) : capped(flatClaim(p, block, scale), flatClaim(p, block), p));
         return { block, want: need, need };
       }
-      default: throw internalError(`unknown block rule ${String(this.policy.blocks)}`);
+      default:
+        throw internalError(`unknown block rule ${String(this.policy.blocks)}`);
     }
   }
 
@@ -265,18 +290,21 @@ export class Scheduler {
     for (const r of this.premaReady) {
       const p = this.models[r.model]!;
       const pr = this.priorities[r.model]!;
-      r.tokens += pr * (now - r.tokenAt) / Math.max(1e-9, p.fastestMs);
+      r.tokens += (pr * (now - r.tokenAt)) / Math.max(1e-9, p.fastestMs);
       r.tokenAt = now;
       maxPriority = Math.max(maxPriority, pr);
     }
     const over = this.premaReady.some((r) => r.tokens >= maxPriority);
-    let best = -1, bestRemaining = Infinity;
+    let best = -1,
+      bestRemaining = Infinity;
     this.premaReady.forEach((r, i) => {
       if (over && r.tokens < maxPriority) return;
       const p = this.models[r.model]!;
       const remaining = blockQuietMs(p, r.next, p.table.units.length - 1, p.fastestCores);
-      if (remaining < bestRemaining || (remaining === bestRemaining && best >= 0 && byArrival(r,
-        this.premaReady[best]!))) { best = i; bestRemaining = remaining; }
+      if (remaining < bestRemaining || (remaining === bestRemaining && best >= 0 && byArrival(r, this.premaReady[best]!))) {
+        best = i;
+        bestRemaining = remaining;
+      }
     });
     return best;
   }
@@ -306,7 +334,11 @@ export class Scheduler {
       if (free >= plan.want) grant = plan.want;
       else if (free >= plan.need) grant = free;
       else {
-        if (!conflict) { this.conflicts++; r.conflictAt = r.next; conflict = true; }
+        if (!conflict) {
+          this.conflicts++;
+          r.conflictAt = r.next;
+          conflict = true;
+        }
         if (this.onConflict === 'shrink' && free >= 1) grant = free;
         else break;
       }
@@ -344,7 +376,9 @@ export class Scheduler {
   }
 
   private isLong(r: Req, block: Block, grant: number): boolean {
-    return this.policy.blocks === 'adaptive' && blockQuietMs(this.models[r.model]!, block.first, block.last, grant) > this.blockCapMs[r.model]!;
+    return (
+      this.policy.blocks === 'adaptive' && blockQuietMs(this.models[r.model]!, block.first, block.last, grant) > this.blockCapMs[r.model]!
+    );
   }
 
   private start(r: Req, block: Block, grant: number, plan: { want: number; need: number }, conflict: boolean, long: boolean): Decision {
@@ -369,7 +403,19 @@ export class Scheduler {
     this.runningCount++;
     this.blocks++;
     if (claim) this.claims++;
-    return { request: r.id, model: r.model, first: block.first, last: block.last, cores, versions, level, claim, conflict, wantCores: plan.want,
-      needCores: plan.need, expectedMs };
+    return {
+      request: r.id,
+      model: r.model,
+      first: block.first,
+      last: block.last,
+      cores,
+      versions,
+      level,
+      claim,
+      conflict,
+      wantCores: plan.want,
+      needCores: plan.need,
+      expectedMs,
+    };
   }
 }

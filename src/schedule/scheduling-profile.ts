@@ -115,11 +115,18 @@ const positiveInt = { type: 'integer', minimum: 1 } as const;
 const source = { enum: ['measured', 'modelled', 'artifact'] } as const;
 const sha = { anyOf: [{ type: 'string', pattern: '^[0-9a-f]{64}$' }, { type: 'null' }] } as const;
 const figure = {
-  type: 'object', required: ['us', 'source'], additionalProperties: false,
+  type: 'object',
+  required: ['us', 'source'],
+  additionalProperties: false,
   properties: { us: positive, source, repeats: positiveInt, q1Us: nonNegative, q3Us: nonNegative },
 } as const;
 const byLevel = { type: 'object', propertyNames: { pattern: '^[0-4]$' }, minProperties: 1, additionalProperties: figure } as const;
-const byCores = { type: 'object', propertyNames: { pattern: '^[1-9][0-9]{0,3}$' }, minProperties: 1, additionalProperties: byLevel } as const;
+const byCores = {
+  type: 'object',
+  propertyNames: { pattern: '^[1-9][0-9]{0,3}$' },
+  minProperties: 1,
+  additionalProperties: byLevel,
+} as const;
 
 export const PROFILE_SCHEMA = {
   type: 'object',
@@ -129,11 +136,15 @@ export const PROFILE_SCHEMA = {
     format: { const: PROFILE_FORMAT },
     formatVersion: { type: 'string', pattern: '^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$' },
     model: {
-      type: 'object', required: ['name', 'sha256', 'manifestSha256'], additionalProperties: false,
+      type: 'object',
+      required: ['name', 'sha256', 'manifestSha256'],
+      additionalProperties: false,
       properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, sha256: sha, manifestSha256: sha },
     },
     machine: {
-      type: 'object', required: ['description', 'cores', 'l3Bytes', 'source'], additionalProperties: false,
+      type: 'object',
+      required: ['description', 'cores', 'l3Bytes', 'source'],
+      additionalProperties: false,
       properties: { description: { type: 'string' }, cores: positiveInt, l3Bytes: { anyOf: [positiveInt, { type: 'null' }] }, source },
     },
     method: { type: 'string' },
@@ -141,31 +152,53 @@ export const PROFILE_SCHEMA = {
     levels: {
       type: 'array',
       items: {
-        type: 'object', required: ['level', 'summary', 'coRunnerGBps', 'coRunnerBytes', 'source'], additionalProperties: false,
+        type: 'object',
+        required: ['level', 'summary', 'coRunnerGBps', 'coRunnerBytes', 'source'],
+        additionalProperties: false,
         properties: {
-          level: { type: 'integer', minimum: 0, maximum: 4 }, summary: { type: 'string' },
-          coRunnerGBps: { anyOf: [nonNegative, { type: 'null' }] }, coRunnerBytes: { anyOf: [nonNegative, { type: 'null' }] }, source,
+          level: { type: 'integer', minimum: 0, maximum: 4 },
+          summary: { type: 'string' },
+          coRunnerGBps: { anyOf: [nonNegative, { type: 'null' }] },
+          coRunnerBytes: { anyOf: [nonNegative, { type: 'null' }] },
+          source,
         },
       },
     },
     claimCost: {
-      anyOf: [{ type: 'null' }, {
-        type: 'object', required: ['us', 'threads', 'source'], additionalProperties: false,
-        properties: { us: nonNegative, threads: positiveInt, source, repeats: positiveInt },
-      }],
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['us', 'threads', 'source'],
+          additionalProperties: false,
+          properties: { us: nonNegative, threads: positiveInt, source, repeats: positiveInt },
+        },
+      ],
     },
     steps: {
-      type: 'array', minItems: 1,
+      type: 'array',
+      minItems: 1,
       items: {
-        type: 'object', required: ['index', 'name', 'op', 'kind', 'layer', 'flops', 'bytes', 'footprintBytes', 'versions'], additionalProperties: false,
+        type: 'object',
+        required: ['index', 'name', 'op', 'kind', 'layer', 'flops', 'bytes', 'footprintBytes', 'versions'],
+        additionalProperties: false,
         properties: {
-          index: { type: 'integer', minimum: 0 }, name: { type: 'string' }, op: { type: 'string', minLength: 1 },
-          kind: { enum: ['tunable', 'op', 'reorder'] }, layer: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }] },
-          flops: nonNegative, bytes: nonNegative, footprintBytes: nonNegative,
+          index: { type: 'integer', minimum: 0 },
+          name: { type: 'string' },
+          op: { type: 'string', minLength: 1 },
+          kind: { enum: ['tunable', 'op', 'reorder'] },
+          layer: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }] },
+          flops: nonNegative,
+          bytes: nonNegative,
+          footprintBytes: nonNegative,
           versions: {
-            type: 'array', minItems: 1, maxItems: 64,
+            type: 'array',
+            minItems: 1,
+            maxItems: 64,
             items: {
-              type: 'object', required: ['id', 'symbol', 'tunedThreads', 'parallelChunks', 'latencyUs'], additionalProperties: false,
+              type: 'object',
+              required: ['id', 'symbol', 'tunedThreads', 'parallelChunks', 'latencyUs'],
+              additionalProperties: false,
               properties: {
                 id: { type: 'string', minLength: 1, maxLength: 200 },
                 symbol: { anyOf: [{ type: 'string', pattern: '^vt_k[0-9a-f]{16}$' }, { type: 'null' }] },
@@ -184,8 +217,11 @@ export const PROFILE_SCHEMA = {
 const validate = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true }).compile(PROFILE_SCHEMA);
 
 const badProfile = (where: string, problem: string) =>
-  userError('BAD_PROFILE', `${where}: ${problem}`,
-    'write profiles with `veltair profile BUNDLE`; the format is described in the README (section "Scheduling")');
+  userError(
+    'BAD_PROFILE',
+    `${where}: ${problem}`,
+    'write profiles with `veltair profile BUNDLE`; the format is described in the README (section "Scheduling")',
+  );
 
 /** Check a parsed value; `where` names the file for messages. Returns it typed. */
 export function checkProfile(value: unknown, where: string): Profile {
@@ -229,6 +265,7 @@ export function profileText(p: Profile): string {
 /** Every figure of a profile counted by source (what printed output labels). */
 export function countSources(p: Profile): Record<FigureSource, number> {
   const n: Record<FigureSource, number> = { measured: 0, modelled: 0, artifact: 0 };
-  for (const s of p.steps) for (const v of s.versions) for (const byLevel of Object.values(v.latencyUs)) for (const f of Object.values(byLevel)) n[f.source]++;
+  for (const s of p.steps)
+    for (const v of s.versions) for (const byLevel of Object.values(v.latencyUs)) for (const f of Object.values(byLevel)) n[f.source]++;
   return n;
 }

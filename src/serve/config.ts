@@ -35,22 +35,37 @@ export interface ModelConfig {
 }
 
 const MODEL_SCHEMA = {
-  type: 'object', additionalProperties: false,
+  type: 'object',
+  additionalProperties: false,
   properties: {
-    bundle: { type: 'string', minLength: 1 }, qosMs: { type: 'number', exclusiveMinimum: 0 }, priority: { type: 'number', exclusiveMinimum: 0 },
-    maxQueue: { type: 'integer', minimum: 1, maximum: 1_000_000 }, replicas: { type: 'integer', minimum: 1, maximum: 1024 },
-    profile: { type: 'string', minLength: 1 }, model: { type: 'string', minLength: 1 },
+    bundle: { type: 'string', minLength: 1 },
+    qosMs: { type: 'number', exclusiveMinimum: 0 },
+    priority: { type: 'number', exclusiveMinimum: 0 },
+    maxQueue: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    replicas: { type: 'integer', minimum: 1, maximum: 1024 },
+    profile: { type: 'string', minLength: 1 },
+    model: { type: 'string', minLength: 1 },
   },
 } as const;
 
 const FILE_SCHEMA = {
-  type: 'object', required: ['models'], additionalProperties: false,
+  type: 'object',
+  required: ['models'],
+  additionalProperties: false,
   properties: { models: { type: 'object', propertyNames: { pattern: MODEL_NAME.source }, additionalProperties: MODEL_SCHEMA } },
 } as const;
 
 const validateFile = new Ajv({ allErrors: false, strict: true }).compile(FILE_SCHEMA);
 
-type FileModel = { bundle?: string; qosMs?: number; priority?: number; maxQueue?: number; replicas?: number; profile?: string; model?: string };
+type FileModel = {
+  bundle?: string;
+  qosMs?: number;
+  priority?: number;
+  maxQueue?: number;
+  replicas?: number;
+  profile?: string;
+  model?: string;
+};
 
 export function readConfigFile(path: string): { dir: string; models: Readonly<Record<string, FileModel>> } {
   let parsed: unknown;
@@ -62,8 +77,11 @@ export function readConfigFile(path: string): { dir: string; models: Readonly<Re
   }
   if (!validateFile(parsed)) {
     const err = validateFile.errors![0]!;
-    throw userError('BAD_ARGUMENT', `serve config ${quoteForMessage(path)}: ${err.instancePath || '(root)'} ${err.message}`,
-      'each model may set bundle, qosMs, priority, maxQueue, replicas, profile and model; model names use letters, digits, _ - .');
+    throw userError(
+      'BAD_ARGUMENT',
+      `serve config ${quoteForMessage(path)}: ${err.instancePath || '(root)'} ${err.message}`,
+      'each model may set bundle, qosMs, priority, maxQueue, replicas, profile and model; model names use letters, digits, _ - .',
+    );
   }
   return { dir: dirname(resolve(path)), models: (parsed as { models: Record<string, FileModel> }).models };
 }
@@ -72,8 +90,11 @@ export function readConfigFile(path: string): { dir: string; models: Readonly<Re
 export function nameOfBundle(path: string): string {
   const base = basename(resolve(path)).replace(/\.bundle$/, '');
   if (!MODEL_NAME.test(base)) {
-    throw userError('BAD_ARGUMENT', `bundle ${quoteForMessage(path)}: ${quoteForMessage(base)} is not a model name (letters, digits, _ - .)`,
-      'rename the bundle directory, or give the model a name in the config file');
+    throw userError(
+      'BAD_ARGUMENT',
+      `bundle ${quoteForMessage(path)}: ${quoteForMessage(base)} is not a model name (letters, digits, _ - .)`,
+      'rename the bundle directory, or give the model a name in the config file',
+    );
   }
   return base;
 }
@@ -88,17 +109,25 @@ export interface ServeModelsOptions {
 
 /** Every model to serve, with its settings (defaults filled in), in a stable order. */
 export function resolveModels(o: ServeModelsOptions): ModelConfig[] {
-  const file = o.config ? readConfigFile(o.config) : o.repo && existsSync(join(o.repo, 'veltair-serve.json'))
-    ? readConfigFile(join(o.repo, 'veltair-serve.json')) : undefined;
+  const file = o.config
+    ? readConfigFile(o.config)
+    : o.repo && existsSync(join(o.repo, 'veltair-serve.json'))
+      ? readConfigFile(join(o.repo, 'veltair-serve.json'))
+      : undefined;
   const found = new Map<string, string>();
   const add = (name: string, bundle: string) => {
-    if (found.has(name)) throw userError('BAD_ARGUMENT', `two bundles are both named ${quoteForMessage(name)}`, 'give each model its own name');
+    if (found.has(name))
+      throw userError('BAD_ARGUMENT', `two bundles are both named ${quoteForMessage(name)}`, 'give each model its own name');
     found.set(name, resolve(bundle));
   };
   for (const b of o.bundles) add(nameOfBundle(b), b);
   if (o.repo) {
     if (!existsSync(o.repo) || !statSync(o.repo).isDirectory()) {
-      throw userError('FILE_NOT_FOUND', `model repository ${quoteForMessage(o.repo)} is not a directory`, 'pass --repo DIR holding one bundle per model');
+      throw userError(
+        'FILE_NOT_FOUND',
+        `model repository ${quoteForMessage(o.repo)} is not a directory`,
+        'pass --repo DIR holding one bundle per model',
+      );
     }
     for (const entry of readdirSync(o.repo).sort()) if (isBundle(join(o.repo, entry))) add(nameOfBundle(entry), join(o.repo, entry));
   }
@@ -111,8 +140,12 @@ export function resolveModels(o: ServeModelsOptions): ModelConfig[] {
   return [...found].map(([name, bundle]) => {
     const m = file?.models[name] ?? {};
     return {
-      name, bundle, priority: m.priority ?? 1, maxQueue: m.maxQueue ?? 64,
-      ...(m.qosMs !== undefined ? { qosMs: m.qosMs } : {}), ...(m.replicas !== undefined ? { replicas: m.replicas } : {}),
+      name,
+      bundle,
+      priority: m.priority ?? 1,
+      maxQueue: m.maxQueue ?? 64,
+      ...(m.qosMs !== undefined ? { qosMs: m.qosMs } : {}),
+      ...(m.replicas !== undefined ? { replicas: m.replicas } : {}),
       ...(m.profile !== undefined ? { profile: resolve(file!.dir, m.profile) } : {}),
       ...(m.model !== undefined ? { model: resolve(file!.dir, m.model) } : {}),
     };

@@ -59,8 +59,10 @@ export function rawAnswer(status: 400 | 408 | 431 | 503, message: string, retryA
   const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 503: 'Service Unavailable' }[status];
   const body = JSON.stringify({ error: message });
   const retry = retryAfterSeconds === undefined ? '' : `Retry-After: ${retryAfterSeconds}\r\n`;
-  return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${retry}`
-    + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${retry}` +
+    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  );
 }
 
 /** Seconds a client refused at the connection cap should wait: connections turn over within requests' time. */
@@ -78,16 +80,24 @@ export class Connections {
   private listenPort?: number;
   private lastCheckMs = performance.now();
 
-  constructor(private readonly limits: ServeLimits, private readonly metrics: ServerMetrics) {
+  constructor(
+    private readonly limits: ServeLimits,
+    private readonly metrics: ServerMetrics,
+  ) {
     this.watch = setInterval(() => this.check(), checkIntervalMs(limits)).unref();
   }
 
   /** fastify's serverFactory: the HTTP server with these bounds, every connection tracked. */
   readonly createServer = (handler: RequestListener): Server => {
-    const server = createServer({
-      headersTimeout: this.limits.headerTimeoutMs, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS,
-      connectionsCheckingInterval: checkIntervalMs(this.limits),
-    }, handler);
+    const server = createServer(
+      {
+        headersTimeout: this.limits.headerTimeoutMs,
+        requestTimeout: 0,
+        keepAliveTimeout: KEEP_ALIVE_MS,
+        connectionsCheckingInterval: checkIntervalMs(this.limits),
+      },
+      handler,
+    );
     // Node's HTTP handling of a connection is its 'connection' listener: run it only for connections under the cap.
     const http = server.listeners('connection') as ((socket: Socket) => void)[];
     server.removeAllListeners('connection');
@@ -105,9 +115,14 @@ export class Connections {
       st.lastBytes = req.socket.bytesRead;
       st.lastProgressMs = performance.now();
       st.idleFromBytes = undefined;
-      res.once('finish', () => { if (st.response === res) st.idleFromBytes = req.socket.bytesRead; });
+      res.once('finish', () => {
+        if (st.response === res) st.idleFromBytes = req.socket.bytesRead;
+      });
     });
-    server.on('listening', () => { const a = server.address(); if (a && typeof a === 'object') this.listenPort = a.port; });
+    server.on('listening', () => {
+      const a = server.address();
+      if (a && typeof a === 'object') this.listenPort = a.port;
+    });
     this.server = server;
     return server;
   };
@@ -119,8 +134,11 @@ export class Connections {
     if (st) st.abandoned = true; // the parser failed: whatever follows has no framing to discard by
     const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
     if (timeout) this.metrics.timeouts.inc({ kind: 'header' });
-    const answer = timeout ? rawAnswer(408, 'the request headers did not arrive in time')
-      : err.code === 'HPE_HEADER_OVERFLOW' ? rawAnswer(431, 'the request headers are too large') : rawAnswer(400, 'malformed HTTP request');
+    const answer = timeout
+      ? rawAnswer(408, 'the request headers did not arrive in time')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? rawAnswer(431, 'the request headers are too large')
+        : rawAnswer(400, 'malformed HTTP request');
     // No request of this connection is being answered (a keep-alive one may have been, before): answer, then close;
     // there is no body framing to discard by.
     const answering = st?.response !== undefined && !st.response.writableEnded;
@@ -166,7 +184,9 @@ export class Connections {
   stopListening(): Promise<void> {
     const server = this.server;
     if (!server?.listening) return this.open.size === 0 ? Promise.resolve() : new Promise((r) => server!.once('close', () => r()));
-    return new Promise((resolve) => { NetServer.prototype.close.call(server, () => resolve()); });
+    return new Promise((resolve) => {
+      NetServer.prototype.close.call(server, () => resolve());
+    });
   }
 
   /** Stop the body watch (after the server closed). */
@@ -193,12 +213,19 @@ export class Connections {
     });
     socket.once('end', () => socket.destroy()); // the server's sockets allow half-open: the client is done, so are we
     socket.setTimeout(this.limits.headerTimeoutMs, () => socket.destroy());
-    socket.end(rawAnswer(503, `the server holds its limit of ${this.limits.maxConnections} connections; retry shortly`, FULL_RETRY_AFTER_S));
+    socket.end(
+      rawAnswer(503, `the server holds its limit of ${this.limits.maxConnections} connections; retry shortly`, FULL_RETRY_AFTER_S),
+    );
   }
 
   private track(socket: Socket): void {
     const st: ConnState = {
-      lastBytes: 0, lastProgressMs: performance.now(), abandoned: false, lingering: false, closing: false, lastSendProgressMs: performance.now(),
+      lastBytes: 0,
+      lastProgressMs: performance.now(),
+      abandoned: false,
+      lingering: false,
+      closing: false,
+      lastSendProgressMs: performance.now(),
     };
     this.open.set(socket, st);
     this.metrics.connectionsOpen.set(this.open.size);
@@ -289,7 +316,7 @@ export class Connections {
       this.metrics.timeouts.inc({ kind: 'body' });
       const res = st.response;
       if (res && !res.headersSent && !res.writableEnded) {
-        res.writeHead(408, { 'Connection': 'close', 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(TIMEOUT_BODY) });
+        res.writeHead(408, { Connection: 'close', 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(TIMEOUT_BODY) });
         res.end(TIMEOUT_BODY); // Node then closes it through destroySoon, which sees `abandoned`
       } else {
         socket.destroy();

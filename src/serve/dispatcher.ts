@@ -81,12 +81,20 @@ interface Instances {
 }
 
 /** Unit u of a model's table → its native steps and its tunable step (-1: none). */
-interface UnitSteps { readonly first: number; readonly end: number; readonly tunable: number }
+interface UnitSteps {
+  readonly first: number;
+  readonly end: number;
+  readonly tunable: number;
+}
 
 function unitSteps(table: ModelTable, session: Session): UnitSteps[] {
   return table.units.map((u) => {
     let tunable = -1;
-    for (let s = u.firstStep; s <= u.lastStep; s++) if (session.steps[s]?.tunable) { tunable = s; break; }
+    for (let s = u.firstStep; s <= u.lastStep; s++)
+      if (session.steps[s]?.tunable) {
+        tunable = s;
+        break;
+      }
     return { first: u.firstStep, end: u.lastStep + 1, tunable };
   });
 }
@@ -114,8 +122,19 @@ export class Dispatcher implements Backend {
     this.units = o.models.map((m) => unitSteps(m.plan.table, m.session));
     this.holds = o.models.map(() => NO_HOLD);
     this.scheduler = new Scheduler({
-      policy: o.policy, models: o.models.map((m) => m.plan), cores: o.cpus.length, priorities: o.models.map((m) => m.priority),
-      ...(o.predictLevel ? { predictLevel: (cores, model) => o.predictLevel!(cores.map((c) => o.cpus[c]!), model) } : {}),
+      policy: o.policy,
+      models: o.models.map((m) => m.plan),
+      cores: o.cpus.length,
+      priorities: o.models.map((m) => m.priority),
+      ...(o.predictLevel
+        ? {
+            predictLevel: (cores, model) =>
+              o.predictLevel!(
+                cores.map((c) => o.cpus[c]!),
+                model,
+              ),
+          }
+        : {}),
     });
   }
 
@@ -130,13 +149,27 @@ export class Dispatcher implements Backend {
     const inst = this.instances[index]!;
     if (this.closed) return Promise.reject(unavailable('the server is shutting down', 5));
     if (inst.admitted >= m.maxQueue) {
-      const backlogMs = inst.admitted * m.plan.fastestMs / Math.max(1, Math.min(inst.all.length, this.o.cpus.length));
-      return Promise.reject(unavailable(`model ${JSON.stringify(model)} has ${inst.admitted} requests in flight, its limit`, backlogMs / 1000));
+      const backlogMs = (inst.admitted * m.plan.fastestMs) / Math.max(1, Math.min(inst.all.length, this.o.cpus.length));
+      return Promise.reject(
+        unavailable(`model ${JSON.stringify(model)} has ${inst.admitted} requests in flight, its limit`, backlogMs / 1000),
+      );
     }
     return new Promise<InferOutcome>((resolve, reject) => {
       const r: Live = {
-        id: this.nextId++, model: index, arrivalMs: nowMs(), feeds, resolve, reject, blocks: 0, maxCores: 0, levels: [], versions: [],
-        conflicts: 0, decideUs: 0, dispatchUs: 0, trace: newTrace(),
+        id: this.nextId++,
+        model: index,
+        arrivalMs: nowMs(),
+        feeds,
+        resolve,
+        reject,
+        blocks: 0,
+        maxCores: 0,
+        levels: [],
+        versions: [],
+        conflicts: 0,
+        decideUs: 0,
+        dispatchUs: 0,
+        trace: newTrace(),
       };
       inst.admitted++;
       this.o.metrics.queueDepth.set({ model }, inst.admitted);
@@ -213,7 +246,10 @@ export class Dispatcher implements Backend {
       r.maxCores = Math.max(r.maxCores, d.cores.length);
       r.levels.push(d.level);
       r.versions.push(...d.versions);
-      if (d.conflict) { r.conflicts++; this.o.metrics.conflicts.inc({ model: name }); }
+      if (d.conflict) {
+        r.conflicts++;
+        this.o.metrics.conflicts.inc({ model: name });
+      }
       this.o.metrics.blocks.inc({ model: name, level });
       try {
         const b = await r.inference!.block(units[d.last]!.end, { cores: d.cores.map((c) => this.o.cpus[c]!), stepVersions });
@@ -238,7 +274,10 @@ export class Dispatcher implements Backend {
   }
 
   private complete(r: Live): void {
-    if (r.failed !== undefined) { this.finish(r, r.failed); return; }
+    if (r.failed !== undefined) {
+      this.finish(r, r.failed);
+      return;
+    }
     if (!this.o.models[r.model]!.session.sparse) {
       let outputs: Record<string, HostTensor>;
       try {
@@ -254,14 +293,19 @@ export class Dispatcher implements Backend {
     let sparse: Record<string, string | number> = {};
     try {
       // The head queues behind the model's earlier heads (sparse-head.ts); the version is picked as its turn comes.
-      head = r.inference!.finishPlan()(() => { sparse = this.chooseSparse(r.model); });
+      head = r.inference!.finishPlan()(() => {
+        sparse = this.chooseSparse(r.model);
+      });
     } catch (e) {
       this.finish(r, e);
       return;
     }
     // The instance can start the next request while this one's head waits and scores; the request stays admitted (queued) until answered.
     this.freeInstance(r);
-    head.then((outputs) => this.answer(r, outputs, sparse), (e: unknown) => this.finish(r, e));
+    head.then(
+      (outputs) => this.answer(r, outputs, sparse),
+      (e: unknown) => this.finish(r, e),
+    );
   }
 
   private answer(r: Live, outputs: Record<string, HostTensor>, sparse: Record<string, string | number>): void {
@@ -270,10 +314,15 @@ export class Dispatcher implements Backend {
     r.resolve({
       outputs,
       parameters: {
-        veltair_policy: this.o.policy.name, veltair_blocks: r.blocks, veltair_max_cores: r.maxCores,
-        veltair_levels: r.levels.map((l) => Number(l.toFixed(2))).join(','), veltair_versions: r.versions.join(','),
-        veltair_conflicts: r.conflicts, veltair_queue_ms: Number(((r.startedMs ?? done) - r.arrivalMs).toFixed(3)),
-        veltair_scheduler_us: Number(r.decideUs.toFixed(2)), veltair_dispatch_us: Number(r.dispatchUs.toFixed(2)),
+        veltair_policy: this.o.policy.name,
+        veltair_blocks: r.blocks,
+        veltair_max_cores: r.maxCores,
+        veltair_levels: r.levels.map((l) => Number(l.toFixed(2))).join(','),
+        veltair_versions: r.versions.join(','),
+        veltair_conflicts: r.conflicts,
+        veltair_queue_ms: Number(((r.startedMs ?? done) - r.arrivalMs).toFixed(3)),
+        veltair_scheduler_us: Number(r.decideUs.toFixed(2)),
+        veltair_dispatch_us: Number(r.dispatchUs.toFixed(2)),
         veltair_timeline: timelineParameter(r.trace, process.hrtime.bigint()),
         ...sparse,
       },
@@ -289,8 +338,14 @@ export class Dispatcher implements Backend {
     const inst = this.instances[model]!;
     const now = nowMs();
     const next = nextSparseVersion({
-      headMs: head.versions.map((v) => v.latencyMs['0']!), prefixMs: m.plan.fastestMs, qosMs: m.served.qosMs, queued: inst.admitted,
-      parallel: Math.min(m.maxInstances, this.o.cpus.length), current: head.current, nowMs: now, hold: this.holds[model]!,
+      headMs: head.versions.map((v) => v.latencyMs['0']!),
+      prefixMs: m.plan.fastestMs,
+      qosMs: m.served.qosMs,
+      queued: inst.admitted,
+      parallel: Math.min(m.maxInstances, this.o.cpus.length),
+      current: head.current,
+      nowMs: now,
+      hold: this.holds[model]!,
     });
     const name = m.served.name;
     if (next !== head.current) {

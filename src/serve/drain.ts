@@ -54,10 +54,27 @@ export async function runDrain(s: DrainSteps, o: DrainOptions): Promise<DrainRep
   let timer: NodeJS.Timeout | undefined;
   // Waits still pending when the drain ends (a hurry during the grace period) must not hold the process open.
   const waits = new Set<NodeJS.Timeout>();
-  const after = (ms: number) => new Promise<void>((r) => { const t = setTimeout(() => { waits.delete(t); r(); }, ms); waits.add(t); });
-  const timedOut = new Promise<'deadline'>((r) => { timer = setTimeout(() => r('deadline'), o.timeoutMs); });
+  const after = (ms: number) =>
+    new Promise<void>((r) => {
+      const t = setTimeout(() => {
+        waits.delete(t);
+        r();
+      }, ms);
+      waits.add(t);
+    });
+  const timedOut = new Promise<'deadline'>((r) => {
+    timer = setTimeout(() => r('deadline'), o.timeoutMs);
+  });
   let hurried = false;
-  const hurry = o.hurry?.then(() => undefined, () => undefined).then(() => { hurried = true; return 'deadline' as const; });
+  const hurry = o.hurry
+    ?.then(
+      () => undefined,
+      () => undefined,
+    )
+    .then(() => {
+      hurried = true;
+      return 'deadline' as const;
+    });
   const deadline = hurry ? Promise.race([timedOut, hurry]) : timedOut;
   try {
     s.beginDraining();

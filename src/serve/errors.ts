@@ -3,7 +3,11 @@
  * what was wrong and what was expected. The KServe v2 protocol's error body is `{ "error": message }`.
  */
 export class ServeError extends Error {
-  constructor(readonly status: 400 | 404 | 413 | 415 | 503, message: string, readonly retryAfterSeconds?: number) {
+  constructor(
+    readonly status: 400 | 404 | 413 | 415 | 503,
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
     super(message);
     this.name = 'ServeError';
   }

@@ -37,12 +37,19 @@ export interface ServerHandle {
 /** Seconds a client told 503 by a draining server should wait: long enough for a load balancer to have moved on. */
 const DRAIN_RETRY_AFTER_S = 5;
 
-const tensorMeta = (t: { name: string; dtype: Parameters<typeof v2Datatype>[0]; shape: readonly number[] }) =>
-  ({ name: t.name, datatype: v2Datatype(t.dtype), shape: [...t.shape] });
+const tensorMeta = (t: { name: string; dtype: Parameters<typeof v2Datatype>[0]; shape: readonly number[] }) => ({
+  name: t.name,
+  datatype: v2Datatype(t.dtype),
+  shape: [...t.shape],
+});
 
 function modelMetadata(m: ServedModel) {
   return {
-    name: m.name, versions: ['1'], platform: m.platform, inputs: m.inputs.map(tensorMeta), outputs: m.outputs.map(tensorMeta),
+    name: m.name,
+    versions: ['1'],
+    platform: m.platform,
+    inputs: m.inputs.map(tensorMeta),
+    outputs: m.outputs.map(tensorMeta),
     // Not part of the v2 metadata object; clients ignore it, `veltair load` reads the model's QoS from it.
     parameters: { qos_ms: Number(m.qosMs.toFixed(3)) },
   };
@@ -56,16 +63,22 @@ function feedsFor(model: ServedModel, body: Uint8Array, headerLength: string | u
   const feeds: Record<string, HostTensor> = {};
   parsed.request.inputs.forEach((input, i) => {
     const expected = byName.get(input.name);
-    if (!expected) throw badRequest(`model ${JSON.stringify(model.name)} has no input ${JSON.stringify(input.name)}; its inputs are ${listOf(model.inputs)}`);
+    if (!expected)
+      throw badRequest(
+        `model ${JSON.stringify(model.name)} has no input ${JSON.stringify(input.name)}; its inputs are ${listOf(model.inputs)}`,
+      );
     feeds[input.name] = decodeInput(input, expected, parsed.binaries[i]);
   });
   const missing = model.inputs.filter((t) => !(t.name in feeds));
-  if (missing.length > 0) throw badRequest(`input ${listOf(missing)} is missing; model ${JSON.stringify(model.name)} takes ${listOf(model.inputs)}`);
+  if (missing.length > 0)
+    throw badRequest(`input ${listOf(missing)} is missing; model ${JSON.stringify(model.name)} takes ${listOf(model.inputs)}`);
   const known = new Set(model.outputs.map((o) => o.name));
   const requested = parsed.request.outputs?.map((o) => o.name) ?? model.outputs.map((o) => o.name);
   const unknown = requested.find((n) => !known.has(n));
   if (unknown !== undefined) {
-    throw badRequest(`model ${JSON.stringify(model.name)} has no output ${JSON.stringify(unknown)}; its outputs are ${listOf(model.outputs)}`);
+    throw badRequest(
+      `model ${JSON.stringify(model.name)} has no output ${JSON.stringify(unknown)}; its outputs are ${listOf(model.outputs)}`,
+    );
   }
   return { feeds, requested, id: parsed.request.id, binaryOutput: parsed.binaryOutput };
 }
@@ -86,21 +99,31 @@ export function buildServer(o: HttpOptions): ServerHandle {
   const connections = new Connections(o.limits, o.metrics);
   // The server is ours (connections.ts) and so is its shutdown: fastify's close would answer 503 before reading a body.
   const app = Fastify({
-    logger: false, bodyLimit: o.bodyLimit, serverFactory: connections.createServer, clientErrorHandler: connections.clientError,
-    forceCloseConnections: false, return503OnClosing: false,
+    logger: false,
+    bodyLimit: o.bodyLimit,
+    serverFactory: connections.createServer,
+    clientErrorHandler: connections.clientError,
+    forceCloseConnections: false,
+    return503OnClosing: false,
   });
   const models = new Map(o.backend.models.map((m) => [m.name, m]));
   let draining = false;
 
   // Inference bodies are parsed by protocol.ts (JSON header + binary tail), never by fastify.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(['application/json', 'application/octet-stream'], { parseAs: 'buffer', bodyLimit: o.bodyLimit },
-    (_req, body, done) => done(null, body));
-  app.setNotFoundHandler((req, reply) => { void reply.code(404).send({ error: `no route ${req.method} ${req.url.slice(0, 200)}` }); });
+  app.addContentTypeParser(
+    ['application/json', 'application/octet-stream'],
+    { parseAs: 'buffer', bodyLimit: o.bodyLimit },
+    (_req, body, done) => done(null, body),
+  );
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send({ error: `no route ${req.method} ${req.url.slice(0, 200)}` });
+  });
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) return reply.code(413).send({ error: `the request body is larger than ${o.bodyLimit} bytes` });
-    if (status === 415) return reply.code(415).send({ error: 'send Content-Type application/json (or application/octet-stream with binary tensors)' });
+    if (status === 415)
+      return reply.code(415).send({ error: 'send Content-Type application/json (or application/octet-stream with binary tensors)' });
     if (status >= 400 && status < 500) return reply.code(status).send({ error: err.message.slice(0, 300) });
     return reply.code(500).send({ error: 'internal error' });
   });
@@ -110,7 +133,8 @@ export function buildServer(o: HttpOptions): ServerHandle {
     if (!m) throw notFound(`model ${JSON.stringify(name.slice(0, 128))} is not served here; models: ${listOf([...models.values()])}`);
     return m;
   };
-  const route = <P>(handler: (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown> | unknown) =>
+  const route =
+    <P>(handler: (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown> | unknown) =>
     async (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
       try {
         return await handler(req, reply);
@@ -145,50 +169,74 @@ export function buildServer(o: HttpOptions): ServerHandle {
     if (p.version !== undefined && p.version !== '1') throw notFound(`model ${JSON.stringify(p.name)} has version "1" only`);
   };
   for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
-    app.get(prefix, route<ModelParams>((req) => { versionOk(req.params); return modelMetadata(model(req.params.name)); }));
-    app.get(`${prefix}/ready`, route<ModelParams>((req, reply) => {
-      versionOk(req.params);
-      const m = model(req.params.name);
-      return draining ? reply.code(503).send({ name: m.name, ready: false }) : { name: m.name, ready: true };
-    }));
-    app.post(`${prefix}/infer`, route<ModelParams>(async (req, reply) => {
-      versionOk(req.params);
-      const m = model(req.params.name);
-      // Reached only once the body is read in full: a 503 here leaves nothing unread to reset the connection.
-      if (draining) throw unavailable('the server is shutting down', DRAIN_RETRY_AFTER_S);
-      if (!Buffer.isBuffer(req.body)) throw badRequest('the request has no body; send a KServe v2 inference request');
-      const start = process.hrtime.bigint();
-      const header = req.headers['inference-header-content-length'];
-      const parsed = feedsFor(m, req.body, Array.isArray(header) ? header[0] : header);
-      const outcome = await o.backend.infer(m.name, parsed.feeds);
-      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      o.metrics.latency.observe({ model: m.name }, seconds);
-      if (seconds * 1000 > m.qosMs) o.metrics.qosViolations.inc({ model: m.name });
-      const outs: WireOutput[] = parsed.requested.map((n) => encodeOutput(n, outcome.outputs[n]!, parsed.binaryOutput(n)));
-      const head = {
-        model_name: m.name, model_version: '1', ...(parsed.id !== undefined ? { id: parsed.id } : {}),
-        parameters: { ...outcome.parameters, server_ms: Number((seconds * 1000).toFixed(3)) }, outputs: outs.map((x) => x.json),
-      };
-      const binaries = outs.filter((x) => x.binary !== undefined).map((x) => x.binary!);
-      if (binaries.length === 0) return head;
-      const json = Buffer.from(JSON.stringify(head));
-      return reply.header('Content-Type', 'application/octet-stream').header('Inference-Header-Content-Length', String(json.byteLength))
-        .send(Buffer.concat([json, ...binaries]));
-    }));
+    app.get(
+      prefix,
+      route<ModelParams>((req) => {
+        versionOk(req.params);
+        return modelMetadata(model(req.params.name));
+      }),
+    );
+    app.get(
+      `${prefix}/ready`,
+      route<ModelParams>((req, reply) => {
+        versionOk(req.params);
+        const m = model(req.params.name);
+        return draining ? reply.code(503).send({ name: m.name, ready: false }) : { name: m.name, ready: true };
+      }),
+    );
+    app.post(
+      `${prefix}/infer`,
+      route<ModelParams>(async (req, reply) => {
+        versionOk(req.params);
+        const m = model(req.params.name);
+        // Reached only once the body is read in full: a 503 here leaves nothing unread to reset the connection.
+        if (draining) throw unavailable('the server is shutting down', DRAIN_RETRY_AFTER_S);
+        if (!Buffer.isBuffer(req.body)) throw badRequest('the request has no body; send a KServe v2 inference request');
+        const start = process.hrtime.bigint();
+        const header = req.headers['inference-header-content-length'];
+        const parsed = feedsFor(m, req.body, Array.isArray(header) ? header[0] : header);
+        const outcome = await o.backend.infer(m.name, parsed.feeds);
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        o.metrics.latency.observe({ model: m.name }, seconds);
+        if (seconds * 1000 > m.qosMs) o.metrics.qosViolations.inc({ model: m.name });
+        const outs: WireOutput[] = parsed.requested.map((n) => encodeOutput(n, outcome.outputs[n]!, parsed.binaryOutput(n)));
+        const head = {
+          model_name: m.name,
+          model_version: '1',
+          ...(parsed.id !== undefined ? { id: parsed.id } : {}),
+          parameters: { ...outcome.parameters, server_ms: Number((seconds * 1000).toFixed(3)) },
+          outputs: outs.map((x) => x.json),
+        };
+        const binaries = outs.filter((x) => x.binary !== undefined).map((x) => x.binary!);
+        if (binaries.length === 0) return head;
+        const json = Buffer.from(JSON.stringify(head));
+        return reply
+          .header('Content-Type', 'application/octet-stream')
+          .header('Inference-Header-Content-Length', String(json.byteLength))
+          .send(Buffer.concat([json, ...binaries]));
+      }),
+    );
   }
-  app.get('/metrics', async (_req, reply) => reply.header('Content-Type', o.metrics.registry.contentType).send(await o.metrics.registry.metrics()));
+  app.get('/metrics', async (_req, reply) =>
+    reply.header('Content-Type', o.metrics.registry.contentType).send(await o.metrics.registry.metrics()),
+  );
 
   return {
     app,
     async drain(hurry?: Promise<unknown>) {
-      const report = await runDrain({
-        beginDraining: () => { draining = true; },
-        pendingAccepts: () => connections.pendingAccepts(),
-        stopListening: () => connections.stopListening(),
-        closeIdle: () => connections.closeIdle(),
-        destroyAll: () => connections.destroyAll(),
-        closeBackend: () => o.backend.close(),
-      }, { graceMs: o.limits.drainGraceMs, timeoutMs: o.limits.drainTimeoutMs, ...(hurry ? { hurry } : {}) });
+      const report = await runDrain(
+        {
+          beginDraining: () => {
+            draining = true;
+          },
+          pendingAccepts: () => connections.pendingAccepts(),
+          stopListening: () => connections.stopListening(),
+          closeIdle: () => connections.closeIdle(),
+          destroyAll: () => connections.destroyAll(),
+          closeBackend: () => o.backend.close(),
+        },
+        { graceMs: o.limits.drainGraceMs, timeoutMs: o.limits.drainTimeoutMs, ...(hurry ? { hurry } : {}) },
+      );
       if (report.connectionsCut > 0) o.metrics.timeouts.inc({ kind: 'drain' }, report.connectionsCut);
       connections.dispose();
       await app.close();

@@ -27,8 +27,13 @@ export interface ServeLimits {
 }
 
 export const DEFAULT_LIMITS: ServeLimits = {
-  drainGraceMs: 3000, drainTimeoutMs: 30_000, headerTimeoutMs: 10_000, bodyTimeoutMs: 10_000, sendTimeoutMs: 10_000,
-  maxConnections: 1024, discardLimitBytes: 128 * 1024 * 1024,
+  drainGraceMs: 3000,
+  drainTimeoutMs: 30_000,
+  headerTimeoutMs: 10_000,
+  bodyTimeoutMs: 10_000,
+  sendTimeoutMs: 10_000,
+  maxConnections: 1024,
+  discardLimitBytes: 128 * 1024 * 1024,
 };
 
 /** Exit status of `veltair serve` when the drain deadline cut a request or connection short (0: everything was answered). */

@@ -26,18 +26,25 @@ const REQUEST_SCHEMA = {
     id: { type: 'string', maxLength: 256 },
     parameters,
     inputs: {
-      type: 'array', minItems: 1, maxItems: 256,
+      type: 'array',
+      minItems: 1,
+      maxItems: 256,
       items: {
-        type: 'object', required: ['name', 'shape', 'datatype'], additionalProperties: false,
+        type: 'object',
+        required: ['name', 'shape', 'datatype'],
+        additionalProperties: false,
         properties: {
-          name, datatype: { type: 'string', maxLength: 16 }, parameters,
+          name,
+          datatype: { type: 'string', maxLength: 16 },
+          parameters,
           shape: { type: 'array', maxItems: 16, items: { type: 'integer', minimum: 0, maximum: 2 ** 40 } },
           data: {},
         },
       },
     },
     outputs: {
-      type: 'array', maxItems: 256,
+      type: 'array',
+      maxItems: 256,
       items: { type: 'object', required: ['name'], additionalProperties: false, properties: { name, parameters } },
     },
   },
@@ -57,7 +64,9 @@ export function parseInferRequest(body: Uint8Array, headerLength: string | undef
   let jsonBytes = body.byteLength;
   if (headerLength !== undefined) {
     if (!/^\d{1,12}$/.test(headerLength) || Number(headerLength) > body.byteLength) {
-      throw badRequest(`Inference-Header-Content-Length ${JSON.stringify(headerLength.slice(0, 20))} is not a length within the ${body.byteLength}-byte body`);
+      throw badRequest(
+        `Inference-Header-Content-Length ${JSON.stringify(headerLength.slice(0, 20))} is not a length within the ${body.byteLength}-byte body`,
+      );
     }
     jsonBytes = Number(headerLength);
   }
@@ -69,8 +78,10 @@ export function parseInferRequest(body: Uint8Array, headerLength: string | undef
   }
   if (!validate(parsed)) {
     const err = validate.errors?.[0];
-    throw badRequest(`the inference request ${err ? `${err.instancePath || '(root)'} ${err.message}` : 'is malformed'}`
-      + ' (KServe v2: {"inputs": [{"name", "shape", "datatype", "data"}], "outputs"?: [{"name"}]})');
+    throw badRequest(
+      `the inference request ${err ? `${err.instancePath || '(root)'} ${err.message}` : 'is malformed'}` +
+        ' (KServe v2: {"inputs": [{"name", "shape", "datatype", "data"}], "outputs"?: [{"name"}]})',
+    );
   }
   const request = parsed as InferRequest;
   const names = new Set<string>();
@@ -91,7 +102,8 @@ export function parseInferRequest(body: Uint8Array, headerLength: string | undef
     at += size;
     return bytes;
   });
-  if (at !== body.byteLength) throw badRequest(`the body has ${body.byteLength - at} bytes after the JSON header and the inputs' binary data`);
+  if (at !== body.byteLength)
+    throw badRequest(`the body has ${body.byteLength - at} bytes after the JSON header and the inputs' binary data`);
   const all = request.parameters?.['binary_data_output'] === true;
   const asked = new Map((request.outputs ?? []).map((o) => [o.name, o.parameters?.['binary_data'] === true]));
   return { request, binaries, binaryOutput: (n) => asked.get(n) ?? all };

@@ -22,7 +22,8 @@ export function unackedInTable(table: string, port: number, into = new Map<numbe
   for (const line of table.split('\n').slice(1)) {
     const f = line.trim().split(/\s+/);
     if (f.length < 5 || f[3] === LISTEN) continue;
-    const local = f[1]!, remote = f[2]!;
+    const local = f[1]!,
+      remote = f[2]!;
     if (parseInt(local.slice(local.lastIndexOf(':') + 1), 16) !== port) continue;
     const peer = parseInt(remote.slice(remote.lastIndexOf(':') + 1), 16);
     const unacked = parseInt(f[4]!.split(':')[0] ?? '', 16);

@@ -53,16 +53,27 @@ export interface ServedSetup {
 function scalingFor(profile: Profile): ScalingConstants {
   const g = profile.levels.map((l) => l.coRunnerGBps ?? 0).filter((x) => x > 0);
   return {
-    forkJoinUs: DEFAULT_FORK_JOIN_US, serialFraction: DEFAULT_SERIAL_FRACTION, memoryGBps: DEFAULT_MEMORY_GBPS,
-    coreGBps: g.length > 0 ? Math.max(...g) : null, provenance: 'veltair serve: the scaling model\'s default constants',
+    forkJoinUs: DEFAULT_FORK_JOIN_US,
+    serialFraction: DEFAULT_SERIAL_FRACTION,
+    memoryGBps: DEFAULT_MEMORY_GBPS,
+    coreGBps: g.length > 0 ? Math.max(...g) : null,
+    provenance: "veltair serve: the scaling model's default constants",
   };
 }
 
 async function profileOf(m: ModelConfig, cores: number, say: (s: string) => void): Promise<{ profile: Profile; how: string }> {
   const onDisk = readBundleProfile(m.bundle, m.profile);
   if (onDisk) return { profile: onDisk.profile, how: `profile ${onDisk.file}` };
-  say(`model ${m.name}: no profile beside the bundle; measuring one now (quiet, 1..${cores} cores; \`veltair profile\` writes a fuller one)`);
-  const run = await measureProfile({ bundleDir: m.bundle, cores: Array.from({ length: cores }, (_, i) => i + 1), levels: [0], rounds: 1, runs: 3 });
+  say(
+    `model ${m.name}: no profile beside the bundle; measuring one now (quiet, 1..${cores} cores; \`veltair profile\` writes a fuller one)`,
+  );
+  const run = await measureProfile({
+    bundleDir: m.bundle,
+    cores: Array.from({ length: cores }, (_, i) => i + 1),
+    levels: [0],
+    rounds: 1,
+    runs: 3,
+  });
   return { profile: run.profile, how: 'profile measured at start-up (quiet only)' };
 }
 
@@ -86,17 +97,29 @@ export async function setupDispatcher(o: SetupOptions): Promise<ServedSetup> {
     const plan = planModel(table, qosMs);
     models.push({
       served: { name: m.name, inputs: session.inputs, outputs: session.outputs, qosMs, platform: 'veltair' },
-      session, plan, priority: m.priority, maxQueue: m.maxQueue, maxInstances: m.replicas ?? defaultInstances(N),
+      session,
+      plan,
+      priority: m.priority,
+      maxQueue: m.maxQueue,
+      maxInstances: m.replicas ?? defaultInstances(N),
     });
     const src = table.sources;
     const qosWhy = m.qosMs !== undefined ? 'configured' : `${o.qosMultiple} × its fastest quiet latency here, ${fastest.toFixed(2)} ms`;
-    summaries.push(`${m.name}: QoS ${qosMs.toFixed(2)} ms (${qosWhy}); `
-      + `${how}; ${table.units.length} units, average requirement ${plan.averageRequirement.toFixed(2)} cores, peak ${plan.peakRequirement}; `
-      + `latency figures ${src.measured} measured, ${src.modelled} modelled`);
+    summaries.push(
+      `${m.name}: QoS ${qosMs.toFixed(2)} ms (${qosWhy}); ` +
+        `${how}; ${table.units.length} units, average requirement ${plan.averageRequirement.toFixed(2)} cores, peak ${plan.peakRequirement}; ` +
+        `latency figures ${src.measured} measured, ${src.modelled} modelled`,
+    );
   }
-  const predictor = new LevelPredictor(o.cpus, sessions.map((s) => s.manifest as Manifest));
+  const predictor = new LevelPredictor(
+    o.cpus,
+    sessions.map((s) => s.manifest as Manifest),
+  );
   const dispatcher = new Dispatcher({
-    models, policy: o.policy, cpus: o.cpus, metrics: o.metrics,
+    models,
+    policy: o.policy,
+    cpus: o.cpus,
+    metrics: o.metrics,
     ...(predictor.calibrated ? { predictLevel: (_cpus: readonly number[], model: number) => predictor.predict(model) } : {}),
     observeBlock: (_model, observed, expected) => predictor.observe(observed, expected),
   });

@@ -39,15 +39,22 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
   // Listened on here, not through fastify's listen: the drain owns the listening socket's close (drain.ts).
   await new Promise<void>((resolve, reject) => {
     app.server.once('error', reject);
-    app.server.listen({ host: o.host, port: o.port }, () => { app.server.off('error', reject); resolve(); });
+    app.server.listen({ host: o.host, port: o.port }, () => {
+      app.server.off('error', reject);
+      resolve();
+    });
   });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : o.port;
   let stopping: Promise<DrainReport> | undefined;
   let settle!: { resolve: (r: DrainReport) => void; reject: (e: unknown) => void };
   let hurry!: () => void;
-  const hurried = new Promise<void>((r) => { hurry = r; });
-  const closed = new Promise<DrainReport>((resolve, reject) => { settle = { resolve, reject }; });
+  const hurried = new Promise<void>((r) => {
+    hurry = r;
+  });
+  const closed = new Promise<DrainReport>((resolve, reject) => {
+    settle = { resolve, reject };
+  });
   const stop = () => {
     stopping ??= drain(hurried).finally(() => {
       process.removeListener('SIGTERM', onSignal);
@@ -57,7 +64,10 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     return stopping;
   };
   // The first signal drains; a later one means the operator will not wait for the drain's deadline.
-  const onSignal = () => { if (stopping) hurry(); else void stop(); };
+  const onSignal = () => {
+    if (stopping) hurry();
+    else void stop();
+  };
   if (o.signals) {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

@@ -11,7 +11,14 @@ import { badRequest } from './errors.js';
 
 /** v2 datatype ↔ the runtime's dtypes (the ones a bundle's inputs and outputs can have). */
 const V2_OF: Readonly<Partial<Record<DType, string>>> = {
-  float32: 'FP32', float64: 'FP64', int8: 'INT8', int16: 'INT16', int32: 'INT32', int64: 'INT64', uint8: 'UINT8', uint16: 'UINT16',
+  float32: 'FP32',
+  float64: 'FP64',
+  int8: 'INT8',
+  int16: 'INT16',
+  int32: 'INT32',
+  int64: 'INT64',
+  uint8: 'UINT8',
+  uint16: 'UINT16',
   bool: 'BOOL',
 };
 
@@ -19,7 +26,17 @@ export function v2Datatype(dtype: DType): string {
   return V2_OF[dtype] ?? dtype.toUpperCase();
 }
 
-const ELEMENT_BYTES: Readonly<Record<string, number>> = { FP32: 4, FP64: 8, INT8: 1, INT16: 2, INT32: 4, INT64: 8, UINT8: 1, UINT16: 2, BOOL: 1 };
+const ELEMENT_BYTES: Readonly<Record<string, number>> = {
+  FP32: 4,
+  FP64: 8,
+  INT8: 1,
+  INT16: 2,
+  INT32: 4,
+  INT64: 8,
+  UINT8: 1,
+  UINT16: 2,
+  BOOL: 1,
+};
 
 const describe = (t: TensorInfo) => `${v2Datatype(t.dtype)} [${t.shape.join(', ')}]`;
 const elements = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
@@ -35,15 +52,25 @@ export interface WireInput {
 
 function allocate(dtype: DType, n: number): TensorData {
   switch (dtype) {
-    case 'float32': return new Float32Array(n);
-    case 'float64': return new Float64Array(n);
-    case 'int8': return new Int8Array(n);
-    case 'int16': return new Int16Array(n);
-    case 'int32': return new Int32Array(n);
-    case 'int64': return new BigInt64Array(n);
-    case 'uint8': case 'bool': return new Uint8Array(n);
-    case 'uint16': return new Uint16Array(n);
-    default: throw badRequest(`the model's datatype ${dtype} cannot be sent over the protocol`);
+    case 'float32':
+      return new Float32Array(n);
+    case 'float64':
+      return new Float64Array(n);
+    case 'int8':
+      return new Int8Array(n);
+    case 'int16':
+      return new Int16Array(n);
+    case 'int32':
+      return new Int32Array(n);
+    case 'int64':
+      return new BigInt64Array(n);
+    case 'uint8':
+    case 'bool':
+      return new Uint8Array(n);
+    case 'uint16':
+      return new Uint16Array(n);
+    default:
+      throw badRequest(`the model's datatype ${dtype} cannot be sent over the protocol`);
   }
 }
 
@@ -57,7 +84,11 @@ function flatten(data: unknown, where: string): unknown[] {
   while (stack.length > 0) {
     const top = stack[stack.length - 1]!;
     const i = index[index.length - 1]!;
-    if (i >= top.length) { stack.pop(); index.pop(); continue; }
+    if (i >= top.length) {
+      stack.pop();
+      index.pop();
+      continue;
+    }
     index[index.length - 1] = i + 1;
     const v = top[i];
     if (Array.isArray(v)) {
@@ -98,14 +129,16 @@ function fill(target: TensorData, values: readonly unknown[], dtype: DType, wher
 export function decodeInput(input: WireInput, expected: TensorInfo, binary?: Uint8Array): HostTensor {
   const where = `input ${JSON.stringify(expected.name)}`;
   const want = v2Datatype(expected.dtype);
-  if (input.datatype !== want) throw badRequest(`${where} is ${String(input.datatype).slice(0, 16)}; the model expects ${describe(expected)}`);
+  if (input.datatype !== want)
+    throw badRequest(`${where} is ${String(input.datatype).slice(0, 16)}; the model expects ${describe(expected)}`);
   const shapeOk = input.shape.length === expected.shape.length && input.shape.every((d, i) => d === expected.shape[i]);
   if (!shapeOk) throw badRequest(`${where} has shape [${input.shape.join(', ')}]; the model expects ${describe(expected)}`);
   const n = elements(expected.shape);
   const data = allocate(expected.dtype, n);
   if (binary !== undefined) {
     const bytes = n * ELEMENT_BYTES[want]!;
-    if (binary.byteLength !== bytes) throw badRequest(`${where} has ${binary.byteLength} binary bytes; ${describe(expected)} is ${bytes} bytes`);
+    if (binary.byteLength !== bytes)
+      throw badRequest(`${where} has ${binary.byteLength} binary bytes; ${describe(expected)} is ${bytes} bytes`);
     new Uint8Array(data.buffer, data.byteOffset, bytes).set(binary);
     return { dtype: expected.dtype, shape: expected.shape, data };
   }
@@ -128,7 +161,11 @@ export function encodeOutput(name: string, t: HostTensor, binary: boolean): Wire
     const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
     return { json: { ...head, parameters: { binary_data_size: bytes.byteLength } }, binary: bytes };
   }
-  const data = t.data instanceof BigInt64Array ? Array.from(t.data, (v) => Number(v))
-    : t.dtype === 'bool' ? Array.from(t.data as Uint8Array, (v) => v !== 0) : Array.from(t.data as ArrayLike<number>);
+  const data =
+    t.data instanceof BigInt64Array
+      ? Array.from(t.data, (v) => Number(v))
+      : t.dtype === 'bool'
+        ? Array.from(t.data as Uint8Array, (v) => v !== 0)
+        : Array.from(t.data as ArrayLike<number>);
   return { json: { ...head, data } };
 }

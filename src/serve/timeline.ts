@@ -27,7 +27,12 @@ export interface BlockTrace {
 
 export const newTrace = (): RequestTrace => ({ arrivalNs: process.hrtime.bigint(), blocks: [] });
 
-export function blockTrace(decidedNs: bigint, b: { readonly startNs: number; readonly endNs: number }, resumedNs: bigint, cores: number): BlockTrace {
+export function blockTrace(
+  decidedNs: bigint,
+  b: { readonly startNs: number; readonly endNs: number },
+  resumedNs: bigint,
+  cores: number,
+): BlockTrace {
   return { decidedNs, kernelStartNs: b.startNs, kernelEndNs: b.endNs, resumedNs, cores };
 }
 
@@ -47,7 +52,8 @@ export function timelineParameter(t: RequestTrace, answerNs: bigint): string {
   const rel = (x: bigint | undefined) => (x === undefined ? -1 : ms3(Number(x - a)));
   const relN = (x: number) => ms3(x - Number(a));
   const out: Timeline = {
-    instance: rel(t.instanceNs), begun: rel(t.begunNs),
+    instance: rel(t.instanceNs),
+    begun: rel(t.begunNs),
     blocks: t.blocks.map((b) => [rel(b.decidedNs), relN(b.kernelStartNs), relN(b.kernelEndNs), rel(b.resumedNs), b.cores] as const),
     answer: rel(answerNs),
   };
@@ -59,8 +65,12 @@ export function parseTimeline(text: unknown): Timeline | null {
   if (typeof text !== 'string') return null;
   try {
     const t = JSON.parse(text) as Timeline;
-    const ok = typeof t.instance === 'number' && typeof t.begun === 'number' && typeof t.answer === 'number' && Array.isArray(t.blocks)
-      && t.blocks.every((b) => Array.isArray(b) && b.length === 5 && b.every((x) => typeof x === 'number'));
+    const ok =
+      typeof t.instance === 'number' &&
+      typeof t.begun === 'number' &&
+      typeof t.answer === 'number' &&
+      Array.isArray(t.blocks) &&
+      t.blocks.every((b) => Array.isArray(b) && b.length === 5 && b.every((x) => typeof x === 'number'));
     return ok ? t : null;
   } catch {
     return null;
@@ -86,7 +96,10 @@ export interface Accounting {
 }
 
 export function accountTimeline(t: Timeline): Accounting {
-  let queue = Math.max(0, t.instance), dispatch = 0, kernel = 0, back = 0;
+  let queue = Math.max(0, t.instance),
+    dispatch = 0,
+    kernel = 0,
+    back = 0;
   let ready = t.begun;
   for (const [decided, start, end, resumed] of t.blocks) {
     queue += Math.max(0, decided - ready);
@@ -96,7 +109,13 @@ export function accountTimeline(t: Timeline): Accounting {
     ready = resumed;
   }
   return {
-    queueMs: queue, beginMs: Math.max(0, t.begun - Math.max(0, t.instance)), dispatchMs: dispatch, kernelMs: kernel, returnMs: back,
-    finishMs: Math.max(0, t.answer - ready), blocks: t.blocks.length, totalMs: t.answer,
+    queueMs: queue,
+    beginMs: Math.max(0, t.begun - Math.max(0, t.instance)),
+    dispatchMs: dispatch,
+    kernelMs: kernel,
+    returnMs: back,
+    finishMs: Math.max(0, t.answer - ready),
+    blocks: t.blocks.length,
+    totalMs: t.answer,
   };
 }

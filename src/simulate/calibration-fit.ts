@@ -19,9 +19,15 @@ export interface LiveAnswer {
   readonly timeline: { readonly answer: number; readonly blocks: readonly (readonly [number, number, number, number, number])[] } | null;
 }
 
-export interface CalibrationSample { readonly bytes: number; readonly answer: LiveAnswer }
+export interface CalibrationSample {
+  readonly bytes: number;
+  readonly answer: LiveAnswer;
+}
 
-export function fitCalibration(samples: readonly CalibrationSample[], meta: { machine: string; measured: string; command: string }): ServingCalibration {
+export function fitCalibration(
+  samples: readonly CalibrationSample[],
+  meta: { machine: string; measured: string; command: string },
+): ServingCalibration {
   const usable = samples.filter((s) => s.answer.timeline !== null);
   if (usable.length === 0) {
     throw internalError('no answer carried a veltair_timeline', 'calibrate against a veltair server (not an ONNX Runtime backend)');
@@ -44,13 +50,19 @@ export function fitCalibration(samples: readonly CalibrationSample[], meta: { ma
     if (t.blocks.length > 0 && s.answer.schedulerUs !== null) perBlockScheduler.push(s.answer.schedulerUs / t.blocks.length);
   }
   const teams = [...byCores.keys()].sort((a, b) => a - b);
-  const lo = teams[0], hi = teams[teams.length - 1];
+  const lo = teams[0],
+    hi = teams[teams.length - 1];
   const dispatchLo = lo === undefined ? 0 : median(byCores.get(lo)!);
   const wake = lo === undefined || hi === lo ? 0 : Math.max(0, (median(byCores.get(hi!)!) - dispatchLo) / (hi! - lo));
   const eventLoop = (handBack.length > 0 ? median(handBack) : 0) + (perBlockScheduler.length > 0 ? median(perBlockScheduler) : 0);
   const r1 = (x: number) => Number(x.toFixed(1));
   return {
-    format: CALIBRATION_FORMAT, version: 1, ...meta, frontEnd,
-    blockDispatchUs: r1(dispatchLo - wake * Math.max(0, (lo ?? 1) - 1)), wakeUpUsPerCore: r1(wake), eventLoopUsPerBlock: r1(eventLoop),
+    format: CALIBRATION_FORMAT,
+    version: 1,
+    ...meta,
+    frontEnd,
+    blockDispatchUs: r1(dispatchLo - wake * Math.max(0, (lo ?? 1) - 1)),
+    wakeUpUsPerCore: r1(wake),
+    eventLoopUsPerBlock: r1(eventLoop),
   };
 }

@@ -46,7 +46,8 @@ export function validateCalibration(v: unknown, where: string): ServingCalibrati
   const c = v as Record<string, unknown>;
   if (c['format'] !== CALIBRATION_FORMAT) throw bad(where, `field "format" is not ${JSON.stringify(CALIBRATION_FORMAT)}`);
   if (c['version'] !== 1) throw bad(where, 'field "version" is not 1 (the only version this veltair reads)');
-  for (const k of ['machine', 'measured', 'command']) if (typeof c[k] !== 'string') throw bad(where, `field ${JSON.stringify(k)} is not a string`);
+  for (const k of ['machine', 'measured', 'command'])
+    if (typeof c[k] !== 'string') throw bad(where, `field ${JSON.stringify(k)} is not a string`);
   for (const k of ['blockDispatchUs', 'wakeUpUsPerCore', 'eventLoopUsPerBlock']) {
     if (!nonNegative(c[k])) throw bad(where, `field ${JSON.stringify(k)} is not a number ≥ 0`);
   }
@@ -79,7 +80,8 @@ export function frontEndUs(c: ServingCalibration, bytes: number): number {
   if (p.length === 1) return p[0]!.us;
   let i = 1;
   while (i < p.length - 1 && p[i]!.bytes < bytes) i++;
-  const a = p[i - 1]!, b = p[i]!;
+  const a = p[i - 1]!,
+    b = p[i]!;
   return Math.max(0, a.us + ((b.us - a.us) * (bytes - a.bytes)) / (b.bytes - a.bytes));
 }
 

@@ -118,11 +118,24 @@ export function simulate(o: SimOptions): RunResult {
   let seq = 0;
   let now = 0;
   let nextId = 0;
-  const metrics = new Metrics(plans, N, o.warmupMs, o.durationMs, o.models.map((m) => m.qps * Math.max(0, o.durationMs - o.warmupMs) / 1000));
+  const metrics = new Metrics(
+    plans,
+    N,
+    o.warmupMs,
+    o.durationMs,
+    o.models.map((m) => (m.qps * Math.max(0, o.durationMs - o.warmupMs)) / 1000),
+  );
   const rngs: Uniform[] = o.models.map((_, i) => streamFor(o.seed, i));
-  let gSum = 0, fSum = 0;
+  let gSum = 0,
+    fSum = 0;
   const predictLevel = (_cores: readonly number[], _model: number) => o.interference.levelFor(gSum, fSum);
-  const scheduler = new Scheduler({ policy: o.policy, models: plans, cores: N, ...(o.onConflict ? { onConflict: o.onConflict } : {}), predictLevel });
+  const scheduler = new Scheduler({
+    policy: o.policy,
+    models: plans,
+    cores: N,
+    ...(o.onConflict ? { onConflict: o.onConflict } : {}),
+    predictLevel,
+  });
   const timing = o.timeDecisions ? { calls: 0, totalNs: 0, samples: [] as number[] } : null;
   // Only calls inside the counted window are timed: the first ones also pay V8's compilation.
   const timed = <T>(f: () => T): T => {
@@ -137,7 +150,14 @@ export function simulate(o: SimOptions): RunResult {
   };
 
   // The front end's CPU time at the offered rates slows every block alike (calibration.ts).
-  const stretch = o.charges ? 1 / (1 - o.charges.share(o.models.map((m) => m.qps), N)) : 1;
+  const stretch = o.charges
+    ? 1 /
+      (1 -
+        o.charges.share(
+          o.models.map((m) => m.qps),
+          N,
+        ))
+    : 1;
   const frontEndMs = o.models.map((_, i) => o.charges?.frontEndMs[i] ?? 0);
 
   o.models.forEach((m, i) => {
@@ -158,7 +178,8 @@ export function simulate(o: SimOptions): RunResult {
     const claimMs = (d.claim ? p.table.claimMs[g]! : 0) + (o.charges ? o.charges.blockMs(g) : 0);
     const atLevel = new Float64Array(LEVEL_COUNT).fill(claimMs);
     const unitMs = new Float64Array(d.last - d.first + 1);
-    let bytes = 0, footprint = 0;
+    let bytes = 0,
+      footprint = 0;
     for (let u = d.first; u <= d.last; u++) {
       const unit = units[u]!;
       const v = d.versions[u - d.first]!;
@@ -179,7 +200,8 @@ export function simulate(o: SimOptions): RunResult {
   const reschedule = () => {
     for (const [id, b] of running) {
       const level = o.interference.levelFor(gSum - b.gbps, fSum - b.footprint);
-      const lo = Math.min(LEVEL_COUNT - 1, Math.floor(level)), f = level - lo;
+      const lo = Math.min(LEVEL_COUNT - 1, Math.floor(level)),
+        f = level - lo;
       const t = f === 0 || lo === LEVEL_COUNT - 1 ? b.atLevel[lo]! : b.atLevel[lo]! + (b.atLevel[lo + 1]! - b.atLevel[lo]!) * f;
       const rate = t > 0 ? 1 / t : Infinity;
       if (rate === b.rate && level === b.level) continue;
@@ -193,8 +215,11 @@ export function simulate(o: SimOptions): RunResult {
 
   let processed = 0;
   let stop: StopReason = 'drained';
-  const view = (): EventView => ({ now, running: [...running.values()].map((b) => ({ request: b.d.request, model: b.d.model, cores: b.d.cores })),
-    scheduler });
+  const view = (): EventView => ({
+    now,
+    running: [...running.values()].map((b) => ({ request: b.d.request, model: b.d.model, cores: b.d.cores })),
+    scheduler,
+  });
 
   for (;;) {
     const e = events.pop();
@@ -203,8 +228,15 @@ export function simulate(o: SimOptions): RunResult {
       const b = running.get(e.ref);
       if (!b || b.version !== e.version) continue; // superseded finish time
     }
-    if (e.t > o.maxSimMs) { advance(o.maxSimMs); stop = 'time-bound'; break; }
-    if (processed >= o.maxEvents) { stop = 'event-bound'; break; }
+    if (e.t > o.maxSimMs) {
+      advance(o.maxSimMs);
+      stop = 'time-bound';
+      break;
+    }
+    if (processed >= o.maxEvents) {
+      stop = 'event-bound';
+      break;
+    }
     processed++;
     advance(e.t);
     let decisions: Decision[];
@@ -226,15 +258,24 @@ export function simulate(o: SimOptions): RunResult {
       decisions = r.decisions;
     }
     for (const d of decisions) startBlock(d);
-    if (running.size === 0) { gSum = 0; fSum = 0; } // no drift from float sums
+    if (running.size === 0) {
+      gSum = 0;
+      fSum = 0;
+    } // no drift from float sums
     if (decisions.length > 0 || e.kind === 1) reschedule();
     if (o.onEvent) o.onEvent(view());
-    if (o.stopWhenFailed && metrics.anyModelFailed()) { stop = 'failed-early'; break; }
+    if (o.stopWhenFailed && metrics.anyModelFailed()) {
+      stop = 'failed-early';
+      break;
+    }
   }
-  if (stop === 'drained' &&
-    scheduler.inSystem > 0) throw internalError(`simulation ended with ${scheduler.inSystem} requests in the system and no event pending`);
+  if (stop === 'drained' && scheduler.inSystem > 0)
+    throw internalError(`simulation ended with ${scheduler.inSystem} requests in the system and no event pending`);
   return {
-    stop, events: processed, endMs: now, metrics: metrics.summary(now, scheduler.stats),
+    stop,
+    events: processed,
+    endMs: now,
+    metrics: metrics.summary(now, scheduler.stats),
     timing: timing ? { calls: timing.calls, totalNs: timing.totalNs, samplesNs: Float64Array.from(timing.samples) } : null,
   };
 }

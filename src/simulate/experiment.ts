@@ -90,19 +90,21 @@ export interface ExperimentResult {
 
 export function capacityQps(models: readonly ExperimentModel[], cores: number): number {
   const coreMsPerRequest = models.reduce((s, m) => s + m.weight * m.plan.minCoreMs, 0);
-  return coreMsPerRequest > 0 ? cores * 1000 / coreMsPerRequest : Infinity;
+  return coreMsPerRequest > 0 ? (cores * 1000) / coreMsPerRequest : Infinity;
 }
 
 /** Refuse a --qps no policy can hold (more core-time per second than the machine has). */
 export function checkHoldable(qps: number, capacity: number, cores: number): void {
   if (qps > capacity) {
-    throw userError('BAD_ARGUMENT',
-      `--qps ${qps} needs at least ${(qps / capacity * cores).toFixed(1)} cores busy every second, the machine has ${cores}: no policy can hold this load`,
-      `the mix's capacity on ${cores} cores is ${capacity.toFixed(1)} QPS (every layer at its most efficient core count); ask for less, or use --find-max`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `--qps ${qps} needs at least ${((qps / capacity) * cores).toFixed(1)} cores busy every second, the machine has ${cores}: no policy can hold this load`,
+      `the mix's capacity on ${cores} cores is ${capacity.toFixed(1)} QPS (every layer at its most efficient core count); ask for less, or use --find-max`,
+    );
   }
 }
 
-const passes = (r: RunResult) => (r.stop === 'drained') && r.metrics.models.every((m) => m.satisfaction >= 0.99);
+const passes = (r: RunResult) => r.stop === 'drained' && r.metrics.models.every((m) => m.satisfaction >= 0.99);
 
 export function runExperiment(o: ExperimentOptions): ExperimentResult {
   const capacity = capacityQps(o.models, o.cores);
@@ -110,10 +112,19 @@ export function runExperiment(o: ExperimentOptions): ExperimentResult {
   const timingNs = new Map<string, { calls: number; totalNs: number; samples: number[]; requests: number }>();
   const run = (policy: Policy, qps: number, stopWhenFailed: boolean): RunResult => {
     const r = simulate({
-      models: o.models.map((m) => ({ plan: m.plan, qps: qps * m.weight })), cores: o.cores, policy, seed: o.seed,
-      durationMs: o.durationMs, warmupMs: o.warmupMs, maxSimMs: o.maxSimMs, maxEvents: o.maxEvents,
-      interference: o.interference, stopWhenFailed, timeDecisions: o.timeDecisions === true,
-      ...(o.onConflict ? { onConflict: o.onConflict } : {}), ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+      models: o.models.map((m) => ({ plan: m.plan, qps: qps * m.weight })),
+      cores: o.cores,
+      policy,
+      seed: o.seed,
+      durationMs: o.durationMs,
+      warmupMs: o.warmupMs,
+      maxSimMs: o.maxSimMs,
+      maxEvents: o.maxEvents,
+      interference: o.interference,
+      stopWhenFailed,
+      timeDecisions: o.timeDecisions === true,
+      ...(o.onConflict ? { onConflict: o.onConflict } : {}),
+      ...(o.onEvent ? { onEvent: o.onEvent } : {}),
       ...(o.charges ? { charges: o.charges } : {}),
     });
     if (r.timing) {
@@ -129,8 +140,15 @@ export function runExperiment(o: ExperimentOptions): ExperimentResult {
   const point = (policy: Policy, qps: number): PointResult => {
     say(`simulating ${policy.name} at ${qps.toFixed(1)} QPS`);
     const r = run(policy, qps, false);
-    return { policy: policy.name, qps: round(qps, 3), load: round(qps / capacity, 4), stop: r.stop, events: r.events, endMs: round(r.endMs, 3),
-      metrics: r.metrics };
+    return {
+      policy: policy.name,
+      qps: round(qps, 3),
+      load: round(qps / capacity, 4),
+      stop: r.stop,
+      events: r.events,
+      endMs: round(r.endMs, 3),
+      metrics: r.metrics,
+    };
   };
 
   const points: PointResult[] = [];
@@ -151,12 +169,20 @@ export function runExperiment(o: ExperimentOptions): ExperimentResult {
       for (const p of o.policies) points.push(point(p, q));
     }
   }
-  const timing = o.timeDecisions ? [...timingNs].map(([policy, t]): PolicyTiming => {
-    const s = t.samples.sort((a, b) => a - b);
-    const q = (f: number) => (s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(f * (s.length - 1)))]!);
-    return { policy, calls: t.calls, requests: t.requests, perCallMedianUs: round(q(0.5) / 1000, 3), perCallP99Us: round(q(0.99) / 1000, 3),
-      perRequestMeanUs: round(t.totalNs / Math.max(1, t.requests) / 1000, 3) };
-  }) : null;
+  const timing = o.timeDecisions
+    ? [...timingNs].map(([policy, t]): PolicyTiming => {
+        const s = t.samples.sort((a, b) => a - b);
+        const q = (f: number) => (s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(f * (s.length - 1)))]!);
+        return {
+          policy,
+          calls: t.calls,
+          requests: t.requests,
+          perCallMedianUs: round(q(0.5) / 1000, 3),
+          perCallP99Us: round(q(0.99) / 1000, 3),
+          perRequestMeanUs: round(t.totalNs / Math.max(1, t.requests) / 1000, 3),
+        };
+      })
+    : null;
   return { capacityQps: round(capacity, 3), points, maxQps, reference, timing };
 }
 
@@ -173,7 +199,8 @@ function findMax(policy: Policy, capacity: number, steps: number, probe: (qps: n
   let lo = capacity * 0.01;
   for (let i = 0; i < steps && hi - lo > 0.002 * capacity; i++) {
     const mid = (lo + hi) / 2;
-    if (test(mid)) lo = mid; else hi = mid;
+    if (test(mid)) lo = mid;
+    else hi = mid;
   }
   return { policy: policy.name, maxQps: round(lo, 3), load: round(lo / capacity, 4), probes };
 }
@@ -189,8 +216,10 @@ export function equalWeights(n: number): number[] {
 }
 
 export function unknownModel(name: string, known: readonly string[]): never {
-  throw userError('BAD_ARGUMENT',
+  throw userError(
+    'BAD_ARGUMENT',
     `the mix names model ${quoteForMessage(name)}, which no profile given with --profiles describes (profiles: ` +
       `${known.map((k) => quoteForMessage(k)).join(', ') || 'none'})`,
-    'profile the model (veltair profile BUNDLE) and pass it with --profiles, or drop it from --models');
+    'profile the model (veltair profile BUNDLE) and pass it with --profiles, or drop it from --models',
+  );
 }

@@ -35,14 +35,19 @@ export interface Capacity {
 }
 
 export const NO_INTERFERENCE: InterferenceModel = {
-  levelFor: () => 0, calibrated: false, points: [],
+  levelFor: () => 0,
+  calibrated: false,
+  points: [],
   description: 'no interference calibration (no measured noise levels in the profiles): every block runs at level 0',
 };
 
-export function calibrateInterference(levels: readonly ProfileLevel[], from: string, profiled: { readonly l3Bytes: number | null },
-  target: Capacity): InterferenceModel {
-  const usable = levels.filter((l) => l.level > 0 && l.coRunnerGBps !== null && l.coRunnerBytes !== null)
-    .sort((a, b) => a.level - b.level);
+export function calibrateInterference(
+  levels: readonly ProfileLevel[],
+  from: string,
+  profiled: { readonly l3Bytes: number | null },
+  target: Capacity,
+): InterferenceModel {
+  const usable = levels.filter((l) => l.level > 0 && l.coRunnerGBps !== null && l.coRunnerBytes !== null).sort((a, b) => a.level - b.level);
   if (usable.length === 0) return NO_INTERFERENCE;
   const here: Capacity = { gbps: Math.max(1e-9, ...usable.map((l) => l.coRunnerGBps!)), l3Bytes: profiled.l3Bytes ?? 32 * 2 ** 20 };
   let running = 0;
@@ -59,15 +64,16 @@ export function calibrateInterference(levels: readonly ProfileLevel[], from: str
     for (let i = 1; i < xs.length; i++) {
       if (pi <= xs[i]!) {
         const span = xs[i]! - xs[i - 1]!;
-        return span > 0 ? ys[i - 1]! + (ys[i]! - ys[i - 1]!) * (pi - xs[i - 1]!) / span : ys[i]!;
+        return span > 0 ? ys[i - 1]! + ((ys[i]! - ys[i - 1]!) * (pi - xs[i - 1]!)) / span : ys[i]!;
       }
     }
     return top;
   };
   const mib = (b: number) => (b / 2 ** 20).toFixed(0);
-  const description = `levels calibrated from ${from}: ` + points.map((p) =>
-    `L${p.level} at π=${p.pressure.toFixed(2)} (${p.gbps.toFixed(1)} GB/s, ${mib(p.bytes)} MiB)`).join(', ')
-    + ` on the profiling machine (π = GB/s / ${here.gbps.toFixed(1)} + bytes / ${mib(here.l3Bytes)} MiB L3); a block's π = the other running blocks' GB/s ` +
-      `/ ${target.gbps} + their footprint / ${mib(target.l3Bytes)} MiB (the simulated machine); capped at L${top}`;
+  const description =
+    `levels calibrated from ${from}: ` +
+    points.map((p) => `L${p.level} at π=${p.pressure.toFixed(2)} (${p.gbps.toFixed(1)} GB/s, ${mib(p.bytes)} MiB)`).join(', ') +
+    ` on the profiling machine (π = GB/s / ${here.gbps.toFixed(1)} + bytes / ${mib(here.l3Bytes)} MiB L3); a block's π = the other running blocks' GB/s ` +
+    `/ ${target.gbps} + their footprint / ${mib(target.l3Bytes)} MiB (the simulated machine); capped at L${top}`;
   return { levelFor, calibrated: true, points, description };
 }

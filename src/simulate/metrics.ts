@@ -45,7 +45,12 @@ export interface RunMetrics {
   readonly waste: number;
   /** Mean busy cores / N over the run. */
   readonly utilisation: number;
-  readonly little: { readonly meanInSystem: number; readonly arrivalsPerMs: number; readonly meanSojournMs: number; readonly arrivals: number };
+  readonly little: {
+    readonly meanInSystem: number;
+    readonly arrivalsPerMs: number;
+    readonly meanSojournMs: number;
+    readonly arrivals: number;
+  };
   readonly scheduler: SchedulerStats;
 }
 
@@ -61,7 +66,9 @@ class PerModel {
   wasteNum = 0;
   heldNum = 0;
   blockStarts: Float64Array;
-  constructor(units: number) { this.blockStarts = new Float64Array(units); }
+  constructor(units: number) {
+    this.blockStarts = new Float64Array(units);
+  }
 }
 
 const round = (x: number, digits = 4) => (Number.isFinite(x) ? Number(x.toFixed(digits)) : x);
@@ -69,7 +76,8 @@ const round = (x: number, digits = 4) => (Number.isFinite(x) ? Number(x.toFixed(
 function quantileSorted(s: readonly number[], q: number): number {
   if (s.length === 0) return NaN;
   const pos = (s.length - 1) * q;
-  const lo = Math.floor(pos), hi = Math.ceil(pos);
+  const lo = Math.floor(pos),
+    hi = Math.ceil(pos);
   return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
 }
 
@@ -85,8 +93,13 @@ export class Metrics {
   /** Late-request allowance per model (1% of its expected window requests), for failed-early. */
   private readonly allowance: number[];
 
-  constructor(private readonly plans: readonly ModelPlan[], private readonly cores: number, private readonly warmupMs: number,
-    private readonly durationMs: number, expectedWindowRequests: readonly number[] = []) {
+  constructor(
+    private readonly plans: readonly ModelPlan[],
+    private readonly cores: number,
+    private readonly warmupMs: number,
+    private readonly durationMs: number,
+    expectedWindowRequests: readonly number[] = [],
+  ) {
     this.per = plans.map((p) => new PerModel(p.table.units.length));
     this.allowance = plans.map((_, i) => 0.01 * (expectedWindowRequests[i] ?? Infinity));
   }
@@ -125,7 +138,9 @@ export class Metrics {
     const scale = duration / nominal;
     m.wasteNum += g * claimMs * scale;
     m.heldNum += g * duration;
-    unitMs.forEach((t, i) => { m.wasteNum += Math.max(0, g - p.requirement[d.first + i]!) * t * scale; });
+    unitMs.forEach((t, i) => {
+      m.wasteNum += Math.max(0, g - p.requirement[d.first + i]!) * t * scale;
+    });
   }
 
   completed(id: number, model: number, now: number): void {
@@ -152,11 +167,20 @@ export class Metrics {
       const mean = s.length > 0 ? s.reduce((a, b) => a + b, 0) / s.length : NaN;
       const requests = Math.max(1, m.requests);
       return {
-        model: p.table.name, qosMs: p.qosMs, requests: m.requests, completed: m.completed, withinQos: m.within,
+        model: p.table.name,
+        qosMs: p.qosMs,
+        requests: m.requests,
+        completed: m.completed,
+        withinQos: m.within,
         satisfaction: round(m.requests > 0 ? m.within / m.requests : 1, 6),
-        meanMs: round(mean), p50Ms: round(quantileSorted(s, 0.5)), p99Ms: round(quantileSorted(s, 0.99)),
-        blocks: m.blocks, conflicts: m.conflicts, claims: m.claims,
-        blocksPerRequest: round(m.blocks / requests), conflictsPerRequest: round(m.conflicts / requests),
+        meanMs: round(mean),
+        p50Ms: round(quantileSorted(s, 0.5)),
+        p99Ms: round(quantileSorted(s, 0.99)),
+        blocks: m.blocks,
+        conflicts: m.conflicts,
+        claims: m.claims,
+        blocksPerRequest: round(m.blocks / requests),
+        conflictsPerRequest: round(m.conflicts / requests),
         waste: round(m.heldNum > 0 ? m.wasteNum / m.heldNum : 0),
         blockStarts: Array.from(m.blockStarts, (x) => round(x / requests)),
       };
@@ -166,7 +190,8 @@ export class Metrics {
     const within = this.per.reduce((s, m) => s + m.within, 0);
     const blocks = this.per.reduce((s, m) => s + m.blocks, 0);
     const conflicts = this.per.reduce((s, m) => s + m.conflicts, 0);
-    const wasteNum = this.per.reduce((s, m) => s + m.wasteNum, 0), heldNum = this.per.reduce((s, m) => s + m.heldNum, 0);
+    const wasteNum = this.per.reduce((s, m) => s + m.wasteNum, 0),
+      heldNum = this.per.reduce((s, m) => s + m.heldNum, 0);
     return {
       models,
       requests,

@@ -20,7 +20,8 @@ export async function writeSchedulePlots(dir: string, r: ExperimentResult, setup
   const figures: { name: string; spec: Parameters<typeof renderSvg>[0]; rows: unknown }[] = [];
   const loads = [...new Set(r.points.map((p) => p.load))].sort((a, b) => a - b);
   if (loads.length >= 2) {
-    const rows = r.points.filter((p) => !p.policy.startsWith('static:') || r.points.every((q) => q.policy.startsWith('static:')))
+    const rows = r.points
+      .filter((p) => !p.policy.startsWith('static:') || r.points.every((q) => q.policy.startsWith('static:')))
       .map((p) => ({ policy: p.policy, load: p.load, qps: p.qps, satisfaction: p.metrics.satisfaction }));
     figures.push({ name: 'qos-vs-load', spec: satisfactionFigure(rows, label), rows });
     const best = bestStaticPerLoad(r.points).map((b) => ({ load: b.load, qps: b.qps, k: b.k }));
@@ -32,11 +33,17 @@ export async function writeSchedulePlots(dir: string, r: ExperimentResult, setup
   if (mine.length > 0) {
     const ends: PointResult[] = mine.length === 1 ? [mine[0]!] : [mine[0]!, mine[mine.length - 1]!];
     setup.plans.forEach((plan, m) => {
-      const rows: BlockRow[] = ends.flatMap((p, i) => plan.table.units.map((u, layer) => ({
-        condition: `${i === 0 && ends.length > 1 ? 'light' : ends.length > 1 ? 'heavy' : 'load'}: load ${p.load.toFixed(2)} (${p.qps.toFixed(0)} QPS), ` +
-          `${policy}`,
-        layer, name: u.name, requirement: plan.requirement[layer]!, blockStart: p.metrics.models[m]!.blockStarts[layer] ?? 0,
-      })));
+      const rows: BlockRow[] = ends.flatMap((p, i) =>
+        plan.table.units.map((u, layer) => ({
+          condition:
+            `${i === 0 && ends.length > 1 ? 'light' : ends.length > 1 ? 'heavy' : 'load'}: load ${p.load.toFixed(2)} (${p.qps.toFixed(0)} QPS), ` +
+            `${policy}`,
+          layer,
+          name: u.name,
+          requirement: plan.requirement[layer]!,
+          blockStart: p.metrics.models[m]!.blockStarts[layer] ?? 0,
+        })),
+      );
       figures.push({ name: `blocks-${safeName(plan.table.name)}`, spec: blocksFigure(plan.table.name, rows, label), rows });
     });
   }

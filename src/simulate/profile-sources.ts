@@ -27,8 +27,11 @@ function readText(path: string, flag: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (e) {
-    throw userError('FILE_NOT_FOUND', `${flag} ${path} cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
-      'give a profile file, a bundle directory or a directory of *.profile.json');
+    throw userError(
+      'FILE_NOT_FOUND',
+      `${flag} ${path} cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+      'give a profile file, a bundle directory or a directory of *.profile.json',
+    );
   }
 }
 
@@ -48,27 +51,37 @@ export function checkProfileMatchesBundle(p: Profile, profileFile: string, bundl
   const manifest = join(bundleDir, 'manifest.json');
   const sha = sha256File(manifest);
   if (p.model.manifestSha256 !== sha) {
-    throw userError('BAD_PROFILE',
+    throw userError(
+      'BAD_PROFILE',
       `${profileFile} was not taken of bundle ${bundleDir} (its manifest sha256 is ${sha.slice(0, 12)}…, the profile names ` +
         `${p.model.manifestSha256 === null ? 'no bundle' : `${p.model.manifestSha256.slice(0, 12)}…`})`,
-      `profile this bundle again: veltair profile ${bundleDir}`);
+      `profile this bundle again: veltair profile ${bundleDir}`,
+    );
   }
 }
 
 function loadOne(entry: string): LoadedProfile[] {
   const abs = resolve(entry);
-  if (!existsSync(abs)) throw userError('FILE_NOT_FOUND', `--profiles ${quoteForMessage(entry)} does not exist`,
-    'give a profile file, a bundle directory or a directory of *.profile.json');
+  if (!existsSync(abs))
+    throw userError(
+      'FILE_NOT_FOUND',
+      `--profiles ${quoteForMessage(entry)} does not exist`,
+      'give a profile file, a bundle directory or a directory of *.profile.json',
+    );
   if (statSync(abs).isDirectory()) {
     if (existsSync(join(abs, 'manifest.json'))) {
       const file = profilePathFor(abs);
-      if (!existsSync(file)) throw userError('FILE_NOT_FOUND', `bundle ${abs} has no profile at ${file}`, `write one with: veltair profile ${entry}`);
+      if (!existsSync(file))
+        throw userError('FILE_NOT_FOUND', `bundle ${abs} has no profile at ${file}`, `write one with: veltair profile ${entry}`);
       const profile = parseProfile(readText(file, '--profiles'), file);
       checkProfileMatchesBundle(profile, file, abs);
       return [{ profile, file }];
     }
-    const files = readdirSync(abs).filter((f) => f.endsWith('.profile.json')).sort();
-    if (files.length === 0) throw userError('FILE_NOT_FOUND', `directory ${abs} holds no *.profile.json`, 'write profiles with veltair profile BUNDLE');
+    const files = readdirSync(abs)
+      .filter((f) => f.endsWith('.profile.json'))
+      .sort();
+    if (files.length === 0)
+      throw userError('FILE_NOT_FOUND', `directory ${abs} holds no *.profile.json`, 'write profiles with veltair profile BUNDLE');
     return files.map((f) => ({ profile: parseProfile(readText(join(abs, f), '--profiles'), join(abs, f)), file: join(abs, f) }));
   }
   const text = readText(abs, '--profiles');
@@ -81,14 +94,23 @@ export function loadProfiles(entries: readonly string[]): Map<string, LoadedProf
   for (const entry of entries) {
     const alias = /^([A-Za-z0-9._-]+(?:@[A-Za-z0-9._-]+)?)=(.+)$/.exec(entry);
     const loaded = loadOne(alias ? alias[2]! : entry);
-    if (alias && loaded.length !== 1) throw userError('BAD_ARGUMENT',
-      `--profiles ${quoteForMessage(entry)}: a name can only be given to one profile, ${alias[2]} holds ${loaded.length}`, 'name single files: NAME=FILE');
-    const named = alias ? [{ ...loaded[0]!, profile: { ...loaded[0]!.profile, model: { ...loaded[0]!.profile.model, name: alias[1]! } } }] : loaded;
+    if (alias && loaded.length !== 1)
+      throw userError(
+        'BAD_ARGUMENT',
+        `--profiles ${quoteForMessage(entry)}: a name can only be given to one profile, ${alias[2]} holds ${loaded.length}`,
+        'name single files: NAME=FILE',
+      );
+    const named = alias
+      ? [{ ...loaded[0]!, profile: { ...loaded[0]!.profile, model: { ...loaded[0]!.profile.model, name: alias[1]! } } }]
+      : loaded;
     for (const lp of named) {
       const prev = out.get(lp.profile.model.name);
       if (prev) {
-        throw userError('BAD_ARGUMENT', `two profiles for model ${quoteForMessage(lp.profile.model.name)}: ${prev.file} and ${lp.file}`,
-          'pass one profile per model (a directory contributes every *.profile.json in it)');
+        throw userError(
+          'BAD_ARGUMENT',
+          `two profiles for model ${quoteForMessage(lp.profile.model.name)}: ${prev.file} and ${lp.file}`,
+          'pass one profile per model (a directory contributes every *.profile.json in it)',
+        );
       }
       out.set(lp.profile.model.name, lp);
     }

@@ -55,21 +55,34 @@ export function scalingConstants(o: SetupOptions, used: readonly LoadedProfile[]
   const memoryGBps = o.memoryGBps ?? DEFAULT_MEMORY_GBPS;
   const provenance = [
     `fork/join ${forkJoinUs} µs per doubling of threads and serial fraction ` +
-      `${serialFraction}${o.forkJoinUs === undefined && o.serialFraction === undefined ? ' (fitted to the VELTAIR artifact\'s 3990X ResNet-50 profile, ' +
-        '8–56 cores)' : ' (given)'}`,
+      `${serialFraction}${
+        o.forkJoinUs === undefined && o.serialFraction === undefined
+          ? " (fitted to the VELTAIR artifact's 3990X ResNet-50 profile, " + '8–56 cores)'
+          : ' (given)'
+      }`,
     `socket bandwidth ${memoryGBps} GB/s${o.memoryGBps === undefined ? ' (assumed: four DDR4-3200 channels)' : ' (given)'}`,
-    coreGBps === null ? 'no per-core bandwidth cap (no measured co-runner)' :
-      `per-core bandwidth ${coreGBps.toFixed(1)} GB/s (the strongest measured co-runner, one core)`,
+    coreGBps === null
+      ? 'no per-core bandwidth cap (no measured co-runner)'
+      : `per-core bandwidth ${coreGBps.toFixed(1)} GB/s (the strongest measured co-runner, one core)`,
   ].join('; ');
   return { forkJoinUs, serialFraction, coreGBps, memoryGBps, provenance };
 }
 
 export function setupModels(o: SetupOptions): Setup {
   const known = [...o.profiles.keys()];
-  for (const [flag, map] of [['--qos', o.qos], ['--scale', o.scale], ['--repeat', o.repeat], ['--use-cores', o.useCores]] as const) {
+  for (const [flag, map] of [
+    ['--qos', o.qos],
+    ['--scale', o.scale],
+    ['--repeat', o.repeat],
+    ['--use-cores', o.useCores],
+  ] as const) {
     for (const name of map?.keys() ?? []) {
-      if (!o.models.includes(name)) throw userError('BAD_ARGUMENT',
-        `${flag} names ${quoteForMessage(name)}, which is not in the simulated mix (${o.models.join(', ')})`, 'name a model of --models / --mix');
+      if (!o.models.includes(name))
+        throw userError(
+          'BAD_ARGUMENT',
+          `${flag} names ${quoteForMessage(name)}, which is not in the simulated mix (${o.models.join(', ')})`,
+          'name a model of --models / --mix',
+        );
     }
   }
   const used = o.models.map((name) => o.profiles.get(name) ?? unknownModel(name, known));
@@ -79,12 +92,17 @@ export function setupModels(o: SetupOptions): Setup {
   o.models.forEach((name, i) => {
     const lp = used[i]!;
     const given = o.qos?.get(name);
-    const bound = given !== undefined ? { ms: given, why: 'given with --qos' } : QOS[name] ?? QOS[name.split('@')[0]!];
+    const bound = given !== undefined ? { ms: given, why: 'given with --qos' } : (QOS[name] ?? QOS[name.split('@')[0]!]);
     if (!bound) {
-      throw userError('BAD_ARGUMENT', `model ${quoteForMessage(name)} has no QoS bound (no MLPerf bound is known for it)`, `give one with --qos ${name}=MS`);
+      throw userError(
+        'BAD_ARGUMENT',
+        `model ${quoteForMessage(name)} has no QoS bound (no MLPerf bound is known for it)`,
+        `give one with --qos ${name}=MS`,
+      );
     }
     const table = buildModelTable(lp.profile, {
-      maxCores: o.cores, scaling,
+      maxCores: o.cores,
+      scaling,
       ...(o.scale?.has(name) ? { scale: o.scale.get(name)! } : {}),
       ...(o.repeat?.has(name) ? { repeat: o.repeat.get(name)! } : {}),
       ...(o.claimUs !== undefined ? { claimUs: o.claimUs } : {}),
@@ -92,20 +110,35 @@ export function setupModels(o: SetupOptions): Setup {
     });
     const plan = planModel(table, bound.ms);
     plans.push(plan);
-    const claim = table.claimSource === 'none' ? 'none in the profile (0)'
-      : `${(table.claimMs[1]! * 1000).toFixed(1)} µs at 1 core … ` +
-        `${(table.claimMs[o.cores]! * 1000).toFixed(1)} µs at ${o.cores} (${table.claimSource} at ` +
-        `the profiled team size, scaled by log2(cores) beyond: modelled)`;
+    const claim =
+      table.claimSource === 'none'
+        ? 'none in the profile (0)'
+        : `${(table.claimMs[1]! * 1000).toFixed(1)} µs at 1 core … ` +
+          `${(table.claimMs[o.cores]! * 1000).toFixed(1)} µs at ${o.cores} (${table.claimSource} at ` +
+          `the profiled team size, scaled by log2(cores) beyond: modelled)`;
     summaries.push({
-      name, qosMs: bound.ms, qosWhy: bound.why, weight: o.weights[i]!, units: table.units.length,
-      averageRequirement: plan.averageRequirement, peakRequirement: plan.peakRequirement, infeasibleUnits: plan.feasible.filter((x) => !x).length,
-        qosReachable: plan.qosReachable,
-      fastestCores: plan.fastestCores, fastestMs: plan.fastestMs, profile: lp.file, machine: lp.profile.machine.description,
-      figures: table.sources, claim, notes: table.notes,
+      name,
+      qosMs: bound.ms,
+      qosWhy: bound.why,
+      weight: o.weights[i]!,
+      units: table.units.length,
+      averageRequirement: plan.averageRequirement,
+      peakRequirement: plan.peakRequirement,
+      infeasibleUnits: plan.feasible.filter((x) => !x).length,
+      qosReachable: plan.qosReachable,
+      fastestCores: plan.fastestCores,
+      fastestMs: plan.fastestMs,
+      profile: lp.file,
+      machine: lp.profile.machine.description,
+      figures: table.sources,
+      claim,
+      notes: table.notes,
     });
   });
   const calibrated = used.find((p) => p.profile.levels.some((l) => l.level > 0 && l.coRunnerGBps !== null));
   const target = { gbps: scaling.memoryGBps, l3Bytes: (o.l3MiB ?? DEFAULT_L3_MIB) * 2 ** 20 };
-  const interference = calibrated ? calibrateInterference(calibrated.profile.levels, calibrated.file, calibrated.profile.machine, target) : NO_INTERFERENCE;
+  const interference = calibrated
+    ? calibrateInterference(calibrated.profile.levels, calibrated.file, calibrated.profile.machine, target)
+    : NO_INTERFERENCE;
   return { plans, summaries, interference, scaling };
 }

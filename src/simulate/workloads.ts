@@ -22,9 +22,9 @@ export const QOS: Readonly<Record<string, QosBound>> = {
   ssd_resnet34: { ms: 100, why: 'MLPerf server scenario' },
   bert_large: { ms: 130, why: 'MLPerf server scenario' },
   ssd_mobilenet_v1: { ms: 10, why: 'MLPerf server scenario' },
-  efficientnet_b0: { ms: 10, why: 'not in MLPerf: MobileNet-class classifier, MobileNet\'s bound' },
-  googlenet: { ms: 15, why: 'not in MLPerf: ImageNet classifier below ResNet-50\'s compute, ResNet-50\'s bound' },
-  tiny_yolov2: { ms: 15, why: 'not in MLPerf: detector with ResNet-50\'s compute, ResNet-50\'s bound' },
+  efficientnet_b0: { ms: 10, why: "not in MLPerf: MobileNet-class classifier, MobileNet's bound" },
+  googlenet: { ms: 15, why: "not in MLPerf: ImageNet classifier below ResNet-50's compute, ResNet-50's bound" },
+  tiny_yolov2: { ms: 15, why: "not in MLPerf: detector with ResNet-50's compute, ResNet-50's bound" },
 };
 
 export const MIXES: Readonly<Record<string, readonly string[]>> = {

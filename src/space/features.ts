@@ -60,8 +60,9 @@ export function scheduleFeatures(w: WorkloadShape, s: Schedule): ScheduleFeature
   const regOcVecs = p.kind === 'direct' ? s.regOc : 1;
   const l1 = sum(tileBytes(p, s, regOcVecs, 1, 1, s.regCols)) - regOcVecs * p.vec * s.regCols * F;
   const tileOcVecs = Math.min(s.tileOc * regOcVecs, p.kind === 'direct' ? p.ocVecs : p.chanVecs);
-  const l2 = sum(tileBytes(p, s, tileOcVecs, Math.min(s.tileIc, c.icBlocks), Math.min(s.tileRows, p.rows),
-    Math.min(s.tileCols * s.regCols, p.cols)));
+  const l2 = sum(
+    tileBytes(p, s, tileOcVecs, Math.min(s.tileIc, c.icBlocks), Math.min(s.tileRows, p.rows), Math.min(s.tileCols * s.regCols, p.cols)),
+  );
   const groups = p.kind === 'direct' ? p.groups : 1;
   const allOc = p.kind === 'direct' ? p.ocVecs : p.chanVecs;
   const whole = tileBytes(p, s, allOc, c.icBlocks, p.rows, p.cols);

@@ -51,9 +51,17 @@ export interface Schedule {
 /** Builds a Schedule with the canonical field order (records and hashes depend on it). */
 export function makeSchedule(s: Schedule): Schedule {
   return {
-    vec: s.vec, regOc: s.regOc, regCols: s.regCols, tileIc: s.tileIc, tileOc: s.tileOc,
-    tileRows: s.tileRows, tileCols: s.tileCols, loopOrder: s.loopOrder, parallelAxis: s.parallelAxis,
-    unroll: s.unroll, threads: s.threads,
+    vec: s.vec,
+    regOc: s.regOc,
+    regCols: s.regCols,
+    tileIc: s.tileIc,
+    tileOc: s.tileOc,
+    tileRows: s.tileRows,
+    tileCols: s.tileCols,
+    loopOrder: s.loopOrder,
+    parallelAxis: s.parallelAxis,
+    unroll: s.unroll,
+    threads: s.threads,
   };
 }
 
@@ -61,14 +69,14 @@ const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
 
 /** Loop trip counts a schedule implies for a problem. */
 export interface TileCounts {
-  readonly ocGroups: number;   // register oc groups per conv group (depthwise: channel vectors)
-  readonly colBlocks: number;  // register column blocks per row
-  readonly icBlocks: number;   // reduction blocks (1 for depthwise)
+  readonly ocGroups: number; // register oc groups per conv group (depthwise: channel vectors)
+  readonly colBlocks: number; // register column blocks per row
+  readonly icBlocks: number; // reduction blocks (1 for depthwise)
   readonly ocTiles: number;
   readonly rowTiles: number;
   readonly colTiles: number;
   readonly icTiles: number;
-  readonly chunks: number;     // iterations of the parallel loop
+  readonly chunks: number; // iterations of the parallel loop
 }
 
 export function tileCounts(p: Problem, s: Schedule): TileCounts {
@@ -76,10 +84,11 @@ export function tileCounts(p: Problem, s: Schedule): TileCounts {
   const groups = p.kind === 'direct' ? p.groups : 1;
   const icBlocks = p.kind === 'direct' ? p.icBlocks : 1;
   const colBlocks = ceilDiv(p.cols, s.regCols);
-  const ocTiles = ceilDiv(ocGroups, s.tileOc), rowTiles = ceilDiv(p.rows, s.tileRows);
-  const colTiles = ceilDiv(colBlocks, s.tileCols), icTiles = ceilDiv(icBlocks, s.tileIc);
-  return { ocGroups, colBlocks, icBlocks, ocTiles, rowTiles, colTiles, icTiles,
-    chunks: p.batch * groups * ocTiles * rowTiles * colTiles };
+  const ocTiles = ceilDiv(ocGroups, s.tileOc),
+    rowTiles = ceilDiv(p.rows, s.tileRows);
+  const colTiles = ceilDiv(colBlocks, s.tileCols),
+    icTiles = ceilDiv(icBlocks, s.tileIc);
+  return { ocGroups, colBlocks, icBlocks, ocTiles, rowTiles, colTiles, icTiles, chunks: p.batch * groups * ocTiles * rowTiles * colTiles };
 }
 
 /** A tile index of the parallel loop: its name in the generated C and its trip count. */
@@ -94,12 +103,30 @@ export function parallelOrder(p: Problem, s: Schedule): TileAxis[] {
   const c = tileCounts(p, s);
   if (p.kind === 'depthwise') {
     return s.parallelAxis === 'oc'
-      ? [['colT', c.colTiles], ['rowT', c.rowTiles], ['ocT', c.ocTiles]]
-      : [['ocT', c.ocTiles], ['colT', c.colTiles], ['rowT', c.rowTiles]];
+      ? [
+          ['colT', c.colTiles],
+          ['rowT', c.rowTiles],
+          ['ocT', c.ocTiles],
+        ]
+      : [
+          ['ocT', c.ocTiles],
+          ['colT', c.colTiles],
+          ['rowT', c.rowTiles],
+        ];
   }
   return s.parallelAxis === 'oc'
-    ? [['colT', c.colTiles], ['rowT', c.rowTiles], ['ocT', c.ocTiles], ['g', p.groups]]
-    : [['ocT', c.ocTiles], ['g', p.groups], ['colT', c.colTiles], ['rowT', c.rowTiles]];
+    ? [
+        ['colT', c.colTiles],
+        ['rowT', c.rowTiles],
+        ['ocT', c.ocTiles],
+        ['g', p.groups],
+      ]
+    : [
+        ['ocT', c.ocTiles],
+        ['g', p.groups],
+        ['colT', c.colTiles],
+        ['rowT', c.rowTiles],
+      ];
 }
 
 /** What threads divide among themselves in a version's output: channel blocks, bands of rows, columns, or nothing (one chunk). */
@@ -111,7 +138,9 @@ export type ThreadSplit = 'channels' | 'rows' | 'columns' | 'none';
  * (batch 1), or not at all when the loop has one chunk.
  */
 export function threadSplit(p: Problem, s: Schedule): ThreadSplit {
-  const outer = parallelOrder(p, s).reverse().find(([, n]) => n > 1);
+  const outer = parallelOrder(p, s)
+    .reverse()
+    .find(([, n]) => n > 1);
   if (outer === undefined) return 'none';
   return outer[0] === 'rowT' ? 'rows' : outer[0] === 'colT' ? 'columns' : 'channels';
 }
@@ -159,10 +188,12 @@ export function registerTiles(p: Problem, t: Target): { regOc: number; regCols: 
     // among equally efficient widths, ~16 measured best (wider blocks gained nothing on Zen 5)
     const most = Math.min(p.cols, regs - 2);
     const score = (w: number) => {
-      const full = Math.floor(p.cols / w), tail = p.cols - full * w;
+      const full = Math.floor(p.cols / w),
+        tail = p.cols - full * w;
       return p.cols / (full * Math.max(w, 8) + (tail ? Math.max(tail, 8) : 0)) + Math.min(w, 16) / 1000 - Math.max(0, w - 16) / 2000;
     };
-    return Array.from({ length: most }, (_, i) => most - i).sort((a, b) => score(b) - score(a))
+    return Array.from({ length: most }, (_, i) => most - i)
+      .sort((a, b) => score(b) - score(a))
       .map((regCols) => ({ regOc: 1, regCols }));
   }
   const tiles: { regOc: number; regCols: number; score: number }[] = [];
@@ -178,7 +209,7 @@ export function registerTiles(p: Problem, t: Target): { regOc: number; regCols: 
       // (3,4) ran at 52–60 GFLOP/s where (2,6), one register free, ran at 75–81; peak 99).
       const spare = regs - (oc * cols + oc + 1);
       const loadsPerFma = spare > 0 ? (oc + cols) / (oc * cols) : (oc * cols + cols) / (oc * cols);
-      tiles.push({ regOc: oc, regCols: cols, score: oc * cols * ocUse * colUse / (1 + loadsPerFma) });
+      tiles.push({ regOc: oc, regCols: cols, score: (oc * cols * ocUse * colUse) / (1 + loadsPerFma) });
     }
   }
   return tiles.sort((a, b) => b.score - a.score || b.regOc - a.regOc).map(({ regOc, regCols }) => ({ regOc, regCols }));
@@ -198,8 +229,10 @@ export function repair(s: Schedule, w: WorkloadShape, t: Target): Schedule {
   const vec = widths.includes(s.vec) ? s.vec : widths[0]!;
   const p = problemOf(w, vec);
   const tiles = registerTiles(p, t);
-  const fits = tiles.find((r) => r.regOc === s.regOc && r.regCols === s.regCols)
-    ?? tiles.find((r) => r.regOc <= s.regOc && r.regCols <= s.regCols) ?? tiles[0]!;
+  const fits =
+    tiles.find((r) => r.regOc === s.regOc && r.regCols === s.regCols) ??
+    tiles.find((r) => r.regOc <= s.regOc && r.regCols <= s.regCols) ??
+    tiles[0]!;
   const draft = { ...s, vec, regOc: fits.regOc, regCols: fits.regCols };
   const c = tileCounts(p, draft);
   const clamp = (x: number, hi: number) => Math.max(1, Math.min(hi, Math.round(x)));
@@ -229,20 +262,38 @@ export function sampleSchedule(w: WorkloadShape, t: Target, rng: Rng): Schedule 
   const p = problemOf(w, vec);
   const tiles = registerTiles(p, t);
   const reg = tiles[Math.floor(tiles.length * rng.next() ** 3)]!;
-  const c = tileCounts(p, makeSchedule({ vec, ...reg, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1,
-    loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads: 1 }));
+  const c = tileCounts(
+    p,
+    makeSchedule({
+      vec,
+      ...reg,
+      tileIc: 1,
+      tileOc: 1,
+      tileRows: 1,
+      tileCols: 1,
+      loopOrder: 'oc_outer',
+      parallelAxis: 'oc',
+      unroll: 1,
+      threads: 1,
+    }),
+  );
   const unrolls = powersUpTo(vec).filter((u) => u <= vec);
-  return repair(makeSchedule({
-    vec, ...reg,
-    tileIc: rng.next() < 0.5 ? c.icBlocks : rng.pick(powersUpTo(c.icBlocks)),
-    tileOc: rng.pick(powersUpTo(c.ocGroups)),
-    tileRows: rng.pick(powersUpTo(p.rows)),
-    tileCols: rng.pick(powersUpTo(c.colBlocks)),
-    loopOrder: rng.pick(['oc_outer', 'spatial_outer'] as const),
-    parallelAxis: rng.pick(['oc', 'spatial'] as const),
-    unroll: rng.pick(unrolls),
-    threads: rng.int(1, t.cores),
-  }), w, t);
+  return repair(
+    makeSchedule({
+      vec,
+      ...reg,
+      tileIc: rng.next() < 0.5 ? c.icBlocks : rng.pick(powersUpTo(c.icBlocks)),
+      tileOc: rng.pick(powersUpTo(c.ocGroups)),
+      tileRows: rng.pick(powersUpTo(p.rows)),
+      tileCols: rng.pick(powersUpTo(c.colBlocks)),
+      loopOrder: rng.pick(['oc_outer', 'spatial_outer'] as const),
+      parallelAxis: rng.pick(['oc', 'spatial'] as const),
+      unroll: rng.pick(unrolls),
+      threads: rng.int(1, t.cores),
+    }),
+    w,
+    t,
+  );
 }
 
 /** n distinct random schedules (fewer if the space is smaller than n). */
@@ -256,8 +307,19 @@ export function sampleSchedules(w: WorkloadShape, t: Target, n: number, rng: Rng
 }
 
 type Knob = keyof Schedule;
-const KNOBS: readonly Knob[] = ['vec', 'regOc', 'regCols', 'tileIc', 'tileOc', 'tileRows', 'tileCols',
-  'loopOrder', 'parallelAxis', 'unroll', 'threads'];
+const KNOBS: readonly Knob[] = [
+  'vec',
+  'regOc',
+  'regCols',
+  'tileIc',
+  'tileOc',
+  'tileRows',
+  'tileCols',
+  'loopOrder',
+  'parallelAxis',
+  'unroll',
+  'threads',
+];
 
 /** One knob moved: numeric knobs halve/double or step by one, enums flip; the result is repaired. */
 export function mutate(s: Schedule, w: WorkloadShape, t: Target, rng: Rng): Schedule {

@@ -17,11 +17,35 @@ function base(w: WorkloadShape, t: Target, threads: number, minChunks = 1): Sche
   const vec = widthsFor(w, t)[0]!;
   const p = problemOf(w, vec);
   const tiles = registerTiles(p, t);
-  const most = (r: { regOc: number; regCols: number }) => tileCounts(p, makeSchedule({ vec, ...r, tileIc: 1, tileOc: 1,
-    tileRows: 1, tileCols: 1, loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: 1, threads })).chunks;
+  const most = (r: { regOc: number; regCols: number }) =>
+    tileCounts(
+      p,
+      makeSchedule({
+        vec,
+        ...r,
+        tileIc: 1,
+        tileOc: 1,
+        tileRows: 1,
+        tileCols: 1,
+        loopOrder: 'oc_outer',
+        parallelAxis: 'oc',
+        unroll: 1,
+        threads,
+      }),
+    ).chunks;
   const reg = tiles.find((r) => most(r) >= minChunks) ?? tiles.reduce((a, b) => (most(b) > most(a) ? b : a));
-  const draft = makeSchedule({ vec, ...reg, tileIc: 1, tileOc: 1, tileRows: 1, tileCols: 1,
-    loopOrder: 'oc_outer', parallelAxis: 'oc', unroll: Math.min(vec, 4), threads });
+  const draft = makeSchedule({
+    vec,
+    ...reg,
+    tileIc: 1,
+    tileOc: 1,
+    tileRows: 1,
+    tileCols: 1,
+    loopOrder: 'oc_outer',
+    parallelAxis: 'oc',
+    unroll: Math.min(vec, 4),
+    threads,
+  });
   const c = tileCounts(p, draft);
   return repair({ ...draft, tileIc: c.icBlocks, tileOc: c.ocGroups, tileRows: p.rows, tileCols: c.colBlocks }, w, t);
 }
@@ -57,8 +81,11 @@ export function localityGreedy(w: WorkloadShape, t: Target, threads = t.cores): 
  */
 export function parallelHeavy(w: WorkloadShape, t: Target, threads = t.cores): Schedule {
   const s = base(w, t, threads, 4 * threads);
-  let heavy = repair({ ...s, tileOc: 1, tileRows: 1, tileCols: Math.min(s.tileCols, 2), parallelAxis: 'spatial',
-    loopOrder: 'spatial_outer' }, w, t);
+  let heavy = repair(
+    { ...s, tileOc: 1, tileRows: 1, tileCols: Math.min(s.tileCols, 2), parallelAxis: 'spatial', loopOrder: 'spatial_outer' },
+    w,
+    t,
+  );
   while (heavy.tileIc > 1 && scheduleFeatures(w, heavy).footprintBytes.l2 > t.caches.l2 / 4) {
     heavy = { ...heavy, tileIc: Math.ceil(heavy.tileIc / 2) };
   }
@@ -68,7 +95,8 @@ export function parallelHeavy(w: WorkloadShape, t: Target, threads = t.cores): S
 /** A conv whose weights outweigh its input and output together (ResNet's late stages: 9.4 MB of weights on 0.1 MB of input at 7×7 × 512). */
 export function weightHeavy(w: WorkloadShape): boolean {
   if (w.op !== 'conv2d' || w.groups !== 1) return false;
-  const weights = w.cout * w.cin * w.kh * w.kw, activations = w.n * (w.cin * w.h * w.w + w.cout * w.oh * w.ow);
+  const weights = w.cout * w.cin * w.kh * w.kw,
+    activations = w.n * (w.cin * w.h * w.w + w.cout * w.oh * w.ow);
   return weights > activations;
 }
 
@@ -82,7 +110,8 @@ export function weightHeavy(w: WorkloadShape): boolean {
 export function weightStreaming(w: WorkloadShape, t: Target, threads = t.cores): Schedule | undefined {
   if (!weightHeavy(w)) return undefined;
   let s = repair({ ...base(w, t, threads, threads), tileIc: 1, tileOc: 1, loopOrder: 'oc_outer', parallelAxis: 'oc' }, w, t);
-  while (s.tileRows > 1 && scheduleFeatures(w, s).footprintBytes.l2 > t.caches.l1d) s = repair({ ...s, tileRows: Math.ceil(s.tileRows / 2) }, w, t);
+  while (s.tileRows > 1 && scheduleFeatures(w, s).footprintBytes.l2 > t.caches.l1d)
+    s = repair({ ...s, tileRows: Math.ceil(s.tileRows / 2) }, w, t);
   return isValid(s, w, t) ? s : undefined;
 }
 

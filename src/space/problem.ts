@@ -16,12 +16,12 @@
 import type { EpilogueKind, WorkloadShape } from '../ir/workload.js';
 
 export interface Strides {
-  readonly pix: number;   // next column (input: next column at stride 1)
-  readonly row: number;   // next row
+  readonly pix: number; // next column (input: next column at stride 1)
+  readonly row: number; // next row
   readonly block: number; // next channel block (input: ic block, output: oc vector)
   readonly group: number; // next conv group
   readonly batch: number; // next image / matrix
-  readonly lane: number;  // next channel inside a block (1 in the blocked layouts; H·W for NCHW input)
+  readonly lane: number; // next channel inside a block (1 in the blocked layouts; H·W for NCHW input)
 }
 
 interface Geometry {
@@ -101,7 +101,8 @@ export const MAX_GROUP_MERGE = 4;
  */
 export function groupMerge(w: WorkloadShape, vec: number): number {
   if (w.op !== 'conv2d' || w.groups === 1 || isDepthwise(w) || vec <= 1 || wholeGroups(w, vec)) return 1;
-  const cing = w.cin / w.groups, coutg = w.cout / w.groups;
+  const cing = w.cin / w.groups,
+    coutg = w.cout / w.groups;
   if (vec % cing !== 0) return 1;
   const m = vec / cing;
   if (m > MAX_GROUP_MERGE || (coutg * m) % vec !== 0) return 1;
@@ -118,8 +119,18 @@ export function groupMerge(w: WorkloadShape, vec: number): number {
  * zero, so a merged group's padding lanes stay exactly zero: not sigmoid or hard sigmoid (0.5), nor
  * clip, whose bounds are only known at run time.
  */
-const ZERO_KEEPING: ReadonlySet<EpilogueKind> = new Set<EpilogueKind>(['bias', 'relu', 'leaky_relu', 'hard_swish', 'silu', 'tanh', 'gelu',
-  'gelu_tanh', 'residual_add', 'channel_mul']);
+const ZERO_KEEPING: ReadonlySet<EpilogueKind> = new Set<EpilogueKind>([
+  'bias',
+  'relu',
+  'leaky_relu',
+  'hard_swish',
+  'silu',
+  'tanh',
+  'gelu',
+  'gelu_tanh',
+  'residual_add',
+  'channel_mul',
+]);
 
 /** A grouped conv's groups each start a channel block at width `vec` (channels per group in and out a multiple of it). */
 function wholeGroups(w: Extract<WorkloadShape, { op: 'conv2d' }>, vec: number): boolean {
@@ -150,53 +161,102 @@ export function problemOf(w: WorkloadShape, vec: 16 | 8 | 1): Problem {
   if (w.op === 'conv2d') return convProblem(w, vec);
   const { m, k, n } = w;
   const batch = w.op === 'batch_matmul' ? w.batch : 1;
-  const kp = roundUp(k, vec), np = roundUp(n, vec);
+  const kp = roundUp(k, vec),
+    np = roundUp(n, vec);
   return {
-    kind: 'direct', vec, batch, rows: 1, cols: m, kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, padT: 0, padL: 0,
-    inH: 1, inW: m,
+    kind: 'direct',
+    vec,
+    batch,
+    rows: 1,
+    cols: m,
+    kh: 1,
+    kw: 1,
+    sh: 1,
+    sw: 1,
+    dh: 1,
+    dw: 1,
+    padT: 0,
+    padL: 0,
+    inH: 1,
+    inW: m,
     in: { pix: kp, row: 0, block: vec, group: 0, batch: m * kp, lane: 1 },
     out: { pix: np, row: 0, block: vec, group: 0, batch: m * np, lane: 1 },
     gateBatch: w.op === 'batch_matmul' ? np : 0,
     macs: batch * m * k * n,
-    groups: 1, groupMerge: 1, ocVecs: ceilDiv(n, vec), ocLanesLast: lanesLast(n, vec),
-    icBlocks: ceilDiv(k, vec), icLanesLast: lanesLast(k, vec),
-    weights: w.op === 'dense' ? 'packed' : (w.transB ? 'b_transposed' : 'b_rows'),
-    reduction: k, inputLayout: 'blocked',
+    groups: 1,
+    groupMerge: 1,
+    ocVecs: ceilDiv(n, vec),
+    ocLanesLast: lanesLast(n, vec),
+    icBlocks: ceilDiv(k, vec),
+    icLanesLast: lanesLast(k, vec),
+    weights: w.op === 'dense' ? 'packed' : w.transB ? 'b_transposed' : 'b_rows',
+    reduction: k,
+    inputLayout: 'blocked',
   };
 }
 
 function convProblem(w: Extract<WorkloadShape, { op: 'conv2d' }>, vec: 16 | 8 | 1): Problem {
-  const cinB = ceilDiv(w.cin, vec), coutB = ceilDiv(w.cout, vec);
+  const cinB = ceilDiv(w.cin, vec),
+    coutB = ceilDiv(w.cout, vec);
   const flat = w.kh === 1 && w.kw === 1 && w.strideH === 1 && w.strideW === 1 && w.pads.every((p) => p === 0);
-  const inH = flat ? 1 : w.h, inW = flat ? w.h * w.w : w.w;
-  const rows = flat ? 1 : w.oh, cols = flat ? w.oh * w.ow : w.ow;
-  const inPlane = w.h * w.w * vec, outPlane = w.oh * w.ow * vec;
+  const inH = flat ? 1 : w.h,
+    inW = flat ? w.h * w.w : w.w;
+  const rows = flat ? 1 : w.oh,
+    cols = flat ? w.oh * w.ow : w.ow;
+  const inPlane = w.h * w.w * vec,
+    outPlane = w.oh * w.ow * vec;
   const geometry = {
-    vec, batch: w.n, rows, cols, kh: w.kh, kw: w.kw, sh: w.strideH, sw: w.strideW,
-    dh: w.dilationH, dw: w.dilationW, padT: w.pads[0], padL: w.pads[1], inH, inW,
+    vec,
+    batch: w.n,
+    rows,
+    cols,
+    kh: w.kh,
+    kw: w.kw,
+    sh: w.strideH,
+    sw: w.strideW,
+    dh: w.dilationH,
+    dw: w.dilationW,
+    padT: w.pads[0],
+    padL: w.pads[1],
+    inH,
+    inW,
     gateBatch: coutB * vec,
     macs: w.n * w.cout * w.oh * w.ow * (w.cin / w.groups) * w.kh * w.kw,
   };
   if (isDepthwise(w)) {
     return {
-      kind: 'depthwise', ...geometry,
+      kind: 'depthwise',
+      ...geometry,
       in: { pix: vec, row: inW * vec, block: inPlane, group: 0, batch: cinB * inPlane, lane: 1 },
       out: { pix: vec, row: cols * vec, block: outPlane, group: 0, batch: coutB * outPlane, lane: 1 },
-      chanVecs: cinB, chanLanesLast: lanesLast(w.cin, vec), reduction: w.kh * w.kw,
+      chanVecs: cinB,
+      chanLanesLast: lanesLast(w.cin, vec),
+      reduction: w.kh * w.kw,
     };
   }
   const merge = groupMerge(w, vec);
-  const groups = Math.ceil(w.groups / merge), cing = (w.cin / w.groups) * merge, coutg = (w.cout / w.groups) * merge;
-  const icBlocks = ceilDiv(cing, vec), ocVecs = ceilDiv(coutg, vec);
+  const groups = Math.ceil(w.groups / merge),
+    cing = (w.cin / w.groups) * merge,
+    coutg = (w.cout / w.groups) * merge;
+  const icBlocks = ceilDiv(cing, vec),
+    ocVecs = ceilDiv(coutg, vec);
   const nchw = smallCinInput(w, vec);
   const plane = w.h * w.w;
   return {
-    kind: 'direct', ...geometry,
+    kind: 'direct',
+    ...geometry,
     in: nchw
       ? { pix: 1, row: inW, block: vec * plane, group: 0, batch: w.cin * plane, lane: plane }
       : { pix: vec, row: inW * vec, block: inPlane, group: icBlocks * inPlane, batch: cinB * inPlane, lane: 1 },
     out: { pix: vec, row: cols * vec, block: outPlane, group: ocVecs * outPlane, batch: coutB * outPlane, lane: 1 },
-    groups, groupMerge: merge, ocVecs, ocLanesLast: lanesLast(coutg, vec), icBlocks, icLanesLast: lanesLast(cing, vec),
-    weights: 'packed', reduction: cing * w.kh * w.kw, inputLayout: nchw ? 'nchw' : 'blocked',
+    groups,
+    groupMerge: merge,
+    ocVecs,
+    ocLanesLast: lanesLast(coutg, vec),
+    icBlocks,
+    icLanesLast: lanesLast(cing, vec),
+    weights: 'packed',
+    reduction: cing * w.kh * w.kw,
+    inputLayout: nchw ? 'nchw' : 'blocked',
   };
 }

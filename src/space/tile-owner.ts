@@ -26,7 +26,8 @@ export interface Tiling {
  * expansion agree).
  */
 export function staticOwner(i: number, n: number, threads: number): number {
-  const q = Math.floor(n / threads), r = n % threads;
+  const q = Math.floor(n / threads),
+    r = n % threads;
   const long = r * (q + 1);
   return i < long ? Math.floor(i / (q + 1)) : r + Math.floor((i - long) / q);
 }
@@ -37,14 +38,22 @@ export function outputOwner(t: Tiling, threads: number): OutputOwner {
   const order = parallelOrder(p, s);
   const ocVecs = p.kind === 'direct' ? p.ocVecs : p.chanVecs;
   return (n, block, pixel) => {
-    const row = Math.floor(pixel / p.cols), col = pixel % p.cols;
+    const row = Math.floor(pixel / p.cols),
+      col = pixel % p.cols;
     const g = p.kind === 'direct' ? Math.floor(block / ocVecs) : 0;
     const ocGroup = p.kind === 'direct' ? Math.floor((block % ocVecs) / s.regOc) : block;
     const at: Record<string, number> = {
-      g, ocT: Math.floor(ocGroup / s.tileOc), rowT: Math.floor(row / s.tileRows), colT: Math.floor(Math.floor(col / s.regCols) / s.tileCols),
+      g,
+      ocT: Math.floor(ocGroup / s.tileOc),
+      rowT: Math.floor(row / s.tileRows),
+      colT: Math.floor(Math.floor(col / s.regCols) / s.tileCols),
     };
-    let index = 0, stride = 1;
-    for (const [name, count] of order) { index += at[name]! * stride; stride *= count; }
+    let index = 0,
+      stride = 1;
+    for (const [name, count] of order) {
+      index += at[name]! * stride;
+      stride *= count;
+    }
     return staticOwner(index + n * stride, c.chunks, threads);
   };
 }

@@ -19,14 +19,18 @@ export function checkCodes(c: Record<string, Record<string, number>>, path: stri
   for (const [k, table] of Object.entries(want)) {
     const got = c[k] ?? {};
     if (JSON.stringify(Object.entries(table).sort()) !== JSON.stringify(Object.entries(got).sort())) {
-      throw internalError(`the sparse add-on ${path} was built with ${k} codes ${JSON.stringify(got)}, but TypeScript says ${JSON.stringify(table)}`);
+      throw internalError(
+        `the sparse add-on ${path} was built with ${k} codes ${JSON.stringify(got)}, but TypeScript says ${JSON.stringify(table)}`,
+      );
     }
   }
 }
 
 /** One add-on of `kind`, loaded once per build, its codes checked against `want`. */
 export async function loadSparseAddon<T extends { codes(): object }>(
-  kind: SparseAddonKind, build: SparseBuild, want: Record<string, Record<string, number>>,
+  kind: SparseAddonKind,
+  build: SparseBuild,
+  want: Record<string, Record<string, number>>,
 ): Promise<T> {
   const key = `${kind}\0${build}`;
   const have = loaded.get(key);
@@ -45,6 +49,23 @@ export function loadSparseHeadAddon(build: SparseBuild = 'native'): Promise<Spar
 
 /** The native head over a loaded or freshly built index (the addon checks every shape and id). */
 export function createNativeHead(addon: SparseHeadAddon, hash: HeadMeta['hash'], n: number, d: number, a: HeadArrays): object {
-  return addon.headCreate({ n, d, family: HASH_CODE[hash.family], K: hash.K, L: hash.L, seed: BigInt(hash.seed), rowBytes: hash.rowBytes,
-    perTable: hash.perTable }, a.weight, a.bias, a.signs, a.bins, a.offsets, a.ids, a.always);
+  return addon.headCreate(
+    {
+      n,
+      d,
+      family: HASH_CODE[hash.family],
+      K: hash.K,
+      L: hash.L,
+      seed: BigInt(hash.seed),
+      rowBytes: hash.rowBytes,
+      perTable: hash.perTable,
+    },
+    a.weight,
+    a.bias,
+    a.signs,
+    a.bins,
+    a.offsets,
+    a.ids,
+    a.always,
+  );
 }

@@ -5,7 +5,10 @@
  */
 
 /** Where one array sits in the file. */
-export interface Blob { readonly offset: number; readonly bytes: number }
+export interface Blob {
+  readonly offset: number;
+  readonly bytes: number;
+}
 
 export interface BlobWriter {
   /** Append an array (its bytes as they are, little-endian on x86) and return where it went. */
@@ -25,7 +28,10 @@ export function blobWriter(): BlobWriter {
       parts.push(bytes);
       offset += bytes.byteLength;
       const pad = (64 - (offset % 64)) % 64;
-      if (pad) { parts.push(new Uint8Array(pad)); offset += pad; }
+      if (pad) {
+        parts.push(new Uint8Array(pad));
+        offset += pad;
+      }
       return { offset: at, bytes: bytes.byteLength };
     },
   };

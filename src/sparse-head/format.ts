@@ -30,63 +30,108 @@ export const HEAD_BIN = 'sparse/head.bin';
 export const HEAD_FORMAT = 'veltair-sparse-head';
 export const HEAD_VERSION = 1;
 
-const blob = { type: 'object', additionalProperties: false, required: ['offset', 'bytes'],
-  properties: { offset: { type: 'integer', minimum: 0, multipleOf: 64 }, bytes: { type: 'integer', minimum: 0 } } } as const;
-const latency = { type: 'object', propertyNames: { pattern: '^[0-4]$' }, additionalProperties: { type: 'number', exclusiveMinimum: 0 } } as const;
+const blob = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['offset', 'bytes'],
+  properties: { offset: { type: 'integer', minimum: 0, multipleOf: 64 }, bytes: { type: 'integer', minimum: 0 } },
+} as const;
+const latency = {
+  type: 'object',
+  propertyNames: { pattern: '^[0-4]$' },
+  additionalProperties: { type: 'number', exclusiveMinimum: 0 },
+} as const;
 const fraction = { type: 'number', minimum: 0, maximum: 1 } as const;
 
 export const HEAD_SCHEMA = {
-  type: 'object', additionalProperties: false,
+  type: 'object',
+  additionalProperties: false,
   required: ['format', 'version', 'layer', 'weightsSha256', 'hash', 'index', 'blobs', 'calibration', 'latencyLevels', 'versions'],
   properties: {
     format: { const: HEAD_FORMAT },
     version: { const: HEAD_VERSION },
     layer: {
-      type: 'object', additionalProperties: false, required: ['index', 'name', 'input', 'output', 'activation', 'n', 'd', 'k', 'outputs'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['index', 'name', 'input', 'output', 'activation', 'n', 'd', 'k', 'outputs'],
       properties: {
-        index: { type: 'integer', minimum: 0 }, name: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' },
+        index: { type: 'integer', minimum: 0 },
+        name: { type: 'string' },
+        input: { type: 'string' },
+        output: { type: 'string' },
         activation: { enum: ['softmax', 'sigmoid', 'none'] },
-        n: { type: 'integer', minimum: 1 }, d: { type: 'integer', minimum: 1 }, k: { type: 'integer', minimum: 1 },
-        outputs: { type: 'object', additionalProperties: false, required: ['values', 'indices'],
-          properties: { values: { type: 'string' }, indices: { type: 'string' } } },
+        n: { type: 'integer', minimum: 1 },
+        d: { type: 'integer', minimum: 1 },
+        k: { type: 'integer', minimum: 1 },
+        outputs: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['values', 'indices'],
+          properties: { values: { type: 'string' }, indices: { type: 'string' } },
+        },
       },
     },
     weightsSha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
     hash: {
-      type: 'object', additionalProperties: false, required: ['family', 'K', 'L', 'R', 'seed', 'rowBytes', 'perTable'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['family', 'K', 'L', 'R', 'seed', 'rowBytes', 'perTable'],
       properties: {
-        family: { enum: ['simhash', 'dwta'] }, K: { type: 'integer', minimum: 1, maximum: 30 }, L: { type: 'integer', minimum: 1, maximum: 4096 },
-        R: { type: 'integer', minimum: 1 }, seed: { type: 'string', pattern: '^[0-9]{1,20}$' },
-        rowBytes: { type: 'integer', minimum: 0 }, perTable: { type: 'integer', minimum: 0 },
+        family: { enum: ['simhash', 'dwta'] },
+        K: { type: 'integer', minimum: 1, maximum: 30 },
+        L: { type: 'integer', minimum: 1, maximum: 4096 },
+        R: { type: 'integer', minimum: 1 },
+        seed: { type: 'string', pattern: '^[0-9]{1,20}$' },
+        rowBytes: { type: 'integer', minimum: 0 },
+        perTable: { type: 'integer', minimum: 0 },
       },
     },
     index: {
-      type: 'object', additionalProperties: false, required: ['source', 'note'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['source', 'note'],
       properties: { source: { enum: ['trained', 'compiled'] }, note: { type: 'string' } },
     },
     blobs: {
-      type: 'object', additionalProperties: false, required: ['weight', 'bias', 'offsets', 'ids'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['weight', 'bias', 'offsets', 'ids'],
       properties: { weight: blob, bias: blob, signs: blob, bins: blob, offsets: blob, ids: blob, always: blob },
     },
     calibration: {
-      type: 'object', additionalProperties: false, required: ['source', 'path', 'rows', 'labelled', 'note'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['source', 'path', 'rows', 'labelled', 'note'],
       properties: {
-        source: { enum: ['file', 'training-data', 'generated'] }, path: { type: ['string', 'null'] },
-        rows: { type: 'integer', minimum: 1 }, labelled: { type: 'boolean' }, note: { type: 'string' },
+        source: { enum: ['file', 'training-data', 'generated'] },
+        path: { type: ['string', 'null'] },
+        rows: { type: 'integer', minimum: 1 },
+        labelled: { type: 'boolean' },
+        note: { type: 'string' },
       },
     },
     latencyLevels: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 4 }, minItems: 1 },
     versions: {
-      type: 'array', minItems: 1, maxItems: 64,
+      type: 'array',
+      minItems: 1,
+      maxItems: 64,
       items: {
-        type: 'object', additionalProperties: false,
+        type: 'object',
+        additionalProperties: false,
         required: ['id', 'sparsity', 'budget', 'latencyMs', 'repeatsMs', 'recallAt1', 'recallAt5', 'precisionAt1', 'scoredMean', 'kept'],
         properties: {
-          id: { type: 'string', pattern: '^s[0-9.]+$' }, sparsity: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
-          budget: { type: 'integer', minimum: 0 }, always: { type: 'integer', minimum: 0 }, tables: { type: 'integer', minimum: 1 }, latencyMs: latency,
+          id: { type: 'string', pattern: '^s[0-9.]+$' },
+          sparsity: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
+          budget: { type: 'integer', minimum: 0 },
+          always: { type: 'integer', minimum: 0 },
+          tables: { type: 'integer', minimum: 1 },
+          latencyMs: latency,
           repeatsMs: { type: 'array', items: { type: 'number' } },
-          recallAt1: fraction, recallAt5: fraction, precisionAt1: { anyOf: [fraction, { type: 'null' }] },
-          scoredMean: { type: 'number', minimum: 0 }, kept: { type: 'boolean' },
+          recallAt1: fraction,
+          recallAt5: fraction,
+          precisionAt1: { anyOf: [fraction, { type: 'null' }] },
+          scoredMean: { type: 'number', minimum: 0 },
+          kept: { type: 'boolean' },
         },
       },
     },
@@ -125,18 +170,43 @@ export interface HeadMeta {
   readonly format: typeof HEAD_FORMAT;
   readonly version: typeof HEAD_VERSION;
   readonly layer: {
-    readonly index: number; readonly name: string; readonly input: string; readonly output: string;
-    readonly activation: 'softmax' | 'sigmoid' | 'none'; readonly n: number; readonly d: number; readonly k: number;
+    readonly index: number;
+    readonly name: string;
+    readonly input: string;
+    readonly output: string;
+    readonly activation: 'softmax' | 'sigmoid' | 'none';
+    readonly n: number;
+    readonly d: number;
+    readonly k: number;
     readonly outputs: { readonly values: string; readonly indices: string };
   };
   readonly weightsSha256: string;
-  readonly hash: { readonly family: HashFamily; readonly K: number; readonly L: number; readonly R: number; readonly seed: string;
-    readonly rowBytes: number; readonly perTable: number };
+  readonly hash: {
+    readonly family: HashFamily;
+    readonly K: number;
+    readonly L: number;
+    readonly R: number;
+    readonly seed: string;
+    readonly rowBytes: number;
+    readonly perTable: number;
+  };
   readonly index: { readonly source: 'trained' | 'compiled'; readonly note: string };
-  readonly blobs: { readonly weight: Blob; readonly bias: Blob; readonly signs?: Blob; readonly bins?: Blob; readonly offsets: Blob; readonly ids: Blob;
-    readonly always?: Blob };
-  readonly calibration: { readonly source: 'file' | 'training-data' | 'generated'; readonly path: string | null; readonly rows: number;
-    readonly labelled: boolean; readonly note: string };
+  readonly blobs: {
+    readonly weight: Blob;
+    readonly bias: Blob;
+    readonly signs?: Blob;
+    readonly bins?: Blob;
+    readonly offsets: Blob;
+    readonly ids: Blob;
+    readonly always?: Blob;
+  };
+  readonly calibration: {
+    readonly source: 'file' | 'training-data' | 'generated';
+    readonly path: string | null;
+    readonly rows: number;
+    readonly labelled: boolean;
+    readonly note: string;
+  };
   readonly latencyLevels: readonly number[];
   readonly versions: readonly HeadVersion[];
 }
@@ -154,8 +224,10 @@ export interface HeadArrays {
 }
 
 export function headWeightsSha256(weight: Float32Array, bias: Float32Array): string {
-  return createHash('sha256').update(new Uint8Array(weight.buffer, weight.byteOffset, weight.byteLength))
-    .update(new Uint8Array(bias.buffer, bias.byteOffset, bias.byteLength)).digest('hex');
+  return createHash('sha256')
+    .update(new Uint8Array(weight.buffer, weight.byteOffset, weight.byteLength))
+    .update(new Uint8Array(bias.buffer, bias.byteOffset, bias.byteLength))
+    .digest('hex');
 }
 
 export function schemaProblem(value: unknown): string | undefined {
@@ -168,9 +240,13 @@ export function schemaProblem(value: unknown): string | undefined {
 export async function writeHead(bundleDir: string, meta: Omit<HeadMeta, 'blobs'>, a: HeadArrays): Promise<HeadMeta> {
   const { put, parts } = blobWriter();
   const blobs = {
-    weight: put(a.weight), bias: put(a.bias),
-    ...(a.signs ? { signs: put(a.signs) } : {}), ...(a.bins ? { bins: put(a.bins) } : {}),
-    offsets: put(a.offsets), ids: put(a.ids), ...(a.always ? { always: put(a.always) } : {}),
+    weight: put(a.weight),
+    bias: put(a.bias),
+    ...(a.signs ? { signs: put(a.signs) } : {}),
+    ...(a.bins ? { bins: put(a.bins) } : {}),
+    offsets: put(a.offsets),
+    ids: put(a.ids),
+    ...(a.always ? { always: put(a.always) } : {}),
   };
   const full: HeadMeta = { ...meta, blobs };
   const problem = schemaProblem(full);
@@ -214,10 +290,20 @@ export async function readHead(bundleDir: string): Promise<LoadedHead> {
   bin.set(file);
   const { n, d } = meta.layer;
   const { K, L } = meta.hash;
-  const view = <T>(name: string, b: Blob | undefined, make: (buf: ArrayBuffer, off: number, len: number) => T, elem: number, want?: number): T => {
+  const view = <T>(
+    name: string,
+    b: Blob | undefined,
+    make: (buf: ArrayBuffer, off: number, len: number) => T,
+    elem: number,
+    want?: number,
+  ): T => {
     if (!b) throw userError('BAD_BUNDLE', `${path}: the ${name} array is missing`, HINT);
     if (b.offset + b.bytes > bin.byteLength || b.bytes % elem !== 0 || (want !== undefined && b.bytes !== want * elem)) {
-      throw userError('BAD_BUNDLE', `${path}: the ${name} array (${b.bytes} bytes at ${b.offset}) does not fit ${HEAD_BIN} or its shape`, HINT);
+      throw userError(
+        'BAD_BUNDLE',
+        `${path}: the ${name} array (${b.bytes} bytes at ${b.offset}) does not fit ${HEAD_BIN} or its shape`,
+        HINT,
+      );
     }
     return make(bin.buffer, b.offset, b.bytes / elem);
   };
@@ -227,7 +313,8 @@ export async function readHead(bundleDir: string): Promise<LoadedHead> {
   const arrays: HeadArrays = {
     weight: view('weight', meta.blobs.weight, f32, 4, n * d),
     bias: view('bias', meta.blobs.bias, f32, 4, n),
-    signs: family === 'simhash' ? view('signs', meta.blobs.signs, (buf, o, l) => new Uint8Array(buf, o, l), 1, d * meta.hash.rowBytes) : null,
+    signs:
+      family === 'simhash' ? view('signs', meta.blobs.signs, (buf, o, l) => new Uint8Array(buf, o, l), 1, d * meta.hash.rowBytes) : null,
     bins: family === 'dwta' ? view('bins', meta.blobs.bins, (buf, o, l) => new Int32Array(buf, o, l), 4, L * meta.hash.perTable * 8) : null,
     offsets: view('offsets', meta.blobs.offsets, u32, 4, L * 2 ** K + 1),
     ids: view('ids', meta.blobs.ids, u32, 4),
@@ -236,15 +323,23 @@ export async function readHead(bundleDir: string): Promise<LoadedHead> {
   const listed = arrays.always?.length ?? 0;
   const bad = meta.versions.find((v) => (v.always ?? 0) > listed || (v.always ?? 0) > v.budget);
   if (bad) {
-    throw userError('BAD_BUNDLE', `${path}: version ${bad.id} scores ${bad.always} always-listed neurons in a budget of ${bad.budget}, `
-      + `but the always list holds ${listed}`, HINT);
+    throw userError(
+      'BAD_BUNDLE',
+      `${path}: version ${bad.id} scores ${bad.always} always-listed neurons in a budget of ${bad.budget}, ` +
+        `but the always list holds ${listed}`,
+      HINT,
+    );
   }
   const wide = meta.versions.find((v) => (v.tables ?? 0) > L);
   if (wide) throw userError('BAD_BUNDLE', `${path}: version ${wide.id} reads ${wide.tables} tables of the ${L} the head has`, HINT);
   const sha = headWeightsSha256(arrays.weight, arrays.bias);
   if (sha !== meta.weightsSha256) {
-    throw userError('BAD_BUNDLE', `${path}: the hash index was built over weights with sha256 ${meta.weightsSha256.slice(0, 12)}…, `
-      + `but ${HEAD_BIN} holds weights with sha256 ${sha.slice(0, 12)}…: refusing an index that does not match its weights`, HINT);
+    throw userError(
+      'BAD_BUNDLE',
+      `${path}: the hash index was built over weights with sha256 ${meta.weightsSha256.slice(0, 12)}…, ` +
+        `but ${HEAD_BIN} holds weights with sha256 ${sha.slice(0, 12)}…: refusing an index that does not match its weights`,
+      HINT,
+    );
   }
   return { meta, arrays };
 }

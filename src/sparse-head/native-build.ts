@@ -47,8 +47,10 @@ export function ensureSparseAddon(kind: SparseAddonKind, options: { build?: Spar
   const key = `${kind}\0${build}\0${options.cacheDir ?? ''}`;
   let p = building.get(key);
   if (!p) {
-    p = (build === 'native' ? buildNative(kind, options.cacheDir) : buildPortable(kind, options.cacheDir))
-      .catch((e: unknown) => { building.delete(key); throw e; });
+    p = (build === 'native' ? buildNative(kind, options.cacheDir) : buildPortable(kind, options.cacheDir)).catch((e: unknown) => {
+      building.delete(key);
+      throw e;
+    });
     building.set(key, p);
   }
   return p;
@@ -57,8 +59,14 @@ export function ensureSparseAddon(kind: SparseAddonKind, options: { build?: Spar
 async function buildNative(kind: SparseAddonKind, dir?: string): Promise<string> {
   const include = nodeIncludeDir();
   return ensureProgram({
-    name: `vt-sparse-${kind}`, artifact: 'addon', sources: await sparseAddonSources(kind), includeDirs: [include], extension: '.node',
-    keyExtras: [await readFile(join(include, 'node_api.h'), 'utf8')], ...(dir ? { cacheDir: dir } : {}), hint: HINT,
+    name: `vt-sparse-${kind}`,
+    artifact: 'addon',
+    sources: await sparseAddonSources(kind),
+    includeDirs: [include],
+    extension: '.node',
+    keyExtras: [await readFile(join(include, 'node_api.h'), 'utf8')],
+    ...(dir ? { cacheDir: dir } : {}),
+    hint: HINT,
   });
 }
 
@@ -69,7 +77,10 @@ async function buildPortable(kind: SparseAddonKind, dir?: string): Promise<strin
   const flags = portableFlags();
   const name = `vt-sparse-${kind}-portable`;
   const [version, headers, src, napi] = await Promise.all([
-    compilerVersion(cc), headerSnapshot(), sparseAddonSources(kind), readFile(join(include, 'node_api.h'), 'utf8'),
+    compilerVersion(cc),
+    headerSnapshot(),
+    sparseAddonSources(kind),
+    readFile(join(include, 'node_api.h'), 'utf8'),
   ]);
   const parts = [name, headers.hash, ...src.map((s) => `${s.name}\0${s.text}`), napi];
   const key = buildKey(parts, [...flags, ...libsFor('addon')], version).slice(0, 16);

@@ -37,13 +37,26 @@ export interface SparseHeadAddon {
   /** The hash-family codes compiled in (checked against HASH_CODE at load). */
   codes(): { hash: Record<string, number> };
   /** Sparse inference (native-kernels/sparse/head/infer.c): draw a hash and build tables over w [n x d], neuron-major. */
-  headTables(config: { family: number; K: number; L: number; R: number; seed: bigint; threads: number }, w: Float32Array, n: number, d: number): HeadTables;
+  headTables(
+    config: { family: number; K: number; L: number; R: number; seed: bigint; threads: number },
+    w: Float32Array,
+    n: number,
+    d: number,
+  ): HeadTables;
   /**
    * A head over the given arrays, read in place (nothing rehashed); the addon checks every shape and id. `always`: distinct neuron
    * ids, most useful first, that a sparse query may score for every input before its buckets' candidates (null: none).
    */
-  headCreate(config: HeadConfig, w: Float32Array, b: Float32Array, signs: Uint8Array | null, bins: Int32Array | null, offsets: Uint32Array,
-    ids: Uint32Array, always: Uint32Array | null): object;
+  headCreate(
+    config: HeadConfig,
+    w: Float32Array,
+    b: Float32Array,
+    signs: Uint8Array | null,
+    bins: Int32Array | null,
+    offsets: Uint32Array,
+    ids: Uint32Array,
+    always: Uint32Array | null,
+  ): object;
   /**
    * Top k of each of `rows` inputs x [rows x d]; budget 0 (or >= n) scores every neuron (dense). A sparse budget scores the first
    * `always` ids of the head's always list, then the candidates of its first `tables` tables (0: all; most tables first) in the

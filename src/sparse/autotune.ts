@@ -57,14 +57,25 @@ export function autotuneKLR(d: number, dPrev: number, s: number): Autotuned {
   }
   if (best === undefined) {
     const L = Math.min(MAX_TABLES, Math.max(1, Math.ceil(C1 * s * 2)));
-    return { K: 1, L, R: bucketCap(d, 1), meetsCoverage: covers(d, 1, L, s), meetsCost: meetsCostConstraint(d, dPrev, 1, L, s),
-      reason: `no K meets both constraints at d=${d}, s=${s}; K=1 with the fewest tables that cover s·d` };
+    return {
+      K: 1,
+      L,
+      R: bucketCap(d, 1),
+      meetsCoverage: covers(d, 1, L, s),
+      meetsCost: meetsCostConstraint(d, dPrev, 1, L, s),
+      reason: `no K meets both constraints at d=${d}, s=${s}; K=1 with the fewest tables that cover s·d`,
+    };
   }
   const { K, L } = best;
   const capped = 2 ** (K + 1) > d && costLimitedTables(d, K + 1, s) >= 1 && covers(d, K + 1, costLimitedTables(d, K + 1, s), s);
   return {
-    K, L, R: bucketCap(d, K), meetsCoverage: true, meetsCost: meetsCostConstraint(d, dPrev, K, L, s),
-    reason: capped ? `largest K with 2^K ≤ d (${d}); L from the cost budget`
+    K,
+    L,
+    R: bucketCap(d, K),
+    meetsCoverage: true,
+    meetsCost: meetsCostConstraint(d, dPrev, K, L, s),
+    reason: capped
+      ? `largest K with 2^K ≤ d (${d}); L from the cost budget`
       : `K=${K + 1} would fail coverage (L·d/2^K < s·d); L from the cost budget (max ${MAX_TABLES})`,
   };
 }

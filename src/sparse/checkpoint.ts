@@ -47,7 +47,13 @@ const NAME = /^checkpoint-(\d{4,})\.vtckpt$/;
 
 const pad64 = (n: number) => (64 - (n % 64)) % 64;
 
-export async function writeCheckpoint<S>(dir: string, epochsDone: number, adamStep: number, state: S, tensors: readonly CheckpointTensor[]): Promise<string> {
+export async function writeCheckpoint<S>(
+  dir: string,
+  epochsDone: number,
+  adamStep: number,
+  state: S,
+  tensors: readonly CheckpointTensor[],
+): Promise<string> {
   const hash = createHash('sha256');
   const entries: TensorEntry[] = [];
   let offset = 0;
@@ -57,7 +63,14 @@ export async function writeCheckpoint<S>(dir: string, epochsDone: number, adamSt
     hash.update(bytes);
     offset += bytes.byteLength + pad64(bytes.byteLength);
   }
-  const header: CheckpointHeader<S> = { format: CHECKPOINT_FORMAT, epochsDone, adamStep, state, tensors: entries, tensorsSha256: hash.digest('hex') };
+  const header: CheckpointHeader<S> = {
+    format: CHECKPOINT_FORMAT,
+    epochsDone,
+    adamStep,
+    state,
+    tensors: entries,
+    tensorsSha256: hash.digest('hex'),
+  };
   const json = Buffer.from(JSON.stringify(header), 'utf8');
   const lead = Buffer.alloc(12);
   lead.write(MAGIC, 0, 'latin1');
@@ -81,7 +94,11 @@ export async function writeCheckpoint<S>(dir: string, epochsDone: number, adamSt
 /** Epoch numbers of the checkpoints in `dir`, newest first. */
 export async function listCheckpoints(dir: string): Promise<number[]> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  return names.map((n) => NAME.exec(n)).filter((m): m is RegExpExecArray => m !== null).map((m) => Number(m[1])).sort((a, b) => b - a);
+  return names
+    .map((n) => NAME.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]))
+    .sort((a, b) => b - a);
 }
 
 async function pruneCheckpoints(dir: string): Promise<void> {
@@ -95,8 +112,12 @@ export interface LoadedCheckpoint<S> {
   readonly tensors: readonly CheckpointTensor[];
 }
 
-const bad = (path: string, why: string) => userError('BAD_INPUT', `checkpoint ${path} is unusable: ${why}`,
-  'resume from an intact checkpoint, or start a new run in another -o directory');
+const bad = (path: string, why: string) =>
+  userError(
+    'BAD_INPUT',
+    `checkpoint ${path} is unusable: ${why}`,
+    'resume from an intact checkpoint, or start a new run in another -o directory',
+  );
 
 export async function readCheckpoint<S>(path: string): Promise<LoadedCheckpoint<S>> {
   const fh = await open(path, 'r');
@@ -110,7 +131,11 @@ export async function readCheckpoint<S>(path: string): Promise<LoadedCheckpoint<
     const json = Buffer.alloc(n);
     await fh.read(json, 0, n, 12);
     let header: CheckpointHeader<S>;
-    try { header = JSON.parse(json.toString('utf8')) as CheckpointHeader<S>; } catch { throw bad(path, 'corrupt header'); }
+    try {
+      header = JSON.parse(json.toString('utf8')) as CheckpointHeader<S>;
+    } catch {
+      throw bad(path, 'corrupt header');
+    }
     if (header.format !== CHECKPOINT_FORMAT) throw bad(path, `format ${header.format}, this veltair reads ${CHECKPOINT_FORMAT}`);
     const base = 12 + n + pad64(12 + n);
     const hash = createHash('sha256');

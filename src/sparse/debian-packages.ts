@@ -18,7 +18,6 @@ import { execa } from 'execa';
 import { userError } from '../errors.js';
 import { writeXcDataset, type XcBuildSummary, type XcRecord, type XcSplitOptions } from './xc-build.js';
 
-
 export interface DebPackage {
   readonly name: string;
   readonly section: string;
@@ -29,8 +28,9 @@ export interface DebPackage {
   readonly line: number;
 }
 
-const HINT = 'the input must be deb822 package stanzas as `apt-cache dumpavail` prints them (run `apt-get update` first), '
-  + 'or pass --input FILE holding such stanzas';
+const HINT =
+  'the input must be deb822 package stanzas as `apt-cache dumpavail` prints them (run `apt-get update` first), ' +
+  'or pass --input FILE holding such stanzas';
 const FIELD = /^([A-Za-z0-9][A-Za-z0-9_-]*):(.*)$/;
 const NAME = /^[a-z0-9][a-z0-9+.-]*$/;
 
@@ -39,10 +39,18 @@ export function dependencyNames(value: string, where: string): string[] {
   const out: string[] = [];
   for (const clause of value.split(',')) {
     if (clause.trim() === '') continue;
-    const first = clause.split('|')[0]!.replace(/\([^)]*\)|\[[^\]]*\]|<[^>]*>/g, ' ').trim().split(/\s+/);
+    const first = clause
+      .split('|')[0]!
+      .replace(/\([^)]*\)|\[[^\]]*\]|<[^>]*>/g, ' ')
+      .trim()
+      .split(/\s+/);
     const name = first[0]!.replace(/:[a-z0-9-]+$/, '');
     if (first.length !== 1 || !NAME.test(name)) {
-      throw userError('BAD_DATA', `${where}: dependency ${JSON.stringify(clause.trim().slice(0, 60))} is not "package [(version)] [| alternative]"`, HINT);
+      throw userError(
+        'BAD_DATA',
+        `${where}: dependency ${JSON.stringify(clause.trim().slice(0, 60))} is not "package [(version)] [| alternative]"`,
+        HINT,
+      );
     }
     out.push(name);
   }
@@ -69,9 +77,14 @@ export function parsePackageStanzas(text: string, file: string): DebPackage[] {
     });
     const name = pkg.value.trim();
     out.push({
-      name, line: start, section: (fields.get('section')?.value ?? '').trim(),
+      name,
+      line: start,
+      section: (fields.get('section')?.value ?? '').trim(),
       description: (fields.get('description')?.value ?? '').split('\n')[0]!.trim(),
-      tags: (fields.get('tag')?.value ?? '').split(',').map((t) => t.trim()).filter((t) => t !== ''),
+      tags: (fields.get('tag')?.value ?? '')
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== ''),
       depends: [...new Set(deps)].filter((d) => d !== name),
     });
     fields = new Map();
@@ -81,7 +94,10 @@ export function parsePackageStanzas(text: string, file: string): DebPackage[] {
   for (let i = 0; i < lines.length; i++) {
     const l = lines[i]!.endsWith('\r') ? lines[i]!.slice(0, -1) : lines[i]!;
     const n = i + 1;
-    if (l.trim() === '') { finish(); continue; }
+    if (l.trim() === '') {
+      finish();
+      continue;
+    }
     if (l[0] === ' ' || l[0] === '\t') {
       if (last === undefined) throw userError('BAD_DATA', `${file}:${n}: continuation line outside a field`, HINT);
       fields.get(last)!.value += '\n' + l.trim();
@@ -104,12 +120,20 @@ export function packageRecords(packages: readonly DebPackage[]): { records: XcRe
   const byName = new Map<string, DebPackage>();
   for (const p of packages) if (!byName.has(p.name)) byName.set(p.name, p);
   const names = [...byName.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const records = names.map((n) => byName.get(n)!).filter((p) => p.depends.length > 0).map((p) => ({
-    id: p.name,
-    features: [...new Set([...(p.description.toLowerCase().match(WORD) ?? []).map((w) => `w:${w}`),
-      ...(p.section ? [`s:${p.section}`] : []), ...p.tags.map((t) => `t:${t}`)])],
-    labels: p.depends,
-  }));
+  const records = names
+    .map((n) => byName.get(n)!)
+    .filter((p) => p.depends.length > 0)
+    .map((p) => ({
+      id: p.name,
+      features: [
+        ...new Set([
+          ...(p.description.toLowerCase().match(WORD) ?? []).map((w) => `w:${w}`),
+          ...(p.section ? [`s:${p.section}`] : []),
+          ...p.tags.map((t) => `t:${t}`),
+        ]),
+      ],
+      labels: p.depends,
+    }));
   return { records, duplicates: packages.length - byName.size };
 }
 
@@ -129,8 +153,11 @@ export interface DebianSummary extends XcBuildSummary {
 async function dumpavail(): Promise<string> {
   const r = await execa('apt-cache', ['dumpavail'], { reject: false, maxBuffer: 1 << 30, stripFinalNewline: false });
   if (r.failed || r.stdout.trim() === '') {
-    throw userError('FILE_NOT_FOUND', `apt-cache dumpavail printed no packages${r.stderr ? ` (${String(r.stderr).trim().slice(0, 200)})` : ''}`,
-      'run `apt-get update` first (on Debian or Ubuntu), or pass --input FILE holding deb822 package stanzas');
+    throw userError(
+      'FILE_NOT_FOUND',
+      `apt-cache dumpavail printed no packages${r.stderr ? ` (${String(r.stderr).trim().slice(0, 200)})` : ''}`,
+      'run `apt-get update` first (on Debian or Ubuntu), or pass --input FILE holding deb822 package stanzas',
+    );
   }
   return r.stdout;
 }
@@ -138,16 +165,29 @@ async function dumpavail(): Promise<string> {
 export async function buildDebianDataset(o: DebianOptions): Promise<DebianSummary> {
   const t0 = performance.now();
   const file = o.input ?? 'apt-cache dumpavail';
-  const text = o.input === undefined ? await dumpavail() : (await readFile(o.input).catch((e: NodeJS.ErrnoException) => {
-    throw userError(e.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${o.input} (${e.code ?? String(e)})`,
-      'pass --input FILE holding deb822 package stanzas, or leave it out to read `apt-cache dumpavail`');
-  })).toString('utf8');
+  const text =
+    o.input === undefined
+      ? await dumpavail()
+      : (
+          await readFile(o.input).catch((e: NodeJS.ErrnoException) => {
+            throw userError(
+              e.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE',
+              `cannot read ${o.input} (${e.code ?? String(e)})`,
+              'pass --input FILE holding deb822 package stanzas, or leave it out to read `apt-cache dumpavail`',
+            );
+          })
+        ).toString('utf8');
   const sourceSha256 = createHash('sha256').update(text).digest('hex');
   const packages = parsePackageStanzas(text, file);
   const { records, duplicates } = packageRecords(packages);
   const summary = await writeXcDataset(records, {
-    kind: 'debian-packages', outDir: o.outDir, hidden: o.hidden, seed: o.seed, testFraction: o.testFraction,
-    minFeatureCount: o.minFeatureCount, minLabelCount: o.minLabelCount,
+    kind: 'debian-packages',
+    outDir: o.outDir,
+    hidden: o.hidden,
+    seed: o.seed,
+    testFraction: o.testFraction,
+    minFeatureCount: o.minFeatureCount,
+    minLabelCount: o.minLabelCount,
     source: { input: file, sha256: sourceSha256, bytes: Buffer.byteLength(text), packages: packages.length },
     method: {
       samples: 'one per package name (stanzas sorted by name, the first of a name kept) with at least one dependency',
@@ -155,6 +195,12 @@ export async function buildDebianDataset(o: DebianOptions): Promise<DebianSummar
       sampleLabels: 'Depends and Pre-Depends package names: first alternative of a | b, versions, :arch, [arch] and <profile> stripped',
     },
   });
-  return { ...summary, packages: packages.length, duplicateStanzas: duplicates, withoutDependencies: packages.length - duplicates - records.length,
-    sourceSha256, seconds: (performance.now() - t0) / 1000 };
+  return {
+    ...summary,
+    packages: packages.length,
+    duplicateStanzas: duplicates,
+    withoutDependencies: packages.length - duplicates - records.length,
+    sourceSha256,
+    seconds: (performance.now() - t0) / 1000,
+  };
 }

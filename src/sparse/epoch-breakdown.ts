@@ -9,13 +9,21 @@
 
 /** The per-thread phases, in the add-on's order (vs.h VS_PH_*). */
 export const PASS_PHASES = [
-  'hiddenForward', 'hash', 'sample', 'outputForward', 'catchUpForward', 'softmax', 'outputBackward', 'hiddenBackward', 'invert',
+  'hiddenForward',
+  'hash',
+  'sample',
+  'outputForward',
+  'catchUpForward',
+  'softmax',
+  'outputBackward',
+  'hiddenBackward',
+  'invert',
 ] as const;
 /** The wall-clock steps, in the add-on's order (vs.h VS_WL_*). */
 export const WALL_STEPS = ['catchUpBatch', 'pass', 'adamHidden', 'adamOutput', 'index'] as const;
 
-export type PassPhase = typeof PASS_PHASES[number];
-export type WallStep = typeof WALL_STEPS[number];
+export type PassPhase = (typeof PASS_PHASES)[number];
+export type WallStep = (typeof WALL_STEPS)[number];
 /** Every part of an epoch: the passes' phases, their idle share, the steps around them, and the rest. */
 export type EpochPart = PassPhase | 'passIdle' | Exclude<WallStep, 'pass'> | 'other';
 
@@ -23,14 +31,14 @@ export const PART_LABELS: Readonly<Record<EpochPart, string>> = {
   hiddenForward: 'hidden layer forward (feature rows summed)',
   hash: 'hashing (DWTA/SimHash codes of the hidden vector)',
   sample: 'sampling (bucket union, labels, trim/fill)',
-  outputForward: 'output layer forward (active neurons\' dot products)',
+  outputForward: "output layer forward (active neurons' dot products)",
   catchUpForward: 'Adam catch-up of active output rows (in the forward pass)',
   softmax: 'softmax over the active neurons',
   outputBackward: 'output layer backward (gradient rows, input gradient)',
   hiddenBackward: 'hidden layer backward (feature gradient rows)',
   invert: 'neuron-major pass: per-neuron lists of the batch (counting sort)',
   passIdle: 'passes: threads idle (imbalance, batch ends)',
-  catchUpBatch: 'Adam catch-up of the batch\'s feature rows',
+  catchUpBatch: "Adam catch-up of the batch's feature rows",
   adamHidden: 'Adam step, hidden layer',
   adamOutput: 'Adam step, output layer',
   index: 'table rebuilds and rehashes',

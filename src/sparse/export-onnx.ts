@@ -28,27 +28,49 @@ export interface LayerWeights {
 export function exportOnnx(layers: readonly SparseLayer[], weights: readonly LayerWeights[], producer: string): Uint8Array {
   const bytes = weights.reduce((s, w) => s + w.w.byteLength + w.b.byteLength, 0);
   if (bytes > MAX_ONNX_BYTES) {
-    throw userError('NOT_ENOUGH_MEMORY', `the trained weights take ${(bytes / 2 ** 30).toFixed(2)} GiB, more than one ONNX file can hold (2 GiB)`,
-      'the checkpoint in the output directory has the weights; a smaller network exports');
+    throw userError(
+      'NOT_ENOUGH_MEMORY',
+      `the trained weights take ${(bytes / 2 ** 30).toFixed(2)} GiB, more than one ONNX file can hold (2 GiB)`,
+      'the checkpoint in the output directory has the weights; a smaller network exports',
+    );
   }
   const initializers: [string, Tensor][] = [];
   const nodes: NodeSpec[] = [];
   let x = ONNX_INPUT;
   layers.forEach((l, i) => {
     const w = weights[i];
-    if (!w || w.w.length !== l.inputDim * l.dim || w.b.length !== l.dim) throw internalError(`layer ${i}: weights do not match ${l.inputDim}x${l.dim}`);
+    if (!w || w.w.length !== l.inputDim * l.dim || w.b.length !== l.dim)
+      throw internalError(`layer ${i}: weights do not match ${l.inputDim}x${l.dim}`);
     const dims = i === 0 ? [l.inputDim, l.dim] : [l.dim, l.inputDim];
-    initializers.push([weightName(i), { dtype: 'float32', dims, data: w.w }], [biasName(i), { dtype: 'float32', dims: [l.dim], data: w.b }]);
+    initializers.push(
+      [weightName(i), { dtype: 'float32', dims, data: w.w }],
+      [biasName(i), { dtype: 'float32', dims: [l.dim], data: w.b }],
+    );
     const last = i === layers.length - 1;
     const z = last && l.activation === 'linear' ? ONNX_OUTPUT : `layers.${i}.linear`;
-    nodes.push({ op: 'Gemm', name: `layers.${i}.gemm`, inputs: [x, weightName(i), biasName(i)], outputs: [z], attrs: i === 0 ? {} : { transB: 1 } });
+    nodes.push({
+      op: 'Gemm',
+      name: `layers.${i}.gemm`,
+      inputs: [x, weightName(i), biasName(i)],
+      outputs: [z],
+      attrs: i === 0 ? {} : { transB: 1 },
+    });
     const out = last ? ONNX_OUTPUT : `layers.${i}.out`;
     switch (l.activation) {
-      case 'relu': nodes.push({ op: 'Relu', name: `layers.${i}.relu`, inputs: [z], outputs: [out] }); break;
-      case 'tanh': nodes.push({ op: 'Tanh', name: `layers.${i}.tanh`, inputs: [z], outputs: [out] }); break;
-      case 'softmax': nodes.push({ op: 'Softmax', name: `layers.${i}.softmax`, inputs: [z], outputs: [out], attrs: { axis: 1 } }); break;
-      case 'sigmoid': nodes.push({ op: 'Sigmoid', name: `layers.${i}.sigmoid`, inputs: [z], outputs: [out] }); break;
-      case 'linear': break;
+      case 'relu':
+        nodes.push({ op: 'Relu', name: `layers.${i}.relu`, inputs: [z], outputs: [out] });
+        break;
+      case 'tanh':
+        nodes.push({ op: 'Tanh', name: `layers.${i}.tanh`, inputs: [z], outputs: [out] });
+        break;
+      case 'softmax':
+        nodes.push({ op: 'Softmax', name: `layers.${i}.softmax`, inputs: [z], outputs: [out], attrs: { axis: 1 } });
+        break;
+      case 'sigmoid':
+        nodes.push({ op: 'Sigmoid', name: `layers.${i}.sigmoid`, inputs: [z], outputs: [out] });
+        break;
+      case 'linear':
+        break;
     }
     x = l.activation === 'linear' ? z : out;
   });

@@ -34,11 +34,16 @@ export const INDEX_BIN = 'lsh-index.bin';
 export const INDEX_FORMAT = 'veltair-lsh-index';
 export const INDEX_VERSION = 1;
 
-const blob = { type: 'object', additionalProperties: false, required: ['offset', 'bytes'],
-  properties: { offset: { type: 'integer', minimum: 0 }, bytes: { type: 'integer', minimum: 0 } } } as const;
+const blob = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['offset', 'bytes'],
+  properties: { offset: { type: 'integer', minimum: 0 }, bytes: { type: 'integer', minimum: 0 } },
+} as const;
 
 export const LSH_INDEX_SCHEMA = {
-  type: 'object', additionalProperties: false,
+  type: 'object',
+  additionalProperties: false,
   required: ['format', 'version', 'model', 'bin', 'binSha256', 'layers'],
   properties: {
     format: { const: INDEX_FORMAT },
@@ -49,7 +54,8 @@ export const LSH_INDEX_SCHEMA = {
     layers: {
       type: 'array',
       items: {
-        type: 'object', additionalProperties: false,
+        type: 'object',
+        additionalProperties: false,
         required: ['layer', 'weight', 'bias', 'weightsSha256', 'dim', 'inputDim', 'sparsity', 'family', 'K', 'L', 'R', 'seed', 'tables'],
         properties: {
           layer: { type: 'integer', minimum: 1 },
@@ -64,10 +70,18 @@ export const LSH_INDEX_SCHEMA = {
           L: { type: 'integer', minimum: 1 },
           R: { type: 'integer', minimum: 1 },
           seed: { type: 'string', pattern: '^[0-9]+$' },
-          simhash: { type: 'object', additionalProperties: false, required: ['rowBytes', 'signs'],
-            properties: { rowBytes: { type: 'integer', minimum: 1 }, signs: blob } },
-          dwta: { type: 'object', additionalProperties: false, required: ['perTable', 'binSize', 'bitsPerHash', 'bins'],
-            properties: { perTable: { type: 'integer', minimum: 1 }, binSize: { const: 8 }, bitsPerHash: { const: 3 }, bins: blob } },
+          simhash: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['rowBytes', 'signs'],
+            properties: { rowBytes: { type: 'integer', minimum: 1 }, signs: blob },
+          },
+          dwta: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['perTable', 'binSize', 'bitsPerHash', 'bins'],
+            properties: { perTable: { type: 'integer', minimum: 1 }, binSize: { const: 8 }, bitsPerHash: { const: 3 }, bins: blob },
+          },
           tables: { type: 'object', additionalProperties: false, required: ['offsets', 'ids'], properties: { offsets: blob, ids: blob } },
         },
       },
@@ -76,7 +90,6 @@ export const LSH_INDEX_SCHEMA = {
 } as const;
 
 const validate = new Ajv({ allErrors: false, strict: true, strictRequired: false }).compile(LSH_INDEX_SCHEMA);
-
 
 export interface IndexLayer {
   readonly layer: number;
@@ -108,8 +121,10 @@ export interface HashIndex {
 
 /** sha256 of a layer's weights then its bias, as float32 little-endian bytes. */
 export function weightsSha256(w: LayerWeights): string {
-  return createHash('sha256').update(new Uint8Array(w.w.buffer, w.w.byteOffset, w.w.byteLength))
-    .update(new Uint8Array(w.b.buffer, w.b.byteOffset, w.b.byteLength)).digest('hex');
+  return createHash('sha256')
+    .update(new Uint8Array(w.w.buffer, w.w.byteOffset, w.w.byteLength))
+    .update(new Uint8Array(w.b.buffer, w.b.byteOffset, w.b.byteLength))
+    .digest('hex');
 }
 
 export interface IndexedLayer {
@@ -125,8 +140,18 @@ export async function writeHashIndex(dir: string, model: string, layers: readonl
     if (!l.hash) throw internalError(`layer ${l.index} is not sparse`);
     const family = l.hash.family;
     return {
-      layer: l.index, weight: weightName(l.index), bias: biasName(l.index), weightsSha256: weightsSha256(weights),
-      dim: l.dim, inputDim: l.inputDim, sparsity: l.sparsity, family, K: hash.K, L: hash.L, R: hash.R, seed: hash.seed.toString(),
+      layer: l.index,
+      weight: weightName(l.index),
+      bias: biasName(l.index),
+      weightsSha256: weightsSha256(weights),
+      dim: l.dim,
+      inputDim: l.inputDim,
+      sparsity: l.sparsity,
+      family,
+      K: hash.K,
+      L: hash.L,
+      R: hash.R,
+      seed: hash.seed.toString(),
       ...(family === 'simhash'
         ? { simhash: { rowBytes: hash.rowBytes, signs: put(hash.signs!) } }
         : { dwta: { perTable: hash.perTable, binSize: 8 as const, bitsPerHash: 3 as const, bins: put(hash.bins!) } }),
@@ -153,20 +178,31 @@ export async function readHashIndex(dir: string): Promise<LoadedIndex> {
   try {
     data = JSON.parse(await readFile(path, 'utf8'));
   } catch (e) {
-    throw userError('BAD_INPUT', `cannot read the hash index ${path}: ${(e as Error).message}`, 'export the model again with `veltair train`');
+    throw userError(
+      'BAD_INPUT',
+      `cannot read the hash index ${path}: ${(e as Error).message}`,
+      'export the model again with `veltair train`',
+    );
   }
-  if (!validate(data)) throw userError('BAD_INPUT',
-    `${path} is not a veltair hash index (${validate.errors?.[0]?.instancePath} ${validate.errors?.[0]?.message})`,
-      'export the model again with `veltair train`');
+  if (!validate(data))
+    throw userError(
+      'BAD_INPUT',
+      `${path} is not a veltair hash index (${validate.errors?.[0]?.instancePath} ${validate.errors?.[0]?.message})`,
+      'export the model again with `veltair train`',
+    );
   const index = data as unknown as HashIndex;
   const bin = new Uint8Array(await readFile(join(dir, index.bin)));
   if (createHash('sha256').update(bin).digest('hex') !== index.binSha256) {
-    throw userError('BAD_INPUT', `${join(dir, index.bin)} does not match the sha256 in ${path}`, 'the index was modified or truncated; export the model again');
+    throw userError(
+      'BAD_INPUT',
+      `${join(dir, index.bin)} does not match the sha256 in ${path}`,
+      'the index was modified or truncated; export the model again',
+    );
   }
   for (const l of index.layers) {
     for (const b of [l.simhash?.signs, l.dwta?.bins, l.tables.offsets, l.tables.ids]) {
-      if (b && b.offset + b.bytes > bin.byteLength) throw userError('BAD_INPUT', `${path}: layer ${l.layer} points past the end of ${index.bin}`,
-        'export the model again');
+      if (b && b.offset + b.bytes > bin.byteLength)
+        throw userError('BAD_INPUT', `${path}: layer ${l.layer} points past the end of ${index.bin}`, 'export the model again');
     }
   }
   return { index, bin };

@@ -37,7 +37,10 @@ export function rankAlways(dense: Pick<HeadTopK, 'indices'>, kk: number, rows: r
 }
 
 /** How a sparse version queries: the first `always` of the always list, then the buckets of the first `tables` tables (0: all). */
-export interface QueryPlan { readonly always: number; readonly tables: number }
+export interface QueryPlan {
+  readonly always: number;
+  readonly tables: number;
+}
 
 /** The fractions of the head's tables tried: fewer tables hash and gather less, once the list holds the frequent answers. */
 export const TABLE_FRACTIONS: readonly number[] = [1, 0.5, 0.25, 0.125];
@@ -61,7 +64,10 @@ export function candidatePlans(budget: number, L: number): QueryPlan[] {
       const t = Math.max(1, Math.ceil(f * L));
       const plan = { always: Math.floor(share * budget), tables: t === L ? 0 : t };
       const key = `${plan.always}/${plan.tables}`;
-      if (!seen.has(key)) { seen.add(key); plans.push(plan); }
+      if (!seen.has(key)) {
+        seen.add(key);
+        plans.push(plan);
+      }
     }
   }
   return plans;
@@ -75,8 +81,17 @@ const tablesRead = (p: QueryPlan, budget: number, listed: number, L: number) => 
  * RECALL_TOLERANCE of it the plan reading the fewest tables. `makeHead(list)` builds a head (the
  * same tables, L of them) whose always list is `list`; `hidden` is rows × d; `dense` the dense top-kk.
  */
-export function choosePlans(addon: SparseHeadAddon, makeHead: (list: Uint32Array) => object, hidden: Float32Array, rows: number, d: number,
-  dense: Pick<HeadTopK, 'indices'>, kk: number, budgets: readonly number[], L: number): PlanChoice {
+export function choosePlans(
+  addon: SparseHeadAddon,
+  makeHead: (list: Uint32Array) => object,
+  hidden: Float32Array,
+  rows: number,
+  d: number,
+  dense: Pick<HeadTopK, 'indices'>,
+  kk: number,
+  budgets: readonly number[],
+  L: number,
+): PlanChoice {
   const none: QueryPlan = { always: 0, tables: 0 };
   if (rows < 2) return { plans: budgets.map(() => none), recallAt1: budgets.map(() => Number.NaN) };
   const folds = [0, 1].map((f) => Array.from({ length: rows }, (_, r) => r).filter((r) => r % 2 === f));
@@ -89,14 +104,21 @@ export function choosePlans(addon: SparseHeadAddon, makeHead: (list: Uint32Array
     rs.forEach((r, i) => x.set(hidden.subarray(r * d, (r + 1) * d), i * d));
     return x;
   });
-  const plans: QueryPlan[] = [], recall: number[] = [];
+  const plans: QueryPlan[] = [],
+    recall: number[] = [];
   for (const budget of budgets) {
-    if (budget === 0) { plans.push(none); recall.push(1); continue; }
+    if (budget === 0) {
+      plans.push(none);
+      recall.push(1);
+      continue;
+    }
     const tried = candidatePlans(budget, L).map((plan) => {
       let hits = 0;
       folds.forEach((rs, f) => {
         const got = addon.headTopK(heads[f]!, inputs[f]!, rs.length, 1, budget, plan.always, plan.tables);
-        rs.forEach((r, i) => { if (got.indices[i] === dense.indices[r * kk]) hits++; });
+        rs.forEach((r, i) => {
+          if (got.indices[i] === dense.indices[r * kk]) hits++;
+        });
       });
       return { plan, hits };
     });
@@ -105,7 +127,7 @@ export function choosePlans(addon: SparseHeadAddon, makeHead: (list: Uint32Array
     const cost = (p: QueryPlan) => tablesRead(p, budget, listed, L);
     ok.sort((a, b) => cost(a.plan) - cost(b.plan) || b.hits - a.hits || a.plan.always - b.plan.always || b.plan.tables - a.plan.tables);
     const chosen = ok[0]!;
-    plans.push(cost(chosen.plan) === 0 ? { always: chosen.plan.always, tables: 0 } : chosen.plan);  // a full list reads no table
+    plans.push(cost(chosen.plan) === 0 ? { always: chosen.plan.always, tables: 0 } : chosen.plan); // a full list reads no table
     recall.push(chosen.hits / rows);
   }
   return { plans, recallAt1: recall };

@@ -28,7 +28,14 @@ export interface BuildIndexOptions {
   readonly tables?: number;
 }
 
-export function buildHeadIndex(addon: SparseHeadAddon, weight: Float32Array, bias: Float32Array, n: number, d: number, o: BuildIndexOptions): HeadIndex {
+export function buildHeadIndex(
+  addon: SparseHeadAddon,
+  weight: Float32Array,
+  bias: Float32Array,
+  n: number,
+  d: number,
+  o: BuildIndexOptions,
+): HeadIndex {
   const tuned = autotuneKLR(n, d, o.sparsity);
   const { K, R } = tuned;
   const L = o.tables ?? tuned.L;
@@ -36,8 +43,10 @@ export function buildHeadIndex(addon: SparseHeadAddon, weight: Float32Array, bia
   const t = addon.headTables({ family: HASH_CODE[o.family], K, L, R, seed: o.seed, threads: o.threads }, weight, n, d);
   return {
     hash: { family: o.family, K, L, R, seed: o.seed.toString(), rowBytes: t.rowBytes, perTable: t.perTable },
-    index: { source: 'compiled',
-      note: `built at compile time from the layer's weights (${o.family}, K=${K} L=${L} R=${R} for sparsity ${o.sparsity}: ${reason})` },
+    index: {
+      source: 'compiled',
+      note: `built at compile time from the layer's weights (${o.family}, K=${K} L=${L} R=${R} for sparsity ${o.sparsity}: ${reason})`,
+    },
     arrays: { weight, bias, signs: t.signs ?? null, bins: t.bins ?? null, offsets: t.offsets, ids: t.ids, always: null },
   };
 }
@@ -47,7 +56,13 @@ export function trainedLayerFor(loaded: LoadedIndex, weightsSha256: string, n: n
   return loaded.index.layers.find((l) => l.weightsSha256 === weightsSha256 && l.dim === n && l.inputDim === d);
 }
 
-export function headIndexFromTrained(loaded: LoadedIndex, layer: IndexLayer, weight: Float32Array, bias: Float32Array, where: string): HeadIndex {
+export function headIndexFromTrained(
+  loaded: LoadedIndex,
+  layer: IndexLayer,
+  weight: Float32Array,
+  bias: Float32Array,
+  where: string,
+): HeadIndex {
   const slice = <T>(b: { offset: number; bytes: number }, make: (buf: ArrayBuffer, off: number, len: number) => T, elem: number): T => {
     const copy = new Uint8Array(b.bytes);
     copy.set(loaded.bin.subarray(b.offset, b.offset + b.bytes));
@@ -55,14 +70,27 @@ export function headIndexFromTrained(loaded: LoadedIndex, layer: IndexLayer, wei
   };
   const u32 = (buf: ArrayBuffer, o: number, l: number) => new Uint32Array(buf, o, l);
   return {
-    hash: { family: layer.family, K: layer.K, L: layer.L, R: layer.R, seed: layer.seed,
-      rowBytes: layer.simhash?.rowBytes ?? 0, perTable: layer.dwta?.perTable ?? 0 },
-    index: { source: 'trained', note: `the index veltair train exported (${where}), layer ${layer.layer}, trained at sparsity ${layer.sparsity}` },
+    hash: {
+      family: layer.family,
+      K: layer.K,
+      L: layer.L,
+      R: layer.R,
+      seed: layer.seed,
+      rowBytes: layer.simhash?.rowBytes ?? 0,
+      perTable: layer.dwta?.perTable ?? 0,
+    },
+    index: {
+      source: 'trained',
+      note: `the index veltair train exported (${where}), layer ${layer.layer}, trained at sparsity ${layer.sparsity}`,
+    },
     arrays: {
-      weight, bias,
+      weight,
+      bias,
       signs: layer.simhash ? slice(layer.simhash.signs, (buf, o, l) => new Uint8Array(buf, o, l), 1) : null,
       bins: layer.dwta ? slice(layer.dwta.bins, (buf, o, l) => new Int32Array(buf, o, l), 4) : null,
-      offsets: slice(layer.tables.offsets, u32, 4), ids: slice(layer.tables.ids, u32, 4), always: null,
+      offsets: slice(layer.tables.offsets, u32, 4),
+      ids: slice(layer.tables.ids, u32, 4),
+      always: null,
     },
   };
 }

@@ -55,27 +55,52 @@ function layerHash(d: number, dPrev: number, s: number, o: LayerOptions): LayerH
   const L = o.L ?? (o.K !== undefined ? Math.max(1, costLimitedTables(d, K, s)) : autotuned.L);
   const R = o.R ?? bucketCap(d, K);
   return {
-    family: o.family, K, L, R, autotuned,
-    sources: { K: o.K !== undefined ? 'flag' : 'autotuned', L: o.L !== undefined ? 'flag' : 'autotuned', R: o.R !== undefined ? 'flag' : 'autotuned' },
+    family: o.family,
+    K,
+    L,
+    R,
+    autotuned,
+    sources: {
+      K: o.K !== undefined ? 'flag' : 'autotuned',
+      L: o.L !== undefined ? 'flag' : 'autotuned',
+      R: o.R !== undefined ? 'flag' : 'autotuned',
+    },
   };
 }
 
 export function resolveLayers(spec: NetworkSpec, o: LayerOptions): SparseLayer[] {
   const last = spec.layers.length - 1;
   if (o.outputSparsity !== undefined && last === 0 && o.outputSparsity < 1) {
-    throw userError('BAD_ARGUMENT', `--sparsity ${o.outputSparsity}: this network has one layer, which reads the raw sparse features and is always dense`,
-      'add a hidden layer to the spec (e.g. 128 relu) so the output layer can be LSH-sampled');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--sparsity ${o.outputSparsity}: this network has one layer, which reads the raw sparse features and is always dense`,
+      'add a hidden layer to the spec (e.g. 128 relu) so the output layer can be LSH-sampled',
+    );
   }
   let prev = spec.input;
   return spec.layers.map((l, index) => {
     let sparsity: number;
     let sparsitySource: SparseLayer['sparsitySource'];
-    if (index === last && o.outputSparsity !== undefined) { sparsity = o.outputSparsity; sparsitySource = 'flag'; }
-    else if (l.sparsity !== undefined) { sparsity = l.sparsity; sparsitySource = 'spec'; }
-    else if (index === last && index > 0) { sparsity = autoSparsity(l.dim); sparsitySource = 'auto'; }
-    else { sparsity = 1; sparsitySource = 'default'; }
+    if (index === last && o.outputSparsity !== undefined) {
+      sparsity = o.outputSparsity;
+      sparsitySource = 'flag';
+    } else if (l.sparsity !== undefined) {
+      sparsity = l.sparsity;
+      sparsitySource = 'spec';
+    } else if (index === last && index > 0) {
+      sparsity = autoSparsity(l.dim);
+      sparsitySource = 'auto';
+    } else {
+      sparsity = 1;
+      sparsitySource = 'default';
+    }
     const layer: SparseLayer = {
-      index, inputDim: prev, dim: l.dim, activation: l.activation, sparsity, sparsitySource,
+      index,
+      inputDim: prev,
+      dim: l.dim,
+      activation: l.activation,
+      sparsity,
+      sparsitySource,
       hash: sparsity < 1 ? layerHash(l.dim, prev, sparsity, o) : null,
     };
     prev = l.dim;
@@ -95,8 +120,12 @@ export function describeLayer(l: SparseLayer): string {
   const h = l.hash;
   const src = (k: 'K' | 'L' | 'R') => (h.sources[k] === 'flag' ? ' (--' + k + ')' : '');
   const from = { spec: 'from the spec', flag: 'from --sparsity', auto: `autotuned from ${l.dim} classes`, default: '' }[l.sparsitySource];
-  const tuned = h.sources.K === 'autotuned' && h.sources.L === 'autotuned' && h.sources.R === 'autotuned'
-    ? `autotuned: ${h.autotuned.reason}` : `autotuner's choice K=${h.autotuned.K} L=${h.autotuned.L} R=${h.autotuned.R}`;
-  return `${head}, sparsity ${l.sparsity} (${from}; ${activeTarget(l)} neurons per input), `
-    + `${h.family} K=${h.K}${src('K')} L=${h.L}${src('L')} R=${h.R}${src('R')} [${tuned}]`;
+  const tuned =
+    h.sources.K === 'autotuned' && h.sources.L === 'autotuned' && h.sources.R === 'autotuned'
+      ? `autotuned: ${h.autotuned.reason}`
+      : `autotuner's choice K=${h.autotuned.K} L=${h.autotuned.L} R=${h.autotuned.R}`;
+  return (
+    `${head}, sparsity ${l.sparsity} (${from}; ${activeTarget(l)} neurons per input), ` +
+    `${h.family} K=${h.K}${src('K')} L=${h.L}${src('L')} R=${h.R}${src('R')} [${tuned}]`
+  );
 }

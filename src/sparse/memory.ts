@@ -19,7 +19,10 @@ const GiB = 1024 ** 3;
 export const gib = (bytes: number) => `${(bytes / GiB).toFixed(bytes < GiB ? 3 : 1)} GiB`;
 
 export function trainingMemory(layers: readonly SparseLayer[], threads: number): MemoryNeed {
-  let parameters = 0, tables = 0, hashing = 0, perThread = 0;
+  let parameters = 0,
+    tables = 0,
+    hashing = 0,
+    perThread = 0;
   for (const l of layers) {
     const weights = l.inputDim * l.dim + l.dim;
     parameters += weights * 4 * 4 + (l.index === 0 ? l.inputDim : l.dim) + l.dim; // w, grad, m, v + flags
@@ -42,21 +45,27 @@ export function availableMemory(): number {
   try {
     const m = /^MemAvailable:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'));
     if (m) available = Number(m[1]) * 1024;
-  } catch { /* not Linux: totalmem */ }
+  } catch {
+    /* not Linux: totalmem */
+  }
   try {
     const max = readFileSync('/sys/fs/cgroup/memory.max', 'utf8').trim();
     const used = Number(readFileSync('/sys/fs/cgroup/memory.current', 'utf8').trim());
     if (/^\d+$/.test(max)) available = Math.min(available, Number(max) - used);
-  } catch { /* no cgroup limit */ }
+  } catch {
+    /* no cgroup limit */
+  }
   return available;
 }
 
 export function checkMemory(need: MemoryNeed, dataBytes: number, available = availableMemory()): void {
   const total = need.total + dataBytes;
   if (total > 0.9 * available) {
-    throw userError('NOT_ENOUGH_MEMORY',
-      `this network needs ${gib(total)} to train (parameters with gradients and Adam moments ${gib(need.parameters)}, hash tables ${gib(need.tables)}, `
-      + `hash functions ${gib(need.hashing)}, per-thread scratch ${gib(need.scratch)}, data ${gib(dataBytes)}); ${gib(available)} is available`,
-      'shrink the largest layer or the input dim, lower L/K for the sparse layers, or use a machine with more memory');
+    throw userError(
+      'NOT_ENOUGH_MEMORY',
+      `this network needs ${gib(total)} to train (parameters with gradients and Adam moments ${gib(need.parameters)}, hash tables ${gib(need.tables)}, ` +
+        `hash functions ${gib(need.hashing)}, per-thread scratch ${gib(need.scratch)}, data ${gib(dataBytes)}); ${gib(available)} is available`,
+      'shrink the largest layer or the input dim, lower L/K for the sparse layers, or use a machine with more memory',
+    );
   }
 }

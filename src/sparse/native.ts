@@ -77,14 +77,34 @@ export interface TablesDump {
 export interface SparseTrainAddon {
   isa(): string;
   codes(): {
-    activation: Record<string, number>; hash: Record<string, number>; mode: Record<string, number>; optimizer: Record<string, number>;
+    activation: Record<string, number>;
+    hash: Record<string, number>;
+    mode: Record<string, number>;
+    optimizer: Record<string, number>;
     pass: Record<string, number>;
   };
   create(config: { inputDim: number; seed: number; threads: number; layers: readonly NativeLayerConfig[] }): Handle;
-  dataset(row: Float64Array, idx: Int32Array, val: Float32Array, lrow: Float64Array, labels: Int32Array, inputDim: number, outputDim: number): Handle;
+  dataset(
+    row: Float64Array,
+    idx: Int32Array,
+    val: Float32Array,
+    lrow: Float64Array,
+    labels: Int32Array,
+    inputDim: number,
+    outputDim: number,
+  ): Handle;
   shuffle(order: Int32Array, seed: number, epoch: number): void;
   /** [loss, samples, unlabelled, union, filled, active, queries, labelMissed, alnInserts] (sums) */
-  backprop(model: Handle, data: Handle, order: Int32Array, start: number, count: number, threads: number, epoch: number, opts: AdamOptions): Float64Array;
+  backprop(
+    model: Handle,
+    data: Handle,
+    order: Int32Array,
+    start: number,
+    count: number,
+    threads: number,
+    epoch: number,
+    opts: AdamOptions,
+  ): Float64Array;
   adamStep(model: Handle, threads: number, opts: AdamOptions): void;
   index(model: Handle, threads: number, all: boolean, round: number): void;
   /** [counted, p1, p5, r5, loss, lossCounted, activeSum] (sums) */
@@ -106,5 +126,11 @@ export interface SparseTrainAddon {
 
 /** The training add-on (built on first use). */
 export function loadSparseTrainAddon(build: SparseBuild = 'native'): Promise<SparseTrainAddon> {
-  return loadSparseAddon('train', build, { activation: ACTIVATION_CODE, hash: HASH_CODE, mode: MODE_CODE, optimizer: OPTIMIZER_CODE, pass: PASS_CODE });
+  return loadSparseAddon('train', build, {
+    activation: ACTIVATION_CODE,
+    hash: HASH_CODE,
+    mode: MODE_CODE,
+    optimizer: OPTIMIZER_CODE,
+    pass: PASS_CODE,
+  });
 }

@@ -26,7 +26,12 @@ export interface PlantedOptions {
 }
 
 export const PLANTED_DEFAULTS: Omit<PlantedOptions, 'labels' | 'features' | 'train' | 'test'> = {
-  seed: 1, prototype: 12, keep: 0.7, noise: 4, zipf: 1, maxLabels: 3,
+  seed: 1,
+  prototype: 12,
+  keep: 0.7,
+  noise: 4,
+  zipf: 1,
+  maxLabels: 3,
 };
 
 export interface PlantedModel {
@@ -60,16 +65,21 @@ export function plantedModel(o: PlantedOptions): PlantedModel {
   }
   const cdf = new Float64Array(o.labels);
   let sum = 0;
-  for (let r = 0; r < o.labels; r++) { sum += (r + 1) ** -o.zipf; cdf[r] = sum; }
+  for (let r = 0; r < o.labels; r++) {
+    sum += (r + 1) ** -o.zipf;
+    cdf[r] = sum;
+  }
   for (let r = 0; r < o.labels; r++) cdf[r]! /= sum;
   return { options: { ...o, prototype: p }, protoFeatures, protoWeights, cdf };
 }
 
 function zipfLabel(cdf: Float64Array, u: number): number {
-  let lo = 0, hi = cdf.length - 1;
+  let lo = 0,
+    hi = cdf.length - 1;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (cdf[mid]! < u) lo = mid + 1; else hi = mid;
+    if (cdf[mid]! < u) lo = mid + 1;
+    else hi = mid;
   }
   return lo;
 }
@@ -104,6 +114,8 @@ export function plantedLine(m: PlantedModel, rng: Rng): string {
 /** Write `count` samples of stream `stream` as an XC file at `path` (atomically). */
 export async function writePlantedFile(m: PlantedModel, path: string, count: number, stream: number): Promise<void> {
   const rng = seededRng(mixSeed(m.options.seed, stream));
-  function* samples(): Generator<string> { for (let i = 0; i < count; i++) yield plantedLine(m, rng); }
+  function* samples(): Generator<string> {
+    for (let i = 0; i < count; i++) yield plantedLine(m, rng);
+  }
   await writeFileAtomic(path, lineChunks(`${count} ${m.options.features} ${m.options.labels}`, samples()));
 }

@@ -28,7 +28,11 @@ export interface EpochRecord {
   readonly 'recall@5': number | null;
   readonly evalLoss: number | null;
   readonly sparse: {
-    readonly sparsity: number; readonly 'precision@1': number; readonly 'precision@5': number; readonly 'recall@5': number; readonly meanActive: number;
+    readonly sparsity: number;
+    readonly 'precision@1': number;
+    readonly 'precision@5': number;
+    readonly 'recall@5': number;
+    readonly meanActive: number;
   } | null;
   readonly epochSeconds: number;
   readonly evalSeconds: number;
@@ -80,10 +84,18 @@ const SUMMARY_FILE = 'training.json';
 export const RESULT_SETTINGS = ['batch', 'lr', 'seed', 'hash', 'aln', 'beta1', 'beta2', 'eps', 'schedule'] as const;
 
 /** Check the output directory and load what to resume from (null: start fresh). */
-export async function prepareOutput(outDir: string, resume: boolean, note: (m: string) => void): Promise<LoadedCheckpoint<RunState> | null> {
+export async function prepareOutput(
+  outDir: string,
+  resume: boolean,
+  note: (m: string) => void,
+): Promise<LoadedCheckpoint<RunState> | null> {
   const st = await stat(outDir).catch(() => undefined);
-  if (st && !st.isDirectory()) throw userError('OUTPUT_EXISTS', `${outDir} is a file, not an output directory`,
-    'pass -o DIR naming a directory (it is created if missing)');
+  if (st && !st.isDirectory())
+    throw userError(
+      'OUTPUT_EXISTS',
+      `${outDir} is a file, not an output directory`,
+      'pass -o DIR naming a directory (it is created if missing)',
+    );
   if (!st) {
     if (resume) note(`veltair train: ${outDir} does not exist; nothing to resume, starting a new run`);
     await mkdir(outDir, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
@@ -99,8 +111,11 @@ export async function prepareOutput(outDir: string, resume: boolean, note: (m: s
   const epochs = await listCheckpoints(outDir);
   if (!resume) {
     if (epochs.length > 0 || names.includes(MODEL_FILE)) {
-      throw userError('OUTPUT_EXISTS', `${outDir} already holds a training run${epochs.length ? ` (checkpoint of epoch ${epochs[0]})` : ''}`,
-        'pass --resume to continue it, or choose another -o directory (a run is never overwritten)');
+      throw userError(
+        'OUTPUT_EXISTS',
+        `${outDir} already holds a training run${epochs.length ? ` (checkpoint of epoch ${epochs[0]})` : ''}`,
+        'pass --resume to continue it, or choose another -o directory (a run is never overwritten)',
+      );
     }
     return null;
   }
@@ -111,26 +126,46 @@ export async function prepareOutput(outDir: string, resume: boolean, note: (m: s
 
 function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
-  try { process.kill(pid, 0); return true; } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM'; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** The resumed run's state must match this invocation; `explicit` names the flags the user gave. */
-export function checkResume(state: RunState, spec: NetworkSpec, train: XcDataset, settings: TrainSettings, explicit: ReadonlySet<string>, path: string): void {
+export function checkResume(
+  state: RunState,
+  spec: NetworkSpec,
+  train: XcDataset,
+  settings: TrainSettings,
+  explicit: ReadonlySet<string>,
+  path: string,
+): void {
   if (JSON.stringify(state.spec) !== JSON.stringify(spec)) {
-    throw userError('BAD_ARGUMENT', `the spec differs from the one ${path} was trained with`,
-      'resume with the same SPEC.json, or start a new run in another -o directory');
+    throw userError(
+      'BAD_ARGUMENT',
+      `the spec differs from the one ${path} was trained with`,
+      'resume with the same SPEC.json, or start a new run in another -o directory',
+    );
   }
   if (state.train.sha256 !== train.sha256) {
-    throw userError('BAD_ARGUMENT',
+    throw userError(
+      'BAD_ARGUMENT',
       `${train.path} is not the training file ${path} was trained on (${state.train.path}, sha256 ${state.train.sha256.slice(0, 12)}…)`,
-      'resume with the same TRAIN file, or start a new run in another -o directory');
+      'resume with the same TRAIN file, or start a new run in another -o directory',
+    );
   }
   for (const k of RESULT_SETTINGS) {
     const flag = k === 'schedule' ? '--rehash-every/--rebuild-every' : `--${k}`;
     const differs = JSON.stringify(state.settings[k]) !== JSON.stringify(settings[k]);
     if (differs && (explicit.has(k) || (k === 'schedule' && (explicit.has('rehashEvery') || explicit.has('rebuildEvery'))))) {
-      throw userError('BAD_ARGUMENT', `${flag} ${JSON.stringify(settings[k])} differs from the checkpoint's ${JSON.stringify(state.settings[k])}`,
-        'a resumed run keeps the settings it started with (only --epochs, --threads and the evaluation flags may change); drop the flag or start a new run');
+      throw userError(
+        'BAD_ARGUMENT',
+        `${flag} ${JSON.stringify(settings[k])} differs from the checkpoint's ${JSON.stringify(state.settings[k])}`,
+        'a resumed run keeps the settings it started with (only --epochs, --threads and the evaluation flags may change); drop the flag or start a new run',
+      );
     }
   }
 }
@@ -138,20 +173,30 @@ export function checkResume(state: RunState, spec: NetworkSpec, train: XcDataset
 function record(t: EpochTraining, dense: EvalResult | null, sparse: EvalResult | null, threads: number, checkpoint: string): EpochRecord {
   const main = dense ?? sparse;
   return {
-    epoch: t.epoch, loss: t.loss,
+    epoch: t.epoch,
+    loss: t.loss,
     'precision@1': main ? main['precision@1'] : null,
     'precision@5': main ? main['precision@5'] : null,
     'recall@5': main ? main['recall@5'] : null,
     evalLoss: dense?.loss ?? null,
-    sparse: sparse && sparse.mode === 'sparse'
-      ? { sparsity: sparse.sparsity, 'precision@1': sparse['precision@1'], 'precision@5': sparse['precision@5'], 'recall@5': sparse['recall@5'],
-        meanActive: sparse.meanActive }
-      : null,
+    sparse:
+      sparse && sparse.mode === 'sparse'
+        ? {
+            sparsity: sparse.sparsity,
+            'precision@1': sparse['precision@1'],
+            'precision@5': sparse['precision@5'],
+            'recall@5': sparse['recall@5'],
+            meanActive: sparse.meanActive,
+          }
+        : null,
     epochSeconds: t.seconds,
     evalSeconds: (dense?.seconds ?? 0) + (sparse?.seconds ?? 0),
     samples: t.samples,
     samplesPerSecond: t.seconds > 0 ? t.samples / t.seconds : 0,
-    threads, lsh: t.lsh, profile: t.profile, checkpoint,
+    threads,
+    lsh: t.lsh,
+    profile: t.profile,
+    checkpoint,
   };
 }
 
@@ -161,7 +206,11 @@ export async function exportTrained(trainer: Trainer, outDir: string): Promise<{
   await writeFileAtomic(model, [trainer.onnx()]);
   if (dump.length === 0) return { model, index: null };
   const weights = trainer.weights();
-  await writeHashIndex(outDir, MODEL_FILE, dump.map((d) => ({ ...d, weights: weights[d.layer.index]! })));
+  await writeHashIndex(
+    outDir,
+    MODEL_FILE,
+    dump.map((d) => ({ ...d, weights: weights[d.layer.index]! })),
+  );
   return { model, index: join(outDir, 'lsh-index.json') };
 }
 
@@ -173,28 +222,50 @@ export async function runTraining(o: RunOptions, resumeFrom: LoadedCheckpoint<Ru
     history = [...resumeFrom.header.state.history];
     o.note?.(`veltair train: resuming ${o.outDir} after epoch ${resumeFrom.header.epochsDone}`);
   }
-  const evalOne = (mode: 'dense' | 'sparse') => (o.eval && (o.evalMode === mode || o.evalMode === 'both') ? trainer.evaluate(o.eval, mode, o.evalSparsity)
-    : null);
+  const evalOne = (mode: 'dense' | 'sparse') =>
+    o.eval && (o.evalMode === mode || o.evalMode === 'both') ? trainer.evaluate(o.eval, mode, o.evalSparsity) : null;
   while (trainer.epochsDone() < o.settings.epochs) {
     const epoch = trainer.epochsDone() + 1;
     const t = await trainer.trainEpoch((done, total) => o.onBatch?.(epoch, done, total));
     const dense = evalOne('dense');
     const sparse = o.layers[o.layers.length - 1]!.hash ? evalOne('sparse') : null;
-    const state: RunState = { spec: o.spec, layers: o.layers, settings: o.settings, train: { path: o.train.path, sha256: o.train.sha256, rows: o.train.rows },
-      history };
+    const state: RunState = {
+      spec: o.spec,
+      layers: o.layers,
+      settings: o.settings,
+      train: { path: o.train.path, sha256: o.train.sha256, rows: o.train.rows },
+      history,
+    };
     const pending = record(t, dense, sparse, o.settings.threads, '');
-    const path = await writeCheckpoint(o.outDir, t.epoch, trainer.adamStep(), { ...state, history: [...history, { ...pending, checkpoint: '' }] },
-      trainer.tensors());
+    const path = await writeCheckpoint(
+      o.outDir,
+      t.epoch,
+      trainer.adamStep(),
+      { ...state, history: [...history, { ...pending, checkpoint: '' }] },
+      trainer.tensors(),
+    );
     const r = { ...pending, checkpoint: path };
     history.push(r);
     o.onEpoch?.(r);
   }
   const { model, index } = await exportTrained(trainer, o.outDir);
-  await writeTextAtomic(join(o.outDir, SUMMARY_FILE), JSON.stringify({
-    spec: o.spec, layers: o.layers, settings: o.settings, isa: trainer.isa,
-    train: { path: o.train.path, sha256: o.train.sha256, rows: o.train.rows },
-    eval: o.eval ? { path: o.eval.path, sha256: o.eval.sha256, rows: o.eval.rows } : null,
-    model: MODEL_FILE, index: index ? 'lsh-index.json' : null, history,
-  }, null, 2) + '\n');
+  await writeTextAtomic(
+    join(o.outDir, SUMMARY_FILE),
+    JSON.stringify(
+      {
+        spec: o.spec,
+        layers: o.layers,
+        settings: o.settings,
+        isa: trainer.isa,
+        train: { path: o.train.path, sha256: o.train.sha256, rows: o.train.rows },
+        eval: o.eval ? { path: o.eval.path, sha256: o.eval.sha256, rows: o.eval.rows } : null,
+        model: MODEL_FILE,
+        index: index ? 'lsh-index.json' : null,
+        history,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   return { outDir: o.outDir, model, index, history, isa: trainer.isa, resumedFrom: resumeFrom?.header.epochsDone ?? null };
 }

@@ -11,7 +11,15 @@ import { exportOnnx, type LayerWeights } from './export-onnx.js';
 import { activeTarget, type HashFamily, type SparseLayer } from './layers.js';
 import { HASH_CODE } from '../sparse-head/addon.js';
 import {
-  ACTIVATION_CODE, MODE_CODE, OPTIMIZER_CODE, PASS_CODE, loadSparseTrainAddon, type AdamOptions, type Handle, type Optimizer, type Pass,
+  ACTIVATION_CODE,
+  MODE_CODE,
+  OPTIMIZER_CODE,
+  PASS_CODE,
+  loadSparseTrainAddon,
+  type AdamOptions,
+  type Handle,
+  type Optimizer,
+  type Pass,
   type SparseTrainAddon,
   type TensorName,
 } from './native.js';
@@ -20,7 +28,16 @@ import type { CheckpointTensor } from './checkpoint.js';
 import type { XcDataset } from './xc-reader.js';
 
 /** `veltair train`'s defaults (the benchmark uses the same). */
-export const TRAIN_DEFAULTS = { epochs: 5, batch: 256, lr: 0.001, seed: 1, hash: 'dwta' as HashFamily, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
+export const TRAIN_DEFAULTS = {
+  epochs: 5,
+  batch: 256,
+  lr: 0.001,
+  seed: 1,
+  hash: 'dwta' as HashFamily,
+  beta1: 0.9,
+  beta2: 0.999,
+  eps: 1e-8,
+};
 
 export interface TrainSettings {
   readonly epochs: number;
@@ -151,8 +168,14 @@ const roundId = (epoch: number, k: number) => epoch * 2 ** 20 + k;
 export function nativeLayerConfig(l: SparseLayer, forceSparse = false) {
   const h = l.hash;
   return {
-    dim: l.dim, act: ACTIVATION_CODE[l.activation], sparse: h || forceSparse ? 1 : 0, sparsity: l.sparsity,
-    family: HASH_CODE[h?.family ?? 'simhash'], K: h?.K ?? 1, L: h?.L ?? 1, R: h?.R ?? 1,
+    dim: l.dim,
+    act: ACTIVATION_CODE[l.activation],
+    sparse: h || forceSparse ? 1 : 0,
+    sparsity: l.sparsity,
+    family: HASH_CODE[h?.family ?? 'simhash'],
+    K: h?.K ?? 1,
+    L: h?.L ?? 1,
+    R: h?.R ?? 1,
   };
 }
 
@@ -172,14 +195,19 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
   };
   const trainHandle = dataHandle(train);
   const adam: AdamOptions = {
-    lr: settings.lr, beta1: settings.beta1, beta2: settings.beta2, eps: settings.eps, aln: settings.aln ? 1 : 0,
-    optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'], pass: PASS_CODE[settings.pass ?? 'neuron-adam'],
+    lr: settings.lr,
+    beta1: settings.beta1,
+    beta2: settings.beta2,
+    eps: settings.eps,
+    aln: settings.aln ? 1 : 0,
+    optimizer: OPTIMIZER_CODE[settings.optimizer ?? 'adam'],
+    pass: PASS_CODE[settings.pass ?? 'neuron-adam'],
     uniform: settings.uniformNegatives ?? (layers[layers.length - 1]!.activation === 'softmax' ? UNIFORM_DEFAULT : 0),
-    logq: settings.logQ ?? true ? 1 : 0,
+    logq: (settings.logQ ?? true) ? 1 : 0,
   };
   const sparse = layers.some((l) => l.hash);
   const output = layers[layers.length - 1]!;
-  const frequent = output.hash ? settings.frequentLabels ?? frequentDefault(output) : 0;
+  const frequent = output.hash ? (settings.frequentLabels ?? frequentDefault(output)) : 0;
   if (frequent > 0) addon.setAlways(model, output.index, mostFrequent(train.labels, output.dim, frequent));
   const order = new Int32Array(train.rows);
   const pauseAt = parsePauseHook(process.env['VELTAIR_TRAIN_PAUSE_AT']);
@@ -190,12 +218,16 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
     addon.profile(model, true);
     const t0 = performance.now();
     addon.shuffle(order, settings.seed, epoch);
-    let indexSeconds = 0, rebuilds = 0, rehashes = 0, k = 0;
+    let indexSeconds = 0,
+      rebuilds = 0,
+      rehashes = 0,
+      k = 0;
     const index = (all: boolean) => {
       const i0 = performance.now();
       addon.index(model, settings.threads, all, roundId(epoch, k++));
       indexSeconds += (performance.now() - i0) / 1000;
-      if (all) rebuilds++; else rehashes++;
+      if (all) rebuilds++;
+      else rehashes++;
     };
     if (sparse) index(true);
     const sums = new Float64Array(9);
@@ -223,14 +255,18 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
       unlabelled: sums[2]!,
       seconds,
       profile: epochProfile(addon.profile(model, false), seconds, settings.threads),
-      lsh: !sparse ? null : {
-        meanCandidates: queries ? sums[3]! / queries : 0,
-        meanFilled: queries ? sums[4]! / queries : 0,
-        meanActive: queries ? sums[5]! / queries : 0,
-        labelMissRate: output.hash && train.labels.length ? sums[7]! / train.labels.length : 0,
-        alnInserts: sums[8]!,
-        rebuilds, rehashes, indexSeconds,
-      },
+      lsh: !sparse
+        ? null
+        : {
+            meanCandidates: queries ? sums[3]! / queries : 0,
+            meanFilled: queries ? sums[4]! / queries : 0,
+            meanActive: queries ? sums[5]! / queries : 0,
+            labelMissRate: output.hash && train.labels.length ? sums[7]! / train.labels.length : 0,
+            alnInserts: sums[8]!,
+            rebuilds,
+            rehashes,
+            indexSeconds,
+          },
     };
   }
 
@@ -240,8 +276,12 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
     const r = addon.evaluate(model, dataHandle(data), 0, data.rows, settings.threads, MODE_CODE[m], m === 'sparse' ? sparsity : 1);
     const n = r[0]!;
     return {
-      mode: m, sparsity: m === 'sparse' ? sparsity : 1, samples: n,
-      'precision@1': n ? r[1]! / n : 0, 'precision@5': n ? r[2]! / n : 0, 'recall@5': n ? r[3]! / n : 0,
+      mode: m,
+      sparsity: m === 'sparse' ? sparsity : 1,
+      samples: n,
+      'precision@1': n ? r[1]! / n : 0,
+      'precision@5': n ? r[2]! / n : 0,
+      'recall@5': n ? r[3]! / n : 0,
       loss: r[5]! > 0 ? r[4]! / r[5]! : null,
       meanActive: m === 'sparse' ? r[6]! / Math.max(1, data.rows) : output.dim,
       seconds: (performance.now() - t0) / 1000,
@@ -251,17 +291,26 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
   const weights = (): LayerWeights[] => layers.map((_, i) => ({ w: addon.getTensor(model, i, 'w'), b: addon.getTensor(model, i, 'b') }));
 
   return {
-    layers, isa: addon.isa(),
+    layers,
+    isa: addon.isa(),
     epochsDone: () => epochs,
     adamStep: () => addon.getStep(model),
     trainEpoch,
     evaluate,
     scores(data, start, count, mode, sparsity = output.sparsity) {
-      return addon.scores(model, dataHandle(data), start, count, settings.threads, MODE_CODE[mode === 'sparse' && output.hash ? 'sparse' : 'dense'],
-        mode === 'sparse' ? sparsity : 1);
+      return addon.scores(
+        model,
+        dataHandle(data),
+        start,
+        count,
+        settings.threads,
+        MODE_CODE[mode === 'sparse' && output.hash ? 'sparse' : 'dense'],
+        mode === 'sparse' ? sparsity : 1,
+      );
     },
     weights,
-    tensors: () => layers.flatMap((_, layer) => CHECKPOINT_TENSORS.map((name) => ({ layer, name, data: addon.getTensor(model, layer, name) }))),
+    tensors: () =>
+      layers.flatMap((_, layer) => CHECKPOINT_TENSORS.map((name) => ({ layer, name, data: addon.getTensor(model, layer, name) }))),
     restore(tensors, epochsDone, step) {
       const want = new Set(layers.flatMap((_, l) => CHECKPOINT_TENSORS.map((n) => `${l}/${n}`)));
       for (const t of tensors) {
@@ -275,7 +324,9 @@ export async function createTrainer(layers: readonly SparseLayer[], settings: Tr
     onnx: () => exportOnnx(layers, weights(), `veltair ${VERSION} train`),
     indexDump() {
       if (sparse) addon.index(model, settings.threads, true, EXPORT_ROUND);
-      return layers.filter((l) => l.hash).map((l) => ({ layer: l, hash: addon.hashInfo(model, l.index), tables: addon.tables(model, l.index) }));
+      return layers
+        .filter((l) => l.hash)
+        .map((l) => ({ layer: l, hash: addon.hashInfo(model, l.index), tables: addon.tables(model, l.index) }));
     },
     native: () => ({ addon, model }),
     dataHandle,
@@ -296,5 +347,7 @@ function parsePauseHook(v: string | undefined): { epoch: number; batch: number }
 
 async function pauseForever(epoch: number, batch: number): Promise<never> {
   process.stderr.write(`veltair train: paused after epoch ${epoch} batch ${batch} (VELTAIR_TRAIN_PAUSE_AT); waiting to be killed\n`);
-  return new Promise<never>(() => { setInterval(() => undefined, 1 << 30); });
+  return new Promise<never>(() => {
+    setInterval(() => undefined, 1 << 30);
+  });
 }

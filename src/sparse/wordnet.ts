@@ -17,7 +17,10 @@ import { userError } from '../errors.js';
 import { writeXcDataset, type XcBuildSummary, type XcRecord, type XcSplitOptions } from './xc-build.js';
 
 export const DEFAULT_WORDNET_DIR = '/usr/share/wordnet';
-export const WORDNET_FILES = [['data.noun', 'n'], ['data.verb', 'v']] as const;
+export const WORDNET_FILES = [
+  ['data.noun', 'n'],
+  ['data.verb', 'v'],
+] as const;
 
 export interface Synset {
   /** `n00001930`: part of speech and byte offset, WordNet's own synset key. */
@@ -28,8 +31,9 @@ export interface Synset {
   readonly gloss: string;
 }
 
-const HINT = 'a WordNet 3.0 data file (wndb(5)): `offset lex_filenum ss_type w_cnt word lex_id … p_cnt pointers… | gloss`; '
-  + 'reinstall the package (apt-get install --reinstall wordnet-base) or pass --wordnet-dir DIR';
+const HINT =
+  'a WordNet 3.0 data file (wndb(5)): `offset lex_filenum ss_type w_cnt word lex_id … p_cnt pointers… | gloss`; ' +
+  'reinstall the package (apt-get install --reinstall wordnet-base) or pass --wordnet-dir DIR';
 
 /** One data-file line to a synset; null for the licence header. Throws BAD_DATA naming file:line. */
 export function parseWordnetLine(line: string, file: string, lineNo: number, pos: 'n' | 'v'): Synset | null {
@@ -50,7 +54,8 @@ export function parseWordnetLine(line: string, file: string, lineNo: number, pos
   const ssType = take('ss_type');
   if (ssType !== pos) throw bad(`ss_type ${JSON.stringify(ssType)} in a file of ${pos === 'n' ? 'nouns' : 'verbs'} (expected ${pos})`);
   const wCnt = take('w_cnt');
-  if (!/^[0-9a-f]{2}$/i.test(wCnt) || parseInt(wCnt, 16) === 0) throw bad(`w_cnt ${JSON.stringify(wCnt)} is not a positive 2-digit hex count`);
+  if (!/^[0-9a-f]{2}$/i.test(wCnt) || parseInt(wCnt, 16) === 0)
+    throw bad(`w_cnt ${JSON.stringify(wCnt)} is not a positive 2-digit hex count`);
   const lemmas: string[] = [];
   for (let w = 0; w < parseInt(wCnt, 16); w++) {
     lemmas.push(take(`word ${w + 1} of ${parseInt(wCnt, 16)}`));
@@ -60,7 +65,10 @@ export function parseWordnetLine(line: string, file: string, lineNo: number, pos
   if (!/^\d{3}$/.test(pCnt)) throw bad(`p_cnt ${JSON.stringify(pCnt)} is not 3 digits`);
   const hypernyms: string[] = [];
   for (let p = 0; p < Number(pCnt); p++) {
-    const sym = take(`pointer ${p + 1} of ${Number(pCnt)}`), target = take('a pointer offset'), tpos = take('a pointer pos'), st = take('a source/target');
+    const sym = take(`pointer ${p + 1} of ${Number(pCnt)}`),
+      target = take('a pointer offset'),
+      tpos = take('a pointer pos'),
+      st = take('a source/target');
     if (!/^\d{8}$/.test(target) || !/^[nvasr]$/.test(tpos) || !/^[0-9a-f]{4}$/i.test(st)) {
       throw bad(`pointer ${p + 1} "${sym} ${target} ${tpos} ${st}" is not "symbol offset pos source/target"`);
     }
@@ -70,7 +78,9 @@ export function parseWordnetLine(line: string, file: string, lineNo: number, pos
     const fCnt = take('f_cnt');
     if (!/^\d{2}$/.test(fCnt)) throw bad(`f_cnt ${JSON.stringify(fCnt)} is not 2 digits`);
     for (let f = 0; f < Number(fCnt); f++) {
-      const plus = take('a frame'), fNum = take('f_num'), wNum = take('w_num');
+      const plus = take('a frame'),
+        fNum = take('f_num'),
+        wNum = take('w_num');
       if (plus !== '+' || !/^\d{2}$/.test(fNum) || !/^[0-9a-f]{2}$/i.test(wNum)) throw bad(`frame ${f + 1} is not "+ f_num w_num"`);
     }
   }
@@ -121,8 +131,11 @@ export async function buildWordnetDataset(o: WordnetOptions): Promise<WordnetSum
   for (const [name, pos] of WORDNET_FILES) {
     const path = join(o.dir, name);
     const bytes = await readFile(path).catch((e: NodeJS.ErrnoException) => {
-      throw userError(e.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${path} (${e.code ?? String(e)})`,
-        'install WordNet (apt-get install wordnet-base, or bash .ci/install-deps.sh), or pass --wordnet-dir DIR');
+      throw userError(
+        e.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE',
+        `cannot read ${path} (${e.code ?? String(e)})`,
+        'install WordNet (apt-get install wordnet-base, or bash .ci/install-deps.sh), or pass --wordnet-dir DIR',
+      );
     });
     const sha256 = createHash('sha256').update(bytes).digest('hex');
     files.push({ path, sha256, bytes: bytes.length });
@@ -133,9 +146,19 @@ export async function buildWordnetDataset(o: WordnetOptions): Promise<WordnetSum
   const records = wordnetRecords(all);
   const sourceSha256 = source.digest('hex');
   const summary = await writeXcDataset(records, {
-    kind: 'wordnet', outDir: o.outDir, hidden: o.hidden, seed: o.seed, testFraction: o.testFraction,
-    minFeatureCount: o.minFeatureCount, minLabelCount: o.minLabelCount,
-    source: { package: 'wordnet-base', files, sha256: sourceSha256, sha256Of: 'sha256 of the lines "NAME\\0SHA256(file)\\n" for data.noun, data.verb' },
+    kind: 'wordnet',
+    outDir: o.outDir,
+    hidden: o.hidden,
+    seed: o.seed,
+    testFraction: o.testFraction,
+    minFeatureCount: o.minFeatureCount,
+    minLabelCount: o.minLabelCount,
+    source: {
+      package: 'wordnet-base',
+      files,
+      sha256: sourceSha256,
+      sha256Of: 'sha256 of the lines "NAME\\0SHA256(file)\\n" for data.noun, data.verb',
+    },
     method: {
       samples: 'noun and verb synsets with at least one hypernym (wndb pointers @ and @i of the same part of speech)',
       sampleFeatures: 'lower-cased gloss words [a-z]+ as w:WORD and lemma words as l:WORD (distinct)',

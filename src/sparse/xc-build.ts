@@ -90,13 +90,24 @@ function countAll(records: readonly XcRecord[], pick: (r: XcRecord) => readonly 
   return m;
 }
 
-interface Encoded { readonly labels: number[]; readonly features: number[] }
+interface Encoded {
+  readonly labels: number[];
+  readonly features: number[];
+}
 
 function encode(r: XcRecord, labels: Map<string, number>, features: Map<string, number>): Encoded & { unseen: number } {
-  const ls = new Set<number>(), fs = new Set<number>();
+  const ls = new Set<number>(),
+    fs = new Set<number>();
   let unseen = 0;
-  for (const n of r.labels) { const i = labels.get(n); if (i === undefined) unseen++; else ls.add(i); }
-  for (const n of r.features) { const i = features.get(n); if (i !== undefined) fs.add(i); }
+  for (const n of r.labels) {
+    const i = labels.get(n);
+    if (i === undefined) unseen++;
+    else ls.add(i);
+  }
+  for (const n of r.features) {
+    const i = features.get(n);
+    if (i !== undefined) fs.add(i);
+  }
   return { labels: [...ls].sort((a, b) => a - b), features: [...fs].sort((a, b) => a - b), unseen };
 }
 
@@ -106,9 +117,12 @@ export function labelProfile(labelCounts: readonly number[], samples: readonly E
   const top = Math.max(1, Math.ceil(c.length / 100));
   const n = Math.max(1, samples.length);
   return {
-    count1: c.filter((x) => x === 1).length, count2to4: c.filter((x) => x >= 2 && x <= 4).length,
-    count5to19: c.filter((x) => x >= 5 && x <= 19).length, count20up: c.filter((x) => x >= 20).length,
-    maxCount: c[0] ?? 0, medianCount: c.length ? c[Math.floor((c.length - 1) / 2)]! : 0,
+    count1: c.filter((x) => x === 1).length,
+    count2to4: c.filter((x) => x >= 2 && x <= 4).length,
+    count5to19: c.filter((x) => x >= 5 && x <= 19).length,
+    count20up: c.filter((x) => x >= 20).length,
+    maxCount: c[0] ?? 0,
+    medianCount: c.length ? c[Math.floor((c.length - 1) / 2)]! : 0,
     top1PercentShare: total ? c.slice(0, top).reduce((s, x) => s + x, 0) / total : 0,
     meanLabelsPerSample: samples.reduce((s, x) => s + x.labels.length, 0) / n,
     meanFeaturesPerSample: samples.reduce((s, x) => s + x.features.length, 0) / n,
@@ -128,13 +142,21 @@ export async function writeXcDataset(records: readonly XcRecord[], o: XcBuildOpt
   const trainRecords = records.filter((_, i) => !split[i]);
   const labelCounts = countAll(trainRecords, (r) => r.labels);
   const labels = vocabulary(labelCounts, o.minLabelCount);
-  const features = vocabulary(countAll(trainRecords, (r) => r.features), o.minFeatureCount);
+  const features = vocabulary(
+    countAll(trainRecords, (r) => r.features),
+    o.minFeatureCount,
+  );
   if (labels.size === 0 || features.size === 0) {
-    throw userError('BAD_DATA', `${o.kind}: the training records hold ${labels.size} labels and ${features.size} features`,
-      'the source has too few records with labels and features; check the input, or lower --min-feature-count');
+    throw userError(
+      'BAD_DATA',
+      `${o.kind}: the training records hold ${labels.size} labels and ${features.size} features`,
+      'the source has too few records with labels and features; check the input, or lower --min-feature-count',
+    );
   }
   const out: [Encoded[], Encoded[]] = [[], []];
-  let noLabel = 0, noFeature = 0, unseen = 0;
+  let noLabel = 0,
+    noFeature = 0,
+    unseen = 0;
   records.forEach((r, i) => {
     const e = encode(r, labels, features);
     if (split[i]) unseen += e.unseen;
@@ -143,31 +165,63 @@ export async function writeXcDataset(records: readonly XcRecord[], o: XcBuildOpt
     else out[split[i] ? 1 : 0].push(e);
   });
   const line = (e: Encoded) => `${e.labels.join(',')} ${e.features.map((f) => `${f}:1`).join(' ')}`;
-  for (const [k, name] of [[0, 'train.txt'], [1, 'test.txt']] as const) {
+  for (const [k, name] of [
+    [0, 'train.txt'],
+    [1, 'test.txt'],
+  ] as const) {
     await writeFileAtomic(join(o.outDir, name), lineChunks(`${out[k].length} ${features.size} ${labels.size}`, out[k].map(line)));
   }
   const labelNames = [...labels.keys()];
   await writeTextAtomic(join(o.outDir, 'classes.txt'), labelNames.map((n) => o.labelText?.(n) ?? n).join('\n') + '\n');
   await writeTextAtomic(join(o.outDir, 'features.txt'), [...features.keys()].join('\n') + '\n');
-  await writeTextAtomic(join(o.outDir, 'spec.json'), JSON.stringify({
-    input: features.size, layers: [{ dim: o.hidden, activation: 'relu' }, { dim: labels.size, activation: 'softmax' }],
-  }, null, 2) + '\n');
+  await writeTextAtomic(
+    join(o.outDir, 'spec.json'),
+    JSON.stringify(
+      {
+        input: features.size,
+        layers: [
+          { dim: o.hidden, activation: 'relu' },
+          { dim: labels.size, activation: 'softmax' },
+        ],
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   const summary: XcBuildSummary = {
-    records: records.length, trainSamples: out[0].length, testSamples: out[1].length, features: features.size, labels: labels.size,
-    droppedNoLabel: noLabel, droppedNoFeature: noFeature, unseenTestLabels: unseen,
-    profile: labelProfile(labelNames.map((n) => labelCounts.get(n)!), out[0]),
+    records: records.length,
+    trainSamples: out[0].length,
+    testSamples: out[1].length,
+    features: features.size,
+    labels: labels.size,
+    droppedNoLabel: noLabel,
+    droppedNoFeature: noFeature,
+    unseenTestLabels: unseen,
+    profile: labelProfile(
+      labelNames.map((n) => labelCounts.get(n)!),
+      out[0],
+    ),
     floor: { 'precision@1': frequencyFloor(out[1], 1), 'precision@5': frequencyFloor(out[1], 5), topLabels: labelNames.slice(0, 5) },
   };
-  await writeTextAtomic(join(o.outDir, 'dataset.json'), JSON.stringify({
-    kind: o.kind, source: o.source, ...summary,
-    method: {
-      ...o.method,
-      split: `a record is test when sha256("${o.seed}:" + id) as a fraction < ${o.testFraction}`,
-      labels: `training-record labels with count >= ${o.minLabelCount}, most frequent first; unseen test labels dropped`,
-      features: `training-record features with count >= ${o.minFeatureCount}, most frequent first; value 1`,
-      dropped: 'records left with no label or no feature',
-      floor: 'precision@k on test.txt of always predicting the k most frequent training labels',
-    },
-  }, null, 2) + '\n');
+  await writeTextAtomic(
+    join(o.outDir, 'dataset.json'),
+    JSON.stringify(
+      {
+        kind: o.kind,
+        source: o.source,
+        ...summary,
+        method: {
+          ...o.method,
+          split: `a record is test when sha256("${o.seed}:" + id) as a fraction < ${o.testFraction}`,
+          labels: `training-record labels with count >= ${o.minLabelCount}, most frequent first; unseen test labels dropped`,
+          features: `training-record features with count >= ${o.minFeatureCount}, most frequent first; value 1`,
+          dropped: 'records left with no label or no feature',
+          floor: 'precision@k on test.txt of always predicting the k most frequent training labels',
+        },
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   return summary;
 }

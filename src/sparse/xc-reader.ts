@@ -41,8 +41,9 @@ export interface XcLimits {
   readonly outputName?: string;
 }
 
-const HINT = 'each line is `label,label,… feature:value feature:value …` with 0-based integer labels and feature indices '
-  + '(the Extreme Classification Repository format); an optional first line `samples features labels` is the header';
+const HINT =
+  'each line is `label,label,… feature:value feature:value …` with 0-based integer labels and feature indices ' +
+  '(the Extreme Classification Repository format); an optional first line `samples features labels` is the header';
 
 interface Visitor {
   label(x: number): void;
@@ -65,8 +66,11 @@ function parseLine(s: string, where: string, limits: XcLimits, v: Visitor): void
       if (!isDigits(lab)) throw userError('BAD_DATA', `${where}: label ${quote(lab)} is not a non-negative integer`, HINT);
       const x = Number(lab);
       if (x >= limits.outputDim) {
-        throw userError('BAD_DATA', `${where}: label ${x} is ≥ the output dim ${limits.outputDim} (${limits.outputName ?? 'the output layer'})`,
-          'labels are 0-based: make the output layer wider, or drop the samples whose labels are out of range');
+        throw userError(
+          'BAD_DATA',
+          `${where}: label ${x} is ≥ the output dim ${limits.outputDim} (${limits.outputName ?? 'the output layer'})`,
+          'labels are 0-based: make the output layer wider, or drop the samples whose labels are out of range',
+        );
       }
       v.label(x);
     }
@@ -78,20 +82,27 @@ function parseLine(s: string, where: string, limits: XcLimits, v: Visitor): void
     if (colon <= 0 || colon === tok.length - 1 || tok.indexOf(':', colon + 1) >= 0) {
       throw userError('BAD_DATA', `${where}: ${quote(tok)} is not feature:value`, HINT);
     }
-    const is = tok.slice(0, colon), vs = tok.slice(colon + 1);
+    const is = tok.slice(0, colon),
+      vs = tok.slice(colon + 1);
     if (!isDigits(is)) throw userError('BAD_DATA', `${where}: feature index ${quote(is)} is not a non-negative integer`, HINT);
     const i = Number(is);
     if (i >= limits.inputDim) {
-      throw userError('BAD_DATA', `${where}: feature index ${i} is ≥ the input dim ${limits.inputDim} (${limits.inputName ?? 'the network input'})`,
-        'feature indices are 0-based: raise the spec\'s "input", or drop those features');
+      throw userError(
+        'BAD_DATA',
+        `${where}: feature index ${i} is ≥ the input dim ${limits.inputDim} (${limits.inputName ?? 'the network input'})`,
+        'feature indices are 0-based: raise the spec\'s "input", or drop those features',
+      );
     }
     const val = Number(vs);
-    if (vs.trim() === '' || Number.isNaN(val) && !/^[+-]?(nan|inf)/i.test(vs)) {
+    if (vs.trim() === '' || (Number.isNaN(val) && !/^[+-]?(nan|inf)/i.test(vs))) {
       throw userError('BAD_DATA', `${where}: value ${quote(vs)} of feature ${i} is not a number`, HINT);
     }
     if (!Number.isFinite(val) || !Number.isFinite(Math.fround(val))) {
-      throw userError('BAD_DATA', `${where}: value ${quote(vs)} of feature ${i} is not finite (NaN and Inf cannot be trained on)`,
-        'replace or drop the non-finite values (and values beyond float32 range) before training');
+      throw userError(
+        'BAD_DATA',
+        `${where}: value ${quote(vs)} of feature ${i} is not finite (NaN and Inf cannot be trained on)`,
+        'replace or drop the non-finite values (and values beyond float32 range) before training',
+      );
     }
     v.feature(i, val);
   }
@@ -106,7 +117,8 @@ function parseHeader(s: string): XcHeader | null {
 
 async function eachLine(path: string, onLine: (line: string, n: number) => void): Promise<{ sha256: string; bytes: number }> {
   const hash = createHash('sha256');
-  let bytes = 0, n = 0;
+  let bytes = 0,
+    n = 0;
   let rest = '';
   const stream = createReadStream(path, { highWaterMark: 1 << 20 });
   try {
@@ -124,7 +136,11 @@ async function eachLine(path: string, onLine: (line: string, n: number) => void)
   } catch (e) {
     if (e instanceof VeltairError || (e as { code?: string }).code === undefined) throw e;
     const code = (e as NodeJS.ErrnoException).code;
-    throw userError(code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${path} (${code})`, 'pass the path of an XC-format data file');
+    throw userError(
+      code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE',
+      `cannot read ${path} (${code})`,
+      'pass the path of an XC-format data file',
+    );
   }
   if (rest.length > 0) onLine(rest.endsWith('\r') ? rest.slice(0, -1) : rest, n + 1);
   return { sha256: hash.digest('hex'), bytes };
@@ -132,21 +148,42 @@ async function eachLine(path: string, onLine: (line: string, n: number) => void)
 
 export async function readXc(path: string, limits: XcLimits): Promise<XcDataset> {
   const info = await stat(path).catch((e: NodeJS.ErrnoException) => {
-    throw userError(e.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${path} (${e.code ?? String(e)})`,
-      'pass the path of an XC-format data file');
+    throw userError(
+      e.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE',
+      `cannot read ${path} (${e.code ?? String(e)})`,
+      'pass the path of an XC-format data file',
+    );
   });
-  if (info.isDirectory()) throw userError('FILE_UNREADABLE', `${path} is a directory, not a data file`, 'pass the path of an XC-format data file');
+  if (info.isDirectory())
+    throw userError('FILE_UNREADABLE', `${path} is a directory, not a data file`, 'pass the path of an XC-format data file');
   // Pass 1: check and count.
   let header: XcHeader | null = null;
-  let rows = 0, nnz = 0, nlab = 0, unlabelled = 0, firstContent = true, blankAt = 0;
+  let rows = 0,
+    nnz = 0,
+    nlab = 0,
+    unlabelled = 0,
+    firstContent = true,
+    blankAt = 0;
   let rowLabels = 0;
   const counter: Visitor = {
-    label() { nlab++; rowLabels++; },
-    feature() { nnz++; },
-    end() { rows++; if (rowLabels === 0) unlabelled++; rowLabels = 0; },
+    label() {
+      nlab++;
+      rowLabels++;
+    },
+    feature() {
+      nnz++;
+    },
+    end() {
+      rows++;
+      if (rowLabels === 0) unlabelled++;
+      rowLabels = 0;
+    },
   };
   const first = await eachLine(path, (line, n) => {
-    if (line.trim() === '') { blankAt ||= n; return; }
+    if (line.trim() === '') {
+      blankAt ||= n;
+      return;
+    }
     if (blankAt) throw userError('BAD_DATA', `${path}:${blankAt}: empty line`, `${HINT}; blank lines may only end the file`);
     if (firstContent) {
       firstContent = false;
@@ -154,14 +191,20 @@ export async function readXc(path: string, limits: XcLimits): Promise<XcDataset>
       if (header) {
         const h: XcHeader = header;
         if (h.features > limits.inputDim) {
-          throw userError('BAD_DATA', `${path}:${n}: the header declares ${h.features} features, `
-            + `more than the input dim ${limits.inputDim} (${limits.inputName ?? 'the network input'})`,
-            'raise the spec\'s "input" to the header\'s feature count');
+          throw userError(
+            'BAD_DATA',
+            `${path}:${n}: the header declares ${h.features} features, ` +
+              `more than the input dim ${limits.inputDim} (${limits.inputName ?? 'the network input'})`,
+            'raise the spec\'s "input" to the header\'s feature count',
+          );
         }
         if (h.labels > limits.outputDim) {
-          throw userError('BAD_DATA', `${path}:${n}: the header declares ${h.labels} labels, `
-            + `more than the output dim ${limits.outputDim} (${limits.outputName ?? 'the output layer'})`,
-            'make the output layer as wide as the header\'s label count');
+          throw userError(
+            'BAD_DATA',
+            `${path}:${n}: the header declares ${h.labels} labels, ` +
+              `more than the output dim ${limits.outputDim} (${limits.outputName ?? 'the output layer'})`,
+            "make the output layer as wide as the header's label count",
+          );
         }
         return;
       }
@@ -173,21 +216,43 @@ export async function readXc(path: string, limits: XcLimits): Promise<XcDataset>
   }
   const h = header as XcHeader | null;
   if (h && h.samples !== rows) {
-    throw userError('BAD_DATA', `${path}: the header says ${h.samples} samples but the file has ${rows}`,
-      'the file may be truncated; fix the header or regenerate the file');
+    throw userError(
+      'BAD_DATA',
+      `${path}: the header says ${h.samples} samples but the file has ${rows}`,
+      'the file may be truncated; fix the header or regenerate the file',
+    );
   }
   // Pass 2: fill.
-  const row = new Float64Array(rows + 1), lrow = new Float64Array(rows + 1);
-  const idx = new Int32Array(nnz), val = new Float32Array(nnz), labels = new Int32Array(nlab);
-  let r = 0, f = 0, l = 0, seenHeader = false;
+  const row = new Float64Array(rows + 1),
+    lrow = new Float64Array(rows + 1);
+  const idx = new Int32Array(nnz),
+    val = new Float32Array(nnz),
+    labels = new Int32Array(nlab);
+  let r = 0,
+    f = 0,
+    l = 0,
+    seenHeader = false;
   const filler: Visitor = {
-    label(x) { labels[l++] = x; },
-    feature(i, v) { idx[f] = i; val[f] = v; f++; },
-    end() { r++; row[r] = f; lrow[r] = l; },
+    label(x) {
+      labels[l++] = x;
+    },
+    feature(i, v) {
+      idx[f] = i;
+      val[f] = v;
+      f++;
+    },
+    end() {
+      r++;
+      row[r] = f;
+      lrow[r] = l;
+    },
   };
   const second = await eachLine(path, (line, n) => {
     if (line.trim() === '') return;
-    if (h && !seenHeader) { seenHeader = true; return; }
+    if (h && !seenHeader) {
+      seenHeader = true;
+      return;
+    }
     if (r >= rows || f > nnz || l > nlab) return;
     parseLine(line, `${path}:${n}`, limits, filler);
   });

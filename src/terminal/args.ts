@@ -7,8 +7,12 @@ export function badArgument(flag: string, text: string, why: string, hint: strin
 
 export function parsePositiveInt(flag: string, text: string, max = Number.MAX_SAFE_INTEGER): number {
   if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || Number(text) > max) {
-    throw badArgument(flag, text, max === Number.MAX_SAFE_INTEGER ? 'is not a positive integer' : `is not an integer from 1 to ${max}`,
-      flag === '--trials' ? 'give at least 1 trial per workload, e.g. --trials 32' : `e.g. ${flag} ${Math.min(max, 4)}`);
+    throw badArgument(
+      flag,
+      text,
+      max === Number.MAX_SAFE_INTEGER ? 'is not a positive integer' : `is not an integer from 1 to ${max}`,
+      flag === '--trials' ? 'give at least 1 trial per workload, e.g. --trials 32' : `e.g. ${flag} ${Math.min(max, 4)}`,
+    );
   }
   return Number(text);
 }

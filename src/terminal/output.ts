@@ -26,7 +26,9 @@ export function reportError(e: unknown, verbose: boolean): number {
     return e.exitCode;
   }
   const message = e instanceof Error ? e.message : String(e);
-  process.stderr.write(`error[INTERNAL]: ${message.split('\n')[0]}\n  hint: this is a bug in veltair; rerun with --verbose and report the stack\n`);
+  process.stderr.write(
+    `error[INTERNAL]: ${message.split('\n')[0]}\n  hint: this is a bug in veltair; rerun with --verbose and report the stack\n`,
+  );
   if (verbose && e instanceof Error && e.stack) process.stderr.write(e.stack + '\n');
   return 2;
 }
@@ -42,16 +44,25 @@ export function progressBar(json: boolean): Progress {
   if (json || !process.stderr.isTTY) {
     return { start() {}, update() {}, stop() {} };
   }
-  const bar = new cliProgress.SingleBar({
-    stream: process.stderr,
-    format: '{label} [{bar}] {value}/{total} | ETA {eta_formatted}',
-    hideCursor: true,
-    clearOnComplete: true,
-  }, cliProgress.Presets.shades_classic);
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: process.stderr,
+      format: '{label} [{bar}] {value}/{total} | ETA {eta_formatted}',
+      hideCursor: true,
+      clearOnComplete: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
   return {
-    start(total, label) { bar.start(total, 0, { label }); },
-    update(done, label) { bar.update(done, label === undefined ? undefined : { label }); },
-    stop() { bar.stop(); },
+    start(total, label) {
+      bar.start(total, 0, { label });
+    },
+    update(done, label) {
+      bar.update(done, label === undefined ? undefined : { label });
+    },
+    stop() {
+      bar.stop();
+    },
   };
 }
 
@@ -59,6 +70,10 @@ export function progressBar(json: boolean): Progress {
 export function formatTable(rows: readonly (readonly string[])[], rightAlign: ReadonlySet<number> = new Set()): string {
   if (rows.length === 0) return '';
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  const line = (r: readonly string[]) => r.map((cell, c) => (rightAlign.has(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd();
+  const line = (r: readonly string[]) =>
+    r
+      .map((cell, c) => (rightAlign.has(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)))
+      .join('  ')
+      .trimEnd();
   return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }

@@ -36,15 +36,51 @@ const abiEnum = <const N extends string>(e: AbiEnum<N>): AbiEnum<N> => e;
 export const KERNEL_OP_ENUM = abiEnum({ cName: 'vt_op', prefix: 'VT_OP_', names: ['conv2d', 'dense', 'batch_matmul'] });
 
 export const EPILOGUE_ENUM = abiEnum({
-  cName: 'vt_epi', prefix: 'VT_EPI_',
-  names: ['bias', 'relu', 'clip', 'leaky_relu', 'sigmoid', 'hard_sigmoid', 'hard_swish', 'silu', 'tanh', 'gelu', 'residual_add',
-    'channel_mul', 'gelu_tanh'],
+  cName: 'vt_epi',
+  prefix: 'VT_EPI_',
+  names: [
+    'bias',
+    'relu',
+    'clip',
+    'leaky_relu',
+    'sigmoid',
+    'hard_sigmoid',
+    'hard_swish',
+    'silu',
+    'tanh',
+    'gelu',
+    'residual_add',
+    'channel_mul',
+    'gelu_tanh',
+  ],
 });
 
 export const RUNTIME_OP_ENUM = abiEnum({
-  cName: 'vt_rt_op', prefix: 'VT_RT_', count: 'VT_RT_OP_COUNT',
-  names: ['kernel', 'copy', 'reorder', 'pool', 'global_pool', 'unary', 'binary', 'binary_channel', 'where', 'softmax', 'layernorm',
-    'channel_affine', 'strided_copy', 'gather', 'reduce', 'cast', 'topk', 'channel_gather', 'elementwise_chain', 'resize'],
+  cName: 'vt_rt_op',
+  prefix: 'VT_RT_',
+  count: 'VT_RT_OP_COUNT',
+  names: [
+    'kernel',
+    'copy',
+    'reorder',
+    'pool',
+    'global_pool',
+    'unary',
+    'binary',
+    'binary_channel',
+    'where',
+    'softmax',
+    'layernorm',
+    'channel_affine',
+    'strided_copy',
+    'gather',
+    'reduce',
+    'cast',
+    'topk',
+    'channel_gather',
+    'elementwise_chain',
+    'resize',
+  ],
 });
 
 /** ELEMENTWISE_CHAIN's step kinds (ops_chain.c). */
@@ -52,33 +88,77 @@ export const CHAIN_STEP_ENUM = abiEnum({ cName: 'vt_chain_step', prefix: 'CH_', 
 
 /** How an ELEMENTWISE_CHAIN binary step's operand broadcasts against the data. */
 export const OPERAND_ENUM = abiEnum({
-  cName: 'vt_operand_kind', prefix: 'OPND_', count: 'OPND_COUNT', names: ['full', 'channel', 'channel_batch', 'scalar'],
+  cName: 'vt_operand_kind',
+  prefix: 'OPND_',
+  count: 'OPND_COUNT',
+  names: ['full', 'channel', 'channel_batch', 'scalar'],
 });
 
 export const UNARY_ENUM = abiEnum({
-  cName: 'vt_unary_fn', prefix: 'U_', count: 'U_COUNT',
-  names: ['relu', 'clip', 'leaky_relu', 'sigmoid', 'hard_sigmoid', 'hard_swish', 'silu', 'tanh', 'gelu', 'gelu_tanh', 'erf', 'exp',
-    'log', 'sqrt', 'neg', 'abs', 'reciprocal', 'floor', 'ceil', 'round', 'sin', 'cos', 'softplus', 'elu', 'selu', 'sign'],
+  cName: 'vt_unary_fn',
+  prefix: 'U_',
+  count: 'U_COUNT',
+  names: [
+    'relu',
+    'clip',
+    'leaky_relu',
+    'sigmoid',
+    'hard_sigmoid',
+    'hard_swish',
+    'silu',
+    'tanh',
+    'gelu',
+    'gelu_tanh',
+    'erf',
+    'exp',
+    'log',
+    'sqrt',
+    'neg',
+    'abs',
+    'reciprocal',
+    'floor',
+    'ceil',
+    'round',
+    'sin',
+    'cos',
+    'softplus',
+    'elu',
+    'selu',
+    'sign',
+  ],
 });
 
 /** Codes from `equal` on write bool (FIRST_COMPARISON). */
 export const BINARY_ENUM = abiEnum({
-  cName: 'vt_binary_fn', prefix: 'B_', count: 'B_COUNT',
-  names: ['add', 'sub', 'mul', 'div', 'pow', 'max', 'min', 'mod', 'prelu', 'equal', 'less', 'greater', 'less_or_equal',
-    'greater_or_equal'],
+  cName: 'vt_binary_fn',
+  prefix: 'B_',
+  count: 'B_COUNT',
+  names: ['add', 'sub', 'mul', 'div', 'pow', 'max', 'min', 'mod', 'prelu', 'equal', 'less', 'greater', 'less_or_equal', 'greater_or_equal'],
 });
 
 export const REDUCE_ENUM = abiEnum({
-  cName: 'vt_reduce_fn', prefix: 'R_', count: 'R_COUNT',
+  cName: 'vt_reduce_fn',
+  prefix: 'R_',
+  count: 'R_COUNT',
   names: ['sum', 'mean', 'max', 'min', 'prod', 'sum_square', 'l1', 'l2'],
 });
 
 /** Element kinds for CAST and STRIDED_COPY's fill (also the translator's dtype codes). */
 export const KIND_ENUM = abiEnum({
-  cName: 'vt_kind', prefix: 'VT_',
+  cName: 'vt_kind',
+  prefix: 'VT_',
   names: ['float32', 'float64', 'int32', 'int64', 'int8', 'uint8', 'bool', 'int16', 'uint16'],
-  cNames: { float32: 'VT_F32', float64: 'VT_F64', int32: 'VT_I32', int64: 'VT_I64', int8: 'VT_I8', uint8: 'VT_U8', bool: 'VT_BOOL',
-    int16: 'VT_I16', uint16: 'VT_U16' },
+  cNames: {
+    float32: 'VT_F32',
+    float64: 'VT_F64',
+    int32: 'VT_I32',
+    int64: 'VT_I64',
+    int8: 'VT_I8',
+    uint8: 'VT_U8',
+    bool: 'VT_BOOL',
+    int16: 'VT_I16',
+    uint16: 'VT_U16',
+  },
 });
 
 /** REORDER's layout kinds. */
@@ -87,8 +167,19 @@ export const LAYOUT_ENUM = abiEnum({ cName: 'vt_layout_kind', prefix: 'VT_LAYOUT
 /** POOL / GLOBAL_POOL kinds. */
 export const POOL_ENUM = abiEnum({ cName: 'vt_pool_kind', prefix: 'VT_POOL_', names: ['max', 'average'] });
 
-const ENUMS = [KERNEL_OP_ENUM, EPILOGUE_ENUM, RUNTIME_OP_ENUM, UNARY_ENUM, BINARY_ENUM, REDUCE_ENUM, KIND_ENUM, LAYOUT_ENUM, POOL_ENUM,
-  CHAIN_STEP_ENUM, OPERAND_ENUM] as const;
+const ENUMS = [
+  KERNEL_OP_ENUM,
+  EPILOGUE_ENUM,
+  RUNTIME_OP_ENUM,
+  UNARY_ENUM,
+  BINARY_ENUM,
+  REDUCE_ENUM,
+  KIND_ENUM,
+  LAYOUT_ENUM,
+  POOL_ENUM,
+  CHAIN_STEP_ENUM,
+  OPERAND_ENUM,
+] as const;
 
 /** name → code of an enum. */
 export function codesOf<N extends string>(e: AbiEnum<N>): Readonly<Record<N, number>> {

@@ -14,7 +14,10 @@ import { nativeDir } from './paths.js';
 /** The .c and .h files of native-kernels/<folder>, sorted by name. */
 export async function nativeSources(folder: string): Promise<SourceFile[]> {
   const dir = join(nativeDir(), folder);
-  const files = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isFile() && /\.[ch]$/.test(e.name)).map((e) => e.name).sort();
+  const files = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile() && /\.[ch]$/.test(e.name))
+    .map((e) => e.name)
+    .sort();
   return Promise.all(files.map(async (f) => ({ name: `${folder}/${f}`, text: await readFile(join(dir, f), 'utf8') })));
 }
 

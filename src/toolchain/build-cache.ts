@@ -84,8 +84,12 @@ export async function ensureProgram(spec: ProgramSpec): Promise<string> {
         await runCompiler([...flags, ...includes, '-o', temp, ...cfiles, ...libsFor(spec.artifact)], { cwd: work }, cc);
       } catch (e) {
         if (e instanceof VeltairError) throw e;
-        throw new VeltairError('COMPILE_FAILED', `compiling veltair's ${spec.name} failed: ${compilerStderr(e, 3).replace(/\n/g, ' ')}`,
-          spec.hint ?? `check that ${cc.display} supports ${flags.join(' ')}; this is a veltair bug if it does`, 2);
+        throw new VeltairError(
+          'COMPILE_FAILED',
+          `compiling veltair's ${spec.name} failed: ${compilerStderr(e, 3).replace(/\n/g, ' ')}`,
+          spec.hint ?? `check that ${cc.display} supports ${flags.join(' ')}; this is a veltair bug if it does`,
+          2,
+        );
       } finally {
         await rm(work, { recursive: true, force: true });
       }

@@ -46,7 +46,9 @@ function sysfsCaches(): Partial<CacheSizes> {
       if (level === 2) out.l2 = size;
       if (level === 3) out.l3 = size;
     }
-  } catch { /* no sysfs cache info (some VMs, containers): fall back to getconf */ }
+  } catch {
+    /* no sysfs cache info (some VMs, containers): fall back to getconf */
+  }
   return out;
 }
 
@@ -58,7 +60,9 @@ async function getconfCaches(): Promise<Partial<CacheSizes>> {
       return m && Number(m[1]) > 0 ? Number(m[1]) : undefined;
     };
     const out: { l1d?: number; l2?: number; l3?: number } = {};
-    const l1d = get('LEVEL1_DCACHE_SIZE'), l2 = get('LEVEL2_CACHE_SIZE'), l3 = get('LEVEL3_CACHE_SIZE');
+    const l1d = get('LEVEL1_DCACHE_SIZE'),
+      l2 = get('LEVEL2_CACHE_SIZE'),
+      l3 = get('LEVEL3_CACHE_SIZE');
     if (l1d) out.l1d = l1d;
     if (l2) out.l2 = l2;
     if (l3) out.l3 = l3;
@@ -80,10 +84,16 @@ export function detectCaches(): Promise<DetectedCaches> {
     const sources: Record<keyof CacheSizes, CacheSource> = { l1d: 'typical', l2: 'typical', l3: 'typical' };
     const notes: string[] = [];
     for (const level of ['l1d', 'l2', 'l3'] as const) {
-      const fromSys = sys[level], fromConf = conf[level];
-      if (fromSys !== undefined) { sizes[level] = fromSys; sources[level] = 'sysfs'; }
-      else if (fromConf !== undefined) { sizes[level] = fromConf; sources[level] = 'getconf'; }
-      else notes.push(`the ${level.toUpperCase()} cache size is unknown (no sysfs or getconf value): assuming ${TYPICAL[level] / 1024} KiB`);
+      const fromSys = sys[level],
+        fromConf = conf[level];
+      if (fromSys !== undefined) {
+        sizes[level] = fromSys;
+        sources[level] = 'sysfs';
+      } else if (fromConf !== undefined) {
+        sizes[level] = fromConf;
+        sources[level] = 'getconf';
+      } else
+        notes.push(`the ${level.toUpperCase()} cache size is unknown (no sysfs or getconf value): assuming ${TYPICAL[level] / 1024} KiB`);
     }
     return { sizes, sources, notes };
   })();

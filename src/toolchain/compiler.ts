@@ -31,15 +31,21 @@ export function compiler(env: NodeJS.ProcessEnv = process.env): Compiler {
   if (!raw) return { command: 'cc', leadingArgs: [], display: 'cc' };
   const c = plainCommand(raw);
   if ('bad' in c) {
-    throw userError('NO_COMPILER', `CC=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(c.bad)} is not a plain word`,
-      'set CC to a compiler path, optionally after a launcher (e.g. CC="ccache gcc"); quotes and shell syntax are not interpreted');
+    throw userError(
+      'NO_COMPILER',
+      `CC=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(c.bad)} is not a plain word`,
+      'set CC to a compiler path, optionally after a launcher (e.g. CC="ccache gcc"); quotes and shell syntax are not interpreted',
+    );
   }
   return c;
 }
 
 export function noCompiler(c: Compiler): VeltairError {
-  return userError('NO_COMPILER', `C compiler ${JSON.stringify(c.display)} was not found`,
-    'install gcc (e.g. `apt-get install gcc`) or point the CC environment variable at a C compiler');
+  return userError(
+    'NO_COMPILER',
+    `C compiler ${JSON.stringify(c.display)} was not found`,
+    'install gcc (e.g. `apt-get install gcc`) or point the CC environment variable at a C compiler',
+  );
 }
 
 /**
@@ -68,7 +74,11 @@ export async function runCompiler(args: readonly string[], options: CompilerRunO
   try {
     const run = execa(c.command, [...c.leadingArgs, ...args], { ...execaOptions, stdin: 'ignore', env: compilerEnv(), extendEnv: false });
     if (niceness !== undefined && run.pid !== undefined) {
-      try { setPriority(run.pid, Math.max(niceness, getPriority())); } catch { /* gone already, or not allowed: it only runs at normal priority */ }
+      try {
+        setPriority(run.pid, Math.max(niceness, getPriority()));
+      } catch {
+        /* gone already, or not allowed: it only runs at normal priority */
+      }
     }
     await run;
   } catch (e) {
@@ -79,7 +89,11 @@ export async function runCompiler(args: readonly string[], options: CompilerRunO
 
 /** First lines of a compiler failure, for a one-line message. */
 export function compilerStderr(e: unknown, lines = 4): string {
-  return String((e as { stderr?: string }).stderr ?? e).split('\n').filter(Boolean).slice(0, lines).join('\n');
+  return String((e as { stderr?: string }).stderr ?? e)
+    .split('\n')
+    .filter(Boolean)
+    .slice(0, lines)
+    .join('\n');
 }
 
 const versions = new Map<string, Promise<string>>();
@@ -89,11 +103,14 @@ export function compilerVersion(c: Compiler = compiler()): Promise<string> {
   let v = versions.get(c.display);
   if (!v) {
     const run = execa(c.command, [...c.leadingArgs, '--version'], { stdin: 'ignore', env: compilerEnv(), extendEnv: false });
-    v = run.then((r) => r.stdout.trim(), (e: unknown) => {
-      versions.delete(c.display);
-      if (isMissing(e)) throw noCompiler(c);
-      throw e;
-    });
+    v = run.then(
+      (r) => r.stdout.trim(),
+      (e: unknown) => {
+        versions.delete(c.display);
+        if (isMissing(e)) throw noCompiler(c);
+        throw e;
+      },
+    );
     versions.set(c.display, v);
   }
   return v;
@@ -105,8 +122,10 @@ const targetHelp = new Map<string, Promise<string | undefined>>();
 export function compilerTargetHelp(march: string, c: Compiler = compiler()): Promise<string | undefined> {
   let v = targetHelp.get(`${c.display}\0${march}`);
   if (!v) {
-    v = execa(c.command, [...c.leadingArgs, march, '-Q', '--help=target'], { stdin: 'ignore', reject: false })
-      .then((r) => (r.exitCode === 0 && /\[enabled\]/.test(r.stdout) ? r.stdout : undefined), () => undefined);
+    v = execa(c.command, [...c.leadingArgs, march, '-Q', '--help=target'], { stdin: 'ignore', reject: false }).then(
+      (r) => (r.exitCode === 0 && /\[enabled\]/.test(r.stdout) ? r.stdout : undefined),
+      () => undefined,
+    );
     targetHelp.set(`${c.display}\0${march}`, v);
   }
   return v;

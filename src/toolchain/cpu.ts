@@ -51,7 +51,10 @@ export function settleCpuInfo(info: CpuInfo, probe: IsaProber): CpuInfo {
     const flags = new Set([...info.listed, ...Object.keys(probed).filter((f) => probed[f])]);
     return { ...info, flags, probed };
   } catch (e) {
-    return { ...info, probeError: `the ISA probe failed (${(e as Error).message.split('\n')[0]}): ${unsettled.join(', ')} count as absent` };
+    return {
+      ...info,
+      probeError: `the ISA probe failed (${(e as Error).message.split('\n')[0]}): ${unsettled.join(', ')} count as absent`,
+    };
   }
 }
 
@@ -70,7 +73,9 @@ export function cpuInfo(): CpuInfo {
 
 /** The flags of `info` the probe found running although cpuinfo did not list them (sorted). */
 export function probedFlags(info: CpuInfo): string[] {
-  return Object.keys(info.probed).filter((f) => info.probed[f]).sort();
+  return Object.keys(info.probed)
+    .filter((f) => info.probed[f])
+    .sort();
 }
 
 /**
@@ -83,11 +88,52 @@ export function cpuIdentity(): string {
 }
 
 /** cpuinfo flags that name instruction-set extensions a compiler can target (not OS or erratum flags). */
-const ISA_FLAG = new RegExp(`^(${[
-  'mmx', 'sse\\d?(_\\d)?', 'ssse3', 'lahf_lm', 'sse4a', 'pni', 'avx\\w*', 'fma4?', 'f16c', 'bmi[12]', 'adx', 'popcnt', 'movbe', 'abm', 'lzcnt',
-  'aes', 'pclmulqdq', 'vpclmulqdq', 'vaes', 'gfni', 'sha_ni', 'xop', 'tbm', 'amx\\w*', 'rdrand', 'mmxext', 'rdseed', 'clflushopt', 'clwb',
-  'xsavec?', 'xsaveopt', 'xsaves', 'movdiri', 'movdir64b', 'serialize', 'cx16', 'prefetchw', 'prfchw', 'rdpid', 'wbnoinvd', 'ptwrite', 'lwp',
-].join('|')})$`);
+const ISA_FLAG = new RegExp(
+  `^(${[
+    'mmx',
+    'sse\\d?(_\\d)?',
+    'ssse3',
+    'lahf_lm',
+    'sse4a',
+    'pni',
+    'avx\\w*',
+    'fma4?',
+    'f16c',
+    'bmi[12]',
+    'adx',
+    'popcnt',
+    'movbe',
+    'abm',
+    'lzcnt',
+    'aes',
+    'pclmulqdq',
+    'vpclmulqdq',
+    'vaes',
+    'gfni',
+    'sha_ni',
+    'xop',
+    'tbm',
+    'amx\\w*',
+    'rdrand',
+    'mmxext',
+    'rdseed',
+    'clflushopt',
+    'clwb',
+    'xsavec?',
+    'xsaveopt',
+    'xsaves',
+    'movdiri',
+    'movdir64b',
+    'serialize',
+    'cx16',
+    'prefetchw',
+    'prfchw',
+    'rdpid',
+    'wbnoinvd',
+    'ptwrite',
+    'lwp',
+  ].join('|')})$`,
+);
 
 export function isaFlagsOf(flags: Iterable<string>): string[] {
   return [...new Set([...flags].filter((f) => ISA_FLAG.test(f)))].sort();
@@ -96,15 +142,23 @@ export function isaFlagsOf(flags: Iterable<string>): string[] {
 /** Cores this process may run on (its affinity mask), else every core the OS lists. */
 export function availableCores(): number[] {
   try {
-    const line = readFileSync('/proc/self/status', 'utf8').split('\n').find((l) => l.startsWith('Cpus_allowed_list:'));
+    const line = readFileSync('/proc/self/status', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Cpus_allowed_list:'));
     if (line) {
-      const cores = line.split(':')[1]!.trim().split(',').flatMap((part) => {
-        const [a, b] = part.split('-').map(Number);
-        return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, i) => a! + i);
-      });
+      const cores = line
+        .split(':')[1]!
+        .trim()
+        .split(',')
+        .flatMap((part) => {
+          const [a, b] = part.split('-').map(Number);
+          return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, i) => a! + i);
+        });
       if (cores.length > 0 && cores.every(Number.isInteger)) return cores;
     }
-  } catch { /* not Linux */ }
+  } catch {
+    /* not Linux */
+  }
   return cpus().map((_, i) => i);
 }
 
@@ -114,8 +168,11 @@ export function parseCoreList(text: string, allCores: readonly number[] = availa
   const cores = parts.map(Number);
   const bad = parts.find((p, i) => !/^\d+$/.test(p) || !allCores.includes(cores[i]!));
   if (bad !== undefined || new Set(cores).size !== cores.length) {
-    throw userError('BAD_ARGUMENT', `--cores ${JSON.stringify(text)} is not a list of distinct available cores`,
-      `give comma-separated core ids from ${allCores.join(',')}, e.g. --cores ${allCores[allCores.length - 1]}`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `--cores ${JSON.stringify(text)} is not a list of distinct available cores`,
+      `give comma-separated core ids from ${allCores.join(',')}, e.g. --cores ${allCores[allCores.length - 1]}`,
+    );
   }
   return cores;
 }
@@ -129,7 +186,9 @@ export function cgroupCpuLimit(read: (path: string) => string = (p) => readFileS
   try {
     const [quota, period] = read('/sys/fs/cgroup/cpu.max').trim().split(/\s+/);
     return quota === 'max' ? undefined : cores(Number(quota), Number(period));
-  } catch { /* not cgroup v2 */ }
+  } catch {
+    /* not cgroup v2 */
+  }
   try {
     return cores(Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us').trim()), Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us').trim()));
   } catch {

@@ -52,8 +52,11 @@ export function sanitizerFlags(env: NodeJS.ProcessEnv = process.env): readonly s
   if (!v) return [];
   const names = v.split(',').map((s) => s.trim());
   if (names.some((n) => !SANITIZERS.has(n))) {
-    throw userError('BAD_ARGUMENT', `VELTAIR_SANITIZE=${JSON.stringify(v)} names a sanitizer veltair does not build with`,
-      `use a comma list of ${[...SANITIZERS].join(', ')}, e.g. VELTAIR_SANITIZE=address,undefined`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `VELTAIR_SANITIZE=${JSON.stringify(v)} names a sanitizer veltair does not build with`,
+      `use a comma list of ${[...SANITIZERS].join(', ')}, e.g. VELTAIR_SANITIZE=address,undefined`,
+    );
   }
   // gcc's `undefined` leaves out float-cast-overflow (an out-of-range double → int conversion): add it.
   const all = names.includes('undefined') ? [...names, 'float-cast-overflow'] : names;
@@ -66,7 +69,8 @@ export function sanitizerFlags(env: NodeJS.ProcessEnv = process.env): readonly s
  * other artifacts run only on the machine that builds them, so they stay native.
  */
 export function flagsFor(artifact: Artifact, level: IsaLevel = 'native'): readonly string[] {
-  const base = artifact !== 'kernel' || level === 'native' ? FLAGS[artifact] : FLAGS.kernel.map((f) => (f === '-march=native' ? marchOf(level) : f));
+  const base =
+    artifact !== 'kernel' || level === 'native' ? FLAGS[artifact] : FLAGS.kernel.map((f) => (f === '-march=native' ? marchOf(level) : f));
   const extra = sanitizerFlags();
   return extra.length === 0 ? base : [...base, ...extra];
 }

@@ -32,7 +32,10 @@ export interface HeaderSnapshot {
 export async function headerSnapshot(): Promise<HeaderSnapshot> {
   const read = await Promise.all(SOURCE_HEADERS.map(async (name) => ({ name, text: await readFile(join(nativeDir(), name), 'utf8') })));
   const files = [...read, { name: ABI_HEADER, text: abiHeader() }];
-  const hash = createHash('sha256').update('headers-v3\0').update(files.map((f) => `${f.name}\0${f.text}`).join('\0')).digest('hex');
+  const hash = createHash('sha256')
+    .update('headers-v3\0')
+    .update(files.map((f) => `${f.name}\0${f.text}`).join('\0'))
+    .digest('hex');
   return { files, hash };
 }
 

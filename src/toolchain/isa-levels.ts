@@ -7,7 +7,14 @@
 
 /** gcc's -m option names → /proc/cpuinfo flag names, where they differ (the rest match exactly). */
 export const CPUINFO_NAME: Readonly<Record<string, string>> = {
-  bmi: 'bmi1', lzcnt: 'abm', sse3: 'pni', 'sse4.1': 'sse4_1', 'sse4.2': 'sse4_2', pclmul: 'pclmulqdq', sha: 'sha_ni', rdrnd: 'rdrand',
+  bmi: 'bmi1',
+  lzcnt: 'abm',
+  sse3: 'pni',
+  'sse4.1': 'sse4_1',
+  'sse4.2': 'sse4_2',
+  pclmul: 'pclmulqdq',
+  sha: 'sha_ni',
+  rdrnd: 'rdrand',
   sahf: 'lahf_lm',
 };
 

@@ -44,7 +44,11 @@ function probeBinary(): string {
   mkdirSync(join(cacheDir(), 'tools'), { recursive: true });
   const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
-    execFileSync(cc.command, [...cc.leadingArgs, '-O1', '-std=gnu11', '-x', 'c', '-', '-o', temp], { env, input: source, stdio: ['pipe', 'ignore', 'pipe'] });
+    execFileSync(cc.command, [...cc.leadingArgs, '-O1', '-std=gnu11', '-x', 'c', '-', '-o', temp], {
+      env,
+      input: source,
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     renameSync(temp, path);
   } finally {
     rmSync(temp, { force: true });

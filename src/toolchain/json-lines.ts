@@ -39,20 +39,39 @@ export function readJsonLines(child: ToolChild, toolName: string): JsonLineReade
     while ((nl = pending.indexOf('\n')) >= 0) {
       const line = pending.slice(0, nl);
       pending = pending.slice(nl + 1);
-      try { events.push(JSON.parse(line) as ToolEvent); } catch { /* not protocol output */ }
+      try {
+        events.push(JSON.parse(line) as ToolEvent);
+      } catch {
+        /* not protocol output */
+      }
     }
     notify();
   });
   child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-2000); });
-  void child.then(() => { exited = true; notify(); });
+  child.stderr?.on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-2000);
+  });
+  void child.then(() => {
+    exited = true;
+    notify();
+  });
   return {
     events,
     stderrTail: () => stderr.trim(),
     waitFor(match, { from = 0, timeoutMs, what }) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new VeltairError('INTERNAL', `veltair's ${toolName} tool did not report ${what} within ${timeoutMs} ms`,
-          'the machine may be overloaded or short of memory', 2)), timeoutMs);
+        const timer = setTimeout(
+          () =>
+            reject(
+              new VeltairError(
+                'INTERNAL',
+                `veltair's ${toolName} tool did not report ${what} within ${timeoutMs} ms`,
+                'the machine may be overloaded or short of memory',
+                2,
+              ),
+            ),
+          timeoutMs,
+        );
         const check = () => {
           const found = events.slice(from).find((e) => match(e) || typeof e['error'] === 'string' || e['event'] === 'error');
           if (found && !(typeof found['error'] === 'string' || found['event'] === 'error')) {
@@ -61,8 +80,17 @@ export function readJsonLines(child: ToolChild, toolName: string): JsonLineReade
           } else if (found || exited) {
             clearTimeout(timer);
             const message = found ? String(found['message'] ?? found['error']) : `exited before ${what}: ${stderr.trim() || 'no output'}`;
-            reject(Object.assign(new VeltairError('INTERNAL', `veltair's ${toolName} tool failed: ${message}`,
-              'the machine may be short of memory; try smaller settings', 2), { toolMessage: message }));
+            reject(
+              Object.assign(
+                new VeltairError(
+                  'INTERNAL',
+                  `veltair's ${toolName} tool failed: ${message}`,
+                  'the machine may be short of memory; try smaller settings',
+                  2,
+                ),
+                { toolMessage: message },
+              ),
+            );
           } else {
             wake.push(check);
           }

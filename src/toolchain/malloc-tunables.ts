@@ -4,4 +4,5 @@
  * in page faults; every served or timed process (ONNX Runtime's and veltair's alike) starts with
  * these, so no arm is measured at a handicap.
  */
-export const MALLOC_KEEP_TUNABLES = 'glibc.malloc.trim_threshold=4294967295:glibc.malloc.mmap_threshold=33554432:glibc.malloc.top_pad=268435456';
+export const MALLOC_KEEP_TUNABLES =
+  'glibc.malloc.trim_threshold=4294967295:glibc.malloc.mmap_threshold=33554432:glibc.malloc.top_pad=268435456';

@@ -10,8 +10,11 @@ export function nodeIncludeDir(): string {
   const candidates = [join(dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'];
   const found = candidates.find((d) => existsSync(join(d, 'node_api.h')));
   if (found === undefined) {
-    throw userError('NO_COMPILER', `node_api.h was not found (looked in ${candidates.join(', ')})`,
-      'install the Node.js development headers (e.g. `apt-get install libnode-dev` or a Node.js tarball, which ships include/node)');
+    throw userError(
+      'NO_COMPILER',
+      `node_api.h was not found (looked in ${candidates.join(', ')})`,
+      'install the Node.js development headers (e.g. `apt-get install libnode-dev` or a Node.js tarball, which ships include/node)',
+    );
   }
   return found;
 }

@@ -19,8 +19,11 @@ export interface SymbolLister {
 }
 
 function noNm(display: string): VeltairError {
-  return userError('MISSING_DEPENDENCY', `nm ${JSON.stringify(display)} was not found: veltair lists each kernel object's symbols with it`,
-    'install binutils (e.g. `apt-get install binutils`; gcc needs it anyway) or point the NM environment variable at an nm');
+  return userError(
+    'MISSING_DEPENDENCY',
+    `nm ${JSON.stringify(display)} was not found: veltair lists each kernel object's symbols with it`,
+    'install binutils (e.g. `apt-get install binutils`; gcc needs it anyway) or point the NM environment variable at an nm',
+  );
 }
 
 const found = new Map<string, Promise<SymbolLister>>();
@@ -29,13 +32,23 @@ async function locate(raw: string | undefined, cc: Compiler): Promise<SymbolList
   if (raw) {
     const nm = plainCommand(raw);
     if ('bad' in nm) {
-      throw userError('MISSING_DEPENDENCY', `NM=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(nm.bad)} is not a plain word`,
-        'set NM to an nm path; quotes and shell syntax are not interpreted');
+      throw userError(
+        'MISSING_DEPENDENCY',
+        `NM=${JSON.stringify(raw)} is not a command veltair can run: ${JSON.stringify(nm.bad)} is not a plain word`,
+        'set NM to an nm path; quotes and shell syntax are not interpreted',
+      );
     }
     return nm;
   }
-  const asked = await execa(cc.command, [...cc.leadingArgs, '-print-prog-name=nm'], { stdin: 'ignore', env: compilerEnv(), extendEnv: false, reject: false })
-    .then((r) => (r.exitCode === 0 ? r.stdout.trim() : ''), () => '');
+  const asked = await execa(cc.command, [...cc.leadingArgs, '-print-prog-name=nm'], {
+    stdin: 'ignore',
+    env: compilerEnv(),
+    extendEnv: false,
+    reject: false,
+  }).then(
+    (r) => (r.exitCode === 0 ? r.stdout.trim() : ''),
+    () => '',
+  );
   const path = isAbsolute(asked) && existsSync(asked) ? asked : 'nm';
   return { command: path, leadingArgs: [], display: path };
 }
@@ -62,14 +75,22 @@ export async function definedGlobals(objectPath: string, nm?: SymbolLister): Pro
  * definedGlobals of several objects in one nm call (a process per object cost ~20 ms each here,
  * more than listing them). Paths as given, resolved against `cwd`; none may contain ": ".
  */
-export async function definedGlobalsOfEach(objectPaths: readonly string[], nm?: SymbolLister, cwd?: string): Promise<Map<string, string[]>> {
+export async function definedGlobalsOfEach(
+  objectPaths: readonly string[],
+  nm?: SymbolLister,
+  cwd?: string,
+): Promise<Map<string, string[]>> {
   const out = new Map(objectPaths.map((p) => [p, [] as string[]]));
   if (objectPaths.length === 0) return out;
-  const tool = nm ?? await symbolLister();
+  const tool = nm ?? (await symbolLister());
   let stdout: string;
   try {
-    ({ stdout } = await execa(tool.command, [...tool.leadingArgs, '-A', '-g', '--defined-only', '-P', ...objectPaths],
-      { stdin: 'ignore', env: compilerEnv(), extendEnv: false, ...(cwd ? { cwd } : {}) }));
+    ({ stdout } = await execa(tool.command, [...tool.leadingArgs, '-A', '-g', '--defined-only', '-P', ...objectPaths], {
+      stdin: 'ignore',
+      env: compilerEnv(),
+      extendEnv: false,
+      ...(cwd ? { cwd } : {}),
+    }));
   } catch (e) {
     if ((e as { code?: string }).code === 'ENOENT') throw noNm(tool.display);
     throw e;
@@ -78,7 +99,13 @@ export async function definedGlobalsOfEach(objectPaths: readonly string[], nm?: 
   for (const line of stdout.split('\n')) {
     const at = line.indexOf(': ');
     const names = at < 0 ? undefined : out.get(line.slice(0, at));
-    const name = at < 0 ? '' : line.slice(at + 2).trim().split(/\s+/)[0] ?? '';
+    const name =
+      at < 0
+        ? ''
+        : (line
+            .slice(at + 2)
+            .trim()
+            .split(/\s+/)[0] ?? '');
     if (names && name.length > 0) names.push(name);
   }
   return out;

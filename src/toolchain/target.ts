@@ -56,7 +56,10 @@ export function detectTarget(level: IsaLevel = 'native'): Promise<Target> {
   if (!t) {
     t = (async () => {
       const [caches, version] = await Promise.all([detectCaches(), compilerVersion()]);
-      return targetOf({ cpu: cpuInfo(), caches: caches.sizes, cores: availableParallelism(), cc: version.split('\n')[0] ?? version }, level);
+      return targetOf(
+        { cpu: cpuInfo(), caches: caches.sizes, cores: availableParallelism(), cc: version.split('\n')[0] ?? version },
+        level,
+      );
     })();
     detected.set(level, t);
   }
@@ -76,7 +79,11 @@ export async function targetNotes(): Promise<readonly string[]> {
 /** A target with the given ISA, for tests and cross-generation (cores/caches of a small machine). */
 export function syntheticTarget(isa: Isa, cores = 2): Target {
   return {
-    cpuModel: 'synthetic', isa, cores, caches: { l1d: 32 * 1024, l2: 1024 * 1024, l3: 16 * 1024 * 1024 },
-    cc: 'cc', cflags: flagsFor('kernel'),
+    cpuModel: 'synthetic',
+    isa,
+    cores,
+    caches: { l1d: 32 * 1024, l2: 1024 * 1024, l3: 16 * 1024 * 1024 },
+    cc: 'cc',
+    cflags: flagsFor('kernel'),
   };
 }

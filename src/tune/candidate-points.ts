@@ -42,29 +42,47 @@ const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id 
  * `records`: the workload's records for this target at the thread counts the family considered,
  * failures included; `levels`: the levels the family was selected over.
  */
-export function workloadProfile(workload: string, records: readonly TuningRecord[], levels: readonly number[], family: Family,
-  considered: readonly FamilyCandidate[]): WorkloadProfile {
+export function workloadProfile(
+  workload: string,
+  records: readonly TuningRecord[],
+  levels: readonly number[],
+  family: Family,
+  considered: readonly FamilyCandidate[],
+): WorkloadProfile {
   const kept = new Set(family.versions.map((v) => v.id));
   const okById = new Map(considered.map((c) => [c.id, c]));
   const candidates = records.map((r): CandidateProfile => {
     const id = recordId(r);
     const measured = levelsOf(r).filter((l) => levels.includes(l));
-    const latencyMs = Object.fromEntries(measured.flatMap((l) => {
-      const ms = medianMs(r, l);
-      return ms === undefined ? [] : [[String(l), ms]];
-    }));
+    const latencyMs = Object.fromEntries(
+      measured.flatMap((l) => {
+        const ms = medianMs(r, l);
+        return ms === undefined ? [] : [[String(l), ms]];
+      }),
+    );
     const self = okById.get(id);
     return {
-      id, status: r.status, schedule: r.schedule, threads: r.threads,
-      footprintBytes: r.features.footprintBytes, parallelChunks: r.features.parallelChunks,
+      id,
+      status: r.status,
+      schedule: r.schedule,
+      threads: r.threads,
+      footprintBytes: r.features.footprintBytes,
+      parallelChunks: r.features.parallelChunks,
       latencyMs,
       repeats: r.status === 'ok' ? Object.fromEntries(measured.map((l) => [String(l), r.latencies[String(l)]!.length])) : {},
       kept: kept.has(id),
       dominated: self !== undefined && considered.some((b) => b !== self && dominates(b, self)),
     };
   });
-  const seconds = records.reduce((s, r) => s + Object.entries(r.latencies)
-    .filter(([l]) => levels.includes(Number(l))).reduce((t, [, xs]) => t + xs.reduce((u, x) => u + x, 0), 0), 0) / 1000;
+  const seconds =
+    records.reduce(
+      (s, r) =>
+        s +
+        Object.entries(r.latencies)
+          .filter(([l]) => levels.includes(Number(l)))
+          .reduce((t, [, xs]) => t + xs.reduce((u, x) => u + x, 0), 0),
+      0,
+    ) / 1000;
   const unique = [...new Map(candidates.map((c) => [c.id, c])).values()].sort(byId);
   return { workload, candidates: unique, timedSeconds: Math.round(seconds * 1e6) / 1e6 };
 }

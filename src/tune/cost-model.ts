@@ -65,14 +65,18 @@ export function fitRidge(rows: readonly (readonly number[])[], y: readonly numbe
   });
   const z = rows.map((r) => r.map((x, j) => (x - mean[j]!) / scale[j]!));
   const yMean = y.reduce((s, v) => s + v, 0) / n;
-  const a = Array.from({ length: d }, (_, i) => Array.from({ length: d }, (_, j) =>
-    z.reduce((s, r) => s + r[i]! * r[j]!, 0) + (i === j ? lambda : 0)));
+  const a = Array.from({ length: d }, (_, i) =>
+    Array.from({ length: d }, (_, j) => z.reduce((s, r) => s + r[i]! * r[j]!, 0) + (i === j ? lambda : 0)),
+  );
   const b = Array.from({ length: d }, (_, i) => z.reduce((s, r, k) => s + r[i]! * (y[k]! - yMean), 0));
   const w = solveSpd(a, b);
   const weights = w.map((wj, j) => wj / scale[j]!);
   const intercept = yMean - weights.reduce((s, wj, j) => s + wj * mean[j]!, 0);
   return {
-    weights, intercept, mean, scale,
+    weights,
+    intercept,
+    mean,
+    scale,
     predict: (x) => intercept + x.reduce((s, xj, j) => s + xj * weights[j]!, 0),
   };
 }
@@ -82,10 +86,20 @@ const lg = (x: number) => Math.log2(Math.max(1, x));
 /** The schedule part of a row: locality (footprints), parallelism (chunks, threads) and code shape. */
 export function scheduleColumns(f: ScheduleFeatures, s: Schedule): number[] {
   return [
-    lg(f.footprintBytes.l1), lg(f.footprintBytes.l2), lg(f.footprintBytes.l3),
-    lg(f.parallelChunks), f.threads, lg(f.threads), f.loadBalance, lg(f.arithmeticIntensity + 1),
-    f.registerTile, lg(f.reductionSplit), s.vec, s.unroll,
-    s.loopOrder === 'oc_outer' ? 1 : 0, s.parallelAxis === 'oc' ? 1 : 0,
+    lg(f.footprintBytes.l1),
+    lg(f.footprintBytes.l2),
+    lg(f.footprintBytes.l3),
+    lg(f.parallelChunks),
+    f.threads,
+    lg(f.threads),
+    f.loadBalance,
+    lg(f.arithmeticIntensity + 1),
+    f.registerTile,
+    lg(f.reductionSplit),
+    s.vec,
+    s.unroll,
+    s.loopOrder === 'oc_outer' ? 1 : 0,
+    s.parallelAxis === 'oc' ? 1 : 0,
   ];
 }
 
@@ -94,8 +108,9 @@ export function rowFor(f: ScheduleFeatures, s: Schedule, level: number, levels: 
   const base = scheduleColumns(f, s);
   const noisy = levels.filter((l) => l !== 0);
   const oneHot = noisy.map((l) => (l === level ? 1 : 0));
-  const interactions = noisy.flatMap((l) => (l === level
-    ? [lg(f.footprintBytes.l2), lg(f.footprintBytes.l3), lg(f.parallelChunks), f.threads] : [0, 0, 0, 0]));
+  const interactions = noisy.flatMap((l) =>
+    l === level ? [lg(f.footprintBytes.l2), lg(f.footprintBytes.l3), lg(f.parallelChunks), f.threads] : [0, 0, 0, 0],
+  );
   return [...base, ...oneHot, ...interactions];
 }
 
@@ -115,6 +130,10 @@ export interface LatencyModel {
 export function fitLatencyModel(obs: readonly Observation[], levels: readonly number[], lambda = 1): LatencyModel | undefined {
   const ok = obs.filter((o) => o.medianMs > 0 && Number.isFinite(o.medianMs));
   if (ok.length < 4) return undefined;
-  const model = fitRidge(ok.map((o) => rowFor(o.features, o.schedule, o.level, levels)), ok.map((o) => Math.log(o.medianMs)), lambda);
+  const model = fitRidge(
+    ok.map((o) => rowFor(o.features, o.schedule, o.level, levels)),
+    ok.map((o) => Math.log(o.medianMs)),
+    lambda,
+  );
   return { predictMs: (f, s, level) => Math.exp(model.predict(rowFor(f, s, level, levels))) };
 }

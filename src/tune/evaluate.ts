@@ -47,7 +47,9 @@ export interface EvaluateContext {
 /** A database record as a trial result, restricted to the requested levels. */
 export function trialFromRecord(r: TuningRecord, id: string, levels: readonly number[], fromDb: boolean): TrialResult {
   const wanted = levels.map(String);
-  const have = levelsOf(r).map(String).filter((l) => wanted.includes(l));
+  const have = levelsOf(r)
+    .map(String)
+    .filter((l) => wanted.includes(l));
   const medians: Record<string, number> = {};
   const repeats: Record<string, readonly number[]> = {};
   for (const l of have) {
@@ -56,10 +58,16 @@ export function trialFromRecord(r: TuningRecord, id: string, levels: readonly nu
     if (m !== undefined) medians[l] = m;
   }
   return {
-    id, schedule: r.schedule, features: r.features, symbol: kernelSymbol(r.workloadSpec, r.schedule), status: r.status,
-    medianMs: medians, repeatsMs: repeats,
+    id,
+    schedule: r.schedule,
+    features: r.features,
+    symbol: kernelSymbol(r.workloadSpec, r.schedule),
+    status: r.status,
+    medianMs: medians,
+    repeatsMs: repeats,
     unavailableLevels: r.status === 'ok' ? levels.filter((l) => !have.includes(String(l))) : [],
-    fromDb, ...(r.error !== undefined ? { error: r.error } : {}),
+    fromDb,
+    ...(r.error !== undefined ? { error: r.error } : {}),
   };
 }
 
@@ -87,8 +95,14 @@ function bestQuietMs(db: TuningDatabase, key: string, threads: number): number |
  * Fold per-level measurements into one record: ok only if every measured level was ok. A level
  * skipped by screening is simply absent (the record says where it was measured, nothing more).
  */
-function recordFrom(w: Workload, s: Schedule, ctx: EvaluateContext, levels: readonly number[], ms: readonly (Measurement | undefined)[],
-  candidateFeatures: TuningRecord['features']): TuningRecord {
+function recordFrom(
+  w: Workload,
+  s: Schedule,
+  ctx: EvaluateContext,
+  levels: readonly number[],
+  ms: readonly (Measurement | undefined)[],
+  candidateFeatures: TuningRecord['features'],
+): TuningRecord {
   const latencies: Record<string, readonly number[]> = {};
   let failure: { status: Measurement['status']; message: string } | undefined;
   ms.forEach((m, i) => {
@@ -96,8 +110,15 @@ function recordFrom(w: Workload, s: Schedule, ctx: EvaluateContext, levels: read
     if (m.status === 'ok' && m.repeatsMs.length > 0) latencies[String(levels[i])] = m.repeatsMs;
     else failure ??= { status: m.status === 'ok' ? 'crash' : m.status, message: `level ${levels[i]}: ${m.message ?? m.status}` };
   });
-  return makeRecord({ workload: w, target: ctx.target, schedule: s, features: candidateFeatures, latencies,
-    status: failure ? failure.status : 'ok', ...(failure ? { error: failure.message } : {}) });
+  return makeRecord({
+    workload: w,
+    target: ctx.target,
+    schedule: s,
+    features: candidateFeatures,
+    latencies,
+    status: failure ? failure.status : 'ok',
+    ...(failure ? { error: failure.message } : {}),
+  });
 }
 
 /** One workload's schedules, within a multi-workload evaluation (evaluateBatches); `onTrial` replaces the context's for them. */
@@ -147,8 +168,14 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
 
   if (todo.length > 0) {
     const buildStart = performance.now();
-    const built = new Map((await buildKernels(todo.map((t) => t.unit), { cflags: ctx.target.cflags, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}) }))
-      .map((b) => [b.symbol, b]));
+    const built = new Map(
+      (
+        await buildKernels(
+          todo.map((t) => t.unit),
+          { cflags: ctx.target.cflags, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}) },
+        )
+      ).map((b) => [b.symbol, b]),
+    );
     ctx.onPhase?.('build', (performance.now() - buildStart) / 1000);
     const settle = async (t: Todo, record: TuningRecord) => {
       await ctx.db.append([record], ctx.recordsFile ? { file: ctx.recordsFile } : {});
@@ -158,13 +185,24 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
     };
     const runnable: (Todo & { levels: number[]; soPath: string; symbol: string; threads: number })[] = [];
     for (const t of todo) {
-      const b = built.get(t.unit.symbol)!, s = batches[t.b]!.schedules[t.i]!;
+      const b = built.get(t.unit.symbol)!,
+        s = batches[t.b]!.schedules[t.i]!;
       const levels = ctx.levelsFor(s.threads).filter((l) => ctx.levels.includes(l));
       if (levels.length === 0) throw internalError(`schedule with ${s.threads} threads has no level to be measured at`);
       if (b.status === 'ok') runnable.push({ ...t, levels, soPath: b.soPath, symbol: b.symbol, threads: s.threads });
       else {
-        await settle(t, makeRecord({ workload: batches[t.b]!.workload, target: ctx.target, schedule: s, features: t.cand.features, latencies: {},
-          status: 'compile_error', error: b.message }));
+        await settle(
+          t,
+          makeRecord({
+            workload: batches[t.b]!.workload,
+            target: ctx.target,
+            schedule: s,
+            features: t.cand.features,
+            latencies: {},
+            status: 'compile_error',
+            error: b.message,
+          }),
+        );
       }
     }
     const measureStart = performance.now();
@@ -172,23 +210,37 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
       const group = runnable.filter((r) => r.threads === threads);
       const bank = group.some((r) => r.levels.some((l) => l !== 0)) ? await ctx.bank() : undefined;
       const screen = ctx.noisyScreen ?? DEFAULT_NOISY_SCREEN;
-      const jobs = group.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads, flops: r.cand.features.flops }, levels: r.levels }));
-      await measureCandidatesAtLevels(jobs, bank, {
-        ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
-        ...(ctx.minTimeMs !== undefined ? { minTimeMs: ctx.minTimeMs } : {}),
-        ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
-      }, {
-        // The median the record will hold (of its repeats), so a rerun's view of the screen agrees with this one's.
-        keepMeasuring: (g, first) => group[g]!.levels[0] !== 0
-          || !(median(first.repeatsMs) > screen * (bestQuietMs(ctx.db, batches[group[g]!.b]!.workload.key, threads) ?? Infinity)),
-        onCandidate: async (g, ms) => {
-          const r = group[g]!, w = batches[r.b]!.workload;
-          await settle(r, recordFrom(w, batches[r.b]!.schedules[r.i]!, ctx, r.levels, ms, r.cand.features));
+      const jobs = group.map((r) => ({
+        job: { soPath: r.soPath, symbol: r.symbol, threads, flops: r.cand.features.flops },
+        levels: r.levels,
+      }));
+      await measureCandidatesAtLevels(
+        jobs,
+        bank,
+        {
+          ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
+          ...(ctx.minTimeMs !== undefined ? { minTimeMs: ctx.minTimeMs } : {}),
+          ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
         },
-      });
+        {
+          // The median the record will hold (of its repeats), so a rerun's view of the screen agrees with this one's.
+          keepMeasuring: (g, first) =>
+            group[g]!.levels[0] !== 0 ||
+            !(median(first.repeatsMs) > screen * (bestQuietMs(ctx.db, batches[group[g]!.b]!.workload.key, threads) ?? Infinity)),
+          onCandidate: async (g, ms) => {
+            const r = group[g]!,
+              w = batches[r.b]!.workload;
+            await settle(r, recordFrom(w, batches[r.b]!.schedules[r.i]!, ctx, r.levels, ms, r.cand.features));
+          },
+        },
+      );
     }
     ctx.onPhase?.('measure', (performance.now() - measureStart) / 1000);
   }
-  results.forEach((rs, b) => rs.forEach((r) => { if (r!.fromDb) onTrial(b)?.(r!); }));
+  results.forEach((rs, b) =>
+    rs.forEach((r) => {
+      if (r!.fromDb) onTrial(b)?.(r!);
+    }),
+  );
   return results as TrialResult[][];
 }

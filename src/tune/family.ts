@@ -56,7 +56,8 @@ export function bestPerLevel(cands: readonly FamilyCandidate[]): Record<string, 
 
 /** Does b dominate a (measured wherever a was, ≤ at each of those levels, < at one)? */
 export function dominates(b: FamilyCandidate, a: FamilyCandidate): boolean {
-  const mine = levelsOf(a), theirs = new Set(levelsOf(b));
+  const mine = levelsOf(a),
+    theirs = new Set(levelsOf(b));
   if (mine.length === 0 || !mine.every((l) => theirs.has(l))) return false;
   return mine.every((l) => b.latencyMs[l]! <= a.latencyMs[l]!) && mine.some((l) => b.latencyMs[l]! < a.latencyMs[l]!);
 }
@@ -67,26 +68,40 @@ export function nonDominated(cands: readonly FamilyCandidate[]): FamilyCandidate
 
 /** Regret per level of a kept set (fraction; Infinity where no kept version has the level). */
 export function regretOf(kept: readonly FamilyCandidate[], best: Readonly<Record<string, number>>): Record<string, number> {
-  return Object.fromEntries(Object.keys(best).map((l) => {
-    const min = Math.min(...kept.map((c) => c.latencyMs[l] ?? Infinity));
-    return [l, min / best[l]! - 1];
-  }));
+  return Object.fromEntries(
+    Object.keys(best).map((l) => {
+      const min = Math.min(...kept.map((c) => c.latencyMs[l] ?? Infinity));
+      return [l, min / best[l]! - 1];
+    }),
+  );
 }
 
 /** uncovered: levels no member has (compared first); worst/total over the covered levels. */
 interface Scored {
-  readonly set: readonly FamilyCandidate[]; readonly uncovered: number; readonly worst: number; readonly total: number; readonly ids: string;
+  readonly set: readonly FamilyCandidate[];
+  readonly uncovered: number;
+  readonly worst: number;
+  readonly total: number;
+  readonly ids: string;
 }
 
 function score(set: readonly FamilyCandidate[], best: Readonly<Record<string, number>>): Scored {
   const all = Object.values(regretOf(set, best));
   const r = all.filter(Number.isFinite);
-  return { set, uncovered: all.length - r.length, worst: Math.max(0, ...r), total: r.reduce((s, x) => s + x, 0),
-    ids: set.map((c) => c.id).sort().join(',') };
+  return {
+    set,
+    uncovered: all.length - r.length,
+    worst: Math.max(0, ...r),
+    total: r.reduce((s, x) => s + x, 0),
+    ids: set
+      .map((c) => c.id)
+      .sort()
+      .join(','),
+  };
 }
 
-const better = (a: Scored, b: Scored) => a.uncovered - b.uncovered || a.worst - b.worst || a.total - b.total
-  || (a.ids < b.ids ? -1 : a.ids > b.ids ? 1 : 0);
+const better = (a: Scored, b: Scored) =>
+  a.uncovered - b.uncovered || a.worst - b.worst || a.total - b.total || (a.ids < b.ids ? -1 : a.ids > b.ids ? 1 : 0);
 
 function choose(n: number, k: number): number {
   let c = 1;
@@ -137,8 +152,11 @@ function bestBySizeGreedy(pool: readonly FamilyCandidate[], k: number, best: Rea
 
 /** Locality-heavy first: larger cache tile, then fewer chunks; id last so the order is total. */
 export function localityOrder(a: FamilyCandidate, b: FamilyCandidate): number {
-  return b.features.footprintBytes.l2 - a.features.footprintBytes.l2 || a.features.parallelChunks - b.features.parallelChunks
-    || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return (
+    b.features.footprintBytes.l2 - a.features.footprintBytes.l2 ||
+    a.features.parallelChunks - b.features.parallelChunks ||
+    (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  );
 }
 
 export function selectFamily(all: readonly FamilyCandidate[], o: FamilyOptions = {}): Family {

@@ -20,8 +20,10 @@ export interface TunePhases {
 
 /** Every phase rounded to the millisecond, as the summary reports seconds. */
 export const roundPhases = (p: TunePhases): TunePhases => ({
-  warmup: round3(p.warmup), searchBuild: round3(p.searchBuild), searchMeasure: round3(p.searchMeasure),
-  profileBuild: round3(p.profileBuild), profileMeasure: round3(p.profileMeasure),
+  warmup: round3(p.warmup),
+  searchBuild: round3(p.searchBuild),
+  searchMeasure: round3(p.searchMeasure),
+  profileBuild: round3(p.profileBuild),
+  profileMeasure: round3(p.profileMeasure),
 });
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
-

@@ -111,7 +111,7 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
     for (const make of [localityGreedy, parallelHeavy, defaultTableRefresh]) seeds.push(make(workload, target, t));
   }
   const random = (): Schedule => snap({ ...sampleSchedule(workload, target, rng), threads: rng.pick(threadOptions) });
-  for (let i = 0; i < (priors.length > 0 ? 0 : o.randomSeeds ?? 4); i++) seeds.push(random());
+  for (let i = 0; i < (priors.length > 0 ? 0 : (o.randomSeeds ?? 4)); i++) seeds.push(random());
   const priorBest: Record<string, number> = {};
   for (const p of priors) for (const [l, ms] of Object.entries(p.medianMs)) priorBest[l] = Math.min(priorBest[l] ?? Infinity, ms);
 
@@ -120,7 +120,8 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
   function evolve(n: number, taken: Set<string>): Schedule[] {
     const ok = visited.filter((r) => r.status === 'ok');
     if (ok.length === 0) return [];
-    const parents = [...ok].sort((a, b) => fitnessOf(a.medianMs, best) - fitnessOf(b.medianMs, best) || (a.id < b.id ? -1 : 1))
+    const parents = [...ok]
+      .sort((a, b) => fitnessOf(a.medianMs, best) - fitnessOf(b.medianMs, best) || (a.id < b.id ? -1 : 1))
       .slice(0, o.population ?? 8);
     const pool = new Map<string, Schedule>();
     for (let i = 0; i < n * 16 && pool.size < n * 8; i++) {
@@ -128,15 +129,21 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
       if (rng.next() < 0.3) child = snap(mutate(child, workload, target, rng));
       if (fresh(child, taken)) pool.set(scheduleKey(child), child);
     }
-    const obs: Observation[] = ok.flatMap((r) => Object.entries(r.medianMs).map(([l, ms]) =>
-      ({ features: r.features, schedule: r.schedule, level: Number(l), medianMs: ms })));
+    const obs: Observation[] = ok.flatMap((r) =>
+      Object.entries(r.medianMs).map(([l, ms]) => ({ features: r.features, schedule: r.schedule, level: Number(l), medianMs: ms })),
+    );
     // Priors speak in another machine's milliseconds: scaled so their best equals this machine's best so far.
     if (ok.length < 8) {
       for (const p of priors) {
         if (seen.has(scheduleKey(p.schedule))) continue;
         for (const [l, ms] of Object.entries(p.medianMs)) {
           if (best[l] === undefined || !priorBest[l]) continue;
-          obs.push({ features: scheduleFeatures(workload, p.schedule), schedule: p.schedule, level: Number(l), medianMs: ms * best[l]! / priorBest[l]! });
+          obs.push({
+            features: scheduleFeatures(workload, p.schedule),
+            schedule: p.schedule,
+            level: Number(l),
+            medianMs: (ms * best[l]!) / priorBest[l]!,
+          });
         }
       }
     }
@@ -159,7 +166,10 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
     propose(n) {
       const out: Schedule[] = [];
       const taken = new Set<string>();
-      const take = (s: Schedule) => { out.push(s); taken.add(scheduleKey(s)); };
+      const take = (s: Schedule) => {
+        out.push(s);
+        taken.add(scheduleKey(s));
+      };
       while (out.length < n && seeds.length > 0) {
         const s = seeds.shift()!;
         if (fresh(s, taken)) take(s);

@@ -64,7 +64,10 @@ export function pickTask(tasks: readonly TaskProgress[], o: TrialAllocationOptio
     if (t.exhausted) return;
     // a task never given a batch has priority Infinity: warm-ups go first, in task order
     const p = taskPriority(t, o);
-    if (chosen === undefined || p > top) { chosen = i; top = p; }
+    if (chosen === undefined || p > top) {
+      chosen = i;
+      top = p;
+    }
   });
   return chosen;
 }

@@ -34,7 +34,10 @@ export interface WorkloadUse {
   readonly count: number;
 }
 
-export interface Shard { readonly index: number; readonly count: number }
+export interface Shard {
+  readonly index: number;
+  readonly count: number;
+}
 
 export interface TuneProgress {
   readonly workload: string;
@@ -133,7 +136,10 @@ export interface WorkloadFamily extends Family {
   readonly profile: WorkloadProfile;
 }
 
-export interface LevelRegret { readonly meanPercent: number; readonly maxPercent: number }
+export interface LevelRegret {
+  readonly meanPercent: number;
+  readonly maxPercent: number;
+}
 
 export interface TuneResult {
   readonly families: Map<string, WorkloadFamily>;
@@ -165,22 +171,41 @@ export function shardOf(key: string, count: number): number {
 
 function checkOptions(o: TuneOptions, target: Target): { levels: number[]; threads: number[] } {
   if (!Number.isInteger(o.trials) || o.trials < 1) {
-    throw userError('BAD_ARGUMENT', `--trials ${o.trials} is not a positive integer`, 'give at least 1 trial per workload, e.g. --trials 64');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--trials ${o.trials} is not a positive integer`,
+      'give at least 1 trial per workload, e.g. --trials 64',
+    );
   }
   const levels = [...new Set(o.levels ?? [0, 1, 2, 3, 4])].sort((a, b) => a - b);
   if (levels.length === 0 || levels.some((l) => !Number.isInteger(l) || l < 0 || l > 4)) {
-    throw userError('BAD_ARGUMENT', `--levels ${JSON.stringify(o.levels)} must be interference levels from 0 to 4`, 'e.g. --levels 0,1,2,3,4');
+    throw userError(
+      'BAD_ARGUMENT',
+      `--levels ${JSON.stringify(o.levels)} must be interference levels from 0 to 4`,
+      'e.g. --levels 0,1,2,3,4',
+    );
   }
   const threads = [...new Set(o.threads ?? defaultThreadCounts(target.cores))].sort((a, b) => a - b);
   if (threads.length === 0 || threads.some((t) => !Number.isInteger(t) || t < 1 || t > target.cores)) {
-    throw userError('BAD_ARGUMENT', `--threads ${JSON.stringify(o.threads)} must be thread counts from 1 to ${target.cores}`,
-      `e.g. --threads 1,${target.cores}`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `--threads ${JSON.stringify(o.threads)} must be thread counts from 1 to ${target.cores}`,
+      `e.g. --threads 1,${target.cores}`,
+    );
   }
   if (o.maxVersions !== undefined && (!Number.isInteger(o.maxVersions) || o.maxVersions < 1)) {
     throw userError('BAD_ARGUMENT', `--max-versions ${o.maxVersions} is not a positive integer`, 'e.g. --max-versions 5');
   }
-  if (o.shard && !(Number.isInteger(o.shard.count) && o.shard.count >= 1 && Number.isInteger(o.shard.index)
-    && o.shard.index >= 0 && o.shard.index < o.shard.count)) {
+  if (
+    o.shard &&
+    !(
+      Number.isInteger(o.shard.count) &&
+      o.shard.count >= 1 &&
+      Number.isInteger(o.shard.index) &&
+      o.shard.index >= 0 &&
+      o.shard.index < o.shard.count
+    )
+  ) {
     throw userError('BAD_ARGUMENT', `--shard ${o.shard.index}/${o.shard.count} is not a shard i/n with 0 ≤ i < n`, 'e.g. --shard 0/4');
   }
   return { levels, threads };
@@ -212,7 +237,8 @@ export function tasksOf(uses: readonly WorkloadUse[], shard?: Shard): WorkloadUs
     const seen = byKey.get(u.workload.key);
     byKey.set(u.workload.key, { workload: u.workload, count: (seen?.count ?? 0) + u.count });
   }
-  return [...byKey.values()].sort((a, b) => (a.workload.key < b.workload.key ? -1 : 1))
+  return [...byKey.values()]
+    .sort((a, b) => (a.workload.key < b.workload.key ? -1 : 1))
     .filter((u) => !shard || shardOf(u.workload.key, shard.count) === shard.index);
 }
 
@@ -230,26 +256,41 @@ export function defaultTransferTrials(trials: number): number {
 
 export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions): Promise<TuneResult> {
   const started = Date.now();
-  const target = o.target ?? await detectTarget();
+  const target = o.target ?? (await detectTarget());
   const { levels, threads } = checkOptions(o, target);
   const plan = planCores(threads);
   const levelsFor = (t: number) => measurableLevels(plan, t, levels);
   if (threads.every((t) => levelsFor(t).length === 0)) {
-    throw userError('BAD_ARGUMENT', `no thread count in ${threads.join(',')} leaves a core free for the co-runner of levels ${levels.join(',')}`,
-      'add level 0 to --levels or give a smaller --threads');
+    throw userError(
+      'BAD_ARGUMENT',
+      `no thread count in ${threads.join(',')} leaves a core free for the co-runner of levels ${levels.join(',')}`,
+      'add level 0 to --levels or give a smaller --threads',
+    );
   }
   const tasks = tasksOf(uses, o.shard);
   const fingerprint = targetFingerprint(target);
   const recordsFile = o.shard ? shardFileName(o.shard.index, o.shard.count) : undefined;
   if (o.bank && (levels.some((l) => l !== 0 && !o.bank!.levels.includes(l)) || o.bank.plan.noiseCores.join() !== plan.noiseCores.join())) {
-    throw internalError(`the given co-runner bank (levels ${o.bank.levels.join(',')}) does not serve levels ${levels.join(',')} on this core plan`);
+    throw internalError(
+      `the given co-runner bank (levels ${o.bank.levels.join(',')}) does not serve levels ${levels.join(',')} on this core plan`,
+    );
   }
   let bankPromise: Promise<LevelBank | undefined> | undefined = o.bank ? Promise.resolve(o.bank) : undefined;
-  const bank = () => (bankPromise ??= levels.some((l) => l !== 0) && plan.noiseCores.length > 0
-    ? openLevelBank({ levels, plan, ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}), ...(o.noiseSettingsFor ? { settingsFor: o.noiseSettingsFor } : {}) })
-    : Promise.resolve(undefined));
+  const bank = () =>
+    (bankPromise ??=
+      levels.some((l) => l !== 0) && plan.noiseCores.length > 0
+        ? openLevelBank({
+            levels,
+            plan,
+            ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}),
+            ...(o.noiseSettingsFor ? { settingsFor: o.noiseSettingsFor } : {}),
+          })
+        : Promise.resolve(undefined));
 
-  let measured = 0, dbHits = 0, done = 0, profileMeasured = 0;
+  let measured = 0,
+    dbHits = 0,
+    done = 0,
+    profileMeasured = 0;
   const phases = { warmup: 0, searchBuild: 0, searchMeasure: 0, profileBuild: 0, profileMeasure: 0 };
   const addTo = (build: keyof typeof phases, measure: keyof typeof phases) => (p: 'build' | 'measure', s: number) => {
     phases[p === 'build' ? build : measure] += s;
@@ -260,17 +301,44 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   const runs = tasks.flatMap((use) => threads.map((t) => ({ use, threads: t })));
   const transferCap = o.transferTrials ?? defaultTransferTrials(o.trials);
   const ownAt = (key: string, n: number) => o.db.lookup(key).filter((r) => r.threads === n);
-  const seedsOf = runs.map((r) => (transferCap > 0 && ownAt(r.use.workload.key, r.threads).length === 0
-    ? transferSeeds(o.db.foreign(r.use.workload.key).filter((f) => f.threads === r.threads), target, fingerprint, transferCap) : []));
+  const seedsOf = runs.map((r) =>
+    transferCap > 0 && ownAt(r.use.workload.key, r.threads).length === 0
+      ? transferSeeds(
+          o.db.foreign(r.use.workload.key).filter((f) => f.threads === r.threads),
+          target,
+          fingerprint,
+          transferCap,
+        )
+      : [],
+  );
   const caps = seedsOf.map((seeds) => (seeds.length > 0 ? Math.min(o.trials, transferCap) : o.trials));
   const budget = caps.reduce((a, b) => a + b, 0);
-  const searches: TaskSearch[] = runs.map((r, i) => createTaskSearch(r.use.workload, target, {
-    levels, threads: [r.threads], levelsFor, seed: o.seed ?? 1, ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
-    seedSchedules: o.db.seeds(r.use.workload.key).filter((s) => s.threads === r.threads).map((s) => s.schedule),
-    priors: seedsOf[i]!.map((s) => ({ schedule: s.record.schedule,
-      medianMs: Object.fromEntries(levelsOf(s.record).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(s.record, l)!])) })),
+  const searches: TaskSearch[] = runs.map((r, i) =>
+    createTaskSearch(r.use.workload, target, {
+      levels,
+      threads: [r.threads],
+      levelsFor,
+      seed: o.seed ?? 1,
+      ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
+      seedSchedules: o.db
+        .seeds(r.use.workload.key)
+        .filter((s) => s.threads === r.threads)
+        .map((s) => s.schedule),
+      priors: seedsOf[i]!.map((s) => ({
+        schedule: s.record.schedule,
+        medianMs: Object.fromEntries(
+          levelsOf(s.record)
+            .filter((l) => levels.includes(l))
+            .map((l) => [String(l), medianMs(s.record, l)!]),
+        ),
+      })),
+    }),
+  );
+  const progress: (TaskProgress & { history: number[]; exhausted: boolean })[] = runs.map((r) => ({
+    weight: r.use.count,
+    history: [],
+    exhausted: false,
   }));
-  const progress: (TaskProgress & { history: number[]; exhausted: boolean })[] = runs.map((r) => ({ weight: r.use.count, history: [], exhausted: false }));
   const transferredOf = (t: WorkloadUse) => runs.flatMap((r, i) => (r.use === t ? [seedsOf[i]!] : [])).filter((x) => x.length > 0);
   const distances = tasks.flatMap((t) => transferredOf(t).map((x) => x[0]!.distance)).sort((a, b) => a - b);
   const transfer: TransferSummary = {
@@ -282,24 +350,35 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   };
   const batch = Math.max(1, o.batchSize ?? Math.min(8, o.trials));
   const ctxBase = {
-    target, fingerprint, db: o.db, levels, levelsFor, bank,
+    target,
+    fingerprint,
+    db: o.db,
+    levels,
+    levelsFor,
+    bank,
     ...(recordsFile ? { recordsFile } : {}),
     ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}),
     ...(o.minTimeMs !== undefined ? { minTimeMs: o.minTimeMs } : {}),
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
     ...(o.noisyScreen !== undefined ? { noisyScreen: o.noisyScreen } : {}),
   };
-  const count = (r: TrialResult) => { if (r.fromDb) dbHits++; else measured++; };
+  const count = (r: TrialResult) => {
+    if (r.fromDb) dbHits++;
+    else measured++;
+  };
 
   // Resume, as a tuner reading its own log does: the records this target already holds for a run
   // count toward the run's budget (fastest first), whichever search proposed them. Without this, a
   // change to the presets or the seeds makes every rerun against a full database (the shipped
   // records included) measure a new batch of candidates for workloads it has tuned.
   runs.forEach((r, i) => {
-    const quiet = (x: TrialResult) => (x.status === 'ok' ? x.medianMs['0'] ?? Infinity : Infinity);
+    const quiet = (x: TrialResult) => (x.status === 'ok' ? (x.medianMs['0'] ?? Infinity) : Infinity);
     // A recorded timeout does not count: evaluate.ts measures it again (the limit or the load, not the kernel, may have ended it).
-    const own = o.db.records(r.use.workload.key).filter((x) => x.threads === r.threads && x.status !== 'timeout')
-      .map((x) => trialFromRecord(x, recordId(x), levels, true)).sort((a, b) => quiet(a) - quiet(b) || (a.id < b.id ? -1 : 1));
+    const own = o.db
+      .records(r.use.workload.key)
+      .filter((x) => x.threads === r.threads && x.status !== 'timeout')
+      .map((x) => trialFromRecord(x, recordId(x), levels, true))
+      .sort((a, b) => quiet(a) - quiet(b) || (a.id < b.id ? -1 : 1));
     for (const t of own.slice(0, caps[i]!)) {
       searches[i]!.observe(t);
       progress[i]!.history.push(taskCost(searches[i]!.bestMs()));
@@ -320,8 +399,17 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     const trialHook = (i: number) => (r: TrialResult) => {
       count(r);
       done++;
-      o.onProgress?.({ workload: runs[i]!.use.workload.key, taskIndex: i, tasks: runs.length, taskTrials: searches[i]!.visited.length + 1,
-        trialsDone: done, budget, measured, dbHits, seconds: (Date.now() - started) / 1000 });
+      o.onProgress?.({
+        workload: runs[i]!.use.workload.key,
+        taskIndex: i,
+        tasks: runs.length,
+        taskTrials: searches[i]!.visited.length + 1,
+        trialsDone: done,
+        budget,
+        measured,
+        dbHits,
+        seconds: (Date.now() - started) / 1000,
+      });
     };
     const observe = (i: number, results: readonly TrialResult[]) => {
       for (const r of results) {
@@ -333,8 +421,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     // proposals depend only on its own results: so they are measured together, as the scheduler
     // would have them one by one, saving a build call and a harness child per run.
     const order = [...warmups.keys()];
-    const first = await evaluateBatches(order.map((i) => ({ workload: runs[i]!.use.workload, schedules: warmups.get(i)!, onTrial: trialHook(i) })),
-      { ...ctxBase, onPhase: addTo('searchBuild', 'searchMeasure') });
+    const first = await evaluateBatches(
+      order.map((i) => ({ workload: runs[i]!.use.workload, schedules: warmups.get(i)!, onTrial: trialHook(i) })),
+      { ...ctxBase, onPhase: addTo('searchBuild', 'searchMeasure') },
+    );
     order.forEach((i, k) => {
       if (warmups.get(i)!.length === 0) progress[i]!.exhausted = true;
       else observe(i, first[k]!);
@@ -344,16 +434,40 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       if (i === undefined) break;
       const search = searches[i]!;
       const room = caps[i]! - search.visited.length;
-      if (room <= 0) { progress[i]!.exhausted = true; continue; }
+      if (room <= 0) {
+        progress[i]!.exhausted = true;
+        continue;
+      }
       const schedules = search.propose(Math.min(batch, budget - done, room));
-      if (schedules.length === 0) { progress[i]!.exhausted = true; continue; }
-      observe(i, await evaluateBatch(runs[i]!.use.workload, schedules, { ...ctxBase, onPhase: addTo('searchBuild', 'searchMeasure'), onTrial: trialHook(i) }));
+      if (schedules.length === 0) {
+        progress[i]!.exhausted = true;
+        continue;
+      }
+      observe(
+        i,
+        await evaluateBatch(runs[i]!.use.workload, schedules, {
+          ...ctxBase,
+          onPhase: addTo('searchBuild', 'searchMeasure'),
+          onTrial: trialHook(i),
+        }),
+      );
     }
 
     const primary = primaryThreads(threads, target.cores);
     const select = (k: number) => familyFromRecords(tasks[k]!, o, levels, threads, primary);
-    const { fams, profiles } = await profileUntilSettled(tasks.map((t) => t.workload), select, o.profileThreads ?? [],
-      { ...ctxBase, onPhase: addTo('profileBuild', 'profileMeasure'), onTrial: (r) => { count(r); if (!r.fromDb) profileMeasured++; } });
+    const { fams, profiles } = await profileUntilSettled(
+      tasks.map((t) => t.workload),
+      select,
+      o.profileThreads ?? [],
+      {
+        ...ctxBase,
+        onPhase: addTo('profileBuild', 'profileMeasure'),
+        onTrial: (r) => {
+          count(r);
+          if (!r.fromDb) profileMeasured++;
+        },
+      },
+    );
     const families = new Map<string, WorkloadFamily>();
     tasks.forEach((t, k) => {
       const trials = runs.reduce((n, r, i) => n + (r.use === t ? searches[i]!.visited.length : 0), 0);
@@ -361,13 +475,23 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     });
     const runners = bankPromise ? await bankPromise : undefined;
     return {
-      families, measured, dbHits, profileMeasured, seconds: (Date.now() - started) / 1000,
+      families,
+      measured,
+      dbHits,
+      profileMeasured,
+      seconds: (Date.now() - started) / 1000,
       versionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, t.count])),
       workloadVersionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, 1])),
       perLevelRegret: regretSummary([...families.values()], levels),
-      levels, threads, transfer, phases: roundPhases(phases),
-      noise: Object.fromEntries([...(runners?.runners ?? new Map())].filter(([l]) => levels.includes(l))
-        .map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }])),
+      levels,
+      threads,
+      transfer,
+      phases: roundPhases(phases),
+      noise: Object.fromEntries(
+        [...(runners?.runners ?? new Map())]
+          .filter(([l]) => levels.includes(l))
+          .map(([l, r]) => [String(l), { cores: plan.noiseCores, settings: r.settings }]),
+      ),
     };
   } finally {
     const b = bankPromise && !o.bank ? await bankPromise.catch(() => undefined) : undefined;
@@ -379,26 +503,54 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
  * The family from every ok record of this workload in the database (this target): one family per
  * thread count, from the records tuned at that count, joined in thread-count order.
  */
-function familyFromRecords(t: WorkloadUse, o: TuneOptions, levels: readonly number[], threads: readonly number[], primary: number):
-  Family & { profile: WorkloadProfile; byThreads: Record<string, ThreadFamily> } {
-  const cands: FamilyCandidate[] = o.db.lookup(t.workload.key).filter((r) => threads.includes(r.threads)).map((r) => ({
-    id: recordId(r), schedule: r.schedule, features: r.features, symbol: kernelSymbol(t.workload, r.schedule),
-    latencyMs: Object.fromEntries(levelsOf(r).filter((l) => levels.includes(l)).map((l) => [String(l), medianMs(r, l)!])),
-  }));
+function familyFromRecords(
+  t: WorkloadUse,
+  o: TuneOptions,
+  levels: readonly number[],
+  threads: readonly number[],
+  primary: number,
+): Family & { profile: WorkloadProfile; byThreads: Record<string, ThreadFamily> } {
+  const cands: FamilyCandidate[] = o.db
+    .lookup(t.workload.key)
+    .filter((r) => threads.includes(r.threads))
+    .map((r) => ({
+      id: recordId(r),
+      schedule: r.schedule,
+      features: r.features,
+      symbol: kernelSymbol(t.workload, r.schedule),
+      latencyMs: Object.fromEntries(
+        levelsOf(r)
+          .filter((l) => levels.includes(l))
+          .map((l) => [String(l), medianMs(r, l)!]),
+      ),
+    }));
   const perCount = threads.map((n) => ({
-    n, family: selectFamily(cands.filter((c) => c.schedule.threads === n), { maxVersions: o.maxVersions ?? 5, tolerance: o.regretTolerance ?? 0.03 }),
+    n,
+    family: selectFamily(
+      cands.filter((c) => c.schedule.threads === n),
+      { maxVersions: o.maxVersions ?? 5, tolerance: o.regretTolerance ?? 0.03 },
+    ),
   }));
   const byThreads: Record<string, ThreadFamily> = {};
   for (const { n, family: f } of perCount) {
-    if (f.count > 0) byThreads[String(n)] = { count: f.count, regretPercent: f.regretPercent, bestMs: f.bestMs, candidates: f.candidates,
-      dominated: f.dominated };
+    if (f.count > 0)
+      byThreads[String(n)] = {
+        count: f.count,
+        regretPercent: f.regretPercent,
+        bestMs: f.bestMs,
+        candidates: f.candidates,
+        dominated: f.dominated,
+      };
   }
   const versions = perCount.flatMap((p) => p.family.versions);
   const lead = perCount.find((p) => p.n === primary && p.family.count > 0) ?? perCount.find((p) => p.family.count > 0);
   const family: Family = {
-    versions, count: versions.length,
-    regretPercent: lead?.family.regretPercent ?? {}, bestMs: lead?.family.bestMs ?? {},
-    candidates: cands.length, dominated: perCount.reduce((s, p) => s + p.family.dominated, 0),
+    versions,
+    count: versions.length,
+    regretPercent: lead?.family.regretPercent ?? {},
+    bestMs: lead?.family.bestMs ?? {},
+    candidates: cands.length,
+    dominated: perCount.reduce((s, p) => s + p.family.dominated, 0),
   };
   const records = o.db.records(t.workload.key).filter((r) => threads.includes(r.threads));
   return { ...family, byThreads, profile: workloadProfile(t.workload.key, records, levels, family, cands) };
@@ -411,8 +563,13 @@ function histogram(pairs: readonly (readonly [number, number])[]): Record<string
 }
 
 function regretSummary(fams: readonly Family[], levels: readonly number[]): Record<string, LevelRegret> {
-  return Object.fromEntries(levels.map((l) => {
-    const xs = fams.map((f) => f.regretPercent[String(l)]).filter((x): x is number => x !== undefined && Number.isFinite(x));
-    return [String(l), { meanPercent: xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : 0, maxPercent: xs.length ? Math.max(...xs) : 0 }];
-  }));
+  return Object.fromEntries(
+    levels.map((l) => {
+      const xs = fams.map((f) => f.regretPercent[String(l)]).filter((x): x is number => x !== undefined && Number.isFinite(x));
+      return [
+        String(l),
+        { meanPercent: xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : 0, maxPercent: xs.length ? Math.max(...xs) : 0 },
+      ];
+    }),
+  );
 }

@@ -25,8 +25,14 @@ import type { TaskSearch } from './search.js';
  * the pass would ask for them: min(batch, budget left, the run's room under its cap). Run index →
  * its first batch (an empty batch: the run has nothing to propose, it is exhausted).
  */
-export function proposeWarmups(searches: readonly TaskSearch[], progress: readonly TaskProgress[], caps: readonly number[],
-  batch: number, budget: number, done: number): Map<number, Schedule[]> {
+export function proposeWarmups(
+  searches: readonly TaskSearch[],
+  progress: readonly TaskProgress[],
+  caps: readonly number[],
+  batch: number,
+  budget: number,
+  done: number,
+): Map<number, Schedule[]> {
   const batches = new Map<number, Schedule[]>();
   let planned = done;
   for (let i = 0; i < searches.length; i++) {
@@ -48,20 +54,30 @@ export function proposeWarmups(searches: readonly TaskSearch[], progress: readon
  * gigabytes: seconds that would otherwise come before the first noisy measurement). A rerun whose
  * candidates are all in the database compiles nothing and starts no co-runner.
  */
-export async function prebuildWarmups(runs: readonly { readonly use: { readonly workload: Workload } }[], warmups: ReadonlyMap<number, Schedule[]>,
-  ctx: EvaluateContext & { readonly batch: number; readonly onCompiled?: (done: number, total: number) => void }): Promise<void> {
-  const todo = [...warmups].flatMap(([i, schedules]) => schedules.map((s) => ({ w: runs[i]!.use.workload, s })))
+export async function prebuildWarmups(
+  runs: readonly { readonly use: { readonly workload: Workload } }[],
+  warmups: ReadonlyMap<number, Schedule[]>,
+  ctx: EvaluateContext & { readonly batch: number; readonly onCompiled?: (done: number, total: number) => void },
+): Promise<void> {
+  const todo = [...warmups]
+    .flatMap(([i, schedules]) => schedules.map((s) => ({ w: runs[i]!.use.workload, s })))
     .filter(({ w, s }) => !ctx.db.has(recordIdOf(w.key, ctx.fingerprint, s, s.threads)));
   if (todo.length === 0) return;
   const noisy = todo.some(({ s }) => ctx.levelsFor(s.threads).some((l) => l !== 0 && ctx.levels.includes(l)));
   const starting = noisy ? ctx.bank() : undefined;
-  starting?.catch(() => { /* reported where the bank is first awaited */ });
+  starting?.catch(() => {
+    /* reported where the bank is first awaited */
+  });
   const units = todo.map(({ w, s }) => generateKernel(makeCandidate(w, s, ctx.target)));
   // The measurement harness too (a second of cc on a fresh machine), beside the kernels rather than
   // before the first measurement. A failure here is left to the first measurement to report.
   const harness = ensureHarness(...(ctx.cacheDir ? [ctx.cacheDir] : [])).catch(() => undefined);
-  await precompileKernels(units, { cflags: ctx.target.cflags, batchSize: ctx.batch, ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
-    ...(ctx.onCompiled ? { onCompiled: ctx.onCompiled } : {}) });
+  await precompileKernels(units, {
+    cflags: ctx.target.cflags,
+    batchSize: ctx.batch,
+    ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
+    ...(ctx.onCompiled ? { onCompiled: ctx.onCompiled } : {}),
+  });
   await harness;
   await starting?.catch(() => undefined);
 }

@@ -17,7 +17,16 @@ import { normalArray } from './rng.js';
 import { geluErf, layerNorm, linear } from './transformer.js';
 import { type ZooOptionValues, boolOption, intOption } from './types.js';
 
-export const BERT_LARGE = { hidden: 1024, heads: 16, headDim: 64, ffn: 4096, vocab: 30522, maxPositions: 512, typeVocab: 2, layers: 24 } as const;
+export const BERT_LARGE = {
+  hidden: 1024,
+  heads: 16,
+  headDim: 64,
+  ffn: 4096,
+  vocab: 30522,
+  maxPositions: 512,
+  typeVocab: 2,
+  layers: 24,
+} as const;
 const LN_EPSILON = 1e-12;
 /** BERT's own initialiser for embedding tables. */
 const EMBEDDING_STD = 0.02;
@@ -40,7 +49,11 @@ function embedding(b: GraphBuilder, name: string, rows: number, ids: Value): Val
 
 function embeddings(b: GraphBuilder, inputIds: Value, tokenTypeIds: Value): Value {
   const s = inputIds.shape[1];
-  const positionIds = b.initializer('embeddings.position_ids', { dtype: 'int64', dims: [1, s], data: Float64Array.from({ length: s }, (_, i) => i) });
+  const positionIds = b.initializer('embeddings.position_ids', {
+    dtype: 'int64',
+    dims: [1, s],
+    data: Float64Array.from({ length: s }, (_, i) => i),
+  });
   const words = embedding(b, 'embeddings.word_embeddings', BERT_LARGE.vocab, inputIds);
   const positions = embedding(b, 'embeddings.position_embeddings', BERT_LARGE.maxPositions, positionIds);
   const types = embedding(b, 'embeddings.token_type_embeddings', BERT_LARGE.typeVocab, tokenTypeIds);
@@ -68,7 +81,13 @@ function selfAttention(b: GraphBuilder, p: string, x: Value, mask: Value): Value
   const q = splitHeads(b, `${p}.query`, linear(b, `${p}.query`, x, BERT_LARGE.hidden), false);
   const kT = splitHeads(b, `${p}.key`, linear(b, `${p}.key`, x, BERT_LARGE.hidden), true);
   const v = splitHeads(b, `${p}.value`, linear(b, `${p}.value`, x, BERT_LARGE.hidden), false);
-  const scores = binary(b, 'Div', `${p}.scores`, matmul(b, `${p}.qk`, q, kT), b.scalar('const.sqrt_head_dim', Math.sqrt(BERT_LARGE.headDim)));
+  const scores = binary(
+    b,
+    'Div',
+    `${p}.scores`,
+    matmul(b, `${p}.qk`, q, kT),
+    b.scalar('const.sqrt_head_dim', Math.sqrt(BERT_LARGE.headDim)),
+  );
   const masked = binary(b, 'Add', `${p}.masked`, scores, mask);
   const probs = unary(b, 'Softmax', `${p}.softmax`, masked, { axis: -1 });
   const context = transpose(b, `${p}.context.merge`, matmul(b, `${p}.context`, probs, v), [0, 2, 1, 3]);
@@ -79,7 +98,12 @@ function encoderLayer(b: GraphBuilder, i: number, x: Value, mask: Value): Value 
   const p = `encoder.layer.${i}`;
   const context = selfAttention(b, `${p}.attention.self`, x, mask);
   const projected = linear(b, `${p}.attention.output.dense`, context, BERT_LARGE.hidden);
-  const attended = layerNorm(b, `${p}.attention.output.LayerNorm`, binary(b, 'Add', `${p}.attention.output.residual`, projected, x), LN_EPSILON);
+  const attended = layerNorm(
+    b,
+    `${p}.attention.output.LayerNorm`,
+    binary(b, 'Add', `${p}.attention.output.residual`, projected, x),
+    LN_EPSILON,
+  );
   const inner = geluErf(b, `${p}.intermediate.gelu`, linear(b, `${p}.intermediate.dense`, attended, BERT_LARGE.ffn));
   const out = linear(b, `${p}.output.dense`, inner, BERT_LARGE.hidden);
   return layerNorm(b, `${p}.output.LayerNorm`, binary(b, 'Add', `${p}.output.residual`, out, attended), LN_EPSILON);
@@ -91,14 +115,27 @@ export const bertLarge = defineZooModel({
   reference: 'Devlin et al. 2019 (BERT-Large: L=24, H=1024, A=16); per layer at S=384: 384·(4·1024² + 2·1024·4096) + 2·16·384²·64 MACs',
   options: [
     {
-      name: 'layers', kind: 'integer', default: 3, min: 1, max: BERT_LARGE.layers,
+      name: 'layers',
+      kind: 'integer',
+      default: 3,
+      min: 1,
+      max: BERT_LARGE.layers,
       description: 'encoder layers (BERT-Large has 24; each adds 50.4 MB of weights)',
     },
     {
-      name: 'embeddings', kind: 'boolean', default: false,
+      name: 'embeddings',
+      kind: 'boolean',
+      default: false,
       description: 'start from int64 input_ids/token_type_ids/attention_mask with the embedding tables (+127 MB)',
     },
-    { name: 'sequence', kind: 'integer', default: 384, min: 1, max: BERT_LARGE.maxPositions, description: 'sequence length (MLPerf SQuAD uses 384)' },
+    {
+      name: 'sequence',
+      kind: 'integer',
+      default: 384,
+      min: 1,
+      max: BERT_LARGE.maxPositions,
+      description: 'sequence length (MLPerf SQuAD uses 384)',
+    },
   ],
   inputs,
   graph: (b, given, opts) => {

@@ -105,13 +105,22 @@ export class GraphBuilder {
   }
 
   /** Adds one node whose single output is named after the node and has the given static type. */
-  node(op: string, name: string, inputs: readonly Input[], shape: readonly number[],
-    attrs?: Readonly<Record<string, AttrInput>>, dtype?: DType): Value {
+  node(
+    op: string,
+    name: string,
+    inputs: readonly Input[],
+    shape: readonly number[],
+    attrs?: Readonly<Record<string, AttrInput>>,
+    dtype?: DType,
+  ): Value {
     this.claim(name);
     const firstTyped = inputs.find((i): i is Value => i !== '');
     const outDtype = dtype ?? firstTyped?.dtype ?? 'float32';
     this.nodes.push({
-      op, name, inputs: inputs.map((i) => (i === '' ? '' : i.name)), outputs: [name],
+      op,
+      name,
+      inputs: inputs.map((i) => (i === '' ? '' : i.name)),
+      outputs: [name],
       ...(attrs === undefined ? {} : { attrs }),
     });
     return { name, dtype: outDtype, shape };
@@ -174,7 +183,7 @@ export function concat(b: GraphBuilder, name: string, xs: readonly Value[], axis
 
 /** Reshape with a constant target, resolving 0 (copy) and -1 (infer) exactly as ONNX does. */
 export function reshape(b: GraphBuilder, name: string, x: Value, target: readonly number[]): Value {
-  const shape = target.map((d, i) => (d === 0 ? x.shape[i] ?? 0 : d));
+  const shape = target.map((d, i) => (d === 0 ? (x.shape[i] ?? 0) : d));
   const known = shape.filter((d) => d !== -1).reduce((a, d) => a * d, 1);
   const resolved = shape.map((d) => (d === -1 ? elementCount(x.shape) / known : d));
   if (elementCount(resolved) !== elementCount(x.shape) || !resolved.every(Number.isInteger)) {
@@ -185,7 +194,13 @@ export function reshape(b: GraphBuilder, name: string, x: Value, target: readonl
 }
 
 export function transpose(b: GraphBuilder, name: string, x: Value, perm: readonly number[]): Value {
-  return b.node('Transpose', name, [x], perm.map((p) => x.shape[p] ?? 0), { perm });
+  return b.node(
+    'Transpose',
+    name,
+    [x],
+    perm.map((p) => x.shape[p] ?? 0),
+    { perm },
+  );
 }
 
 export function flatten(b: GraphBuilder, name: string, x: Value, axis = 1): Value {
@@ -217,6 +232,6 @@ export function unsqueeze(b: GraphBuilder, name: string, x: Value, axes: readonl
   const rank = x.shape.length + axes.length;
   const inserted = new Set(axes.map((a) => normAxis(a, rank)));
   const rest = [...x.shape];
-  const shape = Array.from({ length: rank }, (_, i) => (inserted.has(i) ? 1 : rest.shift() ?? 0));
+  const shape = Array.from({ length: rank }, (_, i) => (inserted.has(i) ? 1 : (rest.shift() ?? 0)));
   return b.node('Unsqueeze', name, [x, b.int64s(`${name}.axes`, axes)], shape);
 }

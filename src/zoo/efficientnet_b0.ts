@@ -5,8 +5,13 @@ import { mbConv } from './mbconv.js';
 
 /** (expand ratio, kernel, first stride, output channels, repeats), Tan & Le 2019, Table 1. */
 const STAGES: readonly (readonly [number, number, number, number, number])[] = [
-  [1, 3, 1, 16, 1], [6, 3, 2, 24, 2], [6, 5, 2, 40, 2], [6, 3, 2, 80, 3],
-  [6, 5, 1, 112, 3], [6, 5, 2, 192, 4], [6, 3, 1, 320, 1],
+  [1, 3, 1, 16, 1],
+  [6, 3, 2, 24, 2],
+  [6, 5, 2, 40, 2],
+  [6, 3, 2, 80, 3],
+  [6, 5, 1, 112, 3],
+  [6, 5, 2, 192, 4],
+  [6, 3, 1, 320, 1],
 ];
 
 export const efficientnetB0 = defineZooModel({
@@ -16,11 +21,22 @@ export const efficientnetB0 = defineZooModel({
   inputs: () => imageInput(224),
   graph: (b, [image]) => {
     let x = convBnAct(b, { conv: 'features.0.conv', bn: 'features.0.bn', act: 'features.0.act' }, image, {
-      out: 32, kernel: 3, stride: 2, padding: 1, act: 'silu',
+      out: 32,
+      kernel: 3,
+      stride: 2,
+      padding: 1,
+      act: 'silu',
     });
     STAGES.forEach(([expandRatio, kernel, stride, out, repeats], stage) => {
       for (let i = 0; i < repeats; i++) {
-        x = mbConv(b, `features.${stage + 1}.${i}`, x, { expandRatio, kernel, stride: i === 0 ? stride : 1, out, act: 'silu', seRatio: 0.25 });
+        x = mbConv(b, `features.${stage + 1}.${i}`, x, {
+          expandRatio,
+          kernel,
+          stride: i === 0 ? stride : 1,
+          out,
+          act: 'silu',
+          seRatio: 0.25,
+        });
       }
     });
     x = convBnAct(b, { conv: 'features.8.conv', bn: 'features.8.bn', act: 'features.8.act' }, x, { out: 1280, kernel: 1, act: 'silu' });

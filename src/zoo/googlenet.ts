@@ -12,7 +12,12 @@ import { boolOption } from './types.js';
 
 function basicConv(b: GraphBuilder, p: string, x: Value, out: number, kernel: number, stride = 1): Value {
   return convBnAct(b, { conv: `${p}.conv`, bn: `${p}.bn`, act: `${p}.relu` }, x, {
-    out, kernel, stride, padding: (kernel - 1) / 2, act: 'relu', bnEpsilon: 1e-3,
+    out,
+    kernel,
+    stride,
+    padding: (kernel - 1) / 2,
+    act: 'relu',
+    bnEpsilon: 1e-3,
   });
 }
 
@@ -45,10 +50,14 @@ export const googlenet = defineZooModel({
   name: 'googlenet',
   description: 'GoogLeNet / Inception-v1 (torchvision layout, BN, no aux heads), 224×224, 1000 classes',
   reference: 'Szegedy et al. 2015 + torchvision googlenet; torchvision lists 1.50 GFLOPS (multiply-adds)',
-  options: [{
-    name: 'branch5x5', kind: 'boolean', default: false,
-    description: "use the paper's 5×5 kernel in each Inception module's third branch (torchvision, the default, uses 3×3)",
-  }],
+  options: [
+    {
+      name: 'branch5x5',
+      kind: 'boolean',
+      default: false,
+      description: "use the paper's 5×5 kernel in each Inception module's third branch (torchvision, the default, uses 3×3)",
+    },
+  ],
   inputs: () => imageInput(224),
   graph: (b, [image], opts) => {
     const k5 = boolOption(opts, 'branch5x5') ? 5 : 3;

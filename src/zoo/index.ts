@@ -22,7 +22,14 @@ import type { ZooModel, ZooOptionValues } from './types.js';
 export type { ZooModel, ZooOption, ZooOptionValues } from './types.js';
 
 export const zooModels: readonly ZooModel[] = [
-  resnet50, mobilenetV2, googlenet, efficientnetB0, tinyYolov2, ssdResnet34, ssdMobilenetV1, bertLarge,
+  resnet50,
+  mobilenetV2,
+  googlenet,
+  efficientnetB0,
+  tinyYolov2,
+  ssdResnet34,
+  ssdMobilenetV1,
+  bertLarge,
 ];
 
 export function zooModelNames(): string[] {
@@ -32,8 +39,11 @@ export function zooModelNames(): string[] {
 export function findZooModel(name: string): ZooModel {
   const model = zooModels.find((m) => m.name === name);
   if (model === undefined) {
-    throw userError('BAD_ARGUMENT', `unknown zoo model ${JSON.stringify(name.slice(0, 80))}`,
-      `valid names: ${zooModelNames().join(', ')} (see \`veltair zoo list\`)`);
+    throw userError(
+      'BAD_ARGUMENT',
+      `unknown zoo model ${JSON.stringify(name.slice(0, 80))}`,
+      `valid names: ${zooModelNames().join(', ')} (see \`veltair zoo list\`)`,
+    );
   }
   return model;
 }
@@ -62,8 +72,11 @@ export async function writeModelSpec(spec: ModelSpec, outPath: string): Promise<
   await writeFileAtomic(outPath, bytes, (path, e) => {
     const reason = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
     if (reason === 'ENOENT') {
-      return userError('FILE_NOT_FOUND', `cannot write ${path}: folder ${dirname(path)} does not exist`,
-        'create the folder first or choose another -o path');
+      return userError(
+        'FILE_NOT_FOUND',
+        `cannot write ${path}: folder ${dirname(path)} does not exist`,
+        'create the folder first or choose another -o path',
+      );
     }
     return userError('BAD_ARGUMENT', `cannot write ${path}: ${reason}`, 'choose an output path in a writable folder');
   });

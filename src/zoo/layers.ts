@@ -28,7 +28,13 @@ function windowOut(size: number, kernel: number, stride: number, padBegin: numbe
 }
 
 /** Output [H, W] of a sliding window (conv or pool) and the attributes that express its padding. */
-function window(x: Value, kernel: number, stride: number, padding: Padding, ceil = false): { hw: [number, number]; attrs: Record<string, AttrInput> } {
+function window(
+  x: Value,
+  kernel: number,
+  stride: number,
+  padding: Padding,
+  ceil = false,
+): { hw: [number, number]; attrs: Record<string, AttrInput> } {
   const [h, w] = [x.shape[2] ?? 0, x.shape[3] ?? 0];
   if (padding === 'SAME_UPPER') {
     return { hw: [Math.ceil(h / stride), Math.ceil(w / stride)], attrs: { auto_pad: 'SAME_UPPER' } };
@@ -69,14 +75,19 @@ export function conv(b: GraphBuilder, name: string, x: Value, o: ConvOptions): V
   const [n, cin] = [x.shape[0] ?? 0, x.shape[1] ?? 0];
   const groups = o.groups ?? 1;
   const stride = o.stride ?? 1;
-  if (cin % groups !== 0 || o.out % groups !== 0) throw internalError(`zoo builder: ${name} groups ${groups} do not divide ${cin}→${o.out}`);
+  if (cin % groups !== 0 || o.out % groups !== 0)
+    throw internalError(`zoo builder: ${name} groups ${groups} do not divide ${cin}→${o.out}`);
   const { hw, attrs } = window(x, o.kernel, stride, o.padding ?? 0);
   const fanIn = (cin / groups) * o.kernel * o.kernel;
   const weight = b.heWeight(`${name}.weight`, [o.out, cin / groups, o.kernel, o.kernel], fanIn);
   const inputs = [x, weight];
   if (o.bias === true) inputs.push(b.normalWeight(`${name}.bias`, [o.out], BIAS_STD));
   return b.node('Conv', name, inputs, [n, o.out, ...hw], {
-    kernel_shape: [o.kernel, o.kernel], strides: [stride, stride], dilations: [1, 1], group: groups, ...attrs,
+    kernel_shape: [o.kernel, o.kernel],
+    strides: [stride, stride],
+    dilations: [1, 1],
+    group: groups,
+    ...attrs,
   });
 }
 
@@ -112,11 +123,16 @@ export function silu(b: GraphBuilder, name: string, x: Value): Value {
 
 export function activation(b: GraphBuilder, kind: Activation, name: string, x: Value): Value {
   switch (kind) {
-    case 'relu': return relu(b, name, x);
-    case 'relu6': return relu6(b, name, x);
-    case 'silu': return silu(b, name, x);
-    case 'leaky0.1': return unary(b, 'LeakyRelu', name, x, { alpha: { float: 0.1 } });
-    case 'none': return x;
+    case 'relu':
+      return relu(b, name, x);
+    case 'relu6':
+      return relu6(b, name, x);
+    case 'silu':
+      return silu(b, name, x);
+    case 'leaky0.1':
+      return unary(b, 'LeakyRelu', name, x, { alpha: { float: 0.1 } });
+    case 'none':
+      return x;
   }
 }
 
@@ -151,7 +167,9 @@ export interface PoolOptions {
 export function maxPool(b: GraphBuilder, name: string, x: Value, o: PoolOptions): Value {
   const { hw, attrs } = window(x, o.kernel, o.stride, o.padding ?? 0, o.ceil === true);
   return b.node('MaxPool', name, [x], [x.shape[0] ?? 0, x.shape[1] ?? 0, ...hw], {
-    kernel_shape: [o.kernel, o.kernel], strides: [o.stride, o.stride], ...attrs,
+    kernel_shape: [o.kernel, o.kernel],
+    strides: [o.stride, o.stride],
+    ...attrs,
     ...(o.ceil === true ? { ceil_mode: 1 } : {}),
   });
 }
@@ -166,7 +184,9 @@ export function gemm(b: GraphBuilder, name: string, x: Value, outFeatures: numbe
   const weight = b.heWeight(`${name}.weight`, [outFeatures, inFeatures], inFeatures);
   const bias = b.normalWeight(`${name}.bias`, [outFeatures], BIAS_STD);
   return b.node('Gemm', name, [x, weight, bias], [x.shape[0] ?? 0, outFeatures], {
-    alpha: { float: 1 }, beta: { float: 1 }, transB: 1,
+    alpha: { float: 1 },
+    beta: { float: 1 },
+    transB: 1,
   });
 }
 

@@ -34,7 +34,12 @@ export function mbConv(b: GraphBuilder, p: string, x: Value, o: MbConvOptions): 
     y = convBnAct(b, { conv: `${p}.expand`, bn: `${p}.expand_bn`, act: `${p}.expand_act` }, y, { out: hidden, kernel: 1, act: o.act });
   }
   y = convBnAct(b, { conv: `${p}.dw`, bn: `${p}.dw_bn`, act: `${p}.dw_act` }, y, {
-    out: hidden, kernel: o.kernel, stride: o.stride, padding: (o.kernel - 1) / 2, groups: hidden, act: o.act,
+    out: hidden,
+    kernel: o.kernel,
+    stride: o.stride,
+    padding: (o.kernel - 1) / 2,
+    groups: hidden,
+    act: o.act,
   });
   if (o.seRatio !== undefined) y = squeezeExcite(b, `${p}.se`, y, Math.max(1, Math.floor(cin * o.seRatio)), o.act);
   y = convBnAct(b, { conv: `${p}.project`, bn: `${p}.project_bn` }, y, { out: o.out, kernel: 1, act: 'none' });

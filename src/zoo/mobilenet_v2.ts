@@ -5,7 +5,13 @@ import { mbConv } from './mbconv.js';
 
 /** (expansion t, output channels c, repeats n, first stride s), Sandler et al. 2018, Table 2. */
 const SETTINGS: readonly (readonly [number, number, number, number])[] = [
-  [1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1], [6, 160, 3, 2], [6, 320, 1, 1],
+  [1, 16, 1, 1],
+  [6, 24, 2, 2],
+  [6, 32, 3, 2],
+  [6, 64, 4, 2],
+  [6, 96, 3, 1],
+  [6, 160, 3, 2],
+  [6, 320, 1, 1],
 ];
 
 export const mobilenetV2 = defineZooModel({
@@ -15,7 +21,11 @@ export const mobilenetV2 = defineZooModel({
   inputs: () => imageInput(224),
   graph: (b, [image]) => {
     let x = convBnAct(b, { conv: 'features.0.conv', bn: 'features.0.bn', act: 'features.0.act' }, image, {
-      out: 32, kernel: 3, stride: 2, padding: 1, act: 'relu6',
+      out: 32,
+      kernel: 3,
+      stride: 2,
+      padding: 1,
+      act: 'relu6',
     });
     let index = 1;
     for (const [t, c, n, s] of SETTINGS) {
@@ -24,7 +34,9 @@ export const mobilenetV2 = defineZooModel({
       }
     }
     x = convBnAct(b, { conv: `features.${index}.conv`, bn: `features.${index}.bn`, act: `features.${index}.act` }, x, {
-      out: 1280, kernel: 1, act: 'relu6',
+      out: 1280,
+      kernel: 1,
+      act: 'relu6',
     });
     b.output(classifier(b, x, 1000, 'classifier.1'), 'logits');
   },

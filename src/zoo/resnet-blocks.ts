@@ -24,13 +24,25 @@ function shortcut(b: GraphBuilder, p: string, x: Value, out: number, stride: num
 
 function bottleneck(b: GraphBuilder, p: string, x: Value, width: number, stride: number): Value {
   let y = convBnAct(b, { conv: `${p}.conv1`, bn: `${p}.bn1`, act: `${p}.relu1` }, x, { out: width, kernel: 1, act: 'relu' });
-  y = convBnAct(b, { conv: `${p}.conv2`, bn: `${p}.bn2`, act: `${p}.relu2` }, y, { out: width, kernel: 3, stride, padding: 1, act: 'relu' });
+  y = convBnAct(b, { conv: `${p}.conv2`, bn: `${p}.bn2`, act: `${p}.relu2` }, y, {
+    out: width,
+    kernel: 3,
+    stride,
+    padding: 1,
+    act: 'relu',
+  });
   y = convBnAct(b, { conv: `${p}.conv3`, bn: `${p}.bn3` }, y, { out: width * BOTTLENECK_EXPANSION, kernel: 1, act: 'none' });
   return relu(b, `${p}.relu`, binary(b, 'Add', `${p}.add`, y, shortcut(b, p, x, width * BOTTLENECK_EXPANSION, stride)));
 }
 
 function basic(b: GraphBuilder, p: string, x: Value, width: number, stride: number): Value {
-  let y = convBnAct(b, { conv: `${p}.conv1`, bn: `${p}.bn1`, act: `${p}.relu1` }, x, { out: width, kernel: 3, stride, padding: 1, act: 'relu' });
+  let y = convBnAct(b, { conv: `${p}.conv1`, bn: `${p}.bn1`, act: `${p}.relu1` }, x, {
+    out: width,
+    kernel: 3,
+    stride,
+    padding: 1,
+    act: 'relu',
+  });
   y = convBnAct(b, { conv: `${p}.conv2`, bn: `${p}.bn2` }, y, { out: width, kernel: 3, padding: 1, act: 'none' });
   return relu(b, `${p}.relu`, binary(b, 'Add', `${p}.add`, y, shortcut(b, p, x, width, stride)));
 }
@@ -51,4 +63,3 @@ export function resnetStage(b: GraphBuilder, x: Value, s: StageOptions): Value {
   for (let i = 0; i < s.blocks; i++) y = unit(b, `${s.name}.${i}`, y, s.width, i === 0 ? s.stride : 1);
   return y;
 }
-

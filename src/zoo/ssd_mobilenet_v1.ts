@@ -17,18 +17,40 @@ import { ssdHeads } from './ssd-heads.js';
 
 function convUnit(b: GraphBuilder, p: string, x: Value, out: number, kernel: number, stride: number, groups = 1): Value {
   return convBnAct(b, { conv: p, bn: `${p}/BatchNorm`, act: `${p}/Relu6` }, x, {
-    out, kernel, stride, groups, padding: tfSamePadding(x, kernel, stride), act: 'relu6', bnEpsilon: 1e-3,
+    out,
+    kernel,
+    stride,
+    groups,
+    padding: tfSamePadding(x, kernel, stride),
+    act: 'relu6',
+    bnEpsilon: 1e-3,
   });
 }
 
 /** (pointwise channels, depthwise stride) of Conv2d_1 … Conv2d_13. */
 const SEPARABLE: readonly (readonly [number, number])[] = [
-  [64, 1], [128, 2], [128, 1], [256, 2], [256, 1], [512, 2],
-  [512, 1], [512, 1], [512, 1], [512, 1], [512, 1], [1024, 2], [1024, 1],
+  [64, 1],
+  [128, 2],
+  [128, 1],
+  [256, 2],
+  [256, 1],
+  [512, 2],
+  [512, 1],
+  [512, 1],
+  [512, 1],
+  [512, 1],
+  [512, 1],
+  [1024, 2],
+  [1024, 1],
 ];
 
 /** (1×1 depth, 3×3/2 depth) of the four extra feature layers. */
-const EXTRAS: readonly (readonly [number, number])[] = [[256, 512], [128, 256], [128, 256], [64, 128]];
+const EXTRAS: readonly (readonly [number, number])[] = [
+  [256, 512],
+  [128, 256],
+  [128, 256],
+  [64, 128],
+];
 
 export const ssdMobilenetV1 = defineZooModel({
   name: 'ssd_mobilenet_v1',
@@ -52,8 +74,13 @@ export const ssdMobilenetV1 = defineZooModel({
       features.push(x);
     });
     const { boxes, scores } = ssdHeads(b, features, {
-      anchors: [3, 6, 6, 6, 6, 6], classes: 91, kernel: 1, stride: 1, layout: 'anchors-last',
-      boxName: (i) => `BoxPredictor_${i}/BoxEncodingPredictor`, className: (i) => `BoxPredictor_${i}/ClassPredictor`,
+      anchors: [3, 6, 6, 6, 6, 6],
+      classes: 91,
+      kernel: 1,
+      stride: 1,
+      layout: 'anchors-last',
+      boxName: (i) => `BoxPredictor_${i}/BoxEncodingPredictor`,
+      className: (i) => `BoxPredictor_${i}/ClassPredictor`,
     });
     b.output(boxes, 'box_encodings');
     b.output(scores, 'class_predictions');

@@ -23,7 +23,11 @@ export const SSD_RESNET34_MIN_RESOLUTION = 385;
 
 /** (1×1 width, 3×3 output channels, 3×3 stride, 3×3 padding) of the five extra blocks. */
 const EXTRAS: readonly (readonly [number, number, number, number])[] = [
-  [256, 512, 2, 1], [256, 512, 2, 1], [128, 256, 2, 1], [128, 256, 2, 0], [128, 256, 1, 0],
+  [256, 512, 2, 1],
+  [256, 512, 2, 1],
+  [128, 256, 2, 1],
+  [128, 256, 2, 0],
+  [128, 256, 1, 0],
 ];
 
 function extraBlock(b: GraphBuilder, i: number, x: Value, [mid, out, stride, padding]: readonly [number, number, number, number]): Value {
@@ -36,10 +40,16 @@ export const ssdResnet34 = defineZooModel({
   name: 'ssd_resnet34',
   description: 'MLPerf SSD-ResNet34 (heavy SSD), 1200×1200 by default, raw locs [1,4,N] / confs [1,81,N]',
   reference: 'MLPerf Inference v0.5 (Reddi et al. 2020, Table 1: 433 GOPs/input at 1200×1200); mlcommons/inference ssd_r34.py',
-  options: [{
-    name: 'resolution', kind: 'integer', default: 1200, min: SSD_RESNET34_MIN_RESOLUTION, max: 2400,
-    description: 'square input size in pixels (MLPerf uses 1200)',
-  }],
+  options: [
+    {
+      name: 'resolution',
+      kind: 'integer',
+      default: 1200,
+      min: SSD_RESNET34_MIN_RESOLUTION,
+      max: 2400,
+      description: 'square input size in pixels (MLPerf uses 1200)',
+    },
+  ],
   inputs: (opts) => imageInput(intOption(opts, 'resolution'), 'image'),
   graph: (b, [image]) => {
     let x = resnetStem(b, image);
@@ -49,8 +59,13 @@ export const ssdResnet34 = defineZooModel({
     const features = [x];
     EXTRAS.forEach((plan, i) => features.push(extraBlock(b, i, features[features.length - 1] as Value, plan)));
     const { boxes, scores } = ssdHeads(b, features, {
-      anchors: [4, 6, 6, 6, 4, 4], classes: 81, kernel: 3, stride: 3, layout: 'channels-first',
-      boxName: (i) => `loc.${i}`, className: (i) => `conf.${i}`,
+      anchors: [4, 6, 6, 6, 4, 4],
+      classes: 81,
+      kernel: 3,
+      stride: 3,
+      layout: 'channels-first',
+      boxName: (i) => `loc.${i}`,
+      className: (i) => `conf.${i}`,
     });
     b.output(boxes, 'locs');
     b.output(scores, 'confs');

@@ -28,14 +28,22 @@ export interface ZooModel {
 
 /** Every model takes a seed: different seeds give different weights with the same architecture. */
 export const SEED_OPTION: ZooOption = {
-  name: 'seed', description: 'seed of the weight generator', kind: 'integer', default: 1, min: 0, max: 2 ** 32 - 1,
+  name: 'seed',
+  description: 'seed of the weight generator',
+  kind: 'integer',
+  default: 1,
+  min: 0,
+  max: 2 ** 32 - 1,
 };
 
 /**
  * Fill in defaults and check every given option against the model's declarations, so a typo or
  * an out-of-range value is a clear user error, not a silently different model.
  */
-export function resolveOptions(model: Pick<ZooModel, 'name' | 'options'>, given: ZooOptionValues = {}): Readonly<Record<string, number | boolean>> {
+export function resolveOptions(
+  model: Pick<ZooModel, 'name' | 'options'>,
+  given: ZooOptionValues = {},
+): Readonly<Record<string, number | boolean>> {
   const byName = new Map(model.options.map((o) => [o.name, o]));
   const valid = model.options.map((o) => o.name).join(', ') || '(none)';
   for (const key of Object.keys(given)) {
@@ -48,11 +56,18 @@ export function resolveOptions(model: Pick<ZooModel, 'name' | 'options'>, given:
     const v = given[o.name] ?? o.default;
     if (o.kind === 'boolean') {
       if (typeof v !== 'boolean') {
-        throw userError('BAD_ARGUMENT', `zoo model ${model.name}: option ${o.name} must be true or false, got ${JSON.stringify(v)}`, o.description);
+        throw userError(
+          'BAD_ARGUMENT',
+          `zoo model ${model.name}: option ${o.name} must be true or false, got ${JSON.stringify(v)}`,
+          o.description,
+        );
       }
     } else if (typeof v !== 'number' || !Number.isInteger(v) || (o.min !== undefined && v < o.min) || (o.max !== undefined && v > o.max)) {
-      throw userError('BAD_ARGUMENT',
-        `zoo model ${model.name}: option ${o.name} must be an integer in [${o.min ?? '-∞'}, ${o.max ?? '∞'}], got ${JSON.stringify(v)}`, o.description);
+      throw userError(
+        'BAD_ARGUMENT',
+        `zoo model ${model.name}: option ${o.name} must be an integer in [${o.min ?? '-∞'}, ${o.max ?? '∞'}], got ${JSON.stringify(v)}`,
+        o.description,
+      );
     }
     out[o.name] = v;
   }

@@ -32,20 +32,29 @@ export interface OpDef {
 }
 
 export function shapeError(ctx: OpContext, what: string): Error {
-  return userError('SHAPE_MISMATCH', `${nodeLabel(ctx.node)}: ${what}`,
-    'the model\'s shapes are inconsistent; check the input shapes you pinned with --input-shape, or re-export the model');
+  return userError(
+    'SHAPE_MISMATCH',
+    `${nodeLabel(ctx.node)}: ${what}`,
+    "the model's shapes are inconsistent; check the input shapes you pinned with --input-shape, or re-export the model",
+  );
 }
 
 export function attrError(ctx: OpContext, what: string): Error {
-  return userError('BAD_ATTRIBUTE', `${nodeLabel(ctx.node)}: ${what}`,
-    'the model file is malformed; check it with onnx.checker.check_model or re-export it');
+  return userError(
+    'BAD_ATTRIBUTE',
+    `${nodeLabel(ctx.node)}: ${what}`,
+    'the model file is malformed; check it with onnx.checker.check_model or re-export it',
+  );
 }
 
 export function input(ctx: OpContext, i: number): ValueType {
   const t = ctx.inputs[i];
   if (t === undefined) {
-    throw userError('MISSING_INPUT', `${nodeLabel(ctx.node)}: required input #${i} is missing`,
-      'the model file is malformed; re-export it or check it with onnx.checker.check_model');
+    throw userError(
+      'MISSING_INPUT',
+      `${nodeLabel(ctx.node)}: required input #${i} is missing`,
+      'the model file is malformed; re-export it or check it with onnx.checker.check_model',
+    );
   }
   return t;
 }
@@ -59,9 +68,11 @@ export function constInts(ctx: OpContext, i: number, role: string): number[] {
   const t = ctx.constants[i];
   if (t === undefined) {
     const name = ctx.node.inputs[i] ?? '';
-    throw userError('DYNAMIC_SHAPE',
+    throw userError(
+      'DYNAMIC_SHAPE',
       `${nodeLabel(ctx.node)}: its ${role} (input ${quoteForMessage(name)}) is computed at run time, so the output shape is not static`,
-      'veltair compiles static shapes; pin every symbolic input dimension with --input-shape NAME=1x3x224x224 so shape sub-graphs fold');
+      'veltair compiles static shapes; pin every symbolic input dimension with --input-shape NAME=1x3x224x224 so shape sub-graphs fold',
+    );
   }
   if (Array.isArray(t.data)) throw attrError(ctx, `its ${role} is a string tensor`);
   return Array.from(t.data as ArrayLike<number>, (v) => Math.trunc(v));

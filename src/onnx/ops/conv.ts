@@ -38,9 +38,15 @@ function windowOutput(ctx: OpContext, spatial: readonly number[], w: WindowSpec)
     const span = (w.kernel[i]! - 1) * w.dilations[i]! + 1;
     let out: number;
     switch (autoPad) {
-      case 'SAME_UPPER': case 'SAME_LOWER': out = Math.ceil(size / s); break;
-      case 'VALID': out = Math.floor((size - span) / s) + 1; break;
-      case 'NOTSET': case '': {
+      case 'SAME_UPPER':
+      case 'SAME_LOWER':
+        out = Math.ceil(size / s);
+        break;
+      case 'VALID':
+        out = Math.floor((size - span) / s) + 1;
+        break;
+      case 'NOTSET':
+      case '': {
         const padded = size + pads[i]! + pads[i + rank]!;
         if (w.ceilMode) {
           out = Math.ceil((padded - span) / s) + 1;
@@ -51,10 +57,14 @@ function windowOutput(ctx: OpContext, spatial: readonly number[], w: WindowSpec)
         }
         break;
       }
-      default: throw attrError(ctx, `auto_pad ${quoteForMessage(autoPad, 20)} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID`);
+      default:
+        throw attrError(ctx, `auto_pad ${quoteForMessage(autoPad, 20)} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID`);
     }
     if (out <= 0 || !Number.isFinite(out)) {
-      throw shapeError(ctx, `window of ${span} (kernel ${w.kernel[i]}, dilation ${w.dilations[i]}) does not fit spatial size ${size} on axis ${i + 2}`);
+      throw shapeError(
+        ctx,
+        `window of ${span} (kernel ${w.kernel[i]}, dilation ${w.dilations[i]}) does not fit spatial size ${size} on axis ${i + 2}`,
+      );
     }
     return out;
   });
@@ -66,25 +76,35 @@ const conv: OpDef = {
     const w = input(ctx, 1);
     const rank = spatialRank(ctx, x);
     if (w.shape.length !== x.shape.length) {
-      throw shapeError(ctx, `weight shape ${formatShape(w.shape)} has rank ${w.shape.length}, input ${formatShape(x.shape)} has rank ${x.shape.length}`);
+      throw shapeError(
+        ctx,
+        `weight shape ${formatShape(w.shape)} has rank ${w.shape.length}, input ${formatShape(x.shape)} has rank ${x.shape.length}`,
+      );
     }
     const groups = attrInt(ctx.node, 'group', 1);
     const c = x.shape[1]!;
     const m = w.shape[0]!;
     if (groups < 1 || c % groups !== 0 || w.shape[1]! * groups !== c || m % groups !== 0) {
-      throw shapeError(ctx, `input has ${c} channels (shape ${formatShape(x.shape)}) but the weight ${formatShape(w.shape)} `
-        + `with group=${groups} expects ${w.shape[1]! * groups}`);
+      throw shapeError(
+        ctx,
+        `input has ${c} channels (shape ${formatShape(x.shape)}) but the weight ${formatShape(w.shape)} ` +
+          `with group=${groups} expects ${w.shape[1]! * groups}`,
+      );
     }
     if (hasInput(ctx, 2)) {
       const b = input(ctx, 2);
-      if (b.shape.length !== 1 || b.shape[0] !== m) throw shapeError(ctx, `bias shape ${formatShape(b.shape)} does not match ${m} output channels`);
+      if (b.shape.length !== 1 || b.shape[0] !== m)
+        throw shapeError(ctx, `bias shape ${formatShape(b.shape)} does not match ${m} output channels`);
     }
     const kernel = listAttr(ctx, 'kernel_shape', rank, 0).map((k, i) => (k === 0 ? w.shape[i + 2]! : k));
     if (kernel.some((k, i) => k !== w.shape[i + 2])) {
       throw shapeError(ctx, `kernel_shape [${kernel.join(', ')}] disagrees with weight shape ${formatShape(w.shape)}`);
     }
     const spatial = windowOutput(ctx, x.shape.slice(2), {
-      kernel, strides: listAttr(ctx, 'strides', rank, 1), dilations: listAttr(ctx, 'dilations', rank, 1), ceilMode: false,
+      kernel,
+      strides: listAttr(ctx, 'strides', rank, 1),
+      dilations: listAttr(ctx, 'dilations', rank, 1),
+      ceilMode: false,
     });
     return [{ dtype: x.dtype, shape: [x.shape[0]!, m, ...spatial] }];
   },
@@ -97,7 +117,10 @@ const convTranspose: OpDef = {
     const rank = spatialRank(ctx, x);
     const groups = attrInt(ctx.node, 'group', 1);
     if (w.shape.length !== x.shape.length || w.shape[0] !== x.shape[1]) {
-      throw shapeError(ctx, `weight shape ${formatShape(w.shape)} does not match input ${formatShape(x.shape)} (weight dim 0 must equal input channels)`);
+      throw shapeError(
+        ctx,
+        `weight shape ${formatShape(w.shape)} does not match input ${formatShape(x.shape)} (weight dim 0 must equal input channels)`,
+      );
     }
     const m = w.shape[1]! * groups;
     const kernel = listAttr(ctx, 'kernel_shape', rank, 0).map((k, i) => (k === 0 ? w.shape[i + 2]! : k));

@@ -27,7 +27,11 @@ export function parseEinsum(equation: string): EinsumEquation | undefined {
   if (rhs !== undefined) return { operands, output: rhs };
   const counts = new Map<string, number>();
   for (const l of operands.join('').replace(/\*/g, '')) counts.set(l, (counts.get(l) ?? 0) + 1);
-  const once = [...counts].filter(([, n]) => n === 1).map(([l]) => l).sort().join('');
+  const once = [...counts]
+    .filter(([, n]) => n === 1)
+    .map(([l]) => l)
+    .sort()
+    .join('');
   return { operands, output: (operands.some((t) => t.includes('*')) ? '*' : '') + once };
 }
 
@@ -43,7 +47,8 @@ function labelSizes(ctx: OpContext, eq: EinsumEquation): { sizes: Map<string, nu
   const sizes = new Map<string, number>();
   let ellipsis: number[] = [];
   const merge = (seen: number | undefined, d: number, what: string): number => {
-    if (seen !== undefined && seen !== d && seen !== 1 && d !== 1) throw shapeError(ctx, `${what} is ${seen} in one operand and ${d} in another`);
+    if (seen !== undefined && seen !== d && seen !== 1 && d !== 1)
+      throw shapeError(ctx, `${what} is ${seen} in one operand and ${d} in another`);
     return seen === undefined || seen === 1 ? d : seen;
   };
   eq.operands.forEach((labels, i) => {
@@ -51,7 +56,10 @@ function labelSizes(ctx: OpContext, eq: EinsumEquation): { sizes: Map<string, nu
     const letters = labels.replace('*', '');
     const spread = shape.length - letters.length;
     if (spread < 0 || (spread > 0 && !labels.includes('*'))) {
-      throw shapeError(ctx, `operand ${i} is ${formatShape(shape)} but its labels "${labels.replace('*', '...')}" have rank ${letters.length}`);
+      throw shapeError(
+        ctx,
+        `operand ${i} is ${formatShape(shape)} but its labels "${labels.replace('*', '...')}" have rank ${letters.length}`,
+      );
     }
     const at = labels.indexOf('*');
     const own = at < 0 ? [] : shape.slice(at, at + spread);
@@ -70,7 +78,8 @@ function labelSizes(ctx: OpContext, eq: EinsumEquation): { sizes: Map<string, nu
 const einsumOp: OpDef = {
   infer: (ctx) => {
     const eq = equationOf(ctx);
-    if (eq.operands.length !== ctx.inputs.length) throw attrError(ctx, `the equation names ${eq.operands.length} operands, the node has ${ctx.inputs.length}`);
+    if (eq.operands.length !== ctx.inputs.length)
+      throw attrError(ctx, `the equation names ${eq.operands.length} operands, the node has ${ctx.inputs.length}`);
     const { sizes, ellipsis } = labelSizes(ctx, eq);
     const shape = [...eq.output].flatMap((label) => {
       if (label === '*') return ellipsis;

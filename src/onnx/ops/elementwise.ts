@@ -26,30 +26,65 @@ const softplus: Unary = (x) => (x > 20 ? x : Math.log1p(Math.exp(x)));
 function unaryTable(ctx: OpContext): Unary | undefined {
   const n = ctx.node;
   switch (n.opType) {
-    case 'Relu': return (x) => (x > 0 ? x : 0);
-    case 'Sigmoid': return (x) => 1 / (1 + Math.exp(-x));
-    case 'Tanh': return Math.tanh;
-    case 'Erf': return erf;
-    case 'Exp': return Math.exp;
-    case 'Log': return Math.log;
-    case 'Sqrt': return Math.sqrt;
-    case 'Neg': return (x) => -x;
-    case 'Abs': return Math.abs;
-    case 'Floor': return Math.floor;
-    case 'Ceil': return Math.ceil;
-    case 'Round': return (x) => { const r = Math.round(x); return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r; };
-    case 'Sign': return Math.sign;
-    case 'Reciprocal': return (x) => 1 / x;
-    case 'Sin': return Math.sin;
-    case 'Cos': return Math.cos;
-    case 'Softplus': return softplus;
-    case 'Softsign': return (x) => x / (1 + Math.abs(x));
-    case 'Mish': return (x) => x * Math.tanh(softplus(x));
-    case 'HardSwish': return (x) => x * Math.max(0, Math.min(1, x / 6 + 0.5));
-    case 'LeakyRelu': { const a = attrFloat(n, 'alpha', 0.01); return (x) => (x >= 0 ? x : a * x); }
-    case 'Elu': { const a = attrFloat(n, 'alpha', 1); return (x) => (x >= 0 ? x : a * (Math.exp(x) - 1)); }
-    case 'Celu': { const a = attrFloat(n, 'alpha', 1); return (x) => Math.max(0, x) + Math.min(0, a * (Math.exp(x / a) - 1)); }
-    case 'ThresholdedRelu': { const a = attrFloat(n, 'alpha', 1); return (x) => (x > a ? x : 0); }
+    case 'Relu':
+      return (x) => (x > 0 ? x : 0);
+    case 'Sigmoid':
+      return (x) => 1 / (1 + Math.exp(-x));
+    case 'Tanh':
+      return Math.tanh;
+    case 'Erf':
+      return erf;
+    case 'Exp':
+      return Math.exp;
+    case 'Log':
+      return Math.log;
+    case 'Sqrt':
+      return Math.sqrt;
+    case 'Neg':
+      return (x) => -x;
+    case 'Abs':
+      return Math.abs;
+    case 'Floor':
+      return Math.floor;
+    case 'Ceil':
+      return Math.ceil;
+    case 'Round':
+      return (x) => {
+        const r = Math.round(x);
+        return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+      };
+    case 'Sign':
+      return Math.sign;
+    case 'Reciprocal':
+      return (x) => 1 / x;
+    case 'Sin':
+      return Math.sin;
+    case 'Cos':
+      return Math.cos;
+    case 'Softplus':
+      return softplus;
+    case 'Softsign':
+      return (x) => x / (1 + Math.abs(x));
+    case 'Mish':
+      return (x) => x * Math.tanh(softplus(x));
+    case 'HardSwish':
+      return (x) => x * Math.max(0, Math.min(1, x / 6 + 0.5));
+    case 'LeakyRelu': {
+      const a = attrFloat(n, 'alpha', 0.01);
+      return (x) => (x >= 0 ? x : a * x);
+    }
+    case 'Elu': {
+      const a = attrFloat(n, 'alpha', 1);
+      return (x) => (x >= 0 ? x : a * (Math.exp(x) - 1));
+    }
+    case 'Celu': {
+      const a = attrFloat(n, 'alpha', 1);
+      return (x) => Math.max(0, x) + Math.min(0, a * (Math.exp(x / a) - 1));
+    }
+    case 'ThresholdedRelu': {
+      const a = attrFloat(n, 'alpha', 1);
+      return (x) => (x > a ? x : 0);
+    }
     case 'Selu': {
       const a = attrFloat(n, 'alpha', 1.67326319217681884765625);
       const g = attrFloat(n, 'gamma', 1.05070102214813232421875);
@@ -60,13 +95,39 @@ function unaryTable(ctx: OpContext): Unary | undefined {
       const b = attrFloat(n, 'beta', 0.5);
       return (x) => Math.max(0, Math.min(1, a * x + b));
     }
-    default: return undefined;
+    default:
+      return undefined;
   }
 }
 
-const UNARY_OPS = ['Relu', 'Sigmoid', 'Tanh', 'Erf', 'Exp', 'Log', 'Sqrt', 'Neg', 'Abs', 'Floor', 'Ceil', 'Round',
-  'Sign', 'Reciprocal', 'Sin', 'Cos', 'Softplus', 'Softsign', 'Mish', 'HardSwish', 'LeakyRelu', 'Elu', 'Celu',
-  'ThresholdedRelu', 'Selu', 'HardSigmoid'];
+const UNARY_OPS = [
+  'Relu',
+  'Sigmoid',
+  'Tanh',
+  'Erf',
+  'Exp',
+  'Log',
+  'Sqrt',
+  'Neg',
+  'Abs',
+  'Floor',
+  'Ceil',
+  'Round',
+  'Sign',
+  'Reciprocal',
+  'Sin',
+  'Cos',
+  'Softplus',
+  'Softsign',
+  'Mish',
+  'HardSwish',
+  'LeakyRelu',
+  'Elu',
+  'Celu',
+  'ThresholdedRelu',
+  'Selu',
+  'HardSigmoid',
+];
 
 const unary: OpDef = {
   infer: (ctx) => [input(ctx, 0)],
@@ -115,7 +176,10 @@ const divide = (dtype: DType): Binary => (isIntegerDType(dtype) ? (a, b) => Math
 
 const modulo = (dtype: DType, ctx: OpContext): Binary => {
   if (attrInt(ctx.node, 'fmod', 0) === 1 || !isIntegerDType(dtype)) return (a, b) => a % b;
-  return (a, b) => { const r = a % b; return r !== 0 && (r < 0) !== (b < 0) ? r + b : r; };
+  return (a, b) => {
+    const r = a % b;
+    return r !== 0 && r < 0 !== b < 0 ? r + b : r;
+  };
 };
 
 function clipBounds(ctx: OpContext, ins: readonly Tensor[]): [number, number] {
@@ -173,7 +237,10 @@ const identity: OpDef = { infer: (ctx) => [input(ctx, 0)], evaluate: (_ctx, [x])
 const dropout: OpDef = {
   infer: (ctx) => [input(ctx, 0), { dtype: 'bool', shape: input(ctx, 0).shape }],
   deterministic: (ctx) => !hasInput(ctx, 2) || (ctx.constants[2] !== undefined && nums(ctx.constants[2])[0] === 0),
-  evaluate: (_ctx, [x], outs) => [x!, ...outs.slice(1).map((m) => tensorOf('bool', m.shape, new Uint8Array(m.shape.reduce((a, b) => a * b, 1)).fill(1)))],
+  evaluate: (_ctx, [x], outs) => [
+    x!,
+    ...outs.slice(1).map((m) => tensorOf('bool', m.shape, new Uint8Array(m.shape.reduce((a, b) => a * b, 1)).fill(1))),
+  ],
 };
 
 const not: OpDef = {

@@ -20,7 +20,10 @@ function evaluateMatMul(a: Tensor, b: Tensor, outDtype: Tensor['dtype'], outShap
       const idx = rest % batch[d]!;
       rest = Math.floor(rest / batch[d]!);
       const ownDim = own[d - (batch.length - own.length)];
-      if (ownDim !== undefined) { off += (ownDim === 1 ? 0 : idx) * stride; stride *= ownDim; }
+      if (ownDim !== undefined) {
+        off += (ownDim === 1 ? 0 : idx) * stride;
+        stride *= ownDim;
+      }
     }
     return off;
   };
@@ -57,7 +60,8 @@ const matmul: OpDef = {
       throw shapeError(ctx, `inner dimensions differ: ${formatShape(a.shape)} × ${formatShape(b.shape)}`);
     }
     const batch = broadcastShapes([as.slice(0, -2), bs.slice(0, -2)]);
-    if (batch === undefined) throw shapeError(ctx, `batch dimensions of ${formatShape(a.shape)} and ${formatShape(b.shape)} cannot be broadcast`);
+    if (batch === undefined)
+      throw shapeError(ctx, `batch dimensions of ${formatShape(a.shape)} and ${formatShape(b.shape)} cannot be broadcast`);
     const shape = [...batch];
     if (a.shape.length > 1) shape.push(as[as.length - 2]!);
     if (b.shape.length > 1) shape.push(bs[bs.length - 1]!);
@@ -81,7 +85,8 @@ const gemm: OpDef = {
     }
     const [m, ka] = attrInt(ctx.node, 'transA', 0) ? [a.shape[1]!, a.shape[0]!] : [a.shape[0]!, a.shape[1]!];
     const [kb, n] = attrInt(ctx.node, 'transB', 0) ? [b.shape[1]!, b.shape[0]!] : [b.shape[0]!, b.shape[1]!];
-    if (ka !== kb) throw shapeError(ctx, `inner dimensions differ: A ${formatShape(a.shape)} and B ${formatShape(b.shape)} (transA/transB applied)`);
+    if (ka !== kb)
+      throw shapeError(ctx, `inner dimensions differ: A ${formatShape(a.shape)} and B ${formatShape(b.shape)} (transA/transB applied)`);
     if (hasInput(ctx, 2)) {
       const c = input(ctx, 2);
       const out = broadcastShapes([c.shape, [m, n]]);

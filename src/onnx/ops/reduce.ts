@@ -45,16 +45,29 @@ function reduction(op: string): OpDef {
       const x = input(ctx, 0);
       return [{ dtype: x.dtype, shape: reducedShape(ctx, x.shape, reductionAxes(ctx, x.shape.length)) }];
     },
-    evaluate: fold === undefined ? undefined : (ctx, [x], [out]) => {
-      const axes = reductionAxes(ctx, x!.dims.length);
-      if (axes === undefined) return [x!];
-      return [reshaped(reduceAxes(x!, axes, out!.dtype, ...fold), out!.shape)];
-    },
+    evaluate:
+      fold === undefined
+        ? undefined
+        : (ctx, [x], [out]) => {
+            const axes = reductionAxes(ctx, x!.dims.length);
+            if (axes === undefined) return [x!];
+            return [reshaped(reduceAxes(x!, axes, out!.dtype, ...fold), out!.shape)];
+          },
   };
 }
 
-const REDUCE_OPS = ['ReduceSum', 'ReduceMean', 'ReduceProd', 'ReduceMax', 'ReduceMin', 'ReduceSumSquare',
-  'ReduceL1', 'ReduceL2', 'ReduceLogSum', 'ReduceLogSumExp'];
+const REDUCE_OPS = [
+  'ReduceSum',
+  'ReduceMean',
+  'ReduceProd',
+  'ReduceMax',
+  'ReduceMin',
+  'ReduceSumSquare',
+  'ReduceL1',
+  'ReduceL2',
+  'ReduceLogSum',
+  'ReduceLogSumExp',
+];
 
 const argReduce: OpDef = {
   infer: (ctx) => {
@@ -79,7 +92,10 @@ const layerNorm: OpDef = {
     const axis = normAxis(ctx, attrInt(ctx.node, 'axis', -1), x.shape.length);
     const normalized = x.shape.slice(axis);
     const scale = input(ctx, 1);
-    if (scale.shape.length > normalized.length || scale.shape.some((d, i) => d !== 1 && d !== normalized[normalized.length - scale.shape.length + i])) {
+    if (
+      scale.shape.length > normalized.length ||
+      scale.shape.some((d, i) => d !== 1 && d !== normalized[normalized.length - scale.shape.length + i])
+    ) {
       throw shapeError(ctx, `scale shape ${formatShape(scale.shape)} does not match the normalised dims ${formatShape(normalized)}`);
     }
     const statShape = x.shape.map((d, i) => (i < axis ? d : 1));
@@ -99,7 +115,10 @@ const topK: OpDef = {
       throw shapeError(ctx, `K ${JSON.stringify(ks)} must be one integer from 0 to the axis length ${x.shape[axis]}`);
     }
     const shape = x.shape.map((d, i) => (i === axis ? k : d));
-    return [{ dtype: x.dtype, shape }, { dtype: 'int64', shape }];
+    return [
+      { dtype: x.dtype, shape },
+      { dtype: 'int64', shape },
+    ];
   },
 };
 

@@ -10,10 +10,19 @@ import { resizeOps } from './resize.js';
 import { scatterOps } from './scatter.js';
 import { einsumOps } from './einsum.js';
 
-const OPS: ReadonlyMap<string, OpDef> = new Map(Object.entries({
-  ...elementwiseOps, ...convOps, ...shapeOps, ...slicingOps, ...reduceOps, ...matmulOps, ...resizeOps, ...scatterOps,
-  ...einsumOps,
-}));
+const OPS: ReadonlyMap<string, OpDef> = new Map(
+  Object.entries({
+    ...elementwiseOps,
+    ...convOps,
+    ...shapeOps,
+    ...slicingOps,
+    ...reduceOps,
+    ...matmulOps,
+    ...resizeOps,
+    ...scatterOps,
+    ...einsumOps,
+  }),
+);
 
 /** The default ONNX domain, as decode.ts normalises it ('ai.onnx' becomes ''). */
 export function isDefaultDomain(domain: string): boolean {

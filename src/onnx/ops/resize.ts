@@ -12,9 +12,11 @@ import { attrError, hasInput, input, normAxis, shapeError, type OpContext, type 
 function constFloats(ctx: OpContext, i: number, role: string): number[] {
   const t: Tensor | undefined = ctx.constants[i];
   if (t === undefined) {
-    throw userError('DYNAMIC_SHAPE',
+    throw userError(
+      'DYNAMIC_SHAPE',
       `${nodeLabel(ctx.node)}: its ${role} (input ${quoteForMessage(ctx.node.inputs[i] ?? '')}) is computed at run time, so the output shape is not static`,
-      'veltair compiles static shapes; pin every symbolic input dimension with --input-shape NAME=1x3x224x224 so shape sub-graphs fold');
+      'veltair compiles static shapes; pin every symbolic input dimension with --input-shape NAME=1x3x224x224 so shape sub-graphs fold',
+    );
   }
   return Array.from(nums(t));
 }
@@ -22,7 +24,9 @@ function constFloats(ctx: OpContext, i: number, role: string): number[] {
 function scaled(ctx: OpContext, shape: readonly number[], scales: readonly number[], axes: readonly number[]): number[] {
   if (scales.length !== axes.length) throw shapeError(ctx, `${scales.length} scales for input ${formatShape(shape)}`);
   const out = [...shape];
-  axes.forEach((a, i) => { out[a] = Math.floor(shape[a]! * scales[i]!); });
+  axes.forEach((a, i) => {
+    out[a] = Math.floor(shape[a]! * scales[i]!);
+  });
   return out;
 }
 
@@ -41,7 +45,9 @@ const resize: OpDef = {
         throw attrError(ctx, 'keep_aspect_ratio_policy other than "stretch" is not supported');
       }
       const out = [...x.shape];
-      axes.forEach((a, i) => { out[a] = sizes[i]!; });
+      axes.forEach((a, i) => {
+        out[a] = sizes[i]!;
+      });
       return [{ dtype: x.dtype, shape: out }];
     }
     if (!hasInput(ctx, 2)) throw attrError(ctx, 'Resize needs scales or sizes');

@@ -27,9 +27,11 @@ const REDUCTIONS: Readonly<Record<string, Combine>> = {
 function reductionOf(ctx: OpContext): Combine {
   const name = attrString(ctx.node, 'reduction', 'none');
   const combine = REDUCTIONS[name];
-  if (combine === undefined) throw attrError(ctx, `reduction ${quoteForMessage(name, 20)} is not one of ${Object.keys(REDUCTIONS).join(', ')}`);
+  if (combine === undefined)
+    throw attrError(ctx, `reduction ${quoteForMessage(name, 20)} is not one of ${Object.keys(REDUCTIONS).join(', ')}`);
   const since = REDUCTION_OPSET[name]!;
-  if (ctx.opset < since) throw attrError(ctx, `reduction ${quoteForMessage(name, 20)} needs opset ${since}; the model imports ${ctx.opset}`);
+  if (ctx.opset < since)
+    throw attrError(ctx, `reduction ${quoteForMessage(name, 20)} needs opset ${since}; the model imports ${ctx.opset}`);
   return combine;
 }
 

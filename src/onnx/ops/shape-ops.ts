@@ -41,7 +41,10 @@ function reshapeTarget(ctx: OpContext, from: readonly number[]): number[] {
   const out = requested.map((d, i) => {
     if (d === 0 && !allowZero) {
       if (i >= from.length) {
-        throw shapeError(ctx, `target shape [${requested.join(', ')}] copies dim ${i} (0) but the input ${formatShape(from)} has rank ${from.length}`);
+        throw shapeError(
+          ctx,
+          `target shape [${requested.join(', ')}] copies dim ${i} (0) but the input ${formatShape(from)} has rank ${from.length}`,
+        );
       }
       return from[i]!;
     }
@@ -57,7 +60,8 @@ function reshapeTarget(ctx: OpContext, from: readonly number[]): number[] {
     }
     return out.map((d) => (d === -1 ? total / known : d));
   }
-  if (known !== total) throw shapeError(ctx, `cannot reshape ${formatShape(from)} (${total} elements) to [${requested.join(', ')}] (${known} elements)`);
+  if (known !== total)
+    throw shapeError(ctx, `cannot reshape ${formatShape(from)} (${total} elements) to [${requested.join(', ')}] (${known} elements)`);
   return out;
 }
 
@@ -82,7 +86,8 @@ function permutation(ctx: OpContext, rank: number): number[] {
   const perm = attrInts(ctx.node, 'perm');
   if (perm === undefined || perm.length === 0) return Array.from({ length: rank }, (_, i) => rank - 1 - i);
   const sorted = [...perm].sort((a, b) => a - b);
-  if (perm.length !== rank || sorted.some((p, i) => p !== i)) throw attrError(ctx, `perm [${perm.join(', ')}] is not a permutation of ${rank} axes`);
+  if (perm.length !== rank || sorted.some((p, i) => p !== i))
+    throw attrError(ctx, `perm [${perm.join(', ')}] is not a permutation of ${rank} axes`);
   return [...perm];
 }
 
@@ -93,7 +98,14 @@ const transposeOp: OpDef = {
   },
   evaluate: (ctx, [x], [out]) => {
     const s = stridesOf(x!.dims);
-    return [stridedCopy(x!, out!.shape, permutation(ctx, x!.dims.length).map((p) => s[p]!), 0)];
+    return [
+      stridedCopy(
+        x!,
+        out!.shape,
+        permutation(ctx, x!.dims.length).map((p) => s[p]!),
+        0,
+      ),
+    ];
   },
 };
 
@@ -167,17 +179,26 @@ function constantValue(ctx: OpContext): Tensor {
   const t = attrTensor(n, 'value');
   if (t !== undefined) return t;
   const a = (name: string) => n.attributes.get(name);
-  const vf = a('value_float'); if (vf?.kind === 'float' || vf?.kind === 'int') return tensorOf('float32', [], [vf.value]);
-  const vfs = a('value_floats'); if (vfs?.kind === 'floats' || vfs?.kind === 'ints') return tensorOf('float32', [vfs.value.length], vfs.value);
-  const vi = a('value_int'); if (vi?.kind === 'int') return intsTensor([vi.value], []);
-  const vis = a('value_ints'); if (vis?.kind === 'ints') return intsTensor(vis.value);
-  const vs = a('value_string'); if (vs?.kind === 'string') return { dtype: 'string', dims: [], data: [vs.value] };
-  const vss = a('value_strings'); if (vss?.kind === 'strings') return { dtype: 'string', dims: [vss.value.length], data: [...vss.value] };
+  const vf = a('value_float');
+  if (vf?.kind === 'float' || vf?.kind === 'int') return tensorOf('float32', [], [vf.value]);
+  const vfs = a('value_floats');
+  if (vfs?.kind === 'floats' || vfs?.kind === 'ints') return tensorOf('float32', [vfs.value.length], vfs.value);
+  const vi = a('value_int');
+  if (vi?.kind === 'int') return intsTensor([vi.value], []);
+  const vis = a('value_ints');
+  if (vis?.kind === 'ints') return intsTensor(vis.value);
+  const vs = a('value_string');
+  if (vs?.kind === 'string') return { dtype: 'string', dims: [], data: [vs.value] };
+  const vss = a('value_strings');
+  if (vss?.kind === 'strings') return { dtype: 'string', dims: [vss.value.length], data: [...vss.value] };
   throw attrError(ctx, 'Constant has no supported value attribute (value, value_float(s), value_int(s), value_string(s))');
 }
 
 const constantOp: OpDef = {
-  infer: (ctx) => { const t = constantValue(ctx); return [{ dtype: t.dtype, shape: t.dims }]; },
+  infer: (ctx) => {
+    const t = constantValue(ctx);
+    return [{ dtype: t.dtype, shape: t.dims }];
+  },
   evaluate: (ctx) => [constantValue(ctx)],
 };
 
@@ -212,7 +233,13 @@ const rangeOp: OpDef = {
   evaluate: (ctx, _ins, [out]) => {
     const start = constScalar(ctx, 0, 'start');
     const delta = constScalar(ctx, 2, 'delta');
-    return [tensorOf(out!.dtype, out!.shape, Array.from({ length: out!.shape[0]! }, (_, i) => start + i * delta))];
+    return [
+      tensorOf(
+        out!.dtype,
+        out!.shape,
+        Array.from({ length: out!.shape[0]! }, (_, i) => start + i * delta),
+      ),
+    ];
   },
 };
 
@@ -221,7 +248,8 @@ function blockRearrange(toSpace: boolean): OpDef {
     infer: (ctx) => {
       const x = input(ctx, 0);
       const b = attrInt(ctx.node, 'blocksize', 0);
-      if (x.shape.length !== 4 || b < 1) throw shapeError(ctx, `needs a 4-D input and blocksize ≥ 1; got ${formatShape(x.shape)}, blocksize ${b}`);
+      if (x.shape.length !== 4 || b < 1)
+        throw shapeError(ctx, `needs a 4-D input and blocksize ≥ 1; got ${formatShape(x.shape)}, blocksize ${b}`);
       const [n, c, h, w] = x.shape as [number, number, number, number];
       if (toSpace) {
         if (c % (b * b) !== 0) throw shapeError(ctx, `channels ${c} are not divisible by blocksize² = ${b * b}`);
@@ -249,4 +277,3 @@ export const shapeOps: Readonly<Record<string, OpDef>> = {
   DepthToSpace: blockRearrange(true),
   SpaceToDepth: blockRearrange(false),
 };
-

@@ -76,7 +76,12 @@ const splitOp: OpDef = {
   },
 };
 
-interface SliceAxis { readonly axis: number; readonly start: number; readonly step: number; readonly count: number }
+interface SliceAxis {
+  readonly axis: number;
+  readonly start: number;
+  readonly step: number;
+  readonly count: number;
+}
 
 function sliceOperands(ctx: OpContext): { starts: number[]; ends: number[]; axes: number[]; steps: number[] } {
   if (ctx.opset < 10) {
@@ -171,7 +176,8 @@ const gatherElementsOp: OpDef = {
   infer: (ctx) => {
     const data = input(ctx, 0);
     const idx = input(ctx, 1);
-    if (idx.shape.length !== data.shape.length) throw shapeError(ctx, `indices ${formatShape(idx.shape)} and data ${formatShape(data.shape)} differ in rank`);
+    if (idx.shape.length !== data.shape.length)
+      throw shapeError(ctx, `indices ${formatShape(idx.shape)} and data ${formatShape(data.shape)} differ in rank`);
     return [{ dtype: data.dtype, shape: idx.shape }];
   },
 };
@@ -190,7 +196,10 @@ function padAmounts(ctx: OpContext, rank: number): number[] {
   }
   if (pads.length !== 2 * axes.length) throw attrError(ctx, `pads has ${pads.length} values for ${axes.length} axes`);
   const full = new Array<number>(2 * rank).fill(0);
-  axes.forEach((a, i) => { full[a] = pads[i]!; full[a + rank] = pads[i + axes.length]!; });
+  axes.forEach((a, i) => {
+    full[a] = pads[i]!;
+    full[a + rank] = pads[i + axes.length]!;
+  });
   return full;
 }
 
@@ -200,7 +209,8 @@ const padOp: OpDef = {
     const r = x.shape.length;
     const pads = padAmounts(ctx, r);
     const shape = x.shape.map((d, i) => d + pads[i]! + pads[i + r]!);
-    if (shape.some((d) => d < 0)) throw shapeError(ctx, `pads [${pads.join(', ')}] remove more than the input ${formatShape(x.shape)} holds`);
+    if (shape.some((d) => d < 0))
+      throw shapeError(ctx, `pads [${pads.join(', ')}] remove more than the input ${formatShape(x.shape)} holds`);
     return [{ dtype: x.dtype, shape }];
   },
 };
@@ -213,4 +223,3 @@ export const slicingOps: Readonly<Record<string, OpDef>> = {
   GatherElements: gatherElementsOp,
   Pad: padOp,
 };
-
