@@ -18,11 +18,13 @@ test('--qps-sweep FROM:TO:STEPS: evenly spaced rates, ends included; bad specs a
 });
 
 test('a sweep runs one load per rate and reports attainment and p99 per model per step', async () => {
-  // A fake v2 endpoint: model "ok" answers 200, model "busy" answers 503 (every request a miss).
+  // A fake v2 endpoint: model "ok" answers 200 with a JSON body (the client checks the answer's type
+  // and size), model "busy" answers 503 (every request a miss).
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       res.statusCode = req.url!.includes('/busy/') ? 503 : 200;
+      res.setHeader('Content-Type', 'application/json');
       res.end('{}');
     });
   });
