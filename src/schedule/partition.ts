@@ -12,18 +12,22 @@
  *    blockCaps), so a request runs as ⌈one-core time / cap⌉ blocks, each charged a claim (cores
  *    move between blocks), and a request of any model queues behind blocks of every model.
  *
- * Capacity rule (both modes): a set of cores C serving some models is one work-conserving queue
- * (M/G/1 over the pool: a request's service is X = K / |C|; the pool is busy ρ = Σ λ_m X_m).
- * Pollaczek–Khinchine with non-preemptible pieces: a request waits W = Σ λ_m X_m x_m / (2 (1 − ρ)),
- * where x_m is the piece others must wait for (time-shared: one block, X_m / blocks; partitioned:
- * the whole request). Model m keeps up within QoS when ρ ≤ MAX_UTILISATION and
- * L_m + TAIL_FACTOR · W ≤ QoS_m. At a fixed mix (λ_m = w_m λ) every term is linear in λ, so the
- * highest total rate λ* has a closed form. A partition's capacity is the lowest over its models
- * (each alone on its set); the time-shared one is that of all models on all cores.
+ * Capacity rule (both modes): a set of c cores serving some models is one pool of c servers
+ * (cores) that requests occupy for their core·ms; at a total rate λ and a fixed mix (λ_m = w_m λ)
+ * it is busy a = Σ λ_m K_m cores on average. A request waits only when every core is busy, with
+ * probability Erlang C(c, a) (M/M/c), and then until the next core frees, i.e. until a piece of
+ * work in service ends (time-shared: a block, cut to the wait-budget cap; partitioned: its own
+ * model's whole requests); that wait is taken as exponential with mean x / (c − a), x the pieces'
+ * mean length weighted by work. Model m keeps up within QoS when a ≤ MAX_UTILISATION · c and
+ * P(wait > QoS_m − L_m) = C(c, a) · exp(−(c − a) (QoS_m − L_m) / x) ≤ LATE_SHARE: the same 99%
+ * within QoS that a served rate is judged by. The capacity λ* is the highest total rate where
+ * every model keeps up (bisection; both sides grow with λ). A partition's capacity is the lowest
+ * over its models (each alone on its set); the time-shared one is that of all models on all cores.
  *
- * What the rule captures: pooling (time sharing lets a model use the cores another leaves idle),
- * head-of-line blocking (a tight model waits behind a heavy model's blocks when they share), and
- * the claims that moving blocks pay. It is a prediction for choosing, not a promise.
+ * What the rule captures: pooling (time sharing lets a request take any free core, so it waits
+ * less often), head-of-line blocking (a tight model waits behind a heavy model's blocks when they
+ * share, behind only its own requests when partitioned), and the claims that moving blocks pay.
+ * It is a prediction for choosing, not a promise.
  *
  * Split search: exhaustive over compositions of the cores (≥ 1 core each, contiguous ids in model
  * order) while there are at most MAX_EXHAUSTIVE_SPLITS of them, C(cores − 1, models − 1); beyond
@@ -34,8 +38,8 @@
 import { blockCaps } from './blocks.js';
 import type { ModelPlan } from './requirement.js';
 
-/** The waiting time's tail over its mean that QoS must leave room for (a p99 of a few means). */
-export const TAIL_FACTOR = 3;
+/** The share of a model's requests that may miss QoS (the 99% rule every served rate is judged by). */
+export const LATE_SHARE = 0.01;
 /** No queue is planned busier than this: near 1 the wait grows without bound and noise decides. */
 export const MAX_UTILISATION = 0.9;
 /** Splits enumerated before the greedy search takes over. */
@@ -98,26 +102,45 @@ interface Member {
   readonly qosMs: number;
 }
 
+/** Erlang C: the probability that a request finds all `c` servers busy at an offered load of `a` servers. */
+export function erlangC(c: number, a: number): number {
+  if (!(a > 0)) return 0;
+  if (a >= c) return 1;
+  let b = 1; // Erlang B by its recursion, B(0) = 1
+  for (let k = 1; k <= c; k++) b = (a * b) / (k + a * b);
+  return (c * b) / (c - a * (1 - b));
+}
+
+/** Bisection steps for the capacity: the relative error is 2^−steps of the utilisation bound. */
+const CAPACITY_STEPS = 40;
+
 /** The highest total rate (requests/ms) at which every member keeps up on `cores` cores (header rule). */
 export function queueCapacityPerMs(members: readonly Member[], cores: number): number {
-  let load = 0, // ρ per unit of total rate
-    wait = 0; // 2 (1 − ρ) W per unit of total rate
+  let work = 0, // busy cores per unit of total rate
+    pieceWork = 0; // Σ w K x, for the work-weighted piece length
   for (const m of members) {
     if (m.weight <= 0) continue;
-    const x = m.cost.coreMs / cores;
-    load += m.weight * x;
-    wait += m.weight * x * (x / m.cost.blocks);
+    work += m.weight * m.cost.coreMs;
+    pieceWork += m.weight * m.cost.coreMs * (m.cost.latencyMs / m.cost.blocks);
   }
-  if (!(load > 0)) return Infinity;
-  let best = MAX_UTILISATION / load;
-  for (const m of members) {
-    if (m.weight <= 0) continue;
-    const slack = m.qosMs - m.cost.latencyMs;
-    if (!(slack > 0)) return 0;
-    // L + T · λ wait / (2 (1 − λ load)) ≤ QoS  ⇔  λ ≤ 2 slack / (T wait + 2 slack load)
-    best = Math.min(best, (2 * slack) / (TAIL_FACTOR * wait + 2 * slack * load));
+  if (!(work > 0)) return Infinity;
+  const piece = pieceWork / work;
+  const active = members.filter((m) => m.weight > 0);
+  if (active.some((m) => !(m.qosMs - m.cost.latencyMs > 0))) return 0;
+  const keepsUp = (rate: number) => {
+    const a = rate * work;
+    const waits = erlangC(cores, a);
+    return active.every((m) => waits * Math.exp((-(cores - a) * (m.qosMs - m.cost.latencyMs)) / piece) <= LATE_SHARE);
+  };
+  let lo = 0,
+    hi = (MAX_UTILISATION * cores) / work;
+  if (keepsUp(hi)) return hi;
+  for (let i = 0; i < CAPACITY_STEPS; i++) {
+    const mid = (lo + hi) / 2;
+    if (keepsUp(mid)) lo = mid;
+    else hi = mid;
   }
-  return best;
+  return lo;
 }
 
 const normalised = (weights: readonly number[]): number[] => {
