@@ -240,3 +240,32 @@ test('in the simulator the predicted winner wins: on the het2-like pair the part
   assert.equal(chosen.metrics.scheduler.spatial, 'partitioned 1+1');
   assert.ok(chosen.metrics.satisfaction > shared.metrics.satisfaction);
 });
+
+test('many cores: the split is searched greedily, covers every core once in contiguous ranges, one core at least each', () => {
+  const plans = [
+    handPlan('a', layers(6, 4000, 0.1), 64, 20),
+    handPlan('b', layers(6, 2000, 0.3), 64, 15),
+    handPlan('c', layers(4, 1000, 0.5), 64, 10),
+    handPlan('d', layers(8, 500, 0.05), 64, 5),
+  ];
+  const cmp = compareModes(plans, [1, 2, 3, 4], 64);
+  assert.equal(cmp.search, 'greedy');
+  const part = cmp.partition!;
+  assert.equal(
+    part.cores.reduce((a, b) => a + b, 0),
+    64,
+  );
+  part.cores.forEach((c, m) => {
+    assert.ok(c >= 1);
+    assert.equal(part.first[m], m === 0 ? 0 : part.first[m - 1]! + part.cores[m - 1]!);
+  });
+  assert.ok(part.capacityQps > 0);
+});
+
+test('more models than cores: no partition is offered, and veltair-partition time-shares', () => {
+  const plans = [...het2(), handPlan('third', layers(3, 500, 0.5), 2, 10)];
+  assert.equal(compareModes(plans, [1, 1, 1], 2).partition, null);
+  const s = new Scheduler({ policy: parsePolicy('veltair-partition'), models: plans, cores: 2 });
+  assert.equal(s.spatial.mode, 'time-shared');
+  drive(s, arrivalsAt(10, [0.4, 0.3, 0.3], 60, 9));
+});

@@ -12,7 +12,8 @@
  * capacity exceeds the current configuration's (re-predicted at the same mix) by more than
  * `margin`: hysteresis, so a mix near the break-even does not flip the mode at every decision,
  * and a switch (which strands in-flight blocks on cores that change owner until they finish) is
- * paid only for a clear gain. The cost is one comparison per decision: O(splits · models · units).
+ * paid only for a clear gain. The cost is one comparison per decision (partition.ts: models ×
+ * cores capacity bisections, then O(models) per split), at most once per interval.
  */
 import { compareModes, partitionCapacityQps, timeSharedCapacityQps, type Partition } from './partition.js';
 import type { ModelPlan } from './requirement.js';

@@ -32,7 +32,8 @@
  * Split search: exhaustive over compositions of the cores (≥ 1 core each, contiguous ids in model
  * order) while there are at most MAX_EXHAUSTIVE_SPLITS of them, C(cores − 1, models − 1); beyond
  * that, greedy: start from one core each and give each further core to the model that bounds the
- * capacity (O(cores · models)). With more models than cores no partition is offered: the models
+ * capacity (O(cores · models)). Either reads one table of each model's capacity alone on each core
+ * count (models × cores bisections, each O(cores)), so a split costs O(models) to judge. With more models than cores no partition is offered: the models
  * share the cores by time sharing.
  */
 import { blockCaps } from './blocks.js';
@@ -161,12 +162,32 @@ export function partitionCapacityQps(plans: readonly ModelPlan[], weights: reado
   const w = normalised(weights);
   let best = Infinity;
   plans.forEach((p, m) => {
-    const c = split[m]!;
-    const member = { cost: requestCost(p, c, Infinity), weight: w[m]!, qosMs: p.qosMs };
-    best = Math.min(best, queueCapacityPerMs([member], c) * 1000);
+    best = Math.min(best, ownCapacityQps(p, w[m]!, split[m]!));
   });
   return best;
 }
+
+/** Model `p`, carrying `weight` of the total rate, alone on `cores` cores: the total rate (requests/s) it keeps up with. */
+function ownCapacityQps(p: ModelPlan, weight: number, cores: number): number {
+  return queueCapacityPerMs([{ cost: requestCost(p, cores, Infinity), weight, qosMs: p.qosMs }], cores) * 1000;
+}
+
+/**
+ * Every model's own capacity at every core count a split can give it (1 .. cores − models + 1):
+ * computed once per comparison, so a split costs O(models) to judge.
+ */
+function ownCapacityTable(plans: readonly ModelPlan[], weights: readonly number[], cores: number): Float64Array[] {
+  const w = normalised(weights);
+  const most = cores - plans.length + 1;
+  return plans.map((p, m) => {
+    const row = new Float64Array(most + 1);
+    for (let c = 1; c <= most; c++) row[c] = ownCapacityQps(p, w[m]!, c);
+    return row;
+  });
+}
+
+const splitCapacity = (table: readonly Float64Array[], split: readonly number[]) =>
+  split.reduce((low, c, m) => Math.min(low, table[m]![c]!), Infinity);
 
 function firstIds(split: readonly number[]): number[] {
   const first: number[] = [];
@@ -205,14 +226,11 @@ function* compositions(cores: number, models: number): Generator<number[]> {
   yield* fill(0, cores);
 }
 
-function greedySplit(plans: readonly ModelPlan[], weights: readonly number[], cores: number): number[] {
-  const split = plans.map(() => 1);
-  const w = normalised(weights);
-  const capOf = (m: number) =>
-    queueCapacityPerMs([{ cost: requestCost(plans[m]!, split[m]!, Infinity), weight: w[m]!, qosMs: plans[m]!.qosMs }], split[m]!);
-  for (let left = cores - plans.length; left > 0; left--) {
+function greedySplit(table: readonly Float64Array[], cores: number): number[] {
+  const split = table.map(() => 1);
+  for (let left = cores - table.length; left > 0; left--) {
     let worst = 0;
-    for (let m = 1; m < plans.length; m++) if (capOf(m) < capOf(worst)) worst = m;
+    for (let m = 1; m < table.length; m++) if (table[m]![split[m]!]! < table[worst]![split[worst]!]!) worst = m;
     split[worst]!++;
   }
   return split;
@@ -228,18 +246,19 @@ export function compareModes(plans: readonly ModelPlan[], weights: readonly numb
   if (M < 2 || M > cores) return { partition: null, timeSharedQps, search: 'none' };
   let bestSplit: number[] | null = null;
   let bestQps = -1;
+  const table = ownCapacityTable(plans, weights, cores);
   const count = splitCount(cores, M);
   if (Number.isFinite(count)) {
     for (const split of compositions(cores, M)) {
-      const q = partitionCapacityQps(plans, weights, split);
+      const q = splitCapacity(table, split);
       if (q > bestQps) {
         bestQps = q;
         bestSplit = split;
       }
     }
   } else {
-    bestSplit = greedySplit(plans, weights, cores);
-    bestQps = partitionCapacityQps(plans, weights, bestSplit);
+    bestSplit = greedySplit(table, cores);
+    bestQps = splitCapacity(table, bestSplit);
   }
   const split = bestSplit!;
   return {
@@ -247,9 +266,4 @@ export function compareModes(plans: readonly ModelPlan[], weights: readonly numb
     timeSharedQps,
     search: Number.isFinite(count) ? 'exhaustive' : 'greedy',
   };
-}
-
-/** A split from core counts (model order, contiguous ids), its capacity at the given mix. */
-export function partitionOf(plans: readonly ModelPlan[], weights: readonly number[], split: readonly number[]): Partition {
-  return { cores: split.slice(), first: firstIds(split), capacityQps: partitionCapacityQps(plans, weights, split) };
 }
