@@ -212,6 +212,28 @@ test('the core pool never grants a core twice and refuses wrong releases', () =>
   );
 });
 
+test('a grant confined to a range takes only free cores inside it, preferred ones first, and refuses more than the range has free', () => {
+  const pool = new CorePool(6);
+  assert.deepEqual(pool.grant(1, 1, [0, 4], { first: 3, count: 2 }), [4], 'a preferred core outside the range is skipped');
+  assert.equal(pool.freeIn({ first: 3, count: 2 }), 1);
+  assert.deepEqual(pool.grant(2, 1, [], { first: 3, count: 2 }), [3]);
+  assert.throws(
+    () => pool.grant(3, 1, [], { first: 3, count: 2 }),
+    (e) => isVeltairError(e) && e.exitCode === 2,
+  );
+  assert.equal(pool.free, 4, 'the cores outside the range are still free');
+});
+
+test('veltair-partition is a policy: adaptive blocks, deadline order, adaptive versions, a fixed partition; veltair chooses', () => {
+  const p = parsePolicy('veltair-partition');
+  assert.deepEqual(
+    [p.name, p.blocks, p.order, p.adaptiveVersions, p.spatial],
+    ['veltair-partition', 'adaptive', 'deadline', true, 'partitioned'],
+  );
+  assert.equal(parsePolicy('veltair').spatial, 'choose');
+  assert.equal(parsePolicy('veltair-sched').spatial, 'shared');
+});
+
 test('a bad policy name is one clear error', () => {
   assert.throws(
     () => parsePolicy('fifo'),

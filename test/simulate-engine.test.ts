@@ -41,6 +41,7 @@ function checkNoDoubleBooking(v: EventView): void {
 for (const [policy, onConflict] of [
   ['veltair', 'shrink'],
   ['veltair', 'wait'],
+  ['veltair-partition', 'shrink'],
   ['fcfs', 'wait'],
   ['layerwise', 'shrink'],
   ['prema', 'wait'],

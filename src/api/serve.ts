@@ -26,7 +26,7 @@ export interface ServeOptions {
   readonly host?: string;
   /** TCP port (default 8000; 0: any free port, read it back from the returned `url`). */
   readonly port?: number;
-  /** Scheduling policy: veltair (default), veltair-sched, veltair-compile, fcfs, prema, layerwise or static:K. */
+  /** Scheduling policy: veltair (default), veltair-partition, veltair-sched, veltair-compile, fcfs, prema, layerwise or static:K. */
   readonly policy?: string;
   /** CPUs to serve on (default: every available one, capped by the cgroup's CPU limit). */
   readonly cpus?: readonly number[];

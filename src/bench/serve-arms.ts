@@ -6,7 +6,9 @@
  *   ort-pinned     one ONNX Runtime server per model, each pinned (taskset) to its own core subset, the
  *                  split chosen per mix by measurement (pinned-split.ts);
  *   ort-instances  per model, as many 1-thread ONNX Runtime instances as cores sharing its queue (config `replicas`);
- *   anything else  a `veltair serve --policy` (fcfs, prema, layerwise, static:N, veltair, …).
+ *   anything else  a `veltair serve --policy` (fcfs, prema, layerwise, static:N, veltair, …); among them
+ *                  `veltair-partition`, the static split of the cores that veltair's chooser predicts best
+ *                  for an even load (partition.ts), set against `ort-pinned`'s measured split.
  * Every server is `veltair serve` — the same HTTP front end — started under taskset with the same
  * glibc malloc tunables; the load generator reaches each model at its server's URL.
  */

@@ -9,7 +9,7 @@
  * and QoS (with `--calibration`, charging what live pays per request and per block).
  *
  *   npm run build && node dist/src/bench/serve-bench.js --mix het1|NAME=BUNDLE,BUNDLE…[@k] [--mix …]
- *     [--bundle-dir DIR] [--arms ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair] [--cores 0,1]
+ *     [--bundle-dir DIR] [--arms ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair,veltair-partition] [--cores 0,1]
  *     [--k K (alias --qos-multiple)] [--duration 4] [--probe-limit 120] [--verify] [--rounds 3] [--tolerance 1.05] [--max-runs 16]
  *     [--pinned-probes 3] [--probe-duration 2] [--seed 1] [--calibration FILE] [--timeline] [--sweep FROM:TO:STEPS [--sweep-duration 4]]
  *     [--transport http|in-process] [--json-out FILE]
@@ -80,7 +80,7 @@ function parseArgs(argv: readonly string[]): Args {
   const mixTexts: string[] = [];
   const a: Args = {
     mixes: [],
-    arms: parseArms('ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair'),
+    arms: parseArms('ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair,veltair-partition'),
     cores: availableCores(),
     durationS: 4,
     rounds: 3,

@@ -156,7 +156,11 @@ export function registerServeCommand(program: Command): void {
       '127.0.0.1',
     )
     .option('--port <port>', 'TCP port (0: any free port)', '8000')
-    .option('--policy <policy>', 'scheduling policy: veltair, veltair-sched, veltair-compile, fcfs, prema, layerwise, static:K', 'veltair')
+    .option(
+      '--policy <policy>',
+      'scheduling policy: veltair, veltair-partition, veltair-sched, veltair-compile, fcfs, prema, layerwise, static:K',
+      'veltair',
+    )
     .option('--cores <n|list>', "cores to use: a count (the first N) or a list such as 0,1 (default: all, or the pod's CPU limit)")
     .option('--qos-multiple <x>', 'QoS of a model with none configured: X times its fastest quiet latency here', '4')
     .option(

@@ -318,7 +318,7 @@ export function registerSimulateCommand(program: Command): void {
     .option('--cores <n>', 'cores of the simulated machine (default 64)')
     .option(
       '--policy <list>',
-      'fcfs, prema, layerwise, static:K (static:A-B for a range), veltair, veltair-sched, veltair-compile (default fcfs,veltair)',
+      'fcfs, prema, layerwise, static:K (static:A-B for a range), veltair, veltair-partition, veltair-sched, veltair-compile (default fcfs,veltair)',
     )
     .option('--qps <list>', 'total offered queries per second, split evenly over the models')
     .option('--load <list>', "offered load as fractions of the mix's capacity (default 0.5)")

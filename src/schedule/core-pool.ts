@@ -4,11 +4,18 @@
  * is unchanged), then the lowest free ids; `release` gives a grant back. Granting more than is
  * free, releasing a core that is not held by that owner, or granting a core twice is a bug in the
  * caller and throws — the invariant "no core is ever granted twice" is enforced here, not hoped
- * for. O(N) per call.
+ * for. A grant may be confined to a contiguous range of ids (a model's partition): it then takes
+ * only free cores inside it. O(N) per call.
  */
 import { internalError } from '../errors.js';
 
 const FREE = -1;
+
+/** Core ids first .. first + count − 1. */
+export interface CoreRange {
+  readonly first: number;
+  readonly count: number;
+}
 
 export class CorePool {
   readonly size: number;
@@ -31,19 +38,31 @@ export class CorePool {
     return this.owner[c]!;
   }
 
-  grant(owner: number, count: number, preferred: readonly number[] = []): number[] {
-    if (!Number.isInteger(count) || count < 1 || count > this.freeCount) {
-      throw internalError(`grant of ${count} cores with ${this.freeCount} free`);
+  /** Free cores inside `range` (all of them without one). */
+  freeIn(range?: CoreRange): number {
+    if (!range) return this.freeCount;
+    let n = 0;
+    for (let c = range.first; c < range.first + range.count; c++) if (this.owner[c] === FREE) n++;
+    return n;
+  }
+
+  grant(owner: number, count: number, preferred: readonly number[] = [], within?: CoreRange): number[] {
+    const lo = within ? within.first : 0;
+    const hi = within ? within.first + within.count : this.size;
+    if (lo < 0 || hi > this.size || lo >= hi) throw internalError(`grant within cores ${lo}..${hi - 1} of a ${this.size}-core pool`);
+    const available = within ? this.freeIn(within) : this.freeCount;
+    if (!Number.isInteger(count) || count < 1 || count > available) {
+      throw internalError(`grant of ${count} cores with ${available} free${within ? ` in cores ${lo}..${hi - 1}` : ''}`);
     }
     const out: number[] = [];
     for (const c of preferred) {
       if (out.length === count) break;
-      if (c >= 0 && c < this.size && this.owner[c] === FREE) {
+      if (c >= lo && c < hi && this.owner[c] === FREE) {
         this.owner[c] = owner;
         out.push(c);
       }
     }
-    for (let c = 0; c < this.size && out.length < count; c++) {
+    for (let c = lo; c < hi && out.length < count; c++) {
       if (this.owner[c] === FREE) {
         this.owner[c] = owner;
         out.push(c);

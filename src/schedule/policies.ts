@@ -20,6 +20,14 @@
  *                    policy's, are sized from the best quiet versions at their slowest measured
  *                    level plus one claim/release (requirement.ts), so a wrong prediction cannot
  *                    push a block past its share.
+ *                    It also chooses between time sharing every core and a spatial partition (each
+ *                    model's blocks on its own contiguous cores) from the profiles and the arrival
+ *                    rates it estimates, with hysteresis (mode-choice.ts, partition.ts); time
+ *                    sharing until the first decision.
+ *   veltair-partition the static partition that choice predicts best for the declared load shares
+ *                    (equal when none are declared), chosen once: inside its own cores each model
+ *                    runs veltair's blocks, versions and deadline order, never touching another's
+ *                    cores. With one model, or more models than cores, it time-shares.
  *   veltair-sched    the same blocks and order, best-quiet versions only (ablation: scheduling alone).
  *   veltair-compile  FCFS's whole-model blocks, adaptive versions (ablation: compiler alone).
  */
@@ -33,6 +41,8 @@ export type ClaimRule = 'peak' | 'requirement' | 'flat' | 'fastest';
  * between a heavy request's blocks instead of behind them.
  */
 export type OrderRule = 'arrival' | 'deadline';
+/** Where a model's blocks may run: any core (`shared`), its own partition (`partitioned`), or chosen online (`choose`). */
+export type SpatialRule = 'shared' | 'partitioned' | 'choose';
 
 export interface Policy {
   /** As the user wrote it, normalised (e.g. `static:4`). */
@@ -52,11 +62,21 @@ export interface Policy {
    * as Planaria reallocates and VELTAIR runs a block on the cores left).
    */
   readonly onConflict: 'wait' | 'shrink';
+  readonly spatial: SpatialRule;
 }
 
-export const POLICY_NAMES = ['fcfs', 'prema', 'layerwise', 'static:K', 'veltair', 'veltair-sched', 'veltair-compile'] as const;
+export const POLICY_NAMES = [
+  'fcfs',
+  'prema',
+  'layerwise',
+  'static:K',
+  'veltair',
+  'veltair-partition',
+  'veltair-sched',
+  'veltair-compile',
+] as const;
 
-const base = { k: 1, adaptiveVersions: false, temporal: false, onConflict: 'shrink', order: 'arrival' } as const;
+const base = { k: 1, adaptiveVersions: false, temporal: false, onConflict: 'shrink', order: 'arrival', spatial: 'shared' } as const;
 
 export function parsePolicy(text: string): Policy {
   const t = text.trim();
@@ -68,7 +88,9 @@ export function parsePolicy(text: string): Policy {
     case 'layerwise':
       return { ...base, name: t, blocks: 'layer', claim: 'requirement' };
     case 'veltair':
-      return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline', adaptiveVersions: true };
+      return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline', adaptiveVersions: true, spatial: 'choose' };
+    case 'veltair-partition':
+      return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline', adaptiveVersions: true, spatial: 'partitioned' };
     case 'veltair-sched':
       return { ...base, name: t, blocks: 'adaptive', claim: 'flat', order: 'deadline' };
     case 'veltair-compile':

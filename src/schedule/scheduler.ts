@@ -25,12 +25,22 @@
  * behind it (no backfilling: a big block cannot be starved by small ones), or,
  * with the rule 'shrink', runs on what is free; each policy has its rule (policies.ts). Cost per event: O(models + waiting requests
  * looked at + block length + cores) — linear scans only.
+ *
+ * Spatial partitions (policy.spatial, partition.ts): a partitioned scheduler gives each model its
+ * own contiguous cores; a model's blocks are granted only there (CorePool's range), its threshold
+ * and blocks are sized as if it were alone on them, and a model whose cores are all held waits
+ * without holding up the others. `partitioned` uses the split predicted best for the declared load
+ * shares, chosen once; `choose` (veltair) starts time-shared and lets a ModeChooser re-decide from
+ * the arrival rates it estimates (mode-choice.ts). When the configuration changes, running blocks
+ * finish on the cores they hold; the next blocks follow the new one. `spatial` exposes it.
  */
 import { internalError, userError } from '../errors.js';
 import { bestVersion, latAtLevel } from './model-table.js';
 import { blockCaps, fixedBlock, flatClaim, formBlock, idleCores, shareScale, thresholdFor, type Block } from './blocks.js';
-import { CorePool } from './core-pool.js';
+import { CorePool, type CoreRange } from './core-pool.js';
 import { Heap } from './heap.js';
+import { DEFAULT_CHOICE, describeSpatial, ModeChooser, type ChoiceSettings, type SpatialState } from './mode-choice.js';
+import { compareModes } from './partition.js';
 import type { Policy } from './policies.js';
 import { blockQuietMs, type ModelPlan } from './requirement.js';
 
@@ -55,6 +65,13 @@ export interface SchedulerOptions {
    * layer-wise, static and adaptive policies (default true); model-wise claims are fixed.
    */
   readonly deadlineAware?: boolean;
+  /**
+   * Each model's declared share of the load (any positive scale; default equal): what the
+   * `partitioned` policy sizes its split for.
+   */
+  readonly loadShares?: readonly number[];
+  /** The `choose` policy's decision interval, arrivals per decision and hysteresis margin. */
+  readonly modeChoice?: Partial<ChoiceSettings>;
 }
 
 export interface RequestArrival {
@@ -85,6 +102,9 @@ export interface SchedulerStats {
   readonly claims: number;
   readonly conflicts: number;
   readonly completed: number;
+  /** The spatial configuration at the end: `time-shared` or `partitioned 1+1` (cores per model). */
+  readonly spatial: string;
+  readonly modeSwitches: number;
 }
 
 interface Req {
@@ -127,7 +147,11 @@ export class Scheduler {
   private readonly priorities: readonly number[];
   private readonly deadlineAware: boolean;
   private readonly requests = new Map<number, Req>();
-  private readonly ready: Heap<Req>;
+  /** Waiting requests per model: the next one is the first of their heads, or the first of an open partition's. */
+  private readonly ready: Heap<Req>[];
+  /** The spatial configuration: fixed (shared or partitioned) or chosen online. */
+  private readonly chooser: ModeChooser;
+  private readonly choosesOnline: boolean;
   /** Per model: the longest adaptive block, ms on one core (blocks.ts blockCaps). */
   private readonly blockCapMs: readonly number[];
   /** Per model: the cores another model's request may need at once (0 when it is alone); see longBlockGrant. */
@@ -156,7 +180,13 @@ export class Scheduler {
     this.priorities = o.priorities ?? o.models.map(() => 1);
     this.deadlineAware = o.deadlineAware ?? true;
     this.activePerModel = new Int32Array(o.models.length);
-    this.ready = new Heap<Req>(o.policy.order === 'deadline' ? byDeadline : byArrival);
+    const order = o.policy.order === 'deadline' ? byDeadline : byArrival;
+    this.ready = o.models.map(() => new Heap<Req>(order));
+    const settings = { ...DEFAULT_CHOICE, ...o.modeChoice };
+    const initial =
+      o.policy.spatial === 'partitioned' ? compareModes(o.models, o.loadShares ?? o.models.map(() => 1), o.cores).partition : null;
+    this.chooser = new ModeChooser(o.models, o.cores, settings, initial);
+    this.choosesOnline = o.policy.spatial === 'choose' && !o.policy.temporal;
     this.blockCapMs = blockCaps(o.models);
     this.reserveCores = o.models.map((_, i) =>
       Math.max(0, ...o.models.filter((_, j) => j !== i).map((m) => Math.max(1, m.peakRequirement))),
@@ -164,7 +194,25 @@ export class Scheduler {
   }
 
   get stats(): SchedulerStats {
-    return { blocks: this.blocks, claims: this.claims, conflicts: this.conflicts, completed: this.completedCount };
+    return {
+      blocks: this.blocks,
+      claims: this.claims,
+      conflicts: this.conflicts,
+      completed: this.completedCount,
+      spatial: describeSpatial(this.chooser.state),
+      modeSwitches: this.chooser.state.switches,
+    };
+  }
+
+  /** The spatial configuration in force, the estimated rates and the predictions behind it. */
+  get spatial(): SpatialState {
+    return this.chooser.state;
+  }
+
+  /** Model m's own cores under a partition (undefined: it may use every core). */
+  private rangeOf(model: number): CoreRange | undefined {
+    const p = this.chooser.partition;
+    return p ? { first: p.first[model]!, count: p.cores[model]! } : undefined;
   }
 
   /** Requests in the system (waiting or running). */
@@ -196,6 +244,7 @@ export class Scheduler {
     };
     this.requests.set(a.id, r);
     this.activePerModel[a.model]!++;
+    if (this.choosesOnline) this.chooser.observe(a.model, now);
     this.enqueue(r);
     return this.dispatch(now);
   }
@@ -228,7 +277,7 @@ export class Scheduler {
     const r = this.requests.get(id);
     if (!r || r.running) return false;
     if (this.policy.temporal) this.premaReady.splice(this.premaReady.indexOf(r), 1);
-    else this.ready.remove((x) => x === r);
+    else this.ready[r.model]!.remove((x) => x === r);
     this.requests.delete(id);
     this.activePerModel[r.model]!--;
     return true;
@@ -236,7 +285,19 @@ export class Scheduler {
 
   private enqueue(r: Req): void {
     if (this.policy.temporal) this.premaReady.push(r);
-    else this.ready.push(r);
+    else this.ready[r.model]!.push(r);
+  }
+
+  /** The first waiting request in dispatch order among models not closed for this dispatch: O(models). */
+  private nextReady(closed: Uint8Array): Req | undefined {
+    let best: Req | undefined;
+    const less = this.policy.order === 'deadline' ? byDeadline : byArrival;
+    for (let m = 0; m < this.ready.length; m++) {
+      if (closed[m]) continue;
+      const head = this.ready[m]!.peek();
+      if (head && (!best || less(head, best))) best = head;
+    }
+    return best;
   }
 
   private activeAverageSum(): number {
@@ -248,10 +309,10 @@ export class Scheduler {
   }
 
   /** The request's next block and its claim (want) and minimum (need). */
-  private planBlock(r: Req, now: number, idle: number, appetiteSum: number): { block: Block; want: number; need: number } {
+  private planBlock(r: Req, now: number, idle: number, appetiteSum: number, span: number): { block: Block; want: number; need: number } {
     const p = this.models[r.model]!;
     const U = p.table.units.length;
-    const N = this.pool.size;
+    const N = span;
     const scale = this.deadlineAware ? shareScale(p, r.next, now - r.arrivalMs) : 1;
     switch (this.policy.blocks) {
       case 'model': {
@@ -275,7 +336,9 @@ export class Scheduler {
       }
       case 'adaptive': {
         const threshold = thresholdFor(idle, p.averageRequirement, appetiteSum);
-        const block = formBlock(p, r.next, threshold, this.blockCapMs[r.model]);
+        // Alone on its own cores a model keeps no other tenant waiting: no cap.
+        const cap = this.chooser.partition ? Infinity : this.blockCapMs[r.model];
+        const block = formBlock(p, r.next, threshold, cap);
         const need = Math.min(N, scale === 1 ? flatClaim(p, block) : capped(flatClaim(p, block, scale), flatClaim(p, block), p));
         return { block, want: need, need };
       }
@@ -315,6 +378,9 @@ export class Scheduler {
     const idle = idleCores(this.pool.size, avgSum);
     // Requests whose next block may not take the last cores now (longBlockGrant); they keep their place.
     const held: Req[] = [];
+    const partitioned = this.chooser.partition !== null;
+    // Under a partition, models whose cores are all taken for this dispatch (the others go on).
+    const closed = new Uint8Array(this.models.length);
     for (;;) {
       let r: Req | undefined;
       let premaIndex = -1;
@@ -323,12 +389,17 @@ export class Scheduler {
         premaIndex = this.premaPick(now);
         r = this.premaReady[premaIndex];
       } else {
-        r = this.ready.peek();
+        r = this.nextReady(closed);
       }
       if (!r) break;
       r.level = this.policy.adaptiveVersions && this.predictLevel ? Math.max(0, Math.min(4, this.predictLevel(r.prev, r.model))) : 0;
-      const plan = this.planBlock(r, now, idle, avgSum);
-      const free = this.pool.free;
+      const range = this.rangeOf(r.model);
+      // A partitioned model's spare capacity is that of its own cores, shared by its own requests.
+      const own = range ? this.activePerModel[r.model]! * this.models[r.model]!.averageRequirement : avgSum;
+      const plan = range
+        ? this.planBlock(r, now, idleCores(range.count, own), own, range.count)
+        : this.planBlock(r, now, idle, avgSum, this.pool.size);
+      const free = this.pool.freeIn(range);
       let grant: number;
       let conflict = r.conflictAt === r.next;
       if (free >= plan.want) grant = plan.want;
@@ -340,25 +411,29 @@ export class Scheduler {
           conflict = true;
         }
         if (this.onConflict === 'shrink' && free >= 1) grant = free;
-        else break;
+        else if (partitioned) {
+          closed[r.model] = 1;
+          continue;
+        } else break;
       }
       // Fewer cores only lengthen a block, so a block long at the planned grant stays long at a smaller one.
-      const long = !this.policy.temporal && this.isLong(r, plan.block, grant);
+      // Under a partition no other tenant needs these cores: nothing is long.
+      const long = !this.policy.temporal && !partitioned && this.isLong(r, plan.block, grant);
       if (long) {
         const allowed = this.longBlockGrant(r, grant);
         if (allowed === 0) {
           // Bounded look-past, so an event stays O(small) when a long queue is held back.
           if (held.length >= MAX_HELD_PER_DISPATCH) break;
-          held.push(this.ready.pop()!);
+          held.push(this.ready[r.model]!.pop()!);
           continue;
         }
         grant = allowed;
       }
       if (this.policy.temporal) this.premaReady.splice(premaIndex, 1);
-      else this.ready.pop();
-      out.push(this.start(r, plan.block, grant, plan, conflict, long));
+      else this.ready[r.model]!.pop();
+      out.push(this.start(r, plan.block, grant, plan, conflict, long, range));
     }
-    for (const r of held) this.ready.push(r);
+    for (const r of held) this.ready[r.model]!.push(r);
     return out;
   }
 
@@ -381,10 +456,18 @@ export class Scheduler {
     );
   }
 
-  private start(r: Req, block: Block, grant: number, plan: { want: number; need: number }, conflict: boolean, long: boolean): Decision {
+  private start(
+    r: Req,
+    block: Block,
+    grant: number,
+    plan: { want: number; need: number },
+    conflict: boolean,
+    long: boolean,
+    range: CoreRange | undefined,
+  ): Decision {
     const p = this.models[r.model]!;
     const N = p.table.maxCores;
-    const cores = this.pool.grant(r.id, grant, r.prev);
+    const cores = this.pool.grant(r.id, grant, r.prev, range);
     const claim = cores.length !== r.prev.length || cores.some((c, i) => c !== r.prev[i]);
     const level = r.level;
     const versions: number[] = [];

@@ -18,6 +18,7 @@ import { internalError } from '../errors.js';
 import type { ModelTable } from '../schedule/model-table.js';
 import type { Policy } from '../schedule/policies.js';
 import type { ModelPlan } from '../schedule/requirement.js';
+import { describeSpatial, type SpatialState } from '../schedule/mode-choice.js';
 import { Scheduler, type Decision } from '../schedule/scheduler.js';
 import type { HostTensor } from '../runtime/host-tensor.js';
 import type { Inference, Session } from '../runtime/session.js';
@@ -140,6 +141,11 @@ export class Dispatcher implements Backend {
 
   inFlight(): number {
     return this.live.size;
+  }
+
+  /** The scheduler's spatial configuration: time-shared or a partition of this server's CPUs (in the order of `cpus`). */
+  get spatial(): SpatialState {
+    return this.scheduler.spatial;
   }
 
   infer(model: string, feeds: Readonly<Record<string, HostTensor>>): Promise<InferOutcome> {
@@ -320,6 +326,7 @@ export class Dispatcher implements Backend {
         veltair_levels: r.levels.map((l) => Number(l.toFixed(2))).join(','),
         veltair_versions: r.versions.join(','),
         veltair_conflicts: r.conflicts,
+        veltair_spatial: describeSpatial(this.scheduler.spatial),
         veltair_queue_ms: Number(((r.startedMs ?? done) - r.arrivalMs).toFixed(3)),
         veltair_scheduler_us: Number(r.decideUs.toFixed(2)),
         veltair_dispatch_us: Number(r.dispatchUs.toFixed(2)),

@@ -135,6 +135,8 @@ export function simulate(o: SimOptions): RunResult {
     cores: N,
     ...(o.onConflict ? { onConflict: o.onConflict } : {}),
     predictLevel,
+    // The offered rates are the declared load a static partition is sized for.
+    loadShares: o.models.map((m) => m.qps),
   });
   const timing = o.timeDecisions ? { calls: 0, totalNs: 0, samples: [] as number[] } : null;
   // Only calls inside the counted window are timed: the first ones also pay V8's compilation.

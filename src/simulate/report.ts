@@ -67,7 +67,21 @@ export function table(rows: readonly (readonly string[])[]): string {
 
 export function pointsTable(points: readonly PointResult[]): string {
   return table([
-    ['policy', 'QPS', 'load', 'within QoS', 'mean ms', 'p99 ms', 'conflicts/req', 'conflicts/block', 'blocks/req', 'waste', 'busy', 'stop'],
+    [
+      'policy',
+      'QPS',
+      'load',
+      'within QoS',
+      'mean ms',
+      'p99 ms',
+      'conflicts/req',
+      'conflicts/block',
+      'blocks/req',
+      'waste',
+      'busy',
+      'cores',
+      'stop',
+    ],
     ...points.map((p) => [
       p.policy,
       f(p.qps, 1),
@@ -80,6 +94,8 @@ export function pointsTable(points: readonly PointResult[]): string {
       f(p.metrics.blocksPerRequest, 2),
       pct(p.metrics.waste),
       pct(p.metrics.utilisation),
+      // The spatial configuration at the end of the run (veltair chooses it; veltair-partition fixes it).
+      p.metrics.scheduler.spatial,
       p.stop,
     ]),
   ]);
