@@ -36,6 +36,8 @@ export interface CompactOptions {
   /** Read the output folder's own records as input too (default true). */
   readonly includeExisting?: boolean;
   readonly onWarning?: WarningSink;
+  /** How a file is written (default writeFileAtomic); tests pass one that fails midway. */
+  readonly writeFile?: (path: string, bytes: Uint8Array) => Promise<void>;
 }
 
 /** One target's entry of index.json. */
@@ -125,6 +127,7 @@ export async function buildIndex(dir: string, onWarning?: WarningSink): Promise<
 export async function compactDatabase(o: CompactOptions): Promise<CompactResult> {
   for (const s of o.sources) await databaseFiles(s); // FILE_NOT_FOUND before anything is written
   await ensureDatabaseDir(o.outDir);
+  const write = o.writeFile ?? ((path: string, bytes: Uint8Array) => writeFileAtomic(path, bytes, unwritable));
   return withLock(o.outDir, async () => {
     const inputs = [...o.sources, ...(o.includeExisting === false ? [] : [o.outDir])];
     const scan = await scanDatabases(inputs, { onWarning: o.onWarning, allowMissing: true });
@@ -138,13 +141,13 @@ export async function compactDatabase(o: CompactOptions): Promise<CompactResult>
       const text = compactedText(target, kept, trials);
       const path = join(o.outDir, compactedFileName(target));
       const changed = (await existingText(path)) !== text;
-      if (changed) await writeFileAtomic(path, gzipDeterministic(text), unwritable);
+      if (changed) await write(path, gzipDeterministic(text));
       written.push({ target, records: kept.length, changed });
     }
     const index = await buildIndex(o.outDir, o.onWarning);
     const indexText = JSON.stringify(index, null, 1) + '\n';
     const indexPath = join(o.outDir, INDEX_FILE);
-    if ((await readFile(indexPath, 'utf8').catch(() => undefined)) !== indexText) await writeFileAtomic(indexPath, indexText, unwritable);
+    if ((await readFile(indexPath, 'utf8').catch(() => undefined)) !== indexText) await write(indexPath, Buffer.from(indexText, 'utf8'));
     return { outDir: o.outDir, recordsRead: scan.records.size, corrupt: scan.corrupt, targets: written, index };
   });
 }
