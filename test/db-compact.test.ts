@@ -16,6 +16,7 @@ import { writeFileAtomic } from '../src/atomic-file.js';
 import { bestPerLevelIds, compactRecords, familyIds } from '../src/db/compact.js';
 import { compactDatabase, INDEX_FILE } from '../src/db/compact-database.js';
 import { compactedFileName, contentHash } from '../src/db/compacted-file.js';
+import { mergeDatabases, pruneDatabase } from '../src/db/operations.js';
 import { recordId, recordLine, type TuningRecord } from '../src/db/record.js';
 import { scanDatabase } from '../src/db/scan.js';
 import { appendRecords, openDatabase } from '../src/db/store.js';
@@ -166,6 +167,25 @@ test('bad files: not gzip and a wrong header are typed errors naming the file; a
     compactDatabase({ sources: [join(root, 'missing')], outDir: join(root, 'hub-missing') }),
     (e: Error & { code?: string }) => e.code === 'FILE_NOT_FOUND',
   );
+});
+
+test('merge and prune refuse to rewrite a folder of compacted files (its trial counts would be lost); reading it is fine', async () => {
+  const db = join(root, 'refuse-src');
+  await appendRecords(db, crossingRecords());
+  const hub = join(root, 'hub-refuse');
+  await compactDatabase({ sources: [db], outDir: hub });
+  const before = readdirSync(hub).map((n) => readFileSync(join(hub, n)));
+  await assert.rejects(
+    pruneDatabase(hub, { keepPerWorkload: 1 }),
+    (e: Error & { code?: string }) => e.code === 'BAD_ARGUMENT' && e.message.includes('compacted'),
+  );
+  await assert.rejects(mergeDatabases([db], hub), (e: Error & { code?: string }) => e.code === 'BAD_ARGUMENT');
+  assert.deepEqual(
+    readdirSync(hub).map((n) => readFileSync(join(hub, n))),
+    before,
+  );
+  const merged = await mergeDatabases([hub], join(root, 'merged-from-hub'));
+  assert.equal(merged.records, (await scanDatabase(hub)).records.size);
 });
 
 const tinyConv: Conv2dWorkload = {

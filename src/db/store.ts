@@ -15,7 +15,7 @@
  *     `records.jsonl` — a reader sees the old or the new file, never half of one.
  * Nothing is ever rewritten in place.
  */
-import { mkdir, open, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { writeTextAtomic } from '../atomic-file.js';
 import { CODEGEN_VERSION } from '../codegen/kernel.js';
@@ -23,6 +23,7 @@ import { internalError, userError } from '../errors.js';
 import { cacheDir, repoRoot } from '../toolchain/paths.js';
 import type { Target } from '../toolchain/target.js';
 import { maxTrials } from './compact.js';
+import { COMPACTED_SUFFIX } from './compacted-file.js';
 import { withLock, type LockOptions } from './lock.js';
 import { medianMs, preferRecord, recordId, recordLine, type TuningRecord } from './record.js';
 import { scanDatabase, scanDatabases, type ScanOptions, type ScanResult, type WarningSink } from './scan.js';
@@ -165,6 +166,7 @@ export async function rewriteDatabase(
   o: { extraSources?: readonly string[]; onWarning?: WarningSink; allowMissing?: boolean } & LockOptions = {},
 ): Promise<RewriteResult> {
   await ensureDatabaseDir(dir);
+  await refuseCompactedDir(dir);
   return withLock(
     dir,
     async () => {
@@ -176,6 +178,20 @@ export async function rewriteDatabase(
       return { scan, written, removedFiles: folded };
     },
     o,
+  );
+}
+
+/**
+ * A folder of compacted files (compacted-file.ts) is rewritten by `veltair db compact` only:
+ * merging or pruning it into one records.jsonl would drop the trial counts their headers keep.
+ */
+async function refuseCompactedDir(dir: string): Promise<void> {
+  const compacted = (await readdir(dir)).filter((n) => n.endsWith(COMPACTED_SUFFIX) && !n.startsWith('.'));
+  if (compacted.length === 0) return;
+  throw userError(
+    'BAD_ARGUMENT',
+    `${dir} holds compacted record files (${compacted[0]}${compacted.length > 1 ? ', …' : ''}); merge and prune do not rewrite them`,
+    'update it with veltair db compact --db SRC -o DIR, or merge it into another folder: veltair db merge DIR -o OTHER',
   );
 }
 
