@@ -1,6 +1,6 @@
 /** `veltair db …` as a user runs it: the real binary, JSON on stdout only, warnings and errors on stderr. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
@@ -108,4 +108,27 @@ test('bad input: missing database, unwritable destination, bad flags', async () 
   assertOneClearError(await veltair('db', 'export', '--db', file, '--format', 'xml'), 'BAD_ARGUMENT', '--format');
   assertOneClearError(await veltair('db', 'export', '--db', file, '--target', 'x86'), 'BAD_ARGUMENT', '--target');
   assertOneClearError(await veltair('db', 'export', '--db', file, '-o', join(file, 'out.csv')), 'FILE_UNWRITABLE', 'out.csv');
+});
+
+test('db compact --json writes one file per target and an index; a bad compacted file is one clear error, exit 1', async () => {
+  const db = join(root, 'compact-src');
+  await appendRecords(db, [sampleRecord(0), sampleRecord(1), sampleRecord(2, { target: TARGET_B }), sampleRecord(3, { status: 'crash' })]);
+  const out = join(root, 'compact-out');
+  const r = await veltair('db', 'compact', '--db', db, '-o', out, '--json');
+  assert.equal(r.exitCode, 0, r.stderr);
+  const result = JSON.parse(r.stdout);
+  assert.deepEqual(result.targets.map((t: { target: string }) => t.target).sort(), [TARGET_A, TARGET_B].map(targetFingerprint).sort());
+  assert.deepEqual(Object.keys(result.index.targets).sort(), [TARGET_A, TARGET_B].map(targetFingerprint).sort());
+  assert.deepEqual(
+    readdirSync(out).sort(),
+    [`${targetFingerprint(TARGET_A)}.jsonl.gz`, `${targetFingerprint(TARGET_B)}.jsonl.gz`, 'index.json'].sort(),
+  );
+  const again = await veltair('db', 'compact', '--db', db, '-o', out);
+  assert.equal(again.exitCode, 0, again.stderr);
+  assert.match(again.stdout, /0 files rewritten/);
+  const bad = join(root, 'compact-bad');
+  mkdirSync(bad);
+  writeFileSync(join(bad, `${targetFingerprint(TARGET_A)}.jsonl.gz`), 'not gzip');
+  assertOneClearError(await veltair('db', 'compact', '--db', bad, '-o', out), 'BAD_INPUT', `${targetFingerprint(TARGET_A)}.jsonl.gz`);
+  assertOneClearError(await veltair('db', 'compact', '--db', db), 'BAD_ARGUMENT', '-o DIR');
 });

@@ -6,6 +6,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { after, test } from 'node:test';
 import { encodeModel } from '../src/onnx/encode.js';
 import { assertOneClearError, tinyModelSpec, veltair } from './compile-fixture.js';
@@ -14,7 +15,12 @@ const root = mkdtempSync(join(tmpdir(), 'veltair-db-future-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
 test('records of a future fingerprint version or format are refused, naming file:line', async () => {
-  const shipped = readFileSync('tuning-db/resnet50.jsonl', 'utf8').split('\n')[0]!;
+  // A shipped record: line 2 of a compacted file (line 1 is its header).
+  const index = JSON.parse(readFileSync('tuning-db/index.json', 'utf8')) as { targets: Record<string, { file: string }> };
+  const file = Object.values(index.targets)[0]!.file;
+  const shipped = gunzipSync(readFileSync(join('tuning-db', file)))
+    .toString('utf8')
+    .split('\n')[1]!;
   for (const [name, line] of [
     ['fp', shipped.replace(/"target":"t1-/, '"target":"t2-')],
     ['v', shipped.replace(/^\{"v":1/, '{"v":2')],

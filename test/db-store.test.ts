@@ -1,4 +1,4 @@
-/** The database on disk: reading past corrupt lines, dedup, target filtering, the shipped layer, torn lines. */
+/** The database on disk: reading past corrupt lines, dedup, target filtering, the shipped layer (plain and compacted), torn lines. */
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { CODEGEN_VERSION } from '../src/codegen/kernel.js';
 import { recordId, recordIdOf, recordLine } from '../src/db/record.js';
 import { defaultTableRefresh } from '../src/space/presets.js';
 import { createTaskSearch } from '../src/tune/search.js';
+import { compactDatabase } from '../src/db/compact-database.js';
 import { scanDatabase } from '../src/db/scan.js';
 import { appendRecords, defaultDatabaseDir, openDatabase, shardFileName, shippedDatabaseDir } from '../src/db/store.js';
 import { targetFingerprint } from '../src/db/target-fingerprint.js';
@@ -156,6 +157,24 @@ test('the shipped layer is merged in read-only; appends go to the user directory
   );
   const reopened = await openDatabase(user, { target: TARGET_A, shipped });
   assert.equal(reopened.lookup(sampleRecord(0).workload).length, 3);
+});
+
+test('a shipped layer of compacted files reads beside plain ones, and remembers the trials compaction dropped', async () => {
+  const source = freshDir();
+  const shipped = freshDir();
+  const records = Array.from({ length: 12 }, (_, i) =>
+    sampleRecord(i, { levelMs: { 0: 1 + ((i * 7) % 11) / 10, 2: 1 + ((i * 5) % 13) / 10 } }),
+  );
+  await appendRecords(source, records);
+  await compactDatabase({ sources: [source], outDir: shipped });
+  await appendRecords(shipped, [sampleRecord(20, { workload: CONV_WORKLOAD })]); // a plain .jsonl beside them
+  const db = await openDatabase(freshDir(), { target: TARGET_A, shipped });
+  const dense = records[0]!.workload;
+  assert.ok(db.lookup(dense).length > 0 && db.lookup(dense).length < 12, 'the compacted records, not every candidate');
+  assert.equal(db.lookup(sampleRecord(20, { workload: CONV_WORKLOAD }).workload).length, 1);
+  assert.deepEqual([db.trialsSpent(dense, 1), db.trialsSpent(dense, 2)], [6, 6], 'each thread count ran 6 trials');
+  const other = await openDatabase(freshDir(), { target: TARGET_B, shipped });
+  assert.equal(other.trialsSpent(dense, 1), 0, "another target's trials are not this one's");
 });
 
 test('locations: a missing user database opens empty, a named one must exist, defaults follow XDG', async () => {

@@ -2,7 +2,13 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import type { CoverageRecord } from '../src/bench/coverage-table.js';
 import { roundsOf } from '../src/bench/model-runs.js';
-import { parseSpeedSetArgs, speedSetModels } from '../src/bench/speed-set.js';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { publishRecords, parseSpeedSetArgs, speedSetModels } from '../src/bench/speed-set.js';
+import { appendRecords } from '../src/db/store.js';
+import { targetFingerprint } from '../src/db/target-fingerprint.js';
+import { TARGET_A, sampleRecord } from './db-fixture.js';
 import { SPEED_BEGIN, SPEED_END, speedSetTable, type SpeedRow } from '../src/bench/speed-set-table.js';
 import { describeRoofline, groupLimits, groupOf, stepLimit } from '../src/bench/step-roofline.js';
 
@@ -162,4 +168,24 @@ test('speed-set arguments: modes, numbers, and refusals of unknown flags and mis
   assert.throws(() => parseSpeedSetArgs(['W', '--max-gmacs', '-1']), /must be a positive number, not -1/);
   assert.throws(() => parseSpeedSetArgs(['W', '--profile-runs', 'x']), /must be a positive number/);
   assert.throws(() => parseSpeedSetArgs([]), /usage/);
+});
+
+test('--records-out: after a model, the speed set compacts its database into the folder, and again changes no byte', async () => {
+  assert.equal(parseSpeedSetArgs(['W', '--records-out', 'tuning-db']).recordsOut, resolve('tuning-db'));
+  assert.equal(parseSpeedSetArgs(['W']).recordsOut, undefined);
+  assert.throws(() => parseSpeedSetArgs(['W', '--records-out']), /--records-out needs a value/);
+  const work = mkdtempSync(join(tmpdir(), 'veltair-speed-records-'));
+  try {
+    const out = join(work, 'hub');
+    await publishRecords(work, out); // no database yet: nothing to write
+    await appendRecords(join(work, 'speed', 'db'), [sampleRecord(0), sampleRecord(1), sampleRecord(2)]);
+    await publishRecords(work, out);
+    const file = join(out, `${targetFingerprint(TARGET_A)}.jsonl.gz`);
+    assert.deepEqual(readdirSync(out).sort(), ['index.json', `${targetFingerprint(TARGET_A)}.jsonl.gz`]);
+    const bytes = readFileSync(file);
+    await publishRecords(work, out);
+    assert.deepEqual(readFileSync(file), bytes);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 });

@@ -5,7 +5,7 @@
  * timed against it at 1 and 2 threads in one run; a model above 0.8 gets its per-step profile against
  * the FMA peak and memory bandwidth measured right beside it (step-roofline.ts).
  *
- *   node dist/src/bench/speed-set.js WORK [NAME…] [--max-gmacs 25]            compile and check (resumes)
+ *   node dist/src/bench/speed-set.js WORK [NAME…] [--max-gmacs 25] [--records-out DIR]   compile and check (resumes)
  *   node dist/src/bench/speed-set.js WORK [NAME…] --bench [--rounds 3] [--runs 3] [--profile-runs 30] [--new-run]
  *   node dist/src/bench/speed-set.js WORK --table-only [--results bench/results/torchvision.md]
  *
@@ -15,11 +15,18 @@
  * and NAME.match.json, and run.json, the one timing run (written atomically after each model, so a killed
  * run resumes; --new-run starts another). Run it with BENCH_LOCK set (model-runs.ts): compiles and
  * checks hold the lock shared, timings exclusive.
+ *
+ * --records-out DIR (e.g. the package's tuning-db/) compacts the speed set's database into DIR
+ * (`veltair db compact`: atomic, idempotent) after each model has compiled and been checked, so an
+ * operator can commit DIR as models finish, and a run resumed on another machine of the same host
+ * type reads them back: compiles read the package's tuning-db/ as their shipped records, so a
+ * finished model measures nothing there.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeTextAtomic } from '../atomic-file.js';
+import { compactDatabase } from '../db/compact-database.js';
 import { replaceTable, type CoverageRecord } from './coverage-table.js';
 import { machineInfo, machineLine } from '../toolchain/machine-info.js';
 import { benchBundle, checkBundle, compileBundle, rooflineOfBundle } from './model-runs.js';
@@ -44,6 +51,8 @@ interface Options {
   readonly profileRuns: number;
   readonly newRun: boolean;
   readonly results?: string;
+  /** Folder the speed set's records are compacted into after each model (e.g. the package's tuning-db/). */
+  readonly recordsOut?: string;
 }
 
 /** One timing run: when and where it ran, how, and each model's timings and profiles. */
@@ -94,6 +103,15 @@ async function compileAndCheck(o: Options, model: string, file: string): Promise
   const match = await checkBundle(model, file, bundle);
   await writeJson(matchPath, match);
   log(`${model}: ${match.ok ? 'matches ONNX Runtime' : `does not match (${match.error ?? match.relErr})`}`);
+}
+
+/** Compact the speed set's database into `recordsOut` (every target it holds; unchanged files are not rewritten). */
+export async function publishRecords(work: string, recordsOut: string): Promise<void> {
+  const db = join(work, 'speed', 'db');
+  if (!existsSync(db)) return;
+  const r = await compactDatabase({ sources: [db], outDir: recordsOut, onWarning: log });
+  const changed = r.targets.filter((t) => t.changed).map((t) => t.target);
+  log(`records: ${changed.length > 0 ? `compacted into ${recordsOut} (${changed.join(', ')})` : `${recordsOut} already holds them`}`);
 }
 
 async function benchOne(o: Options, model: string, file: string): Promise<SpeedRun['models'][string]> {
@@ -163,7 +181,12 @@ async function main(o: Options): Promise<void> {
   const chosen = o.names.length > 0 ? all.filter((m) => o.names.includes(m.model)) : all;
   const withFiles = chosen.map((m) => ({ ...m, file: join(o.work, 'models', exported[m.model]?.file ?? `${m.model}.onnx`) }));
   for (const d of ['records', 'bundles', 'db']) mkdirSync(join(o.work, 'speed', d), { recursive: true });
-  if (o.mode === 'compile') for (const m of withFiles) await compileAndCheck(o, m.model, m.file);
+  if (o.mode === 'compile') {
+    for (const m of withFiles) {
+      await compileAndCheck(o, m.model, m.file);
+      if (o.recordsOut) await publishRecords(o.work, o.recordsOut);
+    }
+  }
   if (o.mode === 'bench') await bench(o, withFiles);
   const run = readJson<SpeedRun>(join(o.work, 'speed', 'run.json'));
   const header = run
@@ -180,11 +203,11 @@ async function main(o: Options): Promise<void> {
 }
 
 const USAGE =
-  'usage: speed-set.js WORK [NAME…] [--max-gmacs 25] [--bench [--rounds 3] [--runs 3] [--profile-runs 30] [--new-run]] ' +
+  'usage: speed-set.js WORK [NAME…] [--max-gmacs 25] [--records-out DIR] [--bench [--rounds 3] [--runs 3] [--profile-runs 30] [--new-run]] ' +
   '[--table-only] [--results FILE]';
 
 export function parseSpeedSetArgs(argv: readonly string[]): Options {
-  const valued = new Set(['--max-gmacs', '--rounds', '--runs', '--profile-runs', '--results']);
+  const valued = new Set(['--max-gmacs', '--rounds', '--runs', '--profile-runs', '--results', '--records-out']);
   const known = new Set([...valued, '--bench', '--table-only', '--new-run']);
   argv.forEach((a, i) => {
     if (a.startsWith('--') && !known.has(a)) throw new Error(`unknown flag ${a}; ${USAGE}`);
@@ -199,6 +222,7 @@ export function parseSpeedSetArgs(argv: readonly string[]): Options {
     return v;
   };
   const results = argv.indexOf('--results');
+  const recordsOut = argv.indexOf('--records-out');
   return {
     work: resolve(positional[0]!),
     names: positional.slice(1),
@@ -209,6 +233,7 @@ export function parseSpeedSetArgs(argv: readonly string[]): Options {
     profileRuns: num('--profile-runs', 30),
     newRun: argv.includes('--new-run'),
     ...(results >= 0 ? { results: resolve(argv[results + 1]!) } : {}),
+    ...(recordsOut >= 0 ? { recordsOut: resolve(argv[recordsOut + 1]!) } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * `veltair db stats|merge|export|prune` over tuning records (src/db/). Every subcommand takes
+ * `veltair db stats|merge|export|prune|compact` over tuning records (src/db/). Every subcommand takes
  * `--db DIR` (default: the user cache's tuning-db) and `--json`; corrupt lines are skipped with one
  * warning line on stderr and never change the exit code.
  */
@@ -8,7 +8,8 @@ import type { Command } from 'commander';
 import { userError } from '../errors.js';
 import { databaseStats, mergeDatabases, pruneDatabase, type DatabaseStats, type PruneResult } from '../db/operations.js';
 import { exportRecords, type ExportFormat } from '../db/export.js';
-import { defaultDatabaseDir, unwritable } from '../db/store.js';
+import { compactDatabase, type CompactResult } from '../db/compact-database.js';
+import { defaultDatabaseDir, shippedDatabaseDir, unwritable } from '../db/store.js';
 import { FINGERPRINT_PATTERN, targetFingerprint } from '../db/target-fingerprint.js';
 import { detectTarget } from '../toolchain/target.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
@@ -28,6 +29,13 @@ interface PruneFlags extends DbFlags {
   dropFailed?: boolean;
   dropOtherTargets?: boolean;
   target?: string;
+}
+
+interface CompactFlags extends DbFlags {
+  output?: string;
+  target?: string;
+  existing?: boolean;
+  shipped?: boolean;
 }
 
 const warn = (message: string) => note(`warning: ${message}`);
@@ -162,6 +170,38 @@ async function pruneAction(f: PruneFlags): Promise<void> {
   else printLine(pruneText(r));
 }
 
+function compactText(r: CompactResult): string {
+  const changed = r.targets.filter((t) => t.changed).length;
+  const lines = r.targets.map((t) => {
+    const s = r.index.targets[t.target];
+    return `  ${t.target}  ${t.records} records, ${s?.workloads ?? 0} workloads, ${s?.bytes ?? 0} bytes${t.changed ? '' : ' (unchanged)'}  ${s?.cpuModel ?? ''}`;
+  });
+  return [
+    `compacted ${r.recordsRead} records into ${r.outDir}: ${r.targets.length} target${r.targets.length === 1 ? '' : 's'}, ${changed} file${changed === 1 ? '' : 's'} rewritten`,
+    ...lines,
+  ].join('\n');
+}
+
+async function compactAction(f: CompactFlags): Promise<void> {
+  if (!f.output) {
+    throw userError(
+      'BAD_ARGUMENT',
+      'veltair db compact needs -o DIR',
+      'e.g. veltair db compact --db ~/.cache/veltair/tuning-db -o tuning-db',
+    );
+  }
+  const target = f.target === undefined ? undefined : await resolveTarget(f.target);
+  const r = await compactDatabase({
+    sources: [dbPath(f), ...(f.shipped ? [shippedDatabaseDir()] : [])],
+    outDir: f.output,
+    ...(target !== undefined ? { target } : {}),
+    includeExisting: f.existing !== false,
+    onWarning: warn,
+  });
+  if (f.json) printJson(r);
+  else printLine(compactText(r));
+}
+
 export function registerDbCommand(program: Command): void {
   const db = program.command('db').description('inspect and maintain tuning records (JSON Lines databases)');
   const dbOption = `database directory (default ${defaultDatabaseDir()})`;
@@ -194,4 +234,15 @@ export function registerDbCommand(program: Command): void {
     .option('--target <fp>', 'with --drop-other-targets: the fingerprint to keep (default: this machine)')
     .option('--json', 'machine-readable output on stdout, nothing else there')
     .action(pruneAction);
+  db.command('compact')
+    .description(
+      "write each target's family and best records as one compressed file per target, plus index.json (a record hub like tuning-db/)",
+    )
+    .option('--db <dir>', dbOption)
+    .option('-o, --output <dir>', 'folder of compacted files to write or update, e.g. tuning-db')
+    .option('--target <fp>', 'only this target fingerprint, or `current` for this machine (default: every target)')
+    .option('--no-existing', "do not read the output folder's own records: rebuild it from --db alone")
+    .option('--shipped', "also read the records shipped in the package's tuning-db/")
+    .option('--json', 'machine-readable output on stdout, nothing else there')
+    .action(compactAction);
 }

@@ -15,13 +15,15 @@
  *     `records.jsonl` — a reader sees the old or the new file, never half of one.
  * Nothing is ever rewritten in place.
  */
-import { mkdir, open, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { writeTextAtomic } from '../atomic-file.js';
 import { CODEGEN_VERSION } from '../codegen/kernel.js';
 import { internalError, userError } from '../errors.js';
 import { cacheDir, repoRoot } from '../toolchain/paths.js';
 import type { Target } from '../toolchain/target.js';
+import { maxTrials } from './compact.js';
+import { COMPACTED_SUFFIX } from './compacted-file.js';
 import { withLock, type LockOptions } from './lock.js';
 import { medianMs, preferRecord, recordId, recordLine, type TuningRecord } from './record.js';
 import { scanDatabase, scanDatabases, type ScanOptions, type ScanResult, type WarningSink } from './scan.js';
@@ -68,7 +70,8 @@ export function unwritable(path: string, e: unknown): Error {
   return e as Error;
 }
 
-async function ensureDir(dir: string): Promise<void> {
+/** Create a database directory (or say why it cannot be one). */
+export async function ensureDatabaseDir(dir: string): Promise<void> {
   const existing = await stat(dir).catch(() => undefined);
   if (existing && !existing.isDirectory()) {
     throw userError(
@@ -95,7 +98,7 @@ export async function appendRecords(dir: string, records: readonly TuningRecord[
   const file = o.file ?? RECORDS_FILE;
   if (!/^[\w.-]+\.jsonl$/.test(file) || file.startsWith('.')) throw internalError(`bad records file name ${JSON.stringify(file)}`);
   const text = records.map(recordLine).join('');
-  await ensureDir(dir);
+  await ensureDatabaseDir(dir);
   await withLock(
     dir,
     async () => {
@@ -162,7 +165,8 @@ export async function rewriteDatabase(
   keep: (scan: ScanResult) => Iterable<[string, TuningRecord]>,
   o: { extraSources?: readonly string[]; onWarning?: WarningSink; allowMissing?: boolean } & LockOptions = {},
 ): Promise<RewriteResult> {
-  await ensureDir(dir);
+  await ensureDatabaseDir(dir);
+  await refuseCompactedDir(dir);
   return withLock(
     dir,
     async () => {
@@ -174,6 +178,20 @@ export async function rewriteDatabase(
       return { scan, written, removedFiles: folded };
     },
     o,
+  );
+}
+
+/**
+ * A folder of compacted files (compacted-file.ts) is rewritten by `veltair db compact` only:
+ * merging or pruning it into one records.jsonl would drop the trial counts their headers keep.
+ */
+async function refuseCompactedDir(dir: string): Promise<void> {
+  const compacted = (await readdir(dir)).filter((n) => n.endsWith(COMPACTED_SUFFIX) && !n.startsWith('.'));
+  if (compacted.length === 0) return;
+  throw userError(
+    'BAD_ARGUMENT',
+    `${dir} holds compacted record files (${compacted[0]}${compacted.length > 1 ? ', …' : ''}); merge and prune do not rewrite them`,
+    'update it with veltair db compact --db SRC -o DIR, or merge it into another folder: veltair db merge DIR -o OTHER',
   );
 }
 
@@ -212,6 +230,12 @@ export interface TuningDatabase {
   foreign(workloadKey: string): TuningRecord[];
   /** Already measured on this target (any status)? */
   has(id: string): boolean;
+  /**
+   * Trials a tuning run of this workload at `threads` spent on this target with this codegen, as a
+   * compacted set remembers them (compacted-file.ts) — more than `records` holds when compaction
+   * dropped candidates; 0 when no compacted file covers the run.
+   */
+  trialsSpent(workloadKey: string, threads: number): number;
   /** Append to the user layer (never the shipped one) and index the records. */
   append(records: readonly TuningRecord[], o?: AppendOptions): Promise<void>;
   stats(): DatabaseIndexStats;
@@ -267,6 +291,7 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
   for (const [id, r] of user.records) index(id, r, false);
   for (const [id, r] of shipped?.records ?? []) index(id, r, true);
 
+  const trials = maxTrials(user.trials.get(fingerprint) ?? new Map(), shipped?.trials.get(fingerprint) ?? new Map());
   const current = (r: TuningRecord) => r.tool.codegen === CODEGEN_VERSION;
   const quietMs = (r: TuningRecord) => medianMs(r, 0) ?? Infinity;
   return {
@@ -280,6 +305,7 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
         .sort((a, b) => quietMs(a) - quietMs(b) || (recordId(a) < recordId(b) ? -1 : 1)),
     foreign: (key) => [...(foreignByWorkload.get(key)?.values() ?? [])],
     has: (id) => byId.has(id),
+    trialsSpent: (key, threads) => trials.get(`${key} ${threads} ${CODEGEN_VERSION}`) ?? 0,
     async append(records, ao) {
       const foreign = records.find((r) => r.target !== fingerprint);
       if (foreign) throw internalError(`record for target ${foreign.target} appended to a database opened for ${fingerprint}`);

@@ -371,6 +371,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   // count toward the run's budget (fastest first), whichever search proposed them. Without this, a
   // change to the presets or the seeds makes every rerun against a full database (the shipped
   // records included) measure a new batch of candidates for workloads it has tuned.
+  const spentElsewhere = runs.map(() => 0);
   runs.forEach((r, i) => {
     const quiet = (x: TrialResult) => (x.status === 'ok' ? (x.medianMs['0'] ?? Infinity) : Infinity);
     // A recorded timeout does not count: evaluate.ts measures it again (the limit or the load, not the kernel, may have ended it).
@@ -379,12 +380,19 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       .filter((x) => x.threads === r.threads && x.status !== 'timeout')
       .map((x) => trialFromRecord(x, recordId(x), levels, true))
       .sort((a, b) => quiet(a) - quiet(b) || (a.id < b.id ? -1 : 1));
-    for (const t of own.slice(0, caps[i]!)) {
+    const replayed = own.slice(0, caps[i]!);
+    for (const t of replayed) {
       searches[i]!.observe(t);
       progress[i]!.history.push(taskCost(searches[i]!.bestMs()));
       count(t);
       done++;
     }
+    // A compacted record set (db/compact.ts) keeps a run's family and best records, not every
+    // candidate: the trials it dropped were spent all the same, and count as database hits.
+    spentElsewhere[i] = Math.max(0, Math.min(caps[i]!, o.db.trialsSpent(r.use.workload.key, r.threads)) - replayed.length);
+    dbHits += spentElsewhere[i]!;
+    done += spentElsewhere[i]!;
+    if (replayed.length + spentElsewhere[i]! >= caps[i]!) progress[i]!.exhausted = true;
   });
 
   try {
@@ -433,7 +441,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       const i = pickTask(progress);
       if (i === undefined) break;
       const search = searches[i]!;
-      const room = caps[i]! - search.visited.length;
+      const room = caps[i]! - search.visited.length - spentElsewhere[i]!;
       if (room <= 0) {
         progress[i]!.exhausted = true;
         continue;
