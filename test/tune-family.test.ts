@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dominates, nonDominated, regretOf, bestPerLevel, selectFamily, type FamilyCandidate } from '../src/tune/family.js';
+import { dominates, nonDominated, regretOf, bestPerLevel, selectFamily, type FamilyCandidate } from '../src/space/family.js';
 import { makeSchedule } from '../src/space/knobs.js';
 import type { ScheduleFeatures } from '../src/space/features.js';
 

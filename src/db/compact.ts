@@ -4,7 +4,7 @@
  *
  * Records are grouped by (workload, thread count, code generator version): one tuning run's
  * candidates. Of each group the compacted set keeps
- *  1. the family a compile selects from it (tune/family.ts, with the compile's defaults: at most
+ *  1. the family a compile selects from it (space/family.ts, with the compile's defaults: at most
  *     5 versions, 3% worst-regret slack, every level the records have);
  *  2. the best record at each interference level, so a family selected from the compacted set
  *     measures its regret against the same best latencies as one selected from all records;
@@ -15,7 +15,7 @@
  */
 import { kernelSymbol } from '../codegen/kernel.js';
 import { repair } from '../space/knobs.js';
-import { selectFamily, type FamilyCandidate } from '../tune/family.js';
+import { selectFamily, type FamilyCandidate } from '../space/family.js';
 import { canonicalJson } from './target-fingerprint.js';
 import { levelsOf, medianMs, recordId, type TuningRecord } from './record.js';
 

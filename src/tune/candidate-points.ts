@@ -7,7 +7,7 @@
 import { levelsOf, medianMs, recordId, type TuningRecord } from '../db/record.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
 import type { Schedule } from '../space/knobs.js';
-import { dominates, type Family, type FamilyCandidate } from './family.js';
+import { dominates, type Family, type FamilyCandidate } from '../space/family.js';
 
 export interface CandidateProfile {
   /** Tuning record id. */

@@ -9,7 +9,7 @@
 import type { Workload } from '../ir/workload.js';
 import { repair, isValid } from '../space/knobs.js';
 import { evaluateBatches, type EvaluateContext } from './evaluate.js';
-import type { Family, FamilyCandidate } from './family.js';
+import type { Family, FamilyCandidate } from '../space/family.js';
 
 /**
  * Profile each workload's family (select(k): workload k's family from the database as it now is)

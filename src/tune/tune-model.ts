@@ -21,7 +21,7 @@ import { detectTarget, type Target } from '../toolchain/target.js';
 import { evaluateBatch, evaluateBatches, trialFromRecord } from './evaluate.js';
 import { roundPhases, type TunePhases } from './phases.js';
 import { profileUntilSettled } from './other-thread-counts.js';
-import { selectFamily, type Family, type FamilyCandidate } from './family.js';
+import { selectFamily, type Family, type FamilyCandidate } from '../space/family.js';
 import { workloadProfile, type WorkloadProfile } from './candidate-points.js';
 import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../interference/bank.js';
 import { pickTask, taskCost, type TaskProgress } from './trial-allocator.js';

@@ -14,8 +14,8 @@
  *  4. Order kept versions locality-heavy → parallelism-heavy: cache-tile footprint (L2) descending,
  *     then parallel chunks ascending.
  */
-import type { ScheduleFeatures } from '../space/features.js';
-import type { Schedule } from '../space/knobs.js';
+import type { ScheduleFeatures } from './features.js';
+import type { Schedule } from './knobs.js';
 
 export interface FamilyCandidate {
   readonly id: string;
