@@ -174,10 +174,12 @@ function compactText(r: CompactResult): string {
   const changed = r.targets.filter((t) => t.changed).length;
   const lines = r.targets.map((t) => {
     const s = r.index.targets[t.target];
-    return `  ${t.target}  ${t.records} records, ${s?.workloads ?? 0} workloads, ${s?.bytes ?? 0} bytes${t.changed ? '' : ' (unchanged)'}  ${s?.cpuModel ?? ''}`;
+    const unchanged = t.changed ? '' : ' (unchanged)';
+    return `  ${t.target}  ${t.records} records, ${s?.workloads ?? 0} workloads, ${s?.bytes ?? 0} bytes${unchanged}  ${s?.cpuModel ?? ''}`;
   });
+  const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
   return [
-    `compacted ${r.recordsRead} records into ${r.outDir}: ${r.targets.length} target${r.targets.length === 1 ? '' : 's'}, ${changed} file${changed === 1 ? '' : 's'} rewritten`,
+    `compacted ${r.recordsRead} records into ${r.outDir}: ${plural(r.targets.length, 'target')}, ${plural(changed, 'file')} rewritten`,
     ...lines,
   ].join('\n');
 }
