@@ -10,7 +10,7 @@
 import { mulberry32, seededFloats } from '../random.js';
 import { quantile } from '../stats.js';
 import { userError } from '../errors.js';
-import { postChecked } from './post.js';
+import { encodeRequest, RawClient, type EncodedRequest } from './raw-client.js';
 
 export interface LoadModel {
   readonly name: string;
@@ -175,9 +175,6 @@ interface Sample {
   readonly status: number;
 }
 
-const sendOne = (url: URL, m: LoadModel): Promise<number> =>
-  postChecked(url, m.headers, m.body, m.answerBytes !== undefined ? { binaryBytes: m.answerBytes } : {});
-
 /** Arrival times (ms from the start) of every request of one run: Poisson per model, merged. */
 export function arrivals(models: readonly LoadModel[], totalQps: number, durationS: number, seed: number): { t: number; model: number }[] {
   const sum = models.reduce((s, m) => s + m.weight, 0);
@@ -199,7 +196,10 @@ export async function runLoad(
   seed: number,
 ): Promise<LoadResult> {
   const plan = arrivals(models, totalQps, durationS, seed);
-  const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base));
+  const requests: EncodedRequest[] = models.map((m) =>
+    encodeRequest(new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base), m.headers, m.body),
+  );
+  const client = new RawClient();
   const samples: Sample[] = [];
   const pending: Promise<void>[] = [];
   const start = performance.now();
@@ -208,12 +208,15 @@ export async function runLoad(
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const sentAt = performance.now();
     pending.push(
-      sendOne(urls[a.model]!, models[a.model]!).then((status) => {
-        samples.push({ model: a.model, ms: performance.now() - sentAt, status });
-      }),
+      client
+        .send(requests[a.model]!, models[a.model]!.answerBytes !== undefined ? { binaryBytes: models[a.model]!.answerBytes } : {})
+        .then((status) => {
+          samples.push({ model: a.model, ms: performance.now() - sentAt, status });
+        }),
     );
   }
   await Promise.all(pending);
+  client.close();
   const sum = models.reduce((s, m) => s + m.weight, 0);
   const results = models.map((m, i): ModelLoadResult => {
     const mine = samples.filter((s) => s.model === i);

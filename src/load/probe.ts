@@ -9,7 +9,7 @@ import { quantile } from '../stats.js';
 import { judgeModel, judgeProbe, P99_AT_99, requestsNeeded, type Judgement, type Verdict } from './early-stopping.js';
 import { arrivals, type LoadModel, type LoadResult, type ModelLoadResult } from './generator.js';
 import { noiseBetween, takeNoiseSnapshot, type NoiseRecord } from './noise.js';
-import { postChecked } from './post.js';
+import { encodeRequest, RawClient } from './raw-client.js';
 
 export interface ProbeOptions {
   /** Seconds a probe runs at least before it may pass (a fail may stop it sooner). */
@@ -43,13 +43,16 @@ export interface ProbeResult extends LoadResult {
 /** Send one request of model `i` and resolve with its status: 200, 503, or 0 for an error or a malformed answer. */
 export type Sender = (i: number) => Promise<number>;
 
-/** The HTTP transport: each model's request to its server (`base` unless the model names one), the answer checked by postChecked. */
-export function httpSender(base: URL, models: readonly LoadModel[], verify = false): Sender {
-  const urls = models.map((m) => new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base));
-  return (i) => {
-    const m = models[i]!;
-    return postChecked(urls[i]!, m.headers, m.body, { ...(m.answerBytes !== undefined ? { binaryBytes: m.answerBytes } : {}), verify });
-  };
+/**
+ * The HTTP transport: each model's request to its server (`base` unless the model names one), encoded once
+ * and sent over the raw keep-alive client; the answer checked by header and size (and decoded with `verify`).
+ */
+export function httpSender(base: URL, models: readonly LoadModel[], verify = false, client = new RawClient()): Sender {
+  const requests = models.map((m) =>
+    encodeRequest(new URL(`/v2/models/${encodeURIComponent(m.name)}/infer`, m.base ?? base), m.headers, m.body),
+  );
+  const checks = models.map((m) => ({ ...(m.answerBytes !== undefined ? { binaryBytes: m.answerBytes } : {}), verify }));
+  return (i) => client.send(requests[i]!, checks[i]!);
 }
 
 interface Tally {
