@@ -1,6 +1,8 @@
 /**
- * The load generator's HTTP client: one POST over node:http with a keep-alive agent (postChecked: the answer
- * checked by status, headers and size, its bytes counted and not kept). Why not
+ * One-off POSTs over node:http with a keep-alive agent (post), and the check every load-run answer must pass
+ * (answerOk). postChecked is the node:http load client that the raw socket client (raw-client.ts) replaced:
+ * kept as the reference its answers are tested against and its cost measured against
+ * (src/bench/load-client-cost.ts). Why node:http and not
  * fetch: on a 2-core machine the client shares the cores it measures, and undici's fetch (web
  * streams, a promise chain per chunk) cost a 600 KB mobilenet_v2 request 7.6–14.7 ms median and
  * 19–26 ms p90 through a veltair server, against 6.1–6.5 ms median and 7.4–13.8 ms p90 for this
