@@ -18,6 +18,7 @@ export interface LoadFlags {
   attainment: string;
   probeLimit: string;
   verify?: boolean;
+  attribute?: boolean;
   qpsSweep?: string;
   labels?: string;
   plot?: string;

@@ -22,6 +22,8 @@ import { plotFromAction, sweepAction } from './load-sweep.js';
 import { loadModels, type LoadFlags } from './load-models.js';
 import { judgementLine } from '../load/early-stopping.js';
 import { boundsText, DEFAULT_PROBE_LIMIT_S, parseJudgement } from './load-judgement.js';
+import { runTraced } from '../load/late-attribution.js';
+import { attributionTable } from './late-table.js';
 
 const collect = (v: string, all: string[]) => [...all, v];
 
@@ -74,6 +76,10 @@ export function registerLoadCommand(program: Command): void {
       'with --find-max: the time bound of one probe; a probe the rule has not decided by then is undecided',
       String(DEFAULT_PROBE_LIMIT_S),
     )
+    .option(
+      '--attribute',
+      "with --qps: read every answer's server account (server_ms, veltair_timeline) and attribute each late request to where it lost its time",
+    )
     .option('--verify', "decode every answer's JSON header and check its outputs (default: checked by status, headers and size only)")
     .option('--rounds <n>', 'with several servers: find-max rounds over all of them, order reversed every other round', '1')
     .option(
@@ -109,6 +115,9 @@ export function registerLoadCommand(program: Command): void {
       const qps = flags.qps === undefined ? undefined : Number(flags.qps);
       if (qps !== undefined && !(qps > 0 && qps <= 1e6)) throw badArgument('--qps', flags.qps!, 'is not a rate above 0', 'e.g. --qps 20');
       if (qps === undefined && !flags.findMax) throw userError('BAD_ARGUMENT', 'give --qps Q or --find-max', 'e.g. --qps 20 --duration 10');
+      if (flags.attribute && (qps === undefined || flags.findMax)) {
+        throw userError('BAD_ARGUMENT', '--attribute traces one run at a fixed rate', 'give --qps Q (without --find-max)');
+      }
       const models = await loadModels(base, flags, seed);
       if (flags.findMax) {
         const judged = parseJudgement(flags);
@@ -138,6 +147,12 @@ export function registerLoadCommand(program: Command): void {
         );
         const best = found.runs.filter((r) => r.totalQps === found.maxQps)[0];
         if (best) printLine(loadTable(best));
+        return;
+      }
+      if (flags.attribute) {
+        const a = await runTraced(base, models, qps!, durationS, seed);
+        if (flags.json) printJson(a);
+        else printLine(attributionTable(a));
         return;
       }
       const r = await runLoad(base, models, qps!, durationS, seed);

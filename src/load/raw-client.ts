@@ -44,6 +44,13 @@ export function encodeRequest(url: URL, headers: Readonly<Record<string, string>
   return { host, port, bytes: Buffer.concat([Buffer.from(lines.join('\r\n'), 'latin1'), payload]) };
 }
 
+/** An answer's status (as send() judges it), headers and, when kept, body. */
+export interface KeptAnswer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer | null;
+}
+
 /** What the parser has read of one answer. */
 interface Reading {
   head: Buffer | null;
@@ -81,6 +88,15 @@ export class RawClient {
   private readonly open = new Set<net.Socket>();
 
   send(request: EncodedRequest, check: AnswerCheck): Promise<number> {
+    return this.exchange(request, check, false).then((a) => a.status);
+  }
+
+  /** send(), keeping the answer's body too (to read its JSON header: the server's own timing of the request). */
+  sendKeepingBody(request: EncodedRequest, check: AnswerCheck): Promise<KeptAnswer> {
+    return this.exchange(request, check, true);
+  }
+
+  private exchange(request: EncodedRequest, check: AnswerCheck, keepBody: boolean): Promise<KeptAnswer> {
     return new Promise((resolve) => {
       const key = `${request.host}:${request.port}`;
       const socket = this.take(key) ?? this.connect(request);
@@ -90,7 +106,7 @@ export class RawClient {
         headers: {},
         remaining: 0,
         bodyBytes: 0,
-        chunks: check.verify ? [] : null,
+        chunks: check.verify || keepBody ? [] : null,
         chunked: null,
         closeAfter: false,
       };
@@ -103,7 +119,7 @@ export class RawClient {
         socket.removeListener('error', onError);
         if (reuse) this.release(key, socket);
         else this.discard(socket);
-        resolve(status);
+        resolve({ status, headers: r.headers, body: keepBody && r.chunks ? Buffer.concat(r.chunks) : null });
       };
       const complete = (extra: number): void => {
         if (extra > 0) return finish(0, false); // bytes nobody asked for: the stream is out of step
