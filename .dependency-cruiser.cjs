@@ -28,8 +28,9 @@ const ROOMS = {
   sparse: ['onnx', 'toolchain', 'sparse-head'],
   profile: ['schedule', 'runtime', 'bundle', 'interference', 'toolchain'],
   simulate: ['schedule', 'plot'],
-  // load: the load client (open-loop load, sweeps, the serving calibration); it reads the server's timeline and fits the simulator's calibration.
-  load: ['serve', 'simulate', 'toolchain'],
+  // load: the load client (open-loop load, sweeps, the serving calibration, late-request attribution); it reads the server's timeline,
+  // fits the simulator's calibration, and formats the attribution table that both the CLI and the bench print.
+  load: ['serve', 'simulate', 'toolchain', 'terminal'],
   // compile: the compile library (compileModel, the one CompileOptions) and what a compile does after tuning — a bundle's sparse family,
   // the interference proxy fitted on this machine (stored through bundle/), a model's seeded feeds. The CLI and bench call it.
   compile: [

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { attributeLate, requestParts, runTraced, type TracedRequest } from '../src/load/late-attribution.js';
-import { attributionTable } from '../src/cli/late-table.js';
+import { attributionTable } from '../src/load/late-table.js';
 import type { LoadModel } from '../src/load/generator.js';
 
 const traced = (clientMs: number, queued: number, kernels: number, status = 200): TracedRequest => ({
@@ -56,23 +56,18 @@ test('requestParts splits the client time into outside, front end and the dispat
 test('a traced run reads each answer back and finds the queueing that made requests late', async () => {
   let n = 0;
   const server = http.createServer((req, res) => {
+    const arrival = performance.now();
     req.resume();
     req.on('end', () => {
-      // Every third request waits 60 ms for "an instance"; the others answer at once.
-      const queued = n++ % 3 === 2 ? 60 : 0;
+      // Every third request waits 60 ms for "an instance"; the others answer at once. The account is the
+      // time that really passed, as a server's is, however late a busy host runs the timer.
+      const wait = n++ % 3 === 2 ? 60 : 0;
       setTimeout(() => {
-        const timeline = JSON.stringify({
-          instance: queued,
-          begun: queued + 0.1,
-          blocks: [[queued + 0.2, queued + 0.3, queued + 1.3, queued + 1.4, 1]],
-          answer: queued + 1.5,
-        });
-        const head = Buffer.from(
-          JSON.stringify({
-            outputs: [{ name: 'y', parameters: { binary_data_size: 4 } }],
-            parameters: { server_ms: queued + 2, veltair_timeline: timeline },
-          }),
-        );
+        const queued = performance.now() - arrival;
+        const blocks = [[queued + 0.2, queued + 0.3, queued + 1.3, queued + 1.4, 1]];
+        const timeline = JSON.stringify({ instance: queued, begun: queued + 0.1, blocks, answer: queued + 1.5 });
+        const parameters = { server_ms: queued + 2, veltair_timeline: timeline };
+        const head = Buffer.from(JSON.stringify({ outputs: [{ name: 'y', parameters: { binary_data_size: 4 } }], parameters }));
         const body = Buffer.concat([head, Buffer.alloc(4)]);
         res
           .writeHead(200, {
@@ -81,7 +76,7 @@ test('a traced run reads each answer back and finds the queueing that made reque
             'Content-Length': String(body.byteLength),
           })
           .end(body);
-      }, queued);
+      }, wait);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -101,7 +96,7 @@ test('a traced run reads each answer back and finds the queueing that made reque
     assert.ok(m.late >= Math.floor(m.sent / 3) - 1, `${m.late} late of ${m.sent}`);
     // Every queued request is late and blamed on queueing (a busy host may add a late one of its own).
     assert.ok((m.causes.queued ?? 0) >= Math.floor(m.sent / 3) - 1, JSON.stringify(m.causes));
-    assert.ok(m.lateMedians.queued! >= 59 && m.onTimeMedians.queued! < 1);
+    assert.ok(m.lateMedians.queued! >= 59 && m.onTimeMedians.queued! < 30, JSON.stringify([m.onTimeMedians, m.lateMedians]));
     assert.ok(m.onTimeMedians.kernels! > 0.9 && m.onTimeMedians.kernels! < 1.1);
     const table = attributionTable(r);
     assert.match(table, new RegExp(`queued ${m.causes.queued}`));

@@ -12,7 +12,7 @@
  *     [--bundle-dir DIR] [--arms ort,ort-pinned,ort-instances,fcfs,prema,layerwise,veltair,veltair-partition] [--cores 0,1]
  *     [--k K (alias --qos-multiple)] [--duration 4] [--probe-limit 120] [--verify] [--rounds 3] [--tolerance 1.05] [--max-runs 16]
  *     [--pinned-probes 3] [--probe-duration 2] [--seed 1] [--calibration FILE] [--timeline] [--sweep FROM:TO:STEPS [--sweep-duration 4]]
- *     [--transport http|in-process] [--json-out FILE]
+ *     [--transport http|in-process] [--attribute 0.1,0.3 [--attribute-duration 60]] [--json-out FILE]
  *
  * `--transport in-process` measures every arm but ort-pinned a second time, right after its HTTP
  * search in the same round, through serve-in-process.ts (its backend called in this process, no
@@ -28,6 +28,8 @@
  * per mix, the server-side timeline of a light request sent just behind a heavy one (serve-timeline.ts). `--sweep`
  * runs, per arm, `veltair load --qps-sweep`'s sweep on fresh servers and writes it beside the JSON
  * as `<json-out>-<mix>-sweep.json`, in that command's --json format (`veltair load --plot-from` draws it).
+ * `--attribute F,…` then runs, per veltair policy, a traced load at each fraction F of its median max QPS on a
+ * fresh server and attributes every late request (load/late-attribution.ts); JSON `attribution`.
  */
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -51,6 +53,8 @@ import { probeNoise, type ProbeNoise } from './serve-noise.js';
 import { aaChecks } from './serve-resolution.js';
 import { hasInProcessForm, startInProcessArm, TRANSPORTS, type Transport } from './serve-in-process.js';
 import { traceHeavyThenLight, timelineTable, type Timeline } from './serve-timeline.js';
+import { runTraced, type AttributionResult } from '../load/late-attribution.js';
+import { attributionTable } from '../load/late-table.js';
 
 interface Args {
   mixes: Mix[];
@@ -71,6 +75,9 @@ interface Args {
   timeline: boolean;
   sweep?: SweepSpec;
   sweepDurationS: number;
+  /** Fractions of each veltair arm's median max QPS to run a traced, attributed load at. */
+  attribute: number[];
+  attributeDurationS: number;
   jsonOut?: string;
 }
 
@@ -88,6 +95,8 @@ function parseArgs(argv: readonly string[]): Args {
     pinnedProbes: 3,
     maxRuns: 16,
     sweepDurationS: 4,
+    attribute: [],
+    attributeDurationS: 60,
     probeDurationS: 2,
     probeLimitS: 120,
     verify: false,
@@ -176,6 +185,14 @@ function parseArgs(argv: readonly string[]): Args {
         break;
       case '--sweep-duration':
         a.sweepDurationS = num('--sweep-duration', v, 0.1);
+        i++;
+        break;
+      case '--attribute':
+        a.attribute = (v ?? '').split(',').map((x) => num('--attribute', x, 0.01));
+        i++;
+        break;
+      case '--attribute-duration':
+        a.attributeDurationS = num('--attribute-duration', v, 1);
         i++;
         break;
       case '--json-out':
@@ -528,6 +545,25 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
       }
     }
   }
+  const attribution: { arm: string; fraction: number; result: AttributionResult }[] = [];
+  for (const r of results) {
+    // One traced run per veltair policy (the first of an A/A pair), at each fraction of its median max QPS.
+    if (r.kind.startsWith('ort') || r.label !== r.kind || r.maxQps.length === 0) continue;
+    for (const fraction of a.attribute) {
+      const servers = await startArm(r.kind, ctx);
+      try {
+        const models = await modelsOf(servers.urls, names, rule.qosMs, a.seed);
+        await warm(models);
+        const qps = fraction * median(r.maxQps);
+        const result = await runTraced(new URL(servers.urls.get(names[0]!)!), models, qps, a.attributeDurationS, a.seed + 7000);
+        attribution.push({ arm: r.label, fraction, result });
+        const late = result.models.map((m) => `${m.name} ${m.late}/${m.sent} late`).join(', ');
+        log(`  attribution ${r.label} at ${(fraction * 100).toFixed(0)}% (${qps.toFixed(2)} QPS): ${late}`);
+      } finally {
+        await servers.stop();
+      }
+    }
+  }
   for (const r of results) {
     if (r.kind.startsWith('ort') || r.label !== r.kind) continue;
     r.simulatedQps = await simulated(mix, r.kind, a.cores.length, rule.qosMs, a.seed, a.calibration);
@@ -552,6 +588,7 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
       ? { inProcess: { arms: inProcess.map((r) => ({ arm: r.label, ...r })), resolution: aaChecks(inProcess) } }
       : {}),
     ...(a.sweep ? { sweep: { spec: a.sweep, durationS: a.sweepDurationS, arms: sweeps } } : {}),
+    attribution,
   };
 }
 
@@ -632,6 +669,10 @@ async function main(): Promise<void> {
       );
     }
     for (const t of r.timelines) console.log(timelineTable(t), '\n');
+    for (const x of r.attribution)
+      console.log(
+        `late requests, ${r.mix}, ${x.arm} at ${(x.fraction * 100).toFixed(0)}% of its max QPS:\n${attributionTable(x.result)}\n`,
+      );
     if (a.jsonOut) writeJson(a.jsonOut, json());
     if (a.jsonOut && r.sweep) {
       // The format of `veltair load --qps-sweep --json`: `veltair load --plot-from FILE --plot PREFIX` draws it.

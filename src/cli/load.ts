@@ -23,7 +23,7 @@ import { loadModels, type LoadFlags } from './load-models.js';
 import { judgementLine } from '../load/early-stopping.js';
 import { boundsText, DEFAULT_PROBE_LIMIT_S, parseJudgement } from './load-judgement.js';
 import { runTraced } from '../load/late-attribution.js';
-import { attributionTable } from './late-table.js';
+import { attributionTable } from '../load/late-table.js';
 
 const collect = (v: string, all: string[]) => [...all, v];
 

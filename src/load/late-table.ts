@@ -2,7 +2,7 @@
  * The late-request attribution table (`veltair load --qps Q --attribute`, serve-bench --attribute): per
  * model, the late requests by cause, and each component's median over on-time and over late requests.
  */
-import { COMPONENT_LABELS, COMPONENTS, type AttributionResult, type Cause } from '../load/late-attribution.js';
+import { COMPONENT_LABELS, COMPONENTS, type AttributionResult, type Cause } from './late-attribution.js';
 import { formatTable } from '../terminal/output.js';
 
 const label = (c: Cause): string => (c in COMPONENT_LABELS ? COMPONENT_LABELS[c as keyof typeof COMPONENT_LABELS] : c);
