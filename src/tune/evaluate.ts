@@ -10,7 +10,8 @@
  *
  * A racing evaluation (search: 'race', race.ts) first times every candidate at level 0 with a short
  * window, then measures only the survivors as above; the dropped ones are written as raced records
- * (record.ts stage 'race') once the round is judged, so kill -9 during round 1 loses that round.
+ * (record.ts stage 'race') as soon as their workload's round is judged, so kill -9 during round 1
+ * loses at most the round of the workload in flight.
  */
 import { generateKernel, kernelSymbol } from '../codegen/kernel.js';
 import { internalError } from '../errors.js';
@@ -188,6 +189,47 @@ async function raceRound(
   const racing = group.filter((r) => r.levels[0] === 0);
   const keep = new Set(group.filter((r) => r.levels[0] !== 0));
   if (racing.length === 0) return keep;
+  const first: (Measurement | undefined)[] = racing.map(() => undefined);
+  const left = new Map<number, number>();
+  for (const r of racing) left.set(r.b, (left.get(r.b) ?? 0) + 1);
+  // A workload is judged, and its dropped candidates written, once its last candidate is timed:
+  // kill -9 loses at most the verdicts of the workload in flight.
+  const judge = async (b: number) => {
+    const contenders = racing.flatMap((r, k) => {
+      const bounds = r.b === b && first[k]!.status === 'ok' ? quietBounds(first[k]!.repeatsMs) : undefined;
+      return bounds ? [{ k, bounds }] : [];
+    });
+    const verdicts = raceVerdicts(
+      contenders.map((c) => c.bounds),
+      heldBounds(ctx.db, batches[b]!.workload.key, racing[0]!.threads),
+      { slack, k: DEFAULT_RACE_K },
+    );
+    contenders.forEach((c, j) => {
+      if (verdicts[j]) keep.add(racing[c.k]!);
+    });
+    for (let k = 0; k < racing.length; k++) {
+      const r = racing[k]!;
+      if (r.b !== b || keep.has(r)) continue;
+      const w = batches[b]!.workload,
+        s = batches[b]!.schedules[r.i]!;
+      const m = first[k]!;
+      // A failed check or a crash is the same verdict at any window: a complete (failed) record.
+      if (m.status !== 'ok' || m.repeatsMs.length === 0) await settle(r, recordFrom(w, s, ctx, [0], [m], r.cand.features));
+      else
+        await settle(
+          r,
+          makeRecord({
+            workload: w,
+            target: ctx.target,
+            schedule: s,
+            features: r.cand.features,
+            latencies: { '0': m.repeatsMs },
+            status: 'ok',
+            stage: 'race',
+          }),
+        );
+    }
+  };
   const round = await measureCandidatesAtLevels(
     racing.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads: r.threads, flops: r.cand.features.flops }, levels: [0] })),
     bank,
@@ -196,44 +238,22 @@ async function raceRound(
       minTimeMs: raceWindowMs(ctx.minTimeMs ?? 100),
       ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
     },
+    {
+      onCandidate: async (k, ms) => {
+        first[k] = ms[0] ?? { status: 'crash', repeatsMs: [], message: 'not measured' };
+        const b = racing[k]!.b;
+        left.set(b, left.get(b)! - 1);
+        if (left.get(b) === 0) await judge(b);
+      },
+    },
   );
-  const first = round.map((ms) => ms[0]!);
-  const held = (b: number) => heldBounds(ctx.db, batches[b]!.workload.key, racing[0]!.threads);
-  for (const b of [...new Set(racing.map((r) => r.b))]) {
-    const contenders = racing.flatMap((r, k) => {
-      const bounds = r.b === b && first[k]!.status === 'ok' ? quietBounds(first[k]!.repeatsMs) : undefined;
-      return bounds ? [{ k, bounds }] : [];
+  // A child that died before a job started reports it without the hook: judge what is left.
+  for (const [b, n] of left) {
+    if (n === 0) continue;
+    racing.forEach((r, k) => {
+      if (r.b === b) first[k] ??= round[k]![0] ?? { status: 'crash', repeatsMs: [], message: 'harness exited before the job started' };
     });
-    const verdicts = raceVerdicts(
-      contenders.map((c) => c.bounds),
-      held(b),
-      { slack, k: DEFAULT_RACE_K },
-    );
-    contenders.forEach((c, j) => {
-      if (verdicts[j]) keep.add(racing[c.k]!);
-    });
-  }
-  for (let k = 0; k < racing.length; k++) {
-    const r = racing[k]!;
-    if (keep.has(r)) continue;
-    const w = batches[r.b]!.workload,
-      s = batches[r.b]!.schedules[r.i]!;
-    const m = first[k]!;
-    // A failed check or a crash is the same verdict at any window: a complete (failed) record.
-    if (m.status !== 'ok' || m.repeatsMs.length === 0) await settle(r, recordFrom(w, s, ctx, [0], [m], r.cand.features));
-    else
-      await settle(
-        r,
-        makeRecord({
-          workload: w,
-          target: ctx.target,
-          schedule: s,
-          features: r.cand.features,
-          latencies: { '0': m.repeatsMs },
-          status: 'ok',
-          stage: 'race',
-        }),
-      );
+    await judge(b);
   }
   return keep;
 }
