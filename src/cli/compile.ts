@@ -160,7 +160,8 @@ function summaryText(s: CompileResult, shard: Shard | undefined): string {
       : `shard ${shard!.index}/${shard!.count}: tuned ${s.tunedWorkloads} of ${s.uniqueWorkloads} workloads into ${s.db} ` +
         `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
     `layers     ${s.layers} (${s.tunableLayers} tunable, ${s.uniqueWorkloads} unique workloads)`,
-    `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured${s.raced > 0 ? ` (${s.raced} dropped after the level-0 race)` : ''}, ${s.dbHits} from the database`,
+    `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured` +
+      `${s.raced > 0 ? ` (${s.raced} dropped after the level-0 race)` : ''}, ${s.dbHits} from the database`,
     `records    ${s.transfer.exactWorkloads} workloads with records for this target, ${s.transfer.transferredWorkloads} seeded from other ` +
       `targets (${s.transfer.transferredSeeds} seeds${s.transfer.medianDistance === null ? '' : `, median distance ${s.transfer.medianDistance}`}), ` +
       `${s.transfer.freshWorkloads} searched from scratch`,
