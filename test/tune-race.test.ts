@@ -14,6 +14,7 @@ import { makeSchedule, type Schedule } from '../src/space/knobs.js';
 import { seededRng } from '../src/random.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
 import { createTaskSearch } from '../src/tune/search.js';
+import { slackExposure } from '../src/bench/race-slack.js';
 import { selectFamily, type FamilyCandidate } from '../src/tune/family.js';
 import { quietBounds, raceReference, raceVerdicts, raceWindowMs, survives } from '../src/tune/race.js';
 import { fitRankModel, MIN_RANK_RECORDS, rankingRecords } from '../src/tune/rank-model.js';
@@ -298,4 +299,22 @@ test('with a ranking model the random seeds are the best-ranked of a larger draw
     [...scores].sort((a, b) => a - b),
     'best-ranked first',
   );
+});
+
+test('race-slack: candidates beyond each factor of their run’s best, and the family members among them', () => {
+  // one run: quiet 1, 1.25, 2, 4 ms (made-up); the 2 ms one wins level 2, so the family keeps it
+  const recs = [
+    sampleRecord(0, { levelMs: { 0: 1, 2: 3 } }),
+    sampleRecord(2, { levelMs: { 0: 1.25, 2: 3.5 } }),
+    sampleRecord(4, { levelMs: { 0: 2, 2: 2 } }),
+    sampleRecord(6, { levelMs: { 0: 4, 2: 8 } }),
+    racedRecord(8),
+  ];
+  const r = slackExposure(recs, [1.5, 1.1]);
+  assert.equal(r.runs, 1);
+  assert.equal(r.records, 4, 'the raced record is not a candidate of the run');
+  assert.deepEqual(r.exposures, [
+    { factor: 1.5, beyond: 2, familyBeyond: 1 },
+    { factor: 1.1, beyond: 3, familyBeyond: 1 },
+  ]);
 });
