@@ -45,13 +45,14 @@ test('compile writes a valid bundle; a rerun from the same database measures 0 a
     'versionsHistogram',
     'measured',
     'dbHits',
+    'raced',
     'tuningSeconds',
     'tuningPhases',
     'perLevelRegret',
     'transfer',
   ]);
   const phases = summary.tuningPhases as Record<string, number>;
-  assert.deepEqual(Object.keys(phases), ['warmup', 'searchBuild', 'searchMeasure', 'profileBuild', 'profileMeasure']);
+  assert.deepEqual(Object.keys(phases), ['warmup', 'searchBuild', 'searchRace', 'searchMeasure', 'profileBuild', 'profileMeasure']);
   assert.ok(
     Object.values(phases).every((s) => s >= 0),
     'every phase took some time or none',

@@ -240,7 +240,8 @@ async function main(): Promise<void> {
 /** tuningPhases in words, seconds each. */
 function phaseText(p: TunePhases): string {
   return (
-    `warm-up compile ${p.warmup.toFixed(1)} s, search build ${p.searchBuild.toFixed(1)} s and measure ${p.searchMeasure.toFixed(1)} s, ` +
+    `warm-up compile ${p.warmup.toFixed(1)} s, search build ${p.searchBuild.toFixed(1)} s, ` +
+    `race ${p.searchRace.toFixed(1)} s and measure ${p.searchMeasure.toFixed(1)} s, ` +
     `profiling at the other thread counts build ${p.profileBuild.toFixed(1)} s and measure ${p.profileMeasure.toFixed(1)} s`
   );
 }

@@ -1,19 +1,27 @@
 /**
  * `veltair compile MODEL.onnx -o OUT [--trials N] [--levels 0,1,2,3,4] [--max-versions 5]
- *  [--threads N] [--db DIR] [--no-shipped-records] [--shard i/n] [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
+ *  [--threads N] [--search race|exhaustive] [--db DIR] [--no-shipped-records] [--shard i/n] [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
  * Flag parsing, then one call of compileModel (src/compile/compile-model.ts): each flag parses into
  * the CompileOptions field of its name, with the flag named in any error; the progress bar, the
  * notes on stderr and the summary on stdout are the command's.
  */
 import type { Command } from 'commander';
 import { compileModel, type CompileResult } from '../compile/compile-model.js';
-import { checkIsa, DEFAULT_SPARSE_MIN_OUTPUTS, DEFAULT_TRIALS, MAX_VERSIONS_LIMIT, type CompileOptions } from '../compile/options.js';
+import {
+  checkIsa,
+  checkSearch,
+  DEFAULT_SPARSE_MIN_OUTPUTS,
+  DEFAULT_TRIALS,
+  MAX_VERSIONS_LIMIT,
+  type CompileOptions,
+} from '../compile/options.js';
 import type { SparseSummary } from '../compile/sparse-family.js';
 import { defaultDatabaseDir, shardFileName } from '../db/store.js';
 import type { HashFamily } from '../sparse-head/format.js';
 import { parseSparsities } from '../sparse/head-versions.js';
 import type { IsaLevel } from '../toolchain/isa.js';
 import type { LevelRegret, Shard } from '../tune/tune-model.js';
+import type { SearchMode } from '../tune/race.js';
 import { collectInputShape } from './inspect.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { note, printJson, printLine, progressBar } from '../terminal/output.js';
@@ -28,6 +36,7 @@ interface CompileFlags {
   threads?: string;
   profileThreads?: string;
   isa?: string;
+  search?: string;
   db?: string;
   shippedRecords?: boolean;
   shard?: string;
@@ -115,6 +124,7 @@ function parseFlags(f: CompileFlags): CompileOptions {
     ...opt('seed', f.seed, parseSeed),
     ...opt('shard', f.shard, parseShard),
     ...opt('isa', f.isa, (t): IsaLevel => checkIsa(t)),
+    ...opt('search', f.search, (t): SearchMode => checkSearch(t)),
     ...opt('sparseMinOutputs', f.sparseMinOutputs, (t) => parsePositiveInt('--sparse-min-outputs', t)),
     ...opt('sparsities', f.sparsities, parseSparsities),
     ...opt('calibrationRows', f.calibrationRows, (t) => parsePositiveInt('--calibration-rows', t)),
@@ -150,7 +160,8 @@ function summaryText(s: CompileResult, shard: Shard | undefined): string {
       : `shard ${shard!.index}/${shard!.count}: tuned ${s.tunedWorkloads} of ${s.uniqueWorkloads} workloads into ${s.db} ` +
         `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
     `layers     ${s.layers} (${s.tunableLayers} tunable, ${s.uniqueWorkloads} unique workloads)`,
-    `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured, ${s.dbHits} from the database`,
+    `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured` +
+      `${s.raced > 0 ? ` (${s.raced} dropped after the level-0 race)` : ''}, ${s.dbHits} from the database`,
     `records    ${s.transfer.exactWorkloads} workloads with records for this target, ${s.transfer.transferredWorkloads} seeded from other ` +
       `targets (${s.transfer.transferredSeeds} seeds${s.transfer.medianDistance === null ? '' : `, median distance ${s.transfer.medianDistance}`}), ` +
       `${s.transfer.freshWorkloads} searched from scratch`,
@@ -243,6 +254,11 @@ export function registerCompileCommand(program: Command): void {
     .option(
       '--profile-threads <list>',
       'thread counts to profile kept versions at (level 0): a list, none, or auto (1, 2, 4 … cores; default)',
+    )
+    .option(
+      '--search <mode>',
+      'race (default): time each candidate at level 0 briefly and measure in full only those that can still reach the family; ' +
+        'exhaustive: every candidate at every level with full windows',
     )
     .option('--db <dir>', `tuning database directory (default ${defaultDatabaseDir()})`)
     .option('--no-shipped-records', "ignore the records shipped in the package's tuning-db/: tune from --db alone")

@@ -1,6 +1,6 @@
 /**
- * `veltair db stats|merge|export|prune|compact` over tuning records (src/db/). Every subcommand takes
- * `--db DIR` (default: the user cache's tuning-db) and `--json`; corrupt lines are skipped with one
+ * `veltair db stats|merge|export|prune|compact|rank-eval` over tuning records (src/db/). Every subcommand takes
+ * `--db DIR` (default: the user cache's tuning-db; rank-eval's: the package's tuning-db/) and `--json`; corrupt lines are skipped with one
  * warning line on stderr and never change the exit code.
  */
 import { writeTextAtomic } from '../atomic-file.js';
@@ -12,6 +12,10 @@ import { compactDatabase, type CompactResult } from '../db/compact-database.js';
 import { defaultDatabaseDir, shippedDatabaseDir, unwritable } from '../db/store.js';
 import { FINGERPRINT_PATTERN, targetFingerprint } from '../db/target-fingerprint.js';
 import { detectTarget } from '../toolchain/target.js';
+import { scanDatabase } from '../db/scan.js';
+import { RANK_FEATURES } from '../tune/rank-model.js';
+import { evaluateRanking, type RankEvaluation, type RankScores } from '../tune/rank-eval.js';
+import { parsePositiveInt } from '../terminal/args.js';
 import { formatTable, note, printJson, printLine } from '../terminal/output.js';
 
 interface DbFlags {
@@ -36,6 +40,11 @@ interface CompactFlags extends DbFlags {
   target?: string;
   existing?: boolean;
   shipped?: boolean;
+}
+
+interface RankEvalFlags extends DbFlags {
+  minRun?: string;
+  k?: string;
 }
 
 const warn = (message: string) => note(`warning: ${message}`);
@@ -204,6 +213,38 @@ async function compactAction(f: CompactFlags): Promise<void> {
   else printLine(compactText(r));
 }
 
+const fixed = (x: number, digits: number) => x.toFixed(digits);
+
+function rankEvalText(dir: string, e: RankEvaluation): string {
+  const row = (name: string, s: RankScores) => [
+    name,
+    fixed(s.kendallTau, 3),
+    fixed(s.top1, 3),
+    fixed(s.topKRecall, 3),
+    `${fixed(s.meanRegretPercent, 1)}%`,
+  ];
+  return [
+    `ranking model, leave one workload out over ${dir}: ${e.records} records of ${e.targets} targets; ` +
+      `${e.runs} runs of ${e.heldOutWorkloads} held-out workloads ranked (${fixed(e.meanRunSize, 1)} candidates per run on average)`,
+    formatTable(
+      [['order', 'Kendall τ', 'top-1', `top-${e.k} recall`, 'regret of top-1'], row('model', e.model), row('random', e.random)],
+      new Set([1, 2, 3, 4]),
+    ),
+    `features: ${RANK_FEATURES.join(', ')}`,
+  ].join('\n');
+}
+
+async function rankEvalAction(f: RankEvalFlags): Promise<void> {
+  const dir = f.db ?? shippedDatabaseDir();
+  const scan = await scanDatabase(dir, { onWarning: warn });
+  const e = evaluateRanking(scan.records.values(), {
+    ...(f.minRun !== undefined ? { minGroup: parsePositiveInt('--min-run', f.minRun) } : {}),
+    ...(f.k !== undefined ? { k: parsePositiveInt('--k', f.k) } : {}),
+  });
+  if (f.json) printJson({ db: dir, features: RANK_FEATURES, ...e });
+  else printLine(rankEvalText(dir, e));
+}
+
 export function registerDbCommand(program: Command): void {
   const db = program.command('db').description('inspect and maintain tuning records (JSON Lines databases)');
   const dbOption = `database directory (default ${defaultDatabaseDir()})`;
@@ -247,4 +288,14 @@ export function registerDbCommand(program: Command): void {
     .option('--shipped', "also read the records shipped in the package's tuning-db/")
     .option('--json', 'machine-readable output on stdout, nothing else there')
     .action(compactAction);
+  db.command('rank-eval')
+    .description(
+      "how well the search's ranking model orders candidates of workloads it was not fitted on (leave one workload out): " +
+        'Kendall τ, top-1, top-k recall, against a random order',
+    )
+    .option('--db <dir>', "database directory or records file (default: the package's tuning-db/)")
+    .option('--min-run <n>', 'rank only tuning runs with at least this many records (default 3)')
+    .option('--k <n>', 'the k of top-k recall (default 3)')
+    .option('--json', 'machine-readable output on stdout, nothing else there')
+    .action(rankEvalAction);
 }

@@ -39,6 +39,8 @@ export interface CompileResult {
   readonly measured: number;
   /** Candidates taken from the tuning database instead. */
   readonly dbHits: number;
+  /** Of `measured`, the candidates a racing search dropped after its short level-0 round (tune/race.ts). */
+  readonly raced: number;
   readonly tuningSeconds: number;
   /** Where the tuning seconds went, by phase (tune-model.ts, TunePhases). */
   readonly tuningPhases: TunePhases;
@@ -137,6 +139,7 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     target,
     profileThreads,
     ...(o.transferTrials !== undefined ? { transferTrials: o.transferTrials } : {}),
+    search: o.search,
     ...(o.threads ? { threads: o.threads } : {}),
     ...(o.shard ? { shard: o.shard } : {}),
     ...(o.onCompileProgress ? { onCompileProgress: o.onCompileProgress } : {}),
@@ -153,6 +156,7 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     versionsHistogram: tune.versionsHistogram,
     measured: tune.measured,
     dbHits: tune.dbHits,
+    raced: tune.raced,
     tuningSeconds: Math.round(tune.seconds * 1000) / 1000,
     tuningPhases: tune.phases,
     perLevelRegret: tune.perLevelRegret,

@@ -10,6 +10,7 @@ import type { HashFamily } from '../sparse/layers.js';
 import { DEFAULT_SPARSITIES } from '../sparse/head-versions.js';
 import { ISA_LEVELS, missingForLevel, type IsaLevel } from '../toolchain/isa.js';
 import type { Shard, TuneProgress } from '../tune/tune-model.js';
+import { SEARCH_MODES, type SearchMode } from '../tune/race.js';
 
 /**
  * Trials per unique workload when `trials` is not given. A budget choice: the search is seeded with
@@ -48,6 +49,12 @@ export interface CompileOptions {
   readonly profileThreads?: readonly number[] | 'auto';
   /** Kernels for this CPU ('native', default) or a portable level this CPU runs (`--isa`). */
   readonly isa?: IsaLevel;
+  /**
+   * How candidates are judged (`--search`): 'race' (default) times each at level 0 with a short
+   * window and measures in full only those that can still reach the family (tune/race.ts);
+   * 'exhaustive' measures every candidate at every level with full windows.
+   */
+  readonly search?: SearchMode;
   /** Tuning database directory (`--db`; default: the user's, see `defaultDatabaseDir`). */
   readonly db?: string;
   /** Use the records shipped in the package's tuning-db/ (default true; `--no-shipped-records` sets false). */
@@ -113,6 +120,14 @@ function list(field: string, flag: string, v: readonly number[], min: number, ma
   if (v.length === 0) throw bad(field, flag, v, 'is empty', `e.g. ${flag} ${min}`);
   for (const x of v) integer(field, flag, x, min, max);
   return [...new Set(v)].sort((a, b) => a - b);
+}
+
+/** A search mode (tune/race.ts), or the flag's error. */
+export function checkSearch(mode: string): SearchMode {
+  if (!(SEARCH_MODES as readonly string[]).includes(mode)) {
+    throw bad('search', '--search', mode, `is not one of ${SEARCH_MODES.join(', ')}`, 'race (default) or exhaustive: --search exhaustive');
+  }
+  return mode as SearchMode;
 }
 
 /** An ISA level this CPU runs: veltair measures every kernel it keeps, so there is no cross-compilation. */
@@ -185,6 +200,7 @@ export function resolveCompileOptions(o: CompileOptions): ResolvedCompileOptions
           ? []
           : list('profileThreads', '--profile-threads', o.profileThreads, 1, Number.MAX_SAFE_INTEGER),
     isa: checkIsa(o.isa ?? 'native'),
+    search: checkSearch(o.search ?? 'race'),
     shippedRecords: o.shippedRecords !== false,
     seed: o.seed === undefined ? 1 : integer('seed', '--seed', o.seed, Number.MIN_SAFE_INTEGER),
     inputShapes: shapes,

@@ -10,14 +10,14 @@
  *     measures its regret against the same best latencies as one selected from all records;
  *  3. for every kept version, its variants at the group's sibling thread counts (the level-0
  *     profiles tune/other-thread-counts.ts takes), so a compile finds them instead of measuring.
- * Failed records are dropped: what the set remembers of them is the trial count (`TrialCounts`),
+ * Failed and raced records are dropped: what the set remembers of them is the trial count (`TrialCounts`),
  * which tells a compile that the run's budget was already spent.
  */
 import { kernelSymbol } from '../codegen/kernel.js';
 import { repair } from '../space/knobs.js';
 import { selectFamily, type FamilyCandidate } from '../space/family.js';
 import { canonicalJson } from './target-fingerprint.js';
-import { levelsOf, medianMs, recordId, type TuningRecord } from './record.js';
+import { isComplete, levelsOf, medianMs, recordId, type TuningRecord } from './record.js';
 
 /** The compile's family defaults (tune/tune-model.ts). */
 export const COMPACT_MAX_VERSIONS = 5;
@@ -87,7 +87,8 @@ function groupBy<T>(items: Iterable<T>, key: (t: T) => string): Map<string, T[]>
 
 /** The compacted records of one or more targets: see the header for what is kept. Order is not fixed here. */
 export function compactRecords(records: Iterable<TuningRecord>): TuningRecord[] {
-  const ok = [...records].filter((r) => r.status === 'ok' && levelsOf(r).length > 0);
+  // A raced record (record.ts isComplete) is a verdict, not a measurement: never a version or a best.
+  const ok = [...records].filter((r) => r.status === 'ok' && isComplete(r) && levelsOf(r).length > 0);
   const kept = new Map<string, TuningRecord>();
   const byWorkload = groupBy(ok, (r) => `${r.target} ${r.workload} ${r.tool.codegen}`);
   for (const sameWorkload of byWorkload.values()) {

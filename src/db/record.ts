@@ -19,6 +19,9 @@ export const RECORD_FORMAT_VERSION = 1;
 export const MEASURE_STATUSES: readonly MeasureStatus[] = ['ok', 'wrong', 'crash', 'timeout', 'compile_error'];
 const MAX_ERROR_CHARS = 300;
 
+/** How far a record was measured (TuningRecord.stage). */
+export type RecordStage = 'race';
+
 /** Interference level ("0".."4") → every repeat's per-call latency in ms, in the order taken. */
 export type LevelLatencies = Readonly<Record<string, readonly number[]>>;
 
@@ -37,6 +40,13 @@ export interface TuningRecord {
   readonly latencies: LevelLatencies;
   readonly status: MeasureStatus;
   readonly error?: string;
+  /**
+   * 'race': measured in a racing search's first round only (level 0, a short window) and dropped
+   * there (tune/race.ts): a verdict that it cannot reach the family, not a measurement of it at
+   * every level with a full window. Never a family member, a best or a seed for another target;
+   * an exhaustive search measures it again. Absent: the record is complete.
+   */
+  readonly stage?: RecordStage;
   readonly tool: { readonly veltair: string; readonly codegen: number };
   /** ISO 8601, UTC. */
   readonly timestamp: string;
@@ -128,6 +138,7 @@ export const TUNING_RECORD_SCHEMA = {
     },
     status: { enum: MEASURE_STATUSES },
     error: { type: 'string', maxLength: MAX_ERROR_CHARS },
+    stage: { const: 'race' },
     tool: {
       type: 'object',
       required: ['veltair', 'codegen'],
@@ -196,6 +207,7 @@ export interface RecordInput {
   readonly latencies: LevelLatencies;
   readonly status: MeasureStatus;
   readonly error?: string;
+  readonly stage?: RecordStage;
   readonly timestamp?: Date;
 }
 
@@ -221,6 +233,7 @@ export function makeRecord(i: RecordInput): TuningRecord {
     latencies: Object.fromEntries(Object.entries(i.latencies).map(([level, ms]) => [level, [...ms]])),
     status: i.status,
     ...(error !== undefined ? { error } : {}),
+    ...(i.stage !== undefined ? { stage: i.stage } : {}),
     tool: { veltair: VERSION, codegen: CODEGEN_VERSION },
     timestamp: (i.timestamp ?? new Date()).toISOString(),
   };
@@ -253,18 +266,26 @@ export function levelsOf(r: TuningRecord): number[] {
     .sort((a, b) => a - b);
 }
 
+/** Measured at every level it could be, with a full window (not dropped by a racing round). */
+export function isComplete(r: Pick<TuningRecord, 'stage'>): boolean {
+  return r.stage === undefined;
+}
+
 export function totalRepeats(r: TuningRecord): number {
   return Object.values(r.latencies).reduce((n, xs) => n + xs.length, 0);
 }
 
 /**
  * Which of two records with the same id to keep. The choice must not depend on file or line order
- * (merging shards in any order gives the same database): ok beats a failure, then more repeats
+ * (merging shards in any order gives the same database): ok beats a failure, then a complete
+ * record beats a raced one (a later full measurement supersedes the verdict), then more repeats
  * (more evidence), then the earlier measurement, then the smaller JSON text as a last tie-break.
  */
 export function preferRecord(a: TuningRecord, b: TuningRecord): TuningRecord {
   const ok = Number(b.status === 'ok') - Number(a.status === 'ok');
   if (ok !== 0) return ok < 0 ? a : b;
+  const complete = Number(isComplete(b)) - Number(isComplete(a));
+  if (complete !== 0) return complete < 0 ? a : b;
   const reps = totalRepeats(b) - totalRepeats(a);
   if (reps !== 0) return reps < 0 ? a : b;
   if (a.timestamp !== b.timestamp) return a.timestamp < b.timestamp ? a : b;

@@ -25,7 +25,7 @@ import type { Target } from '../toolchain/target.js';
 import { maxTrials } from './compact.js';
 import { COMPACTED_SUFFIX } from './compacted-file.js';
 import { withLock, type LockOptions } from './lock.js';
-import { medianMs, preferRecord, recordId, recordLine, type TuningRecord } from './record.js';
+import { isComplete, medianMs, preferRecord, recordId, recordLine, type TuningRecord } from './record.js';
 import { scanDatabase, scanDatabases, type ScanOptions, type ScanResult, type WarningSink } from './scan.js';
 import { targetFingerprint } from './target-fingerprint.js';
 
@@ -220,14 +220,19 @@ export interface DatabaseIndexStats {
 export interface TuningDatabase {
   readonly dir: string;
   readonly target: string;
-  /** This target's ok records for a workload, measured with this codegen version. */
+  /** This target's ok, complete (record.ts isComplete) records for a workload, measured with this codegen version. */
   lookup(workloadKey: string): TuningRecord[];
-  /** This target's records for a workload (this codegen version), failures included. */
+  /** This target's records for a workload (this codegen version), failures and raced ones included. */
   records(workloadKey: string): TuningRecord[];
   /** This target's ok records of a workload from other codegen versions, fastest quiet first: search seeds only. */
   seeds(workloadKey: string): TuningRecord[];
-  /** Other targets' ok records for a workload: never measurements here, only seeds (db/transfer.ts). */
+  /** Other targets' ok, complete records for a workload: never measurements here, only seeds (db/transfer.ts). */
   foreign(workloadKey: string): TuningRecord[];
+  /**
+   * Every ok, complete record the database holds, of every target and workload: what the search's
+   * ranking model (tune/rank-model.ts) learns from. Never measurements for this target.
+   */
+  corpus(): TuningRecord[];
   /** Already measured on this target (any status)? */
   has(id: string): boolean;
   /**
@@ -270,7 +275,7 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
   const index = (id: string, r: TuningRecord, isShipped: boolean) => {
     if (r.target !== fingerprint) {
       otherTargets++;
-      if (r.status === 'ok') {
+      if (r.status === 'ok' && isComplete(r)) {
         const m = foreignByWorkload.get(r.workload) ?? new Map<string, TuningRecord>();
         m.set(id, r);
         foreignByWorkload.set(r.workload, m);
@@ -297,13 +302,17 @@ export async function openDatabase(dir: string, o: OpenOptions): Promise<TuningD
   return {
     dir,
     target: fingerprint,
-    lookup: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok' && current(r)),
+    lookup: (key) => (byWorkload.get(key) ?? []).filter((r) => r.status === 'ok' && isComplete(r) && current(r)),
     records: (key) => (byWorkload.get(key) ?? []).filter(current),
     seeds: (key) =>
       (byWorkload.get(key) ?? [])
-        .filter((r) => r.status === 'ok' && !current(r))
+        .filter((r) => r.status === 'ok' && isComplete(r) && !current(r))
         .sort((a, b) => quietMs(a) - quietMs(b) || (recordId(a) < recordId(b) ? -1 : 1)),
     foreign: (key) => [...(foreignByWorkload.get(key)?.values() ?? [])],
+    corpus: () => [
+      ...[...byId.values()].filter((r) => r.status === 'ok' && isComplete(r)),
+      ...[...foreignByWorkload.values()].flatMap((m) => [...m.values()]),
+    ],
     has: (id) => byId.has(id),
     trialsSpent: (key, threads) => trials.get(`${key} ${threads} ${CODEGEN_VERSION}`) ?? 0,
     async append(records, ao) {

@@ -7,6 +7,11 @@
  * ones only if its quiet median passes the screen below — and each one's record is appended to
  * the database the moment its last level is settled: kill -9 loses at most the candidate in
  * flight. evaluateBatches does the same for several workloads' batches in one build and one child.
+ *
+ * A racing evaluation (search: 'race', race.ts) first times every candidate at level 0 with a short
+ * window, then measures only the survivors as above; the dropped ones are written as raced records
+ * (record.ts stage 'race') as soon as their workload's round is judged, so kill -9 during round 1
+ * loses at most the round of the workload in flight.
  */
 import { generateKernel, kernelSymbol } from '../codegen/kernel.js';
 import { internalError } from '../errors.js';
@@ -22,6 +27,7 @@ import type { Target } from '../toolchain/target.js';
 import { measureCandidatesAtLevels } from '../measure/at-levels.js';
 import type { LevelBank } from '../interference/bank.js';
 import type { TrialResult } from './search.js';
+import { DEFAULT_RACE_K, quietBounds, raceVerdicts, raceWindowMs, type QuietBounds, type SearchMode } from './race.js';
 
 export interface EvaluateContext {
   readonly target: Target;
@@ -38,10 +44,15 @@ export interface EvaluateContext {
   readonly timeoutMs?: number;
   /** Noisy levels only for candidates within this factor of the best quiet median so far (DEFAULT_NOISY_SCREEN; Infinity: all). */
   readonly noisyScreen?: number;
+  /**
+   * 'race': round 1 at level 0 with a short window, full measurement for its survivors only
+   * (race.ts); 'exhaustive' (default here; tuneWorkloads defaults to 'race'): every candidate fully.
+   */
+  readonly search?: SearchMode;
   /** Called after each trial (measured or hit). */
   readonly onTrial?: (r: TrialResult) => void;
   /** Seconds a batch spent building its kernels, and in the harness (checks and timing at every level): the compile summary's phases. */
-  readonly onPhase?: (phase: 'build' | 'measure', seconds: number) => void;
+  readonly onPhase?: (phase: 'build' | 'measure' | 'race', seconds: number) => void;
 }
 
 /** A database record as a trial result, restricted to the requested levels. */
@@ -67,6 +78,7 @@ export function trialFromRecord(r: TuningRecord, id: string, levels: readonly nu
     repeatsMs: repeats,
     unavailableLevels: r.status === 'ok' ? levels.filter((l) => !have.includes(String(l))) : [],
     fromDb,
+    ...(r.stage !== undefined ? { raced: true } : {}),
     ...(r.error !== undefined ? { error: r.error } : {}),
   };
 }
@@ -79,6 +91,17 @@ export function trialFromRecord(r: TuningRecord, id: string, levels: readonly nu
  * machine (bench/RESULTS.md, single pass vs five passes).
  */
 export const DEFAULT_NOISY_SCREEN = 1.5;
+
+/** Quiet bounds (race.ts) of this workload's complete ok records at `threads` threads (this codegen, this target). */
+function heldBounds(db: TuningDatabase, key: string, threads: number): QuietBounds[] {
+  return db
+    .lookup(key)
+    .filter((r) => r.threads === threads)
+    .flatMap((r) => {
+      const b = quietBounds(r.latencies['0'] ?? []);
+      return b ? [b] : [];
+    });
+}
 
 /** The best level-0 median over this workload's ok records at `threads` threads (this codegen, this target). */
 function bestQuietMs(db: TuningDatabase, key: string, threads: number): number | undefined {
@@ -141,6 +164,100 @@ interface Todo {
   readonly unit: ReturnType<typeof generateKernel>;
 }
 
+/** A built candidate ready to measure: its levels, its shared object, its thread count. */
+interface Runnable extends Todo {
+  readonly levels: number[];
+  readonly soPath: string;
+  readonly symbol: string;
+  readonly threads: number;
+}
+
+/**
+ * Round 1 of a racing evaluation for one thread count's candidates: each one whose first level is 0
+ * timed there with a short window, judged per workload against its round-mates and the database's
+ * complete records (race.ts), and the dropped and the failed settled. Returns the candidates to
+ * measure in full: the survivors and those not raced (no level 0 to race at).
+ */
+async function raceRound(
+  group: readonly Runnable[],
+  batches: readonly WorkloadBatch[],
+  bank: LevelBank | undefined,
+  ctx: EvaluateContext,
+  settle: (t: Todo, record: TuningRecord) => Promise<void>,
+  slack: number,
+): Promise<Set<Runnable>> {
+  const racing = group.filter((r) => r.levels[0] === 0);
+  const keep = new Set(group.filter((r) => r.levels[0] !== 0));
+  if (racing.length === 0) return keep;
+  const first: (Measurement | undefined)[] = racing.map(() => undefined);
+  const left = new Map<number, number>();
+  for (const r of racing) left.set(r.b, (left.get(r.b) ?? 0) + 1);
+  // A workload is judged, and its dropped candidates written, once its last candidate is timed:
+  // kill -9 loses at most the verdicts of the workload in flight.
+  const judge = async (b: number) => {
+    const contenders = racing.flatMap((r, k) => {
+      const bounds = r.b === b && first[k]!.status === 'ok' ? quietBounds(first[k]!.repeatsMs) : undefined;
+      return bounds ? [{ k, bounds }] : [];
+    });
+    const verdicts = raceVerdicts(
+      contenders.map((c) => c.bounds),
+      heldBounds(ctx.db, batches[b]!.workload.key, racing[0]!.threads),
+      { slack, k: DEFAULT_RACE_K },
+    );
+    contenders.forEach((c, j) => {
+      if (verdicts[j]) keep.add(racing[c.k]!);
+    });
+    for (let k = 0; k < racing.length; k++) {
+      const r = racing[k]!;
+      if (r.b !== b || keep.has(r)) continue;
+      const w = batches[b]!.workload,
+        s = batches[b]!.schedules[r.i]!;
+      const m = first[k]!;
+      // A failed check or a crash is the same verdict at any window: a complete (failed) record.
+      if (m.status !== 'ok' || m.repeatsMs.length === 0) await settle(r, recordFrom(w, s, ctx, [0], [m], r.cand.features));
+      else
+        await settle(
+          r,
+          makeRecord({
+            workload: w,
+            target: ctx.target,
+            schedule: s,
+            features: r.cand.features,
+            latencies: { '0': m.repeatsMs },
+            status: 'ok',
+            stage: 'race',
+          }),
+        );
+    }
+  };
+  const round = await measureCandidatesAtLevels(
+    racing.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads: r.threads, flops: r.cand.features.flops }, levels: [0] })),
+    bank,
+    {
+      ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
+      minTimeMs: raceWindowMs(ctx.minTimeMs ?? 100),
+      ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
+    },
+    {
+      onCandidate: async (k, ms) => {
+        first[k] = ms[0] ?? { status: 'crash', repeatsMs: [], message: 'not measured' };
+        const b = racing[k]!.b;
+        left.set(b, left.get(b)! - 1);
+        if (left.get(b) === 0) await judge(b);
+      },
+    },
+  );
+  // A child that died before a job started reports it without the hook: judge what is left.
+  for (const [b, n] of left) {
+    if (n === 0) continue;
+    racing.forEach((r, k) => {
+      if (r.b === b) first[k] ??= round[k]![0] ?? { status: 'crash', repeatsMs: [], message: 'harness exited before the job started' };
+    });
+    await judge(b);
+  }
+  return keep;
+}
+
 /**
  * Several workloads' batches as one: every kernel built in one call (links spread over the cores,
  * candidates of several workloads in one shared object), and one harness child per thread count
@@ -158,7 +275,9 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
       const id = recordIdOf(w.key, ctx.fingerprint, s, s.threads);
       const r = ctx.db.has(id) ? known.get(id) : undefined;
       // A timeout says as much about the limit and the machine's load then as about the kernel: measure it again.
-      if (r && r.status !== 'timeout') results[b]![i] = trialFromRecord(r, id, ctx.levels, true);
+      // A raced record is a verdict, not a measurement: an exhaustive search measures it in full.
+      const stale = r !== undefined && (r.status === 'timeout' || (r.stage !== undefined && ctx.search !== 'race'));
+      if (r && !stale) results[b]![i] = trialFromRecord(r, id, ctx.levels, true);
       else {
         const cand = makeCandidate(w, s, ctx.target);
         todo.push({ b, i, id, cand, unit: generateKernel(cand) });
@@ -183,7 +302,7 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
       results[t.b]![t.i] = r;
       onTrial(t.b)?.(r);
     };
-    const runnable: (Todo & { levels: number[]; soPath: string; symbol: string; threads: number })[] = [];
+    const runnable: Runnable[] = [];
     for (const t of todo) {
       const b = built.get(t.unit.symbol)!,
         s = batches[t.b]!.schedules[t.i]!;
@@ -205,11 +324,17 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
         );
       }
     }
-    const measureStart = performance.now();
     for (const threads of [...new Set(runnable.map((r) => r.threads))]) {
-      const group = runnable.filter((r) => r.threads === threads);
+      let group = runnable.filter((r) => r.threads === threads);
       const bank = group.some((r) => r.levels.some((l) => l !== 0)) ? await ctx.bank() : undefined;
       const screen = ctx.noisyScreen ?? DEFAULT_NOISY_SCREEN;
+      if (ctx.search === 'race') {
+        const raceStart = performance.now();
+        const survivors = await raceRound(group, batches, bank, ctx, settle, screen - 1);
+        ctx.onPhase?.('race', (performance.now() - raceStart) / 1000);
+        group = group.filter((r) => survivors.has(r));
+      }
+      const measureStart = performance.now();
       const jobs = group.map((r) => ({
         job: { soPath: r.soPath, symbol: r.symbol, threads, flops: r.cand.features.flops },
         levels: r.levels,
@@ -234,8 +359,8 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
           },
         },
       );
+      ctx.onPhase?.('measure', (performance.now() - measureStart) / 1000);
     }
-    ctx.onPhase?.('measure', (performance.now() - measureStart) / 1000);
   }
   results.forEach((rs, b) =>
     rs.forEach((r) => {

@@ -64,7 +64,8 @@ export async function profileVersions(
     return { w, profiles, variants, unique: [...new Map(variants.map((x) => [JSON.stringify(x.s), x.s])).values()] };
   });
   const asked = plans.filter((p) => p.unique.length > 0);
-  const quiet = { ...ctx, levels: [0], levelsFor: () => [0] };
+  // Every variant is timed in full: a profile is a measurement the runtime reads, not a race to win (race.ts).
+  const quiet = { ...ctx, levels: [0], levelsFor: () => [0], search: 'exhaustive' as const };
   const results =
     asked.length > 0
       ? await evaluateBatches(

@@ -12,6 +12,8 @@ export interface TunePhases {
   readonly warmup: number;
   /** The search's batches: building (linking, or compiling what the warm-up did not) and measuring (checks, timing at every level). */
   readonly searchBuild: number;
+  /** Of a racing search (race.ts), round 1: every candidate checked and timed at level 0 with a short window. */
+  readonly searchRace: number;
   readonly searchMeasure: number;
   /** The kept versions at the other thread counts, quiet: building and measuring. */
   readonly profileBuild: number;
@@ -22,6 +24,7 @@ export interface TunePhases {
 export const roundPhases = (p: TunePhases): TunePhases => ({
   warmup: round3(p.warmup),
   searchBuild: round3(p.searchBuild),
+  searchRace: round3(p.searchRace),
   searchMeasure: round3(p.searchMeasure),
   profileBuild: round3(p.profileBuild),
   profileMeasure: round3(p.profileMeasure),

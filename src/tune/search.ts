@@ -11,8 +11,13 @@
  * so the quiet winner and the heavy-noise winner both breed: the search widens the whole frontier
  * rather than polishing only the quiet end.
  *
- * Deterministic: proposals depend only on the seed and the sequence of observed results (a rerun
- * against the same database replays the same trials as database hits).
+ * Before a workload has observations of its own, a ranking model learned from the database's other
+ * records (rank-model.ts), when given, picks the random seeds from a larger draw and orders the
+ * first mutations: the pass measures the promising candidates first.
+ *
+ * Deterministic: proposals depend only on the seed, the ranking model (the database it was fitted
+ * on) and the sequence of observed results (a rerun against the same database replays the same
+ * trials as database hits).
  */
 import type { Workload } from '../ir/workload.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
@@ -38,6 +43,8 @@ export interface TrialResult {
   /** Requested levels this candidate could not be measured at (no core left for a co-runner). */
   readonly unavailableLevels: readonly number[];
   readonly fromDb: boolean;
+  /** Dropped by a racing round (race.ts): its level-0 median is from a short window, and it has no other level. */
+  readonly raced?: boolean;
   readonly error?: string;
 }
 
@@ -60,7 +67,16 @@ export interface SearchOptions {
    * to confirming and refining them.
    */
   readonly priors?: readonly Prior[];
+  /**
+   * The database's ranking model for this workload (rank-model.ts): lower is predicted faster.
+   * It picks the random seeds from a larger draw (RANK_DRAW each) and orders the mutations until
+   * the pass has observations enough for its own cost model.
+   */
+  readonly rank?: (s: Schedule) => number;
 }
+
+/** With a ranking model, each random seed is the best-ranked of this many draws. */
+export const RANK_DRAW = 8;
 
 /** A schedule measured on another target, with its medians there (level → ms). */
 export interface Prior {
@@ -111,7 +127,17 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
     for (const make of [localityGreedy, parallelHeavy, defaultTableRefresh]) seeds.push(make(workload, target, t));
   }
   const random = (): Schedule => snap({ ...sampleSchedule(workload, target, rng), threads: rng.pick(threadOptions) });
-  for (let i = 0; i < (priors.length > 0 ? 0 : (o.randomSeeds ?? 4)); i++) seeds.push(random());
+  const randomSeeds = priors.length > 0 ? 0 : (o.randomSeeds ?? 4);
+  if (o.rank && randomSeeds > 0) {
+    const drawn = new Map<string, Schedule>();
+    for (let i = 0; i < randomSeeds * RANK_DRAW; i++) {
+      const s = random();
+      if (usable(s)) drawn.set(scheduleKey(s), s);
+    }
+    const byRank = [...drawn.values()].map((s) => ({ s, score: o.rank!(s) }));
+    byRank.sort((a, b) => a.score - b.score || (scheduleKey(a.s) < scheduleKey(b.s) ? -1 : 1));
+    for (const { s } of byRank.slice(0, randomSeeds)) seeds.push(s);
+  } else for (let i = 0; i < randomSeeds; i++) seeds.push(random());
   const priorBest: Record<string, number> = {};
   for (const p of priors) for (const [l, ms] of Object.entries(p.medianMs)) priorBest[l] = Math.min(priorBest[l] ?? Infinity, ms);
 
@@ -149,13 +175,13 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
     }
     const model = fitLatencyModel(obs, o.levels);
     const ranked = [...pool.values()].map((s) => {
-      if (!model) return { s, score: 0 };
+      if (!model) return { s, score: o.rank ? o.rank(s) : 0 };
       const f = scheduleFeatures(workload, s);
       const predicted = Object.fromEntries(o.levelsFor(s.threads).map((l) => [String(l), model.predictMs(f, s, l)]));
       return { s, score: fitnessOf(predicted, best) };
     });
-    // without a model, keep the mutation order (already random); with one, best predicted first
-    if (model) ranked.sort((a, b) => a.score - b.score || (scheduleKey(a.s) < scheduleKey(b.s) ? -1 : 1));
+    // without a model of either kind, keep the mutation order (already random); with one, best predicted first
+    if (model || o.rank) ranked.sort((a, b) => a.score - b.score || (scheduleKey(a.s) < scheduleKey(b.s) ? -1 : 1));
     return ranked.map((x) => x.s);
   }
 

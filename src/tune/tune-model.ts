@@ -27,6 +27,10 @@ import { measurableLevels, openLevelBank, planCores, type LevelBank } from '../i
 import { pickTask, taskCost, type TaskProgress } from './trial-allocator.js';
 import { createTaskSearch, type TaskSearch, type TrialResult } from './search.js';
 import { prebuildWarmups, proposeWarmups } from './warmup.js';
+import type { SearchMode } from './race.js';
+import { fitRankModel, rankingRecords } from './rank-model.js';
+import { scheduleFeatures } from '../space/features.js';
+import type { Schedule } from '../space/knobs.js';
 
 export interface WorkloadUse {
   readonly workload: Workload;
@@ -94,6 +98,12 @@ export interface TuneOptions {
   readonly bank?: LevelBank;
   /** Noisy levels only for candidates within this factor of the best quiet median (evaluate.ts; default 1.5, Infinity: every one). */
   readonly noisyScreen?: number;
+  /**
+   * 'race' (default): each batch timed at level 0 with a short window first, and only the
+   * candidates that can still reach the family measured in full (race.ts); 'exhaustive': every
+   * candidate at every level with full windows.
+   */
+  readonly search?: SearchMode;
 }
 
 /** Of a tuning pass's workloads: how their starting points came about. */
@@ -147,6 +157,8 @@ export interface TuneResult {
   readonly dbHits: number;
   /** Of `measured`, the thread-count profiling measurements. */
   readonly profileMeasured: number;
+  /** Of `measured`, the candidates a racing search dropped after round 1 (race.ts): timed at level 0 only, briefly. */
+  readonly raced: number;
   readonly seconds: number;
   /** Versions kept → number of layers (occurrence-weighted) with that many. */
   readonly versionsHistogram: Record<string, number>;
@@ -291,9 +303,9 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     dbHits = 0,
     done = 0,
     profileMeasured = 0;
-  const phases = { warmup: 0, searchBuild: 0, searchMeasure: 0, profileBuild: 0, profileMeasure: 0 };
-  const addTo = (build: keyof typeof phases, measure: keyof typeof phases) => (p: 'build' | 'measure', s: number) => {
-    phases[p === 'build' ? build : measure] += s;
+  const phases = { warmup: 0, searchBuild: 0, searchRace: 0, searchMeasure: 0, profileBuild: 0, profileMeasure: 0 };
+  const addTo = (build: keyof typeof phases, measure: keyof typeof phases) => (p: 'build' | 'measure' | 'race', s: number) => {
+    phases[p === 'build' ? build : p === 'race' ? 'searchRace' : measure] += s;
   };
   // One search per (workload, thread count): each count gets its own budget and its own family.
   // A run with no record of its own at its count but with other targets' records at that count
@@ -313,8 +325,12 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   );
   const caps = seedsOf.map((seeds) => (seeds.length > 0 ? Math.min(o.trials, transferCap) : o.trials));
   const budget = caps.reduce((a, b) => a + b, 0);
+  // One ranking model for the pass, from every complete record of every target (rank-model.ts).
+  const rankModel = fitRankModel(rankingRecords(o.db.corpus()));
+  const rankFor = (w: Workload) => (rankModel ? (s: Schedule) => rankModel.score(scheduleFeatures(w, s), s, target.caches) : undefined);
   const searches: TaskSearch[] = runs.map((r, i) =>
     createTaskSearch(r.use.workload, target, {
+      ...(rankModel ? { rank: rankFor(r.use.workload)! } : {}),
       levels,
       threads: [r.threads],
       levelsFor,
@@ -361,10 +377,13 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     ...(o.minTimeMs !== undefined ? { minTimeMs: o.minTimeMs } : {}),
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
     ...(o.noisyScreen !== undefined ? { noisyScreen: o.noisyScreen } : {}),
+    search: o.search ?? 'race',
   };
+  let raced = 0;
   const count = (r: TrialResult) => {
     if (r.fromDb) dbHits++;
     else measured++;
+    if (!r.fromDb && r.raced) raced++;
   };
 
   // Resume, as a tuner reading its own log does: the records this target already holds for a run
@@ -375,9 +394,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   runs.forEach((r, i) => {
     const quiet = (x: TrialResult) => (x.status === 'ok' ? (x.medianMs['0'] ?? Infinity) : Infinity);
     // A recorded timeout does not count: evaluate.ts measures it again (the limit or the load, not the kernel, may have ended it).
+    // Nor, in an exhaustive search, does a raced record: it is measured in full.
     const own = o.db
       .records(r.use.workload.key)
-      .filter((x) => x.threads === r.threads && x.status !== 'timeout')
+      .filter((x) => x.threads === r.threads && x.status !== 'timeout' && (x.stage === undefined || ctxBase.search === 'race'))
       .map((x) => trialFromRecord(x, recordId(x), levels, true))
       .sort((a, b) => quiet(a) - quiet(b) || (a.id < b.id ? -1 : 1));
     const replayed = own.slice(0, caps[i]!);
@@ -487,6 +507,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       measured,
       dbHits,
       profileMeasured,
+      raced,
       seconds: (Date.now() - started) / 1000,
       versionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, t.count])),
       workloadVersionsHistogram: histogram(tasks.map((t) => [families.get(t.workload.key)!.count, 1])),
