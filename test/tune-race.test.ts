@@ -15,7 +15,7 @@ import { seededRng } from '../src/random.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
 import { createTaskSearch } from '../src/tune/search.js';
 import { slackExposure } from '../src/bench/race-slack.js';
-import { selectFamily, type FamilyCandidate } from '../src/tune/family.js';
+import { selectFamily, type FamilyCandidate } from '../src/space/family.js';
 import { quietBounds, raceReference, raceVerdicts, raceWindowMs, survives } from '../src/tune/race.js';
 import { fitRankModel, MIN_RANK_RECORDS, rankingRecords } from '../src/tune/rank-model.js';
 import { evaluateRanking, kendallTau, runScores } from '../src/tune/rank-eval.js';

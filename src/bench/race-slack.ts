@@ -2,7 +2,7 @@
  * What a racing slack would cost, from records (no timing runs): for each tuning run of a database
  * of complete records (an exhaustive search's, ideally: racing itself removes what it drops), how
  * many candidates lie beyond s × the run's best quiet median, and how many of those the run's
- * family keeps (tune/family.ts, the compile's defaults). A slack is safe for those records when no
+ * family keeps (space/family.ts, the compile's defaults). A slack is safe for those records when no
  * family member lies beyond it; the share beyond is the most a race with that slack could drop.
  *
  *   node dist/src/bench/race-slack.js --db DIR [--slacks 1.5,1.3,1.2,1.1]
@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { COMPACT_MAX_VERSIONS, COMPACT_REGRET_TOLERANCE } from '../db/compact.js';
 import { isComplete, levelsOf, medianMs, recordId, type TuningRecord } from '../db/record.js';
 import { scanDatabase } from '../db/scan.js';
-import { selectFamily } from '../tune/family.js';
+import { selectFamily } from '../space/family.js';
 
 export interface SlackExposure {
   /** Quiet median / run's best above which a candidate counts as beyond. */
