@@ -35,8 +35,8 @@
  * the arrival rates it estimates (mode-choice.ts). When the configuration changes, running blocks
  * finish on the cores they hold; the next blocks follow the new one. `spatial` exposes it.
  *
- * Chains (option `chain`, what the live server uses): a block decided while no request waits for
- * cores (in its model's partition, or anywhere when time-shared) is extended by the request's
+ * Chains (option `chain`, what the live server uses): a block decided while no request waits that
+ * would stop it (see below; in its model's partition, or anywhere when time-shared) is extended by the request's
  * following blocks, each planned as it would be at its predicted start, while each fits on the cores already
  * granted: Decision.chainLast. The driver runs the whole chain with one hand-off. The units
  * first..last are the committed block; the units after it are the chained part, which the driver
@@ -493,9 +493,8 @@ export class Scheduler {
     }
     for (const r of held) this.ready[r.model]!.push(r);
     if (!this.chain) return out;
-    // Anyone left waiting: no new chain where it waits, and the chains it would wait behind stop.
-    const waiting = (model: number) => (partitioned ? this.ready[model]!.size > 0 : this.ready.some((h) => h.size > 0));
-    const chained = out.map((d) => (waiting(d.model) ? d : this.extend(d, now, idle, avgSum)));
+    // No new chain that a waiting request would stop at once; and the chains such a request would wait behind stop.
+    const chained = out.map((d) => (this.wouldStop(this.requests.get(d.request)!, partitioned) ? d : this.extend(d, now, idle, avgSum)));
     if (this.chains.size > 0) this.askPreemptions(partitioned);
     return chained;
   }
@@ -531,13 +530,17 @@ export class Scheduler {
     return { ...d, versions, chainLast: r.next - 1, chainExpectedMs: chainMs };
   }
 
-  /** Ask the chains a waiting request would wait behind to stop: it is tighter, or of another model. */
-  private askPreemptions(partitioned: boolean): void {
+  /** A request waits that is tighter than r (before it in dispatch order) or of another model, where r's cores are. */
+  private wouldStop(r: Req, partitioned: boolean): boolean {
     const less = this.policy.order === 'deadline' ? byDeadline : byArrival;
+    if (partitioned) return this.ready[r.model]!.size > 0 && less(this.ready[r.model]!.peek()!, r);
+    return this.ready.some((h, m) => h.size > 0 && (m !== r.model || less(h.peek()!, r)));
+  }
+
+  /** Ask the chains a waiting request would wait behind to stop. */
+  private askPreemptions(partitioned: boolean): void {
     for (const c of this.chains) {
-      const stop = partitioned
-        ? this.ready[c.model]!.size > 0 && less(this.ready[c.model]!.peek()!, c)
-        : this.ready.some((h, m) => h.size > 0 && (m !== c.model || less(h.peek()!, c)));
+      const stop = this.wouldStop(c, partitioned);
       if (!stop) continue;
       c.preemptAsked = true;
       this.chains.delete(c);
