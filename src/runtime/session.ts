@@ -304,7 +304,10 @@ function createSession(
   const live = () => {
     if (closed) throw userError('BAD_ARGUMENT', `the session for ${bundle.paths.dir} is closed`, 'load the bundle again with loadBundle');
   };
+  // Each step's thread count as the last block set it (0: set otherwise since): a block skips the native call when it holds.
+  const blockThreads = new Int32Array(steps.length);
   const applyThreads = () => {
+    blockThreads.fill(0);
     if (threadOverride !== undefined) {
       executor.setAllThreads(threadOverride);
       return;
@@ -463,7 +466,10 @@ function createSession(
               else versionsSetByBlocks = true;
             }
           }
-          executor.setThreads(s, o.cores.length);
+          if (blockThreads[s] !== o.cores.length) {
+            executor.setThreads(s, o.cores.length);
+            blockThreads[s] = o.cores.length;
+          }
         }
         threadsSetByBlocks = true;
         running = true;
