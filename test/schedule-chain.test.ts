@@ -94,3 +94,13 @@ test('a chain ends where the next block would need more cores than it holds', ()
   assert.deepEqual([next.first, next.cores.length], [3, 6], 'the spike is decided afresh, on more cores');
   assert.equal(next.chainLast, 7, 'the cheap layers after it fit on the 6 cores it holds');
 });
+
+test("partitioned, a chain keeps its own cores: another model's request waits on its own, and stops nothing", () => {
+  const s = new Scheduler({ policy: parsePolicy('veltair-partition'), models: [heavy(), heavy()], cores: 2, chain: true });
+  assert.deepEqual(s.spatial.partition?.cores, [1, 1]);
+  const [a] = s.arrive({ id: 1, model: 0, arrivalMs: 0 }, 0);
+  const [b] = s.arrive({ id: 2, model: 1, arrivalMs: 1 }, 1);
+  assert.deepEqual([a!.chainLast, b!.chainLast], [49, 49], 'each runs to its end on its own core');
+  assert.deepEqual(s.arrive({ id: 3, model: 1, arrivalMs: 2 }, 2), [], "model 1's second request waits for model 1's core");
+  assert.deepEqual(s.takePreemptions(), [], "it is not tighter than model 1's chain, and model 0's core is not its own");
+});

@@ -533,7 +533,15 @@ export class Scheduler {
   /** A request waits that is tighter than r (before it in dispatch order) or of another model, where r's cores are. */
   private wouldStop(r: Req, partitioned: boolean): boolean {
     const less = this.policy.order === 'deadline' ? byDeadline : byArrival;
-    if (partitioned) return this.ready[r.model]!.size > 0 && less(this.ready[r.model]!.peek()!, r);
+    if (partitioned) {
+      if (this.ready[r.model]!.size > 0 && less(this.ready[r.model]!.peek()!, r)) return true;
+      // A chain started before the partition may hold another model's cores.
+      return this.ready.some((h, m) => {
+        if (m === r.model || h.size === 0) return false;
+        const own = this.rangeOf(m)!;
+        return r.held.some((c) => c >= own.first && c < own.first + own.count);
+      });
+    }
     return this.ready.some((h, m) => h.size > 0 && (m !== r.model || less(h.peek()!, r)));
   }
 
