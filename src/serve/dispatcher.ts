@@ -7,6 +7,8 @@
  *  for each Decision: the session runs the decided units as one block, pinned to the granted cores
  *  (mapped from the scheduler's core indices to this server's CPU ids), with the decided version
  *  per tunable step → blockFinished → the next decisions … → the last block's outputs answer it.
+ *  A model with a sparse output layer frees its instance after the last block; its heads then run
+ *  one at a time off the event loop, each with the version the degrade rule picks as it starts.
  *
  * Chained dispatch (on by default; `chain: false` is the block-by-block path): a Decision may carry
  * a chain (chainLast > last), the request's next blocks planned to run on the same cores. The
@@ -16,8 +18,6 @@
  * tighter request, or another model's, is left waiting for cores); the worker reads it at each
  * layer boundary past the committed block, stops there and reports the step, and the scheduler
  * decides that request's next block again from the unit it stopped before.
- *  A model with a sparse output layer frees its instance after the last block; its heads then run
- *  one at a time off the event loop, each with the version the degrade rule picks as it starts.
  *
  * All scheduler calls happen on the event loop, one at a time; each is timed in real time
  * (decisionSeconds). A block that fails ends its request with the error, and its cores go back.
@@ -321,6 +321,10 @@ export class Dispatcher implements Backend {
   private countChain(r: Live, d: Decision, stoppedAt: number | undefined, name: string, ranMs: number): void {
     const ranLast = stoppedAt === undefined ? d.chainLast : stoppedAt - 1;
     if (ranLast > d.last) r.versions.push(...d.versions.slice(d.last - d.first + 1, ranLast - d.first + 1));
+    const units = this.units[r.model]!;
+    const level = String(Math.round(d.level));
+    for (let u = d.last + 1; u <= ranLast; u++)
+      if (units[u]!.tunable >= 0) this.o.metrics.versionChoices.inc({ model: name, level, version: String(d.versions[u - d.first]!) });
     if (r.preemptAsked) this.o.metrics.preemptions.inc({ model: name, outcome: stoppedAt === undefined ? 'ran_through' : 'stopped' });
     if (ranLast === d.chainLast) this.o.observeBlock?.(r.model, ranMs, d.chainExpectedMs);
     else if (ranLast === d.last) this.o.observeBlock?.(r.model, ranMs, d.expectedMs);
