@@ -19,6 +19,12 @@
  *   close(handle)
  *   copy(handle, inputs|null, outputs|null)   inputs into the arena / outputs out of it
  *   runBlock(handle, from, to, cores[]) -> Promise<{cpus, startNs, endNs}>   async: steps pinned to cores
+ *   runChain(handle, from, to, cores[], stops: Int32Array, preempted?: boolean) -> Promise<{cpus, startNs, endNs, stoppedAt}>
+ *        async: like runBlock, but a chain of blocks back to back on the worker; at each stop (a step
+ *        index in (from, to), ascending) the worker reads the handle's preemption flag and, if it is
+ *        raised, ends there (stoppedAt = that stop; to when it ran through)
+ *   preempt(handle)   raise the preemption flag of the chain in flight (allowed while busy; no-op when
+ *        idle: every runBlock/runChain starts with the flag lowered)
  *   clone(handle) -> handle   another instance (own arena) sharing the plan, kernels and weights
  *   setBlockNice(n)   every thread of a block runs at nice n (0..19), from the next block on
  *   abiDigest: string   VT_ABI_DIGEST of the generated vt_abi.h it was built with (checked at load)
@@ -56,8 +62,12 @@ typedef struct handle {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   napi_threadsafe_function tsfn;
-  /* the job in flight */
-  int from, to, n_cores, rc;
+  /* the job in flight; stops: where a chain may end early (n_stops 0: a plain block) */
+  int from, to, n_cores, rc, stopped_at;
+  int* stops;
+  int n_stops, cap_stops;
+  /* the preemption flag: raised by preempt() on the JS thread, read by the worker at each stop */
+  atomic_int preempt;
   double start_ns, end_ns;
   int cores[VT_MAX_CORES];
   char err[VT_ERR_LEN];
@@ -103,7 +113,18 @@ static void* worker(void* arg) {
     pthread_mutex_unlock(&h->mu);
     h->start_ns = monotonic_ns();
     int rc = vt_exec_bind(h->e, h->cores, h->n_cores, atomic_load(&block_nice));
-    if (!rc) rc = vt_exec_run_range(h->e, h->from, h->to, h->n_cores);
+    /* A chain runs its segments back to back: the hand-off to JS is paid once, when it ends or is preempted. */
+    int at = h->from, preempted = 0;
+    for (int i = 0; !rc && !preempted && i < h->n_stops; i++) {
+      rc = vt_exec_run_range(h->e, at, h->stops[i], h->n_cores);
+      if (!rc) at = h->stops[i];
+      preempted = atomic_load_explicit(&h->preempt, memory_order_acquire);
+    }
+    if (!rc && !preempted) {
+      rc = vt_exec_run_range(h->e, at, h->to, h->n_cores);
+      if (!rc) at = h->to;
+    }
+    h->stopped_at = at;
     h->end_ns = monotonic_ns();
     if (rc) snprintf(h->err, VT_ERR_LEN, "%s", vt_exec_error(h->e));
     h->rc = rc;
@@ -127,6 +148,7 @@ static void finalize(napi_env env, void* data, void* hint) {
   handle_t* h = data;
   stop_worker(h);
   vt_exec_destroy(h->e);
+  free(h->stops);
   free(h);
 }
 
@@ -380,6 +402,8 @@ static void finish_block(napi_env env, napi_value js_cb, void* context, void* da
       napi_set_named_property(env, result, "startNs", x);
       napi_create_double(env, h->end_ns, &x);
       napi_set_named_property(env, result, "endNs", x);
+      napi_create_int32(env, h->stopped_at, &x);
+      napi_set_named_property(env, result, "stoppedAt", x);
       napi_resolve_deferred(env, h->deferred, result);
     }
     napi_unref_threadsafe_function(env, h->tsfn);
@@ -401,9 +425,8 @@ static void finish_block(napi_env env, napi_value js_cb, void* context, void* da
  * threads each, and resolve with the CPU each team thread was on and the block's CLOCK_MONOTONIC
  * start and end (reject with code VT_RUN if a step failed).
  */
-static napi_value run_block(napi_env env, napi_callback_info info) {
-  napi_value argv[4], promise;
-  if (!vt_args_min(env, info, 4, argv, "runBlock(handle, from, to, cores) takes 4 arguments")) return NULL;
+static napi_value start_job(napi_env env, napi_value* argv, int chained, int start_preempted) {
+  napi_value promise;
   handle_t* h = idle_handle(env, argv[0]);
   if (!h) return NULL;
   int32_t from, to;
@@ -424,6 +447,30 @@ static napi_value run_block(napi_env env, napi_callback_info info) {
     if (napi_get_value_int32(env, c, &core) != napi_ok || core < 0) return throw_code(env, "VT_ARGUMENT", "runBlock: core ids are integers >= 0");
     h->cores[i] = core;
   }
+  h->n_stops = 0;
+  if (chained) {
+    void* data; size_t bytes;
+    napi_typedarray_type tt;
+    bool typed = false;
+    VT_CHECK(napi_is_typedarray(env, argv[4], &typed));
+    if (!typed) return throw_code(env, "VT_ARGUMENT", "runChain: stops must be an Int32Array of step indices");
+    VT_CHECK(napi_get_typedarray_info(env, argv[4], &tt, NULL, &data, NULL, NULL));
+    if (tt != napi_int32_array || !vt_view(env, argv[4], &data, &bytes)) return throw_code(env, "VT_ARGUMENT", "runChain: stops must be an Int32Array of step indices");
+    int n_stops = (int)(bytes / sizeof(int32_t));
+    if (n_stops > h->cap_stops) {
+      int* grown = realloc(h->stops, (size_t)n_stops * sizeof(int));
+      if (!grown) return throw_code(env, "VT_ARGUMENT", "runChain: out of memory");
+      h->stops = grown;
+      h->cap_stops = n_stops;
+    }
+    for (int i = 0; i < n_stops; i++) {
+      int s = ((const int32_t*)data)[i];
+      if (s <= from || s >= to || (i > 0 && s <= h->stops[i - 1]))
+        return throw_code(env, "VT_ARGUMENT", "runChain: stops are ascending step indices strictly inside (from, to)");
+      h->stops[i] = s;
+    }
+    h->n_stops = n_stops;
+  }
   if (!h->started) {
     napi_value name;
     VT_CHECK(napi_create_string_utf8(env, "veltair block", NAPI_AUTO_LENGTH, &name));
@@ -443,11 +490,48 @@ static napi_value run_block(napi_env env, napi_callback_info info) {
   VT_CHECK(napi_ref_threadsafe_function(env, h->tsfn));
   h->busy = 1;
   pthread_mutex_lock(&h->mu);
-  h->from = from; h->to = to; h->n_cores = (int)n; h->rc = 0; h->err[0] = 0;
+  h->from = from; h->to = to; h->n_cores = (int)n; h->rc = 0; h->err[0] = 0; h->stopped_at = from;
+  atomic_store_explicit(&h->preempt, start_preempted, memory_order_release);
   h->has_job = 1;
   pthread_cond_signal(&h->cv);
   pthread_mutex_unlock(&h->mu);
   return promise;
+}
+
+static napi_value run_block(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  if (!vt_args_min(env, info, 4, argv, "runBlock(handle, from, to, cores) takes 4 arguments")) return NULL;
+  return start_job(env, argv, 0, 0);
+}
+
+/*
+ * runChain(handle, from, to, cores, stops: Int32Array) -> Promise<{ cpus, startNs, endNs, stoppedAt }>:
+ * runBlock over [from, to) that may end early: at each stop the worker reads the preemption flag
+ * (preempt(), or `preempted` raises it from the start) and, raised, resolves with stoppedAt = that
+ * stop. Unpreempted, stoppedAt = to. The
+ * segments between stops run exactly as runBlock would run them (same ranges, same team).
+ */
+static napi_value run_chain(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  const int argc = vt_args(env, info, 6, argv);
+  if (argc < 0) return NULL;
+  if (argc < 5) return throw_code(env, "VT_ARGUMENT", "runChain(handle, from, to, cores, stops[, preempted]) takes 5 or 6 arguments");
+  bool preempted = false;
+  napi_valuetype t;
+  VT_CHECK(napi_typeof(env, argv[5], &t));
+  if (t == napi_boolean) VT_CHECK(napi_get_value_bool(env, argv[5], &preempted));
+  return start_job(env, argv, 1, preempted ? 1 : 0);
+}
+
+/* preempt(handle): the chain in flight ends at its next stop. Never refused for a busy handle: that is its use. */
+static napi_value preempt_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  const int argc = vt_args(env, info, 1, argv);
+  if (argc < 0) return NULL;
+  handle_t* h = argc ? get_handle(env, argv[0]) : NULL;
+  if (!h) return argc ? NULL : throw_code(env, "VT_ARGUMENT", "preempt(handle)");
+  atomic_store_explicit(&h->preempt, 1, memory_order_release);
+  return NULL;
 }
 
 /* clone(handle) -> a new handle: its own arena and steps, the same plan, kernels and weights. */
@@ -491,6 +575,8 @@ NAPI_MODULE_INIT() {
     VT_METHOD("close", close_fn),
     VT_METHOD("copy", copy_io),
     VT_METHOD("runBlock", run_block),
+    VT_METHOD("runChain", run_chain),
+    VT_METHOD("preempt", preempt_fn),
     VT_METHOD("clone", clone_fn),
     VT_METHOD("setBlockNice", set_block_nice),
   };

@@ -54,6 +54,8 @@ interface SimulateFlags {
   calibration?: string;
   plot?: string;
   timing?: boolean;
+  /** false with --no-chain. */
+  chain?: boolean;
   scalingReport?: boolean;
   json?: boolean;
 }
@@ -235,16 +237,18 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
     ...(onConflict ? { onConflict } : {}),
     ...(progress ? { onProgress: progress } : {}),
     ...(calibrated ? { charges: calibrated.charges } : {}),
+    chain: f.chain !== false,
   });
   if (progress) process.stderr.write('\r'.padEnd(72) + '\r');
   const label =
     `simulated: ${cores} cores; profiles ${[...new Set(setup.summaries.map((s) => s.machine))].join(' | ')}; figures beyond the profiled core ` +
-    `counts modelled by the scaling model${calibrated ? `; ${calibrated.label}` : ''}`;
+    `counts modelled by the scaling model${calibrated ? `; ${calibrated.label}` : ''}; ${dispatchLabel(f.chain !== false)}`;
   const plots = plotDir ? await writeSchedulePlots(plotDir, result, setup, label) : [];
   if (json) {
     printJson({
       simulated: true,
       label,
+      dispatch: f.chain !== false ? 'chained' : 'block-by-block',
       cores,
       seed,
       durationS: durationMs / 1000,
@@ -263,6 +267,13 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
     return;
   }
   printText(result, setup, label, cores, seed, durationMs, warmupMs, plots);
+}
+
+/** How the simulated server hands blocks to its workers (dispatcher.ts). */
+function dispatchLabel(chain: boolean): string {
+  return chain
+    ? 'dispatch simulated as the server runs it: chained (one hand-off per uninterrupted request, preemption at layer boundaries)'
+    : 'dispatch simulated block by block (a hand-off per block; the server chains by default)';
 }
 
 function printText(
@@ -354,6 +365,7 @@ export function registerSimulateCommand(program: Command): void {
       'a block finding too few free cores: wait or shrink (run on what is free), for every policy ' + "(default: each policy's own rule)",
     )
     .option('--plot <dir>', 'write the figures (SVG) and their data (JSON) into this directory')
+    .option('--no-chain', 'simulate block-by-block dispatch (every block a hand-off) instead of the chained dispatch the server uses')
     .option('--timing', 'with --json: add the measured decision time (stdout then differs between runs)')
     .option('--scaling-report', 'print how the scaling model fits and predicts the given profiles, and exit')
     .option('--json', 'machine-readable result on stdout, nothing else there')

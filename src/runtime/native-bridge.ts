@@ -33,6 +33,8 @@ export interface RuntimeAddon {
   close(h: Handle): void;
   copy(h: Handle, inputs: readonly ArrayBufferView[] | null, outputs: readonly ArrayBufferView[] | null): void;
   runBlock(h: Handle, from: number, to: number, cores: readonly number[]): Promise<BlockTiming>;
+  runChain(h: Handle, from: number, to: number, cores: readonly number[], stops: Int32Array, preempted?: boolean): Promise<ChainTiming>;
+  preempt(h: Handle): void;
   clone(h: Handle): Handle;
   /** Every thread of a block runs at this nice value (0..19) from the next block on (addon.c says why). */
   setBlockNice(n: number): void;
@@ -43,6 +45,11 @@ export interface BlockTiming {
   readonly cpus: readonly number[];
   readonly startNs: number;
   readonly endNs: number;
+}
+
+/** What a chain reports: a block's timing and the step it ended at (`to` unless preempted). */
+export interface ChainTiming extends BlockTiming {
+  readonly stoppedAt: number;
 }
 
 let loaded: RuntimeAddon | undefined;
@@ -133,6 +140,14 @@ export interface Executor {
    * throws VT_BUSY (BAD_ARGUMENT).
    */
   runBlock(from: number, to: number, cores: readonly number[]): Promise<BlockTiming>;
+  /**
+   * runBlock over [from, to) that may end early: at each of `stops` (ascending steps strictly
+   * inside the range) the worker reads the preemption flag and, when preempt() raised it, ends
+   * there (`preempted`: the flag starts raised). Resolves with the step it ended at (`to` when it ran through).
+   */
+  runChain(from: number, to: number, cores: readonly number[], stops: Int32Array, preempted?: boolean): Promise<ChainTiming>;
+  /** Raise the preemption flag of the chain in flight (no effect on a plain block; lowered when the next run starts). */
+  preempt(): void;
   /** Another executor with its own arena, sharing this one's plan, kernels and weights. */
   clone(): Executor;
   close(): void;
@@ -236,6 +251,15 @@ function wrapExecutor(addon: RuntimeAddon, h: Handle, plan: NativePlan): Executo
         throw nativeError(e, `running steps ${from}..${to - 1}`);
       }
     },
+    async runChain(from, to, cores, stops, preempted = false) {
+      const pending = call('starting a chain', () => addon.runChain(h, from, to, cores, stops, preempted));
+      try {
+        return await pending;
+      } catch (e) {
+        throw nativeError(e, `running steps ${from}..${to - 1}`);
+      }
+    },
+    preempt: () => call('preempting a chain', () => addon.preempt(h)),
     clone: () =>
       wrapExecutor(
         addon,

@@ -102,10 +102,18 @@ export interface BlockOptions {
   readonly level?: number;
   /** Or: step index → version index for the block's tunable steps (what the scheduler decides). */
   readonly stepVersions?: ReadonlyMap<number, number>;
+  /**
+   * Make it a chain: steps (ascending, strictly inside (next, to)) where the native worker reads
+   * the inference's preemption flag (`preempt()`) and, when it is raised, ends the block there.
+   * Between stops the steps run back to back on the worker, with no hand-off to JS.
+   */
+  readonly stops?: readonly number[];
+  /** Start the chain with its preemption flag raised: it ends at its first stop. */
+  readonly preempted?: boolean;
 }
 
 export interface BlockResult {
-  /** First step and one past the last step that ran. */
+  /** First step and one past the last step that ran (a preempted chain: the stop it ended at). */
   readonly from: number;
   readonly to: number;
   /** The CPU each team thread was on when the block started. */
@@ -119,8 +127,10 @@ export interface BlockResult {
 export interface Inference {
   /** The next step to run (steps.length when done). */
   readonly next: number;
-  /** Run steps [next, to) as one block. */
+  /** Run steps [next, to) as one block (or a chain that a preemption may end at one of its stops). */
   block(to: number, options: BlockOptions): Promise<BlockResult>;
+  /** Raise the preemption flag: the chain running now ends at its next stop (no effect on a plain block). */
+  preempt(): void;
   /** After the last block: the outputs by name (fresh arrays); frees the session for the next inference. */
   finish(): Record<string, HostTensor>;
   /**
@@ -294,7 +304,10 @@ function createSession(
   const live = () => {
     if (closed) throw userError('BAD_ARGUMENT', `the session for ${bundle.paths.dir} is closed`, 'load the bundle again with loadBundle');
   };
+  // Each step's thread count as the last block set it (0: set otherwise since): a block skips the native call when it holds.
+  const blockThreads = new Int32Array(steps.length);
   const applyThreads = () => {
+    blockThreads.fill(0);
     if (threadOverride !== undefined) {
       executor.setAllThreads(threadOverride);
       return;
@@ -424,6 +437,14 @@ function createSession(
           );
         }
         checkCores(o.cores);
+        const stops = o.stops === undefined || o.stops.length === 0 ? undefined : Int32Array.from(o.stops);
+        if (stops?.some((s, i) => !Number.isInteger(s) || s <= next || s >= to || (i > 0 && s <= stops[i - 1]!))) {
+          throw userError(
+            'BAD_ARGUMENT',
+            `chain stops ${quoteForMessage(String(o.stops))} are not ascending steps strictly between ${next} and ${to}`,
+            'stops are the layer boundaries where a preempted chain may end',
+          );
+        }
         const given = o.versions !== undefined || o.level !== undefined || o.stepVersions !== undefined;
         const vector = o.versions ?? (given && o.level === undefined ? undefined : versionsFor(o.level ?? level ?? 0, o.cores.length));
         for (let s = next; s < to; s++) {
@@ -445,12 +466,20 @@ function createSession(
               else versionsSetByBlocks = true;
             }
           }
-          executor.setThreads(s, o.cores.length);
+          if (blockThreads[s] !== o.cores.length) {
+            executor.setThreads(s, o.cores.length);
+            blockThreads[s] = o.cores.length;
+          }
         }
         threadsSetByBlocks = true;
         running = true;
         const from = next;
         try {
+          if (stops) {
+            const { stoppedAt, ...timing } = await executor.runChain(from, to, o.cores, stops, o.preempted ?? false);
+            next = stoppedAt;
+            return { from, to: stoppedAt, ...timing };
+          }
           const timing = await executor.runBlock(from, to, o.cores);
           next = to;
           return { from, to, ...timing };
@@ -460,6 +489,9 @@ function createSession(
         } finally {
           running = false;
         }
+      },
+      preempt: () => {
+        if (running) executor.preempt();
       },
       finish: () => byName(readPlan()),
       finishPlan() {

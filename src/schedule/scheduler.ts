@@ -8,6 +8,7 @@
  *   s.arrive({ id, model, arrivalMs }, now)   → Decision[]   a request came in
  *   s.blockFinished(id, now)                  → { decisions, completed }   its block ended
  *   s.cancel(id)                              → true if it was waiting (not running) and is gone
+ *   s.takePreemptions()                       → ids of chains to stop at their next layer boundary
  *
  * Each Decision says: run units first..last of request `request` (model `model`) on exactly
  * these core ids, with versions[i] for unit first+i (an index into the unit's versions), at the
@@ -33,6 +34,16 @@
  * shares, chosen once; `choose` (veltair) starts time-shared and lets a ModeChooser re-decide from
  * the arrival rates it estimates (mode-choice.ts). When the configuration changes, running blocks
  * finish on the cores they hold; the next blocks follow the new one. `spatial` exposes it.
+ *
+ * Chains (option `chain`, what the live server uses): a block decided while no request waits that
+ * would stop it (see below; in its model's partition, or anywhere when time-shared) is extended by the request's
+ * following blocks, each planned as it would be at its predicted start, while each fits on the cores already
+ * granted: Decision.chainLast. The driver runs the whole chain with one hand-off. The units
+ * first..last are the committed block; the units after it are the chained part, which the driver
+ * stops at a layer (unit) boundary when asked. The scheduler asks (takePreemptions, after any
+ * event) when a request is left waiting that is tighter (before it in dispatch order) or of another
+ * model (it claims cores the chain holds); blockFinished(id, now, stoppedAt) then tells it where the
+ * chain stopped, and the request's next block is decided again from there like any other.
  */
 import { internalError, userError } from '../errors.js';
 import { bestVersion, latAtLevel } from './model-table.js';
@@ -72,6 +83,8 @@ export interface SchedulerOptions {
   readonly loadShares?: readonly number[];
   /** The `choose` policy's decision interval, arrivals per decision and hysteresis margin. */
   readonly modeChoice?: Partial<ChoiceSettings>;
+  /** Chain a request's next blocks onto its decided one while nobody waits (see the header); default false. */
+  readonly chain?: boolean;
 }
 
 export interface RequestArrival {
@@ -95,6 +108,13 @@ export interface Decision {
   readonly needCores: number;
   /** Predicted run time at the granted cores and level, claim included (ms). */
   readonly expectedMs: number;
+  /**
+   * The chain's last unit (= last when the block is not chained): units last+1..chainLast run on
+   * the same cores right after it unless preempted; versions then cover first..chainLast.
+   */
+  readonly chainLast: number;
+  /** Predicted time of the whole chain, expectedMs included (= expectedMs when not chained). */
+  readonly chainExpectedMs: number;
 }
 
 export interface SchedulerStats {
@@ -105,6 +125,8 @@ export interface SchedulerStats {
   /** The spatial configuration at the end: `time-shared` or `partitioned 1+1` (cores per model). */
   readonly spatial: string;
   readonly modeSwitches: number;
+  /** Chains stopped early by a preemption. */
+  readonly chainsStopped: number;
 }
 
 interface Req {
@@ -123,6 +145,11 @@ interface Req {
   longHeld: number;
   /** Predicted level for its next block (interference-aware policies; else 0). */
   level: number;
+  /** Its running block's committed end (the unit after `last`); the chain may stop from there on. */
+  committedNext: number;
+  /** Its running block has a chained part / has been asked to stop it. */
+  chained: boolean;
+  preemptAsked: boolean;
 }
 
 /**
@@ -165,6 +192,11 @@ export class Scheduler {
   private claims = 0;
   private conflicts = 0;
   private completedCount = 0;
+  private readonly chain: boolean;
+  /** Running requests whose block has a chained part not yet asked to stop. */
+  private readonly chains = new Set<Req>();
+  private preemptions: number[] = [];
+  private chainsStopped = 0;
 
   constructor(o: SchedulerOptions) {
     if (o.models.length === 0) throw userError('BAD_ARGUMENT', 'the scheduler was given no models', 'register at least one model');
@@ -179,6 +211,7 @@ export class Scheduler {
     this.predictLevel = o.predictLevel;
     this.priorities = o.priorities ?? o.models.map(() => 1);
     this.deadlineAware = o.deadlineAware ?? true;
+    this.chain = (o.chain ?? false) && !o.policy.temporal;
     this.activePerModel = new Int32Array(o.models.length);
     const order = o.policy.order === 'deadline' ? byDeadline : byArrival;
     this.ready = o.models.map(() => new Heap<Req>(order));
@@ -201,6 +234,7 @@ export class Scheduler {
       completed: this.completedCount,
       spatial: describeSpatial(this.chooser.state),
       modeSwitches: this.chooser.state.switches,
+      chainsStopped: this.chainsStopped,
     };
   }
 
@@ -241,6 +275,9 @@ export class Scheduler {
       tokenAt: now,
       longHeld: 0,
       level: 0,
+      committedNext: 0,
+      chained: false,
+      preemptAsked: false,
     };
     this.requests.set(a.id, r);
     this.activePerModel[a.model]!++;
@@ -249,9 +286,22 @@ export class Scheduler {
     return this.dispatch(now);
   }
 
-  blockFinished(id: number, now: number): { decisions: Decision[]; completed: boolean } {
+  /**
+   * Request `id`'s block (or chain) ended. `stoppedAt`: for a preempted chain, the unit it stopped
+   * before (from the committed end to one past chainLast); omitted, the whole chain ran.
+   */
+  blockFinished(id: number, now: number, stoppedAt?: number): { decisions: Decision[]; completed: boolean } {
     const r = this.requests.get(id);
     if (!r || !r.running) throw internalError(`blockFinished for request ${id}, which is not running`);
+    if (stoppedAt !== undefined && stoppedAt !== r.next) {
+      if (!r.chained || !Number.isInteger(stoppedAt) || stoppedAt < r.committedNext || stoppedAt > r.next)
+        throw internalError(`request ${id}'s block stopped at unit ${stoppedAt}, outside its chain ${r.committedNext}..${r.next}`);
+      r.next = stoppedAt;
+      this.chainsStopped++;
+    }
+    this.chains.delete(r);
+    r.chained = false;
+    r.preemptAsked = false;
     this.pool.release(r.id, r.held);
     this.longCores -= r.longHeld;
     r.longHeld = 0;
@@ -276,11 +326,19 @@ export class Scheduler {
   cancel(id: number): boolean {
     const r = this.requests.get(id);
     if (!r || r.running) return false;
+    this.chains.delete(r);
     if (this.policy.temporal) this.premaReady.splice(this.premaReady.indexOf(r), 1);
     else this.ready[r.model]!.remove((x) => x === r);
     this.requests.delete(id);
     this.activePerModel[r.model]!--;
     return true;
+  }
+
+  /** Requests whose chains should stop at their next layer boundary (each named once per chain); clears the list. */
+  takePreemptions(): number[] {
+    const out = this.preemptions;
+    this.preemptions = [];
+    return out;
   }
 
   private enqueue(r: Req): void {
@@ -434,7 +492,68 @@ export class Scheduler {
       out.push(this.start(r, plan.block, grant, plan, conflict, long, range));
     }
     for (const r of held) this.ready[r.model]!.push(r);
-    return out;
+    if (!this.chain) return out;
+    // No new chain that a waiting request would stop at once; and the chains such a request would wait behind stop.
+    const chained = out.map((d) => (this.wouldStop(this.requests.get(d.request)!, partitioned) ? d : this.extend(d, now, idle, avgSum)));
+    if (this.chains.size > 0) this.askPreemptions(partitioned);
+    return chained;
+  }
+
+  /** Extend decision d by the request's next blocks, planned now, while each fits on its granted cores. */
+  private extend(d: Decision, now: number, idle: number, avgSum: number): Decision {
+    const r = this.requests.get(d.request)!;
+    const p = this.models[r.model]!;
+    const U = p.table.units.length;
+    const g = d.cores.length;
+    const range = this.rangeOf(r.model);
+    const own = range ? this.activePerModel[r.model]! * p.averageRequirement : avgSum;
+    const versions = [...d.versions];
+    let chainMs = d.expectedMs;
+    while (r.next < U) {
+      // Each chained block is planned for when it is predicted to start (its deadline share depends on it).
+      const at = now + chainMs;
+      const plan = range
+        ? this.planBlock(r, at, idleCores(range.count, own), own, range.count)
+        : this.planBlock(r, at, idle, avgSum, this.pool.size);
+      if (plan.want > g) break;
+      for (let u = plan.block.first; u <= plan.block.last; u++) {
+        const unit = p.table.units[u]!;
+        const v = bestVersion(unit, p.table.maxCores, g, r.level).v;
+        versions.push(v);
+        chainMs += latAtLevel(unit, p.table.maxCores, v, g, r.level);
+      }
+      r.next = plan.block.last + 1;
+    }
+    if (r.next === d.last + 1) return d;
+    r.chained = true;
+    this.chains.add(r);
+    return { ...d, versions, chainLast: r.next - 1, chainExpectedMs: chainMs };
+  }
+
+  /** A request waits that is tighter than r (before it in dispatch order) or of another model, where r's cores are. */
+  private wouldStop(r: Req, partitioned: boolean): boolean {
+    const less = this.policy.order === 'deadline' ? byDeadline : byArrival;
+    if (partitioned) {
+      if (this.ready[r.model]!.size > 0 && less(this.ready[r.model]!.peek()!, r)) return true;
+      // A chain started before the partition may hold another model's cores.
+      return this.ready.some((h, m) => {
+        if (m === r.model || h.size === 0) return false;
+        const own = this.rangeOf(m)!;
+        return r.held.some((c) => c >= own.first && c < own.first + own.count);
+      });
+    }
+    return this.ready.some((h, m) => h.size > 0 && (m !== r.model || less(h.peek()!, r)));
+  }
+
+  /** Ask the chains a waiting request would wait behind to stop. */
+  private askPreemptions(partitioned: boolean): void {
+    for (const c of this.chains) {
+      const stop = this.wouldStop(c, partitioned);
+      if (!stop) continue;
+      c.preemptAsked = true;
+      this.chains.delete(c);
+      this.preemptions.push(c.id);
+    }
   }
 
   /**
@@ -483,6 +602,7 @@ export class Scheduler {
     r.longHeld = long ? grant : 0;
     this.longCores += r.longHeld;
     r.next = block.last + 1;
+    r.committedNext = r.next;
     this.runningCount++;
     this.blocks++;
     if (claim) this.claims++;
@@ -499,6 +619,8 @@ export class Scheduler {
       wantCores: plan.want,
       needCores: plan.need,
       expectedMs,
+      chainLast: block.last,
+      chainExpectedMs: expectedMs,
     };
   }
 }

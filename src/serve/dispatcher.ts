@@ -10,6 +10,15 @@
  *  A model with a sparse output layer frees its instance after the last block; its heads then run
  *  one at a time off the event loop, each with the version the degrade rule picks as it starts.
  *
+ * Chained dispatch (on by default; `chain: false` is the block-by-block path): a Decision may carry
+ * a chain (chainLast > last), the request's next blocks planned to run on the same cores. The
+ * session runs it as one native run on the instance's worker thread, back to back, so a request
+ * that nothing interrupts returns to this event loop once. After every scheduler call the
+ * dispatcher raises the preemption flag of each chain the scheduler names (takePreemptions: a
+ * tighter request, or another model's, is left waiting for cores); the worker reads it at each
+ * layer boundary past the committed block, stops there and reports the step, and the scheduler
+ * decides that request's next block again from the unit it stopped before.
+ *
  * All scheduler calls happen on the event loop, one at a time; each is timed in real time
  * (decisionSeconds). A block that fails ends its request with the error, and its cores go back.
  */
@@ -48,6 +57,8 @@ export interface DispatcherOptions {
   readonly predictLevel?: (cpus: readonly number[], model: number) => number;
   /** Told every block's measured time beside the scheduler's expectation (the proxy's latency ratio). */
   readonly observeBlock?: (model: number, observedMs: number, expectedMs: number) => void;
+  /** Chain a request's blocks on its native worker (default true); false: every block returns to the event loop. */
+  readonly chain?: boolean;
 }
 
 interface Live {
@@ -68,6 +79,8 @@ interface Live {
   conflicts: number;
   decideUs: number;
   dispatchUs: number;
+  /** The scheduler asked its running chain to stop. */
+  preemptAsked: boolean;
   /** The request's timeline (timeline.ts), ns on the monotonic clock. */
   readonly trace: RequestTrace;
 }
@@ -109,6 +122,8 @@ export class Dispatcher implements Backend {
   private readonly byName: Map<string, number>;
   private readonly instances: Instances[];
   private readonly units: UnitSteps[][];
+  /** Per model: a unit's first native step → the unit (where a preempted chain reports it stopped). */
+  private readonly unitAtStep: Map<number, number>[];
   private readonly live = new Map<number, Live>();
   /** Per model: the degrade rule's hold (sparse-degrade.ts). */
   private readonly holds: Hold[];
@@ -121,12 +136,14 @@ export class Dispatcher implements Backend {
     this.byName = new Map(o.models.map((m, i) => [m.served.name, i]));
     this.instances = o.models.map((m) => ({ all: [m.session], free: [m.session], waiting: [], admitted: 0 }));
     this.units = o.models.map((m) => unitSteps(m.plan.table, m.session));
+    this.unitAtStep = this.units.map((us) => new Map(us.map((u, i) => [u.first, i])));
     this.holds = o.models.map(() => NO_HOLD);
     this.scheduler = new Scheduler({
       policy: o.policy,
       models: o.models.map((m) => m.plan),
       cores: o.cpus.length,
       priorities: o.models.map((m) => m.priority),
+      chain: o.chain ?? true,
       ...(o.predictLevel
         ? {
             predictLevel: (cores, model) =>
@@ -175,6 +192,7 @@ export class Dispatcher implements Backend {
         conflicts: 0,
         decideUs: 0,
         dispatchUs: 0,
+        preemptAsked: false,
         trace: newTrace(),
       };
       inst.admitted++;
@@ -231,6 +249,13 @@ export class Dispatcher implements Backend {
     this.o.metrics.coresBusy.set(this.o.cpus.length - this.scheduler.pool.free);
     const decided = process.hrtime.bigint();
     for (const d of decisions) void this.runBlock(d, decided);
+    for (const id of this.scheduler.takePreemptions()) {
+      const r = this.live.get(id);
+      if (!r) continue;
+      r.preemptAsked = true;
+      this.o.metrics.preemptions.inc({ model: this.models[r.model]!.name, outcome: 'asked' });
+      r.inference?.preempt();
+    }
   }
 
   private async runBlock(d: Decision, decidedNs: bigint): Promise<void> {
@@ -238,6 +263,7 @@ export class Dispatcher implements Backend {
     if (!r) throw internalError(`the scheduler decided a block for request ${d.request}, which is not live`);
     const name = this.models[r.model]!.name;
     const level = String(Math.round(d.level));
+    let stoppedAt: number | undefined;
     if (r.failed === undefined) {
       const units = this.units[r.model]!;
       const stepVersions = new Map<number, number>();
@@ -245,38 +271,63 @@ export class Dispatcher implements Backend {
         const u = units[d.first + i]!;
         if (u.tunable >= 0) {
           stepVersions.set(u.tunable, v);
-          this.o.metrics.versionChoices.inc({ model: name, level, version: String(v) });
+          if (d.first + i <= d.last) this.o.metrics.versionChoices.inc({ model: name, level, version: String(v) });
         }
       });
       r.blocks++;
       r.maxCores = Math.max(r.maxCores, d.cores.length);
       r.levels.push(d.level);
-      r.versions.push(...d.versions);
+      r.versions.push(...d.versions.slice(0, d.last - d.first + 1));
       if (d.conflict) {
         r.conflicts++;
         this.o.metrics.conflicts.inc({ model: name });
       }
       this.o.metrics.blocks.inc({ model: name, level });
+      // The chained part may stop at the first step of any unit after the committed block.
+      const stops: number[] = [];
+      for (let u = d.last + 1; u <= d.chainLast; u++) stops.push(units[u]!.first);
+      const end = units[d.chainLast]!.end;
+      r.preemptAsked = false;
       try {
-        const b = await r.inference!.block(units[d.last]!.end, { cores: d.cores.map((c) => this.o.cpus[c]!), stepVersions });
+        const cores = d.cores.map((c) => this.o.cpus[c]!);
+        const b = await r.inference!.block(end, stops.length > 0 ? { cores, stepVersions, stops } : { cores, stepVersions });
         r.trace.blocks.push(blockTrace(decidedNs, b, process.hrtime.bigint(), d.cores.length));
         const dispatchS = Math.max(0, b.startNs - Number(decidedNs)) / 1e9;
         this.o.metrics.dispatchSeconds.observe(dispatchS);
         r.dispatchUs += dispatchS * 1e6;
-        this.o.observeBlock?.(r.model, (b.endNs - b.startNs) / 1e6, d.expectedMs);
+        const ranMs = (b.endNs - b.startNs) / 1e6;
+        if (b.to !== end) {
+          stoppedAt = this.unitAtStep[r.model]!.get(b.to);
+          if (stoppedAt === undefined) throw internalError(`a chain of ${name} stopped at step ${b.to}, which starts no unit`);
+        }
+        this.countChain(r, d, stoppedAt, name, ranMs);
       } catch (e) {
         r.failed = e;
+        stoppedAt = undefined;
       }
     }
     let completed = false;
     this.apply(() => {
-      const out = this.scheduler.blockFinished(r.id, nowMs());
+      const out = this.scheduler.blockFinished(r.id, nowMs(), stoppedAt);
       completed = out.completed;
       return out.decisions;
     }, r);
     // A failed request is not run further: once it is waiting again, the scheduler forgets it.
     if (!completed && r.failed !== undefined && this.scheduler.cancel(r.id)) completed = true;
     if (completed) this.complete(r);
+  }
+
+  /** A chain's blocks beyond the first in the request's counts, the preemption's outcome, and the proxy's observation of what ran. */
+  private countChain(r: Live, d: Decision, stoppedAt: number | undefined, name: string, ranMs: number): void {
+    const ranLast = stoppedAt === undefined ? d.chainLast : stoppedAt - 1;
+    if (ranLast > d.last) r.versions.push(...d.versions.slice(d.last - d.first + 1, ranLast - d.first + 1));
+    const units = this.units[r.model]!;
+    const level = String(Math.round(d.level));
+    for (let u = d.last + 1; u <= ranLast; u++)
+      if (units[u]!.tunable >= 0) this.o.metrics.versionChoices.inc({ model: name, level, version: String(d.versions[u - d.first]!) });
+    if (r.preemptAsked) this.o.metrics.preemptions.inc({ model: name, outcome: stoppedAt === undefined ? 'ran_through' : 'stopped' });
+    if (ranLast === d.chainLast) this.o.observeBlock?.(r.model, ranMs, d.chainExpectedMs);
+    else if (ranLast === d.last) this.o.observeBlock?.(r.model, ranMs, d.expectedMs);
   }
 
   private complete(r: Live): void {

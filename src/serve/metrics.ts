@@ -19,8 +19,10 @@ export interface ServerMetrics {
   readonly blocks: Counter<'model' | 'level'>;
   readonly versionChoices: Counter<'model' | 'level' | 'version'>;
   readonly conflicts: Counter<'model'>;
+  /** Chains (blocks run back to back on a request's worker) the scheduler asked to stop early, and those that did stop before their end. */
+  readonly preemptions: Counter<'model' | 'outcome'>;
   readonly decisionSeconds: Histogram;
-  /** Per block: the scheduler's decision to the block's kernels starting on its cores (hand-off, thread wake-up, pinning). */
+  /** Per native run (a block, or a chain of blocks): the scheduler's decision to its kernels starting on its cores (hand-off, thread wake-up, pinning). */
   readonly dispatchSeconds: Histogram;
   /** Per answered request: its scheduler decisions plus its blocks' dispatch, what the scheduling costs it in all. */
   readonly schedulingSeconds: Histogram;
@@ -88,6 +90,12 @@ export function createMetrics(): ServerMetrics {
       name: 'veltair_conflicts_total',
       help: 'Block claims that found too few free cores',
       labelNames: ['model'],
+      ...r,
+    }),
+    preemptions: new Counter({
+      name: 'veltair_chain_preemptions_total',
+      help: 'Chains asked to stop at their next layer boundary (outcome asked), then whether they stopped early or ran_through (the flag came after the last boundary)',
+      labelNames: ['model', 'outcome'],
       ...r,
     }),
     decisionSeconds: new Histogram({

@@ -36,6 +36,8 @@ export interface SetupOptions {
   readonly metrics: ServerMetrics;
   /** QoS of a model without one: this many times its fastest quiet latency on the server's cores. */
   readonly qosMultiple: number;
+  /** Chain each request's blocks on its native worker (default true; dispatcher.ts). */
+  readonly chain?: boolean;
   /** Nice value of the block threads (runtime setBlockNice; default DEFAULT_BLOCK_NICE). */
   readonly blockNice?: number;
   readonly onProgress?: (message: string) => void;
@@ -122,6 +124,7 @@ export async function setupDispatcher(o: SetupOptions): Promise<ServedSetup> {
     metrics: o.metrics,
     ...(predictor.calibrated ? { predictLevel: (_cpus: readonly number[], model: number) => predictor.predict(model) } : {}),
     observeBlock: (_model, observed, expected) => predictor.observe(observed, expected),
+    ...(o.chain === undefined ? {} : { chain: o.chain }),
   });
   return { dispatcher, summaries, predictor };
 }

@@ -9,6 +9,14 @@
  * recomputed from the others' traffic and footprint (interference.ts) and its finish time moved;
  * so interference is felt for exactly as long as the co-runners run.
  *
+ * Chained dispatch (option `chain`, default true: what the live server does, dispatcher.ts): the
+ * scheduler may hand a request a chain of blocks on one core set (Decision.chainLast). It is
+ * simulated as one run over all its units, paying the per-block charge (calibration.ts: dispatch
+ * and hand-back) once. When the scheduler asks a chain to stop (takePreemptions), the run ends at
+ * the first layer boundary past the committed block that it has not yet reached, in its progress
+ * at level 0 proportions; blockFinished then hears where it stopped. `chain: false` simulates the
+ * block-by-block path (every block a hand-off).
+ *
  * Bounds: arrivals stop at durationMs; the run ends when every request has left (`drained`), or at
  * maxSimMs of simulated time (`time-bound`), or after maxEvents events (`event-bound`), or, when
  * asked, as soon as a model has more late requests than its 1% allowance (`failed-early`, used by
@@ -53,6 +61,8 @@ export interface SimOptions {
   readonly timeDecisions?: boolean;
   /** What live serving pays per request and per block (calibration.ts); none: only the profiles' costs. */
   readonly charges?: Charges;
+  /** Simulate chained dispatch (default true, as the server); false: every block returns to the scheduler. */
+  readonly chain?: boolean;
 }
 
 export interface RunningView {
@@ -92,6 +102,11 @@ interface Running {
   readonly claimMs: number;
   /** Nominal per-unit times at level 0 (for splitting the block's duration over its layers). */
   readonly unitMs: Float64Array;
+  /** Share of the run done at the end of each unit (level 0 proportions, claim first). */
+  readonly unitEnd: Float64Array;
+  /** Share of the run at which it ends (1, or a preempted chain's stop) and the unit it stops before. */
+  endShare: number;
+  stopUnit: number | undefined;
   readonly gbps: number;
   readonly footprint: number;
   remaining: number;
@@ -137,6 +152,7 @@ export function simulate(o: SimOptions): RunResult {
     predictLevel,
     // The offered rates are the declared load a static partition is sized for.
     loadShares: o.models.map((m) => m.qps),
+    chain: o.chain ?? true,
   });
   const timing = o.timeDecisions ? { calls: 0, totalNs: 0, samples: [] as number[] } : null;
   // Only calls inside the counted window are timed: the first ones also pay V8's compilation.
@@ -179,10 +195,10 @@ export function simulate(o: SimOptions): RunResult {
     const g = d.cores.length;
     const claimMs = (d.claim ? p.table.claimMs[g]! : 0) + (o.charges ? o.charges.blockMs(g) : 0);
     const atLevel = new Float64Array(LEVEL_COUNT).fill(claimMs);
-    const unitMs = new Float64Array(d.last - d.first + 1);
+    const unitMs = new Float64Array(d.chainLast - d.first + 1);
     let bytes = 0,
       footprint = 0;
-    for (let u = d.first; u <= d.last; u++) {
+    for (let u = d.first; u <= d.chainLast; u++) {
       const unit = units[u]!;
       const v = d.versions[u - d.first]!;
       for (let l = 0; l < LEVEL_COUNT; l++) atLevel[l]! += latAt(unit, p.table.maxCores, v, g, l);
@@ -192,7 +208,29 @@ export function simulate(o: SimOptions): RunResult {
     }
     if (stretch !== 1) for (let l = 0; l < LEVEL_COUNT; l++) atLevel[l]! *= stretch;
     const gbps = atLevel[0]! > 0 ? bytes / (atLevel[0]! * 1e6) : 0;
-    running.set(d.request, { d, startMs: now, atLevel, claimMs, unitMs, gbps, footprint, remaining: 1, rate: 0, level: 0, version: 0 });
+    const unitEnd = new Float64Array(unitMs.length);
+    let sum = claimMs;
+    const total = unitMs.reduce((a, t) => a + t, claimMs);
+    unitMs.forEach((t, i) => {
+      sum += t;
+      unitEnd[i] = total > 0 ? sum / total : 1;
+    });
+    running.set(d.request, {
+      d,
+      startMs: now,
+      atLevel,
+      claimMs,
+      unitMs,
+      unitEnd,
+      endShare: 1,
+      stopUnit: undefined,
+      gbps,
+      footprint,
+      remaining: 1,
+      rate: 0,
+      level: 0,
+      version: 0,
+    });
     gSum += gbps;
     fSum += footprint;
     metrics.blockStarted(d, now);
@@ -210,11 +248,26 @@ export function simulate(o: SimOptions): RunResult {
       b.rate = rate;
       b.level = level;
       b.version++;
-      const left = Math.max(0, b.remaining) / rate;
+      const left = Math.max(0, b.remaining - (1 - b.endShare)) / rate;
       events.push({ t: now + (Number.isFinite(left) ? left : 0), seq: seq++, kind: 1, ref: id, version: b.version });
     }
   };
 
+  /** A chain asked to stop ends at the first layer boundary past its committed block that it has not reached. */
+  const preempt = (id: number): boolean => {
+    const b = running.get(id);
+    if (!b || b.stopUnit !== undefined) return false;
+    const done = 1 - b.remaining;
+    for (let u = b.d.last + 1; u <= b.d.chainLast; u++) {
+      const at = b.unitEnd[u - 1 - b.d.first]!;
+      if (at + 1e-12 < done) continue;
+      b.endShare = at;
+      b.stopUnit = u;
+      b.rate = -1; // its finish time moves: reschedule recomputes it
+      return true;
+    }
+    return false;
+  };
   let processed = 0;
   let stop: StopReason = 'drained';
   const view = (): EventView => ({
@@ -254,17 +307,20 @@ export function simulate(o: SimOptions): RunResult {
       running.delete(e.ref);
       gSum -= b.gbps;
       fSum -= b.footprint;
-      metrics.blockFinished(b.d, b.startMs, now, b.claimMs, b.unitMs);
-      const r = timed(() => scheduler.blockFinished(e.ref, now));
+      const ran = b.stopUnit === undefined ? b.unitMs : b.unitMs.subarray(0, b.stopUnit - b.d.first);
+      metrics.blockFinished(b.d, b.startMs, now, b.claimMs, ran);
+      const r = timed(() => scheduler.blockFinished(e.ref, now, b.stopUnit));
       if (r.completed) metrics.completed(e.ref, b.d.model, now + frontEndMs[b.d.model]!);
       decisions = r.decisions;
     }
     for (const d of decisions) startBlock(d);
+    let stopped = false;
+    for (const id of scheduler.takePreemptions()) stopped = preempt(id) || stopped;
     if (running.size === 0) {
       gSum = 0;
       fSum = 0;
     } // no drift from float sums
-    if (decisions.length > 0 || e.kind === 1) reschedule();
+    if (decisions.length > 0 || e.kind === 1 || stopped) reschedule();
     if (o.onEvent) o.onEvent(view());
     if (o.stopWhenFailed && metrics.anyModelFailed()) {
       stop = 'failed-early';

@@ -44,6 +44,8 @@ export interface ExperimentOptions {
   readonly onConflict?: ConflictRule;
   readonly loads: LoadSpec;
   readonly timeDecisions?: boolean;
+  /** Simulate chained dispatch, as the server runs it (default true); false: block by block. */
+  readonly chain?: boolean;
   /** Live serving's per-request and per-block costs, charged by the engine (calibration.ts). */
   readonly charges?: Charges;
   /** Binary-search steps (default 14) for find-max. */
@@ -126,6 +128,7 @@ export function runExperiment(o: ExperimentOptions): ExperimentResult {
       ...(o.onConflict ? { onConflict: o.onConflict } : {}),
       ...(o.onEvent ? { onEvent: o.onEvent } : {}),
       ...(o.charges ? { charges: o.charges } : {}),
+      ...(o.chain === undefined ? {} : { chain: o.chain }),
     });
     if (r.timing) {
       const t = timingNs.get(policy.name) ?? { calls: 0, totalNs: 0, samples: [], requests: 0 };
