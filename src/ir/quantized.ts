@@ -15,7 +15,7 @@ import type { DequantizedConstant, OnnxNode, Tensor } from '../onnx/model.js';
 import { attrFloat, attrInt, attrInts, nodeLabel } from '../onnx/attributes.js';
 import { nums } from '../onnx/eval.js';
 import { quantizeValue, quantRange, roundHalfEven, type QuantDType } from '../onnx/quant-math.js';
-import { userError } from '../errors.js';
+import { quoteForMessage, userError } from '../errors.js';
 import type { AttrValue, LayerDraft } from './draft.js';
 import type { Activation } from './layer.js';
 import { resolveWindow } from './spatial.js';
@@ -82,7 +82,9 @@ interface QWeight {
 }
 
 function weightOf(node: OnnxNode, q: Tensor, scale: Tensor | undefined, zero: Tensor | undefined, axis: number): QWeight {
-  if (q.dtype !== 'int8') throw refuse(node, `the weight is ${q.dtype}; quantized weights must be int8`, REQUANTIZE_HINT);
+  // uint8 weights (ONNX's own QOperator tests use them) stay exact in the reference; veltair quantize writes int8.
+  if (q.dtype !== 'int8' && q.dtype !== 'uint8')
+    throw refuse(node, `the weight is ${q.dtype}; quantized weights must be int8 or uint8`, REQUANTIZE_HINT);
   const channels = q.dims[axis] ?? 1;
   const expand = (t: Tensor | undefined, fallback: number): number[] => {
     const d = t === undefined ? [fallback] : Array.from(nums(t));
@@ -240,9 +242,9 @@ function qmatmul(
 function transposed(t: Tensor): Tensor {
   const [r, c] = t.dims as [number, number];
   const src = nums(t);
-  const out = new Int8Array(r * c);
+  const out = t.dtype === 'uint8' ? new Uint8Array(r * c) : new Int8Array(r * c);
   for (let i = 0; i < r; i++) for (let j = 0; j < c; j++) out[j * r + i] = src[i * c + j]!;
-  return { dtype: 'int8', dims: [c, r], data: out };
+  return { dtype: t.dtype, dims: [c, r], data: out };
 }
 
 interface Match {
@@ -526,3 +528,23 @@ export const QUANTIZED_LAYER_OPS: ReadonlySet<string> = new Set([
   'quantize_linear',
   'dequantize_linear',
 ]);
+
+/**
+ * `veltair compile` stops here on a quantized model: there are no INT8 kernel families yet, and a
+ * quantized layer must not silently run as something else. Names the first quantized layer.
+ */
+export function refuseQuantizedLayers(
+  file: string,
+  graph: { readonly layers: readonly { index: number; op: string; name: string }[] },
+): void {
+  const quantized = graph.layers.filter((l) => QUANTIZED_LAYER_OPS.has(l.op));
+  // The first integer compute layer says more than the model's entry QuantizeLinear.
+  const first = quantized.find((l) => !l.op.endsWith('quantize_linear')) ?? quantized[0];
+  if (first === undefined) return;
+  throw userError(
+    'UNSUPPORTED_QUANTIZATION',
+    `${quoteForMessage(file, 200)}: layer ${first.index} (${first.op}, node ${quoteForMessage(first.name)}) is an INT8 layer ` +
+      `(one of ${quantized.length} quantized layers); veltair has no INT8 kernels to compile it with yet`,
+    'compile the float model, or run the quantized one with ONNX Runtime; `veltair inspect` lists the quantized layers',
+  );
+}
