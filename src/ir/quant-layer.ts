@@ -1,7 +1,7 @@
 /**
  * How a quantized layer carries its requantization epilogue. The integer core (u8 × s8 → s32) is
- * followed by: + bias (int32, in the accumulator's scale), × fl32(fl32(x_scale · w_scale[c]) / y_scale),
- * round half to even, + y_zero, clamp to the activation's integer range (Relu, Clip), saturate to
+ * followed by: + bias (int32, in the accumulator's scale), converted to float32 and × fl32(fl32(x_scale ·
+ * w_scale[c]) / y_scale) in float32, round half to even, + y_zero, clamp to the activation's integer range (Relu, Clip), saturate to
  * out_dtype. yScale 0 marks an integer-output layer (ConvInteger, MatMulInteger): s32 as is.
  */
 import type { Tensor } from '../onnx/model.js';

@@ -4,9 +4,10 @@
  * layer shares (u8/s8 × s8 products accumulated exactly in 32 bits, then requantized).
  *
  * Requantization is pinned here so every implementation can match it bit for bit: the multiplier is
- * M = fl32(fl32(x_scale · w_scale) / y_scale) and the output is sat(rint(acc · M) + y_zero) with the
- * product in double precision — what MLAS's float requantize path computes, and what a C kernel
- * reproduces with one double multiply and nearbyint.
+ * M = fl32(fl32(x_scale · w_scale) / y_scale) and the output is sat(rint(fl32(fl32(acc) · M)) + y_zero),
+ * the product in single precision — what ONNX Runtime's MLAS requantize computes (a float multiply
+ * of the converted accumulator, rounded to nearest even), so whole models match its INT8 output, and
+ * what a C kernel reproduces with cvtdq2ps, one mulps and cvtps2dq.
  */
 import type { DType } from './model.js';
 
@@ -54,9 +55,9 @@ export function requantMultiplier(xScale: number, wScale: number, yScale: number
   return Math.fround(Math.fround(xScale * wScale) / yScale);
 }
 
-/** acc · M rounded half to even, plus the output zero point, clamped to [lo, hi] (the activation's range), saturated. */
+/** fl32(acc) · M in float32, rounded half to even, plus the output zero point, clamped to [lo, hi] (the activation's range), saturated. */
 export function requantize(acc: number, multiplier: number, yZero: number, d: QuantDType, lo = -Infinity, hi = Infinity): number {
-  const v = saturateTo(d, roundHalfEven(acc * multiplier) + yZero);
+  const v = saturateTo(d, roundHalfEven(Math.fround(Math.fround(acc) * multiplier)) + yZero);
   return v < lo ? lo : v > hi ? hi : v;
 }
 
