@@ -143,6 +143,7 @@ export function registerQuantizeCommand(program: Command): void {
         activations: r.activations,
         weights: r.weights,
         biases: r.biases,
+        batchNormsFolded: r.batchNormsFolded,
       };
       if (flags.json) printJson(summary);
       else

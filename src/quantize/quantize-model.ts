@@ -16,6 +16,7 @@ import { isMissingOrt, missingOrt, ortInstalled } from '../ort/available.js';
 import { planQuantization, type QuantPlan } from './plan.js';
 import { activationQuant, rangeCollector, type CalibrationMethod } from './ranges.js';
 import { writeQdq, type ActivationQuant } from './write-qdq.js';
+import { foldBatchNorms } from './fold-batchnorm.js';
 
 const { onnx } = onnxProto;
 
@@ -33,6 +34,8 @@ export interface QuantizeResult {
   readonly activations: number;
   readonly weights: number;
   readonly biases: number;
+  /** BatchNormalizations folded into the Conv before them ahead of quantization. */
+  readonly batchNormsFolded: number;
   readonly samples: number;
 }
 
@@ -104,9 +107,10 @@ async function calibrate(bytes: Uint8Array, plan: QuantPlan, o: QuantizeOptions)
   return new Map(plan.activations.map((a) => [a, activationQuant(...ranges.range(a))]));
 }
 
-export async function quantizeModel(bytes: Uint8Array, file: string, o: QuantizeOptions): Promise<QuantizeResult> {
+export async function quantizeModel(original: Uint8Array, file: string, o: QuantizeOptions): Promise<QuantizeResult> {
+  refuseQuantized(file, decodeModel(original, file).graph.nodes);
+  const { bytes, folded } = foldBatchNorms(original);
   const model = decodeModel(bytes, file);
-  refuseQuantized(file, model.graph.nodes);
   const opset = model.opsetImports.get('') ?? 0;
   if (opset < 13)
     throw userError(
@@ -139,6 +143,7 @@ export async function quantizeModel(bytes: Uint8Array, file: string, o: Quantize
     activations: plan.activations.length,
     weights: plan.weights.length,
     biases: plan.biases.length,
+    batchNormsFolded: folded,
     samples: o.samples.length,
   };
 }
