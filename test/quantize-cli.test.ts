@@ -66,7 +66,7 @@ test('ranges: min-max keeps every value, percentile drops outliers; u8 params in
   assert.ok(pc.range('t')[1] < 1, 'the one outlier is clipped');
   assert.deepEqual(activationQuant(0.5, 2.55), { scale: Math.fround(0.01), zero: 0 });
   assert.equal(activationQuant(-1.02, 1.53).zero, 102);
-  const { values: q, scales } = weightQuant(Float32Array.of(1, -0.5, 0.02, 0.04), [2, 2], 0);
-  assert.deepEqual(Array.from(q), [127, -64, 64, 127]);
+  const { values: q, scales } = weightQuant(Float32Array.of(1, -0.25, 0.01, 0.04), [2, 2], 0);
+  assert.deepEqual(Array.from(q), [127, -32, 32, 127]);
   assert.deepEqual(Array.from(scales), [Math.fround(1 / 127), Math.fround(0.04 / 127)]);
 });
