@@ -53,6 +53,8 @@ const ROOMS = {
   serve: ['schedule', 'profile', 'runtime', 'bundle', 'onnx', 'interference', 'toolchain'],
   // ort: ONNX Runtime, the reference and the baseline (sessions in pinned children, the serving backend); the only product room that imports it.
   ort: ['serve', 'runtime', 'bundle', 'compile', 'ir', 'onnx', 'toolchain'],
+  // quantize: `veltair quantize` (calibration runs the float model in ONNX Runtime, loaded lazily) and the integer reference of quantized layers.
+  quantize: ['ort', 'runtime', 'ir', 'onnx'],
   // compare: `veltair bench` and `bench-layers`, veltair's latency beside ONNX Runtime's.
   compare: ['ort', 'compile', 'runtime', 'bundle', 'measure', 'space', 'ir', 'onnx', 'toolchain', 'interference', 'terminal'],
   // bench: what produces bench/RESULTS.md; no room imports it.
@@ -82,6 +84,7 @@ const ROOMS = {
     'terminal',
   ],
   cli: [
+    'quantize',
     'compare',
     'ort',
     'load',

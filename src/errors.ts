@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'DB_LOCKED'
   | 'NOT_ONNX'
   | 'UNSUPPORTED_OPS'
+  | 'UNSUPPORTED_QUANTIZATION'
   | 'MISSING_INPUT'
   | 'CYCLIC_GRAPH'
   | 'SYMBOLIC_DIM'

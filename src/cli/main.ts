@@ -24,6 +24,7 @@ import { registerCalibrateServingCommand } from './calibrate-serving.js';
 import { registerProfileCommand } from './profile.js';
 import { registerTrainCommand } from './train.js';
 import { registerDataCommand } from './data.js';
+import { registerQuantizeCommand } from './quantize.js';
 
 export type CommandRegistrar = (program: Command) => void;
 
@@ -33,6 +34,7 @@ const registrars: readonly CommandRegistrar[] = [
   registerNoiseCommand,
   registerBenchLayersCommand,
   registerDbCommand,
+  registerQuantizeCommand,
   registerCompileCommand,
   registerRunCommand,
   registerBenchCommand,

@@ -15,6 +15,7 @@ import { checkOutput, prepareOutput, writeBundleAtomically } from '../bundle/wri
 import { openDatabase, defaultDatabaseDir } from '../db/store.js';
 import { quoteForMessage, userError } from '../errors.js';
 import { lowerToLayers, summarise } from '../ir/lower.js';
+import { refuseQuantizedLayers } from '../ir/quantized.js';
 import { formatBytes, minimumMemory } from '../ir/memory.js';
 import type { LayerGraph } from '../ir/layer.js';
 import { compilerVersion } from '../toolchain/compiler.js';
@@ -113,6 +114,7 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     say(`note: no sparse output layer: ${sparsePlan.reason}`);
   // With a sparse head, the tuner compiles the layers before it; the head's family is built after the bundle (sparse-family.ts).
   const graph = sparsePlan.graph;
+  refuseQuantizedLayers(source.path, graph);
   const calibration = sparsePlan.split && !o.shard ? await loadCalibration(source, graph, sparsePlan.split, o) : undefined;
   const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
   if (uses.length === 0) {

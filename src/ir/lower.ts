@@ -1,15 +1,16 @@
 /**
  * InferredModel → LayerGraph. The stages, in order:
  *  1. simplify: drop aliases (Identity, Dropout, no-op views/Transposes), merge view chains;
- *  2. desugar Gemm into MatMul (+ Mul) + Add so dense has one spelling, and batched-matmul Einsums
+ *  2. fold quantized patterns (QDQ and QOperator) into integer layers (quantized.ts);
+ *  3. desugar Gemm into MatMul (+ Mul) + Add so dense has one spelling, and batched-matmul Einsums
  *     into Transpose + MatMul (einsum.ts);
- *  3. recognise exporter patterns (decomposed LayerNorm, GELU, SiLU) and channel shuffles with the
+ *  4. recognise exporter patterns (decomposed LayerNorm, GELU, SiLU) and channel shuffles with the
  *     concat before and the slices after them (channel-moves.ts);
- *  4. lower tunable cores (Conv, MatMul) and fuse their epilogues (BN, bias, activations, residual);
- *  5. lower every remaining node to a non-tunable layer;
- *  6. fuse the non-tunable layers: batch norms into consumer convs, elementwise chains into one
+ *  5. lower tunable cores (Conv, MatMul) and fuse their epilogues (BN, bias, activations, residual);
+ *  6. lower every remaining node to a non-tunable layer;
+ *  7. fuse the non-tunable layers: batch norms into consumer convs, elementwise chains into one
  *     layer (fuse-ops.ts);
- *  7. order layers by where their last absorbed node stood, and freeze them (workload keys, MACs,
+ *  8. order layers by where their last absorbed node stood, and freeze them (workload keys, MACs,
  *     overflow guard).
  */
 import type { DType, InferredModel, OnnxNode } from '../onnx/model.js';
@@ -26,6 +27,7 @@ import { orderGatherChannels } from './gather-order.js';
 import { dropAliases, mergeViewChains } from './simplify.js';
 import { lowerConv, lowerMatMul } from './tunable.js';
 import { desugarEinsums } from './einsum.js';
+import { foldQuantized } from './quantized.js';
 import { indexGraph, shapeOf, workGraphOf, type WorkGraph } from './work-graph.js';
 
 function lowerCores(g: WorkGraph, consumed: Set<OnnxNode>): Map<OnnxNode, LayerDraft> {
@@ -49,6 +51,7 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   dropAliases(g);
   mergeViewChains(g);
   dropAliases(g);
+  const quantized = foldQuantized(g, m.dequantized ?? new Map());
   desugarGemms(g);
   desugarEinsums(g);
   recognisePatterns(g);
@@ -60,7 +63,10 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   const lowered: LayerDraft[] = [];
   g.nodes.forEach((n, position) => {
     if (consumed.has(n)) return;
-    lowered.push(cores.get(n) ?? lowerGeneric(g, n, position, opset));
+    const q = quantized.get(n);
+    // Rewrites after the fold moved nodes: a quantized layer takes its node's final place.
+    if (q !== undefined) q.position = position;
+    lowered.push(q ?? cores.get(n) ?? lowerGeneric(g, n, position, opset));
   });
   const drafts = fuseNonTunable(g, lowered);
   // Stable sort: a fused layer moves to its last absorbed node; everything it reads is earlier.

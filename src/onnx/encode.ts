@@ -37,6 +37,8 @@ export interface ModelSpec {
   readonly initializers: ReadonlyMap<string, Tensor> | readonly (readonly [string, Tensor])[];
   readonly nodes: readonly NodeSpec[];
   readonly valueInfo?: readonly ValueSpec[];
+  /** Operator sets of other domains (com.microsoft for ONNX Runtime's contrib operators). */
+  readonly extraOpsets?: readonly { readonly domain: string; readonly version: number }[];
 }
 
 function rawBytes(t: Tensor): Uint8Array {
@@ -108,7 +110,7 @@ export function encodeModel(spec: ModelSpec): Uint8Array {
     irVersion: spec.irVersion ?? 8,
     producerName: spec.producer ?? 'veltair',
     producerVersion: '0.1.0',
-    opsetImport: [{ domain: '', version: spec.opset ?? 17 }],
+    opsetImport: [{ domain: '', version: spec.opset ?? 17 }, ...(spec.extraOpsets ?? [])],
     graph,
   };
   return onnx.ModelProto.encode(model).finish();

@@ -4,8 +4,8 @@
  * Shape/Size, whose input shapes are) is evaluated and disappears, so exporter shape sub-graphs
  * fold away before the layer IR sees the model.
  */
-import type { InferredModel, OnnxModel, OnnxNode, Tensor, ValueType } from './model.js';
-import { nodeLabel } from './attributes.js';
+import type { DequantizedConstant, InferredModel, OnnxModel, OnnxNode, Tensor, ValueType } from './model.js';
+import { attrInt, nodeLabel } from './attributes.js';
 import { opDefinition } from './ops/registry.js';
 import type { OpContext, OpDef } from './ops/context.js';
 import { checkedElementCount, formatShape, product, sameShape } from './shapes.js';
@@ -67,12 +67,20 @@ export function inferModel(model: OnnxModel, opts: InferOptions = {}): InferredM
   }
   for (const i of inputs) types.set(i.name, { dtype: i.dtype, shape: i.shape });
   const kept: OnnxNode[] = [];
+  const dequantized = new Map<string, DequantizedConstant>();
   for (const node of order) {
     const folded = withFileName(model.path, () => inferNode(node, opset, types, constants));
     if (!folded) kept.push(node);
+    else if (node.opType === 'DequantizeLinear' && node.domain === '') dequantized.set(node.outputs[0]!, provenance(node, constants));
   }
   const outputs = model.graph.outputs.map((o) => ({ name: o.name, ...types.get(o.name)! }));
-  return { model, nodes: kept, types, constants, inputs, outputs };
+  return { model, nodes: kept, types, constants, inputs, outputs, dequantized };
+}
+
+function provenance(node: OnnxNode, constants: ReadonlyMap<string, Tensor>): DequantizedConstant {
+  const [q, scale, zero] = node.inputs.map((i) => (i === '' ? undefined : constants.get(i)));
+  const axis = attrInt(node, 'axis', 1);
+  return { quantized: q!, scale: scale!, zero, axis: axis < 0 ? axis + q!.dims.length : axis };
 }
 
 /** Infers one node's output types into `types`; returns true when it was folded into `constants`. */

@@ -102,4 +102,17 @@ export interface InferredModel {
   readonly constants: ReadonlyMap<string, Tensor>;
   readonly inputs: readonly (ValueType & { readonly name: string })[];
   readonly outputs: readonly (ValueType & { readonly name: string })[];
+  /**
+   * Constants folded from a DequantizeLinear of constants (a QDQ model's weights and biases), by
+   * value name: the integer tensor and its quantization, which the IR needs to keep the layer integer.
+   */
+  readonly dequantized?: ReadonlyMap<string, DequantizedConstant>;
+}
+
+export interface DequantizedConstant {
+  readonly quantized: Tensor;
+  readonly scale: Tensor;
+  readonly zero: Tensor | undefined;
+  /** The DequantizeLinear's axis (normalised), meaningful for a per-channel scale. */
+  readonly axis: number;
 }

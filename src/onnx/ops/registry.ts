@@ -9,6 +9,7 @@ import { matmulOps } from './matmul.js';
 import { resizeOps } from './resize.js';
 import { scatterOps } from './scatter.js';
 import { einsumOps } from './einsum.js';
+import { microsoftQuantizedOps, quantizedOps } from './quantized.js';
 
 const OPS: ReadonlyMap<string, OpDef> = new Map(
   Object.entries({
@@ -21,8 +22,12 @@ const OPS: ReadonlyMap<string, OpDef> = new Map(
     ...resizeOps,
     ...scatterOps,
     ...einsumOps,
+    ...quantizedOps,
   }),
 );
+
+/** ONNX Runtime's contrib domain: only the quantized operators its quantization tools emit. */
+const MICROSOFT_OPS: ReadonlyMap<string, OpDef> = new Map(Object.entries(microsoftQuantizedOps));
 
 /** The default ONNX domain, as decode.ts normalises it ('ai.onnx' becomes ''). */
 export function isDefaultDomain(domain: string): boolean {
@@ -30,6 +35,7 @@ export function isDefaultDomain(domain: string): boolean {
 }
 
 export function opDefinition(domain: string, opType: string): OpDef | undefined {
+  if (domain === 'com.microsoft') return MICROSOFT_OPS.get(opType);
   return isDefaultDomain(domain) ? OPS.get(opType) : undefined;
 }
 

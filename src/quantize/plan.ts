@@ -1,0 +1,89 @@
+/**
+ * What static quantization touches in a float model, decided from its graph alone: the float
+ * activations that get a QuantizeLinear/DequantizeLinear pair (the inputs and outputs of Conv,
+ * MatMul, Gemm, Add, MaxPool and GlobalAveragePool; after a core's Relu/Clip rather than between, so
+ * the activation folds into the layer), the weights quantized per output channel and the biases
+ * quantized to int32. Everything else stays float and reads dequantized values.
+ */
+import type { InferredModel, OnnxModel, OnnxNode } from '../onnx/model.js';
+import { attrFloat, attrInt } from '../onnx/attributes.js';
+
+export interface WeightPlan {
+  readonly name: string;
+  /** The output-channel axis: 0 for Conv and Gemm with transB, 1 for MatMul and plain Gemm. */
+  readonly axis: number;
+}
+
+export interface BiasPlan {
+  readonly name: string;
+  /** The activation and weight whose scales multiply into the bias's scale. */
+  readonly input: string;
+  readonly weight: string;
+}
+
+export interface QuantPlan {
+  readonly activations: readonly string[];
+  readonly weights: readonly WeightPlan[];
+  readonly biases: readonly BiasPlan[];
+}
+
+const CORES = new Set(['Conv', 'MatMul', 'Gemm']);
+
+function isFloatInitializer(m: OnnxModel, v: string | undefined, rank: number): boolean {
+  const t = v === undefined ? undefined : m.graph.initializers.get(v);
+  return t !== undefined && t.dtype === 'float32' && t.dims.length === rank;
+}
+
+/** The weight axis of a core whose weight can be quantized, or undefined to leave the node float. */
+function coreAxis(m: OnnxModel, n: OnnxNode): number | undefined {
+  const w = n.inputs[1];
+  if (n.opType === 'Conv') return isFloatInitializer(m, w, 4) ? 0 : undefined;
+  if (n.opType === 'MatMul') return isFloatInitializer(m, w, 2) ? 1 : undefined;
+  if (attrInt(n, 'transA', 0) !== 0 || attrFloat(n, 'alpha', 1) !== 1 || attrFloat(n, 'beta', 1) !== 1) return undefined;
+  if (!isFloatInitializer(m, w, 2)) return undefined;
+  const c = n.inputs[2];
+  if (c !== undefined && c !== '' && !isFloatInitializer(m, c, 1)) return undefined;
+  return attrInt(n, 'transB', 0) !== 0 ? 0 : 1;
+}
+
+export function planQuantization(inferred: InferredModel): QuantPlan {
+  const m = inferred.model;
+  const nodes = m.graph.nodes.filter((n) => n.domain === '');
+  const readers = new Map<string, OnnxNode[]>();
+  for (const n of nodes) for (const v of n.inputs) if (v !== '') readers.set(v, [...(readers.get(v) ?? []), n]);
+  const isActivation = (v: string | undefined): v is string =>
+    v !== undefined && v !== '' && !m.graph.initializers.has(v) && inferred.types.get(v)?.dtype === 'float32';
+  const activations = new Set<string>();
+  const weights = new Map<string, WeightPlan>();
+  const biases: BiasPlan[] = [];
+  const outputOf = (n: OnnxNode): string => {
+    const y = n.outputs[0]!;
+    const r = readers.get(y) ?? [];
+    const act = r.length === 1 && !m.graph.outputs.some((o) => o.name === y) ? r[0]! : undefined;
+    const clipConst = act?.opType === 'Clip' && act.inputs.slice(1).every((v) => v === '' || m.graph.initializers.has(v));
+    return act !== undefined && (act.opType === 'Relu' || clipConst) ? act.outputs[0]! : y;
+  };
+  for (const n of nodes) {
+    const x = n.inputs[0];
+    if (CORES.has(n.opType)) {
+      const axis = coreAxis(m, n);
+      const w = n.inputs[1]!;
+      if (axis === undefined || !isActivation(x) || (weights.has(w) && weights.get(w)!.axis !== axis)) continue;
+      weights.set(w, { name: w, axis });
+      const b = n.inputs[2];
+      if (b !== undefined && b !== '' && isFloatInitializer(m, b, 1) && !biases.some((p) => p.name === b))
+        biases.push({ name: b, input: x, weight: w });
+      activations.add(x);
+      activations.add(outputOf(n));
+    } else if (n.opType === 'Add' && isActivation(x) && isActivation(n.inputs[1])) {
+      activations.add(x);
+      activations.add(n.inputs[1]);
+      activations.add(n.outputs[0]!);
+    } else if ((n.opType === 'MaxPool' && (n.outputs[1] ?? '') === '') || n.opType === 'GlobalAveragePool') {
+      if (!isActivation(x)) continue;
+      activations.add(x);
+      activations.add(n.outputs[0]!);
+    }
+  }
+  return { activations: [...activations].filter((v) => isActivation(v)), weights: [...weights.values()], biases };
+}

@@ -1,0 +1,46 @@
+/**
+ * A small float CNN with every pattern `veltair quantize` quantizes and the IR folds: Conv+bias+Relu,
+ * MaxPool, a second Conv+Relu, a residual Add, GlobalAveragePool, Flatten and a Gemm (transB) head.
+ * Seeded weights; written with the project's own ONNX encoder.
+ */
+import { encodeModel } from '../src/onnx/encode.js';
+import type { Tensor } from '../src/onnx/model.js';
+import { seededFloats } from '../src/random.js';
+
+const f32 = (dims: number[], seed: number, scale: number): Tensor => ({
+  dtype: 'float32',
+  dims,
+  data: seededFloats(
+    dims.reduce((a, b) => a * b, 1),
+    seed,
+    -scale,
+    scale,
+  ),
+});
+
+export function smallCnn(): Uint8Array {
+  return encodeModel({
+    opset: 17,
+    inputs: [{ name: 'input', dtype: 'float32', shape: [1, 3, 16, 16] }],
+    outputs: [{ name: 'logits', dtype: 'float32', shape: [1, 10] }],
+    initializers: [
+      ['w1', f32([8, 3, 3, 3], 1, 0.5)],
+      ['b1', f32([8], 2, 0.1)],
+      ['w2', f32([8, 8, 3, 3], 3, 0.25)],
+      ['b2', f32([8], 4, 0.1)],
+      ['wf', f32([10, 8], 5, 0.5)],
+      ['bf', f32([10], 6, 0.1)],
+    ],
+    nodes: [
+      { op: 'Conv', name: 'conv1', inputs: ['input', 'w1', 'b1'], outputs: ['c1'], attrs: { pads: [1, 1, 1, 1] } },
+      { op: 'Relu', name: 'relu1', inputs: ['c1'], outputs: ['r1'] },
+      { op: 'MaxPool', name: 'pool1', inputs: ['r1'], outputs: ['p1'], attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
+      { op: 'Conv', name: 'conv2', inputs: ['p1', 'w2', 'b2'], outputs: ['c2'], attrs: { pads: [1, 1, 1, 1] } },
+      { op: 'Relu', name: 'relu2', inputs: ['c2'], outputs: ['r2'] },
+      { op: 'Add', name: 'residual', inputs: ['r2', 'p1'], outputs: ['s'] },
+      { op: 'GlobalAveragePool', name: 'gap', inputs: ['s'], outputs: ['g'] },
+      { op: 'Flatten', name: 'flatten', inputs: ['g'], outputs: ['f'] },
+      { op: 'Gemm', name: 'fc', inputs: ['f', 'wf', 'bf'], outputs: ['logits'], attrs: { transB: 1 } },
+    ],
+  });
+}
