@@ -10,6 +10,7 @@ import { equalWeights, runExperiment, type ExperimentResult, type LoadSpec } fro
 import { loadProfiles } from '../simulate/profile-sources.js';
 import { setupModels, type Setup } from '../simulate/setup.js';
 import { MIXES } from '../simulate/workloads.js';
+import { dispatchLabel } from '../simulate/engine.js';
 
 /** Options of {@link simulate}; `veltair simulate`'s flags, one field each. */
 export interface SimulateOptions {
@@ -32,6 +33,8 @@ export interface SimulateOptions {
   readonly warmupS?: number;
   /** Stop a point after this many events (default 50 000 000). */
   readonly maxEvents?: number;
+  /** Simulate chained dispatch, as the server runs it (default true); false: a hand-off per block. */
+  readonly chain?: boolean;
   /** Per-model QoS target in ms, by model name (default: from the profile). */
   readonly qosMs?: Readonly<Record<string, number>>;
 }
@@ -93,9 +96,10 @@ export function simulate(o: SimulateOptions): SimulateResult {
     interference: setup.interference,
     loads: o.load ?? { kind: 'load', values: [0.5] },
     timeDecisions: false,
+    chain: o.chain !== false,
   });
   const label =
     `simulated: ${cores} cores; profiles ${[...new Set(setup.summaries.map((s) => s.machine))].join(' | ')}; figures beyond the profiled core ` +
-    'counts modelled by the scaling model';
+    `counts modelled by the scaling model; ${dispatchLabel(o.chain !== false)}`;
   return { ...result, simulated: true, label, models: setup.summaries };
 }

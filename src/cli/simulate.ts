@@ -23,6 +23,7 @@ import { derivedLines, modelLines, pointsTable, timingLines } from '../simulate/
 import { setupModels, scalingConstants, type Setup } from '../simulate/setup.js';
 import { simulateCharges } from './simulate-calibration.js';
 import { MIXES } from '../simulate/workloads.js';
+import { dispatchLabel } from '../simulate/engine.js';
 import { writeSchedulePlots } from '../simulate/plots.js';
 import { note, printJson, printLine } from '../terminal/output.js';
 import { collect, parseCount, parseList, parseNonNegative, parseNumberList, parsePairs, parsePositiveNumber } from './simulate-args.js';
@@ -267,13 +268,6 @@ async function simulateAction(f: SimulateFlags): Promise<void> {
     return;
   }
   printText(result, setup, label, cores, seed, durationMs, warmupMs, plots);
-}
-
-/** How the simulated server hands blocks to its workers (dispatcher.ts). */
-function dispatchLabel(chain: boolean): string {
-  return chain
-    ? 'dispatch simulated as the server runs it: chained (one hand-off per uninterrupted request, preemption at layer boundaries)'
-    : 'dispatch simulated block by block (a hand-off per block; the server chains by default)';
 }
 
 function printText(

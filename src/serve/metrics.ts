@@ -94,7 +94,9 @@ export function createMetrics(): ServerMetrics {
     }),
     preemptions: new Counter({
       name: 'veltair_chain_preemptions_total',
-      help: 'Chains asked to stop at their next layer boundary (outcome asked), then whether they stopped early or ran_through (the flag came after the last boundary)',
+      help:
+        'Chains asked to stop at their next layer boundary (outcome asked), ' +
+        'then whether they stopped early or ran_through (the flag came after the last boundary)',
       labelNames: ['model', 'outcome'],
       ...r,
     }),

@@ -337,3 +337,10 @@ export function simulate(o: SimOptions): RunResult {
     timing: timing ? { calls: timing.calls, totalNs: timing.totalNs, samplesNs: Float64Array.from(timing.samples) } : null,
   };
 }
+
+/** How the simulated server hands blocks to its workers (dispatcher.ts), as every simulated figure states it. */
+export function dispatchLabel(chain: boolean): string {
+  return chain
+    ? 'dispatch simulated as the server runs it: chained (one hand-off per uninterrupted request, preemption at layer boundaries)'
+    : 'dispatch simulated block by block (a hand-off per block; the server chains by default)';
+}
