@@ -5,23 +5,27 @@
 # (veltair_scheduler_decision_seconds), per block from decision to its first kernel
 # (veltair_block_dispatch_seconds), and per request, both summed (veltair_request_scheduling_seconds).
 #
-#   bench/serve/sched-overhead.sh [--qps 6] [--cores 0,1] [--port 8123] [--policy veltair] BUNDLE…
+#   bench/serve/sched-overhead.sh [--qps 6] [--cores 0,1] [--port 8123] [--policy veltair] [--no-chain] BUNDLE…
+#
+# --no-chain serves block by block (every block back through the event loop), for the before/after pair.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 qps=6 cores=0,1 port=8123 policy=veltair
+chain=()
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --qps) qps=$2; shift 2 ;;
     --cores) cores=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --policy) policy=$2; shift 2 ;;
+    --no-chain) chain=(--no-chain); shift ;;
     *) break ;;
   esac
 done
 [ "$#" -gt 0 ] || { echo "usage: $0 [--qps Q] [--cores LIST] [--port P] [--policy P] BUNDLE…" >&2; exit 2; }
 names=$(for b in "$@"; do basename "$b" .bundle; done | paste -sd, -)
 out=$(mktemp -d)
-node "$here/bin/veltair" serve "$@" --policy "$policy" --port "$port" --cores "$cores" > "$out/serve.log" 2>&1 &
+node "$here/bin/veltair" serve "$@" --policy "$policy" --port "$port" --cores "$cores" "${chain[@]}" > "$out/serve.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 180); do curl -sf "localhost:$port/v2/health/ready" > /dev/null 2>&1 && break; sleep 1; done

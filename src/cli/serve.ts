@@ -35,6 +35,8 @@ interface ServeFlags {
   cores?: string;
   qosMultiple: string;
   blockNice: string;
+  /** false with --no-chain. */
+  chain?: boolean;
   maxBodyBytes: string;
   backend: string;
   trust?: string[];
@@ -126,6 +128,7 @@ async function backendFor(
       metrics,
       qosMultiple,
       blockNice: parseBlockNice(flags.blockNice),
+      chain: flags.chain !== false,
       onProgress: say,
       ...(trustedKeys ? { trustedKeys } : {}),
     });
@@ -168,6 +171,11 @@ export function registerServeCommand(program: Command): void {
       "nice value (0-19) of the threads that run kernels, so the server's own thread (HTTP, scheduling) " +
         'is never queued behind them on shared cores',
       String(DEFAULT_BLOCK_NICE),
+    )
+    .option(
+      '--no-chain',
+      "return to the event loop after every block (the scheduler decides each), instead of running a request's blocks " +
+        'back to back in its worker until a tighter request or a core claim stops it at a layer boundary',
     )
     .option('--max-body-bytes <n>', 'largest request body accepted', String(64 * 1024 * 1024))
     .option(
