@@ -455,7 +455,8 @@ static napi_value start_job(napi_env env, napi_value* argv, int chained, int sta
     VT_CHECK(napi_is_typedarray(env, argv[4], &typed));
     if (!typed) return throw_code(env, "VT_ARGUMENT", "runChain: stops must be an Int32Array of step indices");
     VT_CHECK(napi_get_typedarray_info(env, argv[4], &tt, NULL, &data, NULL, NULL));
-    if (tt != napi_int32_array || !vt_view(env, argv[4], &data, &bytes)) return throw_code(env, "VT_ARGUMENT", "runChain: stops must be an Int32Array of step indices");
+    if (tt != napi_int32_array || !vt_view(env, argv[4], &data, &bytes))
+        return throw_code(env, "VT_ARGUMENT", "runChain: stops must be an Int32Array of step indices");
     int n_stops = (int)(bytes / sizeof(int32_t));
     if (n_stops > h->cap_stops) {
       int* grown = realloc(h->stops, (size_t)n_stops * sizeof(int));
