@@ -178,19 +178,14 @@ function qconv(
   const ys = shapeOf(g, y);
   const kernel = attrInts(node, 'kernel_shape') ?? w.values.dims.slice(2);
   const win = resolveWindow(node, xs.slice(2), ys.slice(2), kernel);
-  const clamp: [number, number] = yq === undefined ? [...quantRange('int32')] : clampOf(g, act, yq);
+  const { clamp, ...weighted } = weightedParts(g, w, bias, act, yq);
   return {
     name: node.name,
     op: 'qconv2d',
     inputs: [x],
     outputs: [y],
-    dtype: yq?.dtype ?? 'int32',
     position,
-    params: weightParams(w, w.values, bias),
-    epilogue: [
-      ...(bias !== undefined ? [{ kind: 'bias' as const }] : []),
-      ...activationOf(act, g).map((a) => ({ kind: 'activation' as const, activation: a })),
-    ],
+    ...weighted,
     attrs: {
       groups: attrInt(node, 'group', 1),
       kernel: [...win.kernel],
@@ -201,6 +196,20 @@ function qconv(
     },
     core: undefined,
     macs: ys.reduce((a, b) => a * b, 1) * (w.values.dims.slice(1).reduce((a, b) => a * b, 1) || 1),
+  };
+}
+
+/** What a layer with a constant quantized weight carries whatever its shape: output type, weights, epilogue, clamp. */
+function weightedParts(g: WorkGraph, w: QWeight, bias: Tensor | undefined, act: OnnxNode | undefined, yq: Quant | undefined) {
+  const clamp: [number, number] = yq === undefined ? [...quantRange('int32')] : clampOf(g, act, yq);
+  return {
+    dtype: yq?.dtype ?? ('int32' as const),
+    params: weightParams(w, w.values, bias),
+    epilogue: [
+      ...(bias !== undefined ? [{ kind: 'bias' as const }] : []),
+      ...activationOf(act, g).map((a) => ({ kind: 'activation' as const, activation: a })),
+    ],
+    clamp,
   };
 }
 
@@ -219,19 +228,14 @@ function qmatmul(
 ): LayerDraft {
   if (w.values.dims.length !== 2)
     throw refuse(node, `its weight has rank ${w.values.dims.length}`, 'veltair folds quantized MatMul with a constant 2-D weight');
-  const clamp: [number, number] = yq === undefined ? [...quantRange('int32')] : clampOf(g, act, yq);
+  const { clamp, ...weighted } = weightedParts(g, w, bias, act, yq);
   return {
     name: node.name,
     op: 'qmatmul',
     inputs: [a],
     outputs: [y],
-    dtype: yq?.dtype ?? 'int32',
     position,
-    params: weightParams(w, w.values, bias),
-    epilogue: [
-      ...(bias !== undefined ? [{ kind: 'bias' as const }] : []),
-      ...activationOf(act, g).map((x) => ({ kind: 'activation' as const, activation: x })),
-    ],
+    ...weighted,
     attrs: quantAttrs(aq, yq, clamp),
     core: undefined,
     macs: shapeOf(g, y).reduce((p, d) => p * d, 1) * w.values.dims[0]!,
