@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, test } from 'node:test';
-import { unackedInTable } from '../src/serve/send-queue.js';
+import { sendMoved, unackedInTable } from '../src/serve/send-queue.js';
 import type { Backend, ServedModel } from '../src/serve/backend.js';
 import { createMetrics } from '../src/serve/metrics.js';
 import { startServer, type RunningServer } from '../src/serve/start.js';
@@ -130,4 +130,15 @@ test("unacknowledged bytes per peer port from /proc/net/tcp: this port's connect
       [0xd432, undefined],
     ],
   );
+});
+
+test("an answer moved when libuv's queue shrinks though the kernel's reads the same full cap, and not when nothing moved", () => {
+  const full = 4_190_912; // a slow reader's pauses leave the kernel's send buffer at its cap at every look
+  const first = { buffered: 64 << 20, uvQueued: 54_741_685, unacked: full };
+  assert.equal(sendMoved(undefined, first), true, 'the first look starts the clock');
+  assert.equal(sendMoved(first, { ...first, uvQueued: 50_681_739 }), true);
+  assert.equal(sendMoved(first, { ...first }), false, 'a client that reads nothing');
+  assert.equal(sendMoved(first, { ...first, unacked: full - 65_536 }), true, 'the last bytes leave the kernel');
+  assert.equal(sendMoved(first, { ...first, buffered: 1 << 20 }), true, "Node's buffer shrank");
+  assert.equal(sendMoved({ buffered: 10 }, { buffered: 10 }), false, 'a host that says nothing past Node: only its buffer counts');
 });

@@ -7,7 +7,8 @@
  *  - a body must keep arriving: no new byte for bodyTimeoutMs is answered 408 and the socket closed
  *    (Node's requestTimeout bounds the whole request instead, which cuts off a slow honest upload);
  *  - an answer must keep leaving: a client that takes nothing of it for sendTimeoutMs (the kernel's
- *    unacknowledged bytes and Node's buffer both unmoved, send-queue.ts) is cut off and counted;
+ *    unacknowledged bytes, libuv's write queue and Node's buffer all unmoved, send-queue.ts) is cut
+ *    off and counted;
  *  - at most maxConnections at once: a connection past them is answered 503 with Retry-After as it
  *    is accepted, what it sends read and discarded until it closes (or pauses, or sends too much),
  *    and counted. Node's own server.maxConnections closes such sockets without a word;
@@ -25,7 +26,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import { pendingAccepts } from './accept-queue.js';
 import type { ServeLimits } from './limits.js';
 import type { ServerMetrics } from './metrics.js';
-import { unackedBytes } from './send-queue.js';
+import { sendMoved, unackedBytes, uvQueuedBytes, type SendQueue } from './send-queue.js';
 
 interface ConnState {
   /** The latest request on this connection (its body may still be arriving) and its response. */
@@ -43,8 +44,7 @@ interface ConnState {
   /** socket.bytesRead when the latest response finished (keep-alive idle since, if nothing was read after). */
   idleFromBytes?: number;
   /** While an answer waits in Node's buffer: that buffer's size and the kernel's unacknowledged bytes at the last look, and when either last fell or moved. */
-  sendBuffered?: number;
-  sendUnacked?: number;
+  sendQueue?: SendQueue;
   lastSendProgressMs: number;
 }
 
@@ -278,22 +278,21 @@ export class Connections {
   }
 
   /**
-   * Every connection with an answer in Node's buffer (the kernel's is full): progress is that buffer shrinking or the kernel's
-   * unacknowledged bytes moving; none for sendTimeoutMs and the connection is destroyed — nothing more can reach that client.
+   * Every connection with an answer in Node's buffer (the kernel's is full): progress is that buffer or libuv's queue shrinking,
+   * or the kernel's unacknowledged bytes moving; none for sendTimeoutMs and the connection is destroyed.
    */
   private checkSends(now: number): void {
     let unacked: ReturnType<typeof unackedBytes> | null = null; // read once per look, and only when some answer waits
     for (const [socket, st] of this.open) {
       const buffered = socket.writableLength;
       if (buffered === 0 || socket.destroyed) {
-        st.sendBuffered = undefined;
+        st.sendQueue = undefined;
         continue;
       }
       if (unacked === null) unacked = this.listenPort === undefined ? undefined : unackedBytes(this.listenPort);
-      const kernel = unacked?.get(socket.remotePort ?? -1);
-      if (st.sendBuffered === undefined || buffered < st.sendBuffered || kernel !== st.sendUnacked) st.lastSendProgressMs = now;
-      st.sendBuffered = buffered;
-      st.sendUnacked = kernel;
+      const look: SendQueue = { buffered, uvQueued: uvQueuedBytes(socket), unacked: unacked?.get(socket.remotePort ?? -1) };
+      if (sendMoved(st.sendQueue, look)) st.lastSendProgressMs = now;
+      st.sendQueue = look;
       if (now - st.lastSendProgressMs < this.limits.sendTimeoutMs) continue;
       this.metrics.timeouts.inc({ kind: 'send' });
       socket.destroy();

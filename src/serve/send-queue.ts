@@ -1,15 +1,41 @@
 /**
- * How many bytes of each connection to a port the kernel has sent and not had acknowledged yet
- * (Linux's tx_queue), so the send timeout (connections.ts) can tell a client that reads an answer
- * slowly from one that stopped reading.
+ * Where an answer stands on its way out, so the send timeout (connections.ts) can tell a client that
+ * reads an answer slowly from one that stopped reading.
  *
- * Node's own counters do not show it: one large write stays whole in socket.writableLength (and in
- * the handle's writeQueueSize) until its last byte is out, however much the client has read. The
- * kernel's queue moves whenever the client acknowledges a byte and more is queued behind it; it
- * stays put when the client's receive window is shut. Read from /proc/net/tcp{,6}; undefined where
- * that cannot be read, and the send timeout then judges by Node's counters alone.
+ * Three counters, each blind somewhere: one large write stays whole in socket.writableLength until
+ * its last byte is out, however much the client has read. libuv's write queue (the handle's
+ * writeQueueSize) shrinks as each piece of that write reaches the kernel, but stays at 0 once all
+ * of it is there. The kernel's unacknowledged bytes (Linux's tx_queue) move while the client
+ * acknowledges what is queued, but read the same whenever the send buffer is full to its cap, which
+ * is where a slow reader's pauses leave it at every look. Progress is any of them moving.
  */
 import { readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
+
+/** One look at an answer's way out; a field is undefined where this host or socket does not say. */
+export interface SendQueue {
+  /** Bytes in Node's writable buffer (socket.writableLength). */
+  buffered: number;
+  /** Bytes libuv has not yet handed to the kernel. */
+  uvQueued?: number;
+  /** Bytes the kernel has sent or holds and the client has not acknowledged. */
+  unacked?: number;
+}
+
+/** Whether an answer moved between two looks: Node's buffer or libuv's queue shrank, or the kernel's queue changed. */
+export function sendMoved(before: SendQueue | undefined, now: SendQueue): boolean {
+  if (before === undefined) return true;
+  if (now.buffered < before.buffered) return true;
+  if (now.uvQueued !== undefined && before.uvQueued !== undefined && now.uvQueued < before.uvQueued) return true;
+  return now.unacked !== before.unacked;
+}
+
+/** libuv's write queue of a socket, read from its handle (not public API: undefined where a Node does not have it). */
+export function uvQueuedBytes(socket: Socket): number | undefined {
+  const handle = (socket as unknown as { _handle?: { writeQueueSize?: unknown } })._handle;
+  const size = handle?.writeQueueSize;
+  return typeof size === 'number' && Number.isFinite(size) ? size : undefined;
+}
 
 const LISTEN = '0A';
 
