@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { binaryAnswerBytes, requestFor, type LoadModel } from '../src/load/generator.js';
-import { searchMaxQps } from '../src/load/find-max.js';
+import { boundCanDecide, searchMaxQps } from '../src/load/find-max.js';
 import { httpSender, runProbe, type ProbeResult } from '../src/load/probe.js';
 import { answerOk } from '../src/load/post.js';
 import type { Verdict } from '../src/load/early-stopping.js';
@@ -100,10 +100,42 @@ test('find-max: passes raise the bound, fails cap it, and an undecided rate is n
   assert.equal(found.failedQps, 40, 'the failed bound is only ever a rate that failed');
   assert.ok(found.undecidedQps.length > 0 && found.undecidedQps.every((q) => q > 20 && q <= 30), `undecided ${found.undecidedQps}`);
   // Every rate undecided (the probe bound is too short for the rule): nothing passes, nothing fails; the search says so.
-  const never = await searchMaxQps(async (qps) => probe(qps, 'undecided'), { seed: 1, startQps: 8, maxRuns: 10 });
+  // Each probe sent 5,000 requests with some late: enough that a lower rate could still decide, so the search goes down.
+  const many = (qps: number): ProbeResult => {
+    const p = probe(qps, 'undecided');
+    return { ...p, models: [{ ...p.models[0]!, sent: 5000, late: 60 }] };
+  };
+  const never = await searchMaxQps(async (qps) => many(qps), { seed: 1, startQps: 8, maxRuns: 10 });
   assert.equal(never.maxQps, 0);
   assert.equal(never.failedQps, null);
   assert.ok(never.undecidedQps.length > 1);
+  assert.equal(never.boundTooShortBelowQps, null);
+});
+
+test('find-max does not go below an undecided probe when no lower rate can send enough requests within the bound', async () => {
+  // 456 requests in the bound at 20.96 QPS, 0 late: 3 short of the 459 a pass needs, and a lower rate sends fewer.
+  const short = (qps: number): ProbeResult => {
+    const p = probe(qps, 'undecided');
+    return { ...p, models: [{ ...p.models[0]!, sent: Math.round(456 * (qps / 20.96)) }] };
+  };
+  const seen: number[] = [];
+  const found = await searchMaxQps(
+    async (qps) => {
+      seen.push(qps);
+      return short(qps);
+    },
+    { seed: 1, startQps: 20.96, maxRuns: 10 },
+  );
+  assert.deepEqual(seen, [20.96], 'one probe, no descent');
+  assert.equal(found.maxQps, 0);
+  assert.equal(found.boundTooShortBelowQps, 20.96);
+  assert.equal(boundCanDecide(short(20.96), 10.48), false);
+  assert.equal(boundCanDecide({ ...short(20.96), models: [{ ...short(20.96).models[0]!, sent: 1000 }] }, 10.48), true, '500 at half');
+  assert.equal(boundCanDecide({ ...short(20.96), stoppedBy: 'verdict' }, 1), true, 'a probe its verdict ended says nothing of the bound');
+  // A failing start still goes down: fails are decided, and a lower rate with room passes.
+  const down = await searchMaxQps(async (qps) => probe(qps, qps <= 5 ? 'pass' : 'fail'), { seed: 1, startQps: 20, maxRuns: 6 });
+  assert.equal(down.maxQps, 5);
+  assert.equal(down.boundTooShortBelowQps, null);
 });
 
 test('find-max runs a probe again, once, when work outside the arm took over 5% of the cores, and marks it', async () => {

@@ -40,7 +40,7 @@ import { availableCores } from '../toolchain/cpu.js';
 import { median } from '../stats.js';
 import { requestFor, type LoadModel, type Metadata } from '../load/generator.js';
 import type { ProbeResult } from '../load/probe.js';
-import { findMaxQps, findMaxVia, type FindMaxResult } from '../load/find-max.js';
+import { boundTooShortText, findMaxQps, findMaxVia, type FindMaxResult } from '../load/find-max.js';
 import { answerOk, post } from '../load/post.js';
 import { badArgument } from '../terminal/args.js';
 import { parseSweep, runSweep, sweepPoints, sweepRates, type SweepPoint, type SweepSpec } from '../load/sweep.js';
@@ -332,6 +332,7 @@ async function simulated(
 interface ArmRound {
   readonly maxQps: number;
   readonly undecidedQps: number[];
+  readonly boundTooShortBelowQps: number | null;
   readonly noise: ProbeNoise[];
 }
 
@@ -367,6 +368,7 @@ async function measureArm(
 const armRound = (found: FindMaxResult): ArmRound => ({
   maxQps: found.maxQps,
   undecidedQps: found.undecidedQps,
+  boundTooShortBelowQps: found.boundTooShortBelowQps,
   noise: found.runs.map(probeNoise),
 });
 
@@ -518,7 +520,8 @@ async function benchMix(mix: Mix, a: Args, log: (s: string) => void, partial: Pa
       r.noise.push(m.noise);
       log(
         `  round ${round + 1} ${arm.label}: max ${m.maxQps.toFixed(2)} QPS` +
-          `${m.undecidedQps.length > 0 ? ` (undecided at ${m.undecidedQps.map((q) => q.toFixed(2)).join(', ')})` : ''}`,
+          `${m.undecidedQps.length > 0 ? ` (undecided at ${m.undecidedQps.map((q) => q.toFixed(2)).join(', ')})` : ''}` +
+          `${m.boundTooShortBelowQps !== null ? `; ${boundTooShortText(m.boundTooShortBelowQps)}` : ''}`,
       );
       const ip = inProcess.find((x) => x.label === arm.label);
       if (!ip) continue;

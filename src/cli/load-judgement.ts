@@ -5,7 +5,7 @@
  * the one line that states the rule beside every result.
  */
 import type { Judgement } from '../load/early-stopping.js';
-import type { FindMaxResult } from '../load/find-max.js';
+import { boundTooShortText, type FindMaxResult } from '../load/find-max.js';
 import type { ProbeOptions } from '../load/probe.js';
 import { badArgument, parsePositiveInt } from '../terminal/args.js';
 
@@ -40,5 +40,6 @@ export function parseJudgement(flags: JudgementFlags): { judgement: Judgement; v
 export function boundsText(r: FindMaxResult): string {
   const parts = [`failed at ${r.failedQps === null ? '-' : r.failedQps.toFixed(2)}`];
   if (r.undecidedQps.length > 0) parts.push(`undecided at ${r.undecidedQps.map((q) => q.toFixed(2)).join(', ')}`);
+  if (r.boundTooShortBelowQps !== null) parts.push(boundTooShortText(r.boundTooShortBelowQps));
   return parts.join('; ');
 }
