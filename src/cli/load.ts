@@ -136,6 +136,7 @@ export function registerLoadCommand(program: Command): void {
             maxQps: found.maxQps,
             failedQps: found.failedQps,
             undecidedQps: found.undecidedQps,
+            boundTooShortBelowQps: found.boundTooShortBelowQps,
             judgement: judged.judgement,
             runs: found.runs,
           });
