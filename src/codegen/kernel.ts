@@ -7,13 +7,15 @@ import { createHash } from 'node:crypto';
 import { canonicalForm, type WorkloadShape } from '../ir/workload.js';
 import { internalError } from '../errors.js';
 import type { Candidate } from '../space/candidate.js';
-import { problemOf } from '../space/problem.js';
-import type { Schedule } from '../space/knobs.js';
+import { problemOf, type Problem } from '../space/problem.js';
+import { isWinograd, type Schedule } from '../space/knobs.js';
+import { winogradEligible } from '../space/winograd.js';
 import { emitDepthwise } from './depthwise.js';
 import { emitDirect } from './direct.js';
 import { emitEpilogue } from './epilogue.js';
 import { emitDescriptor, emitLayout, workspaceBytesOf } from './layout.js';
 import { emitTeamMarker } from './team-entry.js';
+import { emitWinograd } from './winograd.js';
 
 /**
  * Bump when generated code changes meaning: it is part of every symbol (stale objects never match)
@@ -28,15 +30,25 @@ export interface KernelSource {
 }
 
 export function kernelSymbol(w: WorkloadShape, s: Schedule): string {
+  // an explicit algo 'direct' names the same code as no algo: hash the schedule without it
+  const { algo, ...direct } = s;
   const h = createHash('sha256')
-    .update(`${CODEGEN_VERSION}\0${canonicalForm(w)}\0${JSON.stringify(s)}`)
+    .update(`${CODEGEN_VERSION}\0${canonicalForm(w)}\0${JSON.stringify(algo === 'direct' ? direct : s)}`)
     .digest('hex');
   return `vt_k${h.slice(0, 16)}`;
 }
 
 /** vt_desc.workspace_bytes of the candidate (workload, schedule): what a caller must provide to <sym>_run. */
 export function kernelWorkspaceBytes(w: WorkloadShape, s: Schedule): number {
-  return workspaceBytesOf(problemOf(w, s.vec), s);
+  return workspaceBytesOf(w, problemOf(w, s.vec), s);
+}
+
+function emitBody(symbol: string, w: WorkloadShape, p: Problem, s: Schedule, epilogue: string): string {
+  if (isWinograd(s)) {
+    if (!winogradEligible(w)) throw internalError('a winograd schedule for a workload that cannot take it');
+    return emitWinograd(symbol, w, s, w.epilogue, epilogue);
+  }
+  return p.kind === 'depthwise' ? emitDepthwise(symbol, p, s, w.epilogue, epilogue) : emitDirect(symbol, p, s, w.epilogue, epilogue);
 }
 
 export function generateKernel(c: Candidate): KernelSource {
@@ -45,7 +57,7 @@ export function generateKernel(c: Candidate): KernelSource {
   if (!/^vt_k[0-9a-f]{16}$/.test(symbol)) throw internalError(`bad kernel symbol ${symbol}`);
   const p = problemOf(w, s.vec);
   const epilogue = `${symbol}_epi`;
-  const body = p.kind === 'depthwise' ? emitDepthwise(symbol, p, s, w.epilogue, epilogue) : emitDirect(symbol, p, s, w.epilogue, epilogue);
+  const body = emitBody(symbol, w, p, s, epilogue);
   const source = [
     `/* veltair candidate ${symbol}: generated, do not edit. schedule ${JSON.stringify(s)} */`,
     '#include <omp.h>',

@@ -5,10 +5,12 @@
 import type { WorkloadShape } from '../ir/workload.js';
 import type { Problem } from '../space/problem.js';
 import { roundUp } from '../space/problem.js';
-import { tileCounts, type Schedule } from '../space/knobs.js';
+import { isWinograd, tileCounts, type Schedule } from '../space/knobs.js';
+import { winogradProblem } from '../space/winograd.js';
 import { directWeightLayout, directWorkspace } from './direct.js';
 import { depthwiseWeightFloats } from './depthwise.js';
 import { EPILOGUE_CODES, epilogueParamCount } from './epilogue.js';
+import { emitWinogradPackWeight, winogradWeightLayout, winogradWorkspace } from './winograd.js';
 
 export interface BufferSizes {
   readonly input: number;
@@ -19,8 +21,14 @@ export interface BufferSizes {
 }
 
 /** Bytes of caller-provided scratch the candidate's run function needs (vt_desc.workspace_bytes). */
-export function workspaceBytesOf(p: Problem, s: Schedule): number {
+export function workspaceBytesOf(w: WorkloadShape, p: Problem, s: Schedule): number {
+  if (isWinograd(s)) return winogradWorkspace(winogradProblem(w, s.vec)).bytes;
   return p.kind === 'depthwise' ? 0 : directWorkspace(p, s).bytes;
+}
+
+function convWeightFloats(w: WorkloadShape, p: Problem, s: Schedule): number {
+  if (isWinograd(s)) return winogradWeightLayout(winogradProblem(w, s.vec), s).weightFloats;
+  return p.kind === 'depthwise' ? depthwiseWeightFloats(p) : directWeightLayout(p, s).weightFloats;
 }
 
 export function bufferSizes(w: WorkloadShape, p: Problem, s: Schedule): BufferSizes {
@@ -28,8 +36,7 @@ export function bufferSizes(w: WorkloadShape, p: Problem, s: Schedule): BufferSi
   if (w.op === 'conv2d') {
     const cinP = roundUp(w.cin, v),
       coutP = roundUp(w.cout, v);
-    const weight =
-      p.kind === 'depthwise' ? depthwiseWeightFloats(p) : directWeightLayout(p as Extract<Problem, { kind: 'direct' }>, s).weightFloats;
+    const weight = convWeightFloats(w, p, s);
     return { input: w.n * cinP * w.h * w.w, weight, output: w.n * coutP * w.oh * w.ow, bias: coutP, gate: w.n * coutP };
   }
   const batch = w.op === 'batch_matmul' ? w.batch : 1;
@@ -119,7 +126,13 @@ export function emitLayout(sym: string, w: WorkloadShape, p: Problem, s: Schedul
     fns.push(blockedNchw(`${sym}_pack_input`, w.n, w.cin, w.h * w.w, v, false));
     fns.push(blockedNchw(`${sym}_pack_output`, w.n, w.cout, w.oh * w.ow, v, false));
     fns.push(blockedNchw(`${sym}_unpack_output`, w.n, w.cout, w.oh * w.ow, v, true));
-    fns.push(p.kind === 'depthwise' ? packDepthwiseWeight(`${sym}_pack_weight`, p) : packDirectWeight(`${sym}_pack_weight`, w, p, s));
+    fns.push(
+      isWinograd(s)
+        ? emitWinogradPackWeight(`${sym}_pack_weight`, w, s)
+        : p.kind === 'depthwise'
+          ? packDepthwiseWeight(`${sym}_pack_weight`, p)
+          : packDirectWeight(`${sym}_pack_weight`, w, p, s),
+    );
   } else {
     const batch = w.op === 'batch_matmul' ? w.batch : 1;
     fns.push(paddedRows(`${sym}_pack_input`, batch * w.m, w.k, v, false));
@@ -154,7 +167,7 @@ export function emitDescriptor(sym: string, w: WorkloadShape, p: Problem, s: Sch
     `  ${conv}`,
     `  .n_epi = ${epi.length}, .epi = {${epi.join(', ')}}, .n_epi_params = ${epilogueParamCount(w.epilogue)},`,
     `  .input_floats = ${z.input}, .weight_floats = ${z.weight}, .output_floats = ${z.output}, ` +
-      `.bias_floats = ${z.bias}, .chanmul_floats = ${z.gate}, .workspace_bytes = ${workspaceBytesOf(p, s)},`,
+      `.bias_floats = ${z.bias}, .chanmul_floats = ${z.gate}, .workspace_bytes = ${workspaceBytesOf(w, p, s)},`,
     '};',
     `const vt_desc* ${sym}_desc(void) { return &${sym}_descriptor; }`,
   ].join('\n');

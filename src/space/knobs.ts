@@ -22,6 +22,9 @@
  *  - unroll     unroll of the reduction-lane loop (≤ V).
  *  - threads    OpenMP threads. Together with the tile sizes (which fix the chunk count,
  *               features.parallelChunks) this is the PARALLELISM knob.
+ *  - algo       'winograd': the F(4×4, 3×3) form of an eligible conv (space/winograd.ts, where the
+ *               other knobs' meaning under it is given); absent = the direct loops above. Absent
+ *               rather than 'direct' in the canonical form, so direct schedules hash as they always did.
  * The two ends: localityGreedy() (full reductions, tiles grown to L2, as few chunks as threads)
  * and parallelHeavy() (smallest tiles, one register block per chunk, all cores).
  */
@@ -29,10 +32,12 @@ import type { WorkloadShape } from '../ir/workload.js';
 import { problemOf, widthFits, type Problem } from './problem.js';
 import type { Rng } from '../random.js';
 import { vectorRegisters, vectorWidths } from '../toolchain/isa.js';
+import { winogradCounts, winogradEligible, winogradProblem } from './winograd.js';
 import type { Target } from '../toolchain/target.js';
 
 export type LoopOrder = 'oc_outer' | 'spatial_outer';
 export type ParallelAxis = 'oc' | 'spatial';
+export type Algo = 'direct' | 'winograd';
 
 export interface Schedule {
   readonly vec: 16 | 8 | 1;
@@ -46,9 +51,16 @@ export interface Schedule {
   readonly parallelAxis: ParallelAxis;
   readonly unroll: number;
   readonly threads: number;
+  readonly algo?: Algo;
 }
 
-/** Builds a Schedule with the canonical field order (records and hashes depend on it). */
+/** The schedule runs the Winograd form (a direct schedule may carry algo 'direct' or nothing). */
+export const isWinograd = (s: Schedule): boolean => s.algo === 'winograd';
+
+/**
+ * Builds a Schedule with the canonical field order (records and hashes depend on it). algo comes
+ * last and only when it is 'winograd': a direct schedule's form is the one it had before the knob.
+ */
 export function makeSchedule(s: Schedule): Schedule {
   return {
     vec: s.vec,
@@ -62,6 +74,7 @@ export function makeSchedule(s: Schedule): Schedule {
     parallelAxis: s.parallelAxis,
     unroll: s.unroll,
     threads: s.threads,
+    ...(isWinograd(s) ? { algo: 'winograd' as const } : {}),
   };
 }
 
@@ -157,6 +170,8 @@ export function whyInvalid(s: Schedule, w: WorkloadShape, t: Target): string | u
   if (!ints.every((x) => Number.isInteger(x) && x >= 1)) return 'knobs must be positive integers';
   if (s.loopOrder !== 'oc_outer' && s.loopOrder !== 'spatial_outer') return 'bad loopOrder';
   if (s.parallelAxis !== 'oc' && s.parallelAxis !== 'spatial') return 'bad parallelAxis';
+  if (s.algo !== undefined && s.algo !== 'direct' && s.algo !== 'winograd') return 'bad algo';
+  if (isWinograd(s)) return whyInvalidWinograd(s, w, t);
   const regs = vectorRegisters(t.isa);
   if (p.kind === 'depthwise') {
     if (s.regOc !== 1 || s.tileIc !== 1 || s.unroll !== 1) return 'depthwise uses regOc = tileIc = unroll = 1';
@@ -172,6 +187,21 @@ export function whyInvalid(s: Schedule, w: WorkloadShape, t: Target): string | u
   if (s.tileIc > c.icBlocks || s.tileOc > c.ocGroups || s.tileRows > p.rows || s.tileCols > c.colBlocks) {
     return 'a cache tile exceeds its dimension';
   }
+  if (s.threads > t.cores) return `threads exceed the target's ${t.cores} cores`;
+  return undefined;
+}
+
+function whyInvalidWinograd(s: Schedule, w: WorkloadShape, t: Target): string | undefined {
+  if (!winogradEligible(w)) return 'winograd needs an ungrouped stride-1 3×3 conv with more than a few input channels';
+  const p = winogradProblem(w, s.vec);
+  if (s.regOc > p.ocVecs) return 'regOc exceeds the output vectors';
+  if (s.regOc * s.regCols + s.regOc + 1 > vectorRegisters(t.isa)) return 'register tile does not fit the register file';
+  if (s.unroll > s.vec) return 'unroll exceeds the vector width';
+  if (s.unroll * s.regOc * s.regCols > MAX_UNROLLED_FMAS) return 'unrolled body too large';
+  if (s.regCols > p.tiles) return 'regCols exceeds the tiles';
+  const c = winogradCounts(p, s);
+  if (s.tileOc > c.ocGroups || s.tileCols > c.colBlocks) return 'a cache tile exceeds its dimension';
+  if (s.tileIc !== 1 || s.tileRows !== 1) return 'winograd pins tileIc = tileRows = 1';
   if (s.threads > t.cores) return `threads exceed the target's ${t.cores} cores`;
   return undefined;
 }
@@ -196,14 +226,19 @@ export function registerTiles(p: Problem, t: Target): { regOc: number; regCols: 
       .sort((a, b) => score(b) - score(a))
       .map((regCols) => ({ regOc: 1, regCols }));
   }
+  return gemmRegisterTiles(p.ocVecs, p.cols, p.kw, regs);
+}
+
+/** Register tiles of a GEMM-like microkernel over ocVecs output vectors × cols columns (kw: taps unrolled per lane), best first. */
+function gemmRegisterTiles(ocVecs: number, colCount: number, kw: number, regs: number): { regOc: number; regCols: number }[] {
   const tiles: { regOc: number; regCols: number; score: number }[] = [];
-  for (let oc = 1; oc <= Math.min(p.ocVecs, 8); oc++) {
-    const maxCols = Math.min(p.cols, Math.floor((regs - 1 - oc) / oc));
+  for (let oc = 1; oc <= Math.min(ocVecs, 8); oc++) {
+    const maxCols = Math.min(colCount, Math.floor((regs - 1 - oc) / oc));
     for (let cols = 1; cols <= maxCols; cols++) {
-      if (p.kw * oc * cols > MAX_UNROLLED_FMAS) continue;
+      if (kw * oc * cols > MAX_UNROLLED_FMAS) continue;
       // useful work per microkernel call, discounted for padded tails in both directions
-      const ocUse = p.ocVecs / (Math.ceil(p.ocVecs / oc) * oc);
-      const colUse = p.cols / (Math.ceil(p.cols / cols) * cols);
+      const ocUse = ocVecs / (Math.ceil(ocVecs / oc) * oc);
+      const colUse = colCount / (Math.ceil(colCount / cols) * cols);
       // A tile that takes every register leaves gcc none to spare: it keeps the regOc weight
       // vectors in memory and folds a load into every FMA (measured on Zen 3 AVX2: (1,14) and
       // (3,4) ran at 52–60 GFLOP/s where (2,6), one register free, ran at 75–81; peak 99).
@@ -223,8 +258,15 @@ export function powersUpTo(n: number): number[] {
   return out;
 }
 
+/** Register tiles (regOc oc vectors × regCols Winograd tiles) of an eligible conv's 36 GEMMs, best first. */
+export function winogradRegisterTiles(w: WorkloadShape, vec: 16 | 8 | 1, t: Target): { regOc: number; regCols: number }[] {
+  const p = winogradProblem(w, vec);
+  return gemmRegisterTiles(p.ocVecs, p.tiles, 1, vectorRegisters(t.isa));
+}
+
 /** Clamp every knob into its legal range for this workload (used after sampling and mutation). */
 export function repair(s: Schedule, w: WorkloadShape, t: Target): Schedule {
+  if (isWinograd(s) && winogradEligible(w)) return repairWinograd(s, w, t);
   const widths = vectorWidths(t.isa).filter((v) => widthFits(w, v));
   const vec = widths.includes(s.vec) ? s.vec : widths[0]!;
   const p = problemOf(w, vec);
@@ -233,7 +275,7 @@ export function repair(s: Schedule, w: WorkloadShape, t: Target): Schedule {
     tiles.find((r) => r.regOc === s.regOc && r.regCols === s.regCols) ??
     tiles.find((r) => r.regOc <= s.regOc && r.regCols <= s.regCols) ??
     tiles[0]!;
-  const draft = { ...s, vec, regOc: fits.regOc, regCols: fits.regCols };
+  const draft = { ...s, vec, regOc: fits.regOc, regCols: fits.regCols, algo: 'direct' as const };
   const c = tileCounts(p, draft);
   const clamp = (x: number, hi: number) => Math.max(1, Math.min(hi, Math.round(x)));
   const depthwise = p.kind === 'depthwise';
@@ -247,6 +289,34 @@ export function repair(s: Schedule, w: WorkloadShape, t: Target): Schedule {
     tileCols: clamp(s.tileCols, c.colBlocks),
     unroll,
     threads: clamp(s.threads, t.cores),
+  });
+}
+
+function repairWinograd(s: Schedule, w: WorkloadShape, t: Target): Schedule {
+  const widths = widthsFor(w, t);
+  const vec = widths.includes(s.vec) ? s.vec : widths[0]!;
+  const p = winogradProblem(w, vec);
+  const tiles = winogradRegisterTiles(w, vec, t);
+  const fits =
+    tiles.find((r) => r.regOc === s.regOc && r.regCols === s.regCols) ??
+    tiles.find((r) => r.regOc <= s.regOc && r.regCols <= s.regCols) ??
+    tiles[0]!;
+  const c = winogradCounts(p, { ...s, ...fits });
+  const clamp = (x: number, hi: number) => Math.max(1, Math.min(hi, Math.round(x)));
+  let unroll = clamp(s.unroll, vec);
+  while (unroll * fits.regOc * fits.regCols > MAX_UNROLLED_FMAS) unroll = Math.max(1, unroll >> 1);
+  return makeSchedule({
+    ...s,
+    vec,
+    regOc: fits.regOc,
+    regCols: fits.regCols,
+    tileIc: 1,
+    tileOc: clamp(s.tileOc, c.ocGroups),
+    tileRows: 1,
+    tileCols: clamp(s.tileCols, c.colBlocks),
+    unroll,
+    threads: clamp(s.threads, t.cores),
+    algo: 'winograd',
   });
 }
 
@@ -323,10 +393,13 @@ const KNOBS: readonly Knob[] = [
 
 /** One knob moved: numeric knobs halve/double or step by one, enums flip; the result is repaired. */
 export function mutate(s: Schedule, w: WorkloadShape, t: Target, rng: Rng): Schedule {
+  // only convs that may run the Winograd form can flip to it (every other workload draws as before)
+  const knobs = winogradEligible(w) ? [...KNOBS, 'algo' as const] : KNOBS;
   for (let attempt = 0; attempt < 16; attempt++) {
-    const knob = rng.pick(KNOBS);
+    const knob = rng.pick(knobs);
     let next: Schedule;
-    if (knob === 'vec') next = { ...s, vec: rng.pick(widthsFor(w, t)) };
+    if (knob === 'algo') next = { ...s, algo: isWinograd(s) ? 'direct' : 'winograd' };
+    else if (knob === 'vec') next = { ...s, vec: rng.pick(widthsFor(w, t)) };
     else if (knob === 'loopOrder') next = { ...s, loopOrder: s.loopOrder === 'oc_outer' ? 'spatial_outer' : 'oc_outer' };
     else if (knob === 'parallelAxis') next = { ...s, parallelAxis: s.parallelAxis === 'oc' ? 'spatial' : 'oc' };
     else {
