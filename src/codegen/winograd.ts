@@ -161,7 +161,8 @@ function gemms(sym: string, p: WinogradProblem, s: Schedule): { kernels: string[
   const body = [
     `const float* vp = vt + ((long)(b * ${WINO_POINTS} + xi) * ${p.tiles} + (long)blk * ${s.regCols}) * ${p.cinPad};`,
     `const float* up = w + ((long)xi * ${c.ocGroups} + q) * ${slot};`,
-    `float* mp = mt + (((long)(b * ${WINO_POINTS} + xi) * ${p.ocVecs} + (long)q * ${s.regOc}) * ${p.tiles} + (long)blk * ${s.regCols}) * ${p.vec};`,
+    `float* mp = mt + (((long)(b * ${WINO_POINTS} + xi) * ${p.ocVecs} + (long)q * ${s.regOc}) * ${p.tiles} ` +
+      `+ (long)blk * ${s.regCols}) * ${p.vec};`,
     dispatch,
   ];
   const qLoop = 'for (int q = q0; q < q1; ++q)',
