@@ -159,7 +159,8 @@ test('winograd candidates pass the pre-timing reference check of the harness', {
       .filter((r) => r.measurement.status !== 'ok')
       .map(
         (r) =>
-          `${JSON.stringify(r.candidate.schedule)} → ${r.measurement.status} ${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`,
+          `${JSON.stringify(r.candidate.schedule)} → ${r.measurement.status} ` +
+          `${r.measurement.message ?? ''} err=${r.measurement.maxAbsErr}`,
       );
     assert.deepEqual(bad, []);
   } finally {
