@@ -78,6 +78,7 @@ const schedule = {
     threads: positiveInt,
     loopOrder: { enum: ['oc_outer', 'spatial_outer'] },
     parallelAxis: { enum: ['oc', 'spatial'] },
+    algo: { enum: ['direct', 'winograd'] },
   },
 } as const;
 

@@ -114,6 +114,7 @@ export const TUNING_RECORD_SCHEMA = {
         threads: positiveInt,
         loopOrder: { enum: ['oc_outer', 'spatial_outer'] },
         parallelAxis: { enum: ['oc', 'spatial'] },
+        algo: { enum: ['direct', 'winograd'] },
       },
       additionalProperties: { type: ['number', 'string', 'boolean'] },
     },

@@ -12,7 +12,8 @@
  */
 import { workloadMacs, type WorkloadShape } from '../ir/workload.js';
 import { problemOf, type Problem } from './problem.js';
-import { tileCounts, type Schedule } from './knobs.js';
+import { isWinograd, tileCounts, type Schedule } from './knobs.js';
+import { WINO_POINTS, winogradCounts, winogradProblem } from './winograd.js';
 
 export interface ScheduleFeatures {
   readonly footprintBytes: { readonly l1: number; readonly l2: number; readonly l3: number; readonly total: number };
@@ -54,6 +55,7 @@ function tileBytes(p: Problem, s: Schedule, ocVectors: number, icBlocks: number,
 }
 
 export function scheduleFeatures(w: WorkloadShape, s: Schedule): ScheduleFeatures {
+  if (isWinograd(s)) return winogradFeatures(w, s);
   const p = problemOf(w, s.vec);
   const c = tileCounts(p, s);
   const sum = (b: { weights: number; input: number; output: number }) => b.weights + b.input + b.output;
@@ -78,6 +80,38 @@ export function scheduleFeatures(w: WorkloadShape, s: Schedule): ScheduleFeature
     arithmeticIntensity: tileFlops / l2,
     registerTile: regOcVecs * s.regCols,
     reductionSplit: c.icTiles,
+    flops,
+  };
+}
+
+/**
+ * The same features for a Winograd schedule, over its GEMM phase (space/winograd.ts): l1 = one
+ * microkernel call's U slab and V columns; l2 = one chunk's U (tileOc groups), V (tileCols blocks)
+ * and M tile; total = input, U (36 transformed 3×3 kernels per channel pair), output, and the V and M
+ * scratch every run passes through memory. flops stay the direct conv's (2 · MACs), so throughput
+ * figures compare with the direct versions of the layer; the GEMMs do 4× fewer.
+ */
+function winogradFeatures(w: WorkloadShape, s: Schedule): ScheduleFeatures {
+  const p = winogradProblem(w, s.vec);
+  const c = winogradCounts(p, s);
+  const v = p.vec;
+  const ocV = Math.min(s.tileOc * s.regOc, p.ocVecs) * v,
+    tiles = Math.min(s.tileCols * s.regCols, p.tiles);
+  const l1 = (p.cin * s.regOc * v + s.regCols * p.cin) * F;
+  const l2 = (p.cin * ocV + tiles * p.cin + ocV * tiles) * F;
+  const input = p.batch * p.cinPad * p.h * p.w,
+    output = p.batch * p.ocVecs * v * p.oh * p.ow;
+  const scratch = p.batch * WINO_POINTS * p.tiles * (p.cinPad + p.ocVecs * v);
+  const total = (input + WINO_POINTS * p.cin * p.ocVecs * v + output + scratch) * F;
+  const flops = 2 * workloadMacs(w);
+  return {
+    footprintBytes: { l1, l2, l3: Math.min(total, Math.min(s.threads, c.chunks) * l2), total },
+    parallelChunks: c.chunks,
+    threads: s.threads,
+    loadBalance: c.chunks / (s.threads * Math.ceil(c.chunks / s.threads)),
+    arithmeticIntensity: flops / c.chunks / l2,
+    registerTile: s.regOc * s.regCols,
+    reductionSplit: 1,
     flops,
   };
 }

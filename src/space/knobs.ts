@@ -32,7 +32,7 @@ import type { WorkloadShape } from '../ir/workload.js';
 import { problemOf, widthFits, type Problem } from './problem.js';
 import type { Rng } from '../random.js';
 import { vectorRegisters, vectorWidths } from '../toolchain/isa.js';
-import { winogradCounts, winogradEligible, winogradProblem } from './winograd.js';
+import { WINO_M, winogradCounts, winogradEligible, winogradProblem } from './winograd.js';
 import type { Target } from '../toolchain/target.js';
 
 export type LoopOrder = 'oc_outer' | 'spatial_outer';
@@ -151,6 +151,10 @@ export type ThreadSplit = 'channels' | 'rows' | 'columns' | 'none';
  * (batch 1), or not at all when the loop has one chunk.
  */
 export function threadSplit(p: Problem, s: Schedule): ThreadSplit {
+  // Winograd versions write their output in a loop over (image, oc vector, row-major 4×4 tiles)
+  if (isWinograd(s) && p.kind === 'direct') {
+    return p.ocVecs > 1 ? 'channels' : Math.ceil(p.rows / WINO_M) * Math.ceil(p.cols / WINO_M) > 1 ? 'rows' : 'none';
+  }
   const outer = parallelOrder(p, s)
     .reverse()
     .find(([, n]) => n > 1);

@@ -1,12 +1,14 @@
 /**
  * Named points of the schedule space: the two ends of the locality–parallelism trade-off, a
- * balanced default, and weight streaming for convs whose weights dominate. The tuner seeds its
+ * balanced default, weight streaming for convs whose weights dominate, and the Winograd form's
+ * default for the convs that may take it. The tuner seeds its
  * search with them; the trade-off evidence measures the two ends.
  */
 import type { WorkloadShape } from '../ir/workload.js';
 import { scheduleFeatures } from './features.js';
 import { problemOf } from './problem.js';
-import { isValid, makeSchedule, registerTiles, repair, tileCounts, widthsFor, type Schedule } from './knobs.js';
+import { isValid, makeSchedule, registerTiles, repair, tileCounts, widthsFor, winogradRegisterTiles, type Schedule } from './knobs.js';
+import { winogradCounts, winogradEligible, winogradProblem } from './winograd.js';
 import type { Target } from '../toolchain/target.js';
 
 /**
@@ -126,4 +128,38 @@ export function defaultTableRefresh(w: WorkloadShape, t: Target, threads = t.cor
     s = next;
   }
   return repair(s, w, t);
+}
+
+/**
+ * The Winograd form's starting point, for the convs that may take it (undefined otherwise): the
+ * best register tile of its GEMMs, chunks of all oc groups × all tile blocks of one point ξ, halved
+ * (tile blocks first, they are re-read per oc group) until a chunk's working set fits half of L2.
+ * Whether it beats the direct versions of the layer, and at which levels, is for tuning to measure.
+ */
+export function winogradDefault(w: WorkloadShape, t: Target, threads = t.cores): Schedule | undefined {
+  if (!winogradEligible(w)) return undefined;
+  const vec = widthsFor(w, t)[0]!;
+  const reg = winogradRegisterTiles(w, vec, t)[0]!;
+  const c = winogradCounts(winogradProblem(w, vec), { ...reg, tileOc: 1, tileCols: 1 });
+  let s = repair(
+    makeSchedule({
+      vec,
+      ...reg,
+      tileIc: 1,
+      tileOc: c.ocGroups,
+      tileRows: 1,
+      tileCols: c.colBlocks,
+      loopOrder: 'oc_outer',
+      parallelAxis: 'oc',
+      unroll: Math.min(vec, 4),
+      threads,
+      algo: 'winograd',
+    }),
+    w,
+    t,
+  );
+  while (scheduleFeatures(w, s).footprintBytes.l2 > t.caches.l2 / 2 && (s.tileCols > 1 || s.tileOc > 1)) {
+    s = repair(s.tileCols > 1 ? { ...s, tileCols: Math.ceil(s.tileCols / 2) } : { ...s, tileOc: Math.ceil(s.tileOc / 2) }, w, t);
+  }
+  return isValid(s, w, t) ? s : undefined;
 }

@@ -6,10 +6,12 @@
  * give each thread what its own core wrote: on this 2-core host a line written by the other core
  * costs several times a local one (bench/RESULTS.md).
  * Conv outputs only (NCHW[V]c: block, pixel = row · OW + column); a dense or batch_matmul output
- * is not a blocked image, so it has no owner map.
+ * is not a blocked image, so it has no owner map. A Winograd version's output is written by its
+ * last loop (codegen/winograd.ts), over (image, oc vector, row-major 4×4 tile).
  */
 import type { Problem } from './problem.js';
-import { parallelOrder, tileCounts, type Schedule } from './knobs.js';
+import { isWinograd, parallelOrder, tileCounts, type Schedule } from './knobs.js';
+import { WINO_M } from './winograd.js';
 
 /** Thread (0 … T−1) that writes output block `block`, pixel `pixel` (row-major over OH × OW) of image `n`. */
 export type OutputOwner = (n: number, block: number, pixel: number) => number;
@@ -34,6 +36,7 @@ export function staticOwner(i: number, n: number, threads: number): number {
 
 export function outputOwner(t: Tiling, threads: number): OutputOwner {
   const { problem: p, schedule: s } = t;
+  if (isWinograd(s) && p.kind === 'direct') return winogradOwner(p, threads);
   const c = tileCounts(p, s);
   const order = parallelOrder(p, s);
   const ocVecs = p.kind === 'direct' ? p.ocVecs : p.chanVecs;
@@ -55,5 +58,17 @@ export function outputOwner(t: Tiling, threads: number): OutputOwner {
       stride *= count;
     }
     return staticOwner(index + n * stride, c.chunks, threads);
+  };
+}
+
+function winogradOwner(p: Extract<Problem, { kind: 'direct' }>, threads: number): OutputOwner {
+  const tilesW = Math.ceil(p.cols / WINO_M),
+    tiles = Math.ceil(p.rows / WINO_M) * tilesW;
+  const n = p.batch * p.ocVecs * tiles;
+  return (img, block, pixel) => {
+    const row = Math.floor(pixel / p.cols),
+      col = pixel % p.cols;
+    const tile = Math.floor(row / WINO_M) * tilesW + Math.floor(col / WINO_M);
+    return staticOwner((img * p.ocVecs + block) * tiles + tile, n, threads);
   };
 }

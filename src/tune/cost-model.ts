@@ -9,7 +9,7 @@
  * footprints lose more under a co-runner than small ones — the frontier the search is after.
  */
 import type { ScheduleFeatures } from '../space/features.js';
-import type { Schedule } from '../space/knobs.js';
+import { isWinograd, type Schedule } from '../space/knobs.js';
 
 export interface RidgeModel {
   readonly weights: readonly number[];
@@ -100,6 +100,7 @@ export function scheduleColumns(f: ScheduleFeatures, s: Schedule): number[] {
     s.unroll,
     s.loopOrder === 'oc_outer' ? 1 : 0,
     s.parallelAxis === 'oc' ? 1 : 0,
+    isWinograd(s) ? 1 : 0,
   ];
 }
 

@@ -1,7 +1,8 @@
 /**
  * The search policy for one workload, one pass: seeds first (schedules that were fastest under an
  * older code generator, when the database has any — measured again, never taken as measured —
- * then the three presets at every thread count considered, then a few random samples), then
+ * then the three presets at every thread count considered, and the Winograd default where the
+ * workload may take that form, then a few random samples), then
  * evolutionary batches: mutate the fittest
  * measured candidates, rank the proposals with the cost model, and fill each slot with the next
  * best-ranked proposal — or, with probability ε, with a fresh random sample.
@@ -23,7 +24,7 @@ import type { Workload } from '../ir/workload.js';
 import type { MeasureStatus } from '../measure/run-candidate.js';
 import type { ScheduleFeatures } from '../space/features.js';
 import { scheduleFeatures } from '../space/features.js';
-import { defaultTableRefresh, localityGreedy, parallelHeavy, weightStreaming } from '../space/presets.js';
+import { defaultTableRefresh, localityGreedy, parallelHeavy, weightStreaming, winogradDefault } from '../space/presets.js';
 import { seededRng, type Rng } from '../random.js';
 import { isValid, makeSchedule, mutate, repair, sampleSchedule, type Schedule } from '../space/knobs.js';
 import type { Target } from '../toolchain/target.js';
@@ -125,6 +126,8 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
     const streaming = weightStreaming(workload, target, t);
     if (streaming) seeds.push(streaming);
     for (const make of [localityGreedy, parallelHeavy, defaultTableRefresh]) seeds.push(make(workload, target, t));
+    const winograd = winogradDefault(workload, target, t);
+    if (winograd) seeds.push(winograd);
   }
   const random = (): Schedule => snap({ ...sampleSchedule(workload, target, rng), threads: rng.pick(threadOptions) });
   const randomSeeds = priors.length > 0 ? 0 : (o.randomSeeds ?? 4);
