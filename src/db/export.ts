@@ -39,6 +39,7 @@ export function toCsv(entries: readonly [string, TuningRecord][]): string {
     'status',
     'threads',
     ...KNOBS,
+    'algo',
     'footprint_l1',
     'footprint_l2',
     'footprint_l3',
@@ -59,6 +60,8 @@ export function toCsv(entries: readonly [string, TuningRecord][]): string {
     r.status,
     r.threads,
     ...KNOBS.map((k) => r.schedule[k]),
+    // a direct schedule carries no algo (space/knobs.ts makeSchedule)
+    r.schedule.algo ?? 'direct',
     r.features.footprintBytes.l1,
     r.features.footprintBytes.l2,
     r.features.footprintBytes.l3,
