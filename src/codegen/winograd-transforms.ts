@@ -7,6 +7,7 @@
  * runs once at pack time in double precision. For output tile y (4×4), input tile d (6×6) and
  * kernel g (3×3): y = Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A.
  */
+import { internalError } from '../errors.js';
 
 export const WINO_BT: readonly (readonly number[])[] = [
   [4, 0, -5, 0, 1, 0],
@@ -35,7 +36,7 @@ export const WINO_AT: readonly (readonly number[])[] = [
 
 /** A float literal C parses exactly as the integer coefficient it is (the vector transforms' matrices are integer). */
 function literal(c: number): string {
-  if (!Number.isInteger(c)) throw new RangeError(`non-integer coefficient ${c}`);
+  if (!Number.isInteger(c)) throw internalError(`winograd: non-integer vector transform coefficient ${c}`);
   return `${c}.0f`;
 }
 
@@ -103,7 +104,7 @@ export function gMatrixLiteral(): string {
     const key = String(c);
     if (key in exact) return exact[key]!;
     for (const d of [6, 12, 24]) if (Number.isInteger(Math.round(c * d * 1e9) / 1e9)) return `${Math.round(c * d)}.0 / ${d}`;
-    throw new RangeError(`G coefficient ${c}`);
+    throw internalError(`winograd: G coefficient ${c} is not a fraction over 6, 12 or 24`);
   };
   return `{${WINO_G.map((row) => `{${row.map(frac).join(', ')}}`).join(', ')}}`;
 }

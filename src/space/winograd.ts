@@ -12,6 +12,7 @@
  * have no rows of their own).
  */
 import type { WorkloadShape } from '../ir/workload.js';
+import { internalError } from '../errors.js';
 import { SMALL_CIN } from './problem.js';
 
 /** Output tile edge, kernel edge, input tile edge (= 4 + 3 − 1) and transformed points per tile. */
@@ -66,7 +67,7 @@ export interface WinogradProblem {
 }
 
 export function winogradProblem(w: WorkloadShape, vec: 16 | 8 | 1): WinogradProblem {
-  if (w.op !== 'conv2d') throw new TypeError('winogradProblem: not a conv');
+  if (w.op !== 'conv2d') throw internalError(`winogradProblem: a ${w.op} is not a conv`);
   const icBlocks = Math.ceil(w.cin / vec),
     ocVecs = Math.ceil(w.cout / vec);
   const tilesH = Math.ceil(w.oh / WINO_M),
