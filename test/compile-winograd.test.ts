@@ -2,7 +2,8 @@
  * A compile of a model with a stride-1 3×3 conv measures a Winograd candidate like any other (it
  * passes the pre-timing reference check and gets a tuning record), the family keeps it or not on
  * its latencies alone, the manifest with whatever it kept validates, and the bundle matches ONNX
- * Runtime. A rerun from the same database measures nothing.
+ * Runtime. A rerun from the same database measures nothing. With Winograd off, a compile from the
+ * same database measures no Winograd candidate and keeps direct versions only.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -94,4 +95,29 @@ test('a compile measures a Winograd candidate for a 3×3 conv, and its bundle ma
   const again = await compileFixture(bytes, { ...options, output: join(root, 'again.bundle') }, join(root, 'cache'));
   assert.equal(again.measured, 0, 'a rerun from the same database measures nothing');
   assert.ok(first.measured > 0);
+});
+
+test('with winograd off (--no-winograd) a compile from the same database keeps direct versions only', { timeout: 600_000 }, async () => {
+  const bytes = encodeModel(SPEC);
+  const db = join(root, 'db-off');
+  const cache = join(root, 'cache');
+  const base = { db, trials: 6, levels: [0], threads: [1], profileThreads: [], shippedRecords: false, search: 'exhaustive' } as const;
+  await compileFixture(bytes, { ...base, output: join(root, 'on.bundle') }, cache);
+  const winoBefore = recordsIn(db).filter((r) => r.schedule.algo === 'winograd').length;
+  assert.ok(winoBefore > 0);
+  const out = join(root, 'off.bundle');
+  await compileFixture(bytes, { ...base, output: out, winograd: false }, cache);
+  assert.equal(recordsIn(db).filter((r) => r.schedule.algo === 'winograd').length, winoBefore, 'no Winograd candidate measured');
+  const versions = (await readBundle(out)).manifest.layers.flatMap((l) => l.versions);
+  assert.ok(versions.length > 0 && versions.every((v) => v.schedule.algo === undefined), JSON.stringify(versions.map((v) => v.schedule)));
+  const s = await loadBundle(out);
+  try {
+    const x = seeded(8 * 24 * 20, 5, -1, 1);
+    const got = (await s.run({ input: x }))['output']!.data as Float32Array;
+    const ref = (await ortOutputs(bytes, { input: { dtype: 'float32', shape: SHAPE, data: x } }))['output']!.data as Float32Array;
+    const c = compareTensors('output', got, ref);
+    assert.equal(c.bad, 0, describeComparison(c));
+  } finally {
+    s.close();
+  }
 });

@@ -1,6 +1,7 @@
 /**
  * `veltair compile MODEL.onnx -o OUT [--trials N] [--levels 0,1,2,3,4] [--max-versions 5]
- *  [--threads N] [--search race|exhaustive] [--db DIR] [--no-shipped-records] [--shard i/n] [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
+ *  [--threads N] [--search race|exhaustive] [--db DIR] [--no-shipped-records] [--no-winograd] [--shard i/n]
+ *  [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
  * Flag parsing, then one call of compileModel (src/compile/compile-model.ts): each flag parses into
  * the CompileOptions field of its name, with the flag named in any error; the progress bar, the
  * notes on stderr and the summary on stdout are the command's.
@@ -39,6 +40,7 @@ interface CompileFlags {
   search?: string;
   db?: string;
   shippedRecords?: boolean;
+  winograd?: boolean;
   shard?: string;
   seed?: string;
   inputShape: Map<string, readonly number[]>;
@@ -137,6 +139,7 @@ function parseFlags(f: CompileFlags): CompileOptions {
     ...(f.calibration !== undefined ? { calibration: f.calibration } : {}),
     force: f.force === true,
     shippedRecords: f.shippedRecords !== false,
+    winograd: f.winograd !== false,
     sparse: f.sparse !== false,
     inputShapes: f.inputShape,
   };
@@ -262,6 +265,7 @@ export function registerCompileCommand(program: Command): void {
     )
     .option('--db <dir>', `tuning database directory (default ${defaultDatabaseDir()})`)
     .option('--no-shipped-records', "ignore the records shipped in the package's tuning-db/: tune from --db alone")
+    .option('--no-winograd', 'direct versions only: no Winograd F(4x4, 3x3) candidates for stride-1 3x3 convs')
     .option('--shard <i/n>', 'tune only shard i of n of the workloads into the database; write no bundle')
     .option('--seed <n>', 'search seed (default 1)')
     .option(

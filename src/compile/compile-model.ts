@@ -142,6 +142,7 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     profileThreads,
     ...(o.transferTrials !== undefined ? { transferTrials: o.transferTrials } : {}),
     search: o.search,
+    winograd: o.winograd,
     ...(o.threads ? { threads: o.threads } : {}),
     ...(o.shard ? { shard: o.shard } : {}),
     ...(o.onCompileProgress ? { onCompileProgress: o.onCompileProgress } : {}),

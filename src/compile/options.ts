@@ -55,6 +55,11 @@ export interface CompileOptions {
    * 'exhaustive' measures every candidate at every level with full windows.
    */
   readonly search?: SearchMode;
+  /**
+   * Winograd F(4×4, 3×3) candidates for ungrouped stride-1 3×3 convs (default true; `--no-winograd`
+   * sets false: direct versions only, and Winograd records in the database are left out).
+   */
+  readonly winograd?: boolean;
   /** Tuning database directory (`--db`; default: the user's, see `defaultDatabaseDir`). */
   readonly db?: string;
   /** Use the records shipped in the package's tuning-db/ (default true; `--no-shipped-records` sets false). */
@@ -202,6 +207,7 @@ export function resolveCompileOptions(o: CompileOptions): ResolvedCompileOptions
     isa: checkIsa(o.isa ?? 'native'),
     search: checkSearch(o.search ?? 'race'),
     shippedRecords: o.shippedRecords !== false,
+    winograd: o.winograd !== false,
     seed: o.seed === undefined ? 1 : integer('seed', '--seed', o.seed, Number.MIN_SAFE_INTEGER),
     inputShapes: shapes,
     sparse: o.sparse !== false,

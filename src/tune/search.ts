@@ -74,6 +74,8 @@ export interface SearchOptions {
    * the pass has observations enough for its own cost model.
    */
   readonly rank?: (s: Schedule) => number;
+  /** Offer Winograd candidates where the workload may take that form (default true; false: every proposal is direct). */
+  readonly winograd?: boolean;
 }
 
 /** With a ranking model, each random seed is the best-ranked of this many draws. */
@@ -116,7 +118,7 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
 
   const snap = (s: Schedule): Schedule => {
     const t = threadOptions.reduce((a, b) => (Math.abs(b - s.threads) < Math.abs(a - s.threads) ? b : a));
-    return repair({ ...s, threads: t }, workload, target);
+    return repair({ ...s, threads: t, ...(o.winograd === false ? { algo: 'direct' as const } : {}) }, workload, target);
   };
   const usable = (s: Schedule) => isValid(s, workload, target) && o.levelsFor(s.threads).length > 0;
 
@@ -126,7 +128,7 @@ export function createTaskSearch(workload: Workload, target: Target, o: SearchOp
     const streaming = weightStreaming(workload, target, t);
     if (streaming) seeds.push(streaming);
     for (const make of [localityGreedy, parallelHeavy, defaultTableRefresh]) seeds.push(make(workload, target, t));
-    const winograd = winogradDefault(workload, target, t);
+    const winograd = o.winograd === false ? undefined : winogradDefault(workload, target, t);
     if (winograd) seeds.push(winograd);
   }
   const random = (): Schedule => snap({ ...sampleSchedule(workload, target, rng), threads: rng.pick(threadOptions) });

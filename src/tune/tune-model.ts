@@ -30,7 +30,7 @@ import { prebuildWarmups, proposeWarmups } from './warmup.js';
 import type { SearchMode } from './race.js';
 import { fitRankModel, rankingRecords } from './rank-model.js';
 import { scheduleFeatures } from '../space/features.js';
-import type { Schedule } from '../space/knobs.js';
+import { isWinograd, type Schedule } from '../space/knobs.js';
 
 export interface WorkloadUse {
   readonly workload: Workload;
@@ -68,6 +68,11 @@ export interface TuneOptions {
   readonly threads?: readonly number[];
   readonly seed?: number;
   readonly shard?: Shard;
+  /**
+   * Winograd candidates for the convs that may take that form (default true). false: none is
+   * proposed, and records of Winograd schedules are neither replayed, nor transferred, nor kept.
+   */
+  readonly winograd?: boolean;
   readonly target?: Target;
   readonly onProgress?: (p: TuneProgress) => void;
   /** While the warm-up batches compile, before anything is measured (tune/warmup.ts): kernels compiled of those to compile. */
@@ -312,11 +317,11 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   // starts from their frontier (db/transfer.ts) and is capped at transferCap trials.
   const runs = tasks.flatMap((use) => threads.map((t) => ({ use, threads: t })));
   const transferCap = o.transferTrials ?? defaultTransferTrials(o.trials);
-  const ownAt = (key: string, n: number) => o.db.lookup(key).filter((r) => r.threads === n);
+  const ownAt = (key: string, n: number) => o.db.lookup(key).filter((r) => r.threads === n && allowed(o, r.schedule));
   const seedsOf = runs.map((r) =>
     transferCap > 0 && ownAt(r.use.workload.key, r.threads).length === 0
       ? transferSeeds(
-          o.db.foreign(r.use.workload.key).filter((f) => f.threads === r.threads),
+          o.db.foreign(r.use.workload.key).filter((f) => f.threads === r.threads && allowed(o, f.schedule)),
           target,
           fingerprint,
           transferCap,
@@ -336,9 +341,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
       levelsFor,
       seed: o.seed ?? 1,
       ...(o.epsilon !== undefined ? { epsilon: o.epsilon } : {}),
+      ...(o.winograd === false ? { winograd: false } : {}),
       seedSchedules: o.db
         .seeds(r.use.workload.key)
-        .filter((s) => s.threads === r.threads)
+        .filter((s) => s.threads === r.threads && allowed(o, s.schedule))
         .map((s) => s.schedule),
       priors: seedsOf[i]!.map((s) => ({
         schedule: s.record.schedule,
@@ -397,7 +403,13 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     // Nor, in an exhaustive search, does a raced record: it is measured in full.
     const own = o.db
       .records(r.use.workload.key)
-      .filter((x) => x.threads === r.threads && x.status !== 'timeout' && (x.stage === undefined || ctxBase.search === 'race'))
+      .filter(
+        (x) =>
+          x.threads === r.threads &&
+          x.status !== 'timeout' &&
+          (x.stage === undefined || ctxBase.search === 'race') &&
+          allowed(o, x.schedule),
+      )
       .map((x) => trialFromRecord(x, recordId(x), levels, true))
       .sort((a, b) => quiet(a) - quiet(b) || (a.id < b.id ? -1 : 1));
     const replayed = own.slice(0, caps[i]!);
@@ -409,7 +421,10 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     }
     // A compacted record set (db/compact.ts) keeps a run's family and best records, not every
     // candidate: the trials it dropped were spent all the same, and count as database hits.
-    spentElsewhere[i] = Math.max(0, Math.min(caps[i]!, o.db.trialsSpent(r.use.workload.key, r.threads)) - replayed.length);
+    // Winograd records a pass without that form leaves out were not spent on it either.
+    const left = o.db.records(r.use.workload.key).filter((x) => x.threads === r.threads && !allowed(o, x.schedule)).length;
+    const spent = Math.max(0, o.db.trialsSpent(r.use.workload.key, r.threads) - left);
+    spentElsewhere[i] = Math.max(0, Math.min(caps[i]!, spent) - replayed.length);
     dbHits += spentElsewhere[i]!;
     done += spentElsewhere[i]!;
     if (replayed.length + spentElsewhere[i]! >= caps[i]!) progress[i]!.exhausted = true;
@@ -541,7 +556,7 @@ function familyFromRecords(
 ): Family & { profile: WorkloadProfile; byThreads: Record<string, ThreadFamily> } {
   const cands: FamilyCandidate[] = o.db
     .lookup(t.workload.key)
-    .filter((r) => threads.includes(r.threads))
+    .filter((r) => threads.includes(r.threads) && allowed(o, r.schedule))
     .map((r) => ({
       id: recordId(r),
       schedule: r.schedule,
@@ -581,8 +596,13 @@ function familyFromRecords(
     candidates: cands.length,
     dominated: perCount.reduce((s, p) => s + p.family.dominated, 0),
   };
-  const records = o.db.records(t.workload.key).filter((r) => threads.includes(r.threads));
+  const records = o.db.records(t.workload.key).filter((r) => threads.includes(r.threads) && allowed(o, r.schedule));
   return { ...family, byThreads, profile: workloadProfile(t.workload.key, records, levels, family, cands) };
+}
+
+/** Whether the pass may use a record or seed of this schedule (TuneOptions.winograd). */
+function allowed(o: TuneOptions, s: Schedule): boolean {
+  return o.winograd !== false || !isWinograd(s);
 }
 
 function histogram(pairs: readonly (readonly [number, number])[]): Record<string, number> {
