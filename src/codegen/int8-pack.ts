@@ -1,0 +1,65 @@
+/**
+ * The constant operands of an INT8 kernel, packed once per weight set (never in the timed call):
+ *  - w: per (group, oc group) slot [kh][kw][input channels / 4][oc vector][V lanes][4 channels] s8,
+ *    zero past the real channels, so one reduction step loads each oc vector contiguously in the
+ *    operand shape of `vpdpbusd` / `vpmaddubsw`;
+ *  - comp: per padded output channel, bias − x_zero · Σ w (the input zero point's share, exact in
+ *    32 bits: Σ (x − x_zero)·w = Σ x·w − x_zero·Σ w, and the padded border holds x_zero);
+ *  - mult: per padded output channel, M = fl32(fl32(x_scale · w_scale) / y_scale) (quant-math.ts).
+ */
+import type { Layer } from '../ir/layer.js';
+import { quantWeightsOf, requantizationOf } from '../ir/quant-layer.js';
+import { nums } from '../onnx/eval.js';
+import { requantMultiplier } from '../onnx/quant-math.js';
+import { int8Dims, type Int8Problem } from '../space/int8-problem.js';
+import { int8TileCounts, int8Vec, type Int8Schedule } from '../space/int8-knobs.js';
+
+export interface Int8Packed {
+  readonly w: Int8Array;
+  readonly comp: Int32Array;
+  readonly mult: Float32Array;
+}
+
+export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed {
+  const wq = quantWeightsOf(l);
+  const q = requantizationOf(l);
+  const src = nums(wq.weight);
+  const v = int8Vec(s.path);
+  const d = int8Dims(p, v);
+  const c = int8TileCounts(p, s);
+  // the natural weight of (output channel, input channel of its group, tap): OIHW for conv, K×N for matmul
+  const at =
+    p.op === 'qmatmul'
+      ? (oc: number, ic: number) => src[ic * p.cout + oc]!
+      : (oc: number, ic: number, ky: number, kx: number) => src[((oc * d.cinG + ic) * p.kh + ky) * p.kw + kx]!;
+  const padded = p.groups * d.ocVecs * v;
+  const w = new Int8Array(padded * d.k4 * 4);
+  const comp = new Int32Array(padded);
+  const mult = new Float32Array(padded);
+  for (let g = 0; g < p.groups; g++)
+    for (let qg = 0; qg < c.ocGroups; qg++) {
+      const ocb = Math.min(s.regOc, d.ocVecs - qg * s.regOc);
+      const base = g * d.ocVecs * v + qg * s.regOc * v;
+      let o = base * d.k4 * 4;
+      for (let ky = 0; ky < p.kh; ky++)
+        for (let kx = 0; kx < p.kw; kx++)
+          for (let c4 = 0; c4 < d.cinGP; c4 += 4)
+            for (let i = 0; i < ocb; i++)
+              for (let lane = 0; lane < v; lane++)
+                for (let e = 0; e < 4; e++, o++) {
+                  const oc = (qg * s.regOc + i) * v + lane,
+                    ic = c4 + e;
+                  if (oc < d.coutG && ic < d.cinG) w[o] = at(g * d.coutG + oc, ic, ky, kx);
+                }
+    }
+  for (let g = 0; g < p.groups; g++)
+    for (let oc = 0; oc < d.coutG; oc++) {
+      const real = g * d.coutG + oc;
+      let sum = 0;
+      for (let ic = 0; ic < d.cinG; ic++) for (let ky = 0; ky < p.kh; ky++) for (let kx = 0; kx < p.kw; kx++) sum += at(real, ic, ky, kx);
+      const at32 = g * d.ocVecs * v + oc;
+      comp[at32] = ((wq.bias?.[real] ?? 0) - p.xZero * sum) | 0;
+      mult[at32] = p.requant ? requantMultiplier(q.xScale, wq.scale[real]!, q.yScale) : 0;
+    }
+  return { w, comp, mult };
+}
