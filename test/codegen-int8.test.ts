@@ -3,7 +3,7 @@
  * path the toolchain describes: AVX-512 VNNI, AVX2 (vpmaddubsw with the activation split) and
  * plain C. Every path is compiled on any host; a path this CPU cannot run (toolchain/isa.ts) is
  * skipped with the flags it lacks, and the plain-C path always runs. Cases: 3×3 / 1×1 / strided /
- * dilated / padded convs, grouped and depthwise, dense and batched matmul, per-channel scales,
+ * dilated / padded convs, grouped, depthwise (its own kernel) and channel-multiplier convs, dense and batched matmul, per-channel scales,
  * ReLU clamps, u8/s8/s32 outputs, channel counts that are not multiples of any vector width,
  * rounding ties, and the vpmaddubsw worst cases (all 255 × all −128, all 255 × all 127).
  */
@@ -36,6 +36,10 @@ const CASES: QLayerSpec[] = [
   { input: [1, 12, 6, 6], cout: 9, k: [3, 3], pads: [1, 1, 1, 1], groups: 3, out: 'int8', relu: true },
   { input: [1, 40, 10, 9], cout: 40, k: [3, 3], pads: [1, 1, 1, 1], groups: 40, relu: true },
   { input: [1, 16, 11, 11], cout: 16, k: [3, 3], s: [2, 2], pads: [0, 1, 1, 0], groups: 16 },
+  // depthwise read in place (no padding): a partial last vector must not read past the input
+  { input: [2, 21, 7, 6], cout: 21, k: [3, 3], groups: 21, out: 'int8' },
+  { input: [1, 35, 9, 9], cout: 35, k: [3, 3], pads: [2, 2, 2, 2], d: [2, 2], groups: 35, relu: true },
+  { input: [1, 8, 6, 6], cout: 16, k: [3, 3], pads: [1, 1, 1, 1], groups: 8 },
   { input: [1, 24, 5, 6], cout: 29, k: [3, 3], pads: [1, 1, 1, 1], out: 'int32' },
   { input: [7, 100], cout: 10, matmul: true },
   { input: [2, 3, 33], cout: 45, matmul: true, relu: true, out: 'int8' },
@@ -60,6 +64,7 @@ const WORST: QLayerSpec[] = [
   { input: [1, 64, 6, 6], cout: 19, k: [3, 3], pads: [1, 1, 1, 1], xZero: 0, xFill: 255, wFill: -128, out: 'int32' },
   { input: [1, 64, 6, 6], cout: 19, k: [3, 3], pads: [1, 1, 1, 1], xZero: 0, xFill: 255, wFill: 127, out: 'int32' },
   { input: [1, 64, 6, 6], cout: 19, k: [3, 3], pads: [1, 1, 1, 1], xZero: 255, xFill: 255, wFill: -128, out: 'int32' },
+  { input: [1, 19, 5, 5], cout: 19, k: [5, 5], pads: [2, 2, 2, 2], groups: 19, xZero: 0, xFill: 255, wFill: -128, out: 'int32' },
   { input: [5, 300], cout: 17, matmul: true, xZero: 3, xFill: 255, wFill: -128, out: 'int32' },
   { input: [5, 300], cout: 17, matmul: true, xZero: 250, xFill: 255, wFill: 127, bias: false },
 ];
@@ -143,4 +148,9 @@ test('weights the INT8 kernels cannot take are refused by layer name', () => {
     );
   refused({ input: [1, 4, 5, 5], cout: 4, k: [3, 3], weightDType: 'uint8' }, /weight is uint8/);
   refused({ input: [1, 4, 5, 5], cout: 4, k: [3, 3], weightZero: 3 }, /weight zero point is 3 at output channel 0/);
+});
+
+test('a depthwise conv gets the depthwise problem, a channel-multiplier conv the grouped one', () => {
+  assert.equal(int8ProblemOf(quantLayer({ input: [1, 21, 7, 6], cout: 21, k: [3, 3], groups: 21 }, 1).layer).depthwise, true);
+  assert.equal(int8ProblemOf(quantLayer({ input: [1, 8, 6, 6], cout: 16, k: [3, 3], groups: 8 }, 1).layer).depthwise, false);
 });

@@ -11,6 +11,9 @@
  * by 1 and by 128 widens each into the 32-bit sum. Twice the multiplies of the saturating form, and
  * the reason VNNI (`vpdpbusd`, no intermediate saturation at all) is preferred where present.
  *
+ * Depthwise taps (int8-depthwise.ts) widen the u8 inputs to 32 bits and multiply them by int32
+ * weights (vpmulld): exact, and nothing to pair, since a depthwise output reduces over taps only.
+ *
  * Requantization is quant-math.ts's, bit for bit: fl32(acc + bias') · M in float32 (cvtdq2ps, mulps),
  * round half to even (cvtps2dq under the default MXCSR mode, nearbyintf in C), + y_zero, clamp.
  * The float is first clamped to a few units past the output range, which changes no result (the
@@ -28,6 +31,10 @@ export interface Int8Ops {
   loadWeights(ptr: string, ocb: number): string[];
   /** One column: broadcast the four bytes at `addr` (const uint8_t*) into accumulators c<i>_<j>. */
   column(addr: string, j: number, ocb: number): string;
+  /** Depthwise: int32 weight vector w<i> at `ptr` (const int32_t*). */
+  dwWeight(ptr: string, i: number): string;
+  /** Depthwise: acc += the u8 channels at `addr` widened to 32 bits × w<i>; `partial`: only `lanes` channels are real. */
+  dwTap(acc: string, addr: string, i: number, partial: boolean): string;
   /**
    * Finish accumulator `acc` of output vector i: + comp[i·V…], requantize, store `lanes` channels
    * at `dst` (lanes: a C expression, V for a full vector).
@@ -58,6 +65,11 @@ function vnni(p: Int8Problem): Int8Ops {
     column: (addr, j, ocb) => {
       const dots = Array.from({ length: ocb }, (_, i) => `c${i}_${j} = _mm512_dpbusd_epi32(c${i}_${j}, a, w${i});`).join(' ');
       return `{ int32_t t; memcpy(&t, ${addr}, 4); const __m512i a = _mm512_set1_epi32(t); ${dots} }`;
+    },
+    dwWeight: (ptr, i) => `const __m512i w${i} = _mm512_loadu_si512(${ptr});`,
+    dwTap: (acc, addr, i, partial) => {
+      const x = partial ? `_mm_maskz_loadu_epi8((__mmask16)((1u << lanes) - 1u), ${addr})` : `_mm_loadu_si128((const __m128i*)(${addr}))`;
+      return `${acc} = _mm512_add_epi32(${acc}, _mm512_mullo_epi32(_mm512_cvtepu8_epi32(${x}), w${i}));`;
     },
     finish: (acc, i, dst, lanes) => {
       const mask = `(__mmask16)((1u << (${lanes})) - 1u)`;
@@ -107,6 +119,14 @@ function avx2(p: Int8Problem): Int8Ops {
         `const __m256i lo = _mm256_and_si256(a, k7f), hi = _mm256_and_si256(_mm256_srli_epi16(a, 7), k01); ${dots} }`
       );
     },
+    dwWeight: (ptr, i) => `const __m256i w${i} = _mm256_loadu_si256((const __m256i*)(${ptr}));`,
+    dwTap: (acc, addr, i, partial) => {
+      // a partial vector reads only its real bytes: the input may end right after them
+      const x = partial
+        ? `({ int64_t t = 0; memcpy(&t, ${addr}, lanes); _mm_cvtsi64_si128(t); })`
+        : `_mm_loadl_epi64((const __m128i*)(${addr}))`;
+      return `${acc} = _mm256_add_epi32(${acc}, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(${x}), w${i}));`;
+    },
     finish: (acc, i, dst, lanes) => {
       const v = `_mm256_add_epi32(${acc}, _mm256_loadu_si256((const __m256i*)(comp + ${i * 8})))`;
       if (!p.requant)
@@ -148,6 +168,8 @@ function scalar(p: Int8Problem): Int8Ops {
       ).join(' ');
       return `{ const uint8_t* a = ${addr}; ${dots} }`;
     },
+    dwWeight: (ptr, i) => `const int32_t w${i} = *(${ptr});`,
+    dwTap: (acc, addr, i) => `${acc} += (int32_t)*(${addr}) * w${i};`,
     finish: (acc, i, dst) => {
       const v = `${acc} + comp[${i}]`;
       if (!p.requant) return [`*(${outT}*)(${dst}) = ${v};`];

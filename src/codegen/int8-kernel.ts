@@ -5,7 +5,8 @@
  *   void <sym>_run(const uint8_t* in, const int8_t* w, const int32_t* comp, const float* mult,
  *                  OUT* out, void* workspace, int nthreads);
  *
- * in: NHWC u8 activations; out: NHWC (u8, s8 or s32); w, comp, mult: what int8-pack.ts packs;
+ * in: NHWC u8 activations; out: NHWC (u8, s8 or s32); w, comp, mult: what int8-pack.ts packs
+ * (a depthwise kernel's w holds int32 weights);
  * workspace: int8WorkspaceBytes of scratch (the padded input copy). Like the FP32 kernels it
  * work-shares over a calling OpenMP team, or opens its own. The path's extensions are named in a
  * `#pragma GCC target`, so the unit compiles under any -march; the symbol comes from the content,
@@ -16,6 +17,7 @@ import { INT8_PATH_TARGET } from '../toolchain/isa.js';
 import { int8Dims, int8WorkspaceBytes, type Int8Dims, type Int8Problem } from '../space/int8-problem.js';
 import { int8TileCounts, int8Vec, type Int8Schedule } from '../space/int8-knobs.js';
 import { internalError } from '../errors.js';
+import { depthwiseMicrokernel } from './int8-depthwise.js';
 import { int8Ops, type Int8Ops } from './int8-isa.js';
 
 /** Bump when the generated INT8 code changes meaning (part of every symbol). */
@@ -90,10 +92,14 @@ function copyInput(p: Int8Problem, d: Int8Dims): string[] {
     `      uint8_t* dp = dr + (long)x * ${d.cp};`,
     `      if (y < 0 || y >= ${p.h} || ix < 0 || ix >= ${p.w}) { memset(dp, ${p.xZero}, ${d.cp}); continue; }`,
     `      const uint8_t* sp = in + ((b * ${p.h} + y) * ${p.w} + ix) * ${p.cin};`,
-    `      for (int g = 0; g < ${p.groups}; ++g) {`,
-    `        memcpy(dp + g * ${d.cinGP}, sp + g * ${d.cinG}, ${d.cinG});`,
-    d.cinGP > d.cinG ? `        memset(dp + g * ${d.cinGP} + ${d.cinG}, ${p.xZero}, ${d.cinGP - d.cinG});` : '',
-    '      }',
+    ...(d.cp === p.cin
+      ? [`      memcpy(dp, sp, ${p.cin});`]
+      : [
+          `      for (int g = 0; g < ${p.groups}; ++g) {`,
+          `        memcpy(dp + g * ${d.cinGP}, sp + g * ${d.cinG}, ${d.cinG});`,
+          `        memset(dp + g * ${d.cinGP} + ${d.cinG}, ${p.xZero}, ${d.cinGP - d.cinG});`,
+          '      }',
+        ]),
     '    }',
     '  }',
     '  src = pad;',
@@ -113,7 +119,12 @@ export function generateInt8Kernel(p: Int8Problem, s: Int8Schedule): Int8KernelS
   const name = (ocb: number, width: number) => `${sym}_u${ocb}x${width}`;
   const kernels: string[] = [];
   for (const ocb of new Set([s.regOc, tailOcb]))
-    for (const width of new Set([s.regCols, tailW])) kernels.push(microkernel(name(ocb, width), p, d, ops, ocb, width));
+    for (const width of new Set([s.regCols, tailW]))
+      kernels.push(
+        p.depthwise
+          ? depthwiseMicrokernel(name(ocb, width), p, d, ops, outT, ocb, width)
+          : microkernel(name(ocb, width), p, d, ops, ocb, width),
+      );
   const call = (ocb: number, width: number) => `${name(ocb, width)}(ip, wq, cq, mq, oq, lanes);`;
   const byWidth = (ocb: number) =>
     tailW === s.regCols ? call(ocb, s.regCols) : `if (blk == ${c.colBlocks - 1}) ${call(ocb, tailW)} else ${call(ocb, s.regCols)}`;
@@ -129,7 +140,7 @@ export function generateInt8Kernel(p: Int8Problem, s: Int8Schedule): Int8KernelS
     '    long rest = t;',
     `    const int ct = (int)(rest % ${c.colTiles}); rest /= ${c.colTiles};`,
     `    const int ot = (int)(rest % ${c.ocTiles}); rest /= ${c.ocTiles};`,
-    `    const int g = (int)(rest % ${p.groups}); rest /= ${p.groups};`,
+    `    const int g = (int)(rest % ${d.taskGroups}); rest /= ${d.taskGroups};`,
     `    const long r = rest, b = r / ${p.oh}, oy = r % ${p.oh};`,
     `    const uint8_t* irow = src + ((b * ${d.hp} + oy * ${p.sh}) * ${d.wp}) * ${d.cp} + (long)g * ${d.cinGP};`,
     `    ${outT}* orow = out + r * ${p.ow * p.cout} + (long)g * ${d.coutG};`,
@@ -137,12 +148,13 @@ export function generateInt8Kernel(p: Int8Problem, s: Int8Schedule): Int8KernelS
     `    const int k0 = ct * ${s.tileCols}, k1 = k0 + ${s.tileCols} < ${c.colBlocks} ? k0 + ${s.tileCols} : ${c.colBlocks};`,
     '    for (int q = q0; q < q1; ++q) {',
     `      const long ch = (long)g * ${d.ocVecs * v} + (long)q * ${s.regOc * v};`,
-    `      const int8_t* wq = w + ch * ${slot};`,
+    p.depthwise ? `      const int32_t* wq = (const int32_t*)w + ch * ${d.k4};` : `      const int8_t* wq = w + ch * ${slot};`,
     '      const int32_t* cq = comp + ch;',
     '      const float* mq = mult + ch;',
     `      const int lanes = q == ${c.ocGroups - 1} ? ${d.ocLast} : ${v};`,
     '      for (int blk = k0; blk < k1; ++blk) {',
-    `        const uint8_t* ip = irow + (long)blk * ${s.regCols * p.sw * d.cp};`,
+    // a depthwise block's input channels are its output channels; a conv block reads all its group's channels
+    `        const uint8_t* ip = irow + (long)blk * ${s.regCols * p.sw * d.cp}${p.depthwise ? ' + ch' : ''};`,
     `        ${outT}* oq = orow + (long)blk * ${s.regCols * p.cout} + (long)q * ${s.regOc * v};`,
     `        ${dispatch}`,
     '      }',

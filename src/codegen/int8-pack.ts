@@ -3,6 +3,7 @@
  *  - w: per (group, oc group) slot [kh][kw][input channels / 4][oc vector][V lanes][4 channels] s8,
  *    zero past the real channels, so one reduction step loads each oc vector contiguously in the
  *    operand shape of `vpdpbusd` / `vpmaddubsw`;
+ *    (depthwise: [channel vector][kh·kw][V lanes] as int32, one channel per lane);
  *  - comp: per padded output channel, bias − x_zero · Σ w (the input zero point's share, exact in
  *    32 bits: Σ (x − x_zero)·w = Σ x·w − x_zero·Σ w, and the padded border holds x_zero);
  *  - mult: per padded output channel, M = fl32(fl32(x_scale · w_scale) / y_scale) (quant-math.ts).
@@ -32,11 +33,11 @@ export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed 
     p.op === 'qmatmul'
       ? (oc: number, ic: number) => src[ic * p.cout + oc]!
       : (oc: number, ic: number, ky: number, kx: number) => src[((oc * d.cinG + ic) * p.kh + ky) * p.kw + kx]!;
-  const padded = p.groups * d.ocVecs * v;
-  const w = new Int8Array(padded * d.k4 * 4);
+  const padded = d.taskGroups * d.ocVecs * v;
   const comp = new Int32Array(padded);
   const mult = new Float32Array(padded);
-  for (let g = 0; g < p.groups; g++)
+  const w = p.depthwise ? new Int8Array(depthwiseWeights(p, v, d.ocVecs, at).buffer) : new Int8Array(padded * d.k4 * 4);
+  for (let g = 0; g < (p.depthwise ? 0 : p.groups); g++)
     for (let qg = 0; qg < c.ocGroups; qg++) {
       const ocb = Math.min(s.regOc, d.ocVecs - qg * s.regOc);
       const base = g * d.ocVecs * v + qg * s.regOc * v;
@@ -52,7 +53,7 @@ export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed 
                   if (oc < d.coutG && ic < d.cinG) w[o] = at(g * d.coutG + oc, ic, ky, kx);
                 }
     }
-  for (let g = 0; g < p.groups; g++)
+  for (let g = 0; g < d.taskGroups; g++)
     for (let oc = 0; oc < d.coutG; oc++) {
       const real = g * d.coutG + oc;
       let sum = 0;
@@ -62,4 +63,17 @@ export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed 
       mult[at32] = p.requant ? requantMultiplier(q.xScale, wq.scale[real]!, q.yScale) : 0;
     }
   return { w, comp, mult };
+}
+
+function depthwiseWeights(
+  p: Int8Problem,
+  v: number,
+  vecs: number,
+  at: (oc: number, ic: number, ky: number, kx: number) => number,
+): Int32Array {
+  const taps = p.kh * p.kw;
+  const out = new Int32Array(vecs * taps * v);
+  for (let c = 0; c < p.cout; c++)
+    for (let t = 0; t < taps; t++) out[(Math.floor(c / v) * taps + t) * v + (c % v)] = at(c, 0, Math.floor(t / p.kw), t % p.kw);
+  return out;
 }

@@ -50,7 +50,7 @@ export function int8TileCounts(p: Int8Problem, s: Int8Schedule): Int8TileCounts 
   const colBlocks = Math.ceil(d.cols / s.regCols);
   const ocTiles = Math.ceil(ocGroups / s.tileOc);
   const colTiles = Math.ceil(colBlocks / s.tileCols);
-  return { ocGroups, colBlocks, ocTiles, colTiles, tasks: d.rows * p.groups * ocTiles * colTiles };
+  return { ocGroups, colBlocks, ocTiles, colTiles, tasks: d.rows * d.taskGroups * ocTiles * colTiles };
 }
 
 /** A schedule clamped to the problem: no more oc vectors or columns per block or tile than there are. */

@@ -9,6 +9,10 @@
  * pixels hold the input zero point (they add nothing to Σ (x − x_zero)·w, as in ONNX) and whose group
  * channels are padded to a multiple of four; then every output sees the same kh·kw taps and the zero
  * point's share is one per-channel constant, x_zero · Σ w, folded into the bias at pack time.
+ *
+ * A depthwise conv (groups = cin = cout) has nothing to reduce across channels, so it is its own
+ * problem: channels in the vector lanes (NHWC keeps them contiguous), taps reduced per lane, and the
+ * padded copy keeps the real channel count.
  */
 import type { Layer } from '../ir/layer.js';
 import { quantWeightsOf, requantizationOf } from '../ir/quant-layer.js';
@@ -26,6 +30,8 @@ export interface Int8Problem {
   readonly cin: number;
   readonly cout: number;
   readonly groups: number;
+  /** groups = cin = cout > 1: channels in the lanes (int8-depthwise.ts). */
+  readonly depthwise: boolean;
   readonly kh: number;
   readonly kw: number;
   readonly sh: number;
@@ -82,25 +88,28 @@ export function int8ProblemOf(l: Layer): Int8Problem {
   const pads: [number, number, number, number] = [p[0]!, p[1]!, p[2]!, p[3]!];
   const groups = a.groups as number;
   if (kh === 1 && kw === 1 && sh === 1 && sw === 1 && pads.every((x) => x === 0))
-    return { op: 'qconv2d', ...pointwise(n, h, w, cin, cout), groups, ...common };
-  return { op: 'qconv2d', n, h, w, cin, cout, groups, kh, kw, sh, sw, dh, dw, pads, oh, ow, ...common };
+    return { op: 'qconv2d', ...pointwise(n, h, w, cin, cout), groups, depthwise: false, ...common };
+  const depthwise = groups > 1 && groups === cin && groups === cout;
+  return { op: 'qconv2d', n, h, w, cin, cout, groups, depthwise, kh, kw, sh, sw, dh, dw, pads, oh, ow, ...common };
 }
 
 /** n·h·w pixels as one row of columns, one tap each. */
 function pointwise(n: number, h: number, w: number, cin: number, cout: number) {
   const cols = n * h * w;
   const one = { kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1, pads: [0, 0, 0, 0] as const };
-  return { n: 1, h: 1, w: cols, cin, cout, groups: 1, ...one, oh: 1, ow: cols };
+  return { n: 1, h: 1, w: cols, cin, cout, groups: 1, depthwise: false, ...one, oh: 1, ow: cols };
 }
 
 /** Derived sizes every INT8 stage reads (vector width `vec` in 32-bit lanes: 16, 8 or 1). */
 export interface Int8Dims {
   readonly vec: number;
+  /** Conv groups the parallel tasks run over (1 for depthwise: its groups are the lanes). */
+  readonly taskGroups: number;
   readonly cinG: number;
   readonly coutG: number;
   /** Group input channels padded to a multiple of 4 (one broadcast each). */
   readonly cinGP: number;
-  /** Reduction steps of four channels over all taps. */
+  /** Reduction steps of four channels over all taps (depthwise: the taps). */
   readonly k4: number;
   readonly ocVecs: number;
   /** Real lanes of the last output vector of a group. */
@@ -115,23 +124,25 @@ export interface Int8Dims {
 }
 
 export function int8Dims(p: Int8Problem, vec: number): Int8Dims {
-  const cinG = p.cin / p.groups,
-    coutG = p.cout / p.groups;
-  const cinGP = Math.ceil(cinG / 4) * 4;
+  const dw = p.depthwise;
+  const cinG = dw ? 1 : p.cin / p.groups,
+    coutG = dw ? p.cout : p.cout / p.groups;
+  const cinGP = dw ? 1 : Math.ceil(cinG / 4) * 4;
   const ocVecs = Math.ceil(coutG / vec);
   const copy = p.pads.some((x) => x > 0) || cinGP !== cinG;
   return {
     vec,
+    taskGroups: dw ? 1 : p.groups,
     cinG,
     coutG,
     cinGP,
-    k4: (p.kh * p.kw * cinGP) / 4,
+    k4: dw ? p.kh * p.kw : (p.kh * p.kw * cinGP) / 4,
     ocVecs,
     ocLast: coutG - (ocVecs - 1) * vec,
     copy,
     hp: p.h + p.pads[0] + p.pads[2],
     wp: p.w + p.pads[1] + p.pads[3],
-    cp: p.groups * cinGP,
+    cp: dw ? p.cin : p.groups * cinGP,
     rows: p.n * p.oh,
     cols: p.ow,
   };
