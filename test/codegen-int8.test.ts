@@ -148,6 +148,10 @@ test('weights the INT8 kernels cannot take are refused by layer name', () => {
     );
   refused({ input: [1, 4, 5, 5], cout: 4, k: [3, 3], weightDType: 'uint8' }, /weight is uint8/);
   refused({ input: [1, 4, 5, 5], cout: 4, k: [3, 3], weightZero: 3 }, /weight zero point is 3 at output channel 0/);
+  assert.throws(
+    () => int8ProblemOf(quantLayer({ input: [1, 66000], cout: 2, matmul: true }, 1).layer),
+    (e) => isVeltairError(e) && e.code === 'UNSUPPORTED_QUANTIZATION' && /66000-term sums can overflow/.test(e.message),
+  );
 });
 
 test('a depthwise conv gets the depthwise problem, a channel-multiplier conv the grouped one', () => {

@@ -72,6 +72,10 @@ export function int8ProblemOf(l: Layer): Int8Problem {
   const [dlo, dhi] = quantRange(q.outDtype);
   const clamp: [number, number] = [Math.max(dlo, q.clamp[0]), Math.min(dhi, q.clamp[1])];
   if (clamp[0] > clamp[1]) throw refuse(l, `its activation bounds [${q.clamp[0]}, ${q.clamp[1]}] are empty`);
+  // every product is at most 255 · 128; past 2^31 the 32-bit accumulator wraps where the reference does not
+  const k = l.op === 'qmatmul' ? wq.weight.dims[0]! : wq.weight.dims.slice(1).reduce((a, b) => a * b, 1);
+  const biasMax = (wq.bias ?? new Int32Array(0)).reduce((m, b) => Math.max(m, Math.abs(b)), 0);
+  if (k * 255 * 128 + biasMax >= 2 ** 31) throw refuse(l, `its ${k}-term sums can overflow the 32-bit accumulator`);
   const common = { xZero: q.xZero, requant, yZero: requant ? q.yZero : 0, outDtype: q.outDtype, clamp };
   if (l.op === 'qmatmul') {
     const [k, cols] = wq.weight.dims as [number, number];
