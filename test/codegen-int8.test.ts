@@ -1,6 +1,6 @@
 /**
  * Generated INT8 kernels equal the integer reference (quantize/reference.ts) exactly, on every
- * path the toolchain describes: AVX-512 VNNI, AVX2 (vpmaddubsw with the activation split) and
+ * path the toolchain describes: AVX-512 VNNI, AVX-VNNI, AVX2 (vpmaddubsw with the activation split) and
  * plain C. Every path is compiled on any host; a path this CPU cannot run (toolchain/isa.ts) is
  * skipped with the flags it lacks, and the plain-C path always runs. Cases: 3×3 / 1×1 / strided /
  * dilated / padded convs, grouped, depthwise (its own kernel) and channel-multiplier convs, dense and batched matmul, per-channel scales,
@@ -9,7 +9,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Layer } from '../src/ir/layer.js';
@@ -20,6 +20,7 @@ import { int8ProblemOf } from '../src/space/int8-problem.js';
 import { int8Space, repairInt8, type Int8Schedule } from '../src/space/int8-knobs.js';
 import { INT8_PATHS, int8PathsAt, missingForInt8Path, type Int8Path } from '../src/toolchain/isa.js';
 import { isVeltairError } from '../src/errors.js';
+import { runCompiler } from '../src/toolchain/compiler.js';
 import { nums } from '../src/onnx/eval.js';
 import { seededRng } from '../src/random.js';
 import { buildDriver, fromNhwc, quantLayer, runDriver, toNhwc, type DriverCase, type QLayerSpec } from './int8-fixture.js';
@@ -157,4 +158,28 @@ test('weights the INT8 kernels cannot take are refused by layer name', () => {
 test('a depthwise conv gets the depthwise problem, a channel-multiplier conv the grouped one', () => {
   assert.equal(int8ProblemOf(quantLayer({ input: [1, 21, 7, 6], cout: 21, k: [3, 3], groups: 21 }, 1).layer).depthwise, true);
   assert.equal(int8ProblemOf(quantLayer({ input: [1, 8, 6, 6], cout: 16, k: [3, 3], groups: 8 }, 1).layer).depthwise, false);
+});
+
+test('each path emits its instruction: vpdpbusd on zmm / ymm, vpmaddubsw + vpmaddwd on AVX2, no vectors in plain C', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'veltair-int8-asm-'));
+  try {
+    const asm = async (path: Int8Path, spec: QLayerSpec): Promise<string> => {
+      const p = int8ProblemOf(quantLayer(spec, 3).layer);
+      const k = generateInt8Kernel(p, repairInt8(p, { path, regOc: 2, regCols: 4, tileOc: 1, tileCols: 1 }));
+      await writeFile(join(dir, `${path}.c`), k.source);
+      await runCompiler(['-O2', '-march=x86-64', '-fopenmp', '-std=gnu11', '-S', '-o', join(dir, `${path}.s`), join(dir, `${path}.c`)]);
+      return readFile(join(dir, `${path}.s`), 'utf8');
+    };
+    const conv: QLayerSpec = { input: [1, 32, 8, 8], cout: 40, k: [3, 3], pads: [1, 1, 1, 1] };
+    assert.match(await asm('avx512vnni', conv), /vpdpbusd\s+%zmm/);
+    assert.match(await asm('avxvnni', conv), /vpdpbusd\s+%ymm/);
+    const avx2 = await asm('avx2', conv);
+    assert.match(avx2, /vpmaddubsw/);
+    assert.match(avx2, /vpmaddwd/);
+    assert.doesNotMatch(avx2, /vpdpbusd/);
+    assert.doesNotMatch(await asm('scalar', conv), /%[yz]mm/);
+    assert.match(await asm('avx2', { input: [1, 24, 8, 8], cout: 24, k: [3, 3], groups: 24 }), /vpmulld/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

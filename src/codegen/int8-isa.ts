@@ -89,15 +89,20 @@ function vnni(p: Int8Problem): Int8Ops {
   };
 }
 
-function avx2(p: Int8Problem): Int8Ops {
+/** AVX2 registers; `vnni`: the AVX-VNNI `vpdpbusd` instead of the split `vpmaddubsw` pair. */
+function avx2(p: Int8Problem, vnni: boolean): Int8Ops {
   const b = bounds(p);
   const pack = p.outDtype === 'uint8' ? '_mm_packus_epi16' : '_mm_packs_epi16';
   return {
     accType: '__m256i',
     zero: '_mm256_setzero_si256()',
     constants: [
-      'const __m256i k7f = _mm256_set1_epi8(0x7f), k01 = _mm256_set1_epi8(1);',
-      'const __m256i k1 = _mm256_set1_epi16(1), k128 = _mm256_set1_epi16(128);',
+      ...(vnni
+        ? []
+        : [
+            'const __m256i k7f = _mm256_set1_epi8(0x7f), k01 = _mm256_set1_epi8(1);',
+            'const __m256i k1 = _mm256_set1_epi16(1), k128 = _mm256_set1_epi16(128);',
+          ]),
       ...(p.requant
         ? [
             `const __m256 vlf = _mm256_set1_ps(${b.lf}), vhf = _mm256_set1_ps(${b.hf});`,
@@ -108,6 +113,10 @@ function avx2(p: Int8Problem): Int8Ops {
     loadWeights: (ptr, ocb) =>
       Array.from({ length: ocb }, (_, i) => `const __m256i w${i} = _mm256_loadu_si256((const __m256i*)(${ptr} + ${i * 32}));`),
     column: (addr, j, ocb) => {
+      if (vnni) {
+        const dots = Array.from({ length: ocb }, (_, i) => `c${i}_${j} = _mm256_dpbusd_avx_epi32(c${i}_${j}, a, w${i});`).join(' ');
+        return `{ int32_t t; memcpy(&t, ${addr}, 4); const __m256i a = _mm256_set1_epi32(t); ${dots} }`;
+      }
       const dots = Array.from(
         { length: ocb },
         (_, i) =>
@@ -187,5 +196,5 @@ function scalar(p: Int8Problem): Int8Ops {
 }
 
 export function int8Ops(path: Int8Path, p: Int8Problem): Int8Ops {
-  return path === 'avx512vnni' ? vnni(p) : path === 'avx2' ? avx2(p) : scalar(p);
+  return path === 'avx512vnni' ? vnni(p) : path === 'scalar' ? scalar(p) : avx2(p, path === 'avxvnni');
 }

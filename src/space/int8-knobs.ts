@@ -21,7 +21,7 @@ export interface Int8Schedule {
 
 /** 32-bit lanes per vector of a path. */
 export function int8Vec(path: Int8Path): 16 | 8 | 1 {
-  return path === 'avx512vnni' ? 16 : path === 'avx2' ? 8 : 1;
+  return path === 'avx512vnni' ? 16 : path === 'scalar' ? 1 : 8;
 }
 
 /**
@@ -31,6 +31,7 @@ export function int8Vec(path: Int8Path): 16 | 8 | 1 {
 export function int8BlockFits(path: Int8Path, regOc: number, regCols: number): boolean {
   if (regOc < 1 || regCols < 1) return false;
   if (path === 'avx512vnni') return regOc * regCols + regOc + 1 <= 32;
+  if (path === 'avxvnni') return regOc * regCols + regOc + 1 <= 16;
   if (path === 'avx2') return regOc * regCols + regOc <= 12;
   return regOc * regCols <= 16;
 }
