@@ -9,9 +9,7 @@
  *  - mult: per padded output channel, M = fl32(fl32(x_scale · w_scale) / y_scale) (quant-math.ts).
  */
 import type { Layer } from '../ir/layer.js';
-import { quantWeightsOf, requantizationOf } from '../ir/quant-layer.js';
-import { nums } from '../onnx/eval.js';
-import { requantMultiplier } from '../onnx/quant-math.js';
+import { multipliersOf, quantWeightsOf, weightValuesOf } from '../ir/quant-layer.js';
 import { int8Dims, type Int8Problem } from '../space/int8-problem.js';
 import { int8TileCounts, int8Vec, type Int8Schedule } from '../space/int8-knobs.js';
 
@@ -23,8 +21,8 @@ export interface Int8Packed {
 
 export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed {
   const wq = quantWeightsOf(l);
-  const q = requantizationOf(l);
-  const src = nums(wq.weight);
+  const m = multipliersOf(l);
+  const src = weightValuesOf(l);
   const v = int8Vec(s.path);
   const d = int8Dims(p, v);
   const c = int8TileCounts(p, s);
@@ -60,7 +58,7 @@ export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed 
       for (let ic = 0; ic < d.cinG; ic++) for (let ky = 0; ky < p.kh; ky++) for (let kx = 0; kx < p.kw; kx++) sum += at(real, ic, ky, kx);
       const at32 = g * d.ocVecs * v + oc;
       comp[at32] = ((wq.bias?.[real] ?? 0) - p.xZero * sum) | 0;
-      mult[at32] = p.requant ? requantMultiplier(q.xScale, wq.scale[real]!, q.yScale) : 0;
+      mult[at32] = m[real]!;
     }
   return { w, comp, mult };
 }

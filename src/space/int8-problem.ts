@@ -15,8 +15,7 @@
  * padded copy keeps the real channel count.
  */
 import type { Layer } from '../ir/layer.js';
-import { quantWeightsOf, requantizationOf } from '../ir/quant-layer.js';
-import { quantRange } from '../onnx/quant-math.js';
+import { outputBounds, quantWeightsOf, requantizationOf } from '../ir/quant-layer.js';
 import { quoteForMessage, userError } from '../errors.js';
 
 export type Int8OutDType = 'uint8' | 'int8' | 'int32';
@@ -69,8 +68,7 @@ export function int8ProblemOf(l: Layer): Int8Problem {
   if (c >= 0) throw refuse(l, `its weight zero point is ${wq.zero[c]} at output channel ${c}; the INT8 kernels take symmetric weights`);
   if (q.yScale !== 0 && q.outDtype === 'int32') throw refuse(l, 'it requantizes to int32');
   const requant = q.yScale !== 0;
-  const [dlo, dhi] = quantRange(q.outDtype);
-  const clamp: [number, number] = [Math.max(dlo, q.clamp[0]), Math.min(dhi, q.clamp[1])];
+  const clamp = outputBounds(q);
   if (clamp[0] > clamp[1]) throw refuse(l, `its activation bounds [${q.clamp[0]}, ${q.clamp[1]}] are empty`);
   // every product is at most 255 · 128; past 2^31 the 32-bit accumulator wraps where the reference does not
   const k = l.op === 'qmatmul' ? wq.weight.dims[0]! : wq.weight.dims.slice(1).reduce((a, b) => a * b, 1);
