@@ -195,7 +195,7 @@ export async function buildDriver(dir: string, cases: readonly DriverCase[]): Pr
   const src = join(dir, 'driver.c');
   const exe = join(dir, 'driver');
   await writeFile(src, [...sources, ...main].join('\n'));
-  await runCompiler(['-O2', '-march=x86-64', '-fopenmp', '-std=gnu11', '-o', exe, src, '-lm']);
+  await runCompiler(['-O2', '-march=x86-64', '-fopenmp', '-std=gnu11', '-Wall', '-Wextra', '-Werror', '-o', exe, src, '-lm']);
   return exe;
 }
 

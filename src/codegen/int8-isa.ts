@@ -97,7 +97,8 @@ function avx2(p: Int8Problem, vnni: boolean): Int8Ops {
     accType: '__m256i',
     zero: '_mm256_setzero_si256()',
     constants: [
-      ...(vnni
+      // the masks and widening factors of the split vpmaddubsw pair
+      ...(vnni || p.depthwise
         ? []
         : [
             'const __m256i k7f = _mm256_set1_epi8(0x7f), k01 = _mm256_set1_epi8(1);',
