@@ -5,7 +5,8 @@
  * out_dtype. yScale 0 marks an integer-output layer (ConvInteger, MatMulInteger): s32 as is.
  */
 import type { Tensor } from '../onnx/model.js';
-import type { QuantDType } from '../onnx/quant-math.js';
+import { nums } from '../onnx/eval.js';
+import { quantRange, requantMultiplier, type QuantDType } from '../onnx/quant-math.js';
 import type { Layer } from './layer.js';
 
 export const QUANT_ATTRS = {
@@ -57,4 +58,22 @@ export function quantWeightsOf(l: Pick<Layer, 'params'>): QuantWeights {
     zero: p.weight_zero!.data as Int32Array,
     bias: p.bias === undefined ? undefined : Int32Array.from(p.bias.data as ArrayLike<number>),
   };
+}
+
+/** The weight's integer values, flat in its stored order (OIHW for conv, K×N for matmul). */
+export function weightValuesOf(l: Pick<Layer, 'params'>): ArrayLike<number> {
+  return nums(l.params.weight!);
+}
+
+/** Each output channel's requantization multiplier M (quant-math.ts); 0 for an integer-output layer. */
+export function multipliersOf(l: Pick<Layer, 'attrs' | 'params'>): Float32Array {
+  const q = requantizationOf(l);
+  const s = quantWeightsOf(l).scale;
+  return q.yScale === 0 ? new Float32Array(s.length) : Float32Array.from(s, (ws) => requantMultiplier(q.xScale, ws, q.yScale));
+}
+
+/** The activation's clamp inside the output type's range: the bounds every output lands in. */
+export function outputBounds(q: Requantization): [number, number] {
+  const [lo, hi] = quantRange(q.outDtype);
+  return [Math.max(lo, q.clamp[0]), Math.min(hi, q.clamp[1])];
 }

@@ -85,3 +85,44 @@ export function missingForLevel(level: IsaLevel, flags: ReadonlySet<string> = cp
 export function levelsOf(flags: ReadonlySet<string>): PortableLevel[] {
   return PORTABLE_LEVELS.filter((level) => LEVEL_FLAGS[level].every((f) => flags.has(f)));
 }
+
+/**
+ * The integer dot-product paths of the INT8 kernels, fastest first: AVX-512 VNNI (`vpdpbusd`: four
+ * u8 × s8 products summed into each 32-bit lane, exactly), AVX-VNNI (the same instruction on 256-bit
+ * registers, VEX-encoded: AVX2 parts from Alder Lake and Zen 5 on), AVX2 (`vpmaddubsw` + `vpmaddwd`, with
+ * the 16-bit pair saturation avoided by splitting the activation, see codegen/int8-isa.ts), and
+ * plain C. The kernels name their path's extensions in a `#pragma GCC target`, so each compiles
+ * under any `-march`; what a CPU may run is decided here, from its flags.
+ */
+export type Int8Path = 'avx512vnni' | 'avxvnni' | 'avx2' | 'scalar';
+export const INT8_PATHS: readonly Int8Path[] = ['avx512vnni', 'avxvnni', 'avx2', 'scalar'];
+
+/** /proc/cpuinfo flags each INT8 path needs (its kernels also use AVX-512BW/VL byte stores and masks). */
+export const INT8_PATH_FLAGS: Readonly<Record<Int8Path, readonly string[]>> = {
+  avx512vnni: ['avx512f', 'avx512bw', 'avx512vl', 'avx512_vnni'],
+  avxvnni: ['avx', 'avx2', 'avx_vnni'],
+  avx2: ['avx', 'avx2'],
+  scalar: [],
+};
+
+/** gcc's target names of the same extensions (`#pragma GCC target`). */
+export const INT8_PATH_TARGET: Readonly<Record<Int8Path, string>> = {
+  avx512vnni: 'avx512f,avx512bw,avx512vl,avx512vnni',
+  avxvnni: 'avx,avx2,avxvnni',
+  avx2: 'avx,avx2',
+  scalar: '',
+};
+
+/** The flags of an INT8 path a CPU with `flags` lacks (empty: it can run that path's kernels). */
+export function missingForInt8Path(path: Int8Path, flags: ReadonlySet<string> = cpuInfo().flags): string[] {
+  return INT8_PATH_FLAGS[path].filter((f) => !flags.has(f));
+}
+
+/**
+ * The INT8 paths a kernel built at `level` may use on a CPU with `flags`, fastest first: at a
+ * portable level only what that level guarantees (x86-64-v4 has no VNNI), natively what the CPU has.
+ */
+export function int8PathsAt(level: IsaLevel, flags: ReadonlySet<string> = cpuInfo().flags): Int8Path[] {
+  const have = level === 'native' ? flags : new Set(LEVEL_FLAGS[level]);
+  return INT8_PATHS.filter((p) => missingForInt8Path(p, have).length === 0);
+}
