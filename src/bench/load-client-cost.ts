@@ -9,12 +9,15 @@
  *
  * Clients: `raw` (the product's: src/load/raw-client.ts through httpSender), `node-http` (postChecked over
  * node:http's keep-alive agent, the client before it). Each runs the whole probe loop (runProbe: timers,
- * the early-stopping judgement, the noise snapshot), as a find-max probe does.
+ * the early-stopping judgement, the noise snapshot), as a find-max probe does. Two floors run beside them:
+ * `no-transport`, the same probe loop with a sender that answers at once (what the loop costs without any
+ * request), and `wake-only`, a loop that only sleeps until each of the same arrivals (what waking the process
+ * from idle costs on this machine, per request: an open-loop generator wakes at least once per arrival).
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeFileAtomic } from '../atomic-file.js';
-import { requestFor, type LoadModel, type Metadata } from '../load/generator.js';
+import { arrivals, requestFor, type LoadModel, type Metadata } from '../load/generator.js';
 import { postChecked } from '../load/post.js';
 import { httpSender, runProbe, type Sender } from '../load/probe.js';
 import { median } from '../stats.js';
@@ -24,7 +27,7 @@ const META: Metadata = {
   outputs: [{ name: 'logits', datatype: 'FP32', shape: [1, 1000] }],
 };
 
-const CLIENTS = ['raw', 'node-http'] as const;
+const CLIENTS = ['raw', 'node-http', 'no-transport', 'wake-only'] as const;
 type Client = (typeof CLIENTS)[number];
 
 interface Row {
@@ -56,6 +59,26 @@ function nodeHttpSender(base: URL, model: LoadModel): Sender {
   return () => postChecked(url, model.headers, model.body, { binaryBytes: model.answerBytes! });
 }
 
+/** CPU per arrival of a loop that does nothing but sleep until each of the probe's arrivals. */
+async function wakeOnlyMs(model: LoadModel, qps: number, seconds: number, seed: number): Promise<number | null> {
+  const plan = arrivals([model], qps, seconds, seed);
+  if (plan.length === 0) return null;
+  const before = process.cpuUsage();
+  const start = performance.now();
+  for (const a of plan) {
+    const wait = a.t - (performance.now() - start);
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+  }
+  const used = process.cpuUsage(before);
+  return Number(((used.user + used.system) / 1000 / plan.length).toFixed(4));
+}
+
+function senderFor(client: Exclude<Client, 'wake-only'>, base: URL, model: LoadModel): Sender {
+  if (client === 'raw') return httpSender(base, [model]);
+  if (client === 'node-http') return nodeHttpSender(base, model);
+  return () => Promise.resolve(200);
+}
+
 async function main(): Promise<void> {
   const rounds = flag('--rounds', 5),
     qps = flag('--qps', 50),
@@ -77,9 +100,18 @@ async function main(): Promise<void> {
       // Alternate the order so neither client always runs first in a round.
       const order = round % 2 === 0 ? CLIENTS : [...CLIENTS].reverse();
       for (const client of order) {
-        const send = client === 'raw' ? httpSender(server.url, [model]) : nodeHttpSender(server.url, model);
+        if (client === 'wake-only') {
+          const ms = await wakeOnlyMs(model, qps, seconds, round + 1);
+          rows.push({ round, client, sent: 0, ok: 0, clientCpuMsPerRequest: ms, outsideShare: null });
+          process.stderr.write(`round ${round + 1} ${client}: ${ms} ms CPU/arrival\n`);
+          continue;
+        }
         // Minimum time = time bound: a probe cannot pass early, so each client sends the same arrivals.
-        const r = await runProbe(send, [model], qps, { minDurationS: seconds, maxDurationS: seconds, seed: round + 1 });
+        const r = await runProbe(senderFor(client, server.url, model), [model], qps, {
+          minDurationS: seconds,
+          maxDurationS: seconds,
+          seed: round + 1,
+        });
         rows.push({
           round,
           client,
@@ -102,7 +134,7 @@ async function main(): Promise<void> {
   });
   const host = `${process.arch}, ${(await import('node:os')).cpus()[0]?.model ?? 'unknown CPU'}`;
   for (const s of summary)
-    console.log(`${s.client.padEnd(9)} ${s.medianMs.toFixed(3)} ms CPU/request (median of ${rounds}; ${s.minMs}–${s.maxMs})`);
+    console.log(`${s.client.padEnd(12)} ${s.medianMs.toFixed(3)} ms CPU/request (median of ${rounds}; ${s.minMs}–${s.maxMs})`);
   console.log(`host: ${host}; ${qps} QPS, ${seconds} s per probe; body ${request.body.length} bytes`);
   if (outIndex > 0)
     await writeFileAtomic(process.argv[outIndex + 1]!, JSON.stringify({ host, qps, seconds, rows, summary }, null, 2) + '\n');
