@@ -490,6 +490,8 @@ static napi_value start_job(napi_env env, napi_value* argv, int chained, int sta
   VT_CHECK(napi_create_reference(env, argv[0], 1, &h->self));
   VT_CHECK(napi_ref_threadsafe_function(env, h->tsfn));
   h->busy = 1;
+  /* the worker is idle (idle_handle), so its team is not binding while it is moved */
+  vt_exec_prepin(h->e, h->cores, (int)n);
   pthread_mutex_lock(&h->mu);
   h->from = from; h->to = to; h->n_cores = (int)n; h->rc = 0; h->err[0] = 0; h->stopped_at = from;
   atomic_store_explicit(&h->preempt, start_preempted, memory_order_release);

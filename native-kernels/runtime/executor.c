@@ -75,6 +75,9 @@ struct vt_exec {
   /* the CPU each team thread found itself on after the last vt_exec_bind (-1: not bound) */
   int bound_cpus[VT_MAX_CORES];
   int n_bound;
+  /* the kernel thread id of each team thread at the last bind (0: unknown), for vt_exec_prepin */
+  pid_t team_tids[VT_MAX_CORES];
+  int n_tids;
   /* what the last successful vt_exec_bind was asked for (n_asked 0: none yet) */
   int asked[VT_MAX_CORES];
   int n_asked, asked_nice;
@@ -526,12 +529,14 @@ int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice) {
       CPU_SET(cores[id], &set);
       if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) failed = 1;
       const id_t tid = (id_t)syscall(SYS_gettid);
+      e->team_tids[id] = (pid_t)tid;
       if (nice >= 0 && getpriority(PRIO_PROCESS, tid) != nice) (void)setpriority(PRIO_PROCESS, tid, nice);
       for (int spin = 0; spin < 1000 && sched_getcpu() != cores[id]; spin++) sched_yield();
       e->bound_cpus[id] = sched_getcpu();
     }
   }
   e->n_bound = n;
+  e->n_tids = failed ? 0 : n;
   if (failed) {
     snprintf(e->err, VT_ERR_LEN, "could not pin %d threads to the granted cores (is the process allowed to run on them?)", n);
     return failed;
@@ -540,6 +545,26 @@ int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice) {
   e->n_asked = n;
   e->asked_nice = nice;
   return 0;
+}
+
+/*
+ * Move the team threads of the last bind onto `cores` from another thread (the one that hands the
+ * team its next block), before the team wakes. A thread pinned to its previous cores wakes there,
+ * and if another model's block now runs on that core at the same nice value, it waits out that
+ * block's time slice (milliseconds) before it can run its own bind. Only threads the last bind met
+ * are moved; the bind that follows still pins, checks and records every thread. Best effort: a
+ * thread that has exited is skipped.
+ */
+void vt_exec_prepin(vt_exec* e, const int* cores, int n) {
+  if (n == e->n_asked && memcmp(cores, e->asked, (size_t)n * sizeof *cores) == 0) return;
+  const int k = n < e->n_tids ? n : e->n_tids;
+  for (int i = 0; i < k; i++) {
+    if (e->team_tids[i] <= 0 || cores[i] < 0 || cores[i] >= CPU_SETSIZE) continue;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cores[i], &set);
+    (void)sched_setaffinity(e->team_tids[i], sizeof set, &set);
+  }
 }
 
 int vt_exec_bound_cpus(const vt_exec* e, int* out, int max) {

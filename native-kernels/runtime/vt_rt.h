@@ -111,6 +111,8 @@ vt_exec* vt_exec_clone(vt_exec* e, char* err);
 /* Pin the calling thread's OpenMP team to cores[0..n) (see executor.c); 0 or nonzero + vt_exec_error. */
 #define VT_MAX_CORES 1024
 int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice);
+/* Move the last bind's team threads to cores[0..n) from another thread, before the team's next bind. */
+void vt_exec_prepin(vt_exec* e, const int* cores, int n);
 /* The CPUs the team threads were on after the last bind (up to max); returns how many. */
 int vt_exec_bound_cpus(const vt_exec* e, int* out, int max);
 const char* vt_exec_error(const vt_exec* e);
