@@ -60,7 +60,7 @@ function containersOf(d: Doc): Container[] {
 }
 
 test('the Dockerfile serves the model repository on every address of the pod, on the port it exposes', () => {
-  assert.deepEqual(entrypoint.slice(0, 3), ['node', 'bin/veltair', 'serve']);
+  assert.deepEqual(entrypoint.slice(0, 4), ['node', '--single-threaded-gc', 'bin/veltair', 'serve'], 'started as bin/veltair starts node');
   assert.ok(entrypoint.includes('--repo'));
   assert.equal(entrypoint[entrypoint.indexOf('--host') + 1], '0.0.0.0');
   assert.equal(Number(/^EXPOSE (\d+)$/m.exec(dockerfile)![1]), listenPort([]));

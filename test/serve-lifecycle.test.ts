@@ -255,3 +255,30 @@ test('bad start-up input is one clear error line and exit 1', async () => {
   assertOneClearError(await veltair(['load', 'http://10.0.0.1:8000', '--models', 'tiny', '--qps', '1']), 'BAD_ARGUMENT', ['loopback']);
   assertOneClearError(await veltair(['serve', bundles['tiny']!, '--cores', '0']), 'BAD_ARGUMENT', ['--cores']);
 });
+
+test(
+  'bin/veltair starts node with single-threaded garbage collection, and serve says so when started without it',
+  { timeout: 120_000 },
+  async () => {
+    /** stderr of a server started by `command`, stopped once it listens. */
+    const stderrOf = async (command: string, args: string[]) => {
+      const child = execa(command, [...args, 'serve', bundles['tiny']!, '--cores', '1', '--port', '0', '--json'], {
+        reject: false,
+        stdin: 'ignore',
+        buffer: false,
+      });
+      children.push(child);
+      let err = '';
+      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', () => resolve());
+        void child.then((r) => reject(new Error(`serve exited ${r.exitCode}: ${err}`)));
+      });
+      child.kill('SIGTERM');
+      assert.equal((await child).exitCode, 0, err);
+      return err;
+    };
+    assert.doesNotMatch(await stderrOf(BIN, []), /--single-threaded-gc/, 'the executable runs node with the flag (its #! line)');
+    assert.match(await stderrOf(process.execPath, [BIN]), /node runs without --single-threaded-gc/);
+  },
+);

@@ -26,6 +26,9 @@ import { badArgument, parsePositiveInt } from '../terminal/args.js';
 import { note, printJson, printLine } from '../terminal/output.js';
 import { loadOrtRoom } from './ort-room.js';
 
+/** V8 flag that keeps garbage collection on the event loop's thread: bin/veltair and serve's child processes start with it. */
+const SINGLE_THREADED_GC = '--single-threaded-gc';
+
 interface ServeFlags {
   repo?: string;
   config?: string;
@@ -260,6 +263,12 @@ export function registerServeCommand(program: Command): void {
         printLine(`veltair serve: ${backend.name} backend, policy ${flags.policy}, cores ${cpus.join(',')}, listening on ${server.url}`);
       }
       for (const s of summaries) note(s);
+      if (!process.execArgv.includes(SINGLE_THREADED_GC)) {
+        note(
+          `veltair serve: node runs without ${SINGLE_THREADED_GC}, so V8's collector threads can take the kernels' cores; ` +
+            `start the server as bin/veltair does (\`node ${SINGLE_THREADED_GC} bin/veltair serve …\`)`,
+        );
+      }
       const report = await server.closed;
       if (report.cutShort) {
         const why = report.hurried

@@ -15,12 +15,16 @@ export interface ServeProcess {
 
 export async function startServeProcess(args: readonly string[], cores: readonly number[]): Promise<ServeProcess> {
   const bin = join(repoRoot(), 'bin', 'veltair');
-  const child = execa('taskset', ['-c', cores.join(','), process.execPath, bin, 'serve', ...args, '--port', '0', '--json'], {
-    reject: false,
-    stdin: 'ignore',
-    buffer: false,
-    env: { GLIBC_TUNABLES: MALLOC_KEEP_TUNABLES },
-  });
+  const child = execa(
+    'taskset',
+    ['-c', cores.join(','), process.execPath, '--single-threaded-gc', bin, 'serve', ...args, '--port', '0', '--json'],
+    {
+      reject: false,
+      stdin: 'ignore',
+      buffer: false,
+      env: { GLIBC_TUNABLES: MALLOC_KEEP_TUNABLES },
+    },
+  );
   const url = await new Promise<string>((res, rej) => {
     let out = '',
       err = '';
