@@ -50,7 +50,7 @@ nmix=${#mixes[@]}
 read -r duration probe <<<"$(awk -v b="$budget" -v m="$nmix" -v r="$rounds" -v a="$narms" 'BEGIN {
   per = (b * 0.85 / m - 15) / (r * a + 3) - 4; d = per / 8; if (d < 0.2) d = 0.2; p = d / 2; if (p < 0.2) p = 0.2;
   printf "%.2f %.2f\n", d, p }')"
-cmd=(node "$here/dist/src/bench/serve-bench.js" --bundle-dir "$bundle_dir" --arms "$arms" --cores "$list" --rounds "$rounds"
+cmd=(node --single-threaded-gc "$here/dist/src/bench/serve-bench.js" --bundle-dir "$bundle_dir" --arms "$arms" --cores "$list" --rounds "$rounds"
   --duration "$duration" --probe-duration "$probe" --max-runs 8 --pinned-probes 3 --tolerance 1.1 --json-out "$out/serve-bench.json")
 for m in "${mixes[@]}"; do cmd+=(--mix "$m"); done
 cmd+=("${extra[@]}")
