@@ -25,11 +25,11 @@ done
 [ "$#" -gt 0 ] || { echo "usage: $0 [--qps Q] [--cores LIST] [--port P] [--policy P] BUNDLE…" >&2; exit 2; }
 names=$(for b in "$@"; do basename "$b" .bundle; done | paste -sd, -)
 out=$(mktemp -d)
-node "$here/bin/veltair" serve "$@" --policy "$policy" --port "$port" --cores "$cores" "${chain[@]}" > "$out/serve.log" 2>&1 &
+node --single-threaded-gc "$here/bin/veltair" serve "$@" --policy "$policy" --port "$port" --cores "$cores" "${chain[@]}" > "$out/serve.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 180); do curl -sf "localhost:$port/v2/health/ready" > /dev/null 2>&1 && break; sleep 1; done
-node "$here/bin/veltair" load "http://127.0.0.1:$port" --models "$names" --qps "$qps" --duration 15 --seed 3 --json > "$out/load.json"
+node --single-threaded-gc "$here/bin/veltair" load "http://127.0.0.1:$port" --models "$names" --qps "$qps" --duration 15 --seed 3 --json > "$out/load.json"
 curl -s "localhost:$port/metrics" > "$out/metrics.txt"
 grep -E '^veltair_(scheduler_decision|block_dispatch|request_scheduling)_seconds_(sum|count)|^veltair_requests_total|^veltair_blocks_total' \
   "$out/metrics.txt"
