@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # The live scheduler's real time per request (bench/RESULTS.md, "Serving"): veltair serve with
-# --policy POLICY (default veltair) on the given bundles and cores, 15 s of veltair load at QPS
+# --policy POLICY (default veltair) on the given bundles and cores, DURATION s (default 15) of veltair load at QPS
 # requests/s, then the server's own histograms from /metrics: per scheduler event
 # (veltair_scheduler_decision_seconds), per block from decision to its first kernel
 # (veltair_block_dispatch_seconds), and per request, both summed (veltair_request_scheduling_seconds).
 #
-#   bench/serve/sched-overhead.sh [--qps 6] [--cores 0,1] [--port 8123] [--policy veltair] [--no-chain] BUNDLE…
+#   bench/serve/sched-overhead.sh [--qps 6] [--duration 15] [--cores 0,1] [--port 8123] [--policy veltair] [--no-chain] BUNDLE…
 #
 # --no-chain serves block by block (every block back through the event loop), for the before/after pair.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-qps=6 cores=0,1 port=8123 policy=veltair
+qps=6 cores=0,1 port=8123 policy=veltair duration=15
 chain=()
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --qps) qps=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
     --cores) cores=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --policy) policy=$2; shift 2 ;;
@@ -29,7 +30,7 @@ node --single-threaded-gc "$here/bin/veltair" serve "$@" --policy "$policy" --po
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 180); do curl -sf "localhost:$port/v2/health/ready" > /dev/null 2>&1 && break; sleep 1; done
-node --single-threaded-gc "$here/bin/veltair" load "http://127.0.0.1:$port" --models "$names" --qps "$qps" --duration 15 --seed 3 --json > "$out/load.json"
+node --single-threaded-gc "$here/bin/veltair" load "http://127.0.0.1:$port" --models "$names" --qps "$qps" --duration "$duration" --seed 3 --json > "$out/load.json"
 curl -s "localhost:$port/metrics" > "$out/metrics.txt"
 grep -E '^veltair_(scheduler_decision|block_dispatch|request_scheduling)_seconds_(sum|count)|^veltair_requests_total|^veltair_blocks_total' \
   "$out/metrics.txt"
