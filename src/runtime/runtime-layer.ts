@@ -28,6 +28,8 @@ export interface RuntimeVersion {
   readonly split?: ThreadSplit;
   /** Its loop problem and schedule, for a conv (which thread writes what: space/tile-owner.ts). */
   readonly tiling?: Tiling;
+  /** An INT8 version: packedWeight holds w, comp and mult (codegen/int8-pack.ts int8Blob); where comp and mult start. */
+  readonly int8?: { readonly compOffset: number; readonly multOffset: number };
 }
 
 export interface RuntimeLayer {
