@@ -177,3 +177,8 @@ export function runQuantizedLayer(l: Layer, inputs: readonly Tensor[]): Tensor {
       throw internalError(`layer ${l.index} (${l.op}) is not a quantized layer`);
   }
 }
+
+/** A qconv2d / qmatmul layer on a u8 input in its own order (NCHW / row-major): the reference the INT8 tuner checks kernels against. */
+export function referenceOfU8(l: Layer, x: Uint8Array): ArrayLike<number> {
+  return nums(runQuantizedLayer(l, [{ dtype: 'uint8', dims: [...l.inputShapes[0]!], data: x }]));
+}
