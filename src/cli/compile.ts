@@ -172,6 +172,11 @@ function summaryText(s: CompileResult, shard: Shard | undefined): string {
     `regret     ${fmtRegret(s.perLevelRegret)}`,
   ];
   if (s.sparse) lines.push(...sparseSummaryText(s.sparse));
+  if (s.int8)
+    lines.push(
+      `int8       ${s.int8.layers} layers, ${s.int8.measured} candidates timed at ${s.int8.threads} thread(s) ` +
+        `(${s.int8.failed} failed); versions ${fmtHistogram(s.int8.versionsHistogram)}`,
+    );
   if (s.signedBy) lines.push(`signed     manifest.sig, Ed25519 key ${s.signedBy}`);
   if (s.bytes === null) lines.push('next: veltair db merge SHARD_DBS… -o DB, then veltair compile MODEL -o OUT --db DB (measures nothing)');
   return lines.join('\n');

@@ -3,7 +3,7 @@
  * documented in native-kernels/runtime/ops_quant.c): QuantizeLinear and DequantizeLinear convert
  * between float NCHW[V]c and integer channels-last values, qadd / qmaxpool / qglobal_avgpool run on
  * channels-last integers. Scales and zero points come from the layer's attrs (src/ir/quant-layer.ts);
- * the multipliers are folded here exactly as src/quantize/reference.ts folds them.
+ * the multipliers are folded here exactly as src/ir/quant-reference.ts folds them.
  */
 import { NHWC } from '../bundle/layout.js';
 import { requantizationOf } from '../ir/quant-layer.js';

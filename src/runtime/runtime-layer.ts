@@ -68,6 +68,7 @@ export function fromManifest(m: Manifest, readBlob: (ref: BlobRef) => Uint8Array
         symbol: v.symbol,
         workspaceBytes: v.workspaceBytes,
         ...(v.packedWeight ? { packedWeight: readBlob(v.packedWeight) } : {}),
+        ...(v.int8 ? { int8: v.int8 } : {}),
         ...splitOf(l, v),
       })),
   }));

@@ -2,8 +2,8 @@
  * INT8 tuning: each qconv2d / qmatmul layer's candidates from int8Space on the fastest INT8 path the
  * target runs (and the portable AVX2 path where it runs that too), generated, compiled by the system
  * cc into one driver per layer (measure/int8-driver.ts), run one at a time in a child process,
- * checked EXACTLY against the integer reference (quantize/reference.ts, which the caller hands in:
- * it sits above the runtime, which sits above the tuner) on a seeded input before
+ * checked EXACTLY against the integer reference (ir/quant-reference.ts, which the caller hands in,
+ * so the tuner stays free of how the reference is run) on a seeded input before
  * their time counts, and folded into a family of at most `maxVersions` non-dominated versions
  * (space/family.ts). Where the AVX2 path is tuned beside a faster one, its best version keeps one
  * slot of the family: the portable member.
