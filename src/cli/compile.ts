@@ -252,7 +252,8 @@ export function registerCompileCommand(program: Command): void {
     .option('--max-versions <n>', `versions kept per layer and thread count, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
     .option(
       '--isa <level>',
-      'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512)',
+      'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512), ' +
+        'x86-64-v3-vnni / x86-64-v4-vnni (with AVX-VNNI / AVX-512 VNNI, for INT8 models)',
     )
     .option(
       '--threads <list>',
