@@ -58,3 +58,21 @@ test('a quantized small CNN runs natively and equals the integer reference exact
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('an INT8 kernel built for another layer is refused when the plan is loaded', { timeout: 300_000 }, async () => {
+  const { graph } = await quantizedGraph(smallCnn(), 8, 0);
+  const dir = await mkdtemp(join(tmpdir(), 'veltair-rt-int8-bad-'));
+  try {
+    const { plan, kernels } = await nativeInt8Plan(graph, dir, 1);
+    const [a, b] = plan.plan.steps.flatMap((s, i) => (s.op === OP.QKERNEL ? [i] : []));
+    const steps = [...plan.plan.steps];
+    // the second conv's versions (and their constant offsets) on the first conv's step
+    steps[a!] = { ...steps[a!]!, versions: steps[b!]!.versions!, ints: steps[b!]!.ints };
+    await assert.rejects(
+      createExecutor({ ...plan.plan, steps }, kernels),
+      /INT8 kernel vt_q[0-9a-f]{16} \(version 0\): its input size differs/,
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
