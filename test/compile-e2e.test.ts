@@ -11,7 +11,7 @@ import { join, relative } from 'node:path';
 import { after, test } from 'node:test';
 import { readBundle } from '../src/bundle/read.js';
 import { manifestSchemaProblem } from '../src/bundle/schema.js';
-import type { Manifest } from '../src/bundle/manifest.js';
+import { fp32Schedule, type Manifest } from '../src/bundle/manifest.js';
 import { encodeModel } from '../src/onnx/encode.js';
 import { tinyModelSpec, veltair } from './compile-fixture.js';
 
@@ -148,7 +148,7 @@ function checkContent(m: Manifest, text: string) {
     const usable = l.versions.filter((v) => v.inPlan);
     assert.ok(usable.length >= 1);
     for (const v of usable) {
-      assert.equal(v.schedule.vec, m.graphPlan.vectorWidth);
+      assert.equal(fp32Schedule(v)?.vec, m.graphPlan.vectorWidth);
       assert.ok(v.packedWeight && v.packedWeight.length > 0 && v.packedWeight.offset % 64 === 0);
       assert.ok(Object.keys(v.latencyMs).length > 0);
     }

@@ -5,6 +5,7 @@
  * Runtime. A rerun from the same database measures nothing. With Winograd off, a compile from the
  * same database measures no Winograd candidate and keeps direct versions only.
  */
+import { fp32Schedule } from '../src/bundle/manifest.js';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -79,7 +80,7 @@ test('a compile measures a Winograd candidate for a 3×3 conv, and its bundle ma
   );
   const manifest = (await readBundle(out)).manifest;
   const versions = manifest.layers.flatMap((l) => l.versions);
-  const kept = versions.filter((v) => v.schedule.algo === 'winograd').length;
+  const kept = versions.filter((v) => fp32Schedule(v)?.algo === 'winograd').length;
   t.diagnostic(`${kept} of ${versions.length} kept versions are Winograd (kept only where not dominated)`);
 
   const s = await loadBundle(out);
@@ -109,7 +110,10 @@ test('with winograd off (--no-winograd) a compile from the same database keeps d
   await compileFixture(bytes, { ...base, output: out, winograd: false }, cache);
   assert.equal(recordsIn(db).filter((r) => r.schedule.algo === 'winograd').length, winoBefore, 'no Winograd candidate measured');
   const versions = (await readBundle(out)).manifest.layers.flatMap((l) => l.versions);
-  assert.ok(versions.length > 0 && versions.every((v) => v.schedule.algo === undefined), JSON.stringify(versions.map((v) => v.schedule)));
+  assert.ok(
+    versions.length > 0 && versions.every((v) => fp32Schedule(v)?.algo === undefined),
+    JSON.stringify(versions.map((v) => v.schedule)),
+  );
   const s = await loadBundle(out);
   try {
     const x = seeded(8 * 24 * 20, 5, -1, 1);

@@ -18,7 +18,7 @@ import { encodeModel, type NodeSpec } from '../src/onnx/encode.js';
 import type { Tensor } from '../src/onnx/model.js';
 import { tensorFromProto } from '../src/onnx/tensor.js';
 import { lowerToLayers } from '../src/ir/lower.js';
-import { refuseQuantizedLayers } from '../src/ir/quantized.js';
+import { refuseUncompilableQuantized } from '../src/compile/int8-families.js';
 import { runQuantizedLayer } from '../src/quantize/reference.js';
 import { isVeltairError } from '../src/errors.js';
 import { seededRng } from '../src/random.js';
@@ -217,11 +217,18 @@ test('a QDQ Conv with a float weight or an int8 activation is refused by node na
   }
 });
 
-test('compile refuses a quantized model by its first INT8 layer', () => {
+test('compile takes a foldable quantized model, and refuses a layer the INT8 kernels cannot take by its name', () => {
   const { qdq } = convModels({ c: 4, m: 6, group: 1, stride: 1, relu: true }, 3);
   const graph = lowerToLayers(inferModel(decodeModel(qdq, 'qdq.onnx')));
+  refuseUncompilableQuantized(graph);
+  const conv = graph.layers.find((l) => l.op === 'qconv2d')!;
+  const zero = conv.params['weight_zero']!;
+  const asymmetric = { ...conv, params: { ...conv.params, weight_zero: { ...zero, data: new Int32Array(zero.dims[0]!).fill(2) } } };
   assert.throws(
-    () => refuseQuantizedLayers('qdq.onnx', graph),
-    (e) => isVeltairError(e) && e.code === 'UNSUPPORTED_QUANTIZATION' && /layer 0 \(qconv2d, node "the_conv"\)/.test(e.message),
+    () => refuseUncompilableQuantized({ ...graph, layers: graph.layers.map((l) => (l === conv ? asymmetric : l)) }),
+    (e) =>
+      isVeltairError(e) &&
+      e.code === 'UNSUPPORTED_QUANTIZATION' &&
+      /layer "the_conv" \(qconv2d \d+\): its weight zero point is 2/.test(e.message),
   );
 });

@@ -18,6 +18,7 @@
  *   the weight exactly; bias, chanmul and workspace at least what the kernel reads; epi_params
  *   its parameter count; and each buffer its epilogue uses must be there. A kernel built for
  *   another workload is refused at load instead of reading past a buffer.
+ * VT_RT_QKERNEL steps (INT8 kernels): operands, ints and checks in qkernel.c.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -92,6 +93,8 @@ static const vt_op_fn OPS[VT_RT_OP_COUNT] = {
   [VT_RT_STRIDED_COPY] = vt_op_strided_copy, [VT_RT_GATHER] = vt_op_gather, [VT_RT_REDUCE] = vt_op_reduce,
   [VT_RT_CAST] = vt_op_cast, [VT_RT_TOPK] = vt_op_topk,
   [VT_RT_CHANNEL_GATHER] = vt_op_channel_gather, [VT_RT_ELEMENTWISE_CHAIN] = vt_op_elementwise_chain, [VT_RT_RESIZE] = vt_op_resize,
+  [VT_RT_QUANTIZE] = vt_op_quantize, [VT_RT_DEQUANTIZE] = vt_op_dequantize, [VT_RT_QADD] = vt_op_qadd,
+  [VT_RT_QMAXPOOL] = vt_op_qmaxpool, [VT_RT_QGLOBAL_AVGPOOL] = vt_op_qglobal_avgpool, [VT_RT_QKERNEL] = NULL,
 };
 
 void* vt_aligned_copy(const void* src, size_t bytes) {
@@ -307,6 +310,10 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
                                    || (st->n_ints == 1 && ints[0] != 0 && ints[0] != K_READS_NCHW))) {
       return fail(e, err, "plan step %d is a kernel step without versions or with the wrong arity", s);
     }
+    if (st->op == VT_RT_QKERNEL && !vt_qkernel_arity_ok(st))
+      return fail(e, err, "plan step %d is an INT8 kernel step without versions or with the wrong arity", s);
+    if (st->n_versions > 0 && st->op != VT_RT_KERNEL && st->op != VT_RT_QKERNEL)
+      return fail(e, err, "plan step %d has versions but is not a kernel step", s);
     const int nchw = st->op == VT_RT_KERNEL && st->n_ints == 1 && ints[0] == K_READS_NCHW;
     for (int v = 0; v < st->n_versions; v++) {
       int64_t sym = next_int(&r), wref = next_int(&r), wbytes = next_int(&r);
@@ -314,6 +321,15 @@ static vt_exec* instantiate(vt_shared* sh, char* err) {
       if (sym < 0 || sym >= n_symbols) return fail(e, err, "plan step %d names symbol %ld, which is not in the symbol table", s, (long)sym);
       st->versions[v].weight = resolve(e, wref, wbytes, &ok);
       if (!ok) return fail(e, err, "plan step %d version weight refers to a buffer that does not exist or reaches past its end", s);
+      if (st->op == VT_RT_QKERNEL) {
+        if (wref > -2) return fail(e, err, "plan step %d: an INT8 version's constants must be a param", s);
+        if (!vt_qkernel_bind(e->so, symbols[sym], st, v, (const unsigned char*)st->versions[v].weight, (size_t)wbytes, e->err)) {
+          snprintf(err, VT_ERR_LEN, "plan step %d: %s", s, e->err);
+          vt_exec_destroy(e);
+          return NULL;
+        }
+        continue;
+      }
       const vt_desc* d = version_desc(e, symbols[sym], nchw, &st->versions[v]);
       if (!d) return fail(e, err, "kernels library has no %s_run/%s_desc (step %d)", symbols[sym], symbols[sym], s);
       if (!check_kernel(e, st, s, v, symbols[sym], d, wbytes, nchw)) { snprintf(err, VT_ERR_LEN, "%s", e->err); vt_exec_destroy(e); return NULL; }
@@ -369,7 +385,7 @@ int vt_exec_step_versions(const vt_exec* e, int step) {
 
 /* The version run_step calls for a kernel step (-1: not a kernel step, or no such step). */
 int vt_exec_step_version(const vt_exec* e, int step) {
-  return step >= 0 && step < e->n_steps && e->steps[step].op == VT_RT_KERNEL ? e->steps[step].version : -1;
+  return step >= 0 && step < e->n_steps && (e->steps[step].op == VT_RT_KERNEL || e->steps[step].op == VT_RT_QKERNEL) ? e->steps[step].version : -1;
 }
 
 int vt_exec_set_version(vt_exec* e, int step, int version) {
@@ -398,6 +414,10 @@ static inline int run_step(const vt_step* st, int max_threads) {
            (const float*)st->in[K_GATE], (const float*)st->in[K_EPI], (float*)st->out[0], st->in[K_WS], threads);
     return 0;
   }
+  if (st->op == VT_RT_QKERNEL) {
+    vt_qkernel_run(st, threads);
+    return 0;
+  }
   if (threads == st->threads) return st->fn(st);
   vt_step capped = *st;
   capped.threads = threads;
@@ -420,6 +440,9 @@ static inline double now_ns(void) {
 static int team_safe(const vt_step* st) {
   switch (st->op) {
     case VT_RT_KERNEL: return st->versions[st->version].team;
+    /* an INT8 kernel work-shares with orphaned `omp for` loops when called inside a region */
+    case VT_RT_QKERNEL: return 1;
+    case VT_RT_QUANTIZE: case VT_RT_DEQUANTIZE: case VT_RT_QADD: case VT_RT_QMAXPOOL: case VT_RT_QGLOBAL_AVGPOOL: return 1;
     case VT_RT_CHANNEL_GATHER: case VT_RT_POOL: case VT_RT_GLOBAL_POOL: case VT_RT_ELEMENTWISE_CHAIN: case VT_RT_REORDER:
     case VT_RT_UNARY: case VT_RT_BINARY: case VT_RT_BINARY_CHANNEL: case VT_RT_SOFTMAX: case VT_RT_LAYERNORM:
     case VT_RT_CHANNEL_AFFINE: case VT_RT_RESIZE: return 1;

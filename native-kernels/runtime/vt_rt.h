@@ -18,10 +18,17 @@
 #include <stdint.h>
 #include "../veltair_kernel.h"
 
+/* An INT8 kernel's entry (src/codegen/int8-kernel.ts): in, w, comp, mult, out, workspace, nthreads. */
+typedef void (*vt_qrun_fn)(const uint8_t*, const int8_t*, const int32_t*, const float*, void*, void*, int);
+
 typedef struct vt_version {
   vt_run_fn run;
   int team;                /* its entries work-share over a calling team (<sym>_team_entry exists) */
   const float* weight;     /* packed weight (param) or an activation (batch_matmul B) */
+  /* VT_RT_QKERNEL only: the entry and the packed constants, all inside the version's one param */
+  vt_qrun_fn qrun;
+  const int32_t* comp;
+  const float* mult;
 } vt_version;
 
 typedef struct vt_step vt_step;
@@ -41,7 +48,7 @@ struct vt_step {
   const size_t* out_bytes;
   const int64_t* ints;
   const double* floats;
-  /* VT_RT_KERNEL only */
+  /* VT_RT_KERNEL and VT_RT_QKERNEL only */
   int n_versions, version;
   vt_version* versions;
   char* err;               /* the executor's message buffer */
@@ -86,6 +93,16 @@ int vt_op_topk(const vt_step* s);
 int vt_op_channel_gather(const vt_step* s);
 int vt_op_elementwise_chain(const vt_step* s);
 int vt_op_resize(const vt_step* s);
+int vt_op_quantize(const vt_step* s);
+int vt_op_dequantize(const vt_step* s);
+int vt_op_qadd(const vt_step* s);
+int vt_op_qmaxpool(const vt_step* s);
+int vt_op_qglobal_avgpool(const vt_step* s);
+
+/* VT_RT_QKERNEL (qkernel.c): the plan's shape of the step, binding version v of it, running it. */
+int vt_qkernel_arity_ok(const vt_step* st);
+int vt_qkernel_bind(void* so, const char* sym, vt_step* st, int v, const unsigned char* param, size_t param_bytes, char* err);
+void vt_qkernel_run(const vt_step* st, int threads);
 
 /* Executor (executor.c). The blob format is documented there and in src/runtime/native-plan.ts. */
 typedef struct vt_exec vt_exec;

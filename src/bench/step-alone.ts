@@ -13,6 +13,7 @@
  *   node dist/src/bench/step-alone.js BUNDLE [--top 6] [--rounds 2] [--core 0]
  * A timing: run it under the benchmark lock (`flock -x "$BENCH_LOCK" …`). One thread.
  */
+import { fp32Schedule } from '../bundle/manifest.js';
 import { fileURLToPath } from 'node:url';
 import { withKey, type WorkloadShape } from '../ir/workload.js';
 import { measureCandidates } from '../measure/measure-candidates.js';
@@ -59,7 +60,10 @@ export async function timeStepsAlone(bundleDir: string, o: { top: number; rounds
     const out: StepAlone[] = [];
     for (const { t, v } of chosen) {
       const spec = session.manifest.layers[t.layer]!.workloadSpec as WorkloadShape;
-      const candidate = makeCandidate(withKey(spec), v.schedule, target);
+      const schedule = fp32Schedule(v);
+      // an INT8 version has no FP32 harness to be timed in
+      if (!schedule) continue;
+      const candidate = makeCandidate(withKey(spec), schedule, target);
       const aloneMs: number[] = [],
         harnessWarmMs: (number | undefined)[] = [],
         harnessFlushedMs: (number | undefined)[] = [];

@@ -2,7 +2,9 @@
  * From a lowered model and its tuned families to the bundle's files: choose each layer's layout
  * width and usable versions, plan the graph, build kernels.so, pack every usable version's weight
  * with the kernels themselves, store raw constants, and write the manifest last (hashes of every
- * other file in it). Runs inside a staging directory (write.ts).
+ * other file in it). Runs inside a staging directory (write.ts). INT8 layers (qconv2d / qmatmul)
+ * ship their tuned family's versions like FP32 ones: kernels in kernels.so, each version's packed
+ * w | comp | mult in the packed-weights file (packed in TypeScript, int8-pack.ts), no raw constants.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -23,6 +25,8 @@ import { requiredIsaFor, vectorWidths } from '../toolchain/isa.js';
 import { compilerTargetHelp } from '../toolchain/compiler.js';
 import { targetLevel, type Target } from '../toolchain/target.js';
 import type { WorkloadFamily } from '../tune/tune-model.js';
+import type { Int8LayerFamily, Int8Version } from '../tune/int8-tune.js';
+import { isInt8KernelLayer } from './plan-quant.js';
 import { VERSION } from '../version.js';
 import { addParam, openBlobFile } from './blobs.js';
 import { writeBundleKernels } from './kernels.js';
@@ -49,7 +53,24 @@ export interface BundleSource {
   readonly families: ReadonlyMap<string, WorkloadFamily>;
   readonly target: Target;
   readonly options: Manifest['options'];
+  /** INT8 layers' families by layer index, and the thread count they were timed at. */
+  readonly int8?: { readonly families: ReadonlyMap<number, Int8LayerFamily>; readonly threads: number };
 }
+
+function int8FamilyOf(l: Layer, src: BundleSource): Int8LayerFamily {
+  const f = src.int8?.families.get(l.index);
+  if (!f || f.family.versions.length === 0) {
+    throw userError(
+      'COMPILE_FAILED',
+      `layer ${l.index} (${l.op} ${quoteForMessage(l.name)}) has no working INT8 version: every candidate measured for it failed`,
+      'raise --trials; run with --json to see each failed candidate in the notes',
+    );
+  }
+  return f;
+}
+
+/** A version's id in the manifest: its symbol's content hash. */
+const int8VersionId = (v: Int8Version): string => v.symbol.slice('vt_q'.length);
 
 export interface BuiltBundle {
   readonly manifest: Manifest;
@@ -139,6 +160,8 @@ function kernelUnits(graph: LayerGraph, families: ReadonlyMap<string, WorkloadFa
 export async function buildBundleFiles(dir: string, src: BundleSource): Promise<BuiltBundle> {
   const { graph, families, target } = src;
   const { choices, notes } = chooseLayouts(graph, families, target);
+  const int8Layers = graph.layers.filter(isInt8KernelLayer);
+  for (const l of int8Layers) choices.set(l.index, { vec: 1, versions: int8FamilyOf(l, src).family.versions.map(int8VersionId) });
   const plan = buildGraphPlan(graph, choices, vectorWidths(target.isa)[0]!);
   const ids = logicalIds(plan);
   const idOf = (name: string) => {
@@ -147,7 +170,8 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
     return id;
   };
 
-  const kernels = await writeBundleKernels(dir, kernelUnits(graph, families, target), target.cflags);
+  const int8Units = int8Layers.flatMap((l) => int8FamilyOf(l, src).family.versions.map((v) => v.kernel));
+  const kernels = await writeBundleKernels(dir, [...kernelUnits(graph, families, target), ...int8Units], target.cflags);
 
   // Packed weights: every in-plan version of every layer with a constant weight.
   const jobs: (PackJob & { layer: number; version: string })[] = [];
@@ -163,6 +187,8 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
   const packed = openBlobFile(join(dir, BUNDLE_FILES.packedWeights), BUNDLE_FILES.packedWeights);
   const work = await mkdtemp(join(tmpdir(), 'veltair-pack-'));
   try {
+    for (const l of int8Layers)
+      for (const v of int8FamilyOf(l, src).family.versions) packedRefs.set(`${l.index}/${int8VersionId(v)}`, packed.add(v.blob.bytes));
     await packWeights(join(dir, BUNDLE_FILES.kernels), jobs, work, (i, bytes) => {
       packedRefs.set(`${jobs[i]!.layer}/${jobs[i]!.version}`, packed.add(bytes));
     });
@@ -177,12 +203,16 @@ export async function buildBundleFiles(dir: string, src: BundleSource): Promise<
   try {
     for (const l of graph.layers) {
       const refs: Record<string, ParamRef> = {};
-      for (const name of Object.keys(l.params).sort()) {
+      // an INT8 layer's constants all ship inside its versions' packed operands
+      for (const name of isInt8KernelLayer(l) ? [] : Object.keys(l.params).sort()) {
         if (l.tunable && name === 'weight') continue;
         if (!/^[A-Za-z0-9_]{1,64}$/.test(name)) throw internalError(`layer ${l.index}: parameter name ${quoteForMessage(name)}`);
         refs[name] = addParam(params, l.params[name]!, l.name);
       }
-      layers.push(manifestLayer(l, refs, idOf, l.tunable ? familyForLayer(l, families) : undefined, choices.get(l.index), packedRefs));
+      const int8 = isInt8KernelLayer(l) ? { family: int8FamilyOf(l, src), threads: src.int8!.threads } : undefined;
+      layers.push(
+        manifestLayer(l, refs, idOf, l.tunable ? familyForLayer(l, families) : undefined, choices.get(l.index), packedRefs, int8),
+      );
     }
   } finally {
     params.close();
@@ -241,11 +271,28 @@ function manifestLayer(
   fam: WorkloadFamily | undefined,
   choice: LayerChoice | undefined,
   packedRefs: ReadonlyMap<string, BlobRef>,
+  int8?: { readonly family: Int8LayerFamily; readonly threads: number },
 ): ManifestLayer {
   const epilogue: ManifestEpilogueStep[] = l.epilogue.map((s) =>
     s.kind === 'residual_add' || s.kind === 'channel_mul' ? { kind: s.kind, value: idOf(s.value) } : s,
   );
-  const versions: ManifestVersion[] = (fam?.versions ?? []).map((v, i) => {
+  const int8Versions: ManifestVersion[] = (int8?.family.family.versions ?? []).map((v) => {
+    const id = int8VersionId(v);
+    return {
+      id,
+      symbol: v.symbol,
+      schedule: v.schedule,
+      threads: int8!.threads,
+      features: v.features,
+      workspaceBytes: v.kernel.workspaceBytes,
+      latencyMs: sortedRecord(v.latencyMs),
+      latencyByThreadsMs: v.latencyMs['0'] !== undefined ? { [String(int8!.threads)]: v.latencyMs['0'] } : {},
+      inPlan: true,
+      packedWeight: packedRefs.get(`${l.index}/${id}`)!,
+      int8: { compOffset: v.blob.compOffset, multOffset: v.blob.multOffset },
+    };
+  });
+  const fp32Versions: ManifestVersion[] = (fam?.versions ?? []).map((v, i) => {
     const packed = packedRefs.get(`${l.index}/${v.id}`);
     return {
       id: v.id,
@@ -276,7 +323,17 @@ function manifestLayer(
     epilogue,
     epilogueParams: epilogueParams(l.epilogue),
     params,
-    versions,
+    versions: [...fp32Versions, ...int8Versions],
+    ...(int8
+      ? {
+          family: {
+            regretPercent: sortedRecord(int8.family.family.regretPercent),
+            bestMs: sortedRecord(int8.family.family.bestMs),
+            candidates: int8.family.family.candidates,
+            dominated: int8.family.family.dominated,
+          },
+        }
+      : {}),
     ...(fam
       ? {
           family: {

@@ -4,7 +4,9 @@
  *  - 'nchw{V}c'    rank-4 blocked NCHW[V]c: [N][ceil(C/V)][H][W][V], padded channels zero
  *                  (conv2d input/output, see native-kernels/veltair_kernel.h);
  *  - 'rows{V}'     the last dimension padded to a multiple of V: [rows][roundUp(cols, V)]
- *                  (dense and batch_matmul operands: [M][Kpad], [M][Npad], [B][K][Npad] …).
+ *                  (dense and batch_matmul operands: [M][Kpad], [M][Npad], [B][K][Npad] …);
+ *  - 'nhwc'        rank-4 channels-last [N][H][W][C], no padding: the integer activations the INT8
+ *                  kernels read and write (src/space/int8-problem.ts).
  * Two layouts that put every byte in the same place are the same layout: canonicalLayout folds
  * them to 'nchw' (e.g. [1,2048,1,1] in nchw16c, or [384,1024] in rows16), so no reorder is planned
  * between them.
@@ -16,16 +18,18 @@ export const NATURAL: Layout = 'nchw';
 
 export const blockedLayout = (v: number): Layout => `nchw${v}c`;
 export const rowsLayout = (v: number): Layout => `rows${v}`;
+export const NHWC: Layout = 'nhwc';
 
-export const LAYOUT_PATTERN = '^(nchw|nchw(1|8|16)c|rows(1|8|16))$';
+export const LAYOUT_PATTERN = '^(nchw|nchw(1|8|16)c|rows(1|8|16)|nhwc)$';
 
 export interface ParsedLayout {
-  readonly kind: 'natural' | 'blocked' | 'rows';
+  readonly kind: 'natural' | 'blocked' | 'rows' | 'nhwc';
   readonly vec: number;
 }
 
 export function parseLayout(l: Layout): ParsedLayout {
   if (l === NATURAL) return { kind: 'natural', vec: 1 };
+  if (l === NHWC) return { kind: 'nhwc', vec: 1 };
   const b = /^nchw(\d+)c$/.exec(l);
   if (b) return { kind: 'blocked', vec: Number(b[1]) };
   const r = /^rows(\d+)$/.exec(l);
@@ -60,7 +64,7 @@ export function dtypeBytes(d: DType): number {
 /** Elements a value of `shape` occupies in `layout` (padding included). */
 export function layoutElements(shape: readonly number[], layout: Layout): number {
   const p = parseLayout(layout);
-  if (p.kind === 'natural') return product(shape);
+  if (p.kind === 'natural' || p.kind === 'nhwc') return product(shape);
   if (p.kind === 'blocked') {
     if (shape.length !== 4) throw new RangeError(`layout ${layout} needs a rank-4 value, got [${shape.join(',')}]`);
     const [n, c, h, w] = shape as [number, number, number, number];
@@ -73,6 +77,10 @@ export function layoutElements(shape: readonly number[], layout: Layout): number
 /** The simplest name for where `layout` puts the bytes of a value of `shape`. */
 export function canonicalLayout(shape: readonly number[], layout: Layout): Layout {
   const p = parseLayout(layout);
+  if (p.kind === 'nhwc') {
+    const [, c = 1, h = 1, w = 1] = shape;
+    return shape.length === 4 && c > 1 && h * w > 1 ? NHWC : NATURAL;
+  }
   if (p.kind === 'natural' || p.vec === 1) return NATURAL;
   if (p.kind === 'blocked') {
     const [, c = 0, h = 0, w = 0] = shape;

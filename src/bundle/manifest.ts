@@ -5,6 +5,7 @@
  * compile from a complete tuning database reproduces the same bytes.
  */
 import type { Schedule } from '../space/knobs.js';
+import type { Int8Schedule } from '../space/int8-knobs.js';
 import type { ScheduleFeatures } from '../space/features.js';
 import type { Target } from '../toolchain/target.js';
 import type { DType } from '../onnx/model.js';
@@ -57,9 +58,10 @@ export interface ParamRef extends BlobRef {
 export interface ManifestVersion {
   /** Tuning record id of the measured candidate. */
   readonly id: string;
-  /** C symbol prefix in kernels.so (`vt_k` + 16 hex). */
+  /** C symbol prefix in kernels.so (`vt_k` + 16 hex; an INT8 kernel's `vt_q` + 16 hex). */
   readonly symbol: string;
-  readonly schedule: Schedule;
+  /** An FP32 kernel's schedule, or an INT8 kernel's (it names its `path`). */
+  readonly schedule: Schedule | Int8Schedule;
   readonly threads: number;
   readonly features: ScheduleFeatures;
   /** Scratch bytes `<symbol>_run` needs from its caller (vt_desc.workspace_bytes); the runtime plans it in the arena. */
@@ -72,6 +74,13 @@ export interface ManifestVersion {
   readonly inPlan: boolean;
   /** The layer's weight packed by `<symbol>_pack_weight` (absent: no constant weight, or not in the plan). */
   readonly packedWeight?: BlobRef;
+  /** INT8 versions: packedWeight holds w | comp | mult (codegen/int8-pack.ts int8Blob); where comp and mult start. */
+  readonly int8?: { readonly compOffset: number; readonly multOffset: number };
+}
+
+/** An FP32 version's schedule (undefined for an INT8 version). */
+export function fp32Schedule(v: Pick<ManifestVersion, 'schedule'>): Schedule | undefined {
+  return 'path' in v.schedule ? undefined : v.schedule;
 }
 
 export type ManifestEpilogueStep =

@@ -17,7 +17,9 @@
  *  - Reshape/Flatten/Squeeze/Unsqueeze of a natural value are in place: they share its bytes; so
  *    is one of a blocked [N, C, 1, 1] to [N, C], read as rows{V} (plan-layouts.ts);
  *  - concat inputs are written straight into their slice of the concat buffer, and split/slice
- *    outputs are slices of their input, where the bytes are contiguous (plan-views.ts): `viewOf`.
+ *    outputs are slices of their input, where the bytes are contiguous (plan-views.ts): `viewOf`;
+ *  - quantized layers keep integer values channels-last (plan-quant.ts); qconv2d / qmatmul get
+ *    versions (INT8 kernels) when `choices` has them.
  */
 import type { Layer, LayerGraph } from '../ir/layer.js';
 import type { DType } from '../onnx/model.js';
@@ -26,6 +28,7 @@ import { assignArena, type StorageGroup } from './arena.js';
 import { blockedLayout, canonicalLayout, dtypeBytes, layoutElements, NATURAL, rowsLayout, type Layout } from './layout.js';
 import { globalPoolReadBlocked, nonTunableNeeds, readsNchw, sliceOnChannels, VIEW_OPS, type Needs } from './plan-layouts.js';
 import { channelSliceOffset, Placement, type ViewRef } from './plan-views.js';
+import { isQuantizedLayer, quantNeeds } from './plan-quant.js';
 
 export interface PlanValue {
   readonly id: number;
@@ -162,6 +165,8 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
     if (l.tunable) {
       if (!choice) throw internalError(`plan: tunable layer ${l.index} has no usable version`);
       needs = tunableNeeds(l, choice.vec, (v) => physical.get(v)?.has(NATURAL) === true);
+    } else if (isQuantizedLayer(l)) {
+      needs = quantNeeds(l, (v) => producedIn.get(v));
     } else {
       needs = nonTunableNeeds(l, { producedIn: (v) => producedIn.get(v), poolReadBlocked });
     }
@@ -176,7 +181,7 @@ export function buildGraphPlan(graph: LayerGraph, choices: ReadonlyMap<number, L
       layout: needs.layout,
       inputs: ins,
       outputs: outs,
-      ...(l.tunable ? { versions: [...choice!.versions] } : {}),
+      ...(choice ? { versions: [...choice.versions] } : {}),
       ...(inPlace ? { inPlace: true as const } : {}),
     });
   }

@@ -62,6 +62,20 @@ const paramRef = {
   properties: { ...blobProps, dtype, dims },
 } as const;
 
+/** An INT8 kernel's schedule (space/int8-knobs.ts). */
+const int8Schedule = {
+  type: 'object',
+  required: ['path', 'regOc', 'regCols', 'tileOc', 'tileCols'],
+  additionalProperties: false,
+  properties: {
+    path: { enum: ['avx512vnni', 'avxvnni', 'avx2', 'scalar'] },
+    regOc: { type: 'integer', minimum: 1 },
+    regCols: { type: 'integer', minimum: 1 },
+    tileOc: { type: 'integer', minimum: 1 },
+    tileCols: { type: 'integer', minimum: 1 },
+  },
+} as const;
+
 const schedule = {
   type: 'object',
   required: ['vec', 'regOc', 'regCols', 'tileIc', 'tileOc', 'tileRows', 'tileCols', 'loopOrder', 'parallelAxis', 'unroll', 'threads'],
@@ -104,8 +118,8 @@ const version = {
   additionalProperties: false,
   properties: {
     id: { type: 'string', pattern: '^[0-9a-f]{16,64}$' },
-    symbol: { type: 'string', pattern: '^vt_k[0-9a-f]{16}$' },
-    schedule,
+    symbol: { type: 'string', pattern: '^vt_[kq][0-9a-f]{16}$' },
+    schedule: { anyOf: [schedule, int8Schedule] },
     threads: positiveInt,
     features,
     workspaceBytes: { type: 'integer', minimum: 0 },
@@ -117,6 +131,12 @@ const version = {
     },
     inPlan: { type: 'boolean' },
     packedWeight: blobRef,
+    int8: {
+      type: 'object',
+      required: ['compOffset', 'multOffset'],
+      additionalProperties: false,
+      properties: { compOffset: { type: 'integer', minimum: 0 }, multOffset: { type: 'integer', minimum: 0 } },
+    },
   },
 } as const;
 

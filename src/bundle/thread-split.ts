@@ -7,17 +7,19 @@
 import { problemOf } from '../space/problem.js';
 import { threadSplit, type ThreadSplit } from '../space/knobs.js';
 import { outputOwner, type OutputOwner, type Tiling } from '../space/tile-owner.js';
-import type { ManifestLayer, ManifestVersion } from './manifest.js';
+import { fp32Schedule, type ManifestLayer, type ManifestVersion } from './manifest.js';
 
 export type { ThreadSplit, OutputOwner, Tiling };
 export { outputOwner };
 
 /** undefined for a layer without a workload (not a tuned kernel). */
 export function versionSplit(l: ManifestLayer, v: ManifestVersion): ThreadSplit | undefined {
-  return l.workloadSpec ? threadSplit(problemOf(l.workloadSpec, v.schedule.vec), v.schedule) : undefined;
+  const s = fp32Schedule(v);
+  return l.workloadSpec && s ? threadSplit(problemOf(l.workloadSpec, s.vec), s) : undefined;
 }
 
 /** A conv version's loop problem and schedule (undefined for other layers: their outputs are not blocked images). */
 export function versionTiling(l: ManifestLayer, v: ManifestVersion): Tiling | undefined {
-  return l.workloadSpec?.op === 'conv2d' ? { problem: problemOf(l.workloadSpec, v.schedule.vec), schedule: v.schedule } : undefined;
+  const s = fp32Schedule(v);
+  return l.workloadSpec?.op === 'conv2d' && s ? { problem: problemOf(l.workloadSpec, s.vec), schedule: s } : undefined;
 }

@@ -172,6 +172,11 @@ function summaryText(s: CompileResult, shard: Shard | undefined): string {
     `regret     ${fmtRegret(s.perLevelRegret)}`,
   ];
   if (s.sparse) lines.push(...sparseSummaryText(s.sparse));
+  if (s.int8)
+    lines.push(
+      `int8       ${s.int8.layers} layers, ${s.int8.measured} candidates timed at ${s.int8.threads} thread(s) ` +
+        `(${s.int8.failed} failed); versions ${fmtHistogram(s.int8.versionsHistogram)}`,
+    );
   if (s.signedBy) lines.push(`signed     manifest.sig, Ed25519 key ${s.signedBy}`);
   if (s.bytes === null) lines.push('next: veltair db merge SHARD_DBS… -o DB, then veltair compile MODEL -o OUT --db DB (measures nothing)');
   return lines.join('\n');
@@ -247,7 +252,8 @@ export function registerCompileCommand(program: Command): void {
     .option('--max-versions <n>', `versions kept per layer and thread count, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)
     .option(
       '--isa <level>',
-      'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512)',
+      'kernels for this CPU (native, default: fastest) or a portable level any CPU of it runs: x86-64-v3 (AVX2), x86-64-v4 (AVX-512), ' +
+        'x86-64-v3-vnni / x86-64-v4-vnni (with AVX-VNNI / AVX-512 VNNI, for INT8 models)',
     )
     .option(
       '--threads <list>',

@@ -11,6 +11,10 @@
  * work-shares over a calling OpenMP team, or opens its own. The path's extensions are named in a
  * `#pragma GCC target`, so the unit compiles under any -march; the symbol comes from the content,
  * never from anything a model named.
+ *
+ * It also exports `const int64_t* <sym>_qdesc(void)`: {INT8_DESC_VERSION, input bytes, output bytes,
+ * w bytes, comp/mult channels, workspace bytes}, so the runtime refuses a kernel built for another
+ * problem at load instead of letting it read past a buffer (native-kernels/runtime/executor.c).
  */
 import { createHash } from 'node:crypto';
 import { INT8_PATH_TARGET } from '../toolchain/isa.js';
@@ -19,9 +23,12 @@ import { int8TileCounts, int8Vec, type Int8Schedule } from '../space/int8-knobs.
 import { internalError } from '../errors.js';
 import { depthwiseMicrokernel } from './int8-depthwise.js';
 import { int8Ops, type Int8Ops } from './int8-isa.js';
+import { int8PackedSizes } from './int8-pack.js';
 
-/** Bump when the generated INT8 code changes meaning (part of every symbol). */
-export const INT8_CODEGEN_VERSION = 1;
+/** Bump when the generated INT8 code changes meaning (part of every symbol). 2: `<sym>_qdesc`. */
+export const INT8_CODEGEN_VERSION = 2;
+/** The first word of `<sym>_qdesc` (executor.c checks it). */
+export const INT8_DESC_VERSION = 1;
 
 export interface Int8KernelSource {
   readonly symbol: string;
@@ -34,6 +41,14 @@ export function int8Symbol(p: Int8Problem, s: Int8Schedule): string {
     .update(`int8\0${INT8_CODEGEN_VERSION}\0${JSON.stringify(p)}\0${JSON.stringify(s)}`)
     .digest('hex');
   return `vt_q${h.slice(0, 16)}`;
+}
+
+/** The `<sym>_qdesc` words of a problem and schedule (see the header). */
+export function int8DescWords(p: Int8Problem, s: Int8Schedule): number[] {
+  const sizes = int8PackedSizes(p, s);
+  const outBytes = p.outDtype === 'int32' ? 4 : 1;
+  const ws = int8WorkspaceBytes(p, int8Dims(p, int8Vec(s.path)));
+  return [INT8_DESC_VERSION, p.n * p.h * p.w * p.cin, p.n * p.oh * p.ow * p.cout * outBytes, sizes.wBytes, sizes.channels, ws];
 }
 
 export function int8OutType(p: Int8Problem): string {
@@ -167,6 +182,10 @@ export function generateInt8Kernel(p: Int8Problem, s: Int8Schedule): Int8KernelS
     `  if (omp_in_parallel()) { ${sym}_body(${ARGS}); return; }`,
     '  #pragma omp parallel num_threads(nthreads)',
     `  ${sym}_body(${ARGS});`,
+    '}',
+    `const int64_t* ${sym}_qdesc(void) {`,
+    `  static const int64_t d[] = { ${int8DescWords(p, s).join(', ')} };`,
+    '  return d;',
     '}',
   ];
   const target = INT8_PATH_TARGET[s.path];

@@ -19,6 +19,14 @@ export interface Int8Packed {
   readonly mult: Float32Array;
 }
 
+/** What a schedule's packed operands hold: bytes of w, and the padded output channels comp and mult each cover. */
+export function int8PackedSizes(p: Int8Problem, s: Int8Schedule): { readonly wBytes: number; readonly channels: number } {
+  const v = int8Vec(s.path);
+  const d = int8Dims(p, v);
+  const channels = d.taskGroups * d.ocVecs * v;
+  return { wBytes: p.depthwise ? d.ocVecs * p.kh * p.kw * v * 4 : channels * d.k4 * 4, channels };
+}
+
 export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed {
   const wq = quantWeightsOf(l);
   const m = multipliersOf(l);
@@ -61,6 +69,24 @@ export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed 
       mult[at32] = m[real]!;
     }
   return { w, comp, mult };
+}
+
+/** A version's packed operands as the one param the runtime's INT8 kernel step reads: w, comp, mult, each 64-byte aligned. */
+export interface Int8Blob {
+  readonly bytes: Uint8Array;
+  readonly compOffset: number;
+  readonly multOffset: number;
+}
+
+export function int8Blob(packed: Int8Packed): Int8Blob {
+  const align = (n: number) => Math.ceil(n / 64) * 64;
+  const compOffset = align(packed.w.byteLength);
+  const multOffset = compOffset + align(packed.comp.byteLength);
+  const bytes = new Uint8Array(multOffset + packed.mult.byteLength);
+  bytes.set(new Uint8Array(packed.w.buffer, packed.w.byteOffset, packed.w.byteLength), 0);
+  bytes.set(new Uint8Array(packed.comp.buffer, packed.comp.byteOffset, packed.comp.byteLength), compOffset);
+  bytes.set(new Uint8Array(packed.mult.buffer, packed.mult.byteOffset, packed.mult.byteLength), multOffset);
+  return { bytes, compOffset, multOffset };
 }
 
 function depthwiseWeights(

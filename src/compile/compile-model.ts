@@ -15,7 +15,8 @@ import { checkOutput, prepareOutput, writeBundleAtomically } from '../bundle/wri
 import { openDatabase, defaultDatabaseDir } from '../db/store.js';
 import { quoteForMessage, userError } from '../errors.js';
 import { lowerToLayers, summarise } from '../ir/lower.js';
-import { refuseQuantizedLayers } from '../ir/quantized.js';
+import { int8LayersOf, int8Summary, refuseUncompilableQuantized, tuneInt8Families, type Int8Summary } from './int8-families.js';
+import type { Int8LayerFamily } from '../tune/int8-tune.js';
 import { formatBytes, minimumMemory } from '../ir/memory.js';
 import type { LayerGraph } from '../ir/layer.js';
 import { compilerVersion } from '../toolchain/compiler.js';
@@ -53,6 +54,8 @@ export interface CompileResult {
   readonly signedBy?: string;
   /** The large output layer's sparse family (sparse-family.ts), when the model has one. */
   readonly sparse?: SparseSummary;
+  /** INT8 layers (qconv2d / qmatmul), when the model has them: how many, their families' sizes, candidates timed and failed. */
+  readonly int8?: Int8Summary;
   /** Warnings and notes, in order (also given to `onNote` as they happen). */
   readonly notes: readonly string[];
   /** The tuning database directory used. */
@@ -114,10 +117,10 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     say(`note: no sparse output layer: ${sparsePlan.reason}`);
   // With a sparse head, the tuner compiles the layers before it; the head's family is built after the bundle (sparse-family.ts).
   const graph = sparsePlan.graph;
-  refuseQuantizedLayers(source.path, graph);
+  refuseUncompilableQuantized(graph);
   const calibration = sparsePlan.split && !o.shard ? await loadCalibration(source, graph, sparsePlan.split, o) : undefined;
   const uses = graph.layers.filter((l) => l.tunable).map((l) => ({ workload: l.workload!, count: 1 }));
-  if (uses.length === 0) {
+  if (uses.length === 0 && int8LayersOf(graph).length === 0) {
     throw userError(
       'BAD_INPUT',
       `${source.path} has no tunable layer (conv, dense or matmul): there is nothing for veltair to compile`,
@@ -148,9 +151,26 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     ...(o.onCompileProgress ? { onCompileProgress: o.onCompileProgress } : {}),
     ...(o.onProgress ? { onProgress: o.onProgress } : {}),
   });
+  // INT8 layers are timed at one thread count: the widest tuned count that leaves a core free (the session's default)
+  const int8Threads = Math.max(1, ...tune.threads.filter((t) => t < target.cores));
+  if (o.shard && int8LayersOf(graph).length > 0)
+    say('note: a sharded compile tunes FP32 workloads only; INT8 layers are tuned by the final compile');
+  const int8 = o.shard
+    ? undefined
+    : {
+        families: await tuneInt8Families(graph, target, {
+          trials: o.trials,
+          maxVersions: o.maxVersions,
+          levels: o.levels,
+          threads: int8Threads,
+          seed: o.seed,
+          say,
+        }),
+        threads: int8Threads,
+      };
   const written = o.shard
     ? undefined
-    : await writeBundle(o, { source, inferred, graph, tune, target, profileThreads, signingKey, sparsePlan, calibration, say });
+    : await writeBundle(o, { source, inferred, graph, tune, target, profileThreads, signingKey, sparsePlan, calibration, say, int8 });
   const totals = summarise(graph);
   return {
     bundle: written ? resolve(o.output!) : null,
@@ -166,6 +186,7 @@ export async function compileModel(model: ModelInput, options: CompileOptions): 
     transfer: tune.transfer,
     ...(written?.signedBy ? { signedBy: written.signedBy } : {}),
     ...(written?.sparse ? { sparse: written.sparse } : {}),
+    ...(int8 && int8.families.size > 0 ? { int8: int8Summary(int8.families, int8.threads) } : {}),
     notes,
     db: dbDir,
     uniqueWorkloads: tasksOf(uses).length,
@@ -185,6 +206,7 @@ interface Tuned {
   readonly sparsePlan: ReturnType<typeof planSparse>;
   readonly calibration: Awaited<ReturnType<typeof loadCalibration>> | undefined;
   readonly say: (m: string) => void;
+  readonly int8: { readonly families: ReadonlyMap<number, Int8LayerFamily>; readonly threads: number } | undefined;
 }
 
 /** The bundle, its sparse family and its signature, all in the staging directory, renamed into place together. */
@@ -202,6 +224,7 @@ async function writeBundle(
       graph: t.graph,
       families: t.tune.families,
       target: t.target,
+      ...(t.int8 ? { int8: t.int8 } : {}),
       options: {
         trials: o.trials,
         levels: [...t.tune.levels],

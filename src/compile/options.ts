@@ -143,7 +143,7 @@ export function checkIsa(level: string): IsaLevel {
       '--isa',
       level,
       `is not one of ${ISA_LEVELS.join(', ')}`,
-      'native (fastest here) or a portable level: --isa x86-64-v3',
+      'native (fastest here), a portable level (--isa x86-64-v3), or one with VNNI for INT8 models (--isa x86-64-v4-vnni)',
     );
   }
   const missing = missingForLevel(level as IsaLevel);

@@ -15,7 +15,7 @@ import type { DequantizedConstant, OnnxNode, Tensor } from '../onnx/model.js';
 import { attrFloat, attrInt, attrInts, nodeLabel } from '../onnx/attributes.js';
 import { nums } from '../onnx/eval.js';
 import { quantizeValue, quantRange, roundHalfEven, type QuantDType } from '../onnx/quant-math.js';
-import { quoteForMessage, userError } from '../errors.js';
+import { userError } from '../errors.js';
 import type { AttrValue, LayerDraft } from './draft.js';
 import type { Activation } from './layer.js';
 import { resolveWindow } from './spatial.js';
@@ -532,23 +532,3 @@ export const QUANTIZED_LAYER_OPS: ReadonlySet<string> = new Set([
   'quantize_linear',
   'dequantize_linear',
 ]);
-
-/**
- * `veltair compile` stops here on a quantized model: there are no INT8 kernel families yet, and a
- * quantized layer must not silently run as something else. Names the first quantized layer.
- */
-export function refuseQuantizedLayers(
-  file: string,
-  graph: { readonly layers: readonly { index: number; op: string; name: string }[] },
-): void {
-  const quantized = graph.layers.filter((l) => QUANTIZED_LAYER_OPS.has(l.op));
-  // The first integer compute layer says more than the model's entry QuantizeLinear.
-  const first = quantized.find((l) => !l.op.endsWith('quantize_linear')) ?? quantized[0];
-  if (first === undefined) return;
-  throw userError(
-    'UNSUPPORTED_QUANTIZATION',
-    `${quoteForMessage(file, 200)}: layer ${first.index} (${first.op}, node ${quoteForMessage(first.name)}) is an INT8 layer ` +
-      `(one of ${quantized.length} quantized layers); veltair has no INT8 kernels to compile it with yet`,
-    'compile the float model, or run the quantized one with ONNX Runtime; `veltair inspect` lists the quantized layers',
-  );
-}

@@ -59,13 +59,14 @@ export interface NativePlan {
   readonly inputs: readonly NativeTensor[];
   readonly outputs: readonly NativeTensor[];
   readonly steps: readonly NativeStep[];
-  /** Kernel symbol prefixes (`vt_k` + 16 hex), each checked before it reaches dlsym. */
+  /** Kernel symbol prefixes (`vt_k` / `vt_q` + 16 hex), each checked before it reaches dlsym. */
   readonly symbols: readonly string[];
   /** Constant buffers, copied once into 64-byte-aligned native memory. */
   readonly params: readonly ArrayBufferView[];
 }
 
-export const SYMBOL_PATTERN = /^vt_k[0-9a-f]{16}$/;
+/** FP32 kernels are `vt_k…`, INT8 kernels `vt_q…` (codegen/int8-kernel.ts). */
+export const SYMBOL_PATTERN = /^vt_[kq][0-9a-f]{16}$/;
 
 /**
  * A KERNEL step's one int (none: 0): its input is a small-cin conv's in plain NCHW, so the

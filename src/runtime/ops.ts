@@ -33,6 +33,9 @@
  * | cast                                   | CAST             | to (output dtype)                            | nchw               |
  * | topk                                   | TOPK             | axis, K, largest (values float32, indices int64, sorted) | nchw      |
  * | resize (H, W; linear or nearest)       | RESIZE           | mode, coordinate_transformation_mode, nearest_mode, scales | nchw |
+ * | qconv2d, qmatmul (with versions)       | QKERNEL          | (the INT8 kernel's own: qkernel-step.ts)     | nhwc / rows        |
+ * | quantize_linear, dequantize_linear     | QUANTIZE, DEQUANTIZE | scale, zero, out_dtype                   | float nchw, nchw{V}c ↔ nhwc |
+ * | qadd, qmaxpool, qglobal_avgpool        | QADD, QMAXPOOL, QGLOBAL_AVGPOOL | requantization (quant-layer.ts); b_scale, b_zero; window | nhwc |
  */
 import {
   BINARY_ENUM,
@@ -71,6 +74,12 @@ export const OP = {
   CHANNEL_GATHER: RT.channel_gather,
   ELEMENTWISE_CHAIN: RT.elementwise_chain,
   RESIZE: RT.resize,
+  QUANTIZE: RT.quantize,
+  DEQUANTIZE: RT.dequantize,
+  QADD: RT.qadd,
+  QMAXPOOL: RT.qmaxpool,
+  QGLOBAL_AVGPOOL: RT.qglobal_avgpool,
+  QKERNEL: RT.qkernel,
 } as const;
 export type OpCode = (typeof OP)[keyof typeof OP];
 

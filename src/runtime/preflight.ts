@@ -1,7 +1,7 @@
 /**
  * Before anything is tuned: can the runtime execute every step of this model's plan? The graph is
- * planned with every tunable layer at the target's widest vector width (what compile will choose)
- * and every other layer lowered to its native op; a layer the runtime has no lowering for — or
+ * planned with every tunable layer at the target's widest vector width (what compile will choose),
+ * INT8 kernel layers as the kernels compile will build, and every other layer lowered to its native op; a layer the runtime has no lowering for — or
  * cannot lower with these attributes and layouts — is collected, so `veltair compile` refuses a
  * model in seconds, naming every such layer, instead of after an hour of tuning.
  */
@@ -9,6 +9,7 @@ import { buildGraphPlan, type LayerChoice } from '../bundle/plan.js';
 import { userError, type VeltairError } from '../errors.js';
 import type { LayerGraph } from '../ir/layer.js';
 import { fromIrLayer } from './runtime-layer.js';
+import { isInt8KernelLayer } from '../bundle/plan-quant.js';
 import { translatePlan } from './translate.js';
 
 export interface UnsupportedStep {
@@ -18,9 +19,10 @@ export interface UnsupportedStep {
 
 /** Every layer of `graph` the runtime could not run (empty: it can run them all). */
 export function unsupportedLayers(graph: LayerGraph, vectorWidth: number): UnsupportedStep[] {
-  const choices = new Map<number, LayerChoice>(
-    graph.layers.filter((l) => l.tunable).map((l) => [l.index, { vec: vectorWidth, versions: [] }]),
-  );
+  const choices = new Map<number, LayerChoice>([
+    ...graph.layers.filter((l) => l.tunable).map((l): [number, LayerChoice] => [l.index, { vec: vectorWidth, versions: [] }]),
+    ...graph.layers.filter(isInt8KernelLayer).map((l): [number, LayerChoice] => [l.index, { vec: 1, versions: [] }]),
+  ]);
   const plan = buildGraphPlan(graph, choices, vectorWidth);
   const found: UnsupportedStep[] = [];
   const tunable = new Set(choices.keys());

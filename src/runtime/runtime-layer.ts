@@ -28,6 +28,8 @@ export interface RuntimeVersion {
   readonly split?: ThreadSplit;
   /** Its loop problem and schedule, for a conv (which thread writes what: space/tile-owner.ts). */
   readonly tiling?: Tiling;
+  /** An INT8 version: packedWeight holds w, comp and mult (codegen/int8-pack.ts int8Blob); where comp and mult start. */
+  readonly int8?: { readonly compOffset: number; readonly multOffset: number };
 }
 
 export interface RuntimeLayer {
@@ -66,6 +68,7 @@ export function fromManifest(m: Manifest, readBlob: (ref: BlobRef) => Uint8Array
         symbol: v.symbol,
         workspaceBytes: v.workspaceBytes,
         ...(v.packedWeight ? { packedWeight: readBlob(v.packedWeight) } : {}),
+        ...(v.int8 ? { int8: v.int8 } : {}),
         ...splitOf(l, v),
       })),
   }));

@@ -8,6 +8,8 @@
  *  inputs / outputs {name, value}    inputs / outputs {name, dtype, shape, offset, bytes}
  *  step op 'reorder' from→to         REORDER (layout kinds natural/blocked/rows + V, logical dims)
  *  step op 'layer', inPlace          nothing (the view shares its input's bytes)
+ *  step op 'layer', qconv2d/qmatmul  QKERNEL (qkernel-step.ts): in [x, workspace], out [y], one
+ *    with versions                   version per id: (symbol, w|comp|mult param), ints the offsets
  *  step op 'layer', tunable          KERNEL: in [x, bias, residual, chanmul, epi_params, workspace],
  *                                    out [y], one version per step.versions id: (symbol, packed
  *                                    weight param | B's arena ref for batch_matmul); ints
@@ -23,7 +25,7 @@
  * `stepOfPlan[i]` is the native step of plan step i (-1 where none), so callers choose versions
  * and threads in plan-step terms.
  */
-import { internalError, quoteForMessage, VeltairError } from '../errors.js';
+import { internalError, quoteForMessage, userError, VeltairError } from '../errors.js';
 import type { GraphPlan, PlanStep, PlanValue } from '../bundle/plan.js';
 import { canonicalLayout, NATURAL, parseLayout, type Layout } from '../bundle/layout.js';
 import { LAYOUT_KIND, OP } from './ops.js';
@@ -33,10 +35,13 @@ import { unsupported, type LoweredOp, type Lowering, type Operand, type OpContex
 import { COMPUTE_LOWERINGS } from './lower-compute.js';
 import { MOVEMENT_LOWERINGS } from './lower-movement.js';
 import { resize } from './lower-resize.js';
+import { QUANT_LOWERINGS } from './lower-quant.js';
+import { qkernelStep } from './qkernel-step.js';
+import { isInt8KernelLayer } from '../bundle/plan-quant.js';
 import { paramFloats, type ParamData, type RuntimeLayer, type RuntimeVersion } from './runtime-layer.js';
 import { outputOwner, type ThreadSplit } from '../bundle/thread-split.js';
 
-const LOWERINGS: Readonly<Record<string, Lowering>> = { ...COMPUTE_LOWERINGS, ...MOVEMENT_LOWERINGS, resize };
+const LOWERINGS: Readonly<Record<string, Lowering>> = { ...COMPUTE_LOWERINGS, ...MOVEMENT_LOWERINGS, ...QUANT_LOWERINGS, resize };
 
 /** ONNX argument names per op (src/ir/generic.ts names constant operands by them). */
 const OPERAND_NAMES: Readonly<Record<string, readonly string[]>> = {
@@ -70,6 +75,7 @@ export interface TranslateOptions {
 function reorderInts(v: PlanValue, from: Layout, to: Layout): number[] {
   const kind = (l: Layout) => {
     const p = parseLayout(l);
+    if (p.kind === 'nhwc') throw unsupportedReorder(v, from, to);
     return [LAYOUT_KIND[p.kind], p.vec];
   };
   const s = v.shape;
@@ -78,6 +84,15 @@ function reorderInts(v: PlanValue, from: Layout, to: Layout): number[] {
   if (blockedUsed && s.length !== 4)
     throw internalError(`reorder of ${quoteForMessage(v.name)}: blocked layout of a rank-${s.length} value`);
   return [...kind(from), ...kind(to), n, c, product(spatial), product(s.slice(0, -1)), s[s.length - 1] ?? 1];
+}
+
+/** Integer values stay channels-last between quantized layers; a reader that wants them otherwise has no native reorder. */
+function unsupportedReorder(v: PlanValue, from: Layout, to: Layout): VeltairError {
+  return userError(
+    'UNSUPPORTED_OPS',
+    `value ${quoteForMessage(v.name)} (${v.dtype}) would need a reorder ${from}→${to}: integer values are only read channels-last`,
+    'the native runtime runs quantized layers on channels-last integers; dequantize the value before a float layer reads it',
+  );
 }
 
 export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], options: TranslateOptions = {}): TranslatedPlan {
@@ -167,6 +182,10 @@ export function translatePlan(plan: GraphPlan, layers: readonly RuntimeLayer[], 
     const label = `layer ${layer.index} ${layer.op}`;
     if (layer.tunable) {
       push(kernelStep(layer, p, operand, addParam, symbolIndex, workspace), p, label, []);
+      continue;
+    }
+    if (isInt8KernelLayer(layer) && p.versions) {
+      push(qkernelStep(layer, p, operand, addParam, symbolIndex, workspace), p, label, []);
       continue;
     }
     const split = threads > 1 ? writerVersion(p.inputs[0])?.split : undefined;

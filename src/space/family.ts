@@ -17,17 +17,20 @@
 import type { ScheduleFeatures } from './features.js';
 import type { Schedule } from './knobs.js';
 
-export interface FamilyCandidate {
+/** S: the schedule type (FP32 Schedule, or an INT8 kernel's Int8Schedule); selection reads only ids, latencies and features. */
+export interface FamilyCandidate<S = Schedule> {
   readonly id: string;
-  readonly schedule: Schedule;
+  readonly schedule: S;
   readonly features: ScheduleFeatures;
   readonly symbol: string;
   /** level ("0".."4") → median latency (ms); only measured levels. */
   readonly latencyMs: Readonly<Record<string, number>>;
 }
 
-export interface Family {
-  readonly versions: readonly FamilyCandidate[];
+type AnyCandidate = FamilyCandidate<unknown>;
+
+export interface Family<C extends AnyCandidate = FamilyCandidate> {
+  readonly versions: readonly C[];
   /** Per level: kept family's best / best measured − 1, in percent. */
   readonly regretPercent: Readonly<Record<string, number>>;
   /** Best measured latency per level (ms). */
@@ -46,28 +49,28 @@ export interface FamilyOptions {
   readonly exhaustiveLimit?: number;
 }
 
-const levelsOf = (c: FamilyCandidate) => Object.keys(c.latencyMs).filter((l) => Number.isFinite(c.latencyMs[l]) && c.latencyMs[l]! > 0);
+const levelsOf = (c: AnyCandidate) => Object.keys(c.latencyMs).filter((l) => Number.isFinite(c.latencyMs[l]) && c.latencyMs[l]! > 0);
 
-export function bestPerLevel(cands: readonly FamilyCandidate[]): Record<string, number> {
+export function bestPerLevel(cands: readonly AnyCandidate[]): Record<string, number> {
   const best: Record<string, number> = {};
   for (const c of cands) for (const l of levelsOf(c)) best[l] = Math.min(best[l] ?? Infinity, c.latencyMs[l]!);
   return best;
 }
 
 /** Does b dominate a (measured wherever a was, ≤ at each of those levels, < at one)? */
-export function dominates(b: FamilyCandidate, a: FamilyCandidate): boolean {
+export function dominates(b: AnyCandidate, a: AnyCandidate): boolean {
   const mine = levelsOf(a),
     theirs = new Set(levelsOf(b));
   if (mine.length === 0 || !mine.every((l) => theirs.has(l))) return false;
   return mine.every((l) => b.latencyMs[l]! <= a.latencyMs[l]!) && mine.some((l) => b.latencyMs[l]! < a.latencyMs[l]!);
 }
 
-export function nonDominated(cands: readonly FamilyCandidate[]): FamilyCandidate[] {
+export function nonDominated<C extends AnyCandidate>(cands: readonly C[]): C[] {
   return cands.filter((a) => !cands.some((b) => b !== a && dominates(b, a)));
 }
 
 /** Regret per level of a kept set (fraction; Infinity where no kept version has the level). */
-export function regretOf(kept: readonly FamilyCandidate[], best: Readonly<Record<string, number>>): Record<string, number> {
+export function regretOf(kept: readonly AnyCandidate[], best: Readonly<Record<string, number>>): Record<string, number> {
   return Object.fromEntries(
     Object.keys(best).map((l) => {
       const min = Math.min(...kept.map((c) => c.latencyMs[l] ?? Infinity));
@@ -78,14 +81,14 @@ export function regretOf(kept: readonly FamilyCandidate[], best: Readonly<Record
 
 /** uncovered: levels no member has (compared first); worst/total over the covered levels. */
 interface Scored {
-  readonly set: readonly FamilyCandidate[];
+  readonly set: readonly AnyCandidate[];
   readonly uncovered: number;
   readonly worst: number;
   readonly total: number;
   readonly ids: string;
 }
 
-function score(set: readonly FamilyCandidate[], best: Readonly<Record<string, number>>): Scored {
+function score(set: readonly AnyCandidate[], best: Readonly<Record<string, number>>): Scored {
   const all = Object.values(regretOf(set, best));
   const r = all.filter(Number.isFinite);
   return {
@@ -110,11 +113,11 @@ function choose(n: number, k: number): number {
 }
 
 /** Best subset of each size 1..k, exhaustively. */
-function bestBySizeExhaustive(pool: readonly FamilyCandidate[], k: number, best: Readonly<Record<string, number>>): Scored[] {
+function bestBySizeExhaustive(pool: readonly AnyCandidate[], k: number, best: Readonly<Record<string, number>>): Scored[] {
   const out: Scored[] = [];
   for (let size = 1; size <= k; size++) {
     let winner: Scored | undefined;
-    const pick: FamilyCandidate[] = [];
+    const pick: AnyCandidate[] = [];
     const walk = (start: number) => {
       if (pick.length === size) {
         const s = score([...pick], best);
@@ -134,9 +137,9 @@ function bestBySizeExhaustive(pool: readonly FamilyCandidate[], k: number, best:
 }
 
 /** Best subset of each size 1..k, greedily: each step adds the candidate that lowers the worst regret most. */
-function bestBySizeGreedy(pool: readonly FamilyCandidate[], k: number, best: Readonly<Record<string, number>>): Scored[] {
+function bestBySizeGreedy(pool: readonly AnyCandidate[], k: number, best: Readonly<Record<string, number>>): Scored[] {
   const out: Scored[] = [];
-  let set: FamilyCandidate[] = [];
+  let set: AnyCandidate[] = [];
   for (let size = 1; size <= k; size++) {
     let winner: Scored | undefined;
     for (const c of pool) {
@@ -151,7 +154,7 @@ function bestBySizeGreedy(pool: readonly FamilyCandidate[], k: number, best: Rea
 }
 
 /** Locality-heavy first: larger cache tile, then fewer chunks; id last so the order is total. */
-export function localityOrder(a: FamilyCandidate, b: FamilyCandidate): number {
+export function localityOrder(a: AnyCandidate, b: AnyCandidate): number {
   return (
     b.features.footprintBytes.l2 - a.features.footprintBytes.l2 ||
     a.features.parallelChunks - b.features.parallelChunks ||
@@ -159,7 +162,7 @@ export function localityOrder(a: FamilyCandidate, b: FamilyCandidate): number {
   );
 }
 
-export function selectFamily(all: readonly FamilyCandidate[], o: FamilyOptions = {}): Family {
+export function selectFamily<C extends AnyCandidate = FamilyCandidate>(all: readonly C[], o: FamilyOptions = {}): Family<C> {
   const maxVersions = o.maxVersions ?? 5;
   if (!Number.isInteger(maxVersions) || maxVersions < 1) throw new RangeError(`maxVersions must be a positive integer, got ${maxVersions}`);
   const cands = all.filter((c) => levelsOf(c).length > 0);
@@ -174,7 +177,8 @@ export function selectFamily(all: readonly FamilyCandidate[], o: FamilyOptions =
   const least = Math.min(...bySize.map((s) => s.uncovered));
   const optimum = Math.min(...bySize.filter((s) => s.uncovered === least).map((s) => s.worst));
   const chosen = bySize.find((s) => s.uncovered === least && s.worst <= optimum + (o.tolerance ?? 0))!;
-  const versions = [...chosen.set].sort(localityOrder);
+  // every member of a scored subset is one of `all`'s candidates
+  const versions = [...chosen.set].sort(localityOrder) as C[];
   const regret = regretOf(versions, best);
   return {
     versions,

@@ -80,6 +80,12 @@ export const RUNTIME_OP_ENUM = abiEnum({
     'channel_gather',
     'elementwise_chain',
     'resize',
+    'quantize',
+    'dequantize',
+    'qadd',
+    'qmaxpool',
+    'qglobal_avgpool',
+    'qkernel',
   ],
 });
 

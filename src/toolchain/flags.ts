@@ -4,7 +4,7 @@
  * shipped record: do it only together with a re-tune.
  */
 import { userError } from '../errors.js';
-import { marchOf, type IsaLevel } from './isa.js';
+import { marchFlags, type IsaLevel } from './isa.js';
 
 /** What is being built. */
 export type Artifact =
@@ -65,12 +65,15 @@ export function sanitizerFlags(env: NodeJS.ProcessEnv = process.env): readonly s
 
 /**
  * The flags of `artifact` (plus sanitizerFlags()); kernels can be built for a portable ISA level
- * instead of this CPU (`-march=x86-64-v3` / `-v4`, bundles that run on any CPU of that level). The
+ * instead of this CPU (`-march=x86-64-v3` / `-v4`, with `-mavxvnni` / `-mavx512vnni` for the VNNI
+ * levels: bundles that run on any CPU of that level). The
  * other artifacts run only on the machine that builds them, so they stay native.
  */
 export function flagsFor(artifact: Artifact, level: IsaLevel = 'native'): readonly string[] {
   const base =
-    artifact !== 'kernel' || level === 'native' ? FLAGS[artifact] : FLAGS.kernel.map((f) => (f === '-march=native' ? marchOf(level) : f));
+    artifact !== 'kernel' || level === 'native'
+      ? FLAGS[artifact]
+      : FLAGS.kernel.flatMap((f) => (f === '-march=native' ? marchFlags(level) : [f]));
   const extra = sanitizerFlags();
   return extra.length === 0 ? base : [...base, ...extra];
 }

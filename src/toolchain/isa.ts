@@ -42,13 +42,40 @@ export function nativeRequiredIsa(flags: ReadonlySet<string> = cpuInfo().flags):
   return isaFlagsOf(flags);
 }
 
-/** The ISA levels veltair builds kernels for: this CPU exactly, or a portable x86-64 level. */
-export type IsaLevel = 'native' | 'x86-64-v3' | 'x86-64-v4';
-export const ISA_LEVELS: readonly IsaLevel[] = ['native', 'x86-64-v3', 'x86-64-v4'];
+/**
+ * The ISA levels veltair builds kernels for: this CPU exactly, a portable x86-64 level, or one of
+ * those with its VNNI extension (the psABI levels have none, and the INT8 kernels' fastest paths
+ * need it): x86-64-v3-vnni adds AVX-VNNI, x86-64-v4-vnni AVX-512 VNNI.
+ */
+export type IsaLevel = 'native' | 'x86-64-v3' | 'x86-64-v4' | 'x86-64-v3-vnni' | 'x86-64-v4-vnni';
+export const ISA_LEVELS: readonly IsaLevel[] = ['native', 'x86-64-v3', 'x86-64-v4', 'x86-64-v3-vnni', 'x86-64-v4-vnni'];
 
-/** The `-march=` value of a level. */
-export function marchOf(level: IsaLevel): string {
-  return `-march=${level}`;
+/** Each VNNI level: the portable level under it, its gcc option and its /proc/cpuinfo flag. */
+const VNNI_LEVELS = {
+  'x86-64-v3-vnni': { base: 'x86-64-v3', gcc: '-mavxvnni', cpuinfo: 'avx_vnni' },
+  'x86-64-v4-vnni': { base: 'x86-64-v4', gcc: '-mavx512vnni', cpuinfo: 'avx512_vnni' },
+} as const satisfies Record<string, { base: PortableLevel; gcc: string; cpuinfo: string }>;
+
+const vnniOf = (level: IsaLevel) => (level === 'x86-64-v3-vnni' || level === 'x86-64-v4-vnni' ? VNNI_LEVELS[level] : undefined);
+
+/** The cpuinfo flags a portable (or VNNI) level guarantees. */
+export function levelFlags(level: Exclude<IsaLevel, 'native'>): readonly string[] {
+  const v = vnniOf(level);
+  return v ? [...LEVEL_FLAGS[v.base], v.cpuinfo] : LEVEL_FLAGS[level as PortableLevel];
+}
+
+/** The compiler flags that select a level in place of `-march=native`. */
+export function marchFlags(level: Exclude<IsaLevel, 'native'>): string[] {
+  const v = vnniOf(level);
+  return v ? [`-march=${v.base}`, v.gcc] : [`-march=${level}`];
+}
+
+/** The level a build's flags select (see marchFlags). */
+export function levelOfFlags(cflags: readonly string[]): IsaLevel {
+  const march = cflags.find((f) => f.startsWith('-march='))?.slice('-march='.length);
+  if (march === 'x86-64-v3') return cflags.includes(VNNI_LEVELS['x86-64-v3-vnni'].gcc) ? 'x86-64-v3-vnni' : march;
+  if (march === 'x86-64-v4') return cflags.includes(VNNI_LEVELS['x86-64-v4-vnni'].gcc) ? 'x86-64-v4-vnni' : march;
+  return 'native';
 }
 
 /** cpuinfo flags for gcc's `-Q --help=target` output: every enabled -m option that names an ISA extension. */
@@ -64,7 +91,7 @@ export function enabledIsaFlags(helpTarget: string): string[] {
  * or probed, cpu.ts).
  */
 export function requiredIsaFor(level: IsaLevel, compilerHelp?: string, flags: ReadonlySet<string> = cpuInfo().flags): string[] {
-  if (level !== 'native') return [...LEVEL_FLAGS[level]].sort();
+  if (level !== 'native') return [...levelFlags(level)].sort();
   if (compilerHelp === undefined) return nativeRequiredIsa(flags);
   return enabledIsaFlags(compilerHelp).filter((f) => flags.has(f));
 }
@@ -72,13 +99,13 @@ export function requiredIsaFor(level: IsaLevel, compilerHelp?: string, flags: Re
 /** This CPU's vector extensions as a kernel built at `level` may use them. */
 export function isaAtLevel(level: IsaLevel, flags: ReadonlySet<string> = cpuInfo().flags): Isa {
   if (level === 'native') return machineIsa(flags);
-  return isaOfFlags(new Set(LEVEL_FLAGS[level]));
+  return isaOfFlags(new Set(levelFlags(level)));
 }
 
 /** The flags of `level` this CPU lacks (empty: it can run, and so measure, kernels built at that level). */
 export function missingForLevel(level: IsaLevel, flags: ReadonlySet<string> = cpuInfo().flags): string[] {
   if (level === 'native') return [];
-  return LEVEL_FLAGS[level].filter((f) => !flags.has(f));
+  return levelFlags(level).filter((f) => !flags.has(f));
 }
 
 /** The portable levels a CPU with `flags` runs, lowest first. */
@@ -120,9 +147,9 @@ export function missingForInt8Path(path: Int8Path, flags: ReadonlySet<string> = 
 
 /**
  * The INT8 paths a kernel built at `level` may use on a CPU with `flags`, fastest first: at a
- * portable level only what that level guarantees (x86-64-v4 has no VNNI), natively what the CPU has.
+ * portable level only what that level guarantees (x86-64-v4 has no VNNI; x86-64-v4-vnni does), natively what the CPU has.
  */
 export function int8PathsAt(level: IsaLevel, flags: ReadonlySet<string> = cpuInfo().flags): Int8Path[] {
-  const have = level === 'native' ? flags : new Set(LEVEL_FLAGS[level]);
+  const have = level === 'native' ? flags : new Set(levelFlags(level));
   return INT8_PATHS.filter((p) => missingForInt8Path(p, have).length === 0);
 }

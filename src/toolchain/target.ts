@@ -9,7 +9,7 @@ import { detectCaches, type CacheSizes } from './caches.js';
 import { compilerVersion } from './compiler.js';
 import { cpuInfo, type CpuInfo } from './cpu.js';
 import { flagsFor } from './flags.js';
-import { isaAtLevel, type Isa, type IsaLevel } from './isa.js';
+import { isaAtLevel, levelOfFlags, type Isa, type IsaLevel } from './isa.js';
 
 export type { CacheSizes } from './caches.js';
 
@@ -66,10 +66,9 @@ export function detectTarget(level: IsaLevel = 'native'): Promise<Target> {
   return t;
 }
 
-/** The ISA level a target's kernels are built for (from its -march flag). */
+/** The ISA level a target's kernels are built for (from its -march flag, and the VNNI option with it). */
 export function targetLevel(t: Pick<Target, 'cflags'>): IsaLevel {
-  const march = t.cflags.find((f) => f.startsWith('-march='))?.slice('-march='.length);
-  return march === 'x86-64-v3' || march === 'x86-64-v4' ? march : 'native';
+  return levelOfFlags(t.cflags);
 }
 
 /** What detectTarget had to assume (one line each; empty when everything was read from the machine). */

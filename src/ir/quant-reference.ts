@@ -1,0 +1,184 @@
+/**
+ * The integer reference of each quantized layer, read from the layer itself (its int8 weight, its
+ * requantization attrs): what a generated INT8 kernel must reproduce bit for bit. The arithmetic is
+ * quant-math.ts's (u8 × s8 → s32, requantize half to even, saturate), the same that folds the
+ * QOperator nodes, so a folded layer checked here is checked against ONNX's own definition.
+ */
+import type { Tensor } from '../onnx/model.js';
+import {
+  conv2dAccumulate,
+  dequantizeValue,
+  matmulAccumulate,
+  quantizeValue,
+  requantize,
+  requantMultiplier,
+  type QuantDType,
+} from '../onnx/quant-math.js';
+import { nums, tensorOf } from '../onnx/eval.js';
+import type { Layer } from './layer.js';
+import { quantWeightsOf, requantizationOf, type Requantization } from './quant-layer.js';
+import { internalError } from '../errors.js';
+
+/** The s32 accumulator (+ bias) of output channel `c`, requantized, or as is for an integer-output layer. */
+function finish(
+  acc: Int32Array,
+  channelOf: (i: number) => number,
+  bias: Int32Array | undefined,
+  wScale: Float32Array,
+  q: Requantization,
+): number[] {
+  const mult = Array.from(wScale, (s) => requantMultiplier(q.xScale, s, q.yScale));
+  return Array.from(acc, (a, i) => {
+    const c = channelOf(i);
+    const v = a + (bias?.[c] ?? 0);
+    if (q.yScale === 0) return v;
+    return requantize(v, mult[c]!, q.yZero, q.outDtype, q.clamp[0], q.clamp[1]);
+  });
+}
+
+function qconv2d(l: Layer, x: Tensor): Tensor {
+  const w = quantWeightsOf(l);
+  const q = requantizationOf(l);
+  const [n, c, h, wd] = l.inputShapes[0] as [number, number, number, number];
+  const [, m, oh, ow] = l.outputShape as [number, number, number, number];
+  const a = l.attrs;
+  const [kh, kw] = a.kernel as [number, number];
+  const pads = a.pads as readonly number[];
+  const g = {
+    n,
+    c,
+    h,
+    w: wd,
+    m,
+    kh,
+    kw,
+    oh,
+    ow,
+    group: a.groups as number,
+    strides: a.strides as [number, number],
+    dilations: a.dilations as [number, number],
+    padBegin: [pads[0]!, pads[1]!] as [number, number],
+  };
+  const acc = conv2dAccumulate(nums(x), q.xZero, nums(w.weight), Array.from(w.zero), g);
+  return tensorOf(
+    q.outDtype,
+    l.outputShape,
+    finish(acc, (i) => Math.floor(i / (oh * ow)) % m, w.bias, w.scale, q),
+  );
+}
+
+function qmatmul(l: Layer, x: Tensor): Tensor {
+  const w = quantWeightsOf(l);
+  const q = requantizationOf(l);
+  const [k, cols] = w.weight.dims as [number, number];
+  const rows = x.dims[x.dims.length - 2] ?? 1;
+  const batch = x.dims.slice(0, -2).reduce((p, d) => p * d, 1);
+  const acc = matmulAccumulate(nums(x), q.xZero, nums(w.weight), Array.from(w.zero), { batch, rows, k, cols, bBatched: false });
+  return tensorOf(
+    q.outDtype,
+    l.outputShape,
+    finish(acc, (i) => i % cols, w.bias, w.scale, q),
+  );
+}
+
+function qadd(l: Layer, a: Tensor, b: Tensor): Tensor {
+  const q = requantizationOf(l);
+  const [bs, bz] = [l.attrs.b_scale as number, l.attrs.b_zero as number];
+  const [x, y] = [nums(a), nums(b)];
+  if (x.length !== y.length) throw internalError(`${l.op} ${l.index}: broadcasting quantized Add is not in the reference`);
+  const d = q.outDtype;
+  return tensorOf(
+    d,
+    l.outputShape,
+    Array.from(x, (v, i) =>
+      quantizeValue(Math.fround(dequantizeValue(v, q.xScale, q.xZero) + dequantizeValue(y[i]!, bs, bz)), q.yScale, q.yZero, d),
+    ),
+  );
+}
+
+/** Max of the window in the input's integers (max commutes with the monotone requantization). */
+function qmaxpool(l: Layer, x: Tensor): Tensor {
+  const q = requantizationOf(l);
+  const [n, c, h, wd] = l.inputShapes[0] as [number, number, number, number];
+  const [, , oh, ow] = l.outputShape as [number, number, number, number];
+  const [kh, kw] = l.attrs.kernel as [number, number];
+  const [sh, sw] = l.attrs.strides as [number, number];
+  const [dh, dw] = l.attrs.dilations as [number, number];
+  const pads = l.attrs.pads as readonly number[];
+  const data = nums(x);
+  const mult = Math.fround(q.xScale / q.yScale);
+  const out: number[] = [];
+  for (let p = 0; p < n * c; p++)
+    for (let oy = 0; oy < oh; oy++)
+      for (let ox = 0; ox < ow; ox++) {
+        let best = -Infinity;
+        for (let ky = 0; ky < kh; ky++)
+          for (let kx = 0; kx < kw; kx++) {
+            const iy = oy * sh - pads[0]! + ky * dh;
+            const ix = ox * sw - pads[1]! + kx * dw;
+            if (iy >= 0 && iy < h && ix >= 0 && ix < wd) best = Math.max(best, data[(p * h + iy) * wd + ix]!);
+          }
+        out.push(requantize(best - q.xZero, mult, q.yZero, q.outDtype));
+      }
+  return tensorOf(q.outDtype, l.outputShape, out);
+}
+
+function qglobalAvgpool(l: Layer, x: Tensor): Tensor {
+  const q = requantizationOf(l);
+  const [n, c, h, wd] = l.inputShapes[0] as [number, number, number, number];
+  const plane = h * wd;
+  const data = nums(x);
+  const mult = Math.fround(q.xScale / Math.fround(q.yScale * plane));
+  return tensorOf(
+    q.outDtype,
+    l.outputShape,
+    Array.from({ length: n * c }, (_, ch) => {
+      let acc = 0;
+      for (let i = 0; i < plane; i++) acc += data[ch * plane + i]! - q.xZero;
+      return requantize(acc, mult, q.yZero, q.outDtype);
+    }),
+  );
+}
+
+function conversion(l: Layer, x: Tensor): Tensor {
+  const [s, z] = [l.attrs.scale as number, l.attrs.zero as number];
+  if (l.op === 'dequantize_linear')
+    return tensorOf(
+      'float32',
+      l.outputShape,
+      Array.from(nums(x), (v) => dequantizeValue(v, s, z)),
+    );
+  const d = l.attrs.out_dtype as QuantDType;
+  return tensorOf(
+    d,
+    l.outputShape,
+    Array.from(nums(x), (v) => quantizeValue(v, s, z, d)),
+  );
+}
+
+/** Run one quantized layer on its activation inputs (in Layer.inputs order). */
+export function runQuantizedLayer(l: Layer, inputs: readonly Tensor[]): Tensor {
+  const [x, y] = inputs;
+  switch (l.op) {
+    case 'qconv2d':
+      return qconv2d(l, x!);
+    case 'qmatmul':
+      return qmatmul(l, x!);
+    case 'qadd':
+      return qadd(l, x!, y!);
+    case 'qmaxpool':
+      return qmaxpool(l, x!);
+    case 'qglobal_avgpool':
+      return qglobalAvgpool(l, x!);
+    case 'quantize_linear':
+    case 'dequantize_linear':
+      return conversion(l, x!);
+    default:
+      throw internalError(`layer ${l.index} (${l.op}) is not a quantized layer`);
+  }
+}
+
+/** A qconv2d / qmatmul layer on a u8 input in its own order (NCHW / row-major): the reference the INT8 tuner checks kernels against. */
+export function referenceOfU8(l: Layer, x: Uint8Array): ArrayLike<number> {
+  return nums(runQuantizedLayer(l, [{ dtype: 'uint8', dims: [...l.inputShapes[0]!], data: x }]));
+}

@@ -1,0 +1,150 @@
+/**
+ * The native executor runs a quantized model: QuantizeLinear into channels-last u8, INT8 kernel steps
+ * (every version of each layer), quantized MaxPool / Add / GlobalAveragePool, DequantizeLinear out,
+ * and its output equals the integer reference (src/quantize/run-graph.ts) bit for bit, at one and two
+ * threads, with teams on and off. The kernels' own exactness per path is test/codegen-int8.test.ts's.
+ * Also: a kernel built for another layer is refused at load, and the conversions handle a blocked
+ * float layout, rounding ties, saturation and NaN as ONNX does.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createExecutor } from '../src/runtime/native-bridge.js';
+import { runReferenceGraph } from '../src/quantize/run-graph.js';
+import { KIND, OP } from '../src/runtime/ops.js';
+import { dequantizeValue, quantizeValue } from '../src/onnx/quant-math.js';
+import type { Tensor } from '../src/onnx/model.js';
+import { smallCnn } from './quantize-fixture.js';
+import { fixturePaths, nativeInt8Plan, quantizedGraph } from './int8-runtime-fixture.js';
+
+test('a quantized small CNN runs natively and equals the integer reference exactly, on every version', { timeout: 300_000 }, async () => {
+  const { graph, samples } = await quantizedGraph(smallCnn(), 8, 3);
+  const dir = await mkdtemp(join(tmpdir(), 'veltair-rt-int8-'));
+  try {
+    const { plan, kernels } = await nativeInt8Plan(graph, dir, 2);
+    const ops = plan.plan.steps.map((s) => s.op);
+    for (const op of [OP.QUANTIZE, OP.QKERNEL, OP.QMAXPOOL, OP.QADD, OP.QGLOBAL_AVGPOOL, OP.DEQUANTIZE])
+      assert.ok(ops.includes(op), `no step ${op}`);
+    assert.ok(!ops.includes(OP.REORDER), 'integer values flow channels-last without reorders');
+    const exe = await createExecutor(plan.plan, kernels);
+    try {
+      const qsteps = ops.flatMap((op, i) => (op === OP.QKERNEL ? [i] : []));
+      const input = graph.inputs[0]!.name;
+      const output = graph.outputs[0]!.name;
+      for (const [si, sample] of samples.entries()) {
+        const x = sample[input]!;
+        const want = runReferenceGraph(
+          graph,
+          new Map<string, Tensor>([[input, { dtype: 'float32', dims: x.shape, data: x.data as Float32Array }]]),
+        );
+        const expected = Array.from(want.get(output)!.data as Float32Array);
+        fixturePaths().forEach((path, v) => {
+          for (const s of qsteps) exe.setVersion(s, v);
+          for (const [threads, teams] of [
+            [1, true],
+            [2, true],
+            [2, false],
+          ] as const) {
+            exe.setAllThreads(threads);
+            exe.setTeams(teams);
+            const got = Array.from(exe.run([x.data as Float32Array])[0] as Float32Array);
+            assert.deepEqual(got, expected, `sample ${si}, ${path} versions, ${threads} threads, teams ${teams}`);
+          }
+        });
+      }
+    } finally {
+      exe.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('an INT8 kernel built for another layer is refused when the plan is loaded', { timeout: 300_000 }, async () => {
+  const { graph } = await quantizedGraph(smallCnn(), 8, 0);
+  const dir = await mkdtemp(join(tmpdir(), 'veltair-rt-int8-bad-'));
+  try {
+    const { plan, kernels } = await nativeInt8Plan(graph, dir, 1);
+    const [a, b] = plan.plan.steps.flatMap((s, i) => (s.op === OP.QKERNEL ? [i] : []));
+    const steps = [...plan.plan.steps];
+    // the second conv's versions (and their constant offsets) on the first conv's step
+    steps[a!] = { ...steps[a!]!, versions: steps[b!]!.versions!, ints: steps[b!]!.ints };
+    await assert.rejects(
+      createExecutor({ ...plan.plan, steps }, kernels),
+      /INT8 kernel vt_q[0-9a-f]{16} \(version 0\): its input size differs/,
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('QUANTIZE and DEQUANTIZE convert between float NCHW16c and channels-last integers like QuantizeLinear / DequantizeLinear', async () => {
+  const [n, c, hw, v] = [2, 20, 6, 16];
+  const cb = Math.ceil(c / v);
+  const floats = n * cb * v * hw;
+  const ints = n * c * hw;
+  const [scale, zero] = [0.5, 3];
+  const at = (b: number, ch: number, p: number) => ((b * cb + Math.floor(ch / v)) * hw + p) * v + (ch % v);
+  // ties (k + 0.25 → x / scale = 2k + 0.5), values past both ends of the range, and a NaN
+  const x = Float32Array.from({ length: floats }, (_, i) => (i % 7 === 0 ? (i % 2 ? 1e9 : -1e9) : (i % 41) - 20 + 0.25));
+  x[at(1, 5, 2)] = NaN;
+  const qOff = floats * 4,
+    yOff = qOff + Math.ceil(ints / 64) * 64;
+  const conv = [n, c, hw, v, 1, KIND['uint8']!];
+  const exe = await createExecutor(
+    {
+      arenaBytes: yOff + floats * 4,
+      inputs: [{ name: 'x', dtype: 'float32', shape: [floats], offset: 0, bytes: floats * 4 }],
+      outputs: [
+        { name: 'q', dtype: 'uint8', shape: [ints], offset: qOff, bytes: ints },
+        { name: 'y', dtype: 'float32', shape: [floats], offset: yOff, bytes: floats * 4 },
+      ],
+      steps: [
+        {
+          op: OP.QUANTIZE,
+          threads: 2,
+          inputs: [0],
+          outputs: [qOff],
+          inputBytes: [floats * 4],
+          outputBytes: [ints],
+          ints: conv,
+          floats: [scale, zero],
+          label: 'q',
+        },
+        {
+          op: OP.DEQUANTIZE,
+          threads: 2,
+          inputs: [qOff],
+          outputs: [yOff],
+          inputBytes: [ints],
+          outputBytes: [floats * 4],
+          ints: conv,
+          floats: [scale, zero],
+          label: 'dq',
+        },
+      ],
+      symbols: [],
+      params: [],
+    },
+    null,
+  );
+  try {
+    const [q, y] = exe.run([x]) as [Uint8Array, Float32Array];
+    for (let b = 0; b < n; b++)
+      for (let ch = 0; ch < cb * v; ch++)
+        for (let p = 0; p < hw; p++) {
+          const i = at(b, ch, p);
+          if (ch >= c) {
+            assert.equal(y[i], 0, 'padded lanes are zero');
+            continue;
+          }
+          const want = quantizeValue(x[i]!, scale, zero, 'uint8');
+          assert.equal(q[(b * hw + p) * c + ch], want, `x = ${x[i]}`);
+          assert.equal(y[i], dequantizeValue(want, scale, zero));
+        }
+  } finally {
+    exe.close();
+  }
+});
