@@ -17,6 +17,8 @@ import { decodeModel } from '../src/onnx/decode.js';
 import { ortInstalled } from '../src/ort/available.js';
 import { runReferenceGraph } from '../src/quantize/run-graph.js';
 import type { Tensor } from '../src/onnx/model.js';
+import { measureProfile } from '../src/profile/measure.js';
+import { parseProfile, profileText } from '../src/schedule/scheduling-profile.js';
 import { int8PathsAt } from '../src/toolchain/isa.js';
 import { int8TuningPaths } from '../src/tune/int8-tune.js';
 import { smallCnn } from './quantize-fixture.js';
@@ -58,6 +60,16 @@ test(
             if (v === 0) outputs.push(got.data as Float32Array);
           }
         }
+        // The scheduler's profile covers INT8 kernels too: every version of every layer gets a figure.
+        const prof = await measureProfile({ bundleDir: out, cores: [1], levels: [0], rounds: 2, runs: 1 });
+        const reread = parseProfile(profileText(prof.profile), 'small.profile.json');
+        const kernels = reread.steps.filter((st) => st.kind === 'tunable');
+        assert.equal(kernels.length, 3);
+        for (const st of kernels)
+          for (const v of st.versions) {
+            assert.match(v.symbol ?? '', /^vt_q[0-9a-f]{16}$/);
+            assert.ok((v.latencyUs['1']?.['0']?.us ?? 0) > 0, `step ${st.index} version ${v.id}`);
+          }
         if (!ortInstalled()) {
           t.diagnostic('onnxruntime-node is not installed: the comparison with ONNX Runtime is skipped');
           return;

@@ -201,7 +201,7 @@ export const PROFILE_SCHEMA = {
               additionalProperties: false,
               properties: {
                 id: { type: 'string', minLength: 1, maxLength: 200 },
-                symbol: { anyOf: [{ type: 'string', pattern: '^vt_k[0-9a-f]{16}$' }, { type: 'null' }] },
+                symbol: { anyOf: [{ type: 'string', pattern: '^vt_[kq][0-9a-f]{16}$' }, { type: 'null' }] },
                 tunedThreads: { anyOf: [positiveInt, { type: 'null' }] },
                 parallelChunks: { anyOf: [positiveInt, { type: 'null' }] },
                 latencyUs: byCores,
