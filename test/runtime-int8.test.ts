@@ -80,71 +80,78 @@ test('an INT8 kernel built for another layer is refused when the plan is loaded'
   }
 });
 
-test('QUANTIZE and DEQUANTIZE convert between float NCHW16c and channels-last integers like QuantizeLinear / DequantizeLinear', async () => {
-  const [n, c, hw, v] = [2, 20, 6, 16];
-  const cb = Math.ceil(c / v);
-  const floats = n * cb * v * hw;
-  const ints = n * c * hw;
-  const [scale, zero] = [0.5, 3];
-  const at = (b: number, ch: number, p: number) => ((b * cb + Math.floor(ch / v)) * hw + p) * v + (ch % v);
-  // ties (k + 0.25 → x / scale = 2k + 0.5), values past both ends of the range, and a NaN
-  const x = Float32Array.from({ length: floats }, (_, i) => (i % 7 === 0 ? (i % 2 ? 1e9 : -1e9) : (i % 41) - 20 + 0.25));
-  x[at(1, 5, 2)] = NaN;
-  const qOff = floats * 4,
-    yOff = qOff + Math.ceil(ints / 64) * 64;
-  const conv = [n, c, hw, v, 1, KIND['uint8']!];
-  const exe = await createExecutor(
-    {
-      arenaBytes: yOff + floats * 4,
-      inputs: [{ name: 'x', dtype: 'float32', shape: [floats], offset: 0, bytes: floats * 4 }],
-      outputs: [
-        { name: 'q', dtype: 'uint8', shape: [ints], offset: qOff, bytes: ints },
-        { name: 'y', dtype: 'float32', shape: [floats], offset: yOff, bytes: floats * 4 },
-      ],
-      steps: [
-        {
-          op: OP.QUANTIZE,
-          threads: 2,
-          inputs: [0],
-          outputs: [qOff],
-          inputBytes: [floats * 4],
-          outputBytes: [ints],
-          ints: conv,
-          floats: [scale, zero],
-          label: 'q',
-        },
-        {
-          op: OP.DEQUANTIZE,
-          threads: 2,
-          inputs: [qOff],
-          outputs: [yOff],
-          inputBytes: [ints],
-          outputBytes: [floats * 4],
-          ints: conv,
-          floats: [scale, zero],
-          label: 'dq',
-        },
-      ],
-      symbols: [],
-      params: [],
-    },
-    null,
-  );
-  try {
-    const [q, y] = exe.run([x]) as [Uint8Array, Float32Array];
-    for (let b = 0; b < n; b++)
-      for (let ch = 0; ch < cb * v; ch++)
-        for (let p = 0; p < hw; p++) {
-          const i = at(b, ch, p);
-          if (ch >= c) {
-            assert.equal(y[i], 0, 'padded lanes are zero');
-            continue;
+// 3 images of 100 pixels: two threads split them mid-image; V = 1 is plain NCHW (a model's input).
+for (const [kind, v] of [
+  ['uint8', 16],
+  ['int8', 16],
+  ['uint8', 1],
+  ['int8', 1],
+] as const)
+  test(`QUANTIZE and DEQUANTIZE convert between float ${v === 1 ? 'NCHW' : `NCHW${v}c`} and channels-last ${kind} like QuantizeLinear / DequantizeLinear`, async () => {
+    const [n, c, hw] = [3, 20, 100];
+    const cb = Math.ceil(c / v);
+    const floats = n * cb * v * hw;
+    const ints = n * c * hw;
+    const [scale, zero] = [0.5, 3];
+    const at = (b: number, ch: number, p: number) => ((b * cb + Math.floor(ch / v)) * hw + p) * v + (ch % v);
+    // ties (k + 0.25 → x / scale = 2k + 0.5), values past both ends of the range, and a NaN
+    const x = Float32Array.from({ length: floats }, (_, i) => (i % 7 === 0 ? (i % 2 ? 1e9 : -1e9) : (i % 41) - 20 + 0.25));
+    x[at(1, 5, 2)] = NaN;
+    const qOff = floats * 4,
+      yOff = qOff + Math.ceil(ints / 64) * 64;
+    const conv = [n, c, hw, v, 1, KIND[kind]!];
+    const exe = await createExecutor(
+      {
+        arenaBytes: yOff + floats * 4,
+        inputs: [{ name: 'x', dtype: 'float32', shape: [floats], offset: 0, bytes: floats * 4 }],
+        outputs: [
+          { name: 'q', dtype: kind, shape: [ints], offset: qOff, bytes: ints },
+          { name: 'y', dtype: 'float32', shape: [floats], offset: yOff, bytes: floats * 4 },
+        ],
+        steps: [
+          {
+            op: OP.QUANTIZE,
+            threads: 2,
+            inputs: [0],
+            outputs: [qOff],
+            inputBytes: [floats * 4],
+            outputBytes: [ints],
+            ints: conv,
+            floats: [scale, zero],
+            label: 'q',
+          },
+          {
+            op: OP.DEQUANTIZE,
+            threads: 2,
+            inputs: [qOff],
+            outputs: [yOff],
+            inputBytes: [ints],
+            outputBytes: [floats * 4],
+            ints: conv,
+            floats: [scale, zero],
+            label: 'dq',
+          },
+        ],
+        symbols: [],
+        params: [],
+      },
+      null,
+    );
+    try {
+      const [q, y] = exe.run([x]) as [Uint8Array | Int8Array, Float32Array];
+      for (let b = 0; b < n; b++)
+        for (let ch = 0; ch < cb * v; ch++)
+          for (let p = 0; p < hw; p++) {
+            const i = at(b, ch, p);
+            if (ch >= c) {
+              assert.equal(y[i], 0, 'padded lanes are zero');
+              continue;
+            }
+            const want = quantizeValue(x[i]!, scale, zero, kind);
+            assert.equal(q[(b * hw + p) * c + ch], want, `x = ${x[i]}`);
+            assert.equal(y[i], dequantizeValue(want, scale, zero));
           }
-          const want = quantizeValue(x[i]!, scale, zero, 'uint8');
-          assert.equal(q[(b * hw + p) * c + ch], want, `x = ${x[i]}`);
-          assert.equal(y[i], dequantizeValue(want, scale, zero));
-        }
-  } finally {
-    exe.close();
-  }
-});
+    } finally {
+      exe.close();
+    }
+  });

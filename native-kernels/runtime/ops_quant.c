@@ -49,7 +49,20 @@ static inline int saturate_round(float r, int zero, int kind) {
   return (int)r + zero;
 }
 
-static inline int quantize_1(float x, float scale, int zero, int kind) { return saturate_round(x / scale, zero, kind); }
+/*
+ * saturate_round(r) - zero without a branch or a libm call, so that GCC vectorizes the loops below:
+ * NaN becomes offset 0 before the clamp (the same result: lo <= 0 <= hi, or the clamped zero).
+ * lo and hi are the clamp bounds relative to the zero point, qlo - zero and qhi - zero.
+ */
+static inline __attribute__((always_inline)) float rounded_offset(float r, float lo, float hi) {
+  r = r == r ? nearbyintf(r) : 0.0f;
+  r = r < lo ? lo : r;
+  return r > hi ? hi : r;
+}
+
+static inline __attribute__((always_inline)) float quantized_offset(float x, float scale, float lo, float hi) {
+  return rounded_offset(x / scale, lo, hi);
+}
 
 static inline int requantize_1(long acc, float mult, int zero, int kind) { return saturate_round((float)acc * mult, zero, kind); }
 
@@ -72,24 +85,89 @@ static inline long int_at(const conv_ctx* k, long b, long ch, long p) {
   return k->nhwc ? (b * k->hw + p) * k->c + ch : (b * k->c + ch) * k->hw + p;
 }
 
+/*
+ * Both conversions walk pixels t0..t1 of the flattened (image, pixel) range, and at each pixel every
+ * channel block: V float lanes side by side on one side, the same channels at one stride on the
+ * other (1 in NHWC), with the element kind a constant in each loop so that it vectorizes.
+ */
+static inline __attribute__((always_inline)) void quantize_pixels(const conv_ctx* k, long t0, long t1, int kind) {
+  const float* x = k->in;
+  const long cb = (k->c + k->v - 1) / k->v, stride = k->nhwc ? 1 : k->hw;
+  const float lo = (float)(qlo(kind) - k->zero), hi = (float)(qhi(kind) - k->zero);
+  long b = t0 / k->hw, px = t0 % k->hw;
+  for (long t = t0; t < t1; t++) {
+    for (long blk = 0; blk < cb; blk++) {
+      const float* src = x + ((b * cb + blk) * k->hw + px) * k->v;
+      const long c0 = blk * k->v, lanes = k->c - c0 < k->v ? k->c - c0 : k->v;
+      const long at = int_at(k, b, c0, px);
+      if (kind == VT_U8) {
+        uint8_t* dst = (uint8_t*)k->out + at;
+        for (long l = 0; l < lanes; l++) dst[l * stride] = (uint8_t)((int)quantized_offset(src[l], k->scale, lo, hi) + k->zero);
+      } else {
+        int8_t* dst = (int8_t*)k->out + at;
+        for (long l = 0; l < lanes; l++) dst[l * stride] = (int8_t)((int)quantized_offset(src[l], k->scale, lo, hi) + k->zero);
+      }
+    }
+    if (++px == k->hw) px = 0, b++;
+  }
+}
+
+/* Plain NCHW floats (V = 1, e.g. a model's image input): channel by channel along pixels, which vectorizes. */
+static inline __attribute__((always_inline)) void quantize_planes(const conv_ctx* k, long t0, long t1, int kind) {
+  const float* x = k->in;
+  const float lo = (float)(qlo(kind) - k->zero), hi = (float)(qhi(kind) - k->zero);
+  const long stride = k->nhwc ? k->c : 1;
+  for (long t = t0; t < t1;) {
+    const long b = t / k->hw, p0 = t % k->hw, p1 = t1 - b * k->hw < k->hw ? t1 - b * k->hw : k->hw;
+    for (long ch = 0; ch < k->c; ch++) {
+      const float* src = x + (b * k->c + ch) * k->hw;
+      const long at = int_at(k, b, ch, 0);
+      if (kind == VT_U8) {
+        uint8_t* dst = (uint8_t*)k->out + at;
+        for (long px = p0; px < p1; px++) dst[px * stride] = (uint8_t)((int)quantized_offset(src[px], k->scale, lo, hi) + k->zero);
+      } else {
+        int8_t* dst = (int8_t*)k->out + at;
+        for (long px = p0; px < p1; px++) dst[px * stride] = (int8_t)((int)quantized_offset(src[px], k->scale, lo, hi) + k->zero);
+      }
+    }
+    t = b * k->hw + p1;
+  }
+}
+
 static void quantize_range(const void* p, long t0, long t1) {
   const conv_ctx* k = p;
-  const float* x = k->in;
+  if (k->v == 1 && k->kind == VT_U8) quantize_planes(k, t0, t1, VT_U8);
+  else if (k->v == 1) quantize_planes(k, t0, t1, VT_I8);
+  else if (k->kind == VT_U8) quantize_pixels(k, t0, t1, VT_U8);
+  else quantize_pixels(k, t0, t1, VT_I8);
+}
+
+static inline __attribute__((always_inline)) void dequantize_pixels(const conv_ctx* k, long t0, long t1, int kind) {
+  float* x = k->out;
+  const long cb = (k->c + k->v - 1) / k->v, stride = k->nhwc ? 1 : k->hw;
+  long b = t0 / k->hw, px = t0 % k->hw;
   for (long t = t0; t < t1; t++) {
-    const long b = t / k->hw, px = t % k->hw;
-    for (long ch = 0; ch < k->c; ch++) qput(k->out, int_at(k, b, ch, px), (int)k->kind, quantize_1(x[float_at(k, b, ch, px)], k->scale, k->zero, (int)k->kind));
+    for (long blk = 0; blk < cb; blk++) {
+      float* dst = x + ((b * cb + blk) * k->hw + px) * k->v;
+      const long c0 = blk * k->v, lanes = k->c - c0 < k->v ? k->c - c0 : k->v;
+      const long at = int_at(k, b, c0, px);
+      if (kind == VT_U8) {
+        const uint8_t* src = (const uint8_t*)k->in + at;
+        for (long l = 0; l < lanes; l++) dst[l] = (float)((int)src[l * stride] - k->zero) * k->scale;
+      } else {
+        const int8_t* src = (const int8_t*)k->in + at;
+        for (long l = 0; l < lanes; l++) dst[l] = (float)((int)src[l * stride] - k->zero) * k->scale;
+      }
+      for (long l = lanes; l < k->v; l++) dst[l] = 0.0f;
+    }
+    if (++px == k->hw) px = 0, b++;
   }
 }
 
 static void dequantize_range(const void* p, long t0, long t1) {
   const conv_ctx* k = p;
-  float* x = k->out;
-  const long cpad = (k->c + k->v - 1) / k->v * k->v;
-  for (long t = t0; t < t1; t++) {
-    const long b = t / k->hw, px = t % k->hw;
-    for (long ch = 0; ch < k->c; ch++) x[float_at(k, b, ch, px)] = (float)(qget(k->in, int_at(k, b, ch, px), (int)k->kind) - k->zero) * k->scale;
-    for (long ch = k->c; ch < cpad; ch++) x[float_at(k, b, ch, px)] = 0.0f;
-  }
+  if (k->kind == VT_U8) dequantize_pixels(k, t0, t1, VT_U8);
+  else dequantize_pixels(k, t0, t1, VT_I8);
 }
 
 static int conversion(const vt_step* s, vt_range_fn f, const char* what) {
@@ -109,14 +187,25 @@ int vt_op_dequantize(const vt_step* s) { return conversion(s, dequantize_range, 
 
 typedef struct { const void *a, *b; void* y; int ka, kb, ky; float as, bs, ys; int az, bz, yz; } qadd_ctx;
 
+static inline __attribute__((always_inline)) void qadd_elements(const qadd_ctx* k, long i0, long i1, int ka, int kb, int ky) {
+  // Locals, not k->…: a byte store may alias the context, which would keep the loop scalar.
+  const void *a = k->a, *b = k->b;
+  void* y = k->y;
+  const float as = k->as, bs = k->bs, ys = k->ys;
+  const int az = k->az, bz = k->bz, yz = k->yz;
+  const float lo = (float)(qlo(ky) - yz), hi = (float)(qhi(ky) - yz);
+  for (long i = i0; i < i1; i++) {
+    const float da = (float)(qget(a, i, ka) - az) * as;
+    const float db = (float)(qget(b, i, kb) - bz) * bs;
+    qput(y, i, ky, (int)quantized_offset(da + db, ys, lo, hi) + yz);
+  }
+}
+
+/* All-u8 (what veltair quantize writes) gets its own loop with constant kinds, which vectorizes. */
 static void qadd_range(const void* p, long i0, long i1) {
   const qadd_ctx* k = p;
-  for (long i = i0; i < i1; i++) {
-    const float da = (float)(qget(k->a, i, k->ka) - k->az) * k->as;
-    const float db = (float)(qget(k->b, i, k->kb) - k->bz) * k->bs;
-    const float sum = da + db;
-    qput(k->y, i, k->ky, quantize_1(sum, k->ys, k->yz, k->ky));
-  }
+  if (k->ka == VT_U8 && k->kb == VT_U8 && k->ky == VT_U8) qadd_elements(k, i0, i1, VT_U8, VT_U8, VT_U8);
+  else qadd_elements(k, i0, i1, k->ka, k->kb, k->ky);
 }
 
 int vt_op_qadd(const vt_step* s) {
@@ -134,26 +223,49 @@ int vt_op_qadd(const vt_step* s) {
 
 typedef struct { const void* x; void* y; long n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw; int kx, ky; float mult; int xz, yz; } qpool_ctx;
 
+/* Channels of one output pixel reduced together (a stack buffer), so the max over taps vectorizes. */
+enum { QPOOL_CHUNK = 256 };
+
+static inline __attribute__((always_inline)) void qmaxpool_pixel(const qpool_ctx* k, long b, long oy, long ox, int kx, int ky) {
+  const float lo = (float)(qlo(ky) - k->yz), hi = (float)(qhi(ky) - k->yz);
+  const long out = ((b * k->oh + oy) * k->ow + ox) * k->c;
+  for (long c0 = 0; c0 < k->c; c0 += QPOOL_CHUNK) {
+    const long n = k->c - c0 < QPOOL_CHUNK ? k->c - c0 : QPOOL_CHUNK;
+    int best[QPOOL_CHUNK];
+    int any = 0;
+    for (long ty = 0; ty < k->kh; ty++) {
+      const long iy = oy * k->sh - k->pt + ty * k->dh;
+      if (iy < 0 || iy >= k->h) continue;
+      for (long tx = 0; tx < k->kw; tx++) {
+        const long ix = ox * k->sw - k->pl + tx * k->dw;
+        if (ix < 0 || ix >= k->w) continue;
+        const long in = ((b * k->h + iy) * k->w + ix) * k->c + c0;
+        if (!any)
+          for (long ch = 0; ch < n; ch++) best[ch] = qget(k->x, in + ch, kx);
+        else
+          for (long ch = 0; ch < n; ch++) {
+            const int v = qget(k->x, in + ch, kx);
+            best[ch] = v > best[ch] ? v : best[ch];
+          }
+        any = 1;
+      }
+    }
+    for (long ch = 0; ch < n; ch++) {
+      const int acc = any ? best[ch] - k->xz : 0;
+      qput(k->y, out + c0 + ch, ky, (int)rounded_offset((float)acc * k->mult, lo, hi) + k->yz);
+    }
+  }
+}
+
 static void qmaxpool_rows(const void* p, long r0, long r1) {
   const qpool_ctx* k = p;
+  const int u8 = k->kx == VT_U8 && k->ky == VT_U8;
   for (long r = r0; r < r1; r++) {
     const long b = r / k->oh, oy = r % k->oh;
-    for (long ox = 0; ox < k->ow; ox++)
-      for (long ch = 0; ch < k->c; ch++) {
-        int best = -1000, any = 0;
-        for (long ty = 0; ty < k->kh; ty++) {
-          const long iy = oy * k->sh - k->pt + ty * k->dh;
-          if (iy < 0 || iy >= k->h) continue;
-          for (long tx = 0; tx < k->kw; tx++) {
-            const long ix = ox * k->sw - k->pl + tx * k->dw;
-            if (ix < 0 || ix >= k->w) continue;
-            const int v = qget(k->x, ((b * k->h + iy) * k->w + ix) * k->c + ch, k->kx);
-            if (!any || v > best) best = v;
-            any = 1;
-          }
-        }
-        qput(k->y, ((b * k->oh + oy) * k->ow + ox) * k->c + ch, k->ky, requantize_1(any ? best - k->xz : 0, k->mult, k->yz, k->ky));
-      }
+    for (long ox = 0; ox < k->ow; ox++) {
+      if (u8) qmaxpool_pixel(k, b, oy, ox, VT_U8, VT_U8);
+      else qmaxpool_pixel(k, b, oy, ox, k->kx, k->ky);
+    }
   }
 }
 
