@@ -87,7 +87,7 @@ for (const [kind, v] of [
   ['uint8', 1],
   ['int8', 1],
 ] as const)
-  test(`QUANTIZE and DEQUANTIZE convert between float ${v === 1 ? 'NCHW' : `NCHW${v}c`} and channels-last ${kind} like QuantizeLinear / DequantizeLinear`, async () => {
+  test(`QUANTIZE and DEQUANTIZE convert float ${v === 1 ? 'NCHW' : `NCHW${v}c`} ⇄ channels-last ${kind} like QuantizeLinear / DequantizeLinear`, async () => {
     const [n, c, hw] = [3, 20, 100];
     const cb = Math.ceil(c / v);
     const floats = n * cb * v * hw;
