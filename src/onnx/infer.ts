@@ -125,7 +125,10 @@ function inferNode(node: OnnxNode, opset: number, types: Map<string, ValueType>,
 function foldable(def: OpDef, ctx: OpContext, outTypes: readonly ValueType[]): boolean {
   if (def.evaluate === undefined) return false;
   if (def.deterministic !== undefined && !def.deterministic(ctx)) return false;
-  if (outTypes.some((t) => product(t.shape) > MAX_FOLDED_ELEMENTS)) return false;
+  // A dequantized weight is no larger than the float weight the unquantized model carries, and the
+  // quantized layers need it folded (VGG-16's first classifier weight is 103M elements).
+  const dequantize = ctx.node.opType === 'DequantizeLinear' && ctx.node.domain === '';
+  if (!dequantize && outTypes.some((t) => product(t.shape) > MAX_FOLDED_ELEMENTS)) return false;
   if (def.foldWork !== undefined && def.foldWork(ctx) > MAX_FOLD_WORK) return false;
   if (def.foldsFromTypes) return true;
   const present = ctx.node.inputs.map((name, i) => (name === '' ? undefined : i)).filter((i) => i !== undefined);
