@@ -13,7 +13,7 @@ import { ortInstalled } from '../src/ort/available.js';
 import { decodeModel } from '../src/onnx/decode.js';
 import { assertOneClearError, veltair } from './compile-fixture.js';
 import { smallCnn } from './quantize-fixture.js';
-import { activationQuant, rangeCollector, weightQuant } from '../src/quantize/ranges.js';
+import { activationQuant, biasLimit, rangeCollector, weightQuant, weightScaleFloors } from '../src/quantize/ranges.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'veltair-quantize-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -69,4 +69,18 @@ test('ranges: min-max keeps every value, percentile drops outliers; u8 params in
   const { values: q, scales } = weightQuant(Float32Array.of(1, -0.25, 0.01, 0.04), [2, 2], 0);
   assert.deepEqual(Array.from(q), [127, -32, 32, 127]);
   assert.deepEqual(Array.from(scales), [Math.fround(1 / 127), Math.fround(0.04 / 127)]);
+});
+
+test('a bias that would pass int32 next to a near-constant activation widens its channel weight scale instead', () => {
+  // x_scale 1e-14 (a feature that barely varies), bias 0.5: at the weights' own scale the bias would be ~1e15.
+  const k = 2;
+  const [xScale, bias] = [1e-14, Float32Array.of(0.5, 0)];
+  const floors = weightScaleFloors(bias, xScale, k);
+  assert.equal(floors[1], 0, 'a zero bias needs no floor');
+  const { values, scales } = weightQuant(Float32Array.of(1, -0.25, 0.01, 0.04), [2, k], 0, floors);
+  assert.ok(scales[0]! > 1 / 127, 'channel 0 widened');
+  assert.equal(scales[1], Math.fround(0.04 / 127), 'channel 1 untouched');
+  assert.deepEqual(Array.from(values.slice(2)), [32, 127]);
+  const q = Math.round(bias[0]! / Math.fround(xScale * scales[0]!));
+  assert.ok(q <= biasLimit(k) && q > biasLimit(k) * 0.99, `bias ${q} fits just inside ${biasLimit(k)}`);
 });

@@ -44,3 +44,26 @@ export function smallCnn(): Uint8Array {
     ],
   });
 }
+
+/**
+ * Two dense layers whose second bias is Identity(the first's), as PyTorch's exporter writes equal
+ * initializers (VGG's zero-initialised classifier biases): the bias is a folded constant, not an initializer.
+ */
+export function sharedBiasMlp(): Uint8Array {
+  return encodeModel({
+    opset: 17,
+    inputs: [{ name: 'input', dtype: 'float32', shape: [1, 16] }],
+    outputs: [{ name: 'logits', dtype: 'float32', shape: [1, 16] }],
+    initializers: [
+      ['w1', f32([16, 16], 7, 0.5)],
+      ['b1', f32([16], 8, 0.1)],
+      ['w2', f32([16, 16], 9, 0.5)],
+    ],
+    nodes: [
+      { op: 'Gemm', name: 'fc1', inputs: ['input', 'w1', 'b1'], outputs: ['h'], attrs: { transB: 1 } },
+      { op: 'Relu', name: 'relu', inputs: ['h'], outputs: ['r'] },
+      { op: 'Identity', name: 'same_bias', inputs: ['b1'], outputs: ['b2'] },
+      { op: 'Gemm', name: 'fc2', inputs: ['r', 'w2', 'b2'], outputs: ['logits'], attrs: { transB: 1 } },
+    ],
+  });
+}

@@ -15,7 +15,7 @@ import { ortInstalled } from '../src/ort/available.js';
 import { generatedSamples, quantizeModel } from '../src/quantize/quantize-model.js';
 import { runReferenceGraph } from '../src/quantize/run-graph.js';
 import type { Tensor } from '../src/onnx/model.js';
-import { smallCnn } from './quantize-fixture.js';
+import { sharedBiasMlp, smallCnn } from './quantize-fixture.js';
 import { buildZooModel } from '../src/zoo/index.js';
 import { encodeModel } from '../src/onnx/encode.js';
 
@@ -81,6 +81,17 @@ test('a quantized model runs in ONNX Runtime and the integer reference matches i
   // Inputs beyond the 8 it was calibrated on.
   const r = await compareWithOrt(q.bytes, generatedSamples(inputs, 40).slice(8));
   console.log(`small CNN, integer reference vs ONNX Runtime INT8: ${r.within}/${r.total} outputs within one step, ${r.exact} equal`);
+  assert.ok(r.within / r.total >= 0.999, `${r.within}/${r.total} outputs within one quantization step`);
+});
+
+test("a bias that is another layer's bias through Identity gets its own int32 copy, and its layer folds", { skip }, async () => {
+  const float = sharedBiasMlp();
+  const inputs = decodeModel(float, 'mlp.onnx').graph.inputs;
+  const q = await quantizeModel(float, 'mlp.onnx', { method: 'minmax', samples: generatedSamples(inputs, 8) });
+  assert.deepEqual([q.weights, q.biases], [2, 2], 'both weights and both biases quantized');
+  const graph = lowerToLayers(inferModel(decodeModel(q.bytes, 'mlp.int8.onnx')));
+  assert.equal(graph.layers.filter((l) => l.op === 'qmatmul').length, 2);
+  const r = await compareWithOrt(q.bytes, generatedSamples(inputs, 40).slice(8));
   assert.ok(r.within / r.total >= 0.999, `${r.within}/${r.total} outputs within one quantization step`);
 });
 

@@ -19,6 +19,12 @@ export interface BiasPlan {
   /** The activation and weight whose scales multiply into the bias's scale. */
   readonly input: string;
   readonly weight: string;
+  /**
+   * A bias that is a folded constant, not an initializer (PyTorch's exporter writes Identity(another
+   * layer's bias) when two are equal): the output of the one core that reads it, whose bias input
+   * moves to a DequantizeLinear of its own int32 copy.
+   */
+  readonly reader?: string;
 }
 
 export interface QuantPlan {
@@ -35,14 +41,14 @@ function isFloatInitializer(m: OnnxModel, v: string | undefined, rank: number): 
 }
 
 /** The weight axis of a core whose weight can be quantized, or undefined to leave the node float. */
-function coreAxis(m: OnnxModel, n: OnnxNode): number | undefined {
+function coreAxis(m: OnnxModel, n: OnnxNode, isConstantVector: (v: string) => boolean): number | undefined {
   const w = n.inputs[1];
   if (n.opType === 'Conv') return isFloatInitializer(m, w, 4) ? 0 : undefined;
   if (n.opType === 'MatMul') return isFloatInitializer(m, w, 2) ? 1 : undefined;
   if (attrInt(n, 'transA', 0) !== 0 || attrFloat(n, 'alpha', 1) !== 1 || attrFloat(n, 'beta', 1) !== 1) return undefined;
   if (!isFloatInitializer(m, w, 2)) return undefined;
   const c = n.inputs[2];
-  if (c !== undefined && c !== '' && !isFloatInitializer(m, c, 1)) return undefined;
+  if (c !== undefined && c !== '' && !isFloatInitializer(m, c, 1) && !isConstantVector(c)) return undefined;
   return attrInt(n, 'transB', 0) !== 0 ? 0 : 1;
 }
 
@@ -53,6 +59,10 @@ export function planQuantization(inferred: InferredModel): QuantPlan {
   for (const n of nodes) for (const v of n.inputs) if (v !== '') readers.set(v, [...(readers.get(v) ?? []), n]);
   const isActivation = (v: string | undefined): v is string =>
     v !== undefined && v !== '' && !m.graph.initializers.has(v) && inferred.types.get(v)?.dtype === 'float32';
+  const isConstantVector = (v: string): boolean => {
+    const t = inferred.constants.get(v);
+    return t !== undefined && t.dtype === 'float32' && t.dims.length === 1;
+  };
   const activations = new Set<string>();
   const weights = new Map<string, WeightPlan>();
   const biases: BiasPlan[] = [];
@@ -66,13 +76,14 @@ export function planQuantization(inferred: InferredModel): QuantPlan {
   for (const n of nodes) {
     const x = n.inputs[0];
     if (CORES.has(n.opType)) {
-      const axis = coreAxis(m, n);
+      const axis = coreAxis(m, n, isConstantVector);
       const w = n.inputs[1]!;
       if (axis === undefined || !isActivation(x) || (weights.has(w) && weights.get(w)!.axis !== axis)) continue;
       weights.set(w, { name: w, axis });
       const b = n.inputs[2];
       if (b !== undefined && b !== '' && isFloatInitializer(m, b, 1) && !biases.some((p) => p.name === b))
         biases.push({ name: b, input: x, weight: w });
+      else if (b !== undefined && b !== '' && isConstantVector(b)) biases.push({ name: b, input: x, weight: w, reader: n.outputs[0]! });
       activations.add(x);
       activations.add(outputOf(n));
     } else if (n.opType === 'Add' && isActivation(x) && isActivation(n.inputs[1])) {

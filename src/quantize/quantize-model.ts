@@ -130,7 +130,8 @@ export async function quantizeModel(original: Uint8Array, file: string, o: Quant
       'veltair quantizes the weights of Conv, MatMul and Gemm layers',
     );
   const activation = await calibrate(bytes, plan, o);
-  const init = (name: string): Tensor => model.graph.initializers.get(name)!;
+  // A folded-constant bias (plan.ts BiasPlan.reader) is read from what inference folded.
+  const init = (name: string): Tensor => model.graph.initializers.get(name) ?? inferred.constants.get(name)!;
   const out = writeQdq(
     onnx.ModelProto.decode(bytes),
     plan,

@@ -53,7 +53,30 @@ export function activationQuant(lo: number, hi: number): { scale: number; zero: 
 }
 
 /** Symmetric s8 per channel along `axis` ([-127, 127], zero point 0), ONNX Runtime's default for weights. */
-export function weightQuant(w: Float32Array, dims: readonly number[], axis: number): { values: Int8Array; scales: Float32Array } {
+/**
+ * The largest |int32 bias| of a k-term u8×s8 sum: room beside it for every product (255 · 128 each),
+ * so the 32-bit accumulator never wraps (the INT8 kernels refuse a layer past it).
+ */
+export const biasLimit = (k: number): number => 2 ** 31 - 1 - k * 255 * 128;
+
+/**
+ * Per output channel, the least weight scale at which bias[c] / (xScale · wScale) fits biasLimit(k):
+ * an activation with a tiny range (a near-constant feature) would otherwise push the bias past int32,
+ * so its channel's weight scale is widened instead, as ONNX Runtime's quantizer does. 0: no floor.
+ */
+export function weightScaleFloors(bias: Float32Array, xScale: number, k: number): Float32Array {
+  const limit = biasLimit(k);
+  if (limit < 1 || !(xScale > 0)) return new Float32Array(bias.length);
+  // the margin covers rounding the bias scale xScale · wScale to float32
+  return Float32Array.from(bias, (b) => (Math.abs(b) / (xScale * limit)) * (1 + 2 ** -20));
+}
+
+export function weightQuant(
+  w: Float32Array,
+  dims: readonly number[],
+  axis: number,
+  floors?: Float32Array,
+): { values: Int8Array; scales: Float32Array } {
   const channels = dims[axis]!;
   const inner = dims.slice(axis + 1).reduce((a, b) => a * b, 1);
   const chanOf = (i: number): number => Math.floor(i / inner) % channels;
@@ -62,7 +85,7 @@ export function weightQuant(w: Float32Array, dims: readonly number[], axis: numb
     const c = chanOf(i);
     maxAbs[c] = Math.max(maxAbs[c]!, Math.abs(v));
   });
-  const scales = Float32Array.from(maxAbs, (m) => (m > 0 ? m / 127 : 1));
+  const scales = Float32Array.from(maxAbs, (m, c) => Math.max(m > 0 ? m / 127 : 1, floors?.[c] ?? 0));
   const values = Int8Array.from(w, (v, i) => Math.max(-127, Math.min(127, roundHalfEven(Math.fround(v / scales[chanOf(i)]!)))));
   return { values, scales };
 }

@@ -5,7 +5,8 @@
  *    gets the pair after it and its readers move to the dequantized value;
  *  - a weight initializer becomes its int8 values, per-channel scales and zero points, and a
  *    DequantizeLinear(axis) that writes the weight's old name; a bias becomes int32 in the scale
- *    x_scale · w_scale[c] the same way.
+ *    x_scale · w_scale[c] the same way, within biasLimit (a channel whose bias would pass it gets a
+ *    wider weight scale).
  * Value names the model supplies are data here; derived names get a suffix and are checked unique.
  */
 import onnxProto from 'onnx-proto';
@@ -13,7 +14,7 @@ import type { Tensor } from '../onnx/model.js';
 import { tensorProto } from '../onnx/encode.js';
 import { roundHalfEven } from '../onnx/quant-math.js';
 import type { QuantPlan } from './plan.js';
-import { weightQuant } from './ranges.js';
+import { biasLimit, weightQuant, weightScaleFloors } from './ranges.js';
 
 const { onnx } = onnxProto;
 
@@ -83,10 +84,17 @@ export function writeQdq(
     }
   }
 
+  const termsOf = (w: string): number => {
+    const d = dimsOf(w);
+    const axis = plan.weights.find((p) => p.name === w)!.axis;
+    return d.reduce((a, b) => a * b, 1) / d[axis]!;
+  };
+  const floors = new Map<string, Float32Array>();
+  for (const b of plan.biases) floors.set(b.weight, weightScaleFloors(floatOf(b.name), activation.get(b.input)!.scale, termsOf(b.weight)));
   const weightScale = new Map<string, Float32Array>();
   const weightDq: onnxProto.onnx.INodeProto[] = [];
   for (const w of plan.weights) {
-    const { values, scales } = weightQuant(floatOf(w.name), dimsOf(w.name), w.axis);
+    const { values, scales } = weightQuant(floatOf(w.name), dimsOf(w.name), w.axis, floors.get(w.name));
     weightScale.set(w.name, scales);
     const [qv, sc, zp] = [fresh(w.name, 'quantized'), fresh(w.name, 'scale'), fresh(w.name, 'zero_point')];
     addInit(qv, { dtype: 'int8', dims: dimsOf(w.name), data: values });
@@ -101,30 +109,37 @@ export function writeQdq(
       attribute: [{ name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: w.axis }],
     });
   }
+  /** A folded-constant bias's reader (by its output) → the name of the bias's own DequantizeLinear output. */
+  const biasOfReader = new Map<string, string>();
   for (const b of plan.biases) {
     const ws = weightScale.get(b.weight)!;
     const xs = activation.get(b.input)!.scale;
     const scales = Float32Array.from(ws, (s) => Math.fround(xs * s));
     const f = floatOf(b.name);
-    const values = Int32Array.from(scales, (s, c) => Math.max(-2147483647, Math.min(2147483647, roundHalfEven(f[c]! / s))));
+    const limit = Math.max(1, biasLimit(termsOf(b.weight)));
+    const values = Int32Array.from(scales, (s, c) => Math.max(-limit, Math.min(limit, roundHalfEven(f[c]! / s))));
     const [qv, sc, zp] = [fresh(b.name, 'quantized'), fresh(b.name, 'scale'), fresh(b.name, 'zero_point')];
     addInit(qv, { dtype: 'int32', dims: [values.length], data: values });
     addInit(sc, { dtype: 'float32', dims: [scales.length], data: scales });
     addInit(zp, { dtype: 'int32', dims: [scales.length], data: new Int32Array(scales.length) });
+    const out = b.reader === undefined ? b.name : fresh(b.name, 'dequantized');
+    if (b.reader !== undefined) biasOfReader.set(b.reader, out);
     weightDq.push({
       opType: 'DequantizeLinear',
-      name: `${b.name}_DequantizeLinear`,
+      name: `${out}_DequantizeLinear`,
       input: [qv, sc, zp],
-      output: [b.name],
+      output: [out],
       domain: '',
       attribute: [{ name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: 0 }],
     });
   }
 
-  const replaced = new Set([...plan.weights.map((w) => w.name), ...plan.biases.map((b) => b.name)]);
+  const replaced = new Set([...plan.weights.map((w) => w.name), ...plan.biases.filter((b) => b.reader === undefined).map((b) => b.name)]);
   const nodes: onnxProto.onnx.INodeProto[] = [...weightDq, ...entry];
   for (const n of g.node ?? []) {
     n.input = (n.input ?? []).map((v) => rename.get(v) ?? v);
+    const ownBias = biasOfReader.get(n.output?.[0] ?? '');
+    if (ownBias !== undefined) n.input[2] = ownBias;
     n.output = (n.output ?? []).map((v) => renameOut.get(v) ?? v);
     nodes.push(n);
     for (const o of n.output) nodes.push(...(after.get(o) ?? []));
