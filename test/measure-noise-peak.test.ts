@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isVeltairError } from '../src/errors.js';
-import { measurePeakGflops } from '../src/measure/peak.js';
+import { measurePeakGflops, measurePeakInt8Gops } from '../src/measure/peak.js';
 import { cacheDir as defaultCacheDir } from '../src/toolchain/paths.js';
 import { ensureTool } from '../src/toolchain/tools.js';
 
@@ -18,6 +18,15 @@ test('the FMA peak probe measures a positive GFLOP/s from its samples', async ()
   assert.equal(r.gflops, r.gflopsPerCore, 'one thread: total equals per core');
   assert.ok(['avx512', 'avx2', 'scalar'].includes(r.isa));
   assert.ok(r.accumulators >= 8, 'enough independent accumulators to cover FMA latency');
+});
+
+test('the INT8 peak probe measures the dot product the INT8 kernels have here, in GOP/s', async () => {
+  const r = await measurePeakInt8Gops({ threads: 1, reps: 3, ms: 10, cacheDir });
+  assert.equal(r.samples.length, 3);
+  assert.ok(r.gopsPerCore > 0 && Number.isFinite(r.gopsPerCore));
+  assert.equal(r.gops, r.gopsPerCore, 'one thread: total equals per core');
+  assert.ok(['avx512-vnni', 'avx-vnni', 'avx2', 'scalar'].includes(r.isa), r.isa);
+  assert.ok(r.accumulators >= 8, 'enough independent accumulators to cover the dot product latency');
 });
 
 test('peak rejects a thread count that does not match the cores', async () => {

@@ -38,13 +38,31 @@ test("a step's limit is the larger of its FMA time and its traffic time, and its
   // 2 GFLOP at 200 GFLOP/s = 10 ms; 10 MB at 20 GB/s = 0.5 ms: FMA-bound, 10 ms of 20 observed.
   const fma = stepLimit({ group: 'conv 3×3', layer: 3, ms: 20, flops: 2e9, bytes: 1e7 }, 200, 20);
   assert.equal(fma.bound, 'fma');
-  assert.ok(Math.abs(fma.fmaMs - 10) < 1e-9 && Math.abs(fma.memoryMs - 0.5) < 1e-9);
+  assert.ok(Math.abs(fma.computeMs - 10) < 1e-9 && Math.abs(fma.memoryMs - 0.5) < 1e-9);
   assert.ok(Math.abs(fma.fraction - 0.5) < 1e-9);
   // No arithmetic: the copy at its size is the limit.
   const copy = stepLimit({ group: 'concat', layer: null, ms: 1, flops: 0, bytes: 2e7 }, 200, 40);
   assert.equal(copy.bound, 'memory');
   assert.ok(Math.abs(copy.fraction - 0.5) < 1e-9);
   assert.equal(stepLimit({ group: 'reshape', layer: null, ms: 0, flops: 0, bytes: 0 }, 200, 0).fraction, 0, 'a step that took no time');
+});
+
+test('an INT8 kernel is held to the INT8 dot-product peak, not the FMA peak', () => {
+  // 2 GOP at 800 GOP/s = 2.5 ms (at the FMA peak it would read 10 ms): 2.5 of 5 observed.
+  const q = stepLimit({ group: 'int8 conv 3×3', layer: 3, ms: 5, flops: 2e9, bytes: 1e7, int8: true }, 200, 20, 800);
+  assert.equal(q.bound, 'int8');
+  assert.ok(Math.abs(q.computeMs - 2.5) < 1e-9 && Math.abs(q.fraction - 0.5) < 1e-9);
+  // Its traffic can still bound it.
+  assert.equal(stepLimit({ group: 'int8 dense', layer: 4, ms: 5, flops: 2e6, bytes: 1e8, int8: true }, 200, 20, 800).bound, 'memory');
+  const g = groupLimits([q, stepLimit({ group: 'conv 1×1', layer: 5, ms: 5, flops: 1e9, bytes: 1e6 }, 200, 20, 800)]);
+  assert.deepEqual(
+    g.map((x) => x.bound),
+    ['int8', 'fma'],
+  );
+  assert.equal(
+    describeRoofline({ groups: g, fraction: 0.5 }),
+    'int8 conv 3×3 50% at 50% of INT8 peak; conv 1×1 50% at 100% of FMA (whole run at 50% of its limit)',
+  );
 });
 
 test('layers are grouped by what they compute', () => {

@@ -6,7 +6,8 @@
  * warm-up, --threads N). Right after, in the same process and on the same cores, the FMA peak
  * (measure/peak.ts) and memcpy's bandwidth at each step's traffic size (measure/copy-bandwidth.ts) are
  * measured. A step's limit is the larger of
- *   - its FMA time: 2 × its layer's MACs / the peak, and
+ *   - its compute time: 2 × its layer's MACs / the FMA peak (an INT8 layer: / the u8×s8 dot-product
+ *     peak, VNNI where the CPU has it, measured the same way), and
  *   - its traffic time: its compulsory bytes (distinct activation inputs, outputs and parameters, once
  *     each) / memcpy's bytes-moved rate at that size;
  * its fraction of the limit is limit / observed median (1 = at the machine's limit). Steps are grouped by
@@ -21,7 +22,8 @@ import { fileURLToPath } from 'node:url';
 import type { GraphPlan } from '../bundle/plan.js';
 import { workloadMacs, type WorkloadShape } from '../ir/workload.js';
 import { measureCopyBandwidth } from '../measure/copy-bandwidth.js';
-import { measurePeakGflops } from '../measure/peak.js';
+import { measurePeakGflops, measurePeakInt8Gops } from '../measure/peak.js';
+import { isInt8KernelLayer } from '../bundle/plan-quant.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { bytesMoved, copySizeFor } from './op-bandwidth.js';
 import { profileSteps } from './step-times.js';
@@ -35,24 +37,32 @@ export interface StepCost {
   readonly flops: number;
   /** Compulsory traffic: what the step must read and write at least once. */
   readonly bytes: number;
+  /** An INT8 kernel: held to the INT8 dot-product peak, not the FMA peak. */
+  readonly int8?: boolean;
 }
 
+/** What bounds a step: the FMA peak, the INT8 dot-product peak, or memory. */
+export type Bound = 'fma' | 'int8' | 'memory';
+
 export interface StepLimit extends StepCost {
-  readonly fmaMs: number;
+  /** 2 × MACs at the peak that holds this step (FMA, or INT8 for an INT8 kernel). */
+  readonly computeMs: number;
   readonly memoryMs: number;
-  /** max(fmaMs, memoryMs). */
+  /** max(computeMs, memoryMs). */
   readonly limitMs: number;
-  readonly bound: 'fma' | 'memory';
+  readonly bound: Bound;
   /** limitMs / ms. */
   readonly fraction: number;
 }
 
-/** A step against the machine's limits (peak in GFLOP/s, memcpy's bytes moved in GB/s). */
-export function stepLimit(s: StepCost, peakGflops: number, copyGbps: number): StepLimit {
-  const fmaMs = peakGflops > 0 ? s.flops / peakGflops / 1e6 : 0;
+/** A step against the machine's limits (peaks in GFLOP/s and INT8 GOP/s, memcpy's bytes moved in GB/s). */
+export function stepLimit(s: StepCost, peakGflops: number, copyGbps: number, int8PeakGops = 0): StepLimit {
+  const peak = s.int8 ? int8PeakGops : peakGflops;
+  const computeMs = peak > 0 ? s.flops / peak / 1e6 : 0;
   const memoryMs = copyGbps > 0 ? s.bytes / copyGbps / 1e6 : 0;
-  const limitMs = Math.max(fmaMs, memoryMs);
-  return { ...s, fmaMs, memoryMs, limitMs, bound: fmaMs >= memoryMs ? 'fma' : 'memory', fraction: s.ms > 0 ? limitMs / s.ms : 0 };
+  const limitMs = Math.max(computeMs, memoryMs);
+  const bound: Bound = computeMs < memoryMs ? 'memory' : s.int8 ? 'int8' : 'fma';
+  return { ...s, computeMs, memoryMs, limitMs, bound, fraction: s.ms > 0 ? limitMs / s.ms : 0 };
 }
 
 /** What a tunable layer computes, as the groups of a profile name it. */
@@ -73,23 +83,24 @@ export interface GroupLimit {
   /** The group's summed limit / its summed time. */
   readonly fraction: number;
   /** The bound of most of the group's limit time. */
-  readonly bound: 'fma' | 'memory';
+  readonly bound: Bound;
 }
 
 /** Steps summed by group, largest time first. */
 export function groupLimits(steps: readonly StepLimit[]): GroupLimit[] {
   const total = steps.reduce((s, x) => s + x.ms, 0);
-  const by = new Map<string, { steps: number; ms: number; limit: number; fma: number; memory: number }>();
+  const by = new Map<string, { steps: number; ms: number; limit: number; byBound: Record<Bound, number> }>();
   for (const s of steps) {
-    const g = by.get(s.group) ?? { steps: 0, ms: 0, limit: 0, fma: 0, memory: 0 };
+    const g = by.get(s.group) ?? { steps: 0, ms: 0, limit: 0, byBound: { fma: 0, int8: 0, memory: 0 } };
     by.set(s.group, {
       steps: g.steps + 1,
       ms: g.ms + s.ms,
       limit: g.limit + s.limitMs,
-      fma: g.fma + (s.bound === 'fma' ? s.limitMs : 0),
-      memory: g.memory + (s.bound === 'memory' ? s.limitMs : 0),
+      byBound: { ...g.byBound, [s.bound]: g.byBound[s.bound] + s.limitMs },
     });
   }
+  // Ties go to a compute bound, the FMA one first (a group with no limit at all reads 'fma').
+  const most = (b: Record<Bound, number>): Bound => (['fma', 'int8', 'memory'] as const).reduce((x, y) => (b[y] > b[x] ? y : x));
   return [...by]
     .map(([group, g]) => ({
       group,
@@ -97,7 +108,7 @@ export function groupLimits(steps: readonly StepLimit[]): GroupLimit[] {
       ms: g.ms,
       share: total > 0 ? g.ms / total : 0,
       fraction: g.ms > 0 ? g.limit / g.ms : 0,
-      bound: g.fma >= g.memory ? ('fma' as const) : ('memory' as const),
+      bound: most(g.byBound),
     }))
     .sort((a, b) => b.ms - a.ms);
 }
@@ -106,6 +117,8 @@ export interface Roofline {
   readonly threads: number;
   readonly runs: number;
   readonly peakGflops: number;
+  /** The INT8 dot-product peak (GOP/s), measured only when the bundle has INT8 kernels. */
+  readonly int8PeakGops: number | null;
   /** memcpy's bytes moved per second for a 64 MiB copy (out of cache), for the reader. */
   readonly memoryGbps: number;
   /** Sum of the steps' medians. */
@@ -117,6 +130,7 @@ export interface Roofline {
 }
 
 interface ManifestLayer {
+  readonly op: string;
   readonly tunable: boolean;
   readonly workloadSpec?: WorkloadShape;
   readonly params?: Readonly<Record<string, { readonly length: number }>>;
@@ -134,8 +148,10 @@ export async function roofline(bundle: string, threads: number, runs: number): P
     const activations = planStep ? bytesMoved(planStep, s.kind, (id) => bytesOf.get(id) ?? 0) : 0;
     const params = Object.values(layer?.params ?? {}).reduce((sum, p) => sum + p.length, 0);
     const spec = layer?.tunable ? layer.workloadSpec : undefined;
+    const int8 = layer !== undefined && isInt8KernelLayer(layer);
     return {
-      group: spec ? groupOf(spec) : s.kind,
+      group: spec ? `${int8 ? 'int8 ' : ''}${groupOf(spec)}` : s.kind,
+      int8,
       layer: s.layer,
       ms: s.medianMs,
       flops: spec ? 2 * workloadMacs(spec) : 0,
@@ -144,19 +160,21 @@ export async function roofline(bundle: string, threads: number, runs: number): P
   });
   const cores = availableCores().slice(0, threads);
   const peak = await measurePeakGflops({ cores, reps: 5 });
+  const int8Peak = costs.some((c) => c.int8) ? await measurePeakInt8Gops({ cores, reps: 5 }) : undefined;
   const out = 64 * 2 ** 20;
   const bw = await measureCopyBandwidth([...costs.filter((c) => c.bytes > 0).map((c) => copySizeFor(c.bytes)), out], {
     cores,
     ms: 10,
     reps: 3,
   });
-  const steps = costs.map((c) => stepLimit(c, peak.gflops, c.bytes > 0 ? bw.get(copySizeFor(c.bytes))! : 0));
+  const steps = costs.map((c) => stepLimit(c, peak.gflops, c.bytes > 0 ? bw.get(copySizeFor(c.bytes))! : 0, int8Peak?.gops ?? 0));
   const totalMs = steps.reduce((s, x) => s + x.ms, 0);
   const limitMs = steps.reduce((s, x) => s + x.limitMs, 0);
   return {
     threads,
     runs,
     peakGflops: peak.gflops,
+    int8PeakGops: int8Peak?.gops ?? null,
     memoryGbps: bw.get(out)!,
     totalMs,
     fraction: totalMs > 0 ? limitMs / totalMs : 0,
@@ -165,12 +183,12 @@ export async function roofline(bundle: string, threads: number, runs: number): P
   };
 }
 
+const BOUND_NAME: Readonly<Record<Bound, string>> = { fma: 'FMA', int8: 'INT8 peak', memory: 'memory' };
+
 /** "conv 3×3 41% of the time at 58% of FMA; …" for the groups that hold most of the time. */
 export function describeRoofline(r: Pick<Roofline, 'groups' | 'fraction'>, top = 3): string {
   const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
-  const parts = r.groups
-    .slice(0, top)
-    .map((g) => `${g.group} ${pct(g.share)} at ${pct(g.fraction)} of ${g.bound === 'fma' ? 'FMA' : 'memory'}`);
+  const parts = r.groups.slice(0, top).map((g) => `${g.group} ${pct(g.share)} at ${pct(g.fraction)} of ${BOUND_NAME[g.bound]}`);
   return `${parts.join('; ')} (whole run at ${pct(r.fraction)} of its limit)`;
 }
 
@@ -192,6 +210,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stdout.write(
       [
         `${bundle}, ${r.threads} thread(s), medians of ${r.runs} runs: ${r.totalMs.toFixed(3)} ms; FMA peak ${r.peakGflops.toFixed(0)} GFLOP/s, ` +
+          (r.int8PeakGops === null ? '' : `INT8 peak ${r.int8PeakGops.toFixed(0)} GOP/s, `) +
           `memcpy out of cache ${r.memoryGbps.toFixed(1)} GB/s moved (both measured now, same cores)`,
         '| group | steps | ms | share | fraction of limit | bound |',
         '|---|---|---|---|---|---|',

@@ -1,7 +1,8 @@
 /**
  * The machine's FMA peak, measured (never looked up): native-kernels/peak.c runs independent FMAs
  * on every given core at once. "Percent of FMA peak" for a layer is taken against this, measured
- * in the same run as the layer, on the same cores and thread count.
+ * in the same run as the layer, on the same cores and thread count. The INT8 kernels are held to
+ * the u8×s8 dot-product peak instead (VNNI where the CPU has it), measured by the same probe.
  */
 import { execa } from 'execa';
 import { VeltairError, userError } from '../errors.js';
@@ -40,6 +41,27 @@ export interface PeakResult {
 }
 
 export async function measurePeakGflops(options: PeakOptions = {}): Promise<PeakResult> {
+  return measurePeak(options, 'fp32');
+}
+
+export interface Int8PeakResult {
+  /** avx512-vnni, avx-vnni, avx2 (vpmaddubsw) or scalar: the dot product the INT8 kernels have here. */
+  readonly isa: string;
+  readonly accumulators: number;
+  readonly cores: readonly number[];
+  /** Giga-operations per second, 2 per u8×s8 multiply-add (as GFLOP/s counts an FMA). */
+  readonly gopsPerCore: number;
+  readonly gops: number;
+  readonly samples: readonly PeakSample[];
+}
+
+export async function measurePeakInt8Gops(options: PeakOptions = {}): Promise<Int8PeakResult> {
+  const r = await measurePeak(options, 'int8');
+  return { isa: r.isa, accumulators: r.accumulators, cores: r.cores, gopsPerCore: r.gflopsPerCore, gops: r.gflops, samples: r.samples };
+}
+
+async function measurePeak(options: PeakOptions, kind: 'fp32' | 'int8'): Promise<PeakResult> {
+  const field = kind === 'fp32' ? 'gflops' : 'gops';
   const all = availableCores();
   const threads = options.threads ?? options.cores?.length ?? 1;
   const cores = options.cores ? [...options.cores] : all.slice(0, threads);
@@ -54,23 +76,24 @@ export async function measurePeakGflops(options: PeakOptions = {}): Promise<Peak
   const reps = options.reps ?? 5;
   const ms = options.ms ?? 50;
   const binary = await ensureTool('peak', { cacheDir: options.cacheDir });
-  const result = await execa(binary, ['--cores', cores.join(','), '--ms', String(ms), '--reps', String(reps + 1)], { reject: false });
+  const args = ['--cores', cores.join(','), '--ms', String(ms), '--reps', String(reps + 1), '--kind', kind];
+  const result = await execa(binary, args, { reject: false });
   const lines = result.stdout
     .split('\n')
     .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as { rep?: number; isa?: string; accumulators?: number; gflops?: number[]; error?: string });
+    .map((l) => JSON.parse(l) as { rep?: number; isa?: string; accumulators?: number; gflops?: number[]; gops?: number[]; error?: string });
   const failed = lines.find((l) => l.error);
-  if (result.exitCode !== 0 || failed || lines.length !== reps + 1) {
+  if (result.exitCode !== 0 || failed || lines.length !== reps + 1 || lines.some((l) => !Array.isArray(l[field]))) {
     throw new VeltairError(
       'INTERNAL',
-      `FMA peak probe failed: ${failed?.error ?? (result.stderr.trim() || `exit ${result.exitCode}`)}`,
+      `${kind === 'fp32' ? 'FMA' : 'INT8 dot-product'} peak probe failed: ${failed?.error ?? (result.stderr.trim() || `exit ${result.exitCode}`)}`,
       'check that the cores are available to this process',
       2,
     );
   }
   // Repetition 0 warms up clocks and vector units; it is not a sample.
   const samples = lines.slice(1).map((l) => {
-    const perThread = l.gflops!;
+    const perThread = l[field]!;
     return { perThread, total: perThread.reduce((a, b) => a + b, 0) };
   });
   return {
