@@ -1,6 +1,6 @@
 /**
  * A small float CNN with every pattern `veltair quantize` quantizes and the IR folds: Conv+bias+Relu,
- * MaxPool, a second Conv+Relu, a residual Add, GlobalAveragePool, Flatten and a Gemm (transB) head.
+ * MaxPool, a second Conv, a residual Add+Relu (as ResNet's), GlobalAveragePool, Flatten and a Gemm (transB) head.
  * Seeded weights; written with the project's own ONNX encoder.
  */
 import { encodeModel } from '../src/onnx/encode.js';
@@ -36,8 +36,8 @@ export function smallCnn(): Uint8Array {
       { op: 'Relu', name: 'relu1', inputs: ['c1'], outputs: ['r1'] },
       { op: 'MaxPool', name: 'pool1', inputs: ['r1'], outputs: ['p1'], attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
       { op: 'Conv', name: 'conv2', inputs: ['p1', 'w2', 'b2'], outputs: ['c2'], attrs: { pads: [1, 1, 1, 1] } },
-      { op: 'Relu', name: 'relu2', inputs: ['c2'], outputs: ['r2'] },
-      { op: 'Add', name: 'residual', inputs: ['r2', 'p1'], outputs: ['s'] },
+      { op: 'Add', name: 'residual', inputs: ['c2', 'p1'], outputs: ['s0'] },
+      { op: 'Relu', name: 'relu2', inputs: ['s0'], outputs: ['s'] },
       { op: 'GlobalAveragePool', name: 'gap', inputs: ['s'], outputs: ['g'] },
       { op: 'Flatten', name: 'flatten', inputs: ['g'], outputs: ['f'] },
       { op: 'Gemm', name: 'fc', inputs: ['f', 'wf', 'bf'], outputs: ['logits'], attrs: { transB: 1 } },
@@ -46,8 +46,9 @@ export function smallCnn(): Uint8Array {
 }
 
 /**
- * Two dense layers whose second bias is Identity(the first's), as PyTorch's exporter writes equal
- * initializers (VGG's zero-initialised classifier biases): the bias is a folded constant, not an initializer.
+ * Two dense layers whose second bias is Identity(the first's), and a ReLU6 whose bounds are Identity
+ * of shared constants, as PyTorch's exporter writes equal initializers (VGG's zero-initialised
+ * classifier biases, MobileNet-V2's Clip bounds): folded constants, not initializers.
  */
 export function sharedBiasMlp(): Uint8Array {
   return encodeModel({
@@ -58,10 +59,14 @@ export function sharedBiasMlp(): Uint8Array {
       ['w1', f32([16, 16], 7, 0.5)],
       ['b1', f32([16], 8, 0.1)],
       ['w2', f32([16, 16], 9, 0.5)],
+      ['zero', { dtype: 'float32', dims: [], data: Float32Array.of(0) }],
+      ['six', { dtype: 'float32', dims: [], data: Float32Array.of(6) }],
     ],
     nodes: [
       { op: 'Gemm', name: 'fc1', inputs: ['input', 'w1', 'b1'], outputs: ['h'], attrs: { transB: 1 } },
-      { op: 'Relu', name: 'relu', inputs: ['h'], outputs: ['r'] },
+      { op: 'Identity', name: 'lo', inputs: ['zero'], outputs: ['lo'] },
+      { op: 'Identity', name: 'hi', inputs: ['six'], outputs: ['hi'] },
+      { op: 'Clip', name: 'relu6', inputs: ['h', 'lo', 'hi'], outputs: ['r'] },
       { op: 'Identity', name: 'same_bias', inputs: ['b1'], outputs: ['b2'] },
       { op: 'Gemm', name: 'fc2', inputs: ['r', 'w2', 'b2'], outputs: ['logits'], attrs: { transB: 1 } },
     ],

@@ -13,9 +13,10 @@
  * QUANTIZE   in [x f32], out [q]; ints [N, C, HW, V, int_nhwc, kind]: x is NCHW[V]c, q is NHWC
  *            (int_nhwc 1) or NCHW (0); floats [scale, zero].
  * DEQUANTIZE in [q], out [x f32]; the same ints and floats, q read and x written (padded lanes zero).
- * QADD       in [a, b], out [y], all the same shape and layout; ints [count, a kind, b kind, y kind];
- *            floats [a_scale, a_zero, b_scale, b_zero, y_scale, y_zero]:
- *            y = quantize(fl32(dequantize(a) + dequantize(b))).
+ * QADD       in [a, b], out [y], all the same shape and layout; ints [count, a kind, b kind, y kind,
+ *            y lo, y hi]; floats [a_scale, a_zero, b_scale, b_zero, y_scale, y_zero]:
+ *            y = clamp(quantize(fl32(dequantize(a) + dequantize(b))), lo, hi), the bounds inside y's
+ *            type (a folded Relu: lo = y_zero).
  * QMAXPOOL   in [x] NHWC, out [y] NHWC; ints [N, C, H, W, OH, OW, kh, kw, sh, sw, pt, pl, dh, dw,
  *            x kind, y kind]; floats [mult, x_zero, y_zero]: the window's max over the taps inside
  *            the input, requantized as max - x_zero.
@@ -112,22 +113,32 @@ static inline __attribute__((always_inline)) void quantize_pixels(const conv_ctx
   }
 }
 
-/* Plain NCHW floats (V = 1, e.g. a model's image input): channel by channel along pixels, which vectorizes. */
+/*
+ * Plain NCHW floats (V = 1: a model's image input, a float layer's natural layout): channel by channel
+ * along pixels, which vectorizes, a tile of pixels at a time so that the channels-last side of the
+ * tile (TILE · C bytes) stays in cache across the channel passes.
+ */
+enum { PLANE_TILE = 64 };
+
 static inline __attribute__((always_inline)) void quantize_planes(const conv_ctx* k, long t0, long t1, int kind) {
   const float* x = k->in;
-  const float lo = (float)(qlo(kind) - k->zero), hi = (float)(qhi(kind) - k->zero);
+  const float scale = k->scale, lo = (float)(qlo(kind) - k->zero), hi = (float)(qhi(kind) - k->zero);
+  const int zero = k->zero;
   const long stride = k->nhwc ? k->c : 1;
   for (long t = t0; t < t1;) {
     const long b = t / k->hw, p0 = t % k->hw, p1 = t1 - b * k->hw < k->hw ? t1 - b * k->hw : k->hw;
-    for (long ch = 0; ch < k->c; ch++) {
-      const float* src = x + (b * k->c + ch) * k->hw;
-      const long at = int_at(k, b, ch, 0);
-      if (kind == VT_U8) {
-        uint8_t* dst = (uint8_t*)k->out + at;
-        for (long px = p0; px < p1; px++) dst[px * stride] = (uint8_t)((int)quantized_offset(src[px], k->scale, lo, hi) + k->zero);
-      } else {
-        int8_t* dst = (int8_t*)k->out + at;
-        for (long px = p0; px < p1; px++) dst[px * stride] = (int8_t)((int)quantized_offset(src[px], k->scale, lo, hi) + k->zero);
+    for (long pt = p0; pt < p1; pt += PLANE_TILE) {
+      const long pe = pt + PLANE_TILE < p1 ? pt + PLANE_TILE : p1;
+      for (long ch = 0; ch < k->c; ch++) {
+        const float* src = x + (b * k->c + ch) * k->hw;
+        const long at = int_at(k, b, ch, 0);
+        if (kind == VT_U8) {
+          uint8_t* dst = (uint8_t*)k->out + at;
+          for (long px = pt; px < pe; px++) dst[px * stride] = (uint8_t)((int)quantized_offset(src[px], scale, lo, hi) + zero);
+        } else {
+          int8_t* dst = (int8_t*)k->out + at;
+          for (long px = pt; px < pe; px++) dst[px * stride] = (int8_t)((int)quantized_offset(src[px], scale, lo, hi) + zero);
+        }
       }
     }
     t = b * k->hw + p1;
@@ -164,9 +175,36 @@ static inline __attribute__((always_inline)) void dequantize_pixels(const conv_c
   }
 }
 
+static inline __attribute__((always_inline)) void dequantize_planes(const conv_ctx* k, long t0, long t1, int kind) {
+  float* x = k->out;
+  const float scale = k->scale;
+  const int zero = k->zero;
+  const long stride = k->nhwc ? k->c : 1;
+  for (long t = t0; t < t1;) {
+    const long b = t / k->hw, p0 = t % k->hw, p1 = t1 - b * k->hw < k->hw ? t1 - b * k->hw : k->hw;
+    for (long pt = p0; pt < p1; pt += PLANE_TILE) {
+      const long pe = pt + PLANE_TILE < p1 ? pt + PLANE_TILE : p1;
+      for (long ch = 0; ch < k->c; ch++) {
+        float* dst = x + (b * k->c + ch) * k->hw;
+        const long at = int_at(k, b, ch, 0);
+        if (kind == VT_U8) {
+          const uint8_t* src = (const uint8_t*)k->in + at;
+          for (long px = pt; px < pe; px++) dst[px] = (float)((int)src[px * stride] - zero) * scale;
+        } else {
+          const int8_t* src = (const int8_t*)k->in + at;
+          for (long px = pt; px < pe; px++) dst[px] = (float)((int)src[px * stride] - zero) * scale;
+        }
+      }
+    }
+    t = b * k->hw + p1;
+  }
+}
+
 static void dequantize_range(const void* p, long t0, long t1) {
   const conv_ctx* k = p;
-  if (k->kind == VT_U8) dequantize_pixels(k, t0, t1, VT_U8);
+  if (k->v == 1 && k->kind == VT_U8) dequantize_planes(k, t0, t1, VT_U8);
+  else if (k->v == 1) dequantize_planes(k, t0, t1, VT_I8);
+  else if (k->kind == VT_U8) dequantize_pixels(k, t0, t1, VT_U8);
   else dequantize_pixels(k, t0, t1, VT_I8);
 }
 
@@ -185,7 +223,7 @@ int vt_op_dequantize(const vt_step* s) { return conversion(s, dequantize_range, 
 
 /* ---- QADD ---- */
 
-typedef struct { const void *a, *b; void* y; int ka, kb, ky; float as, bs, ys; int az, bz, yz; } qadd_ctx;
+typedef struct { const void *a, *b; void* y; int ka, kb, ky; float as, bs, ys; int az, bz, yz, lo, hi; } qadd_ctx;
 
 static inline __attribute__((always_inline)) void qadd_elements(const qadd_ctx* k, long i0, long i1, int ka, int kb, int ky) {
   // Locals, not k->…: a byte store may alias the context, which would keep the loop scalar.
@@ -193,7 +231,7 @@ static inline __attribute__((always_inline)) void qadd_elements(const qadd_ctx* 
   void* y = k->y;
   const float as = k->as, bs = k->bs, ys = k->ys;
   const int az = k->az, bz = k->bz, yz = k->yz;
-  const float lo = (float)(qlo(ky) - yz), hi = (float)(qhi(ky) - yz);
+  const float lo = (float)(k->lo - yz), hi = (float)(k->hi - yz);
   for (long i = i0; i < i1; i++) {
     const float da = (float)(qget(a, i, ka) - az) * as;
     const float db = (float)(qget(b, i, kb) - bz) * bs;
@@ -210,11 +248,15 @@ static void qadd_range(const void* p, long i0, long i1) {
 
 int vt_op_qadd(const vt_step* s) {
   const int64_t* k = s->ints;
-  if (s->n_ints != 4 || s->n_floats != 6) { snprintf(s->err, VT_ERR_LEN, "qadd: wrong arity"); return 1; }
+  if (s->n_ints != 6 || s->n_floats != 6) { snprintf(s->err, VT_ERR_LEN, "qadd: wrong arity"); return 1; }
   if (!valid_kind(s, "qadd", k[1]) || !valid_kind(s, "qadd", k[2]) || !valid_kind(s, "qadd", k[3])) return 1;
+  if (k[4] < qlo((int)k[3]) || k[5] > qhi((int)k[3]) || k[4] > k[5]) {
+    snprintf(s->err, VT_ERR_LEN, "qadd: output bounds [%ld, %ld] outside the output type", (long)k[4], (long)k[5]);
+    return 1;
+  }
   const double* f = s->floats;
   qadd_ctx c = { s->in[0], s->in[1], s->out[0], (int)k[1], (int)k[2], (int)k[3],
-                 (float)f[0], (float)f[2], (float)f[4], (int)f[1], (int)f[3], (int)f[5] };
+                 (float)f[0], (float)f[2], (float)f[4], (int)f[1], (int)f[3], (int)f[5], (int)k[4], (int)k[5] };
   vt_parallel(k[0], s->threads, 4096, qadd_range, &c);
   return 0;
 }

@@ -16,7 +16,7 @@ import {
 } from '../onnx/quant-math.js';
 import { nums, tensorOf } from '../onnx/eval.js';
 import type { Layer } from './layer.js';
-import { quantWeightsOf, requantizationOf, type Requantization } from './quant-layer.js';
+import { outputBounds, quantWeightsOf, requantizationOf, type Requantization } from './quant-layer.js';
 import { internalError } from '../errors.js';
 
 /** The s32 accumulator (+ bias) of output channel `c`, requantized, or as is for an integer-output layer. */
@@ -87,12 +87,15 @@ function qadd(l: Layer, a: Tensor, b: Tensor): Tensor {
   const [x, y] = [nums(a), nums(b)];
   if (x.length !== y.length) throw internalError(`${l.op} ${l.index}: broadcasting quantized Add is not in the reference`);
   const d = q.outDtype;
+  // A folded Relu/Clip: quantizing relu(s) equals clamping quantize(s) at the zero point (and Clip's bounds likewise).
+  const [lo, hi] = outputBounds(q);
   return tensorOf(
     d,
     l.outputShape,
-    Array.from(x, (v, i) =>
-      quantizeValue(Math.fround(dequantizeValue(v, q.xScale, q.xZero) + dequantizeValue(y[i]!, bs, bz)), q.yScale, q.yZero, d),
-    ),
+    Array.from(x, (v, i) => {
+      const s = Math.fround(dequantizeValue(v, q.xScale, q.xZero) + dequantizeValue(y[i]!, bs, bz));
+      return Math.max(lo, Math.min(hi, quantizeValue(s, q.yScale, q.yZero, d)));
+    }),
   );
 }
 

@@ -24,6 +24,8 @@ import { QUANT_ATTRS } from './quant-layer.js';
 
 const CORE_OPS = new Set(['Conv', 'MatMul', 'Gemm']);
 const QDQ_ANCHORS = new Set([...CORE_OPS, 'Add', 'MaxPool', 'GlobalAveragePool']);
+/** Anchors a following Relu/Clip folds into, as a clamp of the output's integers (a residual Add's Relu too). */
+const CLAMPED_ANCHORS = new Set([...CORE_OPS, 'Add']);
 const QOPERATORS = new Set(['QLinearConv', 'QLinearMatMul', 'ConvInteger', 'MatMulInteger', 'QLinearAdd', 'QLinearGlobalAveragePool']);
 
 function refuse(node: OnnxNode, what: string, hint: string): Error {
@@ -262,7 +264,7 @@ function matchQdq(g: WorkGraph, ix: GraphIndex, q: OnnxNode, dq: ReadonlyMap<str
   let act: OnnxNode | undefined;
   if (src !== undefined && (src.opType === 'Relu' || src.opType === 'Clip') && consumersOf(ix, src.outputs[0]!).length === 1) {
     const core = ix.producer.get(src.inputs[0] ?? '');
-    if (core !== undefined && CORE_OPS.has(core.opType) && consumersOf(ix, core.outputs[0]!).length === 1) {
+    if (core !== undefined && CLAMPED_ANCHORS.has(core.opType) && consumersOf(ix, core.outputs[0]!).length === 1) {
       act = src;
       src = core;
     }
@@ -310,7 +312,7 @@ function matchQdq(g: WorkGraph, ix: GraphIndex, q: OnnxNode, dq: ReadonlyMap<str
           'qadd',
           [x, b],
           y,
-          { ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]), b_scale: bq.scale, b_zero: bq.zero },
+          { ...quantAttrs(xq, yq, clampOf(g, act, yq)), b_scale: bq.scale, b_zero: bq.zero },
           position,
         ),
         nodes,

@@ -58,7 +58,7 @@ export function planQuantization(inferred: InferredModel): QuantPlan {
   const readers = new Map<string, OnnxNode[]>();
   for (const n of nodes) for (const v of n.inputs) if (v !== '') readers.set(v, [...(readers.get(v) ?? []), n]);
   const isActivation = (v: string | undefined): v is string =>
-    v !== undefined && v !== '' && !m.graph.initializers.has(v) && inferred.types.get(v)?.dtype === 'float32';
+    v !== undefined && v !== '' && !inferred.constants.has(v) && inferred.types.get(v)?.dtype === 'float32';
   const isConstantVector = (v: string): boolean => {
     const t = inferred.constants.get(v);
     return t !== undefined && t.dtype === 'float32' && t.dims.length === 1;
@@ -70,7 +70,8 @@ export function planQuantization(inferred: InferredModel): QuantPlan {
     const y = n.outputs[0]!;
     const r = readers.get(y) ?? [];
     const act = r.length === 1 && !m.graph.outputs.some((o) => o.name === y) ? r[0]! : undefined;
-    const clipConst = act?.opType === 'Clip' && act.inputs.slice(1).every((v) => v === '' || m.graph.initializers.has(v));
+    // Bounds the front end folds count too: PyTorch writes ReLU6's as Identity(one shared constant).
+    const clipConst = act?.opType === 'Clip' && act.inputs.slice(1).every((v) => v === '' || inferred.constants.has(v));
     return act !== undefined && (act.opType === 'Relu' || clipConst) ? act.outputs[0]! : y;
   };
   for (const n of nodes) {
@@ -89,7 +90,7 @@ export function planQuantization(inferred: InferredModel): QuantPlan {
     } else if (n.opType === 'Add' && isActivation(x) && isActivation(n.inputs[1])) {
       activations.add(x);
       activations.add(n.inputs[1]);
-      activations.add(n.outputs[0]!);
+      activations.add(outputOf(n));
     } else if ((n.opType === 'MaxPool' && (n.outputs[1] ?? '') === '') || n.opType === 'GlobalAveragePool') {
       if (!isActivation(x)) continue;
       activations.add(x);

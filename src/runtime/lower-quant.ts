@@ -6,7 +6,7 @@
  * the multipliers are folded here exactly as src/ir/quant-reference.ts folds them.
  */
 import { NHWC } from '../bundle/layout.js';
-import { requantizationOf } from '../ir/quant-layer.js';
+import { outputBounds, requantizationOf } from '../ir/quant-layer.js';
 import { KIND, OP } from './ops.js';
 import { product } from './geometry.js';
 import { attrList, blockedGeometry, unsupported, type Lowering, type OpContext, type Operand } from './lower-context.js';
@@ -50,7 +50,7 @@ export const qadd: Lowering = (c) => {
     op: OP.QADD,
     inputs: [a.ref, b.ref],
     outputs: [y.ref],
-    ints: [product(y.shape), intKind(c, a), intKind(c, b), intKind(c, y)],
+    ints: [product(y.shape), intKind(c, a), intKind(c, b), intKind(c, y), ...outputBounds(q)],
     floats: [q.xScale, q.xZero, attrs['b_scale'] as number, attrs['b_zero'] as number, q.yScale, q.yZero],
   };
 };
