@@ -10,7 +10,7 @@ import { appendRecords } from '../src/db/store.js';
 import { targetFingerprint } from '../src/db/target-fingerprint.js';
 import { TARGET_A, sampleRecord } from './db-fixture.js';
 import { SPEED_BEGIN, SPEED_END, speedSetTable, type SpeedRow } from '../src/bench/speed-set-table.js';
-import { describeRoofline, groupLimits, groupOf, stepLimit } from '../src/bench/step-roofline.js';
+import { describeRoofline, groupLimits, groupOf, int8Work, stepLimit } from '../src/bench/step-roofline.js';
 
 const conv = (o: Partial<{ cin: number; cout: number; kh: number; kw: number; groups: number }>) => ({
   op: 'conv2d' as const,
@@ -63,6 +63,23 @@ test('an INT8 kernel is held to the INT8 dot-product peak, not the FMA peak', ()
     describeRoofline({ groups: g, fraction: 0.5 }),
     'int8 conv 3×3 50% at 50% of INT8 peak; conv 1×1 50% at 100% of FMA (whole run at 50% of its limit)',
   );
+});
+
+test("an INT8 layer's work and group come from its manifest shapes", () => {
+  const conv = (groups: number, cin: number, cout: number, k: number) => ({
+    op: 'qconv2d',
+    inputShapes: [[1, cin, 16, 16]],
+    outputShape: [1, cout, 8, 8],
+    attrs: { groups, kernel: [k, k] },
+  });
+  assert.deepEqual(int8Work(conv(1, 16, 32, 3)), { group: 'int8 conv 3×3', macs: 32 * 64 * 16 * 9 });
+  assert.deepEqual(int8Work(conv(16, 16, 16, 3)), { group: 'int8 depthwise conv', macs: 16 * 64 * 9 });
+  assert.deepEqual(int8Work(conv(4, 16, 32, 1)), { group: 'int8 grouped conv', macs: 32 * 64 * 4 });
+  assert.deepEqual(int8Work({ op: 'qmatmul', inputShapes: [[2, 2048]], outputShape: [2, 1000], attrs: {} }), {
+    group: 'int8 dense',
+    macs: 2 * 2048 * 1000,
+  });
+  assert.equal(int8Work({ op: 'qadd', inputShapes: [[1, 8]], outputShape: [1, 8], attrs: {} }), undefined);
 });
 
 test('layers are grouped by what they compute', () => {

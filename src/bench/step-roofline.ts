@@ -23,7 +23,6 @@ import type { GraphPlan } from '../bundle/plan.js';
 import { workloadMacs, type WorkloadShape } from '../ir/workload.js';
 import { measureCopyBandwidth } from '../measure/copy-bandwidth.js';
 import { measurePeakGflops, measurePeakInt8Gops } from '../measure/peak.js';
-import { isInt8KernelLayer } from '../bundle/plan-quant.js';
 import { availableCores } from '../toolchain/cpu.js';
 import { bytesMoved, copySizeFor } from './op-bandwidth.js';
 import { profileSteps } from './step-times.js';
@@ -72,6 +71,23 @@ export function groupOf(w: WorkloadShape): string {
   if (w.groups > 1 && w.groups === w.cin && w.groups === w.cout) return 'depthwise conv';
   if (w.groups > 1) return 'grouped conv';
   return w.kh === 1 && w.kw === 1 ? 'conv 1×1' : `conv ${w.kh}×${w.kw}`;
+}
+
+/** What an INT8 kernel layer (qconv2d / qmatmul, from its manifest shapes and attrs) computes, in a profile's groups. */
+export function int8Work(
+  l: Pick<ManifestLayer, 'op' | 'inputShapes' | 'outputShape' | 'attrs'>,
+): { group: string; macs: number } | undefined {
+  const count = (d: readonly number[]): number => d.reduce((a, b) => a * b, 1);
+  if (l.op === 'qmatmul') {
+    const x = l.inputShapes[0]!;
+    return { group: 'int8 dense', macs: count(x) * l.outputShape[l.outputShape.length - 1]! };
+  }
+  if (l.op !== 'qconv2d') return undefined;
+  const [kh, kw] = l.attrs['kernel'] as readonly number[];
+  const groups = l.attrs['groups'] as number;
+  const [cin, cout] = [l.inputShapes[0]![1]!, l.outputShape[1]!];
+  const shape = groups > 1 && groups === cin && groups === cout ? 'depthwise conv' : groups > 1 ? 'grouped conv' : `conv ${kh}×${kw}`;
+  return { group: `int8 ${shape}`, macs: count(l.outputShape) * (cin / groups) * kh! * kw! };
 }
 
 export interface GroupLimit {
@@ -131,6 +147,9 @@ export interface Roofline {
 
 interface ManifestLayer {
   readonly op: string;
+  readonly inputShapes: readonly (readonly number[])[];
+  readonly outputShape: readonly number[];
+  readonly attrs: Readonly<Record<string, unknown>>;
   readonly tunable: boolean;
   readonly workloadSpec?: WorkloadShape;
   readonly params?: Readonly<Record<string, { readonly length: number }>>;
@@ -148,13 +167,13 @@ export async function roofline(bundle: string, threads: number, runs: number): P
     const activations = planStep ? bytesMoved(planStep, s.kind, (id) => bytesOf.get(id) ?? 0) : 0;
     const params = Object.values(layer?.params ?? {}).reduce((sum, p) => sum + p.length, 0);
     const spec = layer?.tunable ? layer.workloadSpec : undefined;
-    const int8 = layer !== undefined && isInt8KernelLayer(layer);
+    const int8 = layer === undefined ? undefined : int8Work(layer);
     return {
-      group: spec ? `${int8 ? 'int8 ' : ''}${groupOf(spec)}` : s.kind,
-      int8,
+      group: int8?.group ?? (spec ? groupOf(spec) : s.kind),
+      int8: int8 !== undefined,
       layer: s.layer,
       ms: s.medianMs,
-      flops: spec ? 2 * workloadMacs(spec) : 0,
+      flops: int8 ? 2 * int8.macs : spec ? 2 * workloadMacs(spec) : 0,
       bytes: activations + params,
     };
   });
