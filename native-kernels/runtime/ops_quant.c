@@ -292,10 +292,13 @@ static inline __attribute__((always_inline)) void qmaxpool_pixel(const qpool_ctx
         any = 1;
       }
     }
-    for (long ch = 0; ch < n; ch++) {
-      const int acc = any ? best[ch] - k->xz : 0;
-      qput(k->y, out + c0 + ch, ky, (int)rounded_offset((float)acc * k->mult, lo, hi) + k->yz);
-    }
+    // Locals, not k->…: a byte store may alias the context, which would keep the loop scalar.
+    const int xz = any ? k->xz : 0, yz = k->yz;
+    const float mult = k->mult;
+    void* y = k->y;
+    if (!any)
+      for (long ch = 0; ch < n; ch++) best[ch] = 0;
+    for (long ch = 0; ch < n; ch++) qput(y, out + c0 + ch, ky, (int)rounded_offset((float)(best[ch] - xz) * mult, lo, hi) + yz);
   }
 }
 
