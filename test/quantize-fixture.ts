@@ -72,3 +72,37 @@ export function sharedBiasMlp(): Uint8Array {
     ],
   });
 }
+
+/**
+ * A fire module (SqueezeNet's: two expand convs joined by Concat) and a SiLU (EfficientNet's Sigmoid
+ * and Mul) between quantized convs: `veltair quantize` leaves both in float between QDQ pairs, and the
+ * IR folds them into qconcat and qlut.
+ */
+export function fireSiluCnn(): Uint8Array {
+  return encodeModel({
+    opset: 17,
+    inputs: [{ name: 'input', dtype: 'float32', shape: [1, 3, 12, 12] }],
+    outputs: [{ name: 'out', dtype: 'float32', shape: [1, 6, 12, 12] }],
+    initializers: [
+      ['ws', f32([8, 3, 1, 1], 11, 0.5)],
+      ['we1', f32([8, 8, 1, 1], 12, 0.4)],
+      ['we3', f32([6, 8, 3, 3], 13, 0.2)],
+      ['wt', f32([6, 14, 1, 1], 14, 0.3)],
+      ['wo', f32([6, 6, 1, 1], 15, 0.4)],
+      ['bo', f32([6], 16, 0.1)],
+    ],
+    nodes: [
+      { op: 'Conv', name: 'squeeze', inputs: ['input', 'ws'], outputs: ['s0'] },
+      { op: 'Relu', name: 'squeeze_relu', inputs: ['s0'], outputs: ['s'] },
+      { op: 'Conv', name: 'expand1x1', inputs: ['s', 'we1'], outputs: ['e1_0'] },
+      { op: 'Relu', name: 'expand1x1_relu', inputs: ['e1_0'], outputs: ['e1'] },
+      { op: 'Conv', name: 'expand3x3', inputs: ['s', 'we3'], outputs: ['e3_0'], attrs: { pads: [1, 1, 1, 1] } },
+      { op: 'Relu', name: 'expand3x3_relu', inputs: ['e3_0'], outputs: ['e3'] },
+      { op: 'Concat', name: 'fire_concat', inputs: ['e1', 'e3'], outputs: ['cat'], attrs: { axis: 1 } },
+      { op: 'Conv', name: 'transition', inputs: ['cat', 'wt'], outputs: ['t'] },
+      { op: 'Sigmoid', name: 'silu_gate', inputs: ['t'], outputs: ['gate'] },
+      { op: 'Mul', name: 'silu', inputs: ['t', 'gate'], outputs: ['a'] },
+      { op: 'Conv', name: 'head', inputs: ['a', 'wo', 'bo'], outputs: ['out'] },
+    ],
+  });
+}

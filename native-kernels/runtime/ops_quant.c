@@ -22,10 +22,18 @@
  *            the input, requantized as max - x_zero.
  * QGLOBAL_AVGPOOL in [x] NHWC, out [y] [N][C]; ints [N, C, HW, x kind, y kind]; floats [mult,
  *            x_zero, y_zero], mult = fl32(x_scale / fl32(y_scale · HW)): requantize(Σ (x - x_zero)).
+ * QCONCAT    in [x_1 .. x_n], out [y], row-major in the integer layout (NHWC for rank 4), joined
+ *            along one axis: each of `rows` rows of y is x_1's row, then x_2's, ...; ints [rows, y kind,
+ *            n, inner_1 .. inner_n, kind_1 .. kind_n] (inner_i: x_i's elements per row); floats
+ *            [scale_1, zero_1, .., scale_n, zero_n, y_scale, y_zero]: y = quantize(dequantize(x_i)),
+ *            through a 256-entry table per input (a copy where the input already has y's scale).
+ * QLUT       in [x u8], out [y]; ints [count, x kind (u8), y kind, table[256]]: y[i] = table[x[i]] (a float
+ *            island folded by src/ir/quant-lut.ts; the table holds y's integers).
  */
 #pragma GCC optimize("fp-contract=off")
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include "vt_rt.h"
 
 static inline int qlo(int kind) { return kind == VT_I8 ? -128 : 0; }
@@ -344,5 +352,99 @@ int vt_op_qglobal_avgpool(const vt_step* s) {
   if (!valid_kind(s, "qglobal_avgpool", k[3]) || !valid_kind(s, "qglobal_avgpool", k[4])) return 1;
   qgap_ctx c = { s->in[0], s->out[0], k[0], k[1], k[2], (int)k[3], (int)k[4], (float)s->floats[0], (int)s->floats[1], (int)s->floats[2] };
   vt_parallel(c.n, s->threads, 1, qgap_images, &c);
+  return 0;
+}
+
+/* ---- QCONCAT: one task per row band; QLUT: element ranges ---- */
+
+#define QCONCAT_MAX_INPUTS 64
+
+typedef struct {
+  const void* const* x; void* y; long n, y_row; int ky;
+  const int64_t* inner; const int64_t* kinds; const uint8_t (*table)[256]; const unsigned char* identity;
+} qconcat_ctx;
+
+static void qconcat_rows(const void* p, long r0, long r1) {
+  const qconcat_ctx* k = p;
+  for (long r = r0; r < r1; r++) {
+    uint8_t* out = (uint8_t*)k->y + r * k->y_row;
+    for (long i = 0; i < k->n; i++) {
+      const long len = k->inner[i];
+      const uint8_t* in = (const uint8_t*)k->x[i] + r * len;
+      if (k->identity[i]) memcpy(out, in, (size_t)len);
+      else {
+        const uint8_t* t = k->table[i];
+        const int bias = k->kinds[i] == VT_I8 ? 128 : 0;
+        for (long e = 0; e < len; e++) out[e] = t[(uint8_t)(in[e] + bias)];
+      }
+      out += len;
+    }
+  }
+}
+
+/* Table entry for the input integer v: quantize(dequantize(v)), as QADD rounds, stored as y's byte. */
+static uint8_t requantized_byte(int v, float scale, int zero, float y_scale, int y_zero, int ky) {
+  const float lo = (float)(qlo(ky) - y_zero), hi = (float)(qhi(ky) - y_zero);
+  const float d = (float)(v - zero) * scale;
+  return (uint8_t)((int)quantized_offset(d, y_scale, lo, hi) + y_zero);
+}
+
+int vt_op_qconcat(const vt_step* s) {
+  const int64_t* k = s->ints;
+  if (s->n_ints < 3) { snprintf(s->err, VT_ERR_LEN, "qconcat: wrong arity"); return 1; }
+  const long n = k[2];
+  if (n < 1 || n > QCONCAT_MAX_INPUTS || s->n_ints != 3 + 2 * n || s->n_floats != 2 * n + 2 || s->n_in != n) {
+    snprintf(s->err, VT_ERR_LEN, "qconcat: wrong arity for %ld inputs", n);
+    return 1;
+  }
+  if (!valid_kind(s, "qconcat", k[1])) return 1;
+  const int ky = (int)k[1];
+  const double* f = s->floats;
+  const float y_scale = (float)f[2 * n];
+  const int y_zero = (int)f[2 * n + 1];
+  uint8_t table[QCONCAT_MAX_INPUTS][256];
+  unsigned char identity[QCONCAT_MAX_INPUTS];
+  long y_row = 0;
+  for (long i = 0; i < n; i++) {
+    const int kx = (int)k[3 + n + i];
+    if (!valid_kind(s, "qconcat", kx)) return 1;
+    const float scale = (float)f[2 * i];
+    const int zero = (int)f[2 * i + 1];
+    identity[i] = kx == ky && scale == y_scale && zero == y_zero;
+    const int base = kx == VT_I8 ? -128 : 0;
+    for (int b = 0; b < 256; b++) table[i][b] = requantized_byte(base + b, scale, zero, y_scale, y_zero, ky);
+    y_row += k[3 + i];
+  }
+  qconcat_ctx c = { (const void* const*)s->in, s->out[0], n, y_row, ky, k + 3, k + 3 + n,
+                    (const uint8_t (*)[256])table, identity };
+  vt_parallel(k[0], s->threads, 16, qconcat_rows, &c);
+  return 0;
+}
+
+typedef struct { const uint8_t* x; uint8_t* y; const uint8_t* table; } qlut_ctx;
+
+static void qlut_range(const void* p, long i0, long i1) {
+  const qlut_ctx* k = p;
+  const uint8_t* x = k->x;
+  uint8_t* y = k->y;
+  const uint8_t* t = k->table;
+  for (long i = i0; i < i1; i++) y[i] = t[x[i]];
+}
+
+int vt_op_qlut(const vt_step* s) {
+  const int64_t* k = s->ints;
+  if (s->n_ints != 3 + 256 || s->n_floats != 0) { snprintf(s->err, VT_ERR_LEN, "qlut: wrong arity"); return 1; }
+  if (k[1] != VT_U8) { snprintf(s->err, VT_ERR_LEN, "qlut: the input must be u8, not kind %ld", (long)k[1]); return 1; }
+  if (!valid_kind(s, "qlut", k[2])) return 1;
+  uint8_t table[256];
+  for (int b = 0; b < 256; b++) {
+    if (k[3 + b] < qlo((int)k[2]) || k[3 + b] > qhi((int)k[2])) {
+      snprintf(s->err, VT_ERR_LEN, "qlut: table entry %d (%ld) outside the output type", b, (long)k[3 + b]);
+      return 1;
+    }
+    table[b] = (uint8_t)k[3 + b];
+  }
+  qlut_ctx c = { s->in[0], s->out[0], table };
+  vt_parallel(k[0], s->threads, 4096, qlut_range, &c);
   return 0;
 }

@@ -51,7 +51,7 @@ export function lowerToLayers(m: InferredModel): LayerGraph {
   dropAliases(g);
   mergeViewChains(g);
   dropAliases(g);
-  const quantized = foldQuantized(g, m.dequantized ?? new Map());
+  const quantized = foldQuantized(g, m.dequantized ?? new Map(), opset);
   desugarGemms(g);
   desugarEinsums(g);
   recognisePatterns(g);

@@ -143,6 +143,33 @@ function qglobalAvgpool(l: Layer, x: Tensor): Tensor {
   );
 }
 
+/** Each input requantized to the output's scale (quantize(dequantize(x))), then joined along the axis. */
+function qconcat(l: Layer, inputs: readonly Tensor[]): Tensor {
+  const q = requantizationOf(l);
+  const axis = l.attrs.axis as number;
+  const scales = l.attrs.in_scales as readonly number[];
+  const zeros = l.attrs.in_zeros as readonly number[];
+  const outer = l.outputShape.slice(0, axis).reduce((a, b) => a * b, 1);
+  const parts = inputs.map((t, i) => {
+    const inner = t.dims.slice(axis).reduce((a, b) => a * b, 1);
+    const values = Array.from(nums(t), (v) => quantizeValue(dequantizeValue(v, scales[i]!, zeros[i]!), q.yScale, q.yZero, q.outDtype));
+    return { inner, values };
+  });
+  const out: number[] = [];
+  for (let r = 0; r < outer; r++) for (const p of parts) for (let k = 0; k < p.inner; k++) out.push(p.values[r * p.inner + k]!);
+  return tensorOf(q.outDtype, l.outputShape, out);
+}
+
+/** The folded float island's table, indexed by the u8 input. */
+function qlut(l: Layer, x: Tensor): Tensor {
+  const table = l.attrs.table as readonly number[];
+  return tensorOf(
+    requantizationOf(l).outDtype,
+    l.outputShape,
+    Array.from(nums(x), (v) => table[v]!),
+  );
+}
+
 function conversion(l: Layer, x: Tensor): Tensor {
   const [s, z] = [l.attrs.scale as number, l.attrs.zero as number];
   if (l.op === 'dequantize_linear')
@@ -173,6 +200,10 @@ export function runQuantizedLayer(l: Layer, inputs: readonly Tensor[]): Tensor {
       return qmaxpool(l, x!);
     case 'qglobal_avgpool':
       return qglobalAvgpool(l, x!);
+    case 'qconcat':
+      return qconcat(l, inputs);
+    case 'qlut':
+      return qlut(l, x!);
     case 'quantize_linear':
     case 'dequantize_linear':
       return conversion(l, x!);

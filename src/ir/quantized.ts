@@ -1,8 +1,10 @@
 /**
  * Quantized models into quantized layers. Both forms users produce lower to the same layers:
- *  - QDQ: DequantizeLinear → Conv | MatMul | Gemm | Add | MaxPool | GlobalAveragePool → [Relu | Clip]
- *    → QuantizeLinear folds into ONE layer (the DQ of a constant weight was folded by the front end,
- *    which kept its integer tensor: InferredModel.dequantized);
+ *  - QDQ: DequantizeLinear → Conv | MatMul | Gemm | Add | MaxPool | GlobalAveragePool | Concat →
+ *    [Relu | Clip] → QuantizeLinear folds into ONE layer (the DQ of a constant weight was folded by the
+ *    front end, which kept its integer tensor: InferredModel.dequantized); a float island between one
+ *    DequantizeLinear and a QuantizeLinear (SiLU, HardSwish, GELU) folds into a 256-entry table
+ *    (quant-lut.ts);
  *  - QOperator: QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger, QLinearAdd and
  *    QLinearGlobalAveragePool each become that layer directly.
  * A quantized layer reads and writes integer tensors and carries its requantization in its attrs
@@ -21,9 +23,12 @@ import type { Activation } from './layer.js';
 import { resolveWindow } from './spatial.js';
 import { consumersOf, indexGraph, isConstant, shapeOf, type GraphIndex, type WorkGraph } from './work-graph.js';
 import { QUANT_ATTRS } from './quant-layer.js';
+import { lutIslandOf, lutTable } from './quant-lut.js';
 
 const CORE_OPS = new Set(['Conv', 'MatMul', 'Gemm']);
-const QDQ_ANCHORS = new Set([...CORE_OPS, 'Add', 'MaxPool', 'GlobalAveragePool']);
+const QDQ_ANCHORS = new Set([...CORE_OPS, 'Add', 'MaxPool', 'GlobalAveragePool', 'Concat']);
+/** A concat's inputs each get a 256-entry requantization table in the native step, kept on its stack. */
+export const MAX_QCONCAT_INPUTS = 64;
 /** Anchors a following Relu/Clip folds into, as a clamp of the output's integers (a residual Add's Relu too). */
 const CLAMPED_ANCHORS = new Set([...CORE_OPS, 'Add']);
 const QOPERATORS = new Set(['QLinearConv', 'QLinearMatMul', 'ConvInteger', 'MatMulInteger', 'QLinearAdd', 'QLinearGlobalAveragePool']);
@@ -331,9 +336,50 @@ function matchQdq(g: WorkGraph, ix: GraphIndex, q: OnnxNode, dq: ReadonlyMap<str
       };
       return { layer: qelementwise(g, src, 'qmaxpool', [x], y, attrs, position), nodes };
     }
+    case 'Concat': {
+      const ins = src.inputs.map(dqOf);
+      if (ins.length > MAX_QCONCAT_INPUTS || ins.some((d) => d === undefined)) return undefined;
+      const qs = ins.map((d) => perTensor(g, d!, d!.inputs[1], d!.inputs[2], activationDType(g, src, d!.inputs[0]!, 'input'), 'input'));
+      const rank = shapeOf(g, y).length;
+      const axis = attrInt(src, 'axis', 0);
+      const attrs = {
+        ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]),
+        axis: axis < 0 ? axis + rank : axis,
+        in_scales: qs.map((q) => q.scale),
+        in_zeros: qs.map((q) => q.zero),
+      };
+      return {
+        layer: qelementwise(
+          g,
+          src,
+          'qconcat',
+          ins.map((d) => d!.inputs[0]!),
+          y,
+          attrs,
+          position,
+        ),
+        nodes,
+      };
+    }
     default:
       return { layer: qelementwise(g, src, 'qglobal_avgpool', [x], y, quantAttrs(xq, yq, [...quantRange(yq.dtype)]), position), nodes };
   }
+}
+
+/** A float island between one DequantizeLinear and QuantizeLinear `q`, as a 256-entry table (quant-lut.ts). */
+function matchLut(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Match | undefined {
+  const island = lutIslandOf(g, ix, q);
+  if (island === undefined) return undefined;
+  const dq = island.source;
+  const x = dq.inputs[0]!;
+  const y = q.outputs[0]!;
+  if (g.types.get(x)?.dtype !== 'uint8' || g.types.get(y)?.dtype !== 'uint8') return undefined;
+  const xq = perTensor(g, dq, dq.inputs[1], dq.inputs[2], 'uint8', 'input');
+  const yq = perTensor(g, q, q.inputs[1], q.inputs[2], 'uint8', 'output');
+  const table = lutTable(g, island, xq, yq, opset, q.inputs[0]!);
+  const attrs = { ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]), table };
+  const last = island.nodes[island.nodes.length - 1]!;
+  return { layer: qelementwise(g, last, 'qlut', [x], y, attrs, ix.position.get(q)!), nodes: [q, ...island.nodes] };
 }
 
 function qelementwise(
@@ -490,14 +536,14 @@ function lowerConversion(g: WorkGraph, n: OnnxNode, position: number): LayerDraf
  * `g`, so later rewrites never see them. A float Conv / MatMul / Gemm that reads a DequantizeLinear
  * output but could not be folded is refused.
  */
-export function foldQuantized(g: WorkGraph, dq: ReadonlyMap<string, DequantizedConstant>): Map<OnnxNode, LayerDraft> {
+export function foldQuantized(g: WorkGraph, dq: ReadonlyMap<string, DequantizedConstant>, opset: number): Map<OnnxNode, LayerDraft> {
   const ix = indexGraph(g);
   const layers = new Map<OnnxNode, LayerDraft>();
   const absorbed = new Set<OnnxNode>();
   for (const n of g.nodes) {
     if (absorbed.has(n)) continue;
     if (n.domain === '' && n.opType === 'QuantizeLinear') {
-      const m = matchQdq(g, ix, n, dq);
+      const m = matchQdq(g, ix, n, dq) ?? matchLut(g, ix, n, opset);
       if (m === undefined) continue;
       for (const x of m.nodes) if (x !== n) absorbed.add(x);
       layers.set(n, m.layer);
@@ -531,6 +577,8 @@ export const QUANTIZED_LAYER_OPS: ReadonlySet<string> = new Set([
   'qadd',
   'qmaxpool',
   'qglobal_avgpool',
+  'qconcat',
+  'qlut',
   'quantize_linear',
   'dequantize_linear',
 ]);

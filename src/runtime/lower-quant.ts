@@ -1,8 +1,8 @@
 /**
  * Lowerings of the quantized layers around the INT8 kernels (their C ops and ints/floats are
  * documented in native-kernels/runtime/ops_quant.c): QuantizeLinear and DequantizeLinear convert
- * between float NCHW[V]c and integer channels-last values, qadd / qmaxpool / qglobal_avgpool run on
- * channels-last integers. Scales and zero points come from the layer's attrs (src/ir/quant-layer.ts);
+ * between float NCHW[V]c and integer channels-last values, qadd / qmaxpool / qglobal_avgpool /
+ * qconcat / qlut run on channels-last integers. Scales and zero points come from the layer's attrs (src/ir/quant-layer.ts);
  * the multipliers are folded here exactly as src/ir/quant-reference.ts folds them.
  */
 import { NHWC } from '../bundle/layout.js';
@@ -92,10 +92,53 @@ export const qglobalAvgpool: Lowering = (c) => {
   };
 };
 
+/** An integer operand's dims in memory order and where `axis` (an ONNX axis) lands among them. */
+function memoryOrder(c: OpContext, o: Operand, axis: number): { dims: readonly number[]; axis: number } {
+  if (o.shape.length === 4 && o.layout === NHWC) {
+    const [n, ch, h, w] = o.shape as [number, number, number, number];
+    return { dims: [n, h, w, ch], axis: [0, 3, 1, 2][axis]! };
+  }
+  if (o.layout !== NHWC && o.layout !== 'nchw') unsupported(c, `quantized Concat reads row-major or NHWC integers, not ${o.layout}`);
+  return { dims: o.shape, axis };
+}
+
+export const qconcat: Lowering = (c) => {
+  const y = c.outs[0]!;
+  const axis = c.layer.attrs['axis'] as number;
+  const scales = c.layer.attrs['in_scales'] as readonly number[];
+  const zeros = c.layer.attrs['in_zeros'] as readonly number[];
+  if (c.ins.some((o) => o.param) || c.ins.length !== scales.length) unsupported(c, 'quantized Concat joins activations');
+  const out = memoryOrder(c, y, axis);
+  const inner = c.ins.map((o) => {
+    const m = memoryOrder(c, o, axis);
+    return product(m.dims.slice(m.axis));
+  });
+  const q = requantizationOf(c.layer);
+  return {
+    op: OP.QCONCAT,
+    inputs: c.ins.map((o) => o.ref),
+    outputs: [y.ref],
+    ints: [product(out.dims.slice(0, out.axis)), intKind(c, y), c.ins.length, ...inner, ...c.ins.map((o) => intKind(c, o))],
+    floats: [...scales.flatMap((s, i) => [s, zeros[i]!]), q.yScale, q.yZero],
+  };
+};
+
+export const qlut: Lowering = (c) => {
+  const [x, y] = [c.ins[0]!, c.outs[0]!];
+  return {
+    op: OP.QLUT,
+    inputs: [x.ref],
+    outputs: [y.ref],
+    ints: [product(y.shape), intKind(c, x), intKind(c, y), ...(c.layer.attrs['table'] as readonly number[])],
+  };
+};
+
 export const QUANT_LOWERINGS: Readonly<Record<string, Lowering>> = {
   quantize_linear: quantizeLinear,
   dequantize_linear: dequantizeLinear,
   qadd,
   qmaxpool,
   qglobal_avgpool: qglobalAvgpool,
+  qconcat,
+  qlut,
 };

@@ -86,6 +86,8 @@ export const RUNTIME_OP_ENUM = abiEnum({
     'qmaxpool',
     'qglobal_avgpool',
     'qkernel',
+    'qconcat',
+    'qlut',
   ],
 });
 
