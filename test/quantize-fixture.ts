@@ -74,9 +74,10 @@ export function sharedBiasMlp(): Uint8Array {
 }
 
 /**
- * A fire module (SqueezeNet's: two expand convs joined by Concat) and a SiLU (EfficientNet's Sigmoid
- * and Mul) between quantized convs: `veltair quantize` leaves both in float between QDQ pairs, and the
- * IR folds them into qconcat and qlut.
+ * A fire module (SqueezeNet's: two expand convs joined by Concat), a SiLU (EfficientNet's Sigmoid and
+ * Mul) and a squeeze-excitation gate (GlobalAveragePool, two 1×1 convs, Sigmoid, Mul) between
+ * quantized convs: `veltair quantize` leaves the Concat, the SiLU and the gate's Sigmoid and Mul in
+ * float between QDQ pairs, and the IR folds them into qconcat, qlut and qgate.
  */
 export function fireSiluCnn(): Uint8Array {
   return encodeModel({
@@ -90,6 +91,10 @@ export function fireSiluCnn(): Uint8Array {
       ['wt', f32([6, 14, 1, 1], 14, 0.3)],
       ['wo', f32([6, 6, 1, 1], 15, 0.4)],
       ['bo', f32([6], 16, 0.1)],
+      ['wr', f32([2, 6, 1, 1], 17, 0.5)],
+      ['br', f32([2], 18, 0.1)],
+      ['we', f32([6, 2, 1, 1], 19, 0.5)],
+      ['be', f32([6], 20, 0.1)],
     ],
     nodes: [
       { op: 'Conv', name: 'squeeze', inputs: ['input', 'ws'], outputs: ['s0'] },
@@ -102,7 +107,13 @@ export function fireSiluCnn(): Uint8Array {
       { op: 'Conv', name: 'transition', inputs: ['cat', 'wt'], outputs: ['t'] },
       { op: 'Sigmoid', name: 'silu_gate', inputs: ['t'], outputs: ['gate'] },
       { op: 'Mul', name: 'silu', inputs: ['t', 'gate'], outputs: ['a'] },
-      { op: 'Conv', name: 'head', inputs: ['a', 'wo', 'bo'], outputs: ['out'] },
+      { op: 'GlobalAveragePool', name: 'se_pool', inputs: ['a'], outputs: ['sp'] },
+      { op: 'Conv', name: 'se_reduce', inputs: ['sp', 'wr', 'br'], outputs: ['sr0'] },
+      { op: 'Relu', name: 'se_relu', inputs: ['sr0'], outputs: ['sr'] },
+      { op: 'Conv', name: 'se_expand', inputs: ['sr', 'we', 'be'], outputs: ['se'] },
+      { op: 'Sigmoid', name: 'se_sigmoid', inputs: ['se'], outputs: ['sg'] },
+      { op: 'Mul', name: 'se_scale', inputs: ['a', 'sg'], outputs: ['as'] },
+      { op: 'Conv', name: 'head', inputs: ['as', 'wo', 'bo'], outputs: ['out'] },
     ],
   });
 }

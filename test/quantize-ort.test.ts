@@ -103,7 +103,7 @@ test(
 );
 
 test(
-  'a Concat of differently scaled inputs and a SiLU fold into qconcat and qlut, and the reference matches ONNX Runtime',
+  'a Concat of differently scaled inputs, a SiLU and a channel gate fold into qconcat, qlut and qgate, and the reference matches ONNX Runtime',
   { skip },
   async () => {
     const float = fireSiluCnn();
@@ -112,13 +112,29 @@ test(
     const graph = lowerToLayers(inferModel(decodeModel(q.bytes, 'fire.int8.onnx')));
     assert.deepEqual(
       graph.layers.map((l) => l.op),
-      ['quantize_linear', 'qconv2d', 'qconv2d', 'qconv2d', 'qconcat', 'qconv2d', 'qlut', 'qconv2d', 'dequantize_linear'],
+      [
+        'quantize_linear',
+        'qconv2d',
+        'qconv2d',
+        'qconv2d',
+        'qconcat',
+        'qconv2d',
+        'qlut',
+        'qglobal_avgpool',
+        'qconv2d',
+        'qconv2d',
+        'qgate',
+        'qconv2d',
+        'dequantize_linear',
+      ],
     );
     const concat = graph.layers.find((l) => l.op === 'qconcat')!;
     const scales = concat.attrs.in_scales as number[];
     assert.notEqual(scales[0], scales[1], 'the two expand outputs have their own scales, so the concat requantizes');
     const r = await compareWithOrt(q.bytes, generatedSamples(inputs, 40).slice(8));
-    console.log(`fire + SiLU, integer reference vs ONNX Runtime INT8: ${r.within}/${r.total} outputs within one step, ${r.exact} equal`);
+    console.log(
+      `fire + SiLU + gate, integer reference vs ONNX Runtime INT8: ${r.within}/${r.total} outputs within one step, ${r.exact} equal`,
+    );
     assert.ok(r.within / r.total >= 0.999, `${r.within}/${r.total} outputs within one quantization step`);
   },
 );

@@ -62,39 +62,43 @@ test('a quantized small CNN runs natively and equals the integer reference exact
   }
 });
 
-test('a quantized Concat and a folded SiLU run natively and equal the integer reference exactly', { timeout: 300_000 }, async () => {
-  const { graph, samples } = await quantizedGraph(fireSiluCnn(), 8, 3);
-  const dir = await mkdtemp(join(tmpdir(), 'veltair-rt-int8-fire-'));
-  try {
-    const { plan, kernels } = await nativeInt8Plan(graph, dir, 2);
-    const ops = plan.plan.steps.map((s) => s.op);
-    for (const op of [OP.QCONCAT, OP.QLUT]) assert.ok(ops.includes(op), `no step ${op}`);
-    assert.equal(ops.filter((op) => op === OP.DEQUANTIZE).length, 1, 'only the model output leaves integers');
-    const exe = await createExecutor(plan.plan, kernels);
+test(
+  'a quantized Concat, a folded SiLU and a channel gate run natively and equal the integer reference exactly',
+  { timeout: 300_000 },
+  async () => {
+    const { graph, samples } = await quantizedGraph(fireSiluCnn(), 8, 3);
+    const dir = await mkdtemp(join(tmpdir(), 'veltair-rt-int8-fire-'));
     try {
-      const [input, output] = [graph.inputs[0]!.name, graph.outputs[0]!.name];
-      for (const [si, sample] of samples.entries()) {
-        const x = sample[input]!;
-        const feed = new Map<string, Tensor>([[input, { dtype: 'float32', dims: x.shape, data: x.data as Float32Array }]]);
-        const expected = Array.from(runReferenceGraph(graph, feed).get(output)!.data as Float32Array);
-        for (const [threads, teams] of [
-          [1, true],
-          [2, true],
-          [2, false],
-        ] as const) {
-          exe.setAllThreads(threads);
-          exe.setTeams(teams);
-          const got = Array.from(exe.run([x.data as Float32Array])[0] as Float32Array);
-          assert.deepEqual(got, expected, `sample ${si}, ${threads} threads, teams ${teams}`);
+      const { plan, kernels } = await nativeInt8Plan(graph, dir, 2);
+      const ops = plan.plan.steps.map((s) => s.op);
+      for (const op of [OP.QCONCAT, OP.QLUT, OP.QGATE]) assert.ok(ops.includes(op), `no step ${op}`);
+      assert.equal(ops.filter((op) => op === OP.DEQUANTIZE).length, 1, 'only the model output leaves integers');
+      const exe = await createExecutor(plan.plan, kernels);
+      try {
+        const [input, output] = [graph.inputs[0]!.name, graph.outputs[0]!.name];
+        for (const [si, sample] of samples.entries()) {
+          const x = sample[input]!;
+          const feed = new Map<string, Tensor>([[input, { dtype: 'float32', dims: x.shape, data: x.data as Float32Array }]]);
+          const expected = Array.from(runReferenceGraph(graph, feed).get(output)!.data as Float32Array);
+          for (const [threads, teams] of [
+            [1, true],
+            [2, true],
+            [2, false],
+          ] as const) {
+            exe.setAllThreads(threads);
+            exe.setTeams(teams);
+            const got = Array.from(exe.run([x.data as Float32Array])[0] as Float32Array);
+            assert.deepEqual(got, expected, `sample ${si}, ${threads} threads, teams ${teams}`);
+          }
         }
+      } finally {
+        exe.close();
       }
     } finally {
-      exe.close();
+      await rm(dir, { recursive: true, force: true });
     }
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 test('an INT8 kernel built for another layer is refused when the plan is loaded', { timeout: 300_000 }, async () => {
   const { graph } = await quantizedGraph(smallCnn(), 8, 0);

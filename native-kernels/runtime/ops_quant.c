@@ -29,6 +29,9 @@
  *            through a 256-entry table per input (a copy where the input already has y's scale).
  * QLUT       in [x u8], out [y]; ints [count, x kind (u8), y kind, table[256]]: y[i] = table[x[i]] (a float
  *            island folded by src/ir/quant-lut.ts; the table holds y's integers).
+ * QGATE      in [x u8 NHWC, g u8 [N][C]], out [y u8 NHWC]; ints [N, HW, C]; floats [x_scale, x_zero,
+ *            y_scale, y_zero, gate[256]]: y = quantize(fl32(dequantize(x) · gate[g[n][c]])), a
+ *            squeeze-excitation's channel gate (gate: the float gate of each integer g).
  */
 #pragma GCC optimize("fp-contract=off")
 #include <math.h>
@@ -446,5 +449,46 @@ int vt_op_qlut(const vt_step* s) {
   }
   qlut_ctx c = { s->in[0], s->out[0], table };
   vt_parallel(k[0], s->threads, 4096, qlut_range, &c);
+  return 0;
+}
+
+/* ---- QGATE: one task per pixel band; each image's C gates looked up once per task ---- */
+
+#define QGATE_MAX_CHANNELS 8192
+
+typedef struct { const uint8_t* x; const uint8_t* g; uint8_t* y; long hw, c; const float* gate; float xs, ys; int xz, yz; } qgate_ctx;
+
+static void qgate_pixels(const void* p, long t0, long t1) {
+  const qgate_ctx* k = p;
+  const long c = k->c;
+  const float xs = k->xs, ys = k->ys;
+  const int xz = k->xz, yz = k->yz;
+  const float lo = (float)(0 - yz), hi = (float)(255 - yz);
+  float gates[QGATE_MAX_CHANNELS];
+  long image = -1;
+  for (long t = t0; t < t1; t++) {
+    const long b = t / k->hw;
+    if (b != image) {
+      for (long ch = 0; ch < c; ch++) gates[ch] = k->gate[k->g[b * c + ch]];
+      image = b;
+    }
+    const uint8_t* x = k->x + t * c;
+    uint8_t* y = k->y + t * c;
+    for (long ch = 0; ch < c; ch++) {
+      const float m = ((float)((int)x[ch] - xz) * xs) * gates[ch];
+      y[ch] = (uint8_t)((int)quantized_offset(m, ys, lo, hi) + yz);
+    }
+  }
+}
+
+int vt_op_qgate(const vt_step* s) {
+  const int64_t* k = s->ints;
+  if (s->n_ints != 3 || s->n_floats != 4 + 256) { snprintf(s->err, VT_ERR_LEN, "qgate: wrong arity"); return 1; }
+  if (k[2] < 1 || k[2] > QGATE_MAX_CHANNELS) { snprintf(s->err, VT_ERR_LEN, "qgate: %ld channels", (long)k[2]); return 1; }
+  float gate[256];
+  for (int b = 0; b < 256; b++) gate[b] = (float)s->floats[4 + b];
+  const double* f = s->floats;
+  qgate_ctx c = { s->in[0], s->in[1], s->out[0], k[1], k[2], gate, (float)f[0], (float)f[2], (int)f[1], (int)f[3] };
+  vt_parallel(k[0] * k[1], s->threads, 16, qgate_pixels, &c);
   return 0;
 }

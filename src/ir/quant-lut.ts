@@ -3,7 +3,8 @@
  * dequantized activation and scalar constants (SiLU's Sigmoid and Mul, HardSwish, GELU, a lone
  * Relu) maps each of the 256 integer inputs to one integer output, so it folds into a 256-entry
  * table. The table is the island evaluated in float32 by the front end's own operator folds on every
- * input value, then quantized: what a DQ → float ops → Q run computes, one element at a time.
+ * input value, then quantized: what a DQ → float ops → Q run computes, one element at a time. A
+ * channel gate (squeeze-excitation's Sigmoid of a per-channel value) keeps the island's float values.
  */
 import type { OnnxNode, Tensor, ValueType } from '../onnx/model.js';
 import { opDefinition } from '../onnx/ops/registry.js';
@@ -51,12 +52,13 @@ function isScalarConstant(g: WorkGraph, v: string): boolean {
 }
 
 /**
- * The island ending at QuantizeLinear `q`, or undefined: every node an allowed element-wise op whose
- * output is read only inside the island (or by `q`), every non-constant input the one DQ's output
- * or another island node's, and every value the DQ output's shape (no broadcasting of the activation).
+ * The island whose result `value` is read by `reader` alone, or undefined: every node an allowed
+ * element-wise op whose output is read only inside the island (or by `reader`), every non-constant
+ * input the one DQ's output or another island node's, and every value the DQ output's shape (no
+ * broadcasting of the activation).
  */
-export function lutIslandOf(g: WorkGraph, ix: GraphIndex, q: OnnxNode): LutIsland | undefined {
-  const root = ix.producer.get(q.inputs[0] ?? '');
+export function lutIslandOf(g: WorkGraph, ix: GraphIndex, value: string, reader: OnnxNode): LutIsland | undefined {
+  const root = ix.producer.get(value);
   if (root === undefined || consumersOf(ix, root.outputs[0]!).length !== 1) return undefined;
   const island = new Set<OnnxNode>();
   let source: OnnxNode | undefined;
@@ -85,7 +87,7 @@ export function lutIslandOf(g: WorkGraph, ix: GraphIndex, q: OnnxNode): LutIslan
   };
   for (const n of island) {
     if (!sameShape(n.outputs[0]!)) return undefined;
-    const inside = (c: OnnxNode): boolean => island.has(c) || c === q;
+    const inside = (c: OnnxNode): boolean => island.has(c) || c === reader;
     if (!consumersOf(ix, n.outputs[0]!).every(inside)) return undefined;
   }
   return { source, nodes: g.nodes.filter((n) => island.has(n)) };
@@ -97,8 +99,8 @@ export interface LutQuant {
   readonly dtype: QuantDType;
 }
 
-/** Every u8 input value (0..255) dequantized, run through the island in float32, quantized. */
-export function lutTable(g: WorkGraph, island: LutIsland, x: LutQuant, y: LutQuant, opset: number, out: string): number[] {
+/** The island's float32 result on every u8 input value (0..255), dequantized with `x`. */
+export function lutValues(g: WorkGraph, island: LutIsland, x: LutQuant, opset: number, out: string): number[] {
   const values = new Map<string, Tensor>();
   const dims = [256];
   values.set(island.source.outputs[0]!, {
@@ -114,6 +116,10 @@ export function lutTable(g: WorkGraph, island: LutIsland, x: LutQuant, y: LutQua
     const [result] = def.evaluate!(ctx, ins as Tensor[], def.infer(ctx));
     values.set(n.outputs[0]!, result!);
   }
-  const f = nums(values.get(out)!);
-  return Array.from(f, (v) => quantizeValue(v, y.scale, y.zero, y.dtype));
+  return Array.from(nums(values.get(out)!));
+}
+
+/** Every u8 input value (0..255) dequantized, run through the island in float32, quantized. */
+export function lutTable(g: WorkGraph, island: LutIsland, x: LutQuant, y: LutQuant, opset: number, out: string): number[] {
+  return lutValues(g, island, x, opset, out).map((v) => quantizeValue(v, y.scale, y.zero, y.dtype));
 }

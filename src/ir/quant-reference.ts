@@ -170,6 +170,24 @@ function qlut(l: Layer, x: Tensor): Tensor {
   );
 }
 
+/** x [N, C, H, W] times the gate of its channel (the table's float at g[n, c]), quantized. */
+function qgate(l: Layer, x: Tensor, g: Tensor): Tensor {
+  const q = requantizationOf(l);
+  const gate = l.attrs.gate as readonly number[];
+  const [, c, h, w] = l.outputShape as [number, number, number, number];
+  const gates = nums(g);
+  return tensorOf(
+    q.outDtype,
+    l.outputShape,
+    Array.from(nums(x), (v, i) => {
+      const m = Math.fround(
+        dequantizeValue(v, q.xScale, q.xZero) * gate[gates[(Math.floor(i / (h * w)) % c) + Math.floor(i / (c * h * w)) * c]!]!,
+      );
+      return quantizeValue(m, q.yScale, q.yZero, q.outDtype);
+    }),
+  );
+}
+
 function conversion(l: Layer, x: Tensor): Tensor {
   const [s, z] = [l.attrs.scale as number, l.attrs.zero as number];
   if (l.op === 'dequantize_linear')
@@ -204,6 +222,8 @@ export function runQuantizedLayer(l: Layer, inputs: readonly Tensor[]): Tensor {
       return qconcat(l, inputs);
     case 'qlut':
       return qlut(l, x!);
+    case 'qgate':
+      return qgate(l, x!, y!);
     case 'quantize_linear':
     case 'dequantize_linear':
       return conversion(l, x!);

@@ -4,7 +4,7 @@
  *    [Relu | Clip] → QuantizeLinear folds into ONE layer (the DQ of a constant weight was folded by the
  *    front end, which kept its integer tensor: InferredModel.dequantized); a float island between one
  *    DequantizeLinear and a QuantizeLinear (SiLU, HardSwish, GELU) folds into a 256-entry table
- *    (quant-lut.ts);
+ *    (quant-lut.ts), and a squeeze-excitation's channel gate Mul into one layer with a table of gates;
  *  - QOperator: QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger, QLinearAdd and
  *    QLinearGlobalAveragePool each become that layer directly.
  * A quantized layer reads and writes integer tensors and carries its requantization in its attrs
@@ -16,14 +16,14 @@
 import type { DequantizedConstant, OnnxNode, Tensor } from '../onnx/model.js';
 import { attrFloat, attrInt, attrInts, nodeLabel } from '../onnx/attributes.js';
 import { nums } from '../onnx/eval.js';
-import { quantizeValue, quantRange, roundHalfEven, type QuantDType } from '../onnx/quant-math.js';
+import { dequantizeValue, quantizeValue, quantRange, roundHalfEven, type QuantDType } from '../onnx/quant-math.js';
 import { userError } from '../errors.js';
 import type { AttrValue, LayerDraft } from './draft.js';
 import type { Activation } from './layer.js';
 import { resolveWindow } from './spatial.js';
 import { consumersOf, indexGraph, isConstant, shapeOf, type GraphIndex, type WorkGraph } from './work-graph.js';
 import { QUANT_ATTRS } from './quant-layer.js';
-import { lutIslandOf, lutTable } from './quant-lut.js';
+import { lutIslandOf, lutTable, lutValues } from './quant-lut.js';
 
 const CORE_OPS = new Set(['Conv', 'MatMul', 'Gemm']);
 const QDQ_ANCHORS = new Set([...CORE_OPS, 'Add', 'MaxPool', 'GlobalAveragePool', 'Concat']);
@@ -368,7 +368,7 @@ function matchQdq(g: WorkGraph, ix: GraphIndex, q: OnnxNode, dq: ReadonlyMap<str
 
 /** A float island between one DequantizeLinear and QuantizeLinear `q`, as a 256-entry table (quant-lut.ts). */
 function matchLut(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Match | undefined {
-  const island = lutIslandOf(g, ix, q);
+  const island = lutIslandOf(g, ix, q.inputs[0] ?? '', q);
   if (island === undefined) return undefined;
   const dq = island.source;
   const x = dq.inputs[0]!;
@@ -380,6 +380,48 @@ function matchLut(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Mat
   const attrs = { ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]), table };
   const last = island.nodes[island.nodes.length - 1]!;
   return { layer: qelementwise(g, last, 'qlut', [x], y, attrs, ix.position.get(q)!), nodes: [q, ...island.nodes] };
+}
+
+/**
+ * A channel gate (squeeze-excitation): Mul(DQ(x), gate) → QuantizeLinear `q`, where x is [N, C, H, W]
+ * and the gate [N, C, 1, 1] is DQ(g) or a float island on it (Sigmoid). The gate's float value for
+ * each of g's 256 integers is a table; the product is quantized as the float Mul would be.
+ */
+function matchGate(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Match | undefined {
+  const mul = ix.producer.get(q.inputs[0] ?? '');
+  if (mul === undefined || mul.opType !== 'Mul' || mul.domain !== '' || consumersOf(ix, mul.outputs[0]!).length !== 1) return undefined;
+  const y = q.outputs[0]!;
+  const ys = shapeOf(g, y);
+  if (ys.length !== 4 || g.types.get(y)?.dtype !== 'uint8') return undefined;
+  for (const [a, b] of [
+    [0, 1],
+    [1, 0],
+  ] as const) {
+    const xdq = ix.producer.get(mul.inputs[a] ?? '');
+    const gv = mul.inputs[b] ?? '';
+    const gs = g.types.get(gv)?.shape;
+    if (xdq?.opType !== 'DequantizeLinear' || xdq.domain !== '' || gs === undefined) continue;
+    const xs = shapeOf(g, xdq.outputs[0]!);
+    const perChannel = gs.length === 4 && gs[0] === ys[0] && gs[1] === ys[1] && gs[2] === 1 && gs[3] === 1;
+    if (!perChannel || xs.length !== 4 || !xs.every((d, i) => d === ys[i])) continue;
+    const direct = ix.producer.get(gv);
+    const island = direct?.opType === 'DequantizeLinear' ? undefined : lutIslandOf(g, ix, gv, mul);
+    const gdq = direct?.opType === 'DequantizeLinear' ? direct : island?.source;
+    if (gdq === undefined) continue;
+    const [x, gate] = [xdq.inputs[0]!, gdq.inputs[0]!];
+    if (g.types.get(x)?.dtype !== 'uint8' || g.types.get(gate)?.dtype !== 'uint8') continue;
+    const xq = perTensor(g, xdq, xdq.inputs[1], xdq.inputs[2], 'uint8', 'input');
+    const gq = perTensor(g, gdq, gdq.inputs[1], gdq.inputs[2], 'uint8', 'gate');
+    const yq = perTensor(g, q, q.inputs[1], q.inputs[2], 'uint8', 'output');
+    const values =
+      island === undefined
+        ? Array.from({ length: 256 }, (_, v) => dequantizeValue(v, gq.scale, gq.zero))
+        : lutValues(g, island, gq, opset, gv);
+    const attrs = { ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]), gate: values };
+    const layer = qelementwise(g, mul, 'qgate', [x, gate], y, attrs, ix.position.get(q)!);
+    return { layer, nodes: [q, mul, ...(island?.nodes ?? [])] };
+  }
+  return undefined;
 }
 
 function qelementwise(
@@ -543,7 +585,7 @@ export function foldQuantized(g: WorkGraph, dq: ReadonlyMap<string, DequantizedC
   for (const n of g.nodes) {
     if (absorbed.has(n)) continue;
     if (n.domain === '' && n.opType === 'QuantizeLinear') {
-      const m = matchQdq(g, ix, n, dq) ?? matchLut(g, ix, n, opset);
+      const m = matchQdq(g, ix, n, dq) ?? matchLut(g, ix, n, opset) ?? matchGate(g, ix, n, opset);
       if (m === undefined) continue;
       for (const x of m.nodes) if (x !== n) absorbed.add(x);
       layers.set(n, m.layer);
@@ -579,6 +621,7 @@ export const QUANTIZED_LAYER_OPS: ReadonlySet<string> = new Set([
   'qglobal_avgpool',
   'qconcat',
   'qlut',
+  'qgate',
   'quantize_linear',
   'dequantize_linear',
 ]);

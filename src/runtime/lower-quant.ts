@@ -2,7 +2,7 @@
  * Lowerings of the quantized layers around the INT8 kernels (their C ops and ints/floats are
  * documented in native-kernels/runtime/ops_quant.c): QuantizeLinear and DequantizeLinear convert
  * between float NCHW[V]c and integer channels-last values, qadd / qmaxpool / qglobal_avgpool /
- * qconcat / qlut run on channels-last integers. Scales and zero points come from the layer's attrs (src/ir/quant-layer.ts);
+ * qconcat / qlut / qgate run on channels-last integers. Scales and zero points come from the layer's attrs (src/ir/quant-layer.ts);
  * the multipliers are folded here exactly as src/ir/quant-reference.ts folds them.
  */
 import { NHWC } from '../bundle/layout.js';
@@ -133,6 +133,22 @@ export const qlut: Lowering = (c) => {
   };
 };
 
+export const qgate: Lowering = (c) => {
+  const [x, g] = c.ins as [Operand, Operand];
+  const y = c.outs[0]!;
+  const [n, ch, h, w] = dims4(c, y);
+  for (const o of [x, g, y]) if (intKind(c, o) !== KIND.uint8) unsupported(c, 'a quantized channel gate runs on uint8');
+  if (x.layout !== NHWC || y.layout !== NHWC) unsupported(c, 'a quantized channel gate runs channels-last');
+  const q = requantizationOf(c.layer);
+  return {
+    op: OP.QGATE,
+    inputs: [x.ref, g.ref],
+    outputs: [y.ref],
+    ints: [n, h * w, ch],
+    floats: [q.xScale, q.xZero, q.yScale, q.yZero, ...(c.layer.attrs['gate'] as readonly number[])],
+  };
+};
+
 export const QUANT_LOWERINGS: Readonly<Record<string, Lowering>> = {
   quantize_linear: quantizeLinear,
   dequantize_linear: dequantizeLinear,
@@ -141,4 +157,5 @@ export const QUANT_LOWERINGS: Readonly<Record<string, Lowering>> = {
   qglobal_avgpool: qglobalAvgpool,
   qconcat,
   qlut,
+  qgate,
 };

@@ -88,6 +88,7 @@ export const RUNTIME_OP_ENUM = abiEnum({
     'qkernel',
     'qconcat',
     'qlut',
+    'qgate',
   ],
 });
 
