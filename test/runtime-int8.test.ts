@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { createExecutor } from '../src/runtime/native-bridge.js';
 import { runReferenceGraph } from '../src/quantize/run-graph.js';
 import { KIND, OP } from '../src/runtime/ops.js';
-import { dequantizeValue, quantizeValue } from '../src/onnx/quant-math.js';
+import { dequantizeValue, quantizeValue, requantize } from '../src/onnx/quant-math.js';
 import type { Tensor } from '../src/onnx/model.js';
 import { fireSiluCnn, smallCnn } from './quantize-fixture.js';
 import { fixturePaths, nativeInt8Plan, quantizedGraph } from './int8-runtime-fixture.js';
@@ -193,3 +193,96 @@ for (const [kind, v] of [
       exe.close();
     }
   });
+
+/** One native step over byte operands: inputs, then the output, each 64-byte aligned in the arena. */
+async function runStep(op: number, ints: number[], floats: number[], inputs: Uint8Array[], outBytes: number): Promise<Uint8Array> {
+  const align = (b: number) => Math.ceil(b / 64) * 64;
+  const offsets = inputs.reduce<number[]>((o, x, i) => [...o, i === 0 ? 0 : o[i - 1]! + align(inputs[i - 1]!.length)], []);
+  const yOff = offsets[offsets.length - 1]! + align(inputs[inputs.length - 1]!.length);
+  const exe = await createExecutor(
+    {
+      arenaBytes: yOff + align(outBytes),
+      inputs: inputs.map((x, i) => ({ name: `x${i}`, dtype: 'uint8', shape: [x.length], offset: offsets[i]!, bytes: x.length })),
+      outputs: [{ name: 'y', dtype: 'uint8', shape: [outBytes], offset: yOff, bytes: outBytes }],
+      steps: [
+        {
+          op: op as (typeof OP)[keyof typeof OP],
+          threads: 2,
+          inputs: offsets,
+          outputs: [yOff],
+          inputBytes: inputs.map((x) => x.length),
+          outputBytes: [outBytes],
+          ints,
+          floats,
+          label: 'step',
+        },
+      ],
+      symbols: [],
+      params: [],
+    },
+    null,
+  );
+  try {
+    return Uint8Array.from(exe.run(inputs)[0] as Uint8Array);
+  } finally {
+    exe.close();
+  }
+}
+
+const seededBytes = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 131 + seed * 71 + ((i * i) % 97)) & 255);
+
+for (const kind of ['uint8', 'int8'] as const)
+  test(`QGLOBAL_AVGPOOL sums ${kind} channels-last over bands of channels and images like the reference`, async () => {
+    // 300 channels: three bands, the last partial; two images split across two threads.
+    const [n, c, hw] = [2, 300, 50];
+    const x = seededBytes(n * hw * c, 3);
+    const [mult, xz, yz] = [Math.fround(0.37 / Math.fround(0.9 * hw)), kind === 'int8' ? -5 : 7, 11];
+    const y = await runStep(OP.QGLOBAL_AVGPOOL, [n, c, hw, KIND[kind]!, KIND.uint8!], [mult, xz, yz], [x], n * c);
+    const value = (b: number) => (kind === 'int8' ? (b << 24) >> 24 : b);
+    for (let b = 0; b < n; b++)
+      for (let ch = 0; ch < c; ch++) {
+        let acc = 0;
+        for (let p = 0; p < hw; p++) acc += value(x[(b * hw + p) * c + ch]!) - xz;
+        assert.equal(y[b * c + ch], requantize(acc, mult, yz, 'uint8'), `image ${b} channel ${ch}`);
+      }
+  });
+
+test('QLUT maps every byte through its table, across vector steps and a partial tail', async () => {
+  const table = Array.from({ length: 256 }, (_, v) => (v * 37 + 11) & 255);
+  const x = seededBytes(1000, 5);
+  const y = await runStep(OP.QLUT, [x.length, KIND.uint8!, KIND.uint8!, ...table], [], [x], x.length);
+  assert.deepEqual(
+    Array.from(y),
+    Array.from(x, (v) => table[v]),
+  );
+});
+
+test('QCONCAT joins rows of u8 and s8 inputs, requantizing each to the output scale, copying one that has it', async () => {
+  const rows = 37;
+  const parts = [
+    { inner: 70, kind: 'uint8', scale: 0.02, zero: 9 },
+    { inner: 5, kind: 'int8', scale: 0.05, zero: -3 },
+    { inner: 130, kind: 'uint8', scale: 0.03, zero: 4 },
+  ] as const;
+  const [ys, yz] = [0.03, 4];
+  const xs = parts.map((p, i) => seededBytes(rows * p.inner, 7 + i));
+  const width = parts.reduce((a, p) => a + p.inner, 0);
+  const y = await runStep(
+    OP.QCONCAT,
+    [rows, KIND.uint8!, parts.length, ...parts.map((p) => p.inner), ...parts.map((p) => KIND[p.kind]!)],
+    [...parts.flatMap((p) => [p.scale, p.zero]), ys, yz],
+    xs,
+    rows * width,
+  );
+  for (let r = 0; r < rows; r++) {
+    let at = r * width;
+    parts.forEach((p, i) => {
+      for (let e = 0; e < p.inner; e++) {
+        const raw = xs[i]![r * p.inner + e]!;
+        const v = p.kind === 'int8' ? (raw << 24) >> 24 : raw;
+        const want = quantizeValue(dequantizeValue(v, Math.fround(p.scale), p.zero), Math.fround(ys), yz, 'uint8');
+        assert.equal(y[at++], want, `row ${r}, input ${i}, element ${e}`);
+      }
+    });
+  }
+});

@@ -38,6 +38,9 @@
 #include <stdio.h>
 #include <string.h>
 #include "vt_rt.h"
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+#include <immintrin.h>
+#endif
 
 static inline int qlo(int kind) { return kind == VT_I8 ? -128 : 0; }
 static inline int qhi(int kind) { return kind == VT_I8 ? 127 : 255; }
@@ -335,18 +338,37 @@ int vt_op_qmaxpool(const vt_step* s) {
   return 0;
 }
 
-/* ---- QGLOBAL_AVGPOOL: one task per image ---- */
+/* ---- QGLOBAL_AVGPOOL: one task per (image, band of channels), summed pixel by pixel so the loads are contiguous ---- */
+
+#define QGAP_BAND 128
 
 typedef struct { const void* x; void* y; long n, c, hw; int kx, ky; float mult; int xz, yz; } qgap_ctx;
 
-static void qgap_images(const void* p, long b0, long b1) {
-  const qgap_ctx* k = p;
-  for (long b = b0; b < b1; b++)
-    for (long ch = 0; ch < k->c; ch++) {
-      long acc = 0;
-      for (long i = 0; i < k->hw; i++) acc += qget(k->x, (b * k->hw + i) * k->c + ch, k->kx) - k->xz;
-      qput(k->y, b * k->c + ch, k->ky, requantize_1(acc, k->mult, k->yz, k->ky));
+static inline __attribute__((always_inline)) void qgap_sum(const void* x, long c, long hw, long c0, long w, int kx, int32_t* acc) {
+  for (long j = 0; j < w; j++) acc[j] = 0;
+  for (long i = 0; i < hw; i++) {
+    if (kx == VT_U8) {
+      const uint8_t* row = (const uint8_t*)x + i * c + c0;
+      for (long j = 0; j < w; j++) acc[j] += row[j];
+    } else {
+      const int8_t* row = (const int8_t*)x + i * c + c0;
+      for (long j = 0; j < w; j++) acc[j] += row[j];
     }
+  }
+}
+
+static void qgap_bands(const void* p, long t0, long t1) {
+  const qgap_ctx* k = p;
+  const long bands = (k->c + QGAP_BAND - 1) / QGAP_BAND;
+  int32_t acc[QGAP_BAND];
+  for (long t = t0; t < t1; t++) {
+    const long b = t / bands, c0 = (t % bands) * QGAP_BAND, w = k->c - c0 < QGAP_BAND ? k->c - c0 : QGAP_BAND;
+    const unsigned char* x = (const unsigned char*)k->x + b * k->hw * k->c;
+    if (k->kx == VT_U8) qgap_sum(x, k->c, k->hw, c0, w, VT_U8, acc);
+    else qgap_sum(x, k->c, k->hw, c0, w, VT_I8, acc);
+    // Σ (x − x_zero) = Σ x − HW · x_zero, exactly, in 64 bits.
+    for (long j = 0; j < w; j++) qput(k->y, b * k->c + c0 + j, k->ky, requantize_1((long)acc[j] - k->hw * k->xz, k->mult, k->yz, k->ky));
+  }
 }
 
 int vt_op_qglobal_avgpool(const vt_step* s) {
@@ -354,11 +376,37 @@ int vt_op_qglobal_avgpool(const vt_step* s) {
   if (s->n_ints != 5 || s->n_floats != 3) { snprintf(s->err, VT_ERR_LEN, "qglobal_avgpool: wrong arity"); return 1; }
   if (!valid_kind(s, "qglobal_avgpool", k[3]) || !valid_kind(s, "qglobal_avgpool", k[4])) return 1;
   qgap_ctx c = { s->in[0], s->out[0], k[0], k[1], k[2], (int)k[3], (int)k[4], (float)s->floats[0], (int)s->floats[1], (int)s->floats[2] };
-  vt_parallel(c.n, s->threads, 1, qgap_images, &c);
+  if (c.hw > (1L << 23)) { snprintf(s->err, VT_ERR_LEN, "qglobal_avgpool: %ld pixels overflow its 32-bit sums", c.hw); return 1; }
+  vt_parallel(c.n * ((c.c + QGAP_BAND - 1) / QGAP_BAND), s->threads, 1, qgap_bands, &c);
   return 0;
 }
 
 /* ---- QCONCAT: one task per row band; QLUT: element ranges ---- */
+
+/*
+ * y[i] = table[x[i]]. With AVX-512 VBMI, 64 bytes per step: two 128-entry permutes (the index's low
+ * seven bits) and a blend on its high bit; a scalar byte gather elsewhere.
+ */
+static void lookup_bytes(const uint8_t* restrict x, uint8_t* restrict y, long n, const uint8_t* restrict table) {
+  long i = 0;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  for (; i + 64 <= n; i += 64) {
+    const __m512i idx = _mm512_loadu_si512(x + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1), hi = _mm512_permutex2var_epi8(t2, idx, t3);
+    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi));
+  }
+  if (i < n) {
+    const __mmask64 m = (__mmask64)-1 >> (64 - (n - i));
+    const __m512i idx = _mm512_maskz_loadu_epi8(m, x + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1), hi = _mm512_permutex2var_epi8(t2, idx, t3);
+    _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi));
+    return;
+  }
+#endif
+  for (; i < n; i++) y[i] = table[x[i]];
+}
 
 #define QCONCAT_MAX_INPUTS 64
 
@@ -375,11 +423,7 @@ static void qconcat_rows(const void* p, long r0, long r1) {
       const long len = k->inner[i];
       const uint8_t* in = (const uint8_t*)k->x[i] + r * len;
       if (k->identity[i]) memcpy(out, in, (size_t)len);
-      else {
-        const uint8_t* t = k->table[i];
-        const int bias = k->kinds[i] == VT_I8 ? 128 : 0;
-        for (long e = 0; e < len; e++) out[e] = t[(uint8_t)(in[e] + bias)];
-      }
+      else lookup_bytes(in, out, len, k->table[i]);
       out += len;
     }
   }
@@ -414,8 +458,8 @@ int vt_op_qconcat(const vt_step* s) {
     const float scale = (float)f[2 * i];
     const int zero = (int)f[2 * i + 1];
     identity[i] = kx == ky && scale == y_scale && zero == y_zero;
-    const int base = kx == VT_I8 ? -128 : 0;
-    for (int b = 0; b < 256; b++) table[i][b] = requantized_byte(base + b, scale, zero, y_scale, y_zero, ky);
+    // Indexed by the input's byte: an s8 value v sits at (uint8_t)v.
+    for (int b = 0; b < 256; b++) table[i][b] = requantized_byte(kx == VT_I8 ? (int)(int8_t)b : b, scale, zero, y_scale, y_zero, ky);
     y_row += k[3 + i];
   }
   qconcat_ctx c = { (const void* const*)s->in, s->out[0], n, y_row, ky, k + 3, k + 3 + n,
@@ -428,10 +472,7 @@ typedef struct { const uint8_t* x; uint8_t* y; const uint8_t* table; } qlut_ctx;
 
 static void qlut_range(const void* p, long i0, long i1) {
   const qlut_ctx* k = p;
-  const uint8_t* x = k->x;
-  uint8_t* y = k->y;
-  const uint8_t* t = k->table;
-  for (long i = i0; i < i1; i++) y[i] = t[x[i]];
+  lookup_bytes(k->x + i0, k->y + i0, i1 - i0, k->table);
 }
 
 int vt_op_qlut(const vt_step* s) {
