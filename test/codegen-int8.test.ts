@@ -41,6 +41,9 @@ const CASES: QLayerSpec[] = [
   { input: [2, 21, 7, 6], cout: 21, k: [3, 3], groups: 21, out: 'int8' },
   { input: [1, 35, 9, 9], cout: 35, k: [3, 3], pads: [2, 2, 2, 2], d: [2, 2], groups: 35, relu: true },
   { input: [1, 8, 6, 6], cout: 16, k: [3, 3], pads: [1, 1, 1, 1], groups: 8 },
+  // depthwise over several 64-channel blocks (the last partial), 25 taps (a partial group of four), int32 out
+  { input: [1, 150, 7, 8], cout: 150, k: [5, 5], pads: [2, 2, 2, 2], groups: 150, relu: true },
+  { input: [1, 70, 6, 6], cout: 70, k: [3, 3], pads: [1, 1, 1, 1], groups: 70, out: 'int32' },
   { input: [1, 24, 5, 6], cout: 29, k: [3, 3], pads: [1, 1, 1, 1], out: 'int32' },
   { input: [7, 100], cout: 10, matmul: true },
   { input: [2, 3, 33], cout: 45, matmul: true, relu: true, out: 'int8' },

@@ -12,7 +12,8 @@
  * the reason VNNI (`vpdpbusd`, no intermediate saturation at all) is preferred where present.
  *
  * Depthwise taps (int8-depthwise.ts) widen the u8 inputs to 32 bits and multiply them by int32
- * weights (vpmulld): exact, and nothing to pair, since a depthwise output reduces over taps only.
+ * weights (vpmulld): exact, and nothing to pair, since a depthwise output reduces over taps only
+ * (AVX-512 VNNI interleaves four taps instead and uses `vpdpbusd`: int8-depthwise.ts).
  *
  * Requantization is quant-math.ts's, bit for bit: fl32(acc + bias') · M in float32 (cvtdq2ps, mulps),
  * round half to even (cvtps2dq under the default MXCSR mode, nearbyintf in C), + y_zero, clamp.

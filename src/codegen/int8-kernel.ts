@@ -21,7 +21,7 @@ import { INT8_PATH_TARGET } from '../toolchain/isa.js';
 import { int8Dims, int8WorkspaceBytes, type Int8Dims, type Int8Problem } from '../space/int8-problem.js';
 import { int8TileCounts, int8Vec, type Int8Schedule } from '../space/int8-knobs.js';
 import { internalError } from '../errors.js';
-import { depthwiseMicrokernel } from './int8-depthwise.js';
+import { depthwiseMicrokernel, depthwiseVnniMicrokernel } from './int8-depthwise.js';
 import { int8Ops, type Int8Ops } from './int8-isa.js';
 import { int8PackedSizes } from './int8-pack.js';
 
@@ -137,7 +137,9 @@ export function generateInt8Kernel(p: Int8Problem, s: Int8Schedule): Int8KernelS
     for (const width of new Set([s.regCols, tailW]))
       kernels.push(
         p.depthwise
-          ? depthwiseMicrokernel(name(ocb, width), p, d, ops, outT, ocb, width)
+          ? s.path === 'avx512vnni'
+            ? depthwiseVnniMicrokernel(name(ocb, width), p, d, outT, ocb, width)
+            : depthwiseMicrokernel(name(ocb, width), p, d, ops, outT, ocb, width)
           : microkernel(name(ocb, width), p, d, ops, ocb, width),
       );
   const call = (ocb: number, width: number) => `${name(ocb, width)}(ip, wq, cq, mq, oq, lanes);`;

@@ -3,7 +3,9 @@
  *  - w: per (group, oc group) slot [kh][kw][input channels / 4][oc vector][V lanes][4 channels] s8,
  *    zero past the real channels, so one reduction step loads each oc vector contiguously in the
  *    operand shape of `vpdpbusd` / `vpmaddubsw`;
- *    (depthwise: [channel vector][kh·kw][V lanes] as int32, one channel per lane);
+ *    (depthwise: [channel vector][kh·kw][V lanes] as int32, one channel per lane; on AVX-512 VNNI,
+ *    per 64-channel block [tap group of 4][slot of 64][4 taps] s8 in int8-depthwise.ts's slot order,
+ *    each block kh·kw·256 bytes apart, and comp and mult in the same slot order);
  *  - comp: per padded output channel, bias − x_zero · Σ w (the input zero point's share, exact in
  *    32 bits: Σ (x − x_zero)·w = Σ x·w − x_zero·Σ w, and the padded border holds x_zero);
  *  - mult: per padded output channel, M = fl32(fl32(x_scale · w_scale) / y_scale) (quant-math.ts).
@@ -12,6 +14,7 @@ import type { Layer } from '../ir/layer.js';
 import { multipliersOf, quantWeightsOf, weightValuesOf } from '../ir/quant-layer.js';
 import { int8Dims, type Int8Problem } from '../space/int8-problem.js';
 import { int8TileCounts, int8Vec, type Int8Schedule } from '../space/int8-knobs.js';
+import { dwVnniChannel, dwVnniTapGroups } from './int8-depthwise.js';
 
 export interface Int8Packed {
   readonly w: Int8Array;
@@ -23,9 +26,16 @@ export interface Int8Packed {
 export function int8PackedSizes(p: Int8Problem, s: Int8Schedule): { readonly wBytes: number; readonly channels: number } {
   const v = int8Vec(s.path);
   const d = int8Dims(p, v);
+  if (dwVnni(p, s)) {
+    const blocks = Math.ceil(d.ocVecs / 4);
+    return { wBytes: blocks * 64 * p.kh * p.kw * 4, channels: blocks * 64 };
+  }
   const channels = d.taskGroups * d.ocVecs * v;
   return { wBytes: p.depthwise ? d.ocVecs * p.kh * p.kw * v * 4 : channels * d.k4 * 4, channels };
 }
+
+/** Whether a schedule runs the AVX-512 VNNI depthwise kernel (its own packing). */
+const dwVnni = (p: Int8Problem, s: Int8Schedule): boolean => p.depthwise && s.path === 'avx512vnni';
 
 export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed {
   const wq = quantWeightsOf(l);
@@ -68,7 +78,34 @@ export function packInt8(l: Layer, p: Int8Problem, s: Int8Schedule): Int8Packed 
       comp[at32] = ((wq.bias?.[real] ?? 0) - p.xZero * sum) | 0;
       mult[at32] = m[real]!;
     }
-  return { w, comp, mult };
+  return dwVnni(p, s) ? depthwiseVnniPacked(p, at, comp, mult) : { w, comp, mult };
+}
+
+/** The VNNI depthwise kernel's operands: four taps per dword, channels in slot order per 64-channel block. */
+function depthwiseVnniPacked(
+  p: Int8Problem,
+  at: (oc: number, ic: number, ky: number, kx: number) => number,
+  comp: Int32Array,
+  mult: Float32Array,
+): Int8Packed {
+  const taps = p.kh * p.kw;
+  const blocks = Math.ceil(p.cout / 64);
+  const w = new Int8Array(blocks * 64 * taps * 4);
+  const pc = new Int32Array(blocks * 64);
+  const pm = new Float32Array(blocks * 64);
+  for (let b = 0; b < blocks; b++)
+    for (let slot = 0; slot < 64; slot++) {
+      const c = b * 64 + dwVnniChannel(slot);
+      if (c >= p.cout) continue;
+      pc[b * 64 + slot] = comp[c]!;
+      pm[b * 64 + slot] = mult[c]!;
+      for (let g = 0; g < dwVnniTapGroups(p); g++)
+        for (let e = 0; e < 4; e++) {
+          const t = g * 4 + e;
+          if (t < taps) w[b * 64 * taps * 4 + (g * 64 + slot) * 4 + e] = at(c, 0, Math.floor(t / p.kw), t % p.kw);
+        }
+    }
+  return { w, comp: pc, mult: pm };
 }
 
 /** A version's packed operands as the one param the runtime's INT8 kernel step reads: w, comp, mult, each 64-byte aligned. */

@@ -57,8 +57,11 @@ export function int8TileCounts(p: Int8Problem, s: Int8Schedule): Int8TileCounts 
 /** A schedule clamped to the problem: no more oc vectors or columns per block or tile than there are. */
 export function repairInt8(p: Int8Problem, s: Int8Schedule): Int8Schedule {
   const d = int8Dims(p, int8Vec(s.path));
-  let regOc = Math.max(1, Math.min(s.regOc, d.ocVecs));
-  let regCols = Math.max(1, Math.min(s.regCols, d.cols));
+  // The AVX-512 VNNI depthwise kernel works on 64-channel blocks (int8-depthwise.ts): four vectors, and
+  // four accumulators per column plus eight shuffle temporaries in registers.
+  const dwVnni = p.depthwise && s.path === 'avx512vnni';
+  let regOc = dwVnni ? Math.min(4, d.ocVecs) : Math.max(1, Math.min(s.regOc, d.ocVecs));
+  let regCols = Math.max(1, Math.min(s.regCols, d.cols, dwVnni ? 4 : Infinity));
   while (!int8BlockFits(s.path, regOc, regCols)) {
     if (regCols > 1) regCols--;
     else regOc--;
