@@ -117,3 +117,38 @@ export function fireSiluCnn(): Uint8Array {
     ],
   });
 }
+
+/**
+ * A DenseNet transition and dense layer: a Pad of nothing and an AveragePool (as PyTorch exports
+ * DenseNet's transition pool), then Concat(pool, conv(pool)) → BatchNormalization → Relu → Conv (the
+ * pre-activation). The quantizer quantizes the pool's output, and the IR folds the pool into
+ * qavgpool and the concat, batch norm and Relu into one qconcat.
+ */
+export function denseBlockCnn(): Uint8Array {
+  return encodeModel({
+    opset: 17,
+    inputs: [{ name: 'input', dtype: 'float32', shape: [1, 3, 12, 12] }],
+    outputs: [{ name: 'out', dtype: 'float32', shape: [1, 8, 6, 6] }],
+    initializers: [
+      ['w0', f32([12, 3, 3, 3], 21, 0.5)],
+      ['zero_pads', { dtype: 'int64', dims: [8], data: new Float64Array(8) }],
+      ['w1', f32([6, 12, 3, 3], 22, 0.2)],
+      ['gamma', f32([18], 23, 1)],
+      ['beta', f32([18], 24, 0.2)],
+      ['mean', f32([18], 25, 0.3)],
+      ['var', { dtype: 'float32', dims: [18], data: Float32Array.from({ length: 18 }, (_, i) => 0.5 + 0.1 * i) }],
+      ['w2', f32([8, 18, 1, 1], 26, 0.4)],
+    ],
+    nodes: [
+      { op: 'Conv', name: 'conv0', inputs: ['input', 'w0'], outputs: ['c0'], attrs: { pads: [1, 1, 1, 1] } },
+      { op: 'Relu', name: 'relu0', inputs: ['c0'], outputs: ['r0'] },
+      { op: 'Pad', name: 'pool_pad', inputs: ['r0', 'zero_pads'], outputs: ['padded'] },
+      { op: 'AveragePool', name: 'pool', inputs: ['padded'], outputs: ['p'], attrs: { kernel_shape: [2, 2], strides: [2, 2] } },
+      { op: 'Conv', name: 'conv1', inputs: ['p', 'w1'], outputs: ['c1'], attrs: { pads: [1, 1, 1, 1] } },
+      { op: 'Concat', name: 'dense_concat', inputs: ['p', 'c1'], outputs: ['cat'], attrs: { axis: 1 } },
+      { op: 'BatchNormalization', name: 'norm', inputs: ['cat', 'gamma', 'beta', 'mean', 'var'], outputs: ['bn'] },
+      { op: 'Relu', name: 'relu', inputs: ['bn'], outputs: ['act'] },
+      { op: 'Conv', name: 'conv2', inputs: ['act', 'w2'], outputs: ['out'] },
+    ],
+  });
+}

@@ -15,7 +15,7 @@ import { ortInstalled } from '../src/ort/available.js';
 import { generatedSamples, quantizeModel } from '../src/quantize/quantize-model.js';
 import { runReferenceGraph } from '../src/quantize/run-graph.js';
 import type { Tensor } from '../src/onnx/model.js';
-import { fireSiluCnn, sharedBiasMlp, smallCnn } from './quantize-fixture.js';
+import { denseBlockCnn, fireSiluCnn, sharedBiasMlp, smallCnn } from './quantize-fixture.js';
 import { buildZooModel } from '../src/zoo/index.js';
 import { encodeModel } from '../src/onnx/encode.js';
 
@@ -135,6 +135,25 @@ test(
     console.log(
       `fire + SiLU + gate, integer reference vs ONNX Runtime INT8: ${r.within}/${r.total} outputs within one step, ${r.exact} equal`,
     );
+    assert.ok(r.within / r.total >= 0.999, `${r.within}/${r.total} outputs within one quantization step`);
+  },
+);
+
+test(
+  'an average pool behind an empty Pad and a Concat → BatchNormalization → Relu fold into qavgpool and qconcat, matching ONNX Runtime',
+  { skip },
+  async () => {
+    const float = denseBlockCnn();
+    const inputs = decodeModel(float, 'dense.onnx').graph.inputs;
+    const q = await quantizeModel(float, 'dense.onnx', { method: 'minmax', samples: generatedSamples(inputs, 8) });
+    const graph = lowerToLayers(inferModel(decodeModel(q.bytes, 'dense.int8.onnx')));
+    assert.deepEqual(
+      graph.layers.map((l) => l.op),
+      ['quantize_linear', 'qconv2d', 'qavgpool', 'qconv2d', 'qconcat', 'qconv2d', 'dequantize_linear'],
+    );
+    assert.ok(graph.layers.find((l) => l.op === 'qconcat')!.attrs.affine_scale !== undefined, 'the batch norm folded into the concat');
+    const r = await compareWithOrt(q.bytes, generatedSamples(inputs, 40).slice(8));
+    console.log(`dense block, integer reference vs ONNX Runtime INT8: ${r.within}/${r.total} outputs within one step, ${r.exact} equal`);
     assert.ok(r.within / r.total >= 0.999, `${r.within}/${r.total} outputs within one quantization step`);
   },
 );

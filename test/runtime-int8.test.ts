@@ -16,7 +16,7 @@ import { runReferenceGraph } from '../src/quantize/run-graph.js';
 import { KIND, OP } from '../src/runtime/ops.js';
 import { dequantizeValue, quantizeValue, requantize } from '../src/onnx/quant-math.js';
 import type { Tensor } from '../src/onnx/model.js';
-import { fireSiluCnn, smallCnn } from './quantize-fixture.js';
+import { denseBlockCnn, fireSiluCnn, smallCnn } from './quantize-fixture.js';
 import { fixturePaths, nativeInt8Plan, quantizedGraph } from './int8-runtime-fixture.js';
 
 test('a quantized small CNN runs natively and equals the integer reference exactly, on every version', { timeout: 300_000 }, async () => {
@@ -62,16 +62,17 @@ test('a quantized small CNN runs natively and equals the integer reference exact
   }
 });
 
-test(
-  'a quantized Concat, a folded SiLU and a channel gate run natively and equal the integer reference exactly',
-  { timeout: 300_000 },
-  async () => {
-    const { graph, samples } = await quantizedGraph(fireSiluCnn(), 8, 3);
+for (const [what, model, wanted] of [
+  ['a quantized Concat, a folded SiLU and a channel gate', fireSiluCnn, [OP.QCONCAT, OP.QLUT, OP.QGATE]],
+  ['a quantized average pool and a Concat with a folded batch norm and Relu', denseBlockCnn, [OP.QAVGPOOL, OP.QCONCAT]],
+] as const)
+  test(`${what} run natively and equal the integer reference exactly`, { timeout: 300_000 }, async () => {
+    const { graph, samples } = await quantizedGraph(model(), 8, 3);
     const dir = await mkdtemp(join(tmpdir(), 'veltair-rt-int8-fire-'));
     try {
       const { plan, kernels } = await nativeInt8Plan(graph, dir, 2);
       const ops = plan.plan.steps.map((s) => s.op);
-      for (const op of [OP.QCONCAT, OP.QLUT, OP.QGATE]) assert.ok(ops.includes(op), `no step ${op}`);
+      for (const op of wanted) assert.ok(ops.includes(op), `no step ${op}`);
       assert.equal(ops.filter((op) => op === OP.DEQUANTIZE).length, 1, 'only the model output leaves integers');
       const exe = await createExecutor(plan.plan, kernels);
       try {
@@ -97,8 +98,7 @@ test(
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-  },
-);
+  });
 
 test('an INT8 kernel built for another layer is refused when the plan is loaded', { timeout: 300_000 }, async () => {
   const { graph } = await quantizedGraph(smallCnn(), 8, 0);
@@ -269,7 +269,7 @@ test('QCONCAT joins rows of u8 and s8 inputs, requantizing each to the output sc
   const width = parts.reduce((a, p) => a + p.inner, 0);
   const y = await runStep(
     OP.QCONCAT,
-    [rows, KIND.uint8!, parts.length, ...parts.map((p) => p.inner), ...parts.map((p) => KIND[p.kind]!)],
+    [rows, KIND.uint8!, parts.length, ...parts.map((p) => p.inner), ...parts.map((p) => KIND[p.kind]!), 0, 0, 255],
     [...parts.flatMap((p) => [p.scale, p.zero]), ys, yz],
     xs,
     rows * width,
@@ -285,4 +285,82 @@ test('QCONCAT joins rows of u8 and s8 inputs, requantizing each to the output sc
       }
     });
   }
+});
+
+test('QCONCAT with a folded batch norm: a·x + s per output channel in float32, then the clamp of a folded Relu', async () => {
+  // 9 pixels of 5 + 20 channels; a[c], s[c] per output channel; lo = y_zero (Relu)
+  const [rows, c1, c2] = [9, 5, 20];
+  const width = c1 + c2;
+  const a = Array.from({ length: width }, (_, c) => Math.fround(0.5 + 0.07 * c));
+  const sh = Array.from({ length: width }, (_, c) => Math.fround(0.3 - 0.05 * c));
+  const [s1, z1, s2, z2, ys, yz] = [0.02, 9, 0.05, 3, 0.04, 12];
+  const xs = [seededBytes(rows * c1, 1), seededBytes(rows * c2, 2)];
+  const y = await runStep(
+    OP.QCONCAT,
+    [rows, KIND.uint8!, 2, c1, c2, KIND.uint8!, KIND.uint8!, 1, yz, 255],
+    [s1, z1, s2, z2, ys, yz, ...a, ...sh],
+    xs,
+    rows * width,
+  );
+  for (let r = 0; r < rows; r++)
+    for (let c = 0; c < width; c++) {
+      const [x, s, z] = c < c1 ? [xs[0]![r * c1 + c]!, s1, z1] : [xs[1]![r * c2 + c - c1]!, s2, z2];
+      const f = Math.fround(Math.fround(dequantizeValue(x, Math.fround(s), z) * a[c]!) + sh[c]!);
+      assert.equal(y[r * width + c], Math.max(yz, quantizeValue(f, Math.fround(ys), yz, 'uint8')), `row ${r}, channel ${c}`);
+    }
+});
+
+test('QAVGPOOL averages NHWC windows with and without the padding in the count', async () => {
+  const [n, c, h, w, kh, kw, sh, sw, pt, pl] = [2, 70, 5, 6, 3, 3, 2, 2, 1, 1];
+  const [oh, ow] = [3, 3];
+  const [xs, xz, ys, yz] = [0.02, 5, 0.03, 7];
+  const x = seededBytes(n * h * w * c, 4);
+  for (const include of [0, 1]) {
+    const y = await runStep(
+      OP.QAVGPOOL,
+      [n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, include, KIND.uint8!, KIND.uint8!],
+      [xs, xz, ys, yz],
+      [x],
+      n * oh * ow * c,
+    );
+    for (let b = 0; b < n; b++)
+      for (let oy = 0; oy < oh; oy++)
+        for (let ox = 0; ox < ow; ox++)
+          for (let ch = 0; ch < c; ch++) {
+            let [acc, inside] = [0, 0];
+            for (let ty = 0; ty < kh; ty++)
+              for (let tx = 0; tx < kw; tx++) {
+                const [iy, ix] = [oy * sh - pt + ty, ox * sw - pl + tx];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                acc += x[((b * h + iy) * w + ix) * c + ch]! - xz;
+                inside++;
+              }
+            const mult = Math.fround(Math.fround(xs) / Math.fround(Math.fround(ys) * (include ? kh * kw : inside)));
+            assert.equal(
+              y[((b * oh + oy) * ow + ox) * c + ch],
+              requantize(acc, mult, yz, 'uint8'),
+              `include ${include}, ${b} ${oy} ${ox} ${ch}`,
+            );
+          }
+  }
+});
+
+test('QMAXPOOL takes the byte max over padded NHWC windows and requantizes it like the reference', async () => {
+  const [n, c, h, w, kh, kw, sh, sw, pt, pl] = [1, 300, 7, 6, 3, 3, 2, 2, 1, 1];
+  const [oh, ow] = [4, 3];
+  const [mult, xz, yz] = [Math.fround(0.02 / 0.03), 5, 7];
+  const x = seededBytes(n * h * w * c, 6);
+  const ints = [n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, 1, 1, KIND.uint8!, KIND.uint8!];
+  const y = await runStep(OP.QMAXPOOL, ints, [mult, xz, yz], [x], n * oh * ow * c);
+  for (let oy = 0; oy < oh; oy++)
+    for (let ox = 0; ox < ow; ox++)
+      for (let ch = 0; ch < c; ch++) {
+        let best = -1;
+        for (let ty = 0; ty < kh; ty++)
+          for (let tx = 0; tx < kw; tx++) {
+            const [iy, ix] = [oy * sh - pt + ty, ox * sw - pl + tx];
+            if (iy >= 0 && iy < h && ix >= 0 && ix < w) best = Math.max(best, x[(iy * w + ix) * c + ch]!);
+          }
+        assert.equal(y[(oy * ow + ox) * c + ch], requantize(best - xz, mult, yz, 'uint8'), `${oy} ${ox} ${ch}`);
+      }
 });

@@ -96,6 +96,7 @@ static const vt_op_fn OPS[VT_RT_OP_COUNT] = {
   [VT_RT_QUANTIZE] = vt_op_quantize, [VT_RT_DEQUANTIZE] = vt_op_dequantize, [VT_RT_QADD] = vt_op_qadd,
   [VT_RT_QMAXPOOL] = vt_op_qmaxpool, [VT_RT_QGLOBAL_AVGPOOL] = vt_op_qglobal_avgpool, [VT_RT_QKERNEL] = NULL,
   [VT_RT_QCONCAT] = vt_op_qconcat, [VT_RT_QLUT] = vt_op_qlut, [VT_RT_QGATE] = vt_op_qgate,
+  [VT_RT_QAVGPOOL] = vt_op_qavgpool,
 };
 
 void* vt_aligned_copy(const void* src, size_t bytes) {
@@ -444,7 +445,7 @@ static int team_safe(const vt_step* st) {
     /* an INT8 kernel work-shares with orphaned `omp for` loops when called inside a region */
     case VT_RT_QKERNEL: return 1;
     case VT_RT_QUANTIZE: case VT_RT_DEQUANTIZE: case VT_RT_QADD: case VT_RT_QMAXPOOL: case VT_RT_QGLOBAL_AVGPOOL: return 1;
-    case VT_RT_QCONCAT: case VT_RT_QLUT: case VT_RT_QGATE: return 1;
+    case VT_RT_QCONCAT: case VT_RT_QLUT: case VT_RT_QGATE: case VT_RT_QAVGPOOL: return 1;
     case VT_RT_CHANNEL_GATHER: case VT_RT_POOL: case VT_RT_GLOBAL_POOL: case VT_RT_ELEMENTWISE_CHAIN: case VT_RT_REORDER:
     case VT_RT_UNARY: case VT_RT_BINARY: case VT_RT_BINARY_CHANNEL: case VT_RT_SOFTMAX: case VT_RT_LAYERNORM:
     case VT_RT_CHANNEL_AFFINE: case VT_RT_RESIZE: return 1;

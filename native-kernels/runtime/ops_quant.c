@@ -24,11 +24,18 @@
  *            x_zero, y_zero], mult = fl32(x_scale / fl32(y_scale · HW)): requantize(Σ (x - x_zero)).
  * QCONCAT    in [x_1 .. x_n], out [y], row-major in the integer layout (NHWC for rank 4), joined
  *            along one axis: each of `rows` rows of y is x_1's row, then x_2's, ...; ints [rows, y kind,
- *            n, inner_1 .. inner_n, kind_1 .. kind_n] (inner_i: x_i's elements per row); floats
- *            [scale_1, zero_1, .., scale_n, zero_n, y_scale, y_zero]: y = quantize(dequantize(x_i)),
- *            through a 256-entry table per input (a copy where the input already has y's scale).
+ *            n, inner_1 .. inner_n, kind_1 .. kind_n, affine, lo, hi] (inner_i: x_i's elements per row;
+ *            lo, hi: the output clamp); floats [scale_1, zero_1, .., scale_n, zero_n, y_scale, y_zero,
+ *            (affine) a[row], s[row]]: y = clamp(quantize(dequantize(x_i))), through a 256-entry
+ *            table per input (a copy where the input already has y's scale); with affine (a channel
+ *            concat of NHWC, so a row is a pixel's channels) y = clamp(quantize(fl32(fl32(dequantize(x)
+ *            · a[c]) + s[c]))) for the row's element c.
  * QLUT       in [x u8], out [y]; ints [count, x kind (u8), y kind, table[256]]: y[i] = table[x[i]] (a float
  *            island folded by src/ir/quant-lut.ts; the table holds y's integers).
+ * QAVGPOOL   in [x] NHWC, out [y] NHWC; ints [N, C, H, W, OH, OW, kh, kw, sh, sw, pt, pl,
+ *            count_include_pad, x kind, y kind]; floats [x_scale, x_zero, y_scale, y_zero]: Σ (x − x_zero)
+ *            over the window's taps inside the input, requantized by fl32(x_scale / fl32(y_scale · count)),
+ *            count the taps inside (or kh·kw with count_include_pad).
  * QGATE      in [x u8 NHWC, g u8 [N][C]], out [y u8 NHWC]; ints [N, HW, C]; floats [x_scale, x_zero,
  *            y_scale, y_zero, gate[256]]: y = quantize(fl32(dequantize(x) · gate[g[n][c]])), a
  *            squeeze-excitation's channel gate (gate: the float gate of each integer g).
@@ -37,6 +44,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include "vt_rt.h"
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
 #include <immintrin.h>
@@ -275,9 +283,37 @@ int vt_op_qadd(const vt_step* s) {
   return 0;
 }
 
+/*
+ * y[i] = table[x[i]]. With AVX-512 VBMI, 64 bytes per step: two 128-entry permutes (the index's low
+ * seven bits) and a blend on its high bit; a scalar byte gather elsewhere.
+ */
+static void lookup_bytes(const uint8_t* restrict x, uint8_t* restrict y, long n, const uint8_t* restrict table) {
+  long i = 0;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  for (; i + 64 <= n; i += 64) {
+    const __m512i idx = _mm512_loadu_si512(x + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1), hi = _mm512_permutex2var_epi8(t2, idx, t3);
+    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi));
+  }
+  if (i < n) {
+    const __mmask64 m = (__mmask64)-1 >> (64 - (n - i));
+    const __m512i idx = _mm512_maskz_loadu_epi8(m, x + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1), hi = _mm512_permutex2var_epi8(t2, idx, t3);
+    _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi));
+    return;
+  }
+#endif
+  for (; i < n; i++) y[i] = table[x[i]];
+}
+
 /* ---- QMAXPOOL: one task per output row ---- */
 
-typedef struct { const void* x; void* y; long n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw; int kx, ky; float mult; int xz, yz; } qpool_ctx;
+typedef struct {
+  const void* x; void* y; long n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw; int kx, ky; float mult; int xz, yz;
+  const uint8_t* table;
+} qpool_ctx;
 
 /* Channels of one output pixel reduced together (a stack buffer), so the max over taps vectorizes. */
 enum { QPOOL_CHUNK = 256 };
@@ -316,13 +352,43 @@ static inline __attribute__((always_inline)) void qmaxpool_pixel(const qpool_ctx
   }
 }
 
+/*
+ * All-u8: the max over taps in bytes (64 lanes per instruction), then the requantization of each of
+ * the 256 possible maxima through a table built once per call (max commutes with it: it is monotone).
+ */
+static void qmaxpool_pixel_u8(const qpool_ctx* k, long b, long oy, long ox) {
+  uint8_t* out = (uint8_t*)k->y + ((b * k->oh + oy) * k->ow + ox) * k->c;
+  const uint8_t* x = k->x;
+  for (long c0 = 0; c0 < k->c; c0 += QPOOL_CHUNK) {
+    const long n = k->c - c0 < QPOOL_CHUNK ? k->c - c0 : QPOOL_CHUNK;
+    uint8_t best[QPOOL_CHUNK];
+    int any = 0;
+    for (long ty = 0; ty < k->kh; ty++) {
+      const long iy = oy * k->sh - k->pt + ty * k->dh;
+      if (iy < 0 || iy >= k->h) continue;
+      for (long tx = 0; tx < k->kw; tx++) {
+        const long ix = ox * k->sw - k->pl + tx * k->dw;
+        if (ix < 0 || ix >= k->w) continue;
+        const uint8_t* in = x + ((b * k->h + iy) * k->w + ix) * k->c + c0;
+        if (!any) memcpy(best, in, (size_t)n);
+        else
+          for (long ch = 0; ch < n; ch++) best[ch] = in[ch] > best[ch] ? in[ch] : best[ch];
+        any = 1;
+      }
+    }
+    // A window wholly in the padding reads nothing: requantized as 0 - 0, the output zero point.
+    if (any) lookup_bytes(best, out + c0, n, k->table);
+    else memset(out + c0, k->yz, (size_t)n);
+  }
+}
+
 static void qmaxpool_rows(const void* p, long r0, long r1) {
   const qpool_ctx* k = p;
   const int u8 = k->kx == VT_U8 && k->ky == VT_U8;
   for (long r = r0; r < r1; r++) {
     const long b = r / k->oh, oy = r % k->oh;
     for (long ox = 0; ox < k->ow; ox++) {
-      if (u8) qmaxpool_pixel(k, b, oy, ox, VT_U8, VT_U8);
+      if (u8) qmaxpool_pixel_u8(k, b, oy, ox);
       else qmaxpool_pixel(k, b, oy, ox, k->kx, k->ky);
     }
   }
@@ -332,8 +398,12 @@ int vt_op_qmaxpool(const vt_step* s) {
   const int64_t* k = s->ints;
   if (s->n_ints != 16 || s->n_floats != 3) { snprintf(s->err, VT_ERR_LEN, "qmaxpool: wrong arity"); return 1; }
   if (!valid_kind(s, "qmaxpool", k[14]) || !valid_kind(s, "qmaxpool", k[15])) return 1;
+  uint8_t table[256];
+  const int yz = (int)s->floats[2];
+  const float lo = (float)(qlo((int)k[15]) - yz), hi = (float)(qhi((int)k[15]) - yz);
+  for (int v = 0; v < 256; v++) table[v] = (uint8_t)((int)rounded_offset((float)(v - (int)s->floats[1]) * (float)s->floats[0], lo, hi) + yz);
   qpool_ctx c = { s->in[0], s->out[0], k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9], k[10], k[11], k[12], k[13],
-                  (int)k[14], (int)k[15], (float)s->floats[0], (int)s->floats[1], (int)s->floats[2] };
+                  (int)k[14], (int)k[15], (float)s->floats[0], (int)s->floats[1], yz, table };
   vt_parallel(c.n * c.oh, s->threads, 4, qmaxpool_rows, &c);
   return 0;
 }
@@ -383,88 +453,95 @@ int vt_op_qglobal_avgpool(const vt_step* s) {
 
 /* ---- QCONCAT: one task per row band; QLUT: element ranges ---- */
 
-/*
- * y[i] = table[x[i]]. With AVX-512 VBMI, 64 bytes per step: two 128-entry permutes (the index's low
- * seven bits) and a blend on its high bit; a scalar byte gather elsewhere.
- */
-static void lookup_bytes(const uint8_t* restrict x, uint8_t* restrict y, long n, const uint8_t* restrict table) {
-  long i = 0;
-#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
-  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
-  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
-  for (; i + 64 <= n; i += 64) {
-    const __m512i idx = _mm512_loadu_si512(x + i);
-    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1), hi = _mm512_permutex2var_epi8(t2, idx, t3);
-    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi));
-  }
-  if (i < n) {
-    const __mmask64 m = (__mmask64)-1 >> (64 - (n - i));
-    const __m512i idx = _mm512_maskz_loadu_epi8(m, x + i);
-    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1), hi = _mm512_permutex2var_epi8(t2, idx, t3);
-    _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi));
-    return;
-  }
-#endif
-  for (; i < n; i++) y[i] = table[x[i]];
-}
 
 #define QCONCAT_MAX_INPUTS 64
 
 typedef struct {
   const void* const* x; void* y; long n, y_row; int ky;
   const int64_t* inner; const int64_t* kinds; const uint8_t (*table)[256]; const unsigned char* identity;
+  const float* scale; const int* zero; const float* a; const float* sh; float ys; int yz, lo, hi;
 } qconcat_ctx;
+
+/* One input's slice of a row through the folded affine: channel c of the row at `c0`. */
+static inline __attribute__((always_inline)) void affine_slice(const qconcat_ctx* k, const uint8_t* restrict in, uint8_t* restrict out,
+                                                               long len, long c0, float scale, int zero) {
+  const float* restrict a = k->a + c0;
+  const float* restrict sh = k->sh + c0;
+  const float ys = k->ys;
+  const int yz = k->yz;
+  const float lo = (float)(k->lo - yz), hi = (float)(k->hi - yz);
+  for (long e = 0; e < len; e++) {
+    const float d = (float)((int)in[e] - zero) * scale;
+    out[e] = (uint8_t)((int)quantized_offset(d * a[e] + sh[e], ys, lo, hi) + yz);
+  }
+}
 
 static void qconcat_rows(const void* p, long r0, long r1) {
   const qconcat_ctx* k = p;
   for (long r = r0; r < r1; r++) {
     uint8_t* out = (uint8_t*)k->y + r * k->y_row;
+    long c0 = 0;
     for (long i = 0; i < k->n; i++) {
       const long len = k->inner[i];
       const uint8_t* in = (const uint8_t*)k->x[i] + r * len;
-      if (k->identity[i]) memcpy(out, in, (size_t)len);
+      if (k->a != NULL) affine_slice(k, in, out, len, c0, k->scale[i], k->zero[i]);
+      else if (k->identity[i]) memcpy(out, in, (size_t)len);
       else lookup_bytes(in, out, len, k->table[i]);
       out += len;
+      c0 += len;
     }
   }
 }
 
-/* Table entry for the input integer v: quantize(dequantize(v)), as QADD rounds, stored as y's byte. */
-static uint8_t requantized_byte(int v, float scale, int zero, float y_scale, int y_zero, int ky) {
-  const float lo = (float)(qlo(ky) - y_zero), hi = (float)(qhi(ky) - y_zero);
+/* Table entry for the input integer v: clamp(quantize(dequantize(v))), as QADD rounds, stored as y's byte. */
+static uint8_t requantized_byte(int v, float scale, int zero, float y_scale, int y_zero, int lo, int hi) {
   const float d = (float)(v - zero) * scale;
-  return (uint8_t)((int)quantized_offset(d, y_scale, lo, hi) + y_zero);
+  return (uint8_t)((int)quantized_offset(d, y_scale, (float)(lo - y_zero), (float)(hi - y_zero)) + y_zero);
 }
 
 int vt_op_qconcat(const vt_step* s) {
   const int64_t* k = s->ints;
   if (s->n_ints < 3) { snprintf(s->err, VT_ERR_LEN, "qconcat: wrong arity"); return 1; }
   const long n = k[2];
-  if (n < 1 || n > QCONCAT_MAX_INPUTS || s->n_ints != 3 + 2 * n || s->n_floats != 2 * n + 2 || s->n_in != n) {
+  if (n < 1 || n > QCONCAT_MAX_INPUTS || s->n_ints != 6 + 2 * n || s->n_in != n) {
     snprintf(s->err, VT_ERR_LEN, "qconcat: wrong arity for %ld inputs", n);
     return 1;
   }
   if (!valid_kind(s, "qconcat", k[1])) return 1;
-  const int ky = (int)k[1];
+  const int ky = (int)k[1], affine = (int)k[3 + 2 * n], lo = (int)k[4 + 2 * n], hi = (int)k[5 + 2 * n];
+  if (lo < qlo(ky) || hi > qhi(ky) || lo > hi) { snprintf(s->err, VT_ERR_LEN, "qconcat: bounds [%d, %d] outside the output type", lo, hi); return 1; }
+  long y_row = 0;
+  for (long i = 0; i < n; i++) y_row += k[3 + i];
+  if (s->n_floats != 2 * n + 2 + (affine ? 2 * y_row : 0)) { snprintf(s->err, VT_ERR_LEN, "qconcat: wrong float arity"); return 1; }
   const double* f = s->floats;
   const float y_scale = (float)f[2 * n];
   const int y_zero = (int)f[2 * n + 1];
   uint8_t table[QCONCAT_MAX_INPUTS][256];
   unsigned char identity[QCONCAT_MAX_INPUTS];
-  long y_row = 0;
+  float scale[QCONCAT_MAX_INPUTS];
+  int zero[QCONCAT_MAX_INPUTS];
   for (long i = 0; i < n; i++) {
     const int kx = (int)k[3 + n + i];
     if (!valid_kind(s, "qconcat", kx)) return 1;
-    const float scale = (float)f[2 * i];
-    const int zero = (int)f[2 * i + 1];
-    identity[i] = kx == ky && scale == y_scale && zero == y_zero;
+    if (affine && kx != VT_U8) { snprintf(s->err, VT_ERR_LEN, "qconcat: an affine concat reads u8"); return 1; }
+    scale[i] = (float)f[2 * i];
+    zero[i] = (int)f[2 * i + 1];
+    identity[i] = kx == ky && scale[i] == y_scale && zero[i] == y_zero && lo == qlo(ky) && hi == qhi(ky);
     // Indexed by the input's byte: an s8 value v sits at (uint8_t)v.
-    for (int b = 0; b < 256; b++) table[i][b] = requantized_byte(kx == VT_I8 ? (int)(int8_t)b : b, scale, zero, y_scale, y_zero, ky);
-    y_row += k[3 + i];
+    if (!affine)
+      for (int b = 0; b < 256; b++) table[i][b] = requantized_byte(kx == VT_I8 ? (int)(int8_t)b : b, scale[i], zero[i], y_scale, y_zero, lo, hi);
   }
-  qconcat_ctx c = { (const void* const*)s->in, s->out[0], n, y_row, ky, k + 3, k + 3 + n,
-                    (const uint8_t (*)[256])table, identity };
+  float* ab = NULL;
+  if (affine) {
+    if (ky != VT_U8) { snprintf(s->err, VT_ERR_LEN, "qconcat: an affine concat writes u8"); return 1; }
+    ab = malloc(sizeof(float) * 2 * (size_t)y_row);
+    if (ab == NULL) { snprintf(s->err, VT_ERR_LEN, "qconcat: out of memory"); return 1; }
+    for (long c = 0; c < 2 * y_row; c++) ab[c] = (float)f[2 * n + 2 + c];
+  }
+  qconcat_ctx c = { (const void* const*)s->in, s->out[0], n, y_row, ky, k + 3, k + 3 + n, (const uint8_t (*)[256])table, identity,
+                    scale, zero, ab, ab == NULL ? NULL : ab + y_row, y_scale, y_zero, lo, hi };
   vt_parallel(k[0], s->threads, 16, qconcat_rows, &c);
+  free(ab);
   return 0;
 }
 
@@ -531,5 +608,57 @@ int vt_op_qgate(const vt_step* s) {
   const double* f = s->floats;
   qgate_ctx c = { s->in[0], s->in[1], s->out[0], k[1], k[2], gate, (float)f[0], (float)f[2], (int)f[1], (int)f[3] };
   vt_parallel(k[0] * k[1], s->threads, 16, qgate_pixels, &c);
+  return 0;
+}
+
+/* ---- QAVGPOOL: one task per output row; channel sums in bands, loads contiguous ---- */
+
+typedef struct {
+  const void* x; void* y; long n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl; int include_pad, kx, ky; float xs, ys; int xz, yz;
+} qavg_ctx;
+
+static void qavgpool_rows(const void* p, long r0, long r1) {
+  const qavg_ctx* k = p;
+  int32_t acc[QGAP_BAND];
+  for (long r = r0; r < r1; r++) {
+    const long b = r / k->oh, oy = r % k->oh;
+    for (long ox = 0; ox < k->ow; ox++) {
+      const long y0 = oy * k->sh - k->pt, x0 = ox * k->sw - k->pl;
+      long inside = 0;
+      for (long ty = 0; ty < k->kh; ty++)
+        for (long tx = 0; tx < k->kw; tx++) inside += y0 + ty >= 0 && y0 + ty < k->h && x0 + tx >= 0 && x0 + tx < k->w;
+      const long count = k->include_pad ? k->kh * k->kw : inside;
+      const float mult = k->xs / (k->ys * (float)count);
+      for (long c0 = 0; c0 < k->c; c0 += QGAP_BAND) {
+        const long wdt = k->c - c0 < QGAP_BAND ? k->c - c0 : QGAP_BAND;
+        for (long j = 0; j < wdt; j++) acc[j] = 0;
+        for (long ty = 0; ty < k->kh; ty++)
+          for (long tx = 0; tx < k->kw; tx++) {
+            const long iy = y0 + ty, ix = x0 + tx;
+            if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w) continue;
+            const long at = ((b * k->h + iy) * k->w + ix) * k->c + c0;
+            if (k->kx == VT_U8) {
+              const uint8_t* row = (const uint8_t*)k->x + at;
+              for (long j = 0; j < wdt; j++) acc[j] += row[j];
+            } else {
+              const int8_t* row = (const int8_t*)k->x + at;
+              for (long j = 0; j < wdt; j++) acc[j] += row[j];
+            }
+          }
+        const long out = ((b * k->oh + oy) * k->ow + ox) * k->c + c0;
+        for (long j = 0; j < wdt; j++) qput(k->y, out + j, k->ky, requantize_1((long)acc[j] - inside * k->xz, mult, k->yz, k->ky));
+      }
+    }
+  }
+}
+
+int vt_op_qavgpool(const vt_step* s) {
+  const int64_t* k = s->ints;
+  if (s->n_ints != 15 || s->n_floats != 4) { snprintf(s->err, VT_ERR_LEN, "qavgpool: wrong arity"); return 1; }
+  if (!valid_kind(s, "qavgpool", k[13]) || !valid_kind(s, "qavgpool", k[14])) return 1;
+  const double* f = s->floats;
+  qavg_ctx c = { s->in[0], s->out[0], k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9], k[10], k[11], (int)k[12],
+                 (int)k[13], (int)k[14], (float)f[0], (float)f[2], (int)f[1], (int)f[3] };
+  vt_parallel(c.n * c.oh, s->threads, 1, qavgpool_rows, &c);
   return 0;
 }

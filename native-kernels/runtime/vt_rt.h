@@ -101,6 +101,7 @@ int vt_op_qglobal_avgpool(const vt_step* s);
 int vt_op_qconcat(const vt_step* s);
 int vt_op_qlut(const vt_step* s);
 int vt_op_qgate(const vt_step* s);
+int vt_op_qavgpool(const vt_step* s);
 
 /* VT_RT_QKERNEL (qkernel.c): the plan's shape of the step, binding version v of it, running it. */
 int vt_qkernel_arity_ok(const vt_step* st);

@@ -126,6 +126,36 @@ function qmaxpool(l: Layer, x: Tensor): Tensor {
   return tensorOf(q.outDtype, l.outputShape, out);
 }
 
+/** Σ (x − x_zero) over the window's taps inside the input, requantized by x_scale / (y_scale · count). */
+function qavgpool(l: Layer, x: Tensor): Tensor {
+  const q = requantizationOf(l);
+  const [n, c, h, wd] = l.inputShapes[0] as [number, number, number, number];
+  const [, , oh, ow] = l.outputShape as [number, number, number, number];
+  const [kh, kw] = l.attrs.kernel as [number, number];
+  const [sh, sw] = l.attrs.strides as [number, number];
+  const pads = l.attrs.pads as readonly number[];
+  const includePad = l.attrs.count_include_pad === 1;
+  const data = nums(x);
+  const out: number[] = [];
+  for (let p = 0; p < n * c; p++)
+    for (let oy = 0; oy < oh; oy++)
+      for (let ox = 0; ox < ow; ox++) {
+        let [acc, inside] = [0, 0];
+        for (let ky = 0; ky < kh; ky++)
+          for (let kx = 0; kx < kw; kx++) {
+            const iy = oy * sh - pads[0]! + ky;
+            const ix = ox * sw - pads[1]! + kx;
+            if (iy >= 0 && iy < h && ix >= 0 && ix < wd) {
+              acc += data[(p * h + iy) * wd + ix]! - q.xZero;
+              inside++;
+            }
+          }
+        const count = includePad ? kh * kw : inside;
+        out.push(requantize(acc, Math.fround(q.xScale / Math.fround(q.yScale * count)), q.yZero, q.outDtype));
+      }
+  return tensorOf(q.outDtype, l.outputShape, out);
+}
+
 function qglobalAvgpool(l: Layer, x: Tensor): Tensor {
   const q = requantizationOf(l);
   const [n, c, h, wd] = l.inputShapes[0] as [number, number, number, number];
@@ -143,16 +173,31 @@ function qglobalAvgpool(l: Layer, x: Tensor): Tensor {
   );
 }
 
-/** Each input requantized to the output's scale (quantize(dequantize(x))), then joined along the axis. */
+/**
+ * Each input requantized to the output's scale (quantize(dequantize(x))), then joined along the axis;
+ * with a folded batch norm, a·x + s of the output channel in float32 first, and the activation's clamp.
+ */
 function qconcat(l: Layer, inputs: readonly Tensor[]): Tensor {
   const q = requantizationOf(l);
   const axis = l.attrs.axis as number;
   const scales = l.attrs.in_scales as readonly number[];
   const zeros = l.attrs.in_zeros as readonly number[];
-  const outer = l.outputShape.slice(0, axis).reduce((a, b) => a * b, 1);
+  const a = l.attrs.affine_scale as readonly number[] | undefined;
+  const b = l.attrs.affine_shift as readonly number[] | undefined;
+  const [lo, hi] = outputBounds(q);
+  const outer = l.outputShape.slice(0, axis).reduce((x, y) => x * y, 1);
+  const plane = l.outputShape.slice(axis + 1).reduce((x, y) => x * y, 1);
+  let first = 0;
   const parts = inputs.map((t, i) => {
-    const inner = t.dims.slice(axis).reduce((a, b) => a * b, 1);
-    const values = Array.from(nums(t), (v) => quantizeValue(dequantizeValue(v, scales[i]!, zeros[i]!), q.yScale, q.yZero, q.outDtype));
+    const inner = t.dims.slice(axis).reduce((x, y) => x * y, 1);
+    const channel0 = first;
+    first += t.dims[axis]!;
+    const values = Array.from(nums(t), (v, e) => {
+      const d = dequantizeValue(v, scales[i]!, zeros[i]!);
+      const c = channel0 + Math.floor((e % inner) / plane);
+      const f = a === undefined ? d : Math.fround(Math.fround(d * a[c]!) + b![c]!);
+      return Math.max(lo, Math.min(hi, quantizeValue(f, q.yScale, q.yZero, q.outDtype)));
+    });
     return { inner, values };
   });
   const out: number[] = [];
@@ -218,6 +263,8 @@ export function runQuantizedLayer(l: Layer, inputs: readonly Tensor[]): Tensor {
       return qmaxpool(l, x!);
     case 'qglobal_avgpool':
       return qglobalAvgpool(l, x!);
+    case 'qavgpool':
+      return qavgpool(l, x!);
     case 'qconcat':
       return qconcat(l, inputs);
     case 'qlut':

@@ -1,6 +1,6 @@
 /**
  * Quantized models into quantized layers. Both forms users produce lower to the same layers:
- *  - QDQ: DequantizeLinear → Conv | MatMul | Gemm | Add | MaxPool | GlobalAveragePool | Concat →
+ *  - QDQ: DequantizeLinear → Conv | MatMul | Gemm | Add | MaxPool | AveragePool | GlobalAveragePool | Concat →
  *    [Relu | Clip] → QuantizeLinear folds into ONE layer (the DQ of a constant weight was folded by the
  *    front end, which kept its integer tensor: InferredModel.dequantized); a float island between one
  *    DequantizeLinear and a QuantizeLinear (SiLU, HardSwish, GELU) folds into a 256-entry table
@@ -26,7 +26,7 @@ import { QUANT_ATTRS } from './quant-layer.js';
 import { lutIslandOf, lutTable, lutValues } from './quant-lut.js';
 
 const CORE_OPS = new Set(['Conv', 'MatMul', 'Gemm']);
-const QDQ_ANCHORS = new Set([...CORE_OPS, 'Add', 'MaxPool', 'GlobalAveragePool', 'Concat']);
+const QDQ_ANCHORS = new Set([...CORE_OPS, 'Add', 'MaxPool', 'AveragePool', 'GlobalAveragePool', 'Concat']);
 /** A concat's inputs each get a 256-entry requantization table in the native step, kept on its stack. */
 export const MAX_QCONCAT_INPUTS = 64;
 /** Anchors a following Relu/Clip folds into, as a clamp of the output's integers (a residual Add's Relu too). */
@@ -336,6 +336,21 @@ function matchQdq(g: WorkGraph, ix: GraphIndex, q: OnnxNode, dq: ReadonlyMap<str
       };
       return { layer: qelementwise(g, src, 'qmaxpool', [x], y, attrs, position), nodes };
     }
+    case 'AveragePool': {
+      const kernel = attrInts(src, 'kernel_shape') ?? [];
+      const xs = shapeOf(g, x);
+      if (xs.length !== 4 || kernel.length !== 2) return undefined;
+      const win = resolveWindow(src, xs.slice(2), shapeOf(g, y).slice(2), kernel, attrInt(src, 'ceil_mode', 0) === 1);
+      if (win.dilations.some((d) => d !== 1)) return undefined;
+      const attrs = {
+        kernel: [...win.kernel],
+        strides: [...win.strides],
+        pads: [...win.pads],
+        count_include_pad: attrInt(src, 'count_include_pad', 0),
+        ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]),
+      };
+      return { layer: qelementwise(g, src, 'qavgpool', [x], y, attrs, position), nodes };
+    }
     case 'Concat': {
       const ins = src.inputs.map(dqOf);
       if (ins.length > MAX_QCONCAT_INPUTS || ins.some((d) => d === undefined)) return undefined;
@@ -422,6 +437,61 @@ function matchGate(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Ma
     return { layer, nodes: [q, mul, ...(island?.nodes ?? [])] };
   }
   return undefined;
+}
+
+/**
+ * Concat(DQ ×n) → BatchNormalization → [Relu | Clip] → QuantizeLinear (DenseNet's pre-activation): the
+ * concat requantizes each input with the batch norm as a per-channel affine (a·x + s, float64 folded,
+ * rounded once to float32) and the activation as a clamp of the output's integers.
+ */
+function matchConcatAffine(g: WorkGraph, ix: GraphIndex, q: OnnxNode): Match | undefined {
+  const single = (n: OnnxNode | undefined): n is OnnxNode =>
+    n !== undefined && n.domain === '' && consumersOf(ix, n.outputs[0]!).length === 1;
+  let bn = ix.producer.get(q.inputs[0] ?? '');
+  let act: OnnxNode | undefined;
+  if (single(bn) && (bn.opType === 'Relu' || bn.opType === 'Clip')) {
+    act = bn;
+    bn = ix.producer.get(act.inputs[0] ?? '');
+  }
+  if (!single(bn) || bn.opType !== 'BatchNormalization' || bn.outputs.length > 1 || attrInt(bn, 'training_mode', 0) !== 0) return undefined;
+  const cat = ix.producer.get(bn.inputs[0] ?? '');
+  const y = q.outputs[0]!;
+  const ys = shapeOf(g, y);
+  if (!single(cat) || cat.opType !== 'Concat' || ys.length !== 4 || cat.inputs.length > MAX_QCONCAT_INPUTS) return undefined;
+  const axis = attrInt(cat, 'axis', 0);
+  if (axis !== 1 && axis !== -3) return undefined;
+  const params = bn.inputs.slice(1, 5).map((v) => g.constants.get(v));
+  if (params.some((t) => t === undefined || nums(t).length !== ys[1])) return undefined;
+  const [gamma, beta, mean, variance] = params.map((t) => nums(t!));
+  const eps = attrFloat(bn, 'epsilon', 1e-5);
+  const scale = Array.from({ length: ys[1]! }, (_, c) => Math.fround(gamma![c]! / Math.sqrt(variance![c]! + eps)));
+  const shift = Array.from({ length: ys[1]! }, (_, c) =>
+    Math.fround(beta![c]! - (mean![c]! * gamma![c]!) / Math.sqrt(variance![c]! + eps)),
+  );
+  const dqs = cat.inputs.map((v) => ix.producer.get(v));
+  if (dqs.some((d) => d?.opType !== 'DequantizeLinear' || d.domain !== '' || g.types.get(d.inputs[0]!)?.dtype !== 'uint8'))
+    return undefined;
+  if (g.types.get(y)?.dtype !== 'uint8') return undefined;
+  const qs = dqs.map((d) => perTensor(g, d!, d!.inputs[1], d!.inputs[2], 'uint8', 'input'));
+  const yq = perTensor(g, q, q.inputs[1], q.inputs[2], 'uint8', 'output');
+  const attrs = {
+    ...quantAttrs(qs[0]!, yq, clampOf(g, act, yq)),
+    axis: 1,
+    in_scales: qs.map((x) => x.scale),
+    in_zeros: qs.map((x) => x.zero),
+    affine_scale: scale,
+    affine_shift: shift,
+  };
+  const layer = qelementwise(
+    g,
+    cat,
+    'qconcat',
+    dqs.map((d) => d!.inputs[0]!),
+    y,
+    attrs,
+    ix.position.get(q)!,
+  );
+  return { layer, nodes: [q, cat, bn, ...(act ? [act] : [])] };
 }
 
 function qelementwise(
@@ -585,7 +655,7 @@ export function foldQuantized(g: WorkGraph, dq: ReadonlyMap<string, DequantizedC
   for (const n of g.nodes) {
     if (absorbed.has(n)) continue;
     if (n.domain === '' && n.opType === 'QuantizeLinear') {
-      const m = matchQdq(g, ix, n, dq) ?? matchLut(g, ix, n, opset) ?? matchGate(g, ix, n, opset);
+      const m = matchQdq(g, ix, n, dq) ?? matchConcatAffine(g, ix, n) ?? matchLut(g, ix, n, opset) ?? matchGate(g, ix, n, opset);
       if (m === undefined) continue;
       for (const x of m.nodes) if (x !== n) absorbed.add(x);
       layers.set(n, m.layer);
@@ -622,6 +692,7 @@ export const QUANTIZED_LAYER_OPS: ReadonlySet<string> = new Set([
   'qconcat',
   'qlut',
   'qgate',
+  'qavgpool',
   'quantize_linear',
   'dequantize_linear',
 ]);

@@ -1,8 +1,9 @@
 /**
  * What static quantization touches in a float model, decided from its graph alone: the float
  * activations that get a QuantizeLinear/DequantizeLinear pair (the inputs and outputs of Conv,
- * MatMul, Gemm, Add, MaxPool and GlobalAveragePool; after a core's Relu/Clip rather than between, so
- * the activation folds into the layer), the weights quantized per output channel and the biases
+ * MatMul, Gemm, Add, MaxPool, AveragePool and GlobalAveragePool; after a core's Relu/Clip rather than
+ * between, so the activation folds into the layer; before a Pad of nothing, which PyTorch writes in
+ * front of some average pools), the weights quantized per output channel and the biases
  * quantized to int32. Everything else stays float and reads dequantized values.
  */
 import type { InferredModel, OnnxModel, OnnxNode } from '../onnx/model.js';
@@ -74,8 +75,20 @@ export function planQuantization(inferred: InferredModel): QuantPlan {
     const clipConst = act?.opType === 'Clip' && act.inputs.slice(1).every((v) => v === '' || inferred.constants.has(v));
     return act !== undefined && (act.opType === 'Relu' || clipConst) ? act.outputs[0]! : y;
   };
+  const producers = new Map<string, OnnxNode>();
+  for (const n of nodes) for (const o of n.outputs) producers.set(o, n);
+  /** `v`, or the input of the constant Pad of nothing that writes it. */
+  const throughEmptyPad = (v: string | undefined): string | undefined => {
+    const p = v === undefined ? undefined : producers.get(v);
+    const pads = p?.opType === 'Pad' && p.inputs[1] ? inferred.constants.get(p.inputs[1]) : undefined;
+    const mode = p?.attributes.get('mode');
+    const constantMode = mode === undefined || (mode.kind === 'string' && mode.value === 'constant');
+    const empty =
+      pads !== undefined && !Array.isArray(pads.data) && Array.from(pads.data as ArrayLike<number | bigint>).every((x) => Number(x) === 0);
+    return empty && constantMode ? p!.inputs[0] : v;
+  };
   for (const n of nodes) {
-    const x = n.inputs[0];
+    const x = n.opType === 'AveragePool' ? throughEmptyPad(n.inputs[0]) : n.inputs[0];
     if (CORES.has(n.opType)) {
       const axis = coreAxis(m, n, isConstantVector);
       const w = n.inputs[1]!;
@@ -91,7 +104,7 @@ export function planQuantization(inferred: InferredModel): QuantPlan {
       activations.add(x);
       activations.add(n.inputs[1]);
       activations.add(outputOf(n));
-    } else if ((n.opType === 'MaxPool' && (n.outputs[1] ?? '') === '') || n.opType === 'GlobalAveragePool') {
+    } else if ((n.opType === 'MaxPool' && (n.outputs[1] ?? '') === '') || n.opType === 'GlobalAveragePool' || n.opType === 'AveragePool') {
       if (!isActivation(x)) continue;
       activations.add(x);
       activations.add(n.outputs[0]!);

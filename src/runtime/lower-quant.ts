@@ -2,7 +2,7 @@
  * Lowerings of the quantized layers around the INT8 kernels (their C ops and ints/floats are
  * documented in native-kernels/runtime/ops_quant.c): QuantizeLinear and DequantizeLinear convert
  * between float NCHW[V]c and integer channels-last values, qadd / qmaxpool / qglobal_avgpool /
- * qconcat / qlut / qgate run on channels-last integers. Scales and zero points come from the layer's attrs (src/ir/quant-layer.ts);
+ * qconcat / qlut / qgate / qavgpool run on channels-last integers. Scales and zero points come from the layer's attrs (src/ir/quant-layer.ts);
  * the multipliers are folded here exactly as src/ir/quant-reference.ts folds them.
  */
 import { NHWC } from '../bundle/layout.js';
@@ -79,6 +79,39 @@ export const qmaxpool: Lowering = (c) => {
   };
 };
 
+export const qavgpool: Lowering = (c) => {
+  const [x, y] = [c.ins[0]!, c.outs[0]!];
+  const [n, ch, h, w] = dims4(c, x);
+  const [, , oh, ow] = dims4(c, y);
+  const [kh, kw] = attrList(c, 'kernel') ?? [1, 1];
+  const [sh, sw] = attrList(c, 'strides') ?? [1, 1];
+  const [pt, pl] = attrList(c, 'pads') ?? [0, 0, 0, 0];
+  const q = requantizationOf(c.layer);
+  return {
+    op: OP.QAVGPOOL,
+    inputs: [x.ref],
+    outputs: [y.ref],
+    ints: [
+      n,
+      ch,
+      h,
+      w,
+      oh,
+      ow,
+      kh!,
+      kw!,
+      sh!,
+      sw!,
+      pt!,
+      pl!,
+      c.layer.attrs['count_include_pad'] === 1 ? 1 : 0,
+      intKind(c, x),
+      intKind(c, y),
+    ],
+    floats: [q.xScale, q.xZero, q.yScale, q.yZero],
+  };
+};
+
 export const qglobalAvgpool: Lowering = (c) => {
   const [x, y] = [c.ins[0]!, c.outs[0]!];
   const [n, ch, h, w] = dims4(c, x);
@@ -107,8 +140,13 @@ export const qconcat: Lowering = (c) => {
   const axis = c.layer.attrs['axis'] as number;
   const scales = c.layer.attrs['in_scales'] as readonly number[];
   const zeros = c.layer.attrs['in_zeros'] as readonly number[];
+  const a = c.layer.attrs['affine_scale'] as readonly number[] | undefined;
+  const s = c.layer.attrs['affine_shift'] as readonly number[] | undefined;
   if (c.ins.some((o) => o.param) || c.ins.length !== scales.length) unsupported(c, 'quantized Concat joins activations');
   const out = memoryOrder(c, y, axis);
+  // An affine concat's rows must be pixels of channels, so that a row position is its channel.
+  if (a !== undefined && (y.shape.length !== 4 || y.layout !== NHWC || axis !== 1))
+    unsupported(c, 'a quantized Concat with a folded batch norm runs on NHWC channels');
   const inner = c.ins.map((o) => {
     const m = memoryOrder(c, o, axis);
     return product(m.dims.slice(m.axis));
@@ -118,8 +156,16 @@ export const qconcat: Lowering = (c) => {
     op: OP.QCONCAT,
     inputs: c.ins.map((o) => o.ref),
     outputs: [y.ref],
-    ints: [product(out.dims.slice(0, out.axis)), intKind(c, y), c.ins.length, ...inner, ...c.ins.map((o) => intKind(c, o))],
-    floats: [...scales.flatMap((s, i) => [s, zeros[i]!]), q.yScale, q.yZero],
+    ints: [
+      product(out.dims.slice(0, out.axis)),
+      intKind(c, y),
+      c.ins.length,
+      ...inner,
+      ...c.ins.map((o) => intKind(c, o)),
+      a === undefined ? 0 : 1,
+      ...outputBounds(q),
+    ],
+    floats: [...scales.flatMap((v, i) => [v, zeros[i]!]), q.yScale, q.yZero, ...(a ?? []), ...(s ?? [])],
   };
 };
 
@@ -158,4 +204,5 @@ export const QUANT_LOWERINGS: Readonly<Record<string, Lowering>> = {
   qconcat,
   qlut,
   qgate,
+  qavgpool,
 };

@@ -36,7 +36,7 @@
  * | qconv2d, qmatmul (with versions)       | QKERNEL          | (the INT8 kernel's own: qkernel-step.ts)     | nhwc / rows        |
  * | quantize_linear, dequantize_linear     | QUANTIZE, DEQUANTIZE | scale, zero, out_dtype                   | float nchw, nchw{V}c ↔ nhwc |
  * | qadd, qmaxpool, qglobal_avgpool        | QADD, QMAXPOOL, QGLOBAL_AVGPOOL | requantization (quant-layer.ts); b_scale, b_zero; window | nhwc |
- * | qconcat, qlut, qgate                   | QCONCAT, QLUT, QGATE | axis, in_scales, in_zeros; table; gate   | nhwc               |
+ * | qconcat, qlut, qgate, qavgpool         | QCONCAT, QLUT, QGATE, QAVGPOOL | axis, in_scales, in_zeros; table; gate; window | nhwc |
  */
 import {
   BINARY_ENUM,
@@ -84,6 +84,7 @@ export const OP = {
   QCONCAT: RT.qconcat,
   QLUT: RT.qlut,
   QGATE: RT.qgate,
+  QAVGPOOL: RT.qavgpool,
 } as const;
 export type OpCode = (typeof OP)[keyof typeof OP];
 

@@ -89,6 +89,7 @@ export const RUNTIME_OP_ENUM = abiEnum({
     'qconcat',
     'qlut',
     'qgate',
+    'qavgpool',
   ],
 });
 
