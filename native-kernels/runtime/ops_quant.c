@@ -287,6 +287,15 @@ int vt_op_qadd(const vt_step* s) {
  * y[i] = table[x[i]]. With AVX-512 VBMI, 64 bytes per step: two 128-entry permutes (the index's low
  * seven bits) and a blend on its high bit; a scalar byte gather elsewhere.
  */
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+/* table[v] for each byte v of `idx`. */
+static inline __attribute__((always_inline)) __m512i lookup_vector(__m512i idx, const uint8_t* table) {
+  const __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(table), idx, _mm512_loadu_si512(table + 64));
+  const __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(table + 128), idx, _mm512_loadu_si512(table + 192));
+  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+}
+#endif
+
 static void lookup_bytes(const uint8_t* restrict x, uint8_t* restrict y, long n, const uint8_t* restrict table) {
   long i = 0;
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
@@ -361,6 +370,27 @@ static void qmaxpool_pixel_u8(const qpool_ctx* k, long b, long oy, long ox) {
   const uint8_t* x = k->x;
   for (long c0 = 0; c0 < k->c; c0 += QPOOL_CHUNK) {
     const long n = k->c - c0 < QPOOL_CHUNK ? k->c - c0 : QPOOL_CHUNK;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+    // The running max stays in a register: 64 channels per step, masked at the pixel's end.
+    for (long v0 = 0; v0 < n; v0 += 64) {
+      const __mmask64 m = n - v0 >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - v0)) - 1;
+      __m512i best = _mm512_setzero_si512();
+      int any = 0;
+      for (long ty = 0; ty < k->kh; ty++) {
+        const long iy = oy * k->sh - k->pt + ty * k->dh;
+        if (iy < 0 || iy >= k->h) continue;
+        for (long tx = 0; tx < k->kw; tx++) {
+          const long ix = ox * k->sw - k->pl + tx * k->dw;
+          if (ix < 0 || ix >= k->w) continue;
+          best = _mm512_max_epu8(best, _mm512_maskz_loadu_epi8(m, x + ((b * k->h + iy) * k->w + ix) * k->c + c0 + v0));
+          any = 1;
+        }
+      }
+      // A window wholly in the padding reads nothing: requantized as 0 - 0, the output zero point.
+      const __m512i y = any ? lookup_vector(best, k->table) : _mm512_set1_epi8((char)k->yz);
+      _mm512_mask_storeu_epi8(out + c0 + v0, m, y);
+    }
+#else
     uint8_t best[QPOOL_CHUNK];
     int any = 0;
     for (long ty = 0; ty < k->kh; ty++) {
@@ -379,6 +409,7 @@ static void qmaxpool_pixel_u8(const qpool_ctx* k, long b, long oy, long ox) {
     // A window wholly in the padding reads nothing: requantized as 0 - 0, the output zero point.
     if (any) lookup_bytes(best, out + c0, n, k->table);
     else memset(out + c0, k->yz, (size_t)n);
+#endif
   }
 }
 
