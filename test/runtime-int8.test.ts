@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { createExecutor } from '../src/runtime/native-bridge.js';
 import { runReferenceGraph } from '../src/quantize/run-graph.js';
 import { KIND, OP } from '../src/runtime/ops.js';
-import { dequantizeValue, quantizeValue, requantize } from '../src/onnx/quant-math.js';
+import { dequantizeValue, quantizeValue, requantize, roundHalfEven } from '../src/onnx/quant-math.js';
 import type { Tensor } from '../src/onnx/model.js';
 import { denseBlockCnn, fireSiluCnn, smallCnn } from './quantize-fixture.js';
 import { fixturePaths, nativeInt8Plan, quantizedGraph } from './int8-runtime-fixture.js';
@@ -287,12 +287,12 @@ test('QCONCAT joins rows of u8 and s8 inputs, requantizing each to the output sc
   }
 });
 
-test('QCONCAT with a folded batch norm: a·x + s per output channel in float32, then the clamp of a folded Relu', async () => {
-  // 9 pixels of 5 + 20 channels; a[c], s[c] per output channel; lo = y_zero (Relu)
+test('QCONCAT with a folded batch norm: (x − zero)·A + B per output channel in float32, then the clamp of a folded Relu', async () => {
+  // 9 pixels of 5 + 20 channels; A[c], B[c] per output channel; lo = y_zero (Relu)
   const [rows, c1, c2] = [9, 5, 20];
   const width = c1 + c2;
   const a = Array.from({ length: width }, (_, c) => Math.fround(0.5 + 0.07 * c));
-  const sh = Array.from({ length: width }, (_, c) => Math.fround(0.3 - 0.05 * c));
+  const sh = Array.from({ length: width }, (_, c) => Math.fround(30.3 - 5.05 * c));
   const [s1, z1, s2, z2, ys, yz] = [0.02, 9, 0.05, 3, 0.04, 12];
   const xs = [seededBytes(rows * c1, 1), seededBytes(rows * c2, 2)];
   const y = await runStep(
@@ -304,9 +304,9 @@ test('QCONCAT with a folded batch norm: a·x + s per output channel in float32, 
   );
   for (let r = 0; r < rows; r++)
     for (let c = 0; c < width; c++) {
-      const [x, s, z] = c < c1 ? [xs[0]![r * c1 + c]!, s1, z1] : [xs[1]![r * c2 + c - c1]!, s2, z2];
-      const f = Math.fround(Math.fround(dequantizeValue(x, Math.fround(s), z) * a[c]!) + sh[c]!);
-      assert.equal(y[r * width + c], Math.max(yz, quantizeValue(f, Math.fround(ys), yz, 'uint8')), `row ${r}, channel ${c}`);
+      const [x, z] = c < c1 ? [xs[0]![r * c1 + c]!, z1] : [xs[1]![r * c2 + c - c1]!, z2];
+      const f = Math.fround(Math.fround((x - z) * a[c]!) + sh[c]!);
+      assert.equal(y[r * width + c], Math.max(yz, Math.min(255, roundHalfEven(f) + yz)), `row ${r}, channel ${c}`);
     }
 });
 

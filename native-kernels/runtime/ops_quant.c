@@ -26,19 +26,19 @@
  *            along one axis: each of `rows` rows of y is x_1's row, then x_2's, ...; ints [rows, y kind,
  *            n, inner_1 .. inner_n, kind_1 .. kind_n, affine, lo, hi] (inner_i: x_i's elements per row;
  *            lo, hi: the output clamp); floats [scale_1, zero_1, .., scale_n, zero_n, y_scale, y_zero,
- *            (affine) a[row], s[row]]: y = clamp(quantize(dequantize(x_i))), through a 256-entry
+ *            (affine) A[row], B[row]]: y = clamp(quantize(dequantize(x_i))), through a 256-entry
  *            table per input (a copy where the input already has y's scale); with affine (a channel
- *            concat of NHWC, so a row is a pixel's channels) y = clamp(quantize(fl32(fl32(dequantize(x)
- *            · a[c]) + s[c]))) for the row's element c.
+ *            concat of NHWC, so a row is a pixel's channels) y = clamp(rint(fl32(fl32((x − zero_i) ·
+ *            A[c]) + B[c])) + y_zero) for the row's element c (A, B: a folded batch norm over y_scale).
  * QLUT       in [x u8], out [y]; ints [count, x kind (u8), y kind, table[256]]: y[i] = table[x[i]] (a float
  *            island folded by src/ir/quant-lut.ts; the table holds y's integers).
  * QAVGPOOL   in [x] NHWC, out [y] NHWC; ints [N, C, H, W, OH, OW, kh, kw, sh, sw, pt, pl,
  *            count_include_pad, x kind, y kind]; floats [x_scale, x_zero, y_scale, y_zero]: Σ (x − x_zero)
  *            over the window's taps inside the input, requantized by fl32(x_scale / fl32(y_scale · count)),
  *            count the taps inside (or kh·kw with count_include_pad).
- * QGATE      in [x u8 NHWC, g u8 [N][C]], out [y u8 NHWC]; ints [N, HW, C]; floats [x_scale, x_zero,
- *            y_scale, y_zero, gate[256]]: y = quantize(fl32(dequantize(x) · gate[g[n][c]])), a
- *            squeeze-excitation's channel gate (gate: the float gate of each integer g).
+ * QGATE      in [x u8 NHWC, g u8 [N][C]], out [y u8 NHWC]; ints [N, HW, C]; floats [x_zero, y_zero,
+ *            m[256]]: y = sat(rint(fl32((x − x_zero) · m[g[n][c]])) + y_zero), a squeeze-excitation's
+ *            channel gate (m: x_scale · the gate of each integer g / y_scale, folded by the front end).
  */
 #pragma GCC optimize("fp-contract=off")
 #include <math.h>
@@ -495,16 +495,12 @@ typedef struct {
 
 /* One input's slice of a row through the folded affine: channel c of the row at `c0`. */
 static inline __attribute__((always_inline)) void affine_slice(const qconcat_ctx* k, const uint8_t* restrict in, uint8_t* restrict out,
-                                                               long len, long c0, float scale, int zero) {
+                                                               long len, long c0, int zero) {
   const float* restrict a = k->a + c0;
   const float* restrict sh = k->sh + c0;
-  const float ys = k->ys;
   const int yz = k->yz;
   const float lo = (float)(k->lo - yz), hi = (float)(k->hi - yz);
-  for (long e = 0; e < len; e++) {
-    const float d = (float)((int)in[e] - zero) * scale;
-    out[e] = (uint8_t)((int)quantized_offset(d * a[e] + sh[e], ys, lo, hi) + yz);
-  }
+  for (long e = 0; e < len; e++) out[e] = (uint8_t)((int)rounded_offset((float)((int)in[e] - zero) * a[e] + sh[e], lo, hi) + yz);
 }
 
 static void qconcat_rows(const void* p, long r0, long r1) {
@@ -515,7 +511,7 @@ static void qconcat_rows(const void* p, long r0, long r1) {
     for (long i = 0; i < k->n; i++) {
       const long len = k->inner[i];
       const uint8_t* in = (const uint8_t*)k->x[i] + r * len;
-      if (k->a != NULL) affine_slice(k, in, out, len, c0, k->scale[i], k->zero[i]);
+      if (k->a != NULL) affine_slice(k, in, out, len, c0, k->zero[i]);
       else if (k->identity[i]) memcpy(out, in, (size_t)len);
       else lookup_bytes(in, out, len, k->table[i]);
       out += len;
@@ -605,12 +601,11 @@ int vt_op_qlut(const vt_step* s) {
 
 #define QGATE_MAX_CHANNELS 8192
 
-typedef struct { const uint8_t* x; const uint8_t* g; uint8_t* y; long hw, c; const float* gate; float xs, ys; int xz, yz; } qgate_ctx;
+typedef struct { const uint8_t* x; const uint8_t* g; uint8_t* y; long hw, c; const float* gate; int xz, yz; } qgate_ctx;
 
 static void qgate_pixels(const void* p, long t0, long t1) {
   const qgate_ctx* k = p;
   const long c = k->c;
-  const float xs = k->xs, ys = k->ys;
   const int xz = k->xz, yz = k->yz;
   const float lo = (float)(0 - yz), hi = (float)(255 - yz);
   float gates[QGATE_MAX_CHANNELS];
@@ -621,23 +616,19 @@ static void qgate_pixels(const void* p, long t0, long t1) {
       for (long ch = 0; ch < c; ch++) gates[ch] = k->gate[k->g[b * c + ch]];
       image = b;
     }
-    const uint8_t* x = k->x + t * c;
-    uint8_t* y = k->y + t * c;
-    for (long ch = 0; ch < c; ch++) {
-      const float m = ((float)((int)x[ch] - xz) * xs) * gates[ch];
-      y[ch] = (uint8_t)((int)quantized_offset(m, ys, lo, hi) + yz);
-    }
+    const uint8_t* restrict x = k->x + t * c;
+    uint8_t* restrict y = k->y + t * c;
+    for (long ch = 0; ch < c; ch++) y[ch] = (uint8_t)((int)rounded_offset((float)((int)x[ch] - xz) * gates[ch], lo, hi) + yz);
   }
 }
 
 int vt_op_qgate(const vt_step* s) {
   const int64_t* k = s->ints;
-  if (s->n_ints != 3 || s->n_floats != 4 + 256) { snprintf(s->err, VT_ERR_LEN, "qgate: wrong arity"); return 1; }
+  if (s->n_ints != 3 || s->n_floats != 2 + 256) { snprintf(s->err, VT_ERR_LEN, "qgate: wrong arity"); return 1; }
   if (k[2] < 1 || k[2] > QGATE_MAX_CHANNELS) { snprintf(s->err, VT_ERR_LEN, "qgate: %ld channels", (long)k[2]); return 1; }
   float gate[256];
-  for (int b = 0; b < 256; b++) gate[b] = (float)s->floats[4 + b];
-  const double* f = s->floats;
-  qgate_ctx c = { s->in[0], s->in[1], s->out[0], k[1], k[2], gate, (float)f[0], (float)f[2], (int)f[1], (int)f[3] };
+  for (int b = 0; b < 256; b++) gate[b] = (float)s->floats[2 + b];
+  qgate_ctx c = { s->in[0], s->in[1], s->out[0], k[1], k[2], gate, (int)s->floats[0], (int)s->floats[1] };
   vt_parallel(k[0] * k[1], s->threads, 16, qgate_pixels, &c);
   return 0;
 }

@@ -12,6 +12,7 @@ import {
   quantizeValue,
   requantize,
   requantMultiplier,
+  roundHalfEven,
   type QuantDType,
 } from '../onnx/quant-math.js';
 import { nums, tensorOf } from '../onnx/eval.js';
@@ -175,7 +176,8 @@ function qglobalAvgpool(l: Layer, x: Tensor): Tensor {
 
 /**
  * Each input requantized to the output's scale (quantize(dequantize(x))), then joined along the axis;
- * with a folded batch norm, a·x + s of the output channel in float32 first, and the activation's clamp.
+ * with a folded batch norm, fl32(fl32((x − x_zero) · A[c]) + B[c]) of the output channel c rounded
+ * half to even, plus y_zero, clamped (quantized.ts folds A and B).
  */
 function qconcat(l: Layer, inputs: readonly Tensor[]): Tensor {
   const q = requantizationOf(l);
@@ -185,6 +187,7 @@ function qconcat(l: Layer, inputs: readonly Tensor[]): Tensor {
   const a = l.attrs.affine_scale as readonly number[] | undefined;
   const b = l.attrs.affine_shift as readonly number[] | undefined;
   const [lo, hi] = outputBounds(q);
+  const clamp = (v: number) => Math.max(lo, Math.min(hi, v));
   const outer = l.outputShape.slice(0, axis).reduce((x, y) => x * y, 1);
   const plane = l.outputShape.slice(axis + 1).reduce((x, y) => x * y, 1);
   let first = 0;
@@ -193,10 +196,9 @@ function qconcat(l: Layer, inputs: readonly Tensor[]): Tensor {
     const channel0 = first;
     first += t.dims[axis]!;
     const values = Array.from(nums(t), (v, e) => {
-      const d = dequantizeValue(v, scales[i]!, zeros[i]!);
+      if (a === undefined) return clamp(quantizeValue(dequantizeValue(v, scales[i]!, zeros[i]!), q.yScale, q.yZero, q.outDtype));
       const c = channel0 + Math.floor((e % inner) / plane);
-      const f = a === undefined ? d : Math.fround(Math.fround(d * a[c]!) + b![c]!);
-      return Math.max(lo, Math.min(hi, quantizeValue(f, q.yScale, q.yZero, q.outDtype)));
+      return clamp(roundHalfEven(Math.fround(Math.fround((v - zeros[i]!) * a[c]!) + b![c]!)) + q.yZero);
     });
     return { inner, values };
   });
@@ -215,20 +217,19 @@ function qlut(l: Layer, x: Tensor): Tensor {
   );
 }
 
-/** x [N, C, H, W] times the gate of its channel (the table's float at g[n, c]), quantized. */
+/** (x − x_zero) of [N, C, H, W] times its channel's gate entry (x_scale · gate / y_scale at g[n, c]), rounded, plus y_zero. */
 function qgate(l: Layer, x: Tensor, g: Tensor): Tensor {
   const q = requantizationOf(l);
   const gate = l.attrs.gate as readonly number[];
   const [, c, h, w] = l.outputShape as [number, number, number, number];
   const gates = nums(g);
+  const [lo, hi] = outputBounds(q);
   return tensorOf(
     q.outDtype,
     l.outputShape,
     Array.from(nums(x), (v, i) => {
-      const m = Math.fround(
-        dequantizeValue(v, q.xScale, q.xZero) * gate[gates[(Math.floor(i / (h * w)) % c) + Math.floor(i / (c * h * w)) * c]!]!,
-      );
-      return quantizeValue(m, q.yScale, q.yZero, q.outDtype);
+      const m = gate[gates[(Math.floor(i / (h * w)) % c) + Math.floor(i / (c * h * w)) * c]!]!;
+      return Math.max(lo, Math.min(hi, roundHalfEven(Math.fround((v - q.xZero) * m)) + q.yZero));
     }),
   );
 }

@@ -400,7 +400,8 @@ function matchLut(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Mat
 /**
  * A channel gate (squeeze-excitation): Mul(DQ(x), gate) → QuantizeLinear `q`, where x is [N, C, H, W]
  * and the gate [N, C, 1, 1] is DQ(g) or a float island on it (Sigmoid). The gate's float value for
- * each of g's 256 integers is a table; the product is quantized as the float Mul would be.
+ * each of g's 256 integers, times x_scale / y_scale, is a table; an output is (x − x_zero) times its
+ * channel's entry, rounded, plus y_zero.
  */
 function matchGate(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Match | undefined {
   const mul = ix.producer.get(q.inputs[0] ?? '');
@@ -423,8 +424,8 @@ function matchGate(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Ma
     const island = direct?.opType === 'DequantizeLinear' ? undefined : lutIslandOf(g, ix, gv, mul);
     const gdq = direct?.opType === 'DequantizeLinear' ? direct : island?.source;
     if (gdq === undefined) continue;
-    const [x, gate] = [xdq.inputs[0]!, gdq.inputs[0]!];
-    if (g.types.get(x)?.dtype !== 'uint8' || g.types.get(gate)?.dtype !== 'uint8') continue;
+    const [x, gateInput] = [xdq.inputs[0]!, gdq.inputs[0]!];
+    if (g.types.get(x)?.dtype !== 'uint8' || g.types.get(gateInput)?.dtype !== 'uint8') continue;
     const xq = perTensor(g, xdq, xdq.inputs[1], xdq.inputs[2], 'uint8', 'input');
     const gq = perTensor(g, gdq, gdq.inputs[1], gdq.inputs[2], 'uint8', 'gate');
     const yq = perTensor(g, q, q.inputs[1], q.inputs[2], 'uint8', 'output');
@@ -432,8 +433,10 @@ function matchGate(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Ma
       island === undefined
         ? Array.from({ length: 256 }, (_, v) => dequantizeValue(v, gq.scale, gq.zero))
         : lutValues(g, island, gq, opset, gv);
-    const attrs = { ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]), gate: values };
-    const layer = qelementwise(g, mul, 'qgate', [x, gate], y, attrs, ix.position.get(q)!);
+    // x_scale · gate / y_scale per gate integer (float64, rounded once): one multiply per element.
+    const gate = values.map((f) => Math.fround((xq.scale * f) / yq.scale));
+    const attrs = { ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]), gate };
+    const layer = qelementwise(g, mul, 'qgate', [x, gateInput], y, attrs, ix.position.get(q)!);
     return { layer, nodes: [q, mul, ...(island?.nodes ?? [])] };
   }
   return undefined;
@@ -441,8 +444,9 @@ function matchGate(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Ma
 
 /**
  * Concat(DQ ×n) → BatchNormalization → [Relu | Clip] → QuantizeLinear (DenseNet's pre-activation): the
- * concat requantizes each input with the batch norm as a per-channel affine (a·x + s, float64 folded,
- * rounded once to float32) and the activation as a clamp of the output's integers.
+ * concat requantizes each input with the batch norm folded into a per-channel affine of its integers,
+ * (x − x_zero)·A + B with A = x_scale·a/y_scale and B = s/y_scale (float64, rounded once to float32:
+ * no division per element), and the activation as a clamp of the output's integers.
  */
 function matchConcatAffine(g: WorkGraph, ix: GraphIndex, q: OnnxNode): Match | undefined {
   const single = (n: OnnxNode | undefined): n is OnnxNode =>
@@ -464,16 +468,17 @@ function matchConcatAffine(g: WorkGraph, ix: GraphIndex, q: OnnxNode): Match | u
   if (params.some((t) => t === undefined || nums(t).length !== ys[1])) return undefined;
   const [gamma, beta, mean, variance] = params.map((t) => nums(t!));
   const eps = attrFloat(bn, 'epsilon', 1e-5);
-  const scale = Array.from({ length: ys[1]! }, (_, c) => Math.fround(gamma![c]! / Math.sqrt(variance![c]! + eps)));
-  const shift = Array.from({ length: ys[1]! }, (_, c) =>
-    Math.fround(beta![c]! - (mean![c]! * gamma![c]!) / Math.sqrt(variance![c]! + eps)),
-  );
   const dqs = cat.inputs.map((v) => ix.producer.get(v));
   if (dqs.some((d) => d?.opType !== 'DequantizeLinear' || d.domain !== '' || g.types.get(d.inputs[0]!)?.dtype !== 'uint8'))
     return undefined;
   if (g.types.get(y)?.dtype !== 'uint8') return undefined;
   const qs = dqs.map((d) => perTensor(g, d!, d!.inputs[1], d!.inputs[2], 'uint8', 'input'));
   const yq = perTensor(g, q, q.inputs[1], q.inputs[2], 'uint8', 'output');
+  // The input scale of each output channel: input i covers its own run of channels.
+  const inScale = cat.inputs.flatMap((v, i) => new Array<number>(shapeOf(g, v)[1]!).fill(qs[i]!.scale));
+  const a = (c: number) => gamma![c]! / Math.sqrt(variance![c]! + eps);
+  const scale = Array.from({ length: ys[1]! }, (_, c) => Math.fround((inScale[c]! * a(c)) / yq.scale));
+  const shift = Array.from({ length: ys[1]! }, (_, c) => Math.fround((beta![c]! - mean![c]! * a(c)) / yq.scale));
   const attrs = {
     ...quantAttrs(qs[0]!, yq, clampOf(g, act, yq)),
     axis: 1,
