@@ -8,14 +8,17 @@
 #                                                  ORT on the same QDQ model, then the float bundle against ORT float
 #   bench/quantized/suite.sh profile  WORK [NAME…]  the INT8 bundle's steps against the INT8 dot-product peak, the FMA
 #                                                  peak and memcpy, measured right after them (src/bench/step-roofline.ts)
-#   node bench/quantized/table.mjs WORK             the table (ratios, geomeans, where the INT8 time goes)
+#   bench/quantized/suite.sh accuracy WORK [NAME…]  top-1 of the INT8 bundle against the FP32 bundle on INPUTS (default
+#                                                  1000) generated inputs, and its outputs against ORT INT8 on the first
+#                                                  ORT_INPUTS (default 20) of them (bench/quantized/agreement.mjs)
+#   node bench/quantized/table.mjs WORK             the tables (ratios, geomeans, where the INT8 time goes, accuracy)
 #
 # WORK/models/NAME.onnx and NAME.int8.onnx, WORK/db (one tuning database), WORK/bundles/NAME{,.int8}.bundle,
 # WORK/results/*.json. TRIALS (default 2) trials per workload and LEVELS (default 0) for both compiles;
 # CALIBRATE (default 8) generated calibration inputs. Timing takes the benchmark lock (BENCH_LOCK) exclusively.
 set -euo pipefail
-cmd=${1:?usage: suite.sh models|compile|bench|profile WORK [NAME...]}
-work=${2:?usage: suite.sh models|compile|bench|profile WORK [NAME...]}
+cmd=${1:?usage: suite.sh models|compile|bench|profile|accuracy WORK [NAME...]}
+work=${2:?usage: suite.sh models|compile|bench|profile|accuracy WORK [NAME...]}
 shift 2
 here=$(cd "$(dirname "$0")/../.." && pwd)
 veltair=("$(command -v node)" "${VELTAIR_BIN:-$here/bin/veltair}")
@@ -70,6 +73,11 @@ case "$cmd" in
           --runs "${PROFILE_RUNS:-30}" --json > "$work/results/$m.int8.profile.t$t.json" || echo "profile $m at $t threads failed" >&2
       done
     done
+    ;;
+  accuracy)
+    # top-1 against FP32 on INPUTS generated inputs, and outputs against ORT INT8 on the first ORT_INPUTS of them
+    flock -x "$lock" "$(command -v node)" "$here/bench/quantized/agreement.mjs" "$work" --inputs "${INPUTS:-1000}" \
+      --ort "${ORT_INPUTS:-20}" "${names[@]}"
     ;;
   *) echo "unknown command $cmd" >&2; exit 2 ;;
 esac

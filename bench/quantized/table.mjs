@@ -94,3 +94,18 @@ for (const t of [1, 2])
       `geomean FP32 / INT8 ${geomean(overFp32[t]).toFixed(2)}× (least ${Math.min(...overFp32[t]).toFixed(2)}×)`,
   );
 if (peaks.length) console.log(`\nPeaks measured with each 1-thread profile: ${peaks.join('; ')}`);
+
+// Accuracy, where bench/quantized/agreement.mjs ran: top-1 against veltair FP32, outputs against ORT INT8.
+const accuracy = names.map((m) => [m, read(`${m}.agreement.json`)]).filter(([, a]) => a !== undefined);
+if (accuracy.length) {
+  const share = (a, b) => (b === 0 ? '–' : `${((100 * a) / b).toFixed(2)}%`);
+  console.log(
+    '\n| model | top-1 INT8 = FP32 | FP32: classes picked, median top-1 margin (INT8 output steps) | veltair INT8 vs ORT INT8: outputs within one step / equal |',
+  );
+  console.log('|---|---|---|---|');
+  for (const [m, a] of accuracy)
+    console.log(
+      `| ${m} | ${a.top1Agree} / ${a.inputs} (${share(a.top1Agree, a.inputs)}) | ${a.fp32Classes ?? '–'}, ${a.fp32MarginSteps?.toFixed(2) ?? '–'} | ` +
+        `${share(a.ortWithinStep, a.ortOutputs)} / ${share(a.ortEqual, a.ortOutputs)} of ${a.ortOutputs} (${a.ortInputs} inputs) |`,
+    );
+}

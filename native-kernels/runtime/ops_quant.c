@@ -36,9 +36,9 @@
  *            count_include_pad, x kind, y kind]; floats [x_scale, x_zero, y_scale, y_zero]: Σ (x − x_zero)
  *            over the window's taps inside the input, requantized by fl32(x_scale / fl32(y_scale · count)),
  *            count the taps inside (or kh·kw with count_include_pad).
- * QGATE      in [x u8 NHWC, g u8 [N][C]], out [y u8 NHWC]; ints [N, HW, C]; floats [x_zero, y_zero,
- *            m[256]]: y = sat(rint(fl32((x − x_zero) · m[g[n][c]])) + y_zero), a squeeze-excitation's
- *            channel gate (m: x_scale · the gate of each integer g / y_scale, folded by the front end).
+ * QGATE      in [x u8 NHWC, g u8 [N][C]], out [y u8 NHWC]; ints [N, HW, C]; floats [x_scale, x_zero,
+ *            y_scale, y_zero, gate[256]]: y = quantize(fl32(dequantize(x) · gate[g[n][c]])), a
+ *            squeeze-excitation's channel gate (gate: the float gate of each integer g).
  */
 #pragma GCC optimize("fp-contract=off")
 #include <math.h>
@@ -601,11 +601,12 @@ int vt_op_qlut(const vt_step* s) {
 
 #define QGATE_MAX_CHANNELS 8192
 
-typedef struct { const uint8_t* x; const uint8_t* g; uint8_t* y; long hw, c; const float* gate; int xz, yz; } qgate_ctx;
+typedef struct { const uint8_t* x; const uint8_t* g; uint8_t* y; long hw, c; const float* gate; float xs, ys; int xz, yz; } qgate_ctx;
 
 static void qgate_pixels(const void* p, long t0, long t1) {
   const qgate_ctx* k = p;
   const long c = k->c;
+  const float xs = k->xs, ys = k->ys;
   const int xz = k->xz, yz = k->yz;
   const float lo = (float)(0 - yz), hi = (float)(255 - yz);
   float gates[QGATE_MAX_CHANNELS];
@@ -618,17 +619,21 @@ static void qgate_pixels(const void* p, long t0, long t1) {
     }
     const uint8_t* restrict x = k->x + t * c;
     uint8_t* restrict y = k->y + t * c;
-    for (long ch = 0; ch < c; ch++) y[ch] = (uint8_t)((int)rounded_offset((float)((int)x[ch] - xz) * gates[ch], lo, hi) + yz);
+    for (long ch = 0; ch < c; ch++) {
+      const float m = ((float)((int)x[ch] - xz) * xs) * gates[ch];
+      y[ch] = (uint8_t)((int)quantized_offset(m, ys, lo, hi) + yz);
+    }
   }
 }
 
 int vt_op_qgate(const vt_step* s) {
   const int64_t* k = s->ints;
-  if (s->n_ints != 3 || s->n_floats != 2 + 256) { snprintf(s->err, VT_ERR_LEN, "qgate: wrong arity"); return 1; }
+  if (s->n_ints != 3 || s->n_floats != 4 + 256) { snprintf(s->err, VT_ERR_LEN, "qgate: wrong arity"); return 1; }
   if (k[2] < 1 || k[2] > QGATE_MAX_CHANNELS) { snprintf(s->err, VT_ERR_LEN, "qgate: %ld channels", (long)k[2]); return 1; }
   float gate[256];
-  for (int b = 0; b < 256; b++) gate[b] = (float)s->floats[2 + b];
-  qgate_ctx c = { s->in[0], s->in[1], s->out[0], k[1], k[2], gate, (int)s->floats[0], (int)s->floats[1] };
+  for (int b = 0; b < 256; b++) gate[b] = (float)s->floats[4 + b];
+  const double* f = s->floats;
+  qgate_ctx c = { s->in[0], s->in[1], s->out[0], k[1], k[2], gate, (float)f[0], (float)f[2], (int)f[1], (int)f[3] };
   vt_parallel(k[0] * k[1], s->threads, 16, qgate_pixels, &c);
   return 0;
 }

@@ -217,19 +217,18 @@ function qlut(l: Layer, x: Tensor): Tensor {
   );
 }
 
-/** (x − x_zero) of [N, C, H, W] times its channel's gate entry (x_scale · gate / y_scale at g[n, c]), rounded, plus y_zero. */
+/** x [N, C, H, W] times the gate of its channel (the table's float at g[n, c]), quantized: fl32(dequantize(x) · gate) / y_scale. */
 function qgate(l: Layer, x: Tensor, g: Tensor): Tensor {
   const q = requantizationOf(l);
   const gate = l.attrs.gate as readonly number[];
   const [, c, h, w] = l.outputShape as [number, number, number, number];
   const gates = nums(g);
-  const [lo, hi] = outputBounds(q);
   return tensorOf(
     q.outDtype,
     l.outputShape,
     Array.from(nums(x), (v, i) => {
       const m = gate[gates[(Math.floor(i / (h * w)) % c) + Math.floor(i / (c * h * w)) * c]!]!;
-      return Math.max(lo, Math.min(hi, roundHalfEven(Math.fround((v - q.xZero) * m)) + q.yZero));
+      return quantizeValue(Math.fround(dequantizeValue(v, q.xScale, q.xZero) * m), q.yScale, q.yZero, q.outDtype);
     }),
   );
 }

@@ -400,8 +400,8 @@ function matchLut(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Mat
 /**
  * A channel gate (squeeze-excitation): Mul(DQ(x), gate) → QuantizeLinear `q`, where x is [N, C, H, W]
  * and the gate [N, C, 1, 1] is DQ(g) or a float island on it (Sigmoid). The gate's float value for
- * each of g's 256 integers, times x_scale / y_scale, is a table; an output is (x − x_zero) times its
- * channel's entry, rounded, plus y_zero.
+ * each of g's 256 integers is a table; the product is quantized with the float Mul's roundings, as
+ * ONNX Runtime's float path computes it.
  */
 function matchGate(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Match | undefined {
   const mul = ix.producer.get(q.inputs[0] ?? '');
@@ -433,9 +433,7 @@ function matchGate(g: WorkGraph, ix: GraphIndex, q: OnnxNode, opset: number): Ma
       island === undefined
         ? Array.from({ length: 256 }, (_, v) => dequantizeValue(v, gq.scale, gq.zero))
         : lutValues(g, island, gq, opset, gv);
-    // x_scale · gate / y_scale per gate integer (float64, rounded once): one multiply per element.
-    const gate = values.map((f) => Math.fround((xq.scale * f) / yq.scale));
-    const attrs = { ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]), gate };
+    const attrs = { ...quantAttrs(xq, yq, [...quantRange(yq.dtype)]), gate: values };
     const layer = qelementwise(g, mul, 'qgate', [x, gateInput], y, attrs, ix.position.get(q)!);
     return { layer, nodes: [q, mul, ...(island?.nodes ?? [])] };
   }

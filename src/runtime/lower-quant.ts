@@ -191,7 +191,7 @@ export const qgate: Lowering = (c) => {
     inputs: [x.ref, g.ref],
     outputs: [y.ref],
     ints: [n, h * w, ch],
-    floats: [q.xZero, q.yZero, ...(c.layer.attrs['gate'] as readonly number[])],
+    floats: [q.xScale, q.xZero, q.yScale, q.yZero, ...(c.layer.attrs['gate'] as readonly number[])],
   };
 };
 
