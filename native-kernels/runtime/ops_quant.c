@@ -324,22 +324,36 @@ typedef struct {
   const uint8_t* table;
 } qpool_ctx;
 
+/*
+ * The taps of a pooling window that land inside the input, along one axis: [*t0, *t1) of the k taps
+ * at o·stride − pad + t·dil (a contiguous range: the position grows with t). Empty when t0 == t1.
+ */
+static inline void taps_inside(long o, long stride, long pad, long dil, long k, long extent, long* t0, long* t1) {
+  const long first = o * stride - pad;
+  long a = 0, e = k;
+  while (a < k && first + a * dil < 0) a++;
+  while (e > a && first + (e - 1) * dil >= extent) e--;
+  *t0 = a;
+  *t1 = e;
+}
+
 /* Channels of one output pixel reduced together (a stack buffer), so the max over taps vectorizes. */
 enum { QPOOL_CHUNK = 256 };
 
 static inline __attribute__((always_inline)) void qmaxpool_pixel(const qpool_ctx* k, long b, long oy, long ox, int kx, int ky) {
   const float lo = (float)(qlo(ky) - k->yz), hi = (float)(qhi(ky) - k->yz);
   const long out = ((b * k->oh + oy) * k->ow + ox) * k->c;
+  long y0, y1, x0, x1;
+  taps_inside(oy, k->sh, k->pt, k->dh, k->kh, k->h, &y0, &y1);
+  taps_inside(ox, k->sw, k->pl, k->dw, k->kw, k->w, &x0, &x1);
   for (long c0 = 0; c0 < k->c; c0 += QPOOL_CHUNK) {
     const long n = k->c - c0 < QPOOL_CHUNK ? k->c - c0 : QPOOL_CHUNK;
     int best[QPOOL_CHUNK];
     int any = 0;
-    for (long ty = 0; ty < k->kh; ty++) {
+    for (long ty = y0; ty < y1; ty++) {
       const long iy = oy * k->sh - k->pt + ty * k->dh;
-      if (iy < 0 || iy >= k->h) continue;
-      for (long tx = 0; tx < k->kw; tx++) {
+      for (long tx = x0; tx < x1; tx++) {
         const long ix = ox * k->sw - k->pl + tx * k->dw;
-        if (ix < 0 || ix >= k->w) continue;
         const long in = ((b * k->h + iy) * k->w + ix) * k->c + c0;
         if (!any)
           for (long ch = 0; ch < n; ch++) best[ch] = qget(k->x, in + ch, kx);
@@ -368,6 +382,11 @@ static inline __attribute__((always_inline)) void qmaxpool_pixel(const qpool_ctx
 static void qmaxpool_pixel_u8(const qpool_ctx* k, long b, long oy, long ox) {
   uint8_t* out = (uint8_t*)k->y + ((b * k->oh + oy) * k->ow + ox) * k->c;
   const uint8_t* x = k->x;
+  long y0, y1, x0, x1;
+  taps_inside(oy, k->sh, k->pt, k->dh, k->kh, k->h, &y0, &y1);
+  taps_inside(ox, k->sw, k->pl, k->dw, k->kw, k->w, &x0, &x1);
+  // A window wholly in the padding reads nothing: requantized as 0 - 0, the output zero point.
+  const int any = y0 < y1 && x0 < x1;
   for (long c0 = 0; c0 < k->c; c0 += QPOOL_CHUNK) {
     const long n = k->c - c0 < QPOOL_CHUNK ? k->c - c0 : QPOOL_CHUNK;
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
@@ -375,38 +394,28 @@ static void qmaxpool_pixel_u8(const qpool_ctx* k, long b, long oy, long ox) {
     for (long v0 = 0; v0 < n; v0 += 64) {
       const __mmask64 m = n - v0 >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - v0)) - 1;
       __m512i best = _mm512_setzero_si512();
-      int any = 0;
-      for (long ty = 0; ty < k->kh; ty++) {
+      for (long ty = y0; ty < y1; ty++) {
         const long iy = oy * k->sh - k->pt + ty * k->dh;
-        if (iy < 0 || iy >= k->h) continue;
-        for (long tx = 0; tx < k->kw; tx++) {
+        for (long tx = x0; tx < x1; tx++) {
           const long ix = ox * k->sw - k->pl + tx * k->dw;
-          if (ix < 0 || ix >= k->w) continue;
           best = _mm512_max_epu8(best, _mm512_maskz_loadu_epi8(m, x + ((b * k->h + iy) * k->w + ix) * k->c + c0 + v0));
-          any = 1;
         }
       }
-      // A window wholly in the padding reads nothing: requantized as 0 - 0, the output zero point.
       const __m512i y = any ? lookup_vector(best, k->table) : _mm512_set1_epi8((char)k->yz);
       _mm512_mask_storeu_epi8(out + c0 + v0, m, y);
     }
 #else
     uint8_t best[QPOOL_CHUNK];
-    int any = 0;
-    for (long ty = 0; ty < k->kh; ty++) {
+    for (long ty = y0; ty < y1; ty++) {
       const long iy = oy * k->sh - k->pt + ty * k->dh;
-      if (iy < 0 || iy >= k->h) continue;
-      for (long tx = 0; tx < k->kw; tx++) {
+      for (long tx = x0; tx < x1; tx++) {
         const long ix = ox * k->sw - k->pl + tx * k->dw;
-        if (ix < 0 || ix >= k->w) continue;
         const uint8_t* in = x + ((b * k->h + iy) * k->w + ix) * k->c + c0;
-        if (!any) memcpy(best, in, (size_t)n);
+        if (ty == y0 && tx == x0) memcpy(best, in, (size_t)n);
         else
           for (long ch = 0; ch < n; ch++) best[ch] = in[ch] > best[ch] ? in[ch] : best[ch];
-        any = 1;
       }
     }
-    // A window wholly in the padding reads nothing: requantized as 0 - 0, the output zero point.
     if (any) lookup_bytes(best, out + c0, n, k->table);
     else memset(out + c0, k->yz, (size_t)n);
 #endif
@@ -650,19 +659,18 @@ static void qavgpool_rows(const void* p, long r0, long r1) {
   for (long r = r0; r < r1; r++) {
     const long b = r / k->oh, oy = r % k->oh;
     for (long ox = 0; ox < k->ow; ox++) {
-      const long y0 = oy * k->sh - k->pt, x0 = ox * k->sw - k->pl;
-      long inside = 0;
-      for (long ty = 0; ty < k->kh; ty++)
-        for (long tx = 0; tx < k->kw; tx++) inside += y0 + ty >= 0 && y0 + ty < k->h && x0 + tx >= 0 && x0 + tx < k->w;
+      long y0, y1, x0, x1;
+      taps_inside(oy, k->sh, k->pt, 1, k->kh, k->h, &y0, &y1);
+      taps_inside(ox, k->sw, k->pl, 1, k->kw, k->w, &x0, &x1);
+      const long inside = (y1 - y0) * (x1 - x0);
       const long count = k->include_pad ? k->kh * k->kw : inside;
       const float mult = k->xs / (k->ys * (float)count);
       for (long c0 = 0; c0 < k->c; c0 += QGAP_BAND) {
         const long wdt = k->c - c0 < QGAP_BAND ? k->c - c0 : QGAP_BAND;
         for (long j = 0; j < wdt; j++) acc[j] = 0;
-        for (long ty = 0; ty < k->kh; ty++)
-          for (long tx = 0; tx < k->kw; tx++) {
-            const long iy = y0 + ty, ix = x0 + tx;
-            if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w) continue;
+        for (long ty = y0; ty < y1; ty++)
+          for (long tx = x0; tx < x1; tx++) {
+            const long iy = oy * k->sh - k->pt + ty, ix = ox * k->sw - k->pl + tx;
             const long at = ((b * k->h + iy) * k->w + ix) * k->c + c0;
             if (k->kx == VT_U8) {
               const uint8_t* row = (const uint8_t*)k->x + at;
