@@ -7,6 +7,7 @@
 // calibrated on. Usage: node bench/quantized/agreement.mjs WORK [--inputs N] [--ort K] [--threads T] [NAME...]
 // Writes WORK/results/NAME.agreement.json and prints one line per model.
 import { writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { INT8_SET } from './models.mjs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,18 +17,6 @@ const { decodeModel } = await import(join(here, 'dist/src/onnx/decode.js'));
 const { seededFloats } = await import(join(here, 'dist/src/random.js'));
 const { openOrtSession } = await import(join(here, 'dist/src/ort/run-model.js'));
 
-const DEFAULT_SET = [
-  'resnet50',
-  'mobilenet_v2',
-  'efficientnet_b0',
-  'regnet_x_400mf',
-  'resnext50_32x4d',
-  'googlenet',
-  'vgg16',
-  'squeezenet1_1',
-  'shufflenet_v2_x1_0',
-  'densenet121',
-];
 const CALIBRATED = 8;
 
 function parseArgs(argv) {
@@ -39,7 +28,7 @@ function parseArgs(argv) {
     if (a === '--inputs' || a === '--ort' || a === '--threads') opts[a.slice(2)] = Number(rest[++i]);
     else opts.names.push(a);
   }
-  if (opts.names.length === 0) opts.names = DEFAULT_SET;
+  if (opts.names.length === 0) opts.names = INT8_SET;
   return opts;
 }
 

@@ -5,25 +5,15 @@
 //   node bench/quantized/table.mjs WORK [NAME…]
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { INT8_SET } from './models.mjs';
 
 const [work, ...only] = process.argv.slice(2);
 if (!work) {
   console.error('usage: node bench/quantized/table.mjs WORK [NAME...]');
   process.exit(2);
 }
-const SET = [
-  'resnet50',
-  'mobilenet_v2',
-  'efficientnet_b0',
-  'regnet_x_400mf',
-  'resnext50_32x4d',
-  'googlenet',
-  'vgg16',
-  'squeezenet1_1',
-  'shufflenet_v2_x1_0',
-  'densenet121',
-];
-const names = only.length > 0 ? only : SET;
+
+const names = only.length > 0 ? only : INT8_SET;
 const read = (f) => (existsSync(join(work, 'results', f)) ? JSON.parse(readFileSync(join(work, 'results', f), 'utf8')) : undefined);
 const quiet = (r) => r?.results?.find((c) => c.noise === 0);
 const geomean = (xs) => (xs.length ? Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length) : NaN);
