@@ -17,7 +17,7 @@ import { runQuantizedLayer } from '../src/quantize/reference.js';
 import { generateInt8Kernel } from '../src/codegen/int8-kernel.js';
 import { packInt8 } from '../src/codegen/int8-pack.js';
 import { int8ProblemOf } from '../src/space/int8-problem.js';
-import { int8Space, repairInt8, type Int8Schedule } from '../src/space/int8-knobs.js';
+import { int8BalancedSchedule, int8Space, repairInt8, type Int8Schedule } from '../src/space/int8-knobs.js';
 import { INT8_PATHS, int8PathsAt, missingForInt8Path, type Int8Path } from '../src/toolchain/isa.js';
 import { isVeltairError } from '../src/errors.js';
 import { runCompiler } from '../src/toolchain/compiler.js';
@@ -78,7 +78,9 @@ function schedulesFor(specIndex: number, l: Layer, path: Int8Path): Int8Schedule
   const space = int8Space(p, path);
   const rng = seededRng(1000 + specIndex);
   const big = repairInt8(p, { path, regOc: 4, regCols: 14, tileOc: 1 << 20, tileCols: 1 << 20 });
-  return [space[0]!, big, rng.pick(space)];
+  // the tuner's first pick, and oc tiles outermost over several oc groups
+  const ocOuter = repairInt8(p, { path, regOc: 1, regCols: 3, tileOc: 1, tileCols: 2, ocOuter: true });
+  return [space[0]!, big, rng.pick(space), int8BalancedSchedule(p, path), ocOuter];
 }
 
 async function checkPath(path: Int8Path, specs: readonly QLayerSpec[], seed: number): Promise<void> {

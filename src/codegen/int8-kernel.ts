@@ -25,8 +25,8 @@ import { depthwiseMicrokernel, depthwiseVnniMicrokernel } from './int8-depthwise
 import { int8Ops, type Int8Ops } from './int8-isa.js';
 import { int8PackedSizes } from './int8-pack.js';
 
-/** Bump when the generated INT8 code changes meaning (part of every symbol). 2: `<sym>_qdesc`. */
-export const INT8_CODEGEN_VERSION = 2;
+/** Bump when the generated INT8 code changes (part of every symbol). 2: `<sym>_qdesc`; 3: inline `vpdpbusd`, task order. */
+export const INT8_CODEGEN_VERSION = 3;
 /** The first word of `<sym>_qdesc` (executor.c checks it). */
 export const INT8_DESC_VERSION = 1;
 
@@ -90,6 +90,26 @@ function microkernel(name: string, p: Int8Problem, d: Int8Dims, ops: Int8Ops, oc
     ...finish.map((x) => '  ' + x),
     '}',
   ].join('\n');
+}
+
+/**
+ * A task's output row r, group g and oc tile ot. Rows outermost: a thread's tasks share input rows
+ * and stream every weight once per row. oc tiles outermost: a thread keeps one tile's weight slab hot
+ * in its cache across every row, and reads the input once per tile (layers whose weights outgrow L2).
+ */
+function taskIndices(p: Int8Problem, d: Int8Dims, c: { readonly ocTiles: number }, ocOuter: boolean): string[] {
+  const rowsLast = [
+    `    const int ot = (int)(rest % ${c.ocTiles}); rest /= ${c.ocTiles};`,
+    `    const int g = (int)(rest % ${d.taskGroups}); rest /= ${d.taskGroups};`,
+    `    const long r = rest, b = r / ${p.oh}, oy = r % ${p.oh};`,
+  ];
+  const ocLast = [
+    `    const long r = rest % ${d.rows}; rest /= ${d.rows};`,
+    `    const long b = r / ${p.oh}, oy = r % ${p.oh};`,
+    `    const int g = (int)(rest % ${d.taskGroups}); rest /= ${d.taskGroups};`,
+    '    const int ot = (int)rest;',
+  ];
+  return ocOuter ? ocLast : rowsLast;
 }
 
 /** The padded NHWC copy: border pixels and padding channels hold x_zero. */
@@ -156,9 +176,7 @@ export function generateInt8Kernel(p: Int8Problem, s: Int8Schedule): Int8KernelS
     `  for (long t = 0; t < ${c.tasks}; ++t) {`,
     '    long rest = t;',
     `    const int ct = (int)(rest % ${c.colTiles}); rest /= ${c.colTiles};`,
-    `    const int ot = (int)(rest % ${c.ocTiles}); rest /= ${c.ocTiles};`,
-    `    const int g = (int)(rest % ${d.taskGroups}); rest /= ${d.taskGroups};`,
-    `    const long r = rest, b = r / ${p.oh}, oy = r % ${p.oh};`,
+    ...taskIndices(p, d, c, s.ocOuter === true),
     `    const uint8_t* irow = src + ((b * ${d.hp} + oy * ${p.sh}) * ${d.wp}) * ${d.cp} + (long)g * ${d.cinGP};`,
     `    ${outT}* orow = out + r * ${p.ow * p.cout} + (long)g * ${d.coutG};`,
     `    const int q0 = ot * ${s.tileOc}, q1 = q0 + ${s.tileOc} < ${c.ocGroups} ? q0 + ${s.tileOc} : ${c.ocGroups};`,

@@ -17,6 +17,8 @@ export interface Int8Schedule {
   readonly tileOc: number;
   /** Register blocks of columns per task. */
   readonly tileCols: number;
+  /** Tasks ordered oc tile first (each thread sweeps every row with one weight slab); absent: rows first. */
+  readonly ocOuter?: boolean;
 }
 
 /** 32-bit lanes per vector of a path. */
@@ -68,18 +70,41 @@ export function repairInt8(p: Int8Problem, s: Int8Schedule): Int8Schedule {
   }
   const ocGroups = Math.ceil(d.ocVecs / regOc),
     colBlocks = Math.ceil(d.cols / regCols);
-  return {
-    path: s.path,
-    regOc,
-    regCols,
-    tileOc: Math.max(1, Math.min(s.tileOc, ocGroups)),
-    tileCols: Math.max(1, Math.min(s.tileCols, colBlocks)),
-  };
+  const tileOc = Math.max(1, Math.min(s.tileOc, ocGroups));
+  const tileCols = Math.max(1, Math.min(s.tileCols, colBlocks));
+  // with one oc tile the two task orders are the same order
+  const ocOuter = s.ocOuter === true && tileOc < ocGroups;
+  return { path: s.path, regOc, regCols, tileOc, tileCols, ...(ocOuter ? { ocOuter } : {}) };
+}
+
+/**
+ * The schedule a layer's shape points to before anything is measured, tuned first:
+ *  - the register block that wastes fewest lanes and columns on the layer's tails (a 7-wide row in a
+ *    6-wide block runs a second, one-column block), the larger of equals (more reuse per load);
+ *  - one oc group × a whole row per task;
+ *  - oc tiles outermost when the weights outweigh the input, so each weight slab is read from memory once.
+ */
+export function int8BalancedSchedule(p: Int8Problem, path: Int8Path): Int8Schedule {
+  const d = int8Dims(p, int8Vec(path));
+  const useful = (n: number, block: number) => n / (Math.ceil(n / block) * block);
+  let best: { s: Int8Schedule; score: number } | undefined;
+  for (const regOc of p.depthwise && path === 'avx512vnni' ? [4] : [1, 2, 3, 4])
+    for (let regCols = 1; regCols <= 14; regCols++) {
+      if (!int8BlockFits(path, regOc, regCols)) continue;
+      const s = repairInt8(p, { path, regOc, regCols, tileOc: 1, tileCols: 1 << 20 });
+      // on VNNI, accumulators below ten leave the dot units waiting on the previous sum (5 cycles × 2 per cycle)
+      const latency = Math.min(1, (s.regOc * s.regCols) / (path === 'avx512vnni' || path === 'avxvnni' ? 10 : 1));
+      const score = useful(d.ocVecs, s.regOc) * useful(d.cols, s.regCols) * latency + s.regOc * s.regCols * 1e-4;
+      if (!best || score > best.score) best = { s, score };
+    }
+  const weights = d.taskGroups * d.ocVecs * d.vec * d.k4 * 4;
+  const input = p.n * d.hp * d.wp * d.cp;
+  return repairInt8(p, { ...best!.s, ocOuter: weights > input });
 }
 
 /**
  * The knob space of one problem on one path: register blocks that fit, times tiles from one block
- * (most tasks) to the whole row (fewest), deduplicated after repair.
+ * (most tasks) to the whole row (fewest), times the two task orders, deduplicated after repair.
  */
 export function int8Space(p: Int8Problem, path: Int8Path): Int8Schedule[] {
   const out = new Map<string, Int8Schedule>();
@@ -89,10 +114,11 @@ export function int8Space(p: Int8Problem, path: Int8Path): Int8Schedule[] {
     for (const regCols of regColsAll) {
       if (!int8BlockFits(path, regOc, regCols)) continue;
       for (const tileOc of [1, 2, 4, 1 << 20])
-        for (const tileCols of [1, 4, 16, 1 << 20]) {
-          const s = repairInt8(p, { path, regOc, regCols, tileOc, tileCols });
-          out.set(JSON.stringify(s), s);
-        }
+        for (const tileCols of [1, 4, 16, 1 << 20])
+          for (const ocOuter of [false, true]) {
+            const s = repairInt8(p, { path, regOc, regCols, tileOc, tileCols, ocOuter });
+            out.set(JSON.stringify(s), s);
+          }
     }
   return [...out.values()];
 }

@@ -20,7 +20,7 @@ import type { Layer } from '../ir/layer.js';
 import { generateInt8Kernel, type Int8KernelSource } from '../codegen/int8-kernel.js';
 import { int8Blob, packInt8, type Int8Blob } from '../codegen/int8-pack.js';
 import { int8ProblemOf, type Int8Problem } from '../space/int8-problem.js';
-import { int8Space, repairInt8, type Int8Schedule } from '../space/int8-knobs.js';
+import { int8BalancedSchedule, int8Space, repairInt8, type Int8Schedule } from '../space/int8-knobs.js';
 import { int8Features } from '../space/int8-features.js';
 import { selectFamily, type Family, type FamilyCandidate } from '../space/family.js';
 import type { Int8Path } from '../toolchain/isa.js';
@@ -74,10 +74,14 @@ export function int8TuningPaths(usable: readonly Int8Path[]): Int8Path[] {
   return best !== 'avx2' && usable.includes('avx2') ? [best, 'avx2'] : [best];
 }
 
-/** `count` schedules of one path: the two ends of the trade-off (one block per task; whole rows) and seeded picks between. */
+/**
+ * `count` schedules of one path: the shape's balanced pick first (the one a two-trial budget must not
+ * miss), then the two ends of the trade-off (one block per task; whole rows), then seeded picks between.
+ */
 function sampleSchedules(p: Int8Problem, path: Int8Path, count: number, rng: Rng): Int8Schedule[] {
   const space = int8Space(p, path);
   const ends = [
+    int8BalancedSchedule(p, path),
     repairInt8(p, { path, regOc: 2, regCols: 4, tileOc: 1, tileCols: 1 }),
     repairInt8(p, { path, regOc: 4, regCols: 6, tileOc: 1 << 20, tileCols: 1 << 20 }),
   ];
