@@ -133,7 +133,7 @@ test('a compile resumes from the records this target holds: another search seed 
 function checkContent(m: Manifest, text: string) {
   assert.equal(m.model.path, 'tiny.onnx');
   assert.ok(!text.includes(root), 'no absolute build paths in the manifest');
-  assert.equal(m.formatVersion, '2.3.0');
+  assert.equal(m.formatVersion, '2.4.0');
   assert.deepEqual(m.options.threads, [...new Set([1, Math.min(2, m.target.spec.cores)])], 'tuned at every count 1..cores by default');
   const [conv, flat, dense] = m.layers;
   assert.equal(conv!.op, 'conv2d');

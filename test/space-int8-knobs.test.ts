@@ -1,7 +1,9 @@
 /** The INT8 schedule space: the balanced first pick and the two task orders. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Ajv } from 'ajv';
 import type { Int8Problem } from '../src/space/int8-problem.js';
+import { INT8_SCHEDULE_SCHEMA } from '../src/bundle/schema.js';
 import { int8BalancedSchedule, int8Space, int8TileCounts, repairInt8 } from '../src/space/int8-knobs.js';
 
 const conv3x3 = (c: number, hw: number): Int8Problem => ({
@@ -52,4 +54,11 @@ test('the task order is a knob only where there are several oc tiles, and the sp
   const space = int8Space(p, 'avx512vnni');
   assert.ok(space.some((s) => s.ocOuter === true));
   assert.ok(space.some((s) => s.ocOuter === undefined && int8TileCounts(p, s).ocTiles > 1));
+});
+
+test("every schedule of the space is one a bundle's manifest may carry", () => {
+  const valid = new Ajv({ allErrors: true }).compile(INT8_SCHEDULE_SCHEMA);
+  for (const path of ['avx512vnni', 'avx2'] as const)
+    for (const s of [...int8Space(conv3x3(256, 14), path), int8BalancedSchedule(conv3x3(512, 7), path)])
+      assert.ok(valid(s), `${JSON.stringify(s)}: ${JSON.stringify(valid.errors)}`);
 });

@@ -26,8 +26,10 @@ import type { GraphPlan } from './plan.js';
  * refuses such a bundle at load (the kernel's input size differs), it never misreads it.
  * 2.3.0: the target says which of its required flags the build machine's cpuinfo did not list and
  * a probe found running (`probedIsa`, toolchain/cpu.ts); absent in older bundles.
+ * 2.4.0: an INT8 version's schedule may say `ocOuter` (its kernel's task order; the kernel's C is in
+ * the bundle, so nothing else reads it).
  */
-export const BUNDLE_FORMAT_VERSION = '2.3.0';
+export const BUNDLE_FORMAT_VERSION = '2.4.0';
 /** Versions one layer may ship: at most 5 per thread count, for up to 16 counts (16 × 5 = 80, bounded lower). */
 export const MAX_LAYER_VERSIONS = 64;
 export const BUNDLE_FORMAT_MAJOR = 2;

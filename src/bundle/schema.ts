@@ -63,7 +63,7 @@ const paramRef = {
 } as const;
 
 /** An INT8 kernel's schedule (space/int8-knobs.ts). */
-const int8Schedule = {
+export const INT8_SCHEDULE_SCHEMA = {
   type: 'object',
   required: ['path', 'regOc', 'regCols', 'tileOc', 'tileCols'],
   additionalProperties: false,
@@ -73,6 +73,7 @@ const int8Schedule = {
     regCols: { type: 'integer', minimum: 1 },
     tileOc: { type: 'integer', minimum: 1 },
     tileCols: { type: 'integer', minimum: 1 },
+    ocOuter: { const: true },
   },
 } as const;
 
@@ -119,7 +120,7 @@ const version = {
   properties: {
     id: { type: 'string', pattern: '^[0-9a-f]{16,64}$' },
     symbol: { type: 'string', pattern: '^vt_[kq][0-9a-f]{16}$' },
-    schedule: { anyOf: [schedule, int8Schedule] },
+    schedule: { anyOf: [schedule, INT8_SCHEDULE_SCHEMA] },
     threads: positiveInt,
     features,
     workspaceBytes: { type: 'integer', minimum: 0 },
