@@ -46,7 +46,7 @@ export interface Int8Ops {
 /**
  * `acc += dot4(a, w)` on AVX-512 VNNI, as one inline `vpdpbusd`. GCC 12's intrinsic ties the
  * accumulator to a fresh register each step, and its allocator then copies every accumulator twice
- * per reduction step (and spills past ~16): the copies fill the front end and cost 10-50% of the
+ * per reduction step (and spills them at 24): the copies fill the front end and cost 10-50% of the
  * kernel. The asm names the accumulator in place ("+v"), so the loop is loads, broadcasts and dots.
  */
 export const dpbusd512 = (acc: string, a: string, w: string): string =>
