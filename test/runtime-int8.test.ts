@@ -247,6 +247,25 @@ for (const kind of ['uint8', 'int8'] as const)
       }
   });
 
+// every (a, b) byte pair, plus a partial tail; the first set's sums land exactly on ties, the third clamps like a folded Relu
+for (const [as, az, bs, bz, ys, yz, lo] of [
+  [0.5, 0, 0.5, 0, 1, 0, 0],
+  // (246, 57) sums to 10.500001 output steps: a multiply by 1 / y_scale instead of the division reads the tie 10.5
+  [0.004438204225152731, 255, 0.033758003264665604, 19, 0.11836764216423035, 128, 0],
+  [0.02, 128, 0.02, 128, 0.03, 100, 100],
+] as const)
+  test(`QADD of u8 pairs at scales ${as}, ${bs} → ${ys} equals the reference's float sum and rounding, ties and tail included`, async () => {
+    const n = 256 * 256 + 7;
+    const a = Uint8Array.from({ length: n }, (_, i) => i & 255);
+    const b = Uint8Array.from({ length: n }, (_, i) => (i >> 8) & 255);
+    const y = await runStep(OP.QADD, [n, KIND.uint8!, KIND.uint8!, KIND.uint8!, lo, 255], [as, az, bs, bz, ys, yz], [a, b], n);
+    for (let i = 0; i < n; i++) {
+      const sum = Math.fround(dequantizeValue(a[i]!, Math.fround(as), az) + dequantizeValue(b[i]!, Math.fround(bs), bz));
+      const want = Math.max(lo, quantizeValue(sum, Math.fround(ys), yz, 'uint8'));
+      if (y[i] !== want) assert.fail(`element ${i} (a ${a[i]}, b ${b[i]}): ${y[i]}, the reference ${want}`);
+    }
+  });
+
 test('QLUT maps every byte through its table, across vector steps and a partial tail', async () => {
   const table = Array.from({ length: 256 }, (_, v) => (v * 37 + 11) & 255);
   const x = seededBytes(1000, 5);
