@@ -21,7 +21,7 @@ export function depthwiseMicrokernel(
   const v = d.vec;
   const taps = p.kh * p.kw;
   const acc: string[] = [];
-  for (let i = 0; i < ocb; i++) for (let j = 0; j < width; j++) acc.push(`c${i}_${j} = ${ops.zero}`);
+  for (let i = 0; i < ocb; i++) for (let j = 0; j < width; j++) acc.push(`c${i}_${j} = ${ops.init(i)}`);
   const steps: string[] = [];
   for (let i = 0; i < ocb; i++) steps.push(ops.dwWeight(`wp + ${i * taps * v} + t * ${v}`, i));
   for (let j = 0; j < width; j++)

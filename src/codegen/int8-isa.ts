@@ -25,7 +25,8 @@ import type { Int8Problem } from '../space/int8-problem.js';
 
 export interface Int8Ops {
   readonly accType: string;
-  readonly zero: string;
+  /** The starting value of output vector i's accumulators (VNNI: its comp, so the finish has one add less). */
+  init(i: number): string;
   /** Statements declaring the kernel's constant vectors. */
   readonly constants: readonly string[];
   /** Statements loading weight vectors w0…w<ocb-1> of one reduction step at `ptr` (const int8_t*). */
@@ -64,11 +65,11 @@ function vnni(p: Int8Problem): Int8Ops {
   const b = bounds(p);
   return {
     accType: '__m512i',
-    zero: '_mm512_setzero_si512()',
+    init: (i) => `_mm512_loadu_si512(comp + ${i * 16})`,
     constants: p.requant
       ? [
-          `const __m512 vlf = _mm512_set1_ps(${b.lf}), vhf = _mm512_set1_ps(${b.hf});`,
-          `const __m512i vyz = _mm512_set1_epi32(${b.yz}), vlo = _mm512_set1_epi32(${b.lo}), vhi = _mm512_set1_epi32(${b.hi});`,
+          `const __m512 vlq = _mm512_set1_ps(${f32(b.lo - b.yz)}), vhq = _mm512_set1_ps(${f32(b.hi - b.yz)});`,
+          `const __m512i vyz = _mm512_set1_epi32(${b.yz});`,
         ]
       : [],
     loadWeights: (ptr, ocb) => Array.from({ length: ocb }, (_, i) => `const __m512i w${i} = _mm512_loadu_si512(${ptr} + ${i * 64});`),
@@ -81,18 +82,17 @@ function vnni(p: Int8Problem): Int8Ops {
       const x = partial ? `_mm_maskz_loadu_epi8((__mmask16)((1u << lanes) - 1u), ${addr})` : `_mm_loadu_si128((const __m128i*)(${addr}))`;
       return `${acc} = _mm512_add_epi32(${acc}, _mm512_mullo_epi32(_mm512_cvtepu8_epi32(${x}), w${i}));`;
     },
+    // the accumulator started at comp (init); clamping the float at the integer bounds before rounding
+    // equals clamping the rounded value, so no integer clamp follows
     finish: (acc, i, dst, lanes) => {
       const mask = `(__mmask16)((1u << (${lanes})) - 1u)`;
-      const v = `_mm512_add_epi32(${acc}, _mm512_loadu_si512(comp + ${i * 16}))`;
-      if (!p.requant) return [`_mm512_mask_storeu_epi32(${dst}, ${mask}, ${v});`];
+      if (!p.requant) return [`_mm512_mask_storeu_epi32(${dst}, ${mask}, ${acc});`];
       return [
         '{',
-        `  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(${v}), _mm512_loadu_ps(mult + ${i * 16}));`,
-        '  f = _mm512_min_ps(_mm512_max_ps(f, vlf), vhf);',
-        '  __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), vyz);',
-        '  q = _mm512_min_epi32(_mm512_max_epi32(q, vlo), vhi);',
-        // the values are inside the output range already: truncating each lane to its low byte is exact
-        `  _mm_mask_storeu_epi8(${dst}, ${mask}, _mm512_cvtepi32_epi8(q));`,
+        `  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(${acc}), _mm512_loadu_ps(mult + ${i * 16}));`,
+        '  f = _mm512_min_ps(_mm512_max_ps(f, vlq), vhq);',
+        // inside the output range: truncating each lane to its low byte is exact
+        `  _mm_mask_storeu_epi8(${dst}, ${mask}, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), vyz)));`,
         '}',
       ];
     },
@@ -105,7 +105,7 @@ function avx2(p: Int8Problem, vnni: boolean): Int8Ops {
   const pack = p.outDtype === 'uint8' ? '_mm_packus_epi16' : '_mm_packs_epi16';
   return {
     accType: '__m256i',
-    zero: '_mm256_setzero_si256()',
+    init: () => '_mm256_setzero_si256()',
     constants: [
       // the masks and widening factors of the split vpmaddubsw pair
       ...(vnni || p.depthwise
@@ -178,7 +178,7 @@ function scalar(p: Int8Problem): Int8Ops {
   const outT = p.outDtype === 'uint8' ? 'uint8_t' : p.outDtype === 'int8' ? 'int8_t' : 'int32_t';
   return {
     accType: 'int32_t',
-    zero: '0',
+    init: () => '0',
     constants: [],
     loadWeights: (ptr) => [`const int8_t* wv = ${ptr};`],
     column: (addr, j, ocb) => {

@@ -25,8 +25,8 @@ import { depthwiseMicrokernel, depthwiseVnniMicrokernel } from './int8-depthwise
 import { int8Ops, type Int8Ops } from './int8-isa.js';
 import { int8PackedSizes } from './int8-pack.js';
 
-/** Bump when the generated INT8 code changes (part of every symbol). 2: `<sym>_qdesc`; 3: inline `vpdpbusd`, task order. */
-export const INT8_CODEGEN_VERSION = 3;
+/** Bump when the generated INT8 code changes (part of every symbol). 2: `<sym>_qdesc`; 3: inline `vpdpbusd`, task order; 4: comp-started accumulators. */
+export const INT8_CODEGEN_VERSION = 4;
 /** The first word of `<sym>_qdesc` (executor.c checks it). */
 export const INT8_DESC_VERSION = 1;
 
@@ -64,7 +64,7 @@ function microkernel(name: string, p: Int8Problem, d: Int8Dims, ops: Int8Ops, oc
   const v = d.vec;
   const outT = int8OutType(p);
   const acc: string[] = [];
-  for (let i = 0; i < ocb; i++) for (let j = 0; j < width; j++) acc.push(`c${i}_${j} = ${ops.zero}`);
+  for (let i = 0; i < ocb; i++) for (let j = 0; j < width; j++) acc.push(`c${i}_${j} = ${ops.init(i)}`);
   const columns = Array.from({ length: width }, (_, j) => ops.column(`ic + ${j * p.sw * d.cp}`, j, ocb));
   const finish: string[] = [];
   for (let i = 0; i < ocb; i++)
