@@ -42,16 +42,7 @@ test('a quantized small CNN runs natively and equals the integer reference exact
         const expected = Array.from(want.get(output)!.data as Float32Array);
         fixturePaths().forEach((path, v) => {
           for (const s of qsteps) exe.setVersion(s, v);
-          for (const [threads, teams] of [
-            [1, true],
-            [2, true],
-            [2, false],
-          ] as const) {
-            exe.setAllThreads(threads);
-            exe.setTeams(teams);
-            const got = Array.from(exe.run([x.data as Float32Array])[0] as Float32Array);
-            assert.deepEqual(got, expected, `sample ${si}, ${path} versions, ${threads} threads, teams ${teams}`);
-          }
+          runsEqualEverywhere(exe, x.data as Float32Array, expected, `sample ${si}, ${path} versions`);
         });
       }
     } finally {
@@ -61,6 +52,20 @@ test('a quantized small CNN runs natively and equals the integer reference exact
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+/** The executor's output equals `expected` at 1 and 2 threads, with OpenMP teams on and off. */
+function runsEqualEverywhere(exe: Awaited<ReturnType<typeof createExecutor>>, x: Float32Array, expected: number[], label: string): void {
+  for (const [threads, teams] of [
+    [1, true],
+    [2, true],
+    [2, false],
+  ] as const) {
+    exe.setAllThreads(threads);
+    exe.setTeams(teams);
+    const got = Array.from(exe.run([x])[0] as Float32Array);
+    assert.deepEqual(got, expected, `${label}, ${threads} threads, teams ${teams}`);
+  }
+}
 
 for (const [what, model, wanted] of [
   ['a quantized Concat, a folded SiLU and a channel gate', fireSiluCnn, [OP.QCONCAT, OP.QLUT, OP.QGATE]],
@@ -81,16 +86,7 @@ for (const [what, model, wanted] of [
           const x = sample[input]!;
           const feed = new Map<string, Tensor>([[input, { dtype: 'float32', dims: x.shape, data: x.data as Float32Array }]]);
           const expected = Array.from(runReferenceGraph(graph, feed).get(output)!.data as Float32Array);
-          for (const [threads, teams] of [
-            [1, true],
-            [2, true],
-            [2, false],
-          ] as const) {
-            exe.setAllThreads(threads);
-            exe.setTeams(teams);
-            const got = Array.from(exe.run([x.data as Float32Array])[0] as Float32Array);
-            assert.deepEqual(got, expected, `sample ${si}, ${threads} threads, teams ${teams}`);
-          }
+          runsEqualEverywhere(exe, x.data as Float32Array, expected, `sample ${si}`);
         }
       } finally {
         exe.close();
