@@ -173,12 +173,19 @@ test(
     });
     try {
       // Both arrive in one tick: the slow request's chain starts, then the tiny one finds the only core held.
-      const [slow, tiny] = await Promise.all([dispatcher.infer('slow', slowFeeds(9)), dispatcher.infer('tiny', tinyFeeds)]);
-      assert.deepEqual(values(slow.outputs['y']), want);
-      assert.deepEqual(values(tiny.outputs['output']), wantTiny);
+      // The raised flag races the chain's end (a small model on a busy host can finish first), so the pair
+      // is sent up to five times until one chain stops; every answer is checked.
+      let stoppedSlow: Awaited<ReturnType<typeof dispatcher.infer>> | undefined;
+      for (let attempt = 0; attempt < 5 && !stoppedSlow; attempt++) {
+        const stoppedBefore = await counter(metrics, 'stopped');
+        const [slow, tiny] = await Promise.all([dispatcher.infer('slow', slowFeeds(9)), dispatcher.infer('tiny', tinyFeeds)]);
+        assert.deepEqual(values(slow.outputs['y']), want);
+        assert.deepEqual(values(tiny.outputs['output']), wantTiny);
+        if ((await counter(metrics, 'stopped')) > stoppedBefore) stoppedSlow = slow;
+      }
       assert.ok((await counter(metrics, 'asked')) >= 1, 'the scheduler asked the chain to stop');
-      assert.ok((await counter(metrics, 'stopped')) >= 1, 'it stopped at a layer boundary');
-      assert.ok((slow.parameters['veltair_blocks'] as number) >= 2, 'the slow request went on in another run');
+      assert.ok(stoppedSlow, 'a chain stopped at a layer boundary');
+      assert.ok((stoppedSlow.parameters['veltair_blocks'] as number) >= 2, 'the slow request went on in another run');
       assert.equal(await coresBusy(metrics), 0, 'every core is back');
       assert.equal(dispatcher.inFlight(), 0);
     } finally {
