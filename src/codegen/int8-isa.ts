@@ -38,8 +38,8 @@ export interface Int8Ops {
   /** Depthwise: acc += the u8 channels at `addr` widened to 32 bits × w<i>; `partial`: only `lanes` channels are real. */
   dwTap(acc: string, addr: string, i: number, partial: boolean): string;
   /**
-   * Finish accumulator `acc` of output vector i: + comp[i·V…], requantize, store `lanes` channels
-   * at `dst` (lanes: a C expression, V for a full vector).
+   * Finish accumulator `acc` of output vector i: + comp[i·V…] where `init` did not start it there,
+   * requantize, store `lanes` channels at `dst` (lanes: a C expression, V for a full vector).
    */
   finish(acc: string, i: number, dst: string, lanes: string): string[];
 }
