@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -31,5 +31,44 @@ test('ort-instances: N instances answer concurrent requests of one queue exactly
   } finally {
     await pool.close();
     await reference.release();
+  }
+});
+
+/** Each of this process's threads: nice and scheduling policy (Linux: /proc/self/task/TID/stat, fields 19 and 41). */
+function threadSched(): { tid: number; nice: number; policy: number }[] {
+  const out: { tid: number; nice: number; policy: number }[] = [];
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.push({ tid: Number(tid), nice: Number(fields[16]), policy: Number(fields[38]) });
+    } catch {
+      /* the thread ended meanwhile */
+    }
+  }
+  return out;
+}
+
+test("ort-instances: a pool started with a nice value runs its instances as veltair's block threads run, the caller's thread untouched", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'veltair-ort-instances-'));
+  const path = join(dir, 'tiny.onnx');
+  writeFileSync(path, encodeModel(tinyModelSpec()));
+  const main = threadSched().find((t) => t.tid === process.pid)!;
+  const nice = Math.min(19, main.nice + 7);
+  const pool = await startInstancePool(path, 2, 1, nice);
+  try {
+    await pool.run({ input: { dtype: 'float32', shape: [1, 3, 8, 8], data: seededFloats(3 * 8 * 8, 7, -1, 1) } });
+    const niced = threadSched().filter((t) => t.nice === nice);
+    assert.ok(niced.length >= 2, `both instances' threads run at nice ${nice} (${niced.length} threads do)`);
+    assert.ok(
+      niced.every((t) => t.policy === 3),
+      'each is a batch thread (SCHED_BATCH), so waking an instance never preempts the thread that handed it the request',
+    );
+    assert.deepEqual(
+      threadSched().find((t) => t.tid === process.pid),
+      main,
+    );
+  } finally {
+    await pool.close();
   }
 });

@@ -212,13 +212,14 @@ test('closing a session while a block runs lets the block finish, then refuses f
   await assert.rejects(s.run(feedA), (e: unknown) => isVeltairError(e) && /closed/.test(e.message));
 });
 
-/** The nice value of each of this process's threads (Linux: /proc/self/task/TID/stat, field 19). */
-function threadNices(): Map<number, number> {
-  const out = new Map<number, number>();
+/** Each of this process's threads: its nice value and scheduling policy (Linux: /proc/self/task/TID/stat, fields 19 and 41). */
+function threadSched(): Map<number, { nice: number; policy: number }> {
+  const out = new Map<number, { nice: number; policy: number }>();
   for (const tid of readdirSync('/proc/self/task')) {
     try {
       const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), { nice: Number(fields[16]), policy: Number(fields[38]) });
     } catch {
       /* the thread ended meanwhile */
     }
@@ -226,27 +227,36 @@ function threadNices(): Map<number, number> {
   return out;
 }
 
+const SCHED_OTHER = 0;
+const SCHED_BATCH = 3;
+
 // Last in this file: nice cannot be lowered again without privilege, and it holds for every later block.
 test(
-  "setBlockNice: the threads that run blocks take the nice value, the event loop's thread keeps its own",
+  "setBlockNice: the threads that run blocks take the nice value and the batch policy, the event loop's thread keeps its own",
   { timeout: 60_000 },
   async () => {
-    const mainNice = threadNices().get(process.pid)!;
-    const before = new Set([...threadNices().entries()].filter(([, n]) => n === mainNice + 7).map(([t]) => t));
-    assert.equal(before.size, 0, 'no thread runs at nice +7 yet');
-    await setBlockNice(Math.min(19, mainNice + 7));
+    const main = threadSched().get(process.pid)!;
+    const blockNice = Math.min(19, main.nice + 7);
+    const before = [...threadSched().values()].filter((t) => t.nice === blockNice || t.policy === SCHED_BATCH);
+    assert.equal(before.length, 0, `no thread runs at nice ${blockNice} or as a batch thread yet`);
+    await setBlockNice(blockNice);
     const s = a.replicate();
     const inf = await s.begin(feedA);
     const cores = availableCores().slice(0, 2);
     await inf.block(s.steps.length, { cores });
     inf.finish();
-    const nices = threadNices();
-    const niced = [...nices.entries()].filter(([, n]) => n === mainNice + 7);
+    const threads = threadSched();
+    const niced = [...threads.values()].filter((t) => t.nice === blockNice);
     assert.ok(
       niced.length >= cores.length,
-      `every thread of the ${cores.length}-core block runs at nice ${mainNice + 7} (${niced.length} do)`,
+      `every thread of the ${cores.length}-core block runs at nice ${blockNice} (${niced.length} do)`,
     );
-    assert.equal(nices.get(process.pid), mainNice, "the event loop's thread is untouched");
+    assert.ok(
+      niced.every((t) => t.policy === SCHED_BATCH),
+      'each block thread is a batch thread, so waking it never preempts the thread that handed it the block',
+    );
+    assert.deepEqual(threads.get(process.pid), main, "the event loop's thread is untouched");
+    assert.equal(main.policy, SCHED_OTHER);
     await assert.rejects(setBlockNice(20), /0 to 19/);
     s.close();
   },

@@ -26,7 +26,10 @@
  *   preempt(handle)   raise the preemption flag of the chain in flight (allowed while busy; no-op when
  *        idle: every runBlock/runChain starts with the flag lowered)
  *   clone(handle) -> handle   another instance (own arena) sharing the plan, kernels and weights
- *   setBlockNice(n)   every thread of a block runs at nice n (0..19), from the next block on
+ *   setBlockNice(n)   every thread of a block runs at nice n (0..19) and, for n > 0, the batch policy,
+ *        from the next block on
+ *   setBackgroundThread(n)   the calling thread (and the threads it starts later) at nice n (1..19) and the
+ *        batch policy, as block threads are; -> true when both held (a baseline's inference threads use it)
  *   abiDigest: string   VT_ABI_DIGEST of the generated vt_abi.h it was built with (checked at load)
  * Errors are thrown as Error with `code`: VT_KERNELS (dlopen/dlsym/kernel mismatch), VT_PLAN
  * (malformed plan), VT_ARGUMENT (wrong call), VT_RUN (a step failed at run time), VT_BUSY (a call
@@ -95,12 +98,14 @@ static double monotonic_ns(void) {
 }
 
 /*
- * The nice value of block threads (each worker's OpenMP team; vt_exec_bind applies it). Why: a
- * block is CPU-bound on its cores, and the JS thread that parses requests and hands back finished
- * blocks shares those cores. At equal priority it waits for the kernel's time slice (tens of ms
- * seen live on 2 cores), and every request behind it is late. A higher nice for the block threads
- * lets the event loop in at once. Raising nice needs no privilege; lowering it again may fail
- * (RLIMIT_NICE), which leaves the thread as it is.
+ * The nice value of block threads (each worker's OpenMP team; vt_exec_bind applies it, with the
+ * batch policy: vt_background_thread). Why: a block is CPU-bound on its cores, and the JS thread
+ * that parses requests and hands back finished blocks shares those cores. At equal priority it
+ * waits for the kernel's time slice (tens of ms seen live on 2 cores), and every request behind it
+ * is late. A higher nice lets the event loop in when it wakes; batch keeps a worker that the event
+ * loop has just woken from taking the event loop's core (stalls of 1-5 ms inside runChain's wake-up
+ * seen live on 2 cores). Raising nice and entering batch need no privilege; lowering nice again may
+ * fail (RLIMIT_NICE), which leaves the thread as it is.
  */
 static atomic_int block_nice = 0;
 
@@ -561,6 +566,16 @@ static napi_value set_block_nice(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static napi_value set_background_thread(napi_env env, napi_callback_info info) {
+  napi_value argv[1], held;
+  int32_t n;
+  if (vt_args(env, info, 1, argv) != 1 || napi_get_value_int32(env, argv[0], &n) != napi_ok || n < 1 || n > 19) {
+    return throw_code(env, "VT_ARGUMENT", "setBackgroundThread(n): n is an integer from 1 to 19");
+  }
+  VT_CHECK(napi_get_boolean(env, vt_background_thread(0, n) == 0, &held));
+  return held;
+}
+
 NAPI_MODULE_INIT() {
   napi_value digest;
   if (napi_create_string_utf8(env, VT_ABI_DIGEST, NAPI_AUTO_LENGTH, &digest) != napi_ok) return NULL;
@@ -582,6 +597,7 @@ NAPI_MODULE_INIT() {
     VT_METHOD("preempt", preempt_fn),
     VT_METHOD("clone", clone_fn),
     VT_METHOD("setBlockNice", set_block_nice),
+    VT_METHOD("setBackgroundThread", set_background_thread),
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -528,13 +528,29 @@ int vt_exec_run(vt_exec* e) {
  * keeps one pool of threads per master thread and hands a team of t <= n threads the first t of
  * them, so every parallel region this thread opens afterwards (kernels, vt_parallel) runs on these
  * cores until the next bind. Needs OMP_PROC_BIND unset (libgomp's own binding would fight it).
- * Each thread waits until the scheduler has moved it, and records the CPU it runs on. Each also
- * takes nice value `nice` (>= 0; addon.c says why), as Linux's nice is per thread: a team thread
- * started before the value changed would otherwise keep the old one.
+ * Each thread waits until the scheduler has moved it, and records the CPU it runs on. With `nice`
+ * > 0 each also becomes a background thread (vt_background_thread; addon.c says why), set per
+ * thread because Linux's nice and policy are per thread: a team thread started before the value
+ * changed would otherwise keep the old one.
  * A bind exactly like the previous one returns at once: the team is already there (only this
  * instance's worker binds it), and a request that keeps its cores from block to block — the
  * scheduler's preference — then pays no parallel region and no affinity calls per block.
  */
+/*
+ * Make thread `tid` (0: the caller) a background thread: nice `nice` and the batch policy
+ * (SCHED_BATCH, same CPU share as its nice). Why batch: Linux never lets a woken batch thread
+ * preempt the running one, so the thread that wakes a block (the server's event loop) keeps its
+ * core instead of waiting out the block thread's time slice. Neither change needs privilege.
+ * Best effort: where the kernel refuses, the thread stays as it was. Returns 0 when both held.
+ */
+int vt_background_thread(int tid, int nice) {
+  int failed = 0;
+  if (getpriority(PRIO_PROCESS, (id_t)tid) != nice && setpriority(PRIO_PROCESS, (id_t)tid, nice) != 0) failed = 1;
+  struct sched_param none = { 0 };
+  if (sched_getscheduler((pid_t)tid) != SCHED_BATCH && sched_setscheduler((pid_t)tid, SCHED_BATCH, &none) != 0) failed = 1;
+  return failed;
+}
+
 int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice) {
   if (n < 1 || n > VT_MAX_CORES) { snprintf(e->err, VT_ERR_LEN, "a block needs 1 to %d cores, not %d", VT_MAX_CORES, n); return 1; }
   for (int i = 0; i < n; i++) {
@@ -556,7 +572,7 @@ int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice) {
       if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) failed = 1;
       const id_t tid = (id_t)syscall(SYS_gettid);
       e->team_tids[id] = (pid_t)tid;
-      if (nice >= 0 && getpriority(PRIO_PROCESS, tid) != nice) (void)setpriority(PRIO_PROCESS, tid, nice);
+      if (nice > 0) (void)vt_background_thread((int)tid, nice);
       for (int spin = 0; spin < 1000 && sched_getcpu() != cores[id]; spin++) sched_yield();
       e->bound_cpus[id] = sched_getcpu();
     }

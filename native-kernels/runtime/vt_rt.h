@@ -132,6 +132,8 @@ vt_exec* vt_exec_clone(vt_exec* e, char* err);
 /* Pin the calling thread's OpenMP team to cores[0..n) (see executor.c); 0 or nonzero + vt_exec_error. */
 #define VT_MAX_CORES 1024
 int vt_exec_bind(vt_exec* e, const int* cores, int n, int nice);
+/* Thread tid (0: the caller) at nice `nice` and the batch policy (see executor.c); 0 when both held. */
+int vt_background_thread(int tid, int nice);
 /* Move the last bind's team threads to cores[0..n) from another thread, before the team's next bind. */
 void vt_exec_prepin(vt_exec* e, const int* cores, int n);
 /* The CPUs the team threads were on after the last bind (up to max); returns how many. */

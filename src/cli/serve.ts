@@ -171,8 +171,8 @@ export function registerServeCommand(program: Command): void {
     .option('--qos-multiple <x>', 'QoS of a model with none configured: X times its fastest quiet latency here', '4')
     .option(
       '--block-nice <n>',
-      "nice value (0-19) of the threads that run kernels, so the server's own thread (HTTP, scheduling) " +
-        'is never queued behind them on shared cores',
+      "nice value (0-19) of the threads that run kernels (above 0 also batch threads), so the server's own thread " +
+        '(HTTP, scheduling) is never queued behind them on shared cores',
       String(DEFAULT_BLOCK_NICE),
     )
     .option(

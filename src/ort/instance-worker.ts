@@ -10,6 +10,7 @@
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
+import { loadRuntimeAddon } from '../runtime/native-bridge.js';
 
 interface WireTensor {
   dtype: string;
@@ -22,10 +23,19 @@ interface Job {
 }
 
 const { modelPath, threads, nice } = workerData as { modelPath: string; threads: number; nice: number };
-// As veltair's block threads (serve/setup.ts DEFAULT_BLOCK_NICE): nicer than the server's event loop, so that the
-// front end is never queued behind an inference on shared cores. On Linux, pid 0 is this thread alone, and the
-// session's intra-op threads, started below, inherit it.
-if (nice > 0) setPriority(0, nice);
+// As veltair's block threads (serve/setup.ts DEFAULT_BLOCK_NICE): nicer than the server's event loop and batch, so
+// that the front end is never queued behind an inference on shared cores, nor behind this instance when it is woken
+// for a request. Both apply to this thread alone, and the session's intra-op threads, started below, inherit them.
+if (nice > 0 && !(await backgroundThread(nice))) setPriority(0, nice);
+
+/** This thread as veltair's block threads are (runtime addon); false where the addon cannot be built here. */
+async function backgroundThread(n: number): Promise<boolean> {
+  try {
+    return (await loadRuntimeAddon()).setBackgroundThread(n);
+  } catch {
+    return false;
+  }
+}
 const session = await ort.InferenceSession.create(modelPath, {
   intraOpNumThreads: threads,
   interOpNumThreads: 1,

@@ -36,8 +36,10 @@ export interface RuntimeAddon {
   runChain(h: Handle, from: number, to: number, cores: readonly number[], stops: Int32Array, preempted?: boolean): Promise<ChainTiming>;
   preempt(h: Handle): void;
   clone(h: Handle): Handle;
-  /** Every thread of a block runs at this nice value (0..19) from the next block on (addon.c says why). */
+  /** Every thread of a block runs at this nice value (0..19), and for n > 0 as a batch thread, from the next block on (addon.c says why). */
   setBlockNice(n: number): void;
+  /** The calling thread, and the threads it starts later, at nice n (1..19) and the batch policy, as block threads; true when both held. */
+  setBackgroundThread(n: number): boolean;
 }
 
 /** What a block reports: the CPU of each team thread, and CLOCK_MONOTONIC ns at its start and end. */

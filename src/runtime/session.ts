@@ -244,9 +244,10 @@ function stepsOf(b: LoadedBundle, stepOfPlan: readonly number[]): SessionStep[] 
 }
 
 /**
- * Run every thread of every block (Inference.block) at this nice value, 0..19, from the next block
- * on. A server raises it so that its event loop, on the same cores, never waits for a kernel's
- * time slice (the runtime addon, addon.c, says why).
+ * Run every thread of every block (Inference.block) at this nice value, 0..19, and above 0 as a
+ * batch thread, from the next block on. A server raises it so that its event loop, on the same
+ * cores, never waits for a kernel's time slice, nor for a worker it has just woken (the runtime
+ * addon, addon.c, says why).
  */
 export async function setBlockNice(nice: number): Promise<void> {
   (await loadRuntimeAddon()).setBlockNice(nice);
