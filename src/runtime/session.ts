@@ -92,8 +92,8 @@ export interface SessionStep {
 export interface BlockOptions {
   /** Cores the block runs on, pinned (one OpenMP thread per core). */
   readonly cores: readonly number[];
-  /** A full version vector (tunableLayers order); only the block's steps are switched. */
-  readonly versions?: readonly number[];
+  /** A full version vector (tunableLayers order); only the block's steps are switched (and read). */
+  readonly versions?: ArrayLike<number>;
   /**
    * Or: each layer's best version at this interference level among those tuned for the block's
    * core count. With none of versions, level and stepVersions: the versions tuned for the block's
@@ -107,7 +107,7 @@ export interface BlockOptions {
    * the inference's preemption flag (`preempt()`) and, when it is raised, ends the block there.
    * Between stops the steps run back to back on the worker, with no hand-off to JS.
    */
-  readonly stops?: readonly number[];
+  readonly stops?: readonly number[] | Int32Array;
   /** Start the chain with its preemption flag raised: it ends at its first stop. */
   readonly preempted?: boolean;
 }
@@ -380,7 +380,11 @@ function createSession(
 
   // One inference at a time per arena: `begin` waits on the previous one's release.
   let tail: Promise<void> = Promise.resolve();
-  const stepOfTunable = new Map(tunable.map((t, i) => [t.step, i]));
+  // Step → its tunable layer's index, -1 for the others: a block reads it per step, so an array.
+  const tunableOfStep = new Int32Array(steps.length).fill(-1);
+  tunable.forEach((t, i) => {
+    tunableOfStep[t.step] = i;
+  });
   const begin = async (feeds: Feeds): Promise<Inference> => {
     live();
     const arrays = orderFeeds(inputs, feeds);
@@ -438,7 +442,8 @@ function createSession(
           );
         }
         checkCores(o.cores);
-        const stops = o.stops === undefined || o.stops.length === 0 ? undefined : Int32Array.from(o.stops);
+        const stops =
+          o.stops === undefined || o.stops.length === 0 ? undefined : o.stops instanceof Int32Array ? o.stops : Int32Array.from(o.stops);
         if (stops?.some((s, i) => !Number.isInteger(s) || s <= next || s >= to || (i > 0 && s <= stops[i - 1]!))) {
           throw userError(
             'BAD_ARGUMENT',
@@ -449,9 +454,9 @@ function createSession(
         const given = o.versions !== undefined || o.level !== undefined || o.stepVersions !== undefined;
         const vector = o.versions ?? (given && o.level === undefined ? undefined : versionsFor(o.level ?? level ?? 0, o.cores.length));
         for (let s = next; s < to; s++) {
-          const t = stepOfTunable.get(s);
-          const chosen = t === undefined ? undefined : (o.stepVersions?.get(s) ?? vector?.[t]);
-          if (chosen !== undefined && t !== undefined) {
+          const t = tunableOfStep[s]!;
+          const chosen = t < 0 ? undefined : (o.stepVersions?.get(s) ?? vector?.[t]);
+          if (chosen !== undefined) {
             const v = chosen;
             if (!Number.isInteger(v) || v! < 0 || v! >= tunable[t]!.versions.length) {
               throw userError(

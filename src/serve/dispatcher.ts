@@ -36,6 +36,7 @@ import { unavailable } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
 import { blockTrace, newTrace, timelineParameter, type RequestTrace } from './timeline.js';
 import { holdAfterMove, NO_HOLD, nextSparseVersion, type Hold } from './sparse-degrade.js';
+import { ChoiceTally } from './choice-tally.js';
 
 export interface DispatchModel {
   readonly served: ServedModel;
@@ -77,6 +78,8 @@ interface Live {
   levels: number[];
   versions: number[];
   conflicts: number;
+  /** The version vector its blocks run with (tunableLayers order); each block writes the entries of its own units. */
+  readonly vector: Int32Array;
   decideUs: number;
   dispatchUs: number;
   /** The scheduler asked its running chain to stop. */
@@ -94,23 +97,25 @@ interface Instances {
   admitted: number;
 }
 
-/** Unit u of a model's table → its native steps and its tunable step (-1: none). */
+/** Per model: each unit's native steps, and its tunable layer (index into session.tunableLayers; -1: none), in arrays. */
 interface UnitSteps {
-  readonly first: number;
-  readonly end: number;
-  readonly tunable: number;
+  readonly first: Int32Array;
+  readonly end: Int32Array;
+  readonly tunable: Int32Array;
+  /** The most versions any tunable layer keeps. */
+  readonly versionsPerLayer: number;
 }
 
-function unitSteps(table: ModelTable, session: Session): UnitSteps[] {
-  return table.units.map((u) => {
-    let tunable = -1;
-    for (let s = u.firstStep; s <= u.lastStep; s++)
-      if (session.steps[s]?.tunable) {
-        tunable = s;
-        break;
-      }
-    return { first: u.firstStep, end: u.lastStep + 1, tunable };
+function unitSteps(table: ModelTable, session: Session): UnitSteps {
+  const layerOfStep = new Map(session.tunableLayers.map((t, i) => [t.step, i]));
+  const n = table.units.length;
+  const out = { first: new Int32Array(n), end: new Int32Array(n), tunable: new Int32Array(n).fill(-1) };
+  table.units.forEach((u, i) => {
+    out.first[i] = u.firstStep;
+    out.end[i] = u.lastStep + 1;
+    for (let s = u.firstStep; s <= u.lastStep && out.tunable[i] === -1; s++) out.tunable[i] = layerOfStep.get(s) ?? -1;
   });
+  return { ...out, versionsPerLayer: Math.max(1, ...session.tunableLayers.map((t) => t.versions.length)) };
 }
 
 const nowMs = () => performance.now();
@@ -121,9 +126,10 @@ export class Dispatcher implements Backend {
   private readonly scheduler: Scheduler;
   private readonly byName: Map<string, number>;
   private readonly instances: Instances[];
-  private readonly units: UnitSteps[][];
+  private readonly units: UnitSteps[];
   /** Per model: a unit's first native step → the unit (where a preempted chain reports it stopped). */
   private readonly unitAtStep: Map<number, number>[];
+  private readonly tally: ChoiceTally;
   private readonly live = new Map<number, Live>();
   /** Per model: the degrade rule's hold (sparse-degrade.ts). */
   private readonly holds: Hold[];
@@ -136,7 +142,12 @@ export class Dispatcher implements Backend {
     this.byName = new Map(o.models.map((m, i) => [m.served.name, i]));
     this.instances = o.models.map((m) => ({ all: [m.session], free: [m.session], waiting: [], admitted: 0 }));
     this.units = o.models.map((m) => unitSteps(m.plan.table, m.session));
-    this.unitAtStep = this.units.map((us) => new Map(us.map((u, i) => [u.first, i])));
+    this.unitAtStep = this.units.map((us) => new Map(Array.from(us.first, (step, i) => [step, i])));
+    this.tally = new ChoiceTally(
+      this.models.map((m) => m.name),
+      this.units.map((u) => u.versionsPerLayer),
+    );
+    o.metrics.onCollect(() => this.tally.flushInto(o.metrics));
     this.holds = o.models.map(() => NO_HOLD);
     this.scheduler = new Scheduler({
       policy: o.policy,
@@ -190,6 +201,7 @@ export class Dispatcher implements Backend {
         levels: [],
         versions: [],
         conflicts: 0,
+        vector: new Int32Array(m.session.tunableLayers.length),
         decideUs: 0,
         dispatchUs: 0,
         preemptAsked: false,
@@ -262,18 +274,16 @@ export class Dispatcher implements Backend {
     const r = this.live.get(d.request);
     if (!r) throw internalError(`the scheduler decided a block for request ${d.request}, which is not live`);
     const name = this.models[r.model]!.name;
-    const level = String(Math.round(d.level));
     let stoppedAt: number | undefined;
     if (r.failed === undefined) {
       const units = this.units[r.model]!;
-      const stepVersions = new Map<number, number>();
-      d.versions.forEach((v, i) => {
-        const u = units[d.first + i]!;
-        if (u.tunable >= 0) {
-          stepVersions.set(u.tunable, v);
-          if (d.first + i <= d.last) this.o.metrics.versionChoices.inc({ model: name, level, version: String(v) });
-        }
-      });
+      for (let u = d.first; u <= d.chainLast; u++) {
+        const t = units.tunable[u]!;
+        if (t < 0) continue;
+        const v = d.versions[u - d.first]!;
+        r.vector[t] = v;
+        if (u <= d.last) this.tally.countVersion(r.model, d.level, v);
+      }
       r.blocks++;
       r.maxCores = Math.max(r.maxCores, d.cores.length);
       r.levels.push(d.level);
@@ -282,15 +292,14 @@ export class Dispatcher implements Backend {
         r.conflicts++;
         this.o.metrics.conflicts.inc({ model: name });
       }
-      this.o.metrics.blocks.inc({ model: name, level });
+      this.tally.countBlock(r.model, d.level);
       // The chained part may stop at the first step of any unit after the committed block.
-      const stops: number[] = [];
-      for (let u = d.last + 1; u <= d.chainLast; u++) stops.push(units[u]!.first);
-      const end = units[d.chainLast]!.end;
+      const stops = units.first.subarray(d.last + 1, d.chainLast + 1);
+      const end = units.end[d.chainLast]!;
       r.preemptAsked = false;
       try {
         const cores = d.cores.map((c) => this.o.cpus[c]!);
-        const b = await r.inference!.block(end, stops.length > 0 ? { cores, stepVersions, stops } : { cores, stepVersions });
+        const b = await r.inference!.block(end, stops.length > 0 ? { cores, versions: r.vector, stops } : { cores, versions: r.vector });
         r.trace.blocks.push(blockTrace(decidedNs, b, process.hrtime.bigint(), d.cores.length));
         const dispatchS = Math.max(0, b.startNs - Number(decidedNs)) / 1e9;
         this.o.metrics.dispatchSeconds.observe(dispatchS);
@@ -300,7 +309,7 @@ export class Dispatcher implements Backend {
           stoppedAt = this.unitAtStep[r.model]!.get(b.to);
           if (stoppedAt === undefined) throw internalError(`a chain of ${name} stopped at step ${b.to}, which starts no unit`);
         }
-        this.countChain(r, d, stoppedAt, name, ranMs);
+        this.countChain(r, d, stoppedAt, ranMs);
       } catch (e) {
         r.failed = e;
         stoppedAt = undefined;
@@ -318,13 +327,13 @@ export class Dispatcher implements Backend {
   }
 
   /** A chain's blocks beyond the first in the request's counts, the preemption's outcome, and the proxy's observation of what ran. */
-  private countChain(r: Live, d: Decision, stoppedAt: number | undefined, name: string, ranMs: number): void {
+  private countChain(r: Live, d: Decision, stoppedAt: number | undefined, ranMs: number): void {
     const ranLast = stoppedAt === undefined ? d.chainLast : stoppedAt - 1;
     if (ranLast > d.last) r.versions.push(...d.versions.slice(d.last - d.first + 1, ranLast - d.first + 1));
     const units = this.units[r.model]!;
-    const level = String(Math.round(d.level));
     for (let u = d.last + 1; u <= ranLast; u++)
-      if (units[u]!.tunable >= 0) this.o.metrics.versionChoices.inc({ model: name, level, version: String(d.versions[u - d.first]!) });
+      if (units.tunable[u]! >= 0) this.tally.countVersion(r.model, d.level, d.versions[u - d.first]!);
+    const name = this.models[r.model]!.name;
     if (r.preemptAsked) this.o.metrics.preemptions.inc({ model: name, outcome: stoppedAt === undefined ? 'ran_through' : 'stopped' });
     if (ranLast === d.chainLast) this.o.observeBlock?.(r.model, ranMs, d.chainExpectedMs);
     else if (ranLast === d.last) this.o.observeBlock?.(r.model, ranMs, d.expectedMs);

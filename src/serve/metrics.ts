@@ -18,6 +18,8 @@ export interface ServerMetrics {
   readonly coresBusy: Gauge;
   readonly blocks: Counter<'model' | 'level'>;
   readonly versionChoices: Counter<'model' | 'level' | 'version'>;
+  /** Run `update` each time the registry is read, before blocks and versionChoices are (counts kept elsewhere, added late). */
+  onCollect(update: () => void): void;
   readonly conflicts: Counter<'model'>;
   /** Chains (blocks run back to back on a request's worker) the scheduler asked to stop early, and those that did stop before their end. */
   readonly preemptions: Counter<'model' | 'outcome'>;
@@ -46,7 +48,14 @@ export function createMetrics(): ServerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'veltair_process_' });
   const r = { registers: [registry] };
+  const updates: (() => void)[] = [];
+  const collect = () => {
+    for (const update of updates) update();
+  };
   return {
+    onCollect: (update) => {
+      updates.push(update);
+    },
     registry,
     requests: new Counter({
       name: 'veltair_requests_total',
@@ -78,12 +87,14 @@ export function createMetrics(): ServerMetrics {
       name: 'veltair_blocks_total',
       help: 'Layer blocks run, by model and predicted interference level',
       labelNames: ['model', 'level'],
+      collect,
       ...r,
     }),
     versionChoices: new Counter({
       name: 'veltair_version_choices_total',
       help: "Kernel steps run, by model, predicted level and version index (0: each layer's first kept version)",
       labelNames: ['model', 'level', 'version'],
+      collect,
       ...r,
     }),
     conflicts: new Counter({
