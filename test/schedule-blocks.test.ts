@@ -1,7 +1,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { flatClaim, formBlock, idleCores, peakOf, shareScale, thresholdFor } from '../src/schedule/blocks.js';
-import { blockQuietMs, blockShareMs } from '../src/schedule/requirement.js';
+import { blockQuietMs, blockShareMs, unitBestMs, unitBestVersion } from '../src/schedule/requirement.js';
+import { bestVersion } from '../src/schedule/model-table.js';
 import { handPlan, JAGGED, JAGGED_QOS_MS } from './schedule-fixture.js';
 
 const plan = () => handPlan('jagged', JAGGED, 16, JAGGED_QOS_MS);
@@ -66,4 +67,25 @@ test('deadline-aware shares: a request that waited gets tighter shares, one ahea
   assert.equal(shareScale(p, 4, 5), 0, 'past the QoS');
   const b = { first: 4, last: 7 };
   assert.ok(flatClaim(p, b, 0.5) > flatClaim(p, b, 1));
+});
+
+test("a unit's best version and its latency come from the plan's tables at integer levels, and equal bestVersion's at every level", () => {
+  // Version 0 slows down 3x at level 4; version 1 is 1.5x slower quiet and immune: the best flips between levels.
+  const layers = [
+    { us1: 1000, noisy: 3, versions: [[1.5, 1.5]] as const },
+    { us1: 400, serialUs: 100, noisy: 1.2, versions: [[0.9, 4]] as const },
+  ];
+  const p = handPlan('flips', layers, 4, 10);
+  const picks = new Set<number>();
+  for (let u = 0; u < layers.length; u++) {
+    for (let c = 1; c <= 4; c++) {
+      for (const level of [0, 1, 2, 2.5, 3, 3.75, 4]) {
+        const want = bestVersion(p.table.units[u]!, 4, c, level);
+        assert.equal(unitBestVersion(p, u, c, level), want.v, `unit ${u}, ${c} cores, level ${level}`);
+        assert.equal(unitBestMs(p, u, c, level), want.ms, `unit ${u}, ${c} cores, level ${level}`);
+        picks.add(want.v);
+      }
+    }
+  }
+  assert.deepEqual([...picks].sort(), [0, 1], 'the case exercises both versions');
 });

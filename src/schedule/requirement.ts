@@ -37,6 +37,9 @@ export interface ModelPlan {
   readonly peakRequirement: number;
   /** Best quiet latency (ms) of unit u at c cores: bestQuietMs[u · (N + 1) + c]. */
   readonly bestQuietMs: Float64Array;
+  /** Per integer level l: unit u's best version at c cores, bestVersionAt[l][u · (N + 1) + c], and its latency, bestMsAt[l][…]. */
+  readonly bestVersionAt: readonly Int32Array[];
+  readonly bestMsAt: readonly Float64Array[];
   /** prefixMs[l][c · (U + 1) + i] = Σ_{u < i} best latency of unit u at c cores and level l. */
   readonly prefixMs: readonly Float64Array[];
   /**
@@ -82,10 +85,15 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
   const N = table.maxCores;
   const U = table.units.length;
   const best = Array.from({ length: LEVEL_COUNT }, () => new Float64Array(U * (N + 1)));
+  const bestVersionAt = Array.from({ length: LEVEL_COUNT }, () => new Int32Array(U * (N + 1)));
   const quietVersionsWorst = new Float64Array(U * (N + 1));
   table.units.forEach((u, i) => {
     for (let c = 1; c <= N; c++) {
-      for (let l = 0; l < LEVEL_COUNT; l++) best[l]![i * (N + 1) + c] = bestVersion(u, N, c, l).ms;
+      for (let l = 0; l < LEVEL_COUNT; l++) {
+        const b = bestVersion(u, N, c, l);
+        best[l]![i * (N + 1) + c] = b.ms;
+        bestVersionAt[l]![i * (N + 1) + c] = b.v;
+      }
       const v = bestVersion(u, N, c, 0).v;
       let w = 0;
       for (let l = 0; l < LEVEL_COUNT; l++) w = Math.max(w, latAt(u, N, v, c, l));
@@ -165,6 +173,8 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
     averageRequirement,
     peakRequirement: Math.max(0, ...requirement),
     bestQuietMs,
+    bestVersionAt,
+    bestMsAt: best,
     prefixMs,
     prefixQuietVersionsWorstMs,
     prefixShareMs,
@@ -173,6 +183,25 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
     minCoreMs,
     plannedMs,
   };
+}
+
+/**
+ * Unit u's best version at c cores and the predicted level, and its latency: bestVersion's answer,
+ * read from the plan's tables at an integer level (what a live decision pays per unit), computed
+ * between levels.
+ */
+export function unitBestVersion(p: ModelPlan, u: number, cores: number, level: number): number {
+  const N = p.table.maxCores;
+  return Number.isInteger(level) && level >= 0 && level < LEVEL_COUNT
+    ? p.bestVersionAt[level]![u * (N + 1) + cores]!
+    : bestVersion(p.table.units[u]!, N, cores, level).v;
+}
+
+export function unitBestMs(p: ModelPlan, u: number, cores: number, level: number): number {
+  const N = p.table.maxCores;
+  return Number.isInteger(level) && level >= 0 && level < LEVEL_COUNT
+    ? p.bestMsAt[level]![u * (N + 1) + cores]!
+    : bestVersion(p.table.units[u]!, N, cores, level).ms;
 }
 
 /** Σ best latency of units [first, last] at c cores and (possibly fractional) level l (ms). */

@@ -46,14 +46,13 @@
  * chain stopped, and the request's next block is decided again from there like any other.
  */
 import { internalError, userError } from '../errors.js';
-import { bestVersion, latAtLevel } from './model-table.js';
 import { blockCaps, fixedBlock, flatClaim, formBlock, idleCores, shareScale, thresholdFor, type Block } from './blocks.js';
 import { CorePool, type CoreRange } from './core-pool.js';
 import { Heap } from './heap.js';
 import { DEFAULT_CHOICE, describeSpatial, ModeChooser, type ChoiceSettings, type SpatialState } from './mode-choice.js';
 import { compareModes } from './partition.js';
 import type { Policy } from './policies.js';
-import { blockQuietMs, type ModelPlan } from './requirement.js';
+import { blockQuietMs, unitBestMs, unitBestVersion, type ModelPlan } from './requirement.js';
 
 export type ConflictRule = 'wait' | 'shrink';
 
@@ -517,10 +516,8 @@ export class Scheduler {
         : this.planBlock(r, at, idle, avgSum, this.pool.size);
       if (plan.want > g) break;
       for (let u = plan.block.first; u <= plan.block.last; u++) {
-        const unit = p.table.units[u]!;
-        const v = bestVersion(unit, p.table.maxCores, g, r.level).v;
-        versions.push(v);
-        chainMs += latAtLevel(unit, p.table.maxCores, v, g, r.level);
+        versions.push(unitBestVersion(p, u, g, r.level));
+        chainMs += unitBestMs(p, u, g, r.level);
       }
       r.next = plan.block.last + 1;
     }
@@ -585,17 +582,14 @@ export class Scheduler {
     range: CoreRange | undefined,
   ): Decision {
     const p = this.models[r.model]!;
-    const N = p.table.maxCores;
     const cores = this.pool.grant(r.id, grant, r.prev, range);
     const claim = cores.length !== r.prev.length || cores.some((c, i) => c !== r.prev[i]);
     const level = r.level;
     const versions: number[] = [];
     let expectedMs = claim ? p.table.claimMs[grant]! : 0;
     for (let u = block.first; u <= block.last; u++) {
-      const unit = p.table.units[u]!;
-      const v = bestVersion(unit, N, grant, level).v;
-      versions.push(v);
-      expectedMs += latAtLevel(unit, N, v, grant, level);
+      versions.push(unitBestVersion(p, u, grant, level));
+      expectedMs += unitBestMs(p, u, grant, level);
     }
     r.running = true;
     r.held = cores;
