@@ -175,6 +175,9 @@ test('a body that stops arriving gets 408 and is closed; one that keeps arriving
     },
   });
   assert.equal(slow.status, 200, `a slow but steady body: ${slow.status ?? slow.error} ${slow.body.slice(0, 100)}`);
+  const serverMs = (JSON.parse(slow.body) as { parameters: { server_ms: number } }).parameters.server_ms;
+  // Its last piece left 39 intervals of 100 ms after the headers (timers are never early): reading the body is server time.
+  assert.ok(serverMs >= 3500, `server_ms ${serverMs} counts the body's arrival`);
 });
 
 test(

@@ -2,11 +2,11 @@
  * Per-request time accounting, live: a light request sent just behind a heavy one (the light
  * request is sent 1 ms after the heavy, so it arrives while the heavy one holds the cores), each
  * pair `pairs` times in turn, on a running veltair server. From each answer: the client's time,
- * the server's `server_ms` (front end from the body in hand to the backend's answer) and the
+ * the server's `server_ms` (front end from the headers parsed to the backend's answer) and the
  * dispatcher's `veltair_timeline` (src/serve/timeline.ts), split into queueing, input binding,
  * dispatch (decision → native start: block claim hand-off and thread wake-up), kernel time, hand
  * back to the event loop and finishing. front end = server_ms − the dispatcher's share; outside =
- * client − server_ms (HTTP transfer, body read, output encoding, the client). Medians over pairs.
+ * client − server_ms (HTTP transfer, writing the answer, the client). Medians over pairs.
  */
 import { median } from '../stats.js';
 import type { LoadModel } from '../load/generator.js';

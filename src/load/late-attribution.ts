@@ -7,9 +7,9 @@
  * Each request's time splits into components (ms):
  *   client lag   the loop sent it after its planned arrival (not in its latency, but the loop was busy);
  *   client GC    this process's GC pauses while it was in flight;
- *   outside      client time − server_ms: transfer, the server reading the body and writing the answer,
+ *   outside      client time − server_ms: transfer, sending the headers, writing the answer,
  *                the client's loop (GC included);
- *   front end    server_ms − the dispatcher's share: HTTP parse, tensor decode, encode;
+ *   front end    server_ms − the dispatcher's share: reading the body, tensor decode, encode;
  *   queued       waiting for an instance, and between blocks for cores;
  *   bind         inputs bound to the instance;
  *   dispatch     scheduler decision → native start;

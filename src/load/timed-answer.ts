@@ -1,6 +1,6 @@
 /**
  * One request timed from the client, with the server's own account of it: `server_ms` (front end
- * from the body in hand to the backend's answer), the dispatcher's `veltair_timeline` and its
+ * from the headers parsed to the backend's answer), the dispatcher's `veltair_timeline` and its
  * scheduler time. Only the answer's JSON header is decoded, never its tensors.
  */
 import { post } from './post.js';

@@ -8,7 +8,7 @@
  *             the block (claim), the native team started and ended it, the event loop took the result;
  *   answer    the answer was handed to the front end.
  * `accountTimeline` splits it into where the time went; the front end's own share (HTTP parse,
- * tensor decode) is `server_ms` minus `answer`, which the caller knows.
+ * body read, tensor decode) is `server_ms` minus `answer`, which the caller knows.
  */
 export interface RequestTrace {
   readonly arrivalNs: bigint;
