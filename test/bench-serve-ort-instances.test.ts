@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -8,6 +8,7 @@ import { encodeModel } from '../src/onnx/encode.js';
 import { startInstancePool } from '../src/ort/instances.js';
 import { seededFloats } from '../src/random.js';
 import { tinyModelSpec } from './compile-fixture.js';
+import { SCHED_BATCH, threadSched } from './thread-sched.js';
 
 test('ort-instances: N instances answer concurrent requests of one queue exactly as a plain ONNX Runtime session does', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'veltair-ort-instances-'));
@@ -34,21 +35,6 @@ test('ort-instances: N instances answer concurrent requests of one queue exactly
   }
 });
 
-/** Each of this process's threads: nice and scheduling policy (Linux: /proc/self/task/TID/stat, fields 19 and 41). */
-function threadSched(): { tid: number; nice: number; policy: number }[] {
-  const out: { tid: number; nice: number; policy: number }[] = [];
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.push({ tid: Number(tid), nice: Number(fields[16]), policy: Number(fields[38]) });
-    } catch {
-      /* the thread ended meanwhile */
-    }
-  }
-  return out;
-}
-
 test("ort-instances: a pool started with a nice value runs its instances as veltair's block threads run, the caller's thread untouched", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'veltair-ort-instances-'));
   const path = join(dir, 'tiny.onnx');
@@ -61,7 +47,7 @@ test("ort-instances: a pool started with a nice value runs its instances as velt
     const niced = threadSched().filter((t) => t.nice === nice);
     assert.ok(niced.length >= 2, `both instances' threads run at nice ${nice} (${niced.length} threads do)`);
     assert.ok(
-      niced.every((t) => t.policy === 3),
+      niced.every((t) => t.policy === SCHED_BATCH),
       'each is a batch thread (SCHED_BATCH), so waking an instance never preempts the thread that handed it the request',
     );
     assert.deepEqual(

@@ -9,13 +9,14 @@
  * never asserted here.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { encodeModel, type ModelSpec } from '../src/onnx/encode.js';
 import type { Tensor } from '../src/onnx/model.js';
 import { loadBundle, setBlockNice, type Session } from '../src/runtime/session.js';
+import { SCHED_BATCH, SCHED_OTHER, threadSched } from './thread-sched.js';
 import { availableCores } from '../src/toolchain/cpu.js';
 import { isVeltairError } from '../src/errors.js';
 import { compileFixture } from './compile-fixture.js';
@@ -212,32 +213,14 @@ test('closing a session while a block runs lets the block finish, then refuses f
   await assert.rejects(s.run(feedA), (e: unknown) => isVeltairError(e) && /closed/.test(e.message));
 });
 
-/** Each of this process's threads: its nice value and scheduling policy (Linux: /proc/self/task/TID/stat, fields 19 and 41). */
-function threadSched(): Map<number, { nice: number; policy: number }> {
-  const out = new Map<number, { nice: number; policy: number }>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(Number(tid), { nice: Number(fields[16]), policy: Number(fields[38]) });
-    } catch {
-      /* the thread ended meanwhile */
-    }
-  }
-  return out;
-}
-
-const SCHED_OTHER = 0;
-const SCHED_BATCH = 3;
-
 // Last in this file: nice cannot be lowered again without privilege, and it holds for every later block.
 test(
   "setBlockNice: the threads that run blocks take the nice value and the batch policy, the event loop's thread keeps its own",
   { timeout: 60_000 },
   async () => {
-    const main = threadSched().get(process.pid)!;
+    const main = threadSched().find((t) => t.tid === process.pid)!;
     const blockNice = Math.min(19, main.nice + 7);
-    const before = [...threadSched().values()].filter((t) => t.nice === blockNice || t.policy === SCHED_BATCH);
+    const before = threadSched().filter((t) => t.nice === blockNice || t.policy === SCHED_BATCH);
     assert.equal(before.length, 0, `no thread runs at nice ${blockNice} or as a batch thread yet`);
     await setBlockNice(blockNice);
     const s = a.replicate();
@@ -246,7 +229,7 @@ test(
     await inf.block(s.steps.length, { cores });
     inf.finish();
     const threads = threadSched();
-    const niced = [...threads.values()].filter((t) => t.nice === blockNice);
+    const niced = threads.filter((t) => t.nice === blockNice);
     assert.ok(
       niced.length >= cores.length,
       `every thread of the ${cores.length}-core block runs at nice ${blockNice} (${niced.length} do)`,
@@ -255,7 +238,11 @@ test(
       niced.every((t) => t.policy === SCHED_BATCH),
       'each block thread is a batch thread, so waking it never preempts the thread that handed it the block',
     );
-    assert.deepEqual(threads.get(process.pid), main, "the event loop's thread is untouched");
+    assert.deepEqual(
+      threads.find((t) => t.tid === process.pid),
+      main,
+      "the event loop's thread is untouched",
+    );
     assert.equal(main.policy, SCHED_OTHER);
     await assert.rejects(setBlockNice(20), /0 to 19/);
     s.close();
