@@ -135,6 +135,15 @@ test("A/A: the method resolves 10% when the identical arms' paired median is wit
   assert.match(header, /459 requests with 0 late, 662 with 1, 2,010 with 10/);
   assert.match(mixTable({ mix: 'm', models: ['a'], cores: [0], ruleLine: 'r', arms: [arm('fcfs', [1])] }), /no A\/A pair ran/);
   assert.equal(aaChecks([arm('fcfs', [1]), arm('veltair', [1])]).length, 0);
+  const undecided = mixTable({
+    mix: 'm',
+    models: ['a'],
+    cores: [0],
+    ruleLine: 'r',
+    arms: [arm('veltair', [0, 0]), arm('veltair#2', [0, 0])],
+  });
+  assert.match(undecided, /the A\/A pair veltair#2 \/ veltair ran, but no round found a max QPS above 0 for both/);
+  assert.doesNotMatch(undecided, /no A\/A pair ran/);
 });
 
 test("the noise columns: most outside work and steal of any probe, the client's median CPU per request, and the noisy reruns", () => {

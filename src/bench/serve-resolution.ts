@@ -63,6 +63,14 @@ const pct = (band: number) => `${Math.round((band - 1) * 100)}%`;
 export function resolutionLines(arms: readonly RoundsOf[]): string[] {
   const checks = aaChecks(arms);
   if (checks.length === 0) {
+    const ran = arms.filter((b) => b.label === `${b.kind}#2` && arms.some((a) => a.label === b.kind));
+    if (ran.length > 0) {
+      return ran.map(
+        (b) =>
+          `Resolution: the A/A pair ${b.label} / ${b.kind} ran, but no round found a max QPS above 0 for both ` +
+          '(undecided or failed at every rate), so the resolution is unknown at these probes (raise --probe-limit).',
+      );
+    }
     return [
       'Resolution: no A/A pair ran, so this table does not show which differences the method can tell apart ' +
         '(run a kind twice: --arms …,veltair,veltair).',
