@@ -94,7 +94,7 @@ export function planModel(table: ModelTable, qosMs: number): ModelPlan {
         best[l]![i * (N + 1) + c] = b.ms;
         bestVersionAt[l]![i * (N + 1) + c] = b.v;
       }
-      const v = bestVersion(u, N, c, 0).v;
+      const v = bestVersionAt[0]![i * (N + 1) + c]!;
       let w = 0;
       for (let l = 0; l < LEVEL_COUNT; l++) w = Math.max(w, latAt(u, N, v, c, l));
       quietVersionsWorst[i * (N + 1) + c] = w;

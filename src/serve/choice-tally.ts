@@ -9,10 +9,11 @@
  * kept versions (0..versionsPerLayer-1).
  */
 import { internalError } from '../errors.js';
+import { LEVEL_COUNT } from '../schedule/model-table.js';
 import type { ServerMetrics } from './metrics.js';
 
-const MAX_LEVEL = 4;
-const LEVELS = MAX_LEVEL + 1;
+const LEVELS = LEVEL_COUNT;
+const MAX_LEVEL = LEVEL_COUNT - 1;
 
 export class ChoiceTally {
   /** Per model: blocks not yet added, by level. */
