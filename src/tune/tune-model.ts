@@ -101,12 +101,14 @@ export interface TuneOptions {
    * any then; the bank must have every noisy level requested and this session's core plan.
    */
   readonly bank?: LevelBank;
-  /** Noisy levels only for candidates within this factor of the best quiet median (evaluate.ts; default 1.5, Infinity: every one). */
+  /** Exhaustive search: noisy levels only for candidates within this factor of the best quiet median (evaluate.ts; default 1.5, Infinity: every one). */
   readonly noisyScreen?: number;
+  /** Racing search: the slack of race.ts's rule (default 0.2). */
+  readonly raceSlack?: number;
   /**
-   * 'race' (default): each batch timed at level 0 with a short window first, and only the
-   * candidates that can still reach the family measured in full (race.ts); 'exhaustive': every
-   * candidate at every level with full windows.
+   * 'race' (default): each batch timed at every level with a short window first, and a full
+   * window only where a candidate can still be near the best (race.ts); 'exhaustive': every
+   * candidate at every level with full windows (noisy levels screened on the quiet median).
    */
   readonly search?: SearchMode;
 }
@@ -162,7 +164,7 @@ export interface TuneResult {
   readonly dbHits: number;
   /** Of `measured`, the thread-count profiling measurements. */
   readonly profileMeasured: number;
-  /** Of `measured`, the candidates a racing search dropped after round 1 (race.ts): timed at level 0 only, briefly. */
+  /** Of `measured`, the candidates a racing search dropped at every level after round 1 (race.ts): timed briefly only. */
   readonly raced: number;
   readonly seconds: number;
   /** Versions kept → number of layers (occurrence-weighted) with that many. */
@@ -383,6 +385,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     ...(o.minTimeMs !== undefined ? { minTimeMs: o.minTimeMs } : {}),
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
     ...(o.noisyScreen !== undefined ? { noisyScreen: o.noisyScreen } : {}),
+    ...(o.raceSlack !== undefined ? { raceSlack: o.raceSlack } : {}),
     search: o.search ?? 'race',
   };
   let raced = 0;
