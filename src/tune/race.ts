@@ -9,21 +9,22 @@
  *    kernel is faster than its fastest seen, up to timer resolution;
  *  - upper = the 75th-percentile repeat (nearest rank): one descheduled repeat must not make a
  *    candidate look worse than its typical run.
- * The reference at a level is the k-th best upper bound there among the workload's candidates at
- * that thread count: this round's and every complete record the database already holds. At that
- * level a candidate is DROPPED when
- *
- *     lower(c) > (1 + slack) × upper(k-th best)
- *
- * and otherwise goes on to round 2, a full window at that level. A candidate dropped at every
- * level is done after round 1. Each level is judged on its own because a quiet look does not tell
- * a noisy level's winner: on this project's records the best candidate at a noisy level was up to
- * 1.85× slower quiet than the quiet best (bench/RESULTS.md). Why that keeps the family
- * (space/family.ts): with at most as many versions as levels, the family's worst regret is within
- * its tolerance (3%) of zero, so every member is within 3% of the best at some level; a candidate
- * dropped at a level is more than (1 + slack) times the best there. The slack (0.2) is that 3% plus
- * room for a short window's error. A candidate among the k best upper bounds at a level always
- * goes on there: lower(c) ≤ upper(c) ≤ upper(k-th best).
+ * At each level a candidate GOES ON to round 2, a full window there, when both hold:
+ *  - halving: its lower bound is among the ⌈keep × n⌉ smallest of the round's n candidates there
+ *    (keep = 1/2: successive halving's η = 2);
+ *  - slack: lower(c) ≤ (1 + slack) × upper(k-th best), the reference being the k-th best upper
+ *    bound among this round's candidates and every complete record the database already holds for
+ *    the workload and thread count (a held record far better drops the whole round).
+ * A candidate that goes on nowhere is done after round 1; where it does not go on, its record keeps
+ * round 1's repeats. Each level is judged on its own because a quiet look does not tell a noisy
+ * level's winner: on this project's records the best candidate at a noisy level was up to 1.85×
+ * slower quiet than the quiet best (bench/RESULTS.md). What it costs the family (space/family.ts):
+ * with at most as many versions as levels, each member is within the family's 3% tolerance of the
+ * best at some level, so a rule that keeps every level's best keeps the family. Halving alone keeps
+ * the round's smallest lower bound; with 20%-windows on ten torchvision models' exhaustive records,
+ * the best candidate of a level lay outside the kept half in 6 of 1,486 (workload, level) cells by
+ * more than 3% (bench/RESULTS.md). The slack, 0.2, adds nothing there: it only spares full windows
+ * for a round far behind what the database holds.
  */
 
 /** Round 1's window as a fraction of the full one (its repeats still number at least 3). */
@@ -32,6 +33,8 @@ export const RACE_WINDOW_FRACTION = 0.2;
 export const DEFAULT_RACE_K = 1;
 /** The slack of the rule: 1.2× the reference still goes on. */
 export const DEFAULT_RACE_SLACK = 0.2;
+/** The share of a round that goes on at each level (successive halving's 1/η). */
+export const DEFAULT_RACE_KEEP = 0.5;
 
 export type SearchMode = 'race' | 'exhaustive';
 export const SEARCH_MODES: readonly SearchMode[] = ['race', 'exhaustive'];
@@ -40,6 +43,8 @@ export interface RaceRule {
   /** Fraction above the reference a lower bound may lie and still survive (0.2: 1.2× the reference). */
   readonly slack: number;
   readonly k: number;
+  /** Share of the round kept at a level (0 < keep ≤ 1; 1: the slack alone decides). */
+  readonly keep: number;
 }
 
 /** Bounds on a candidate's latency at one level, from its repeats there. */
@@ -69,7 +74,7 @@ export function raceReference(contenders: readonly LatencyBounds[], k: number): 
   return uppers.length >= k ? uppers[k - 1] : undefined;
 }
 
-/** Whether a candidate with these bounds survives round 1 against `reference` (none: it does). */
+/** Whether a candidate with these bounds survives the slack against `reference` (none: it does). */
 export function survives(bounds: LatencyBounds, reference: number | undefined, rule: RaceRule): boolean {
   return reference === undefined || !(bounds.lower > (1 + rule.slack) * reference);
 }
@@ -79,7 +84,16 @@ export function survives(bounds: LatencyBounds, reference: number | undefined, r
  * the bounds there of the complete records the database holds for the same workload and thread count.
  */
 export function raceVerdicts(round: readonly LatencyBounds[], held: readonly LatencyBounds[], rule: RaceRule): boolean[] {
-  if (!(rule.slack >= 0) || !Number.isInteger(rule.k) || rule.k < 1) throw new RangeError(`bad race rule ${JSON.stringify(rule)}`);
+  if (!(rule.slack >= 0) || !Number.isInteger(rule.k) || rule.k < 1 || !(rule.keep > 0 && rule.keep <= 1)) {
+    throw new RangeError(`bad race rule ${JSON.stringify(rule)}`);
+  }
   const reference = raceReference([...round, ...held], rule.k);
-  return round.map((b) => survives(b, reference, rule));
+  const kept = new Set(halvingKeeps(round, rule.keep));
+  return round.map((b, i) => kept.has(i) && survives(b, reference, rule));
+}
+
+/** The indices of the ⌈keep × n⌉ smallest lower bounds (ties: the earlier candidate). */
+export function halvingKeeps(round: readonly LatencyBounds[], keep: number): number[] {
+  const order = round.map((_, i) => i).sort((a, b) => round[a]!.lower - round[b]!.lower || a - b);
+  return order.slice(0, Math.ceil(keep * round.length));
 }

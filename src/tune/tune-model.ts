@@ -105,6 +105,8 @@ export interface TuneOptions {
   readonly noisyScreen?: number;
   /** Racing search: the slack of race.ts's rule (default 0.2). */
   readonly raceSlack?: number;
+  /** Racing search: the share of a round kept at each level (default 0.5; 1: the slack alone). */
+  readonly raceKeep?: number;
   /**
    * 'race' (default): each batch timed at every level with a short window first, and a full
    * window only where a candidate can still be near the best (race.ts); 'exhaustive': every
@@ -386,6 +388,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
     ...(o.noisyScreen !== undefined ? { noisyScreen: o.noisyScreen } : {}),
     ...(o.raceSlack !== undefined ? { raceSlack: o.raceSlack } : {}),
+    ...(o.raceKeep !== undefined ? { raceKeep: o.raceKeep } : {}),
     search: o.search ?? 'race',
   };
   let raced = 0;
