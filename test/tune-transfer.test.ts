@@ -79,8 +79,6 @@ test(
       db: source,
       minTimeMs: 10,
       target: here,
-      // Every candidate complete, so the source holds several to transfer whatever this host's spread.
-      search: 'exhaustive',
     });
     assert.equal(tuned.transfer.freshWorkloads, 1);
     // A machine of another type (another L1d): same database directory, no record for it.

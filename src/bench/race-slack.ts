@@ -1,11 +1,9 @@
 /**
  * What a racing slack would cost, from records (no timing runs): for each tuning run of a database
- * of complete records (an exhaustive search's, ideally: racing itself cuts what it drops short), at
- * each factor f, the level measurements beyond f × the run's best at that level (the full windows a
- * race with slack f − 1 would cut short), the candidates beyond it at every level they were
- * measured at (those it would drop outright), and how many of those the run's family keeps
- * (space/family.ts, the compile's defaults). A slack is safe for those records when no family
- * member is beyond it everywhere.
+ * of complete records (an exhaustive search's, ideally: racing itself removes what it drops), how
+ * many candidates lie beyond s × the run's best quiet median, and how many of those the run's
+ * family keeps (space/family.ts, the compile's defaults). A slack is safe for those records when no
+ * family member lies beyond it; the share beyond is the most a race with that slack could drop.
  *
  *   node dist/src/bench/race-slack.js --db DIR [--slacks 1.5,1.3,1.2,1.1]
  */
@@ -17,21 +15,16 @@ import { scanDatabase } from '../db/scan.js';
 import { selectFamily } from '../space/family.js';
 
 export interface SlackExposure {
-  /** Median at a level / the run's best there above which a measurement counts as beyond. */
+  /** Quiet median / run's best above which a candidate counts as beyond. */
   readonly factor: number;
-  /** Candidates beyond at every level they were measured at. */
   readonly beyond: number;
   /** Of `beyond`, the family members. */
   readonly familyBeyond: number;
-  /** Level measurements beyond. */
-  readonly measurementsBeyond: number;
 }
 
 export interface SlackReport {
   readonly runs: number;
   readonly records: number;
-  /** Level measurements of those records (one full window each). */
-  readonly measurements: number;
   readonly exposures: readonly SlackExposure[];
 }
 
@@ -45,9 +38,7 @@ export function slackExposure(records: Iterable<TuningRecord>, factors: readonly
   }
   const beyond = factors.map(() => 0);
   const familyBeyond = factors.map(() => 0);
-  const measurementsBeyond = factors.map(() => 0);
-  let count = 0,
-    measurements = 0;
+  let count = 0;
   for (const rs of runs.values()) {
     const family = selectFamily(
       rs.map((r) => ({
@@ -60,15 +51,11 @@ export function slackExposure(records: Iterable<TuningRecord>, factors: readonly
       { maxVersions: COMPACT_MAX_VERSIONS, tolerance: COMPACT_REGRET_TOLERANCE },
     );
     const kept = new Set(family.versions.map((v) => v.id));
-    const best = new Map<number, number>();
-    for (const r of rs) for (const l of levelsOf(r)) best.set(l, Math.min(best.get(l) ?? Infinity, medianMs(r, l)!));
+    const best = Math.min(...rs.map((r) => medianMs(r, 0)!));
     count += rs.length;
-    measurements += rs.reduce((n, r) => n + levelsOf(r).length, 0);
     factors.forEach((f, i) => {
       for (const r of rs) {
-        const far = levelsOf(r).filter((l) => medianMs(r, l)! > f * best.get(l)!);
-        measurementsBeyond[i]! += far.length;
-        if (far.length < levelsOf(r).length) continue;
+        if (!(medianMs(r, 0)! > f * best)) continue;
         beyond[i]!++;
         if (kept.has(recordId(r))) familyBeyond[i]!++;
       }
@@ -77,13 +64,7 @@ export function slackExposure(records: Iterable<TuningRecord>, factors: readonly
   return {
     runs: runs.size,
     records: count,
-    measurements,
-    exposures: factors.map((factor, i) => ({
-      factor,
-      beyond: beyond[i]!,
-      familyBeyond: familyBeyond[i]!,
-      measurementsBeyond: measurementsBeyond[i]!,
-    })),
+    exposures: factors.map((factor, i) => ({ factor, beyond: beyond[i]!, familyBeyond: familyBeyond[i]! })),
   };
 }
 
@@ -94,12 +75,11 @@ async function main(): Promise<void> {
   if (factors.some((f) => !(f >= 1))) throw new Error('--slacks: factors of at least 1, e.g. 1.5,1.3');
   const scan = await scanDatabase(values.db, {});
   const r = slackExposure(scan.records.values(), factors);
-  console.log(`${r.records} complete ok records, ${r.measurements} level measurements, in ${r.runs} tuning runs of ${values.db}`);
-  const pct = (n: number, of: number) => `${((100 * n) / Math.max(1, of)).toFixed(1)}%`;
+  console.log(`${r.records} complete ok records in ${r.runs} tuning runs of ${values.db}`);
   for (const e of r.exposures)
     console.log(
-      `> ${e.factor} × the run's best at a level: ${e.measurementsBeyond} measurements (${pct(e.measurementsBeyond, r.measurements)}); ` +
-        `at every level: ${e.beyond} candidates (${pct(e.beyond, r.records)}), ${e.familyBeyond} of them family members`,
+      `quiet > ${e.factor} × the run's best: ${e.beyond} candidates (${((100 * e.beyond) / Math.max(1, r.records)).toFixed(1)}%), ` +
+        `${e.familyBeyond} of them family members`,
     );
 }
 

@@ -164,7 +164,7 @@ function summaryText(s: CompileResult, shard: Shard | undefined): string {
         `(${shardFileName(shard!.index, shard!.count)}); no bundle written`,
     `layers     ${s.layers} (${s.tunableLayers} tunable, ${s.uniqueWorkloads} unique workloads)`,
     `tuning     ${s.tuningSeconds.toFixed(1)} s: ${s.measured} measured` +
-      `${s.raced > 0 ? ` (${s.raced} dropped by the race at every level)` : ''}, ${s.dbHits} from the database`,
+      `${s.raced > 0 ? ` (${s.raced} dropped after the level-0 race)` : ''}, ${s.dbHits} from the database`,
     `records    ${s.transfer.exactWorkloads} workloads with records for this target, ${s.transfer.transferredWorkloads} seeded from other ` +
       `targets (${s.transfer.transferredSeeds} seeds${s.transfer.medianDistance === null ? '' : `, median distance ${s.transfer.medianDistance}`}), ` +
       `${s.transfer.freshWorkloads} searched from scratch`,

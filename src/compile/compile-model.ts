@@ -41,7 +41,7 @@ export interface CompileResult {
   readonly measured: number;
   /** Candidates taken from the tuning database instead. */
   readonly dbHits: number;
-  /** Of `measured`, the candidates a racing search dropped at every level after its short round (tune/race.ts). */
+  /** Of `measured`, the candidates a racing search dropped after its short level-0 round (tune/race.ts). */
   readonly raced: number;
   readonly tuningSeconds: number;
   /** Where the tuning seconds went, by phase (tune-model.ts, TunePhases). */

@@ -8,11 +8,10 @@
  * the database the moment its last level is settled: kill -9 loses at most the candidate in
  * flight. evaluateBatches does the same for several workloads' batches in one build and one child.
  *
- * A racing evaluation (search: 'race', race.ts) first times every candidate at each of its levels
- * with a short window, then gives a full window only at the levels where it can still be near the
- * best, keeping round 1's repeats at the others; one dropped at every level is written as a raced
- * record (record.ts stage 'race') as soon as its workload's round is judged, so kill -9 during
- * round 1 loses at most the round of the workload in flight.
+ * A racing evaluation (search: 'race', race.ts) first times every candidate at level 0 with a short
+ * window, then measures only the survivors as above; the dropped ones are written as raced records
+ * (record.ts stage 'race') as soon as their workload's round is judged, so kill -9 during round 1
+ * loses at most the round of the workload in flight.
  */
 import { generateKernel, kernelSymbol } from '../codegen/kernel.js';
 import { internalError } from '../errors.js';
@@ -28,16 +27,7 @@ import type { Target } from '../toolchain/target.js';
 import { measureCandidatesAtLevels } from '../measure/at-levels.js';
 import type { LevelBank } from '../interference/bank.js';
 import type { TrialResult } from './search.js';
-import {
-  DEFAULT_RACE_K,
-  DEFAULT_RACE_KEEP,
-  DEFAULT_RACE_SLACK,
-  latencyBounds,
-  raceVerdicts,
-  raceWindowMs,
-  type LatencyBounds,
-  type SearchMode,
-} from './race.js';
+import { DEFAULT_RACE_K, quietBounds, raceVerdicts, raceWindowMs, type QuietBounds, type SearchMode } from './race.js';
 
 export interface EvaluateContext {
   readonly target: Target;
@@ -52,15 +42,11 @@ export interface EvaluateContext {
   readonly cacheDir?: string;
   readonly minTimeMs?: number;
   readonly timeoutMs?: number;
-  /** Exhaustive search: noisy levels only for candidates within this factor of the best quiet median so far (DEFAULT_NOISY_SCREEN; Infinity: all). */
+  /** Noisy levels only for candidates within this factor of the best quiet median so far (DEFAULT_NOISY_SCREEN; Infinity: all). */
   readonly noisyScreen?: number;
-  /** Racing search: the slack of race.ts's rule (DEFAULT_RACE_SLACK). */
-  readonly raceSlack?: number;
-  /** Racing search: the share of a round kept at each level (DEFAULT_RACE_KEEP; 1: the slack alone). */
-  readonly raceKeep?: number;
   /**
-   * 'race': round 1 at every level with a short window, a full window only at the levels a
-   * candidate survives at (race.ts); 'exhaustive' (default here; tuneWorkloads defaults to 'race'): every candidate fully.
+   * 'race': round 1 at level 0 with a short window, full measurement for its survivors only
+   * (race.ts); 'exhaustive' (default here; tuneWorkloads defaults to 'race'): every candidate fully.
    */
   readonly search?: SearchMode;
   /** Called after each trial (measured or hit). */
@@ -98,21 +84,21 @@ export function trialFromRecord(r: TuningRecord, id: string, levels: readonly nu
 }
 
 /**
- * An exhaustive search measures noisy levels only for a candidate whose quiet median is within this
- * factor of the best quiet median of its workload and thread count so far: a slower one matters
- * only by beating that one under noise by more than 1.5×. That does happen (a noisy level's best
- * was up to 1.85× slower quiet in ten torchvision models' records), which is why racing judges
- * each level on its own look instead; the screen stays as the exhaustive arm's known behaviour.
+ * Noisy levels are measured only for a candidate whose quiet median is within this factor of the
+ * best quiet median of its workload and thread count so far. A slower one is dominated at level 0
+ * by a candidate measured at every level (family.ts), and could matter only by beating that one
+ * under noise by more than 1.5×: far beyond the level-to-level trade-offs measured on this
+ * machine (bench/RESULTS.md, single pass vs five passes).
  */
 export const DEFAULT_NOISY_SCREEN = 1.5;
 
-/** Bounds at `level` (race.ts) of this workload's complete ok records at `threads` threads (this codegen, this target). */
-function heldBounds(db: TuningDatabase, key: string, threads: number, level: number): LatencyBounds[] {
+/** Quiet bounds (race.ts) of this workload's complete ok records at `threads` threads (this codegen, this target). */
+function heldBounds(db: TuningDatabase, key: string, threads: number): QuietBounds[] {
   return db
     .lookup(key)
     .filter((r) => r.threads === threads)
     .flatMap((r) => {
-      const b = latencyBounds(r.latencies[String(level)] ?? []);
+      const b = quietBounds(r.latencies['0'] ?? []);
       return b ? [b] : [];
     });
 }
@@ -186,15 +172,11 @@ interface Runnable extends Todo {
   readonly threads: number;
 }
 
-/** Round 1's repeats at the levels a candidate was dropped at: they stand in its record for a full window there. */
-type ShortRepeats = ReadonlyMap<number, readonly number[]>;
-
 /**
- * Round 1 of a racing evaluation for one thread count's candidates: each one timed at every level
- * it is tuned for with a short window, judged per workload and per level against its round-mates
- * and the database's complete records (race.ts), and those dropped at every level, or failed,
- * settled. Returns the candidates that go on, each with the levels it goes on at and its round-1
- * repeats at the others.
+ * Round 1 of a racing evaluation for one thread count's candidates: each one whose first level is 0
+ * timed there with a short window, judged per workload against its round-mates and the database's
+ * complete records (race.ts), and the dropped and the failed settled. Returns the candidates to
+ * measure in full: the survivors and those not raced (no level 0 to race at).
  */
 async function raceRound(
   group: readonly Runnable[],
@@ -203,48 +185,36 @@ async function raceRound(
   ctx: EvaluateContext,
   settle: (t: Todo, record: TuningRecord) => Promise<void>,
   slack: number,
-): Promise<Map<Runnable, { levels: number[]; short: ShortRepeats }>> {
-  const goOn = new Map<Runnable, { levels: number[]; short: ShortRepeats }>();
-  const first: (readonly (Measurement | undefined)[] | undefined)[] = group.map(() => undefined);
+): Promise<Set<Runnable>> {
+  const racing = group.filter((r) => r.levels[0] === 0);
+  const keep = new Set(group.filter((r) => r.levels[0] !== 0));
+  if (racing.length === 0) return keep;
+  const first: (Measurement | undefined)[] = racing.map(() => undefined);
   const left = new Map<number, number>();
-  for (const r of group) left.set(r.b, (left.get(r.b) ?? 0) + 1);
-  const okAt = (k: number, j: number) => {
-    const m = first[k]![j];
-    return m?.status === 'ok' && m.repeatsMs.length > 0 ? m.repeatsMs : undefined;
-  };
+  for (const r of racing) left.set(r.b, (left.get(r.b) ?? 0) + 1);
   // A workload is judged, and its dropped candidates written, once its last candidate is timed:
   // kill -9 loses at most the verdicts of the workload in flight.
   const judge = async (b: number) => {
-    const mine = group.flatMap((r, k) => (r.b === b ? [k] : []));
-    const w = batches[b]!.workload;
-    const survivingLevels = new Map<number, number[]>(mine.map((k) => [k, []]));
-    for (const level of [...new Set(mine.flatMap((k) => group[k]!.levels))]) {
-      const contenders = mine.flatMap((k) => {
-        const j = group[k]!.levels.indexOf(level);
-        const bounds = j >= 0 && okAt(k, j) ? latencyBounds(okAt(k, j)!) : undefined;
-        return bounds ? [{ k, bounds }] : [];
-      });
-      const verdicts = raceVerdicts(
-        contenders.map((c) => c.bounds),
-        heldBounds(ctx.db, w.key, group[mine[0]!]!.threads, level),
-        { slack, k: DEFAULT_RACE_K, keep: ctx.raceKeep ?? DEFAULT_RACE_KEEP },
-      );
-      contenders.forEach((c, i) => {
-        if (verdicts[i]) survivingLevels.get(c.k)!.push(level);
-      });
-    }
-    for (const k of mine) {
-      const r = group[k]!,
-        s = batches[b]!.schedules[r.i]!,
-        ms = first[k]!;
+    const contenders = racing.flatMap((r, k) => {
+      const bounds = r.b === b && first[k]!.status === 'ok' ? quietBounds(first[k]!.repeatsMs) : undefined;
+      return bounds ? [{ k, bounds }] : [];
+    });
+    const verdicts = raceVerdicts(
+      contenders.map((c) => c.bounds),
+      heldBounds(ctx.db, batches[b]!.workload.key, racing[0]!.threads),
+      { slack, k: DEFAULT_RACE_K },
+    );
+    contenders.forEach((c, j) => {
+      if (verdicts[j]) keep.add(racing[c.k]!);
+    });
+    for (let k = 0; k < racing.length; k++) {
+      const r = racing[k]!;
+      if (r.b !== b || keep.has(r)) continue;
+      const w = batches[b]!.workload,
+        s = batches[b]!.schedules[r.i]!;
+      const m = first[k]!;
       // A failed check or a crash is the same verdict at any window: a complete (failed) record.
-      if (ms.some((m) => m !== undefined && m.status !== 'ok') || !okAt(k, 0)) {
-        await settle(r, recordFrom(w, s, ctx, r.levels, ms, r.cand.features));
-        continue;
-      }
-      const levels = r.levels.filter((l) => survivingLevels.get(k)!.includes(l));
-      const short = new Map(r.levels.flatMap((l, j) => (levels.includes(l) || !okAt(k, j) ? [] : [[l, okAt(k, j)!] as const])));
-      if (levels.length > 0) goOn.set(r, { levels, short });
+      if (m.status !== 'ok' || m.repeatsMs.length === 0) await settle(r, recordFrom(w, s, ctx, [0], [m], r.cand.features));
       else
         await settle(
           r,
@@ -253,7 +223,7 @@ async function raceRound(
             target: ctx.target,
             schedule: s,
             features: r.cand.features,
-            latencies: Object.fromEntries([...short].map(([l, xs]) => [String(l), xs])),
+            latencies: { '0': m.repeatsMs },
             status: 'ok',
             stage: 'race',
           }),
@@ -261,7 +231,7 @@ async function raceRound(
     }
   };
   const round = await measureCandidatesAtLevels(
-    group.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads: r.threads, flops: r.cand.features.flops }, levels: r.levels })),
+    racing.map((r) => ({ job: { soPath: r.soPath, symbol: r.symbol, threads: r.threads, flops: r.cand.features.flops }, levels: [0] })),
     bank,
     {
       ...(ctx.cacheDir ? { cacheDir: ctx.cacheDir } : {}),
@@ -270,8 +240,8 @@ async function raceRound(
     },
     {
       onCandidate: async (k, ms) => {
-        first[k] = ms;
-        const b = group[k]!.b;
+        first[k] = ms[0] ?? { status: 'crash', repeatsMs: [], message: 'not measured' };
+        const b = racing[k]!.b;
         left.set(b, left.get(b)! - 1);
         if (left.get(b) === 0) await judge(b);
       },
@@ -280,13 +250,12 @@ async function raceRound(
   // A child that died before a job started reports it without the hook: judge what is left.
   for (const [b, n] of left) {
     if (n === 0) continue;
-    group.forEach((r, k) => {
-      if (r.b === b)
-        first[k] ??= round[k]!.map((m) => m ?? { status: 'crash', repeatsMs: [], message: 'harness exited before the job started' });
+    racing.forEach((r, k) => {
+      if (r.b === b) first[k] ??= round[k]![0] ?? { status: 'crash', repeatsMs: [], message: 'harness exited before the job started' };
     });
     await judge(b);
   }
-  return goOn;
+  return keep;
 }
 
 /**
@@ -359,14 +328,11 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
       let group = runnable.filter((r) => r.threads === threads);
       const bank = group.some((r) => r.levels.some((l) => l !== 0)) ? await ctx.bank() : undefined;
       const screen = ctx.noisyScreen ?? DEFAULT_NOISY_SCREEN;
-      const racing = ctx.search === 'race';
-      const shortById = new Map<string, ShortRepeats>();
-      if (racing) {
+      if (ctx.search === 'race') {
         const raceStart = performance.now();
-        const goOn = await raceRound(group, batches, bank, ctx, settle, ctx.raceSlack ?? DEFAULT_RACE_SLACK);
+        const survivors = await raceRound(group, batches, bank, ctx, settle, screen - 1);
         ctx.onPhase?.('race', (performance.now() - raceStart) / 1000);
-        for (const [r, { short }] of goOn) shortById.set(r.id, short);
-        group = group.flatMap((r) => (goOn.has(r) ? [{ ...r, levels: goOn.get(r)!.levels }] : []));
+        group = group.filter((r) => survivors.has(r));
       }
       const measureStart = performance.now();
       const jobs = group.map((r) => ({
@@ -382,31 +348,14 @@ export async function evaluateBatches(batches: readonly WorkloadBatch[], ctx: Ev
           ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
         },
         {
-          // Racing judged every level already; an exhaustive search screens the noisy ones on the quiet median,
-          // the one its record will hold (of its repeats), so a rerun's view of the screen agrees with this one's.
+          // The median the record will hold (of its repeats), so a rerun's view of the screen agrees with this one's.
           keepMeasuring: (g, first) =>
-            racing ||
             group[g]!.levels[0] !== 0 ||
             !(median(first.repeatsMs) > screen * (bestQuietMs(ctx.db, batches[group[g]!.b]!.workload.key, threads) ?? Infinity)),
           onCandidate: async (g, ms) => {
             const r = group[g]!,
-              w = batches[r.b]!.workload,
-              short = [...(shortById.get(r.id) ?? [])];
-            // The levels it was dropped at keep round 1's repeats: measured, only shorter, and beyond the best there.
-            const levels = [...short.map(([l]) => l), ...r.levels];
-            const all = [...short.map(([, xs]): Measurement => ({ status: 'ok', repeatsMs: xs })), ...ms];
-            const order = levels.map((_, j) => j).sort((a, b) => levels[a]! - levels[b]!);
-            await settle(
-              r,
-              recordFrom(
-                w,
-                batches[r.b]!.schedules[r.i]!,
-                ctx,
-                order.map((j) => levels[j]!),
-                order.map((j) => all[j]),
-                r.cand.features,
-              ),
-            );
+              w = batches[r.b]!.workload;
+            await settle(r, recordFrom(w, batches[r.b]!.schedules[r.i]!, ctx, r.levels, ms, r.cand.features));
           },
         },
       );

@@ -1,60 +1,52 @@
 /**
- * Racing: the rule that decides, after a short look at each candidate at every level it is tuned
- * for, at which levels it is worth a full timing window. Pure; repeats in, verdicts out.
+ * Racing: the rule that decides, after a short quiet look at each candidate, which ones are worth
+ * their full measurement (every interference level, full timing windows). Pure; repeats in,
+ * verdicts out.
  *
- * Round 1 times every candidate of a batch at each of its levels with a short window
- * (RACE_WINDOW_FRACTION of the full one, at least 3 repeats), after its check against the
- * reference. At each level a candidate gets two bounds on its latency there from its repeats:
+ * Round 1 times every candidate of a batch at level 0 with a short window (RACE_WINDOW_FRACTION of
+ * the full one, at least 3 repeats), after its check against the reference. Each candidate then
+ * gets two bounds on its quiet latency from its repeats:
  *  - lower = the fastest repeat: noise on a shared machine only ever adds time, so no run of the
  *    kernel is faster than its fastest seen, up to timer resolution;
  *  - upper = the 75th-percentile repeat (nearest rank): one descheduled repeat must not make a
  *    candidate look worse than its typical run.
- * At each level a candidate GOES ON to round 2, a full window there, when both hold:
- *  - halving: its lower bound is among the ⌈keep × n⌉ smallest of the round's n candidates there
- *    (keep = 1/2: successive halving's η = 2);
- *  - slack: lower(c) ≤ (1 + slack) × upper(k-th best), the reference being the k-th best upper
- *    bound among this round's candidates and every complete record the database already holds for
- *    the workload and thread count (a held record far better drops the whole round).
- * A candidate that goes on nowhere is done after round 1; where it does not go on, its record keeps
- * round 1's repeats. Each level is judged on its own because a quiet look does not tell a noisy
- * level's winner: on this project's records the best candidate at a noisy level was up to 1.85×
- * slower quiet than the quiet best (bench/RESULTS.md). What it costs the family (space/family.ts):
- * with at most as many versions as levels, each member is within the family's 3% tolerance of the
- * best at some level, so a rule that keeps every level's best keeps the family. Halving alone keeps
- * the round's smallest lower bound; with 20%-windows on ten torchvision models' exhaustive records,
- * the best candidate of a level lay outside the kept half in 6 of 1,486 (workload, level) cells by
- * more than 3% (bench/RESULTS.md). The slack, 0.2, adds nothing there: it only spares full windows
- * for a round far behind what the database holds.
+ * The reference is the k-th best upper bound among the workload's candidates at that thread count:
+ * this round's and every complete record the database already holds for it. A candidate is
+ * DROPPED when
+ *
+ *     lower(c) > (1 + slack) × upper(k-th best)
+ *
+ * and every other candidate SURVIVES to round 2, which measures it exactly as an exhaustive search
+ * does. The slack is the noisy screen's (evaluate.ts DEFAULT_NOISY_SCREEN − 1 = 0.5): a candidate
+ * that much slower when quiet is dominated at level 0 by a candidate measured at every level, so
+ * it joins a family only by winning a noisy level by more than 1.5×, which no measured trade-off
+ * on this machine comes near. Under that premise the family a racing search selects is the one an
+ * exhaustive search selects from the same candidates (test/tune-race.test.ts checks it on
+ * deterministic fixtures). A candidate among the k best upper bounds always survives:
+ * lower(c) ≤ upper(c) ≤ upper(k-th best).
  */
 
 /** Round 1's window as a fraction of the full one (its repeats still number at least 3). */
 export const RACE_WINDOW_FRACTION = 0.2;
 /** The k of the rule: the reference is the k-th best upper bound. */
 export const DEFAULT_RACE_K = 1;
-/** The slack of the rule: 1.2× the reference still goes on. */
-export const DEFAULT_RACE_SLACK = 0.2;
-/** The share of a round that goes on at each level (successive halving's 1/η). */
-export const DEFAULT_RACE_KEEP = 0.5;
 
 export type SearchMode = 'race' | 'exhaustive';
 export const SEARCH_MODES: readonly SearchMode[] = ['race', 'exhaustive'];
 
 export interface RaceRule {
-  /** Fraction above the reference a lower bound may lie and still survive (0.2: 1.2× the reference). */
+  /** Fraction above the reference a lower bound may lie and still survive (0.5: 1.5× the reference). */
   readonly slack: number;
   readonly k: number;
-  /** Share of the round kept at a level (0 < keep ≤ 1; 1: the slack alone decides). */
-  readonly keep: number;
 }
 
-/** Bounds on a candidate's latency at one level, from its repeats there. */
-export interface LatencyBounds {
+export interface QuietBounds {
   readonly lower: number;
   readonly upper: number;
 }
 
-/** The bounds of one candidate's latency at a level from its repeats there (ms); undefined with none. */
-export function latencyBounds(repeatsMs: readonly number[]): LatencyBounds | undefined {
+/** The bounds of one candidate's quiet latency from its repeats (ms); undefined with none. */
+export function quietBounds(repeatsMs: readonly number[]): QuietBounds | undefined {
   const xs = repeatsMs.filter((x) => Number.isFinite(x) && x > 0).sort((a, b) => a - b);
   if (xs.length === 0) return undefined;
   return { lower: xs[0]!, upper: xs[Math.min(xs.length - 1, Math.ceil(0.75 * xs.length) - 1)]! };
@@ -69,31 +61,22 @@ export function raceWindowMs(fullMs: number): number {
  * The reference of the rule: the k-th smallest upper bound over `contenders` (this round's
  * candidates and the complete records already held); undefined when there are fewer than k.
  */
-export function raceReference(contenders: readonly LatencyBounds[], k: number): number | undefined {
+export function raceReference(contenders: readonly QuietBounds[], k: number): number | undefined {
   const uppers = contenders.map((b) => b.upper).sort((a, b) => a - b);
   return uppers.length >= k ? uppers[k - 1] : undefined;
 }
 
-/** Whether a candidate with these bounds survives the slack against `reference` (none: it does). */
-export function survives(bounds: LatencyBounds, reference: number | undefined, rule: RaceRule): boolean {
+/** Whether a candidate with these bounds survives round 1 against `reference` (none: it does). */
+export function survives(bounds: QuietBounds, reference: number | undefined, rule: RaceRule): boolean {
   return reference === undefined || !(bounds.lower > (1 + rule.slack) * reference);
 }
 
 /**
- * The verdict on one round at one level: per candidate (in order), whether it goes on. `held` are
- * the bounds there of the complete records the database holds for the same workload and thread count.
+ * The verdict on one round: per candidate (in order), whether it survives. `held` are the bounds
+ * of the complete records the database holds for the same workload and thread count.
  */
-export function raceVerdicts(round: readonly LatencyBounds[], held: readonly LatencyBounds[], rule: RaceRule): boolean[] {
-  if (!(rule.slack >= 0) || !Number.isInteger(rule.k) || rule.k < 1 || !(rule.keep > 0 && rule.keep <= 1)) {
-    throw new RangeError(`bad race rule ${JSON.stringify(rule)}`);
-  }
+export function raceVerdicts(round: readonly QuietBounds[], held: readonly QuietBounds[], rule: RaceRule): boolean[] {
+  if (!(rule.slack >= 0) || !Number.isInteger(rule.k) || rule.k < 1) throw new RangeError(`bad race rule ${JSON.stringify(rule)}`);
   const reference = raceReference([...round, ...held], rule.k);
-  const kept = new Set(halvingKeeps(round, rule.keep));
-  return round.map((b, i) => kept.has(i) && survives(b, reference, rule));
-}
-
-/** The indices of the ⌈keep × n⌉ smallest lower bounds (ties: the earlier candidate). */
-export function halvingKeeps(round: readonly LatencyBounds[], keep: number): number[] {
-  const order = round.map((_, i) => i).sort((a, b) => round[a]!.lower - round[b]!.lower || a - b);
-  return order.slice(0, Math.ceil(keep * round.length));
+  return round.map((b) => survives(b, reference, rule));
 }

@@ -101,16 +101,12 @@ export interface TuneOptions {
    * any then; the bank must have every noisy level requested and this session's core plan.
    */
   readonly bank?: LevelBank;
-  /** Exhaustive search: noisy levels only for candidates within this factor of the best quiet median (evaluate.ts; default 1.5, Infinity: every one). */
+  /** Noisy levels only for candidates within this factor of the best quiet median (evaluate.ts; default 1.5, Infinity: every one). */
   readonly noisyScreen?: number;
-  /** Racing search: the slack of race.ts's rule (default 0.2). */
-  readonly raceSlack?: number;
-  /** Racing search: the share of a round kept at each level (default 0.5; 1: the slack alone). */
-  readonly raceKeep?: number;
   /**
-   * 'race' (default): each batch timed at every level with a short window first, and a full
-   * window only where a candidate can still be near the best (race.ts); 'exhaustive': every
-   * candidate at every level with full windows (noisy levels screened on the quiet median).
+   * 'race' (default): each batch timed at level 0 with a short window first, and only the
+   * candidates that can still reach the family measured in full (race.ts); 'exhaustive': every
+   * candidate at every level with full windows.
    */
   readonly search?: SearchMode;
 }
@@ -166,7 +162,7 @@ export interface TuneResult {
   readonly dbHits: number;
   /** Of `measured`, the thread-count profiling measurements. */
   readonly profileMeasured: number;
-  /** Of `measured`, the candidates a racing search dropped at every level after round 1 (race.ts): timed briefly only. */
+  /** Of `measured`, the candidates a racing search dropped after round 1 (race.ts): timed at level 0 only, briefly. */
   readonly raced: number;
   readonly seconds: number;
   /** Versions kept → number of layers (occurrence-weighted) with that many. */
@@ -387,8 +383,6 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     ...(o.minTimeMs !== undefined ? { minTimeMs: o.minTimeMs } : {}),
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
     ...(o.noisyScreen !== undefined ? { noisyScreen: o.noisyScreen } : {}),
-    ...(o.raceSlack !== undefined ? { raceSlack: o.raceSlack } : {}),
-    ...(o.raceKeep !== undefined ? { raceKeep: o.raceKeep } : {}),
     search: o.search ?? 'race',
   };
   let raced = 0;
