@@ -21,10 +21,10 @@
  * that much slower when quiet is dominated at level 0 by a candidate measured at every level, so
  * it joins a family only by winning a noisy level by more than 1.5×. That is rare, not never: in
  * ten torchvision models' exhaustive runs, 10 of the 1,355 candidates that much slower quiet were
- * family members (bench/RESULTS.md); the exhaustive search's noisy screen skips the same ones, so
- * the family a racing search selects is the one an exhaustive search selects from the same
- * candidates (test/tune-race.test.ts checks it on deterministic fixtures). A candidate among the k best upper bounds always survives:
- * lower(c) ≤ upper(c) ≤ upper(k-th best).
+ * family members (bench/RESULTS.md). The exhaustive search's noisy screen skips those candidates'
+ * noisy levels too, so the family a racing search selects is the one an exhaustive search selects
+ * from the same candidates (test/tune-race.test.ts checks it on deterministic fixtures). A
+ * candidate among the k best upper bounds always survives: lower(c) ≤ upper(c) ≤ upper(k-th best).
  */
 
 /** Round 1's window as a fraction of the full one (its repeats still number at least 3). */
