@@ -76,13 +76,13 @@ const RAGGED = model(
   ],
 );
 
-for (const [name, spec, seed] of [
-  ['a RegNetY block (8 channels per group)', REGNET_Y_BLOCK, 21],
-  ['a strided ResNeXt grouped conv over a batch of two (4 per group)', RESNEXT_GROUPED, 22],
-  ['a grouped conv whose group count the merge does not divide', RAGGED, 23],
+for (const [name, spec, seed, perGroup] of [
+  ['a RegNetY block (8 channels per group)', REGNET_Y_BLOCK, 21, 8],
+  ['a strided ResNeXt grouped conv over a batch of two (4 per group)', RESNEXT_GROUPED, 22, 4],
+  ['a grouped conv whose group count the merge does not divide', RAGGED, 23, 4],
 ] as const) {
   test(
-    `${name} runs its grouped conv with merged groups at the network's width, no reorder, and matches ONNX Runtime`,
+    `${name} runs its grouped conv at the network's width, groups merged where narrower than the vector, no reorder, and matches ONNX Runtime`,
     { timeout: 240_000 },
     async () => {
       let merged = 0;
@@ -93,7 +93,8 @@ for (const [name, spec, seed] of [
         return [localityGreedy(w, target, 1), parallelHeavy(w, target, 2)].map((s) => repair({ ...s, vec }, w, target));
       });
       try {
-        assert.equal(merged, 1, 'the grouped conv is planned with merged groups');
+        // A group as wide as the vector (8 channels at AVX2's 8 floats) fills it whole: nothing to merge.
+        assert.equal(merged, perGroup < p.vec ? 1 : 0, `the grouped conv at ${p.vec} lanes, ${perGroup} channels per group`);
         const reorders = p.plan.steps.filter((s) => s.op === 'reorder').map((s) => s.op === 'reorder' && `${s.from}>${s.to}`);
         assert.ok(
           reorders.every((r) => r === `nchw>nchw${p.vec}c` || r === `nchw${p.vec}c>nchw` || r === `nchw>rows${p.vec}`),
