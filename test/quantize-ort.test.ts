@@ -2,10 +2,11 @@
  * `veltair quantize` end to end: the QDQ model it writes loads and runs in ONNX Runtime, every
  * pattern in it folds into quantized layers, and the whole model run through veltair's integer
  * reference matches ONNX Runtime's INT8 output within one quantization step of the output on at
- * least 99.9% of outputs (the requantization is MLAS's, so in practice they are equal) on a CPU with VNNI; without
- * it ONNX Runtime's INT8 is no exact reference (quantize-fixture.ts ortInt8Inexact) and the figure is only reported. The zoo's
- * MobileNet-V2 (BatchNormalizations folded, ReLU6 as Clip, residual Adds, depthwise convs) is checked
- * the same way. Needs onnxruntime-node (an optional peer): skipped with the reason without it.
+ * least 99.9% of outputs (the requantization is MLAS's, so in practice they are equal) on a CPU
+ * with VNNI; without it ONNX Runtime's INT8 is no exact reference (quantize-fixture.ts
+ * ortInt8Inexact) and the figure is only reported. The zoo's MobileNet-V2 (BatchNormalizations
+ * folded, ReLU6 as Clip, residual Adds, depthwise convs) is checked the same way. Needs
+ * onnxruntime-node (an optional peer): skipped with the reason without it.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +17,7 @@ import { ortInstalled } from '../src/ort/available.js';
 import { generatedSamples, quantizeModel } from '../src/quantize/quantize-model.js';
 import { runReferenceGraph } from '../src/quantize/run-graph.js';
 import type { Tensor } from '../src/onnx/model.js';
-import { assertWithinOneStepOfOrt, denseBlockCnn, ortInt8Inexact, fireSiluCnn, sharedBiasMlp, smallCnn } from './quantize-fixture.js';
+import { assertWithinOneStepOfOrt, denseBlockCnn, fireSiluCnn, ortInt8Inexact, sharedBiasMlp, smallCnn } from './quantize-fixture.js';
 import { buildZooModel } from '../src/zoo/index.js';
 import { encodeModel } from '../src/onnx/encode.js';
 

@@ -48,7 +48,7 @@ perf sched timehist -i "$out/perf.data" 2> /dev/null > "$out/timehist.txt"
 awk -v server="$server" -v client="$client" -v threads="$out/server-threads" '
   BEGIN { while ((getline line < threads) > 0) { split(line, f, " "); cls[f[1]] = f[2] } }
   # "node[tid/pid]" or "node[pid]" (a main thread)
-  function ids(task,   m, inside, parts) {
+  function ids(task,   inside, parts) {
     inside = substr(task, index(task, "[") + 1); sub(/\].*/, "", inside)
     n = split(inside, parts, "/"); tid = parts[1]; pid = (n == 2) ? parts[2] : parts[1]
   }
