@@ -33,7 +33,7 @@ test('an unwritable output location is FILE_UNWRITABLE', async () => {
   assertOneClearError(await compile('-o', out), 'FILE_UNWRITABLE', [out]);
 });
 
-test('invalid --levels, --shard, --max-versions, --transfer-trials and a budget of 0 are BAD_ARGUMENT', async () => {
+test('invalid --levels, --shard, --max-versions, --transfer-trials, --window-ms and a budget of 0 are BAD_ARGUMENT', async () => {
   const out = join(root, 'never');
   const cases: [string[], string][] = [
     [['--levels', '0,7'], '--levels "0,7"'],
@@ -48,6 +48,8 @@ test('invalid --levels, --shard, --max-versions, --transfer-trials and a budget 
     [['--transfer-trials', '-1'], '--transfer-trials "-1"'],
     [['--transfer-trials', '2.5'], '--transfer-trials "2.5"'],
     [['--threads', '0'], '--threads "0"'],
+    [['--window-ms', '4'], '--window-ms "4"'],
+    [['--window-ms', '2.5'], '--window-ms "2.5"'],
   ];
   for (const [args, mention] of cases) assertOneClearError(await compile('-o', out, ...args), 'BAD_ARGUMENT', [mention]);
   assertOneClearError(await veltair(['compile', model, '--db', db], env), 'BAD_ARGUMENT', ['-o OUT']);

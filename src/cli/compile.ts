@@ -1,6 +1,6 @@
 /**
  * `veltair compile MODEL.onnx -o OUT [--trials N] [--levels 0,1,2,3,4] [--max-versions 5]
- *  [--threads N] [--search race|exhaustive] [--db DIR] [--no-shipped-records] [--no-winograd] [--shard i/n]
+ *  [--threads N] [--search race|exhaustive] [--window-ms MS] [--db DIR] [--no-shipped-records] [--no-winograd] [--shard i/n]
  *  [--input-shape …] [--seed N] [--sign KEY] [--force] [--json]`
  * Flag parsing, then one call of compileModel (src/compile/compile-model.ts): each flag parses into
  * the CompileOptions field of its name, with the flag named in any error; the progress bar, the
@@ -13,7 +13,10 @@ import {
   checkSearch,
   DEFAULT_SPARSE_MIN_OUTPUTS,
   DEFAULT_TRIALS,
+  DEFAULT_WINDOW_MS,
   MAX_VERSIONS_LIMIT,
+  MAX_WINDOW_MS,
+  MIN_WINDOW_MS,
   type CompileOptions,
 } from '../compile/options.js';
 import type { SparseSummary } from '../compile/sparse-family.js';
@@ -38,6 +41,7 @@ interface CompileFlags {
   profileThreads?: string;
   isa?: string;
   search?: string;
+  windowMs?: string;
   db?: string;
   shippedRecords?: boolean;
   winograd?: boolean;
@@ -102,6 +106,19 @@ function parseTransferTrials(text: string): number {
   return Number(text);
 }
 
+function parseWindowMs(text: string): number {
+  const ms = Number(text);
+  if (!/^\d+$/.test(text.trim()) || ms < MIN_WINDOW_MS || ms > MAX_WINDOW_MS) {
+    throw badArgument(
+      '--window-ms',
+      text,
+      `is not an integer from ${MIN_WINDOW_MS} to ${MAX_WINDOW_MS}`,
+      `e.g. --window-ms ${DEFAULT_WINDOW_MS}`,
+    );
+  }
+  return ms;
+}
+
 function parseHash(text: string): HashFamily {
   if (text !== 'dwta' && text !== 'simhash')
     throw badArgument('--sparse-hash', text, 'is not dwta or simhash', 'e.g. --sparse-hash simhash');
@@ -127,6 +144,7 @@ function parseFlags(f: CompileFlags): CompileOptions {
     ...opt('shard', f.shard, parseShard),
     ...opt('isa', f.isa, (t): IsaLevel => checkIsa(t)),
     ...opt('search', f.search, (t): SearchMode => checkSearch(t)),
+    ...opt('windowMs', f.windowMs, parseWindowMs),
     ...opt('sparseMinOutputs', f.sparseMinOutputs, (t) => parsePositiveInt('--sparse-min-outputs', t)),
     ...opt('sparsities', f.sparsities, parseSparsities),
     ...opt('calibrationRows', f.calibrationRows, (t) => parsePositiveInt('--calibration-rows', t)),
@@ -269,6 +287,7 @@ export function registerCompileCommand(program: Command): void {
       'race (default): time each candidate at level 0 briefly and measure in full only those that can still reach the family; ' +
         'exhaustive: every candidate at every level with full windows',
     )
+    .option('--window-ms <ms>', `timing window of each measurement, ${MIN_WINDOW_MS} to ${MAX_WINDOW_MS} (default ${DEFAULT_WINDOW_MS})`)
     .option('--db <dir>', `tuning database directory (default ${defaultDatabaseDir()})`)
     .option('--no-shipped-records', "ignore the records shipped in the package's tuning-db/: tune from --db alone")
     .option('--no-winograd', 'direct versions only: no Winograd F(4x4, 3x3) candidates for stride-1 3x3 convs')

@@ -26,6 +26,8 @@ export interface Int8CompileOptions {
   readonly levels: readonly number[];
   readonly threads: number;
   readonly seed: number;
+  /** Timing window per measurement, ms (the compile's --window-ms). */
+  readonly minTimeMs: number;
   readonly say: (m: string) => void;
 }
 
@@ -46,6 +48,7 @@ export async function tuneInt8Families(graph: LayerGraph, target: Target, o: Int
         cflags: target.cflags,
         seed: o.seed,
         levels: o.levels,
+        minTimeMs: o.minTimeMs,
         ...(bank ? { bank } : {}),
         onNote: (m) => o.say(`note: ${m}`),
       });

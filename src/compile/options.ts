@@ -12,6 +12,11 @@ import { ISA_LEVELS, missingForLevel, type IsaLevel } from '../toolchain/isa.js'
 import type { Shard, TuneProgress } from '../tune/tune-model.js';
 import { SEARCH_MODES, type SearchMode } from '../tune/race.js';
 
+/** The tuner's timing window per measurement, ms (`--window-ms`), and the range it accepts. */
+export const DEFAULT_WINDOW_MS = 100;
+export const MIN_WINDOW_MS = 5;
+export const MAX_WINDOW_MS = 10_000;
+
 /**
  * Trials per unique workload when `trials` is not given. A budget choice: the search is seeded with
  * the two ends of the space and a balanced default, and 8 trials × 5 levels keep a ResNet-50
@@ -55,6 +60,12 @@ export interface CompileOptions {
    * 'exhaustive' measures every candidate at every level with full windows.
    */
   readonly search?: SearchMode;
+  /**
+   * Timing window of one measurement of a candidate at one level, in ms (`--window-ms`, default
+   * {@link DEFAULT_WINDOW_MS}): the kernel is called until this much time is timed (at least 3 repeats).
+   * Most of a default-budget compile is these windows; a shorter one compiles faster and ranks less surely.
+   */
+  readonly windowMs?: number;
   /**
    * Winograd F(4×4, 3×3) candidates for ungrouped stride-1 3×3 convs (default true; `--no-winograd`
    * sets false: direct versions only, and Winograd records in the database are left out).
@@ -206,6 +217,7 @@ export function resolveCompileOptions(o: CompileOptions): ResolvedCompileOptions
           : list('profileThreads', '--profile-threads', o.profileThreads, 1, Number.MAX_SAFE_INTEGER),
     isa: checkIsa(o.isa ?? 'native'),
     search: checkSearch(o.search ?? 'race'),
+    windowMs: integer('windowMs', '--window-ms', o.windowMs ?? DEFAULT_WINDOW_MS, MIN_WINDOW_MS, MAX_WINDOW_MS),
     shippedRecords: o.shippedRecords !== false,
     winograd: o.winograd !== false,
     seed: o.seed === undefined ? 1 : integer('seed', '--seed', o.seed, Number.MIN_SAFE_INTEGER),
