@@ -62,7 +62,7 @@ export interface CompileOptions {
   readonly search?: SearchMode;
   /**
    * Timing window of one measurement of a candidate at one level, in ms (`--window-ms`, default
-   * {@link DEFAULT_WINDOW_MS}): the kernel is called until this much time is timed (at least 3 repeats).
+   * 100): the kernel is called until this much time is timed (at least 3 repeats).
    * Most of a default-budget compile is these windows; a shorter one compiles faster and ranks less surely.
    */
   readonly windowMs?: number;
