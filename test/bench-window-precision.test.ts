@@ -35,35 +35,16 @@ test('rounds at different host speeds combine into the order every round agrees 
 });
 
 test('the summary reads A/A spread, the regret of each first pick and whether the best is in the top 3', () => {
-  const rows: WorkloadLooks[] = [
+  const seq50 = (workload: string, reference: number[], first: number[], second: number[]): WorkloadLooks => ({
+    workload,
+    reference,
+    looks: new Map([['seq:50', [first, second] as const]]),
+  });
+  const rows = [
     // the way picks candidate 1, which the reference times 10% slower than its best (0)
-    {
-      workload: 'a',
-      reference: [1, 1.1, 2, 3],
-      looks: new Map([
-        [
-          'seq:50',
-          [
-            [1.2, 1.0, 2, 3],
-            [1.2, 1.0, 2, 3],
-          ] as const,
-        ],
-      ]),
-    },
+    seq50('a', [1, 1.1, 2, 3], [1.2, 1.0, 2, 3], [1.2, 1.0, 2, 3]),
     // the way picks the reference's best; its second look reads the slowest candidate twice as slow
-    {
-      workload: 'b',
-      reference: [1, 2, 3, 4],
-      looks: new Map([
-        [
-          'seq:50',
-          [
-            [1, 2, 3, 4],
-            [1, 2, 3, 8],
-          ] as const,
-        ],
-      ]),
-    },
+    seq50('b', [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 8]),
   ];
   const [s] = summariseWays(rows, ['seq:50']);
   assert.equal(s!.workloads, 2);
