@@ -31,7 +31,7 @@ import { makeCandidate, type Candidate } from '../space/candidate.js';
 import { repair, sampleSchedules, type Schedule } from '../space/knobs.js';
 import { defaultTableRefresh, localityGreedy, parallelHeavy } from '../space/presets.js';
 import { detectTarget, type Target } from '../toolchain/target.js';
-import { median } from '../stats.js';
+import { geometricMean, median } from '../stats.js';
 
 /** A way of timing: each candidate `rounds` times round for `windowMs` each (rounds 1 = one after another). */
 export interface TimingWay {
@@ -83,7 +83,8 @@ function fastest(xs: readonly number[], k: number): number[] {
     .map(([, i]) => i);
 }
 
-function quantile(sorted: readonly number[], q: number): number {
+/** Nearest-rank quantile of an ascending sample (NaN when empty), not stats.quantile's interpolation: each figure is one candidate's spread. */
+function nearestRank(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
@@ -92,7 +93,7 @@ function quantile(sorted: readonly number[], q: number): number {
 export function relativeTimes(xs: readonly number[]): number[] {
   const ok = xs.filter((x) => Number.isFinite(x) && x > 0);
   if (ok.length === 0) return xs.map(() => NaN);
-  const gm = Math.exp(ok.reduce((s, x) => s + Math.log(x), 0) / ok.length);
+  const gm = geometricMean(ok);
   return xs.map((x) => (Number.isFinite(x) && x > 0 ? x / gm : NaN));
 }
 
@@ -120,8 +121,8 @@ export function summariseWays(rows: readonly WorkloadLooks[], ways: readonly str
     spreads.sort((x, y) => x - y);
     return {
       way,
-      aaMedian: quantile(spreads, 0.5),
-      aaP90: quantile(spreads, 0.9),
+      aaMedian: nearestRank(spreads, 0.5),
+      aaP90: nearestRank(spreads, 0.9),
       meanRegret: regrets.length ? regrets.reduce((s, x) => s + x, 0) / regrets.length : NaN,
       regretOver3: regrets.filter((x) => x > 0.03).length,
       top3,
