@@ -2,8 +2,8 @@
  * Tuning transfer across targets: how near another target is (ISA first, then caches, cores),
  * which of its records seed a workload (the frontier of the nearest target, never this target's
  * own, at most the cap), and end to end: a target with no record of its own measures the nearest
- * target's kept candidates first, spends at most the transfer budget per workload, never uses a
- * foreign record as a measurement, and reports how its workloads started.
+ * target's kept candidates first, spends at most the transfer budget per workload (on a rerun too),
+ * never uses a foreign record as a measurement, and reports how its workloads started.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -129,6 +129,21 @@ test(
     });
     assert.equal(again.transfer.exactWorkloads, 1);
     assert.equal(again.transfer.transferredWorkloads, 0);
+    assert.equal(again.measured, 0, 'the transfer cap holds on the rerun: nothing is topped up');
+    assert.equal(again.dbHits, 2);
+    // transferTrials 0 on the same target: the full budget, topping up what the transfer pass left.
+    const topped = await tuneWorkloads([{ workload: conv, count: 1 }], {
+      trials: 6,
+      transferTrials: 0,
+      levels: [0],
+      threads: [1],
+      seed: 5,
+      db,
+      minTimeMs: 10,
+      target: other,
+    });
+    assert.equal(topped.dbHits, 2, "the transfer pass's two trials count toward the budget");
+    assert.ok(topped.measured >= 1 && topped.measured <= 4, `measured ${topped.measured}: the rest of the six`);
     // transferTrials 0 (compile --transfer-trials 0): a third target searches from scratch at the full budget.
     const third: Target = { ...other, caches: { ...other.caches, l2: other.caches.l2 * 2 } };
     const off = await tuneWorkloads([{ workload: conv, count: 1 }], {

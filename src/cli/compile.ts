@@ -263,8 +263,8 @@ export function registerCompileCommand(program: Command): void {
     .option('--trials <n>', `measured candidates per unique workload (default ${DEFAULT_TRIALS})`)
     .option(
       '--transfer-trials <n>',
-      "candidates per workload and thread count when only other machines' records seed it " +
-        '(default max(2, ⌈trials/4⌉); 0: no transfer, search from scratch)',
+      "candidates per workload and thread count when other machines' records cover it, on every compile " +
+        '(default max(2, ⌈trials/4⌉); 0: no transfer, the full --trials)',
     )
     .option('--levels <list>', 'interference levels to measure every candidate at (default 0,1,2,3,4)')
     .option('--max-versions <n>', `versions kept per layer and thread count, 1 to ${MAX_VERSIONS_LIMIT} (default ${MAX_VERSIONS_LIMIT})`)

@@ -40,8 +40,8 @@ export interface CompileOptions {
   /** Measured candidates per unique workload (`--trials`, default {@link DEFAULT_TRIALS}). */
   readonly trials?: number;
   /**
-   * Candidates per workload and thread count when only other machines' records seed it
-   * (`--transfer-trials`; default max(2, ⌈trials/4⌉); 0: no transfer, search from scratch).
+   * Candidates per workload and thread count when other machines' records cover it, on every
+   * compile (`--transfer-trials`; default max(2, ⌈trials/4⌉); 0: no transfer, the full `trials`).
    */
   readonly transferTrials?: number;
   /** Interference levels (0 quiet … 4) every candidate is measured at (`--levels`, default 0–4). */

@@ -91,8 +91,9 @@ export interface TuneOptions {
   readonly noiseSettingsFor?: (level: number) => NoiseSettings | undefined;
   /**
    * Seed workloads without a record for this target from other targets' records (db/transfer.ts),
-   * and give such a workload at most this many trials: confirming and refining, not searching
-   * from nothing. Default: defaultTransferTrials(trials); 0 turns transfer off.
+   * and give a workload those records cover at most this many trials, on every pass (so a rerun
+   * does not top it up): confirming and refining, not searching from nothing. Default:
+   * defaultTransferTrials(trials); 0 turns transfer off, and the full budget applies.
    */
   readonly transferTrials?: number;
   /**
@@ -314,12 +315,15 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
   };
   // One search per (workload, thread count): each count gets its own budget and its own family.
   // A run with no record of its own at its count but with other targets' records at that count
-  // starts from their frontier (db/transfer.ts) and is capped at transferCap trials.
+  // starts from their frontier (db/transfer.ts). A run that other targets' records cover is capped
+  // at transferCap trials whether or not this target has records of its own yet: the cap must be
+  // the same on every pass, or the compile after a transfer compile tops the run up to the full
+  // budget and measures again what the first one settled (transferTrials 0 asks for that).
   const runs = tasks.flatMap((use) => threads.map((t) => ({ use, threads: t })));
   const transferCap = o.transferTrials ?? defaultTransferTrials(o.trials);
   const ownAt = (key: string, n: number) => o.db.lookup(key).filter((r) => r.threads === n && allowed(o, r.schedule));
-  const seedsOf = runs.map((r) =>
-    transferCap > 0 && ownAt(r.use.workload.key, r.threads).length === 0
+  const foreignSeeds = runs.map((r) =>
+    transferCap > 0
       ? transferSeeds(
           o.db.foreign(r.use.workload.key).filter((f) => f.threads === r.threads && allowed(o, f.schedule)),
           target,
@@ -328,7 +332,8 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
         )
       : [],
   );
-  const caps = seedsOf.map((seeds) => (seeds.length > 0 ? Math.min(o.trials, transferCap) : o.trials));
+  const seedsOf = runs.map((r, i) => (ownAt(r.use.workload.key, r.threads).length === 0 ? foreignSeeds[i]! : []));
+  const caps = foreignSeeds.map((seeds) => (seeds.length > 0 ? Math.min(o.trials, transferCap) : o.trials));
   const budget = caps.reduce((a, b) => a + b, 0);
   // One ranking model for the pass, from every complete record of every target (rank-model.ts).
   const rankModel = fitRankModel(rankingRecords(o.db.corpus()));
