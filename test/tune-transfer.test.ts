@@ -157,5 +157,28 @@ test(
       target: third,
     });
     assert.deepEqual([off.transfer.transferredWorkloads, off.transfer.freshWorkloads, off.measured], [0, 1, 3]);
+    // A transfer cut short (here: a cap of 1) resumes where it would have gone: the next foreign seed, not a preset.
+    const fourth: Target = { ...other, caches: { ...other.caches, l3: other.caches.l3 * 2 } };
+    const fourthDb = await openDatabase(join(root, 'db'), { target: fourth, shipped: false });
+    const pass = (transferTrials: number) =>
+      tuneWorkloads([{ workload: conv, count: 1 }], {
+        trials: 6,
+        transferTrials,
+        levels: [0],
+        threads: [1],
+        seed: 5,
+        db: fourthDb,
+        minTimeMs: 10,
+        target: fourth,
+      });
+    assert.equal((await pass(1)).measured, 1);
+    const resumed = await pass(2);
+    assert.deepEqual([resumed.dbHits, resumed.measured], [1, 1]);
+    const planned = transferSeeds(fourthDb.foreign(conv.key), fourth, targetFingerprint(fourth), 2);
+    assert.deepEqual(
+      new Set(fourthDb.records(conv.key).map((x) => scheduleKey(x.schedule))),
+      new Set(planned.map((p) => scheduleKey(repair(p.record.schedule, conv, fourth)))),
+      'the two passes measured the two seeds a pass capped at 2 would have',
+    );
   },
 );

@@ -314,11 +314,12 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
     phases[p === 'build' ? build : p === 'race' ? 'searchRace' : measure] += s;
   };
   // One search per (workload, thread count): each count gets its own budget and its own family.
-  // A run with no record of its own at its count but with other targets' records at that count
-  // starts from their frontier (db/transfer.ts). A run that other targets' records cover is capped
-  // at transferCap trials whether or not this target has records of its own yet: the cap must be
-  // the same on every pass, or the compile after a transfer compile tops the run up to the full
-  // budget and measures again what the first one settled (transferTrials 0 asks for that).
+  // A run that other targets' records cover at its count starts from their frontier (db/transfer.ts)
+  // and is capped at transferCap trials, whether or not this target has records of its own yet: the
+  // cap and the candidates must be the same on every pass, or the compile after a transfer compile
+  // tops the run up to the full budget and measures again what the first one settled, and an
+  // interrupted transfer resumes elsewhere than it would have gone (transferTrials 0 asks for that).
+  // seedsOf: the runs seeded with no record of their own, what the transfer summary counts.
   const runs = tasks.flatMap((use) => threads.map((t) => ({ use, threads: t })));
   const transferCap = o.transferTrials ?? defaultTransferTrials(o.trials);
   const ownAt = (key: string, n: number) => o.db.lookup(key).filter((r) => r.threads === n && allowed(o, r.schedule));
@@ -351,7 +352,7 @@ export async function tuneWorkloads(uses: readonly WorkloadUse[], o: TuneOptions
         .seeds(r.use.workload.key)
         .filter((s) => s.threads === r.threads && allowed(o, s.schedule))
         .map((s) => s.schedule),
-      priors: seedsOf[i]!.map((s) => ({
+      priors: foreignSeeds[i]!.map((s) => ({
         schedule: s.record.schedule,
         medianMs: Object.fromEntries(
           levelsOf(s.record)
