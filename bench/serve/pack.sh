@@ -53,10 +53,14 @@ cd "$here"
   npm ls --omit=dev --all --parseable 2>/dev/null | sed "s#^$here/##" | grep '^node_modules/' | grep -v '^node_modules/typescript$'
   printf '%s\n' node_modules/onnxruntime-node node_modules/onnxruntime-common
 } | sort -u | while read -r module; do
+  # A nested module came with its parent (sorted first); copied again, cp -r would nest a second copy inside it.
+  [ -e "$dest/$module" ] && continue
   mkdir -p "$dest/$(dirname "$module")"
   cp -r "$module" "$dest/$module"
 done
-# Nested copies were already copied with their parent; only Linux x64's ONNX Runtime binaries are kept.
+# Never loaded at run time: protobufjs's .proto compiler CLI (with modules of its own) and type declarations.
+find "$dest/node_modules" -type d \( -path '*/protobufjs/cli' -o -path '*/node_modules/@types' \) -prune -exec rm -rf {} +
+# Only Linux x64's ONNX Runtime binaries are kept.
 find "$dest/node_modules/onnxruntime-node/bin" -mindepth 3 -maxdepth 3 -type d ! -path '*/linux/x64' -exec rm -rf {} +
 find "$dest/node_modules/onnxruntime-node/bin" -mindepth 2 -maxdepth 2 -type d ! -name linux -exec rm -rf {} +
 
