@@ -11,12 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { medianMs, type TuningRecord } from '../src/db/record.js';
-import { openDatabase } from '../src/db/store.js';
+import { openDatabase, type TuningDatabase } from '../src/db/store.js';
 import { targetFingerprint } from '../src/db/target-fingerprint.js';
 import { targetDistance, transferSeeds } from '../src/db/transfer.js';
 import { withKey, type Conv2dWorkload } from '../src/ir/workload.js';
 import { scheduleKey } from '../src/tune/search.js';
-import { tuneWorkloads } from '../src/tune/tune-model.js';
+import { tuneWorkloads, type TuneOptions } from '../src/tune/tune-model.js';
 import { detectTarget, type Target } from '../src/toolchain/target.js';
 import { repair } from '../src/space/knobs.js';
 
@@ -65,6 +65,10 @@ const convShape: Conv2dWorkload = {
 };
 const conv = withKey(convShape);
 
+/** One tuning pass over the conv at one thread count and level 0, as every pass of the end-to-end test runs it. */
+const tuneConv = (db: TuningDatabase, target: Target, extra: Partial<TuneOptions> = {}) =>
+  tuneWorkloads([{ workload: conv, count: 1 }], { trials: 6, levels: [0], threads: [1], seed: 5, db, minTimeMs: 10, target, ...extra });
+
 test(
   "end to end: no record of its own → the nearest target's kept candidates are measured first, within the transfer budget",
   { timeout: 300_000 },
@@ -94,15 +98,7 @@ test(
     assert.ok(seeds.every((s) => s.record.target === targetFingerprint(here)));
     const quiet = (r: TuningRecord) => medianMs(r, 0)!;
     assert.equal(quiet(seeds[0]!.record), Math.min(...foreign.map(quiet)), "the source's best candidate comes first");
-    const r = await tuneWorkloads([{ workload: conv, count: 1 }], {
-      trials: 6,
-      levels: [0],
-      threads: [1],
-      seed: 5,
-      db,
-      minTimeMs: 10,
-      target: other,
-    });
+    const r = await tuneConv(db, other);
     assert.deepEqual(r.transfer, {
       exactWorkloads: 0,
       transferredWorkloads: 1,
@@ -118,59 +114,26 @@ test(
     const measuredKeys = new Set(mine.map((x) => scheduleKey(x.schedule)));
     for (const s of seeds) assert.ok(measuredKeys.has(scheduleKey(repair(s.record.schedule, conv, other))), 'each seed was measured here');
     // Exact records win: a rerun for the other target measures nothing and transfers nothing.
-    const again = await tuneWorkloads([{ workload: conv, count: 1 }], {
-      trials: 6,
-      levels: [0],
-      threads: [1],
-      seed: 5,
-      db,
-      minTimeMs: 10,
-      target: other,
-    });
+    const again = await tuneConv(db, other);
     assert.equal(again.transfer.exactWorkloads, 1);
     assert.equal(again.transfer.transferredWorkloads, 0);
     assert.equal(again.measured, 0, 'the transfer cap holds on the rerun: nothing is topped up');
     assert.equal(again.dbHits, 2);
     // transferTrials 0 on the same target: the full budget, topping up what the transfer pass left.
-    const topped = await tuneWorkloads([{ workload: conv, count: 1 }], {
-      trials: 6,
-      transferTrials: 0,
-      levels: [0],
-      threads: [1],
-      seed: 5,
-      db,
-      minTimeMs: 10,
-      target: other,
-    });
+    const topped = await tuneConv(db, other, { transferTrials: 0 });
     assert.equal(topped.dbHits, 2, "the transfer pass's two trials count toward the budget");
     assert.ok(topped.measured >= 1 && topped.measured <= 4, `measured ${topped.measured}: the rest of the six`);
     // transferTrials 0 (compile --transfer-trials 0): a third target searches from scratch at the full budget.
     const third: Target = { ...other, caches: { ...other.caches, l2: other.caches.l2 * 2 } };
-    const off = await tuneWorkloads([{ workload: conv, count: 1 }], {
+    const off = await tuneConv(await openDatabase(join(root, 'db'), { target: third, shipped: false }), third, {
       trials: 3,
       transferTrials: 0,
-      levels: [0],
-      threads: [1],
-      seed: 5,
-      db: await openDatabase(join(root, 'db'), { target: third, shipped: false }),
-      minTimeMs: 10,
-      target: third,
     });
     assert.deepEqual([off.transfer.transferredWorkloads, off.transfer.freshWorkloads, off.measured], [0, 1, 3]);
     // A transfer cut short (here: a cap of 1) resumes where it would have gone: the next foreign seed, not a preset.
     const fourth: Target = { ...other, caches: { ...other.caches, l3: other.caches.l3 * 2 } };
     const fourthDb = await openDatabase(join(root, 'db'), { target: fourth, shipped: false });
-    const pass = (transferTrials: number) =>
-      tuneWorkloads([{ workload: conv, count: 1 }], {
-        trials: 6,
-        transferTrials,
-        levels: [0],
-        threads: [1],
-        seed: 5,
-        db: fourthDb,
-        minTimeMs: 10,
-        target: fourth,
-      });
+    const pass = (transferTrials: number) => tuneConv(fourthDb, fourth, { transferTrials });
     assert.equal((await pass(1)).measured, 1);
     const resumed = await pass(2);
     assert.deepEqual([resumed.dbHits, resumed.measured], [1, 1]);
